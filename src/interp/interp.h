@@ -1,0 +1,61 @@
+/* interp.h — the reference interpreter (TileDebug core).
+ *
+ * In:  a verified ir_func, the values of its symbolic sizes and scalar parameters, and host
+ *      memory for every tensor parameter and returned buffer.
+ * Out: the tensors written in place; or an error naming the buffer, the source line and the
+ *      loop/block indices when the program does something undefined.
+ *
+ * It defines what every program means; every backend is tested against it.
+ *   - Kernel blocks run one after another; T.Parallel iterations run in order. Nothing
+ *     depends on that order in a correct program: the race check says so when it would.
+ *   - Float arithmetic is done in double and rounded to the expression's dtype after each
+ *     operation (bit-exact f32 arithmetic for + - * / sqrt); stores round with the
+ *     conversions of core.h.
+ *   - Checks (each can be switched off; all are on by default):
+ *       bounds: an element access outside its buffer (tile operations clip instead);
+ *       uninit: a read of an element of a non-parameter buffer (shared, fragment, local,
+ *               temporaries, outputs) never written since its ALLOC;
+ *       race:   two iterations of one T.Parallel nest touching the same element, one of
+ *               them writing (atomics excepted), or two blocks of one kernel doing so on a
+ *               global buffer.
+ *   - f64 mode (--check on the interpreter target): every float buffer and every float
+ *     operation is f64 and nothing is rounded, giving the reference a program is compared
+ *     with.
+ */
+#ifndef TILE_INTERP_H
+#define TILE_INTERP_H
+
+#include "../ir/ir.h"
+
+typedef struct interp_tensor {
+    void *data;       /* row-major, dtype of the buffer (in f64 mode: double for float buffers) */
+    int64_t shape[8]; /* must equal the buffer's shape under the bound sizes */
+} interp_tensor;
+
+typedef struct interp_options {
+    bool check_bounds;  /* default true */
+    bool check_uninit;  /* default true */
+    bool check_races;   /* default true */
+    bool f64_mode;      /* default false */
+    long max_steps;     /* stop with an error after this many statements executed (0 = no limit);
+                           protects fuzzers from endless loops */
+} interp_options;
+void interp_options_default(interp_options *o);
+
+typedef struct interp_args {
+    const int64_t *sizes;        /* value of f->sizes[i] */
+    const double *scalar_f;      /* value of float scalar params, indexed by param position */
+    const int64_t *scalar_i;     /* value of int/bool scalar params, indexed by param position */
+    interp_tensor *params;       /* indexed by param position (unused for scalar params) */
+    interp_tensor *rets;         /* f->nrets outputs, allocated by the caller */
+} interp_args;
+
+/* Runs f. Returns 0 on success. On a run-time error (a failed check, division by zero, a
+ * failed assert, max_steps exceeded) returns 1 and writes one message into err such as
+ *   prog.tl:12:17: error: out-of-bounds read of A[64, 3] (shape 64x32) in block (1, 0), at i=64, k=3
+ *   prog.tl:9:13: error: read of uninitialised shared memory A_shared[3, 0] in block (0, 0)
+ *   prog.tl:15:9: error: data race on B_shared[0, 5]: written by iteration (i=0, j=5) and read by iteration (i=1, j=5) of the T.Parallel at prog.tl:14:18
+ * followed by the source line and a caret (tile_diag_format). */
+int interp_run(const ir_func *f, const interp_args *args, const interp_options *opt, tile_strbuf *err);
+
+#endif
