@@ -1,0 +1,393 @@
+/* tlink.h — TileLink: collective communication between processes and hosts.
+ *
+ * The one public header of libtilelink (no dependency on libtile). Read it as a tutorial.
+ *
+ * ---------------------------------------------------------------------------------------
+ * Worked example (run with `tile launch -n 4 ./a.out`, `torchrun`, `mpirun -n 4`, `srun`):
+ *
+ *     #include <tlink.h>
+ *     int main(void) {
+ *         tlink_comm *comm;
+ *         tlink_status st = tlink_comm_init_env(&comm);   // reads RANK/WORLD_SIZE/... vars
+ *         if (st != TLINK_OK) { fprintf(stderr, "%s\n", tlink_last_error(NULL)); return 1; }
+ *         int rank = tlink_comm_rank(comm), size = tlink_comm_size(comm);
+ *         float grad[1024];
+ *         for (int i = 0; i < 1024; i++) grad[i] = (float)rank;
+ *         // in place: send == recv
+ *         st = tlink_allreduce(comm, grad, grad, 1024, TLINK_F32, TLINK_SUM);
+ *         if (st != TLINK_OK) fprintf(stderr, "allreduce: %s\n", tlink_last_error(comm));
+ *         // overlap: start, compute, wait
+ *         tlink_request *req;
+ *         tlink_iallreduce(comm, grad, grad, 1024, TLINK_F32, TLINK_AVG, &req);
+ *         ... compute ...
+ *         tlink_wait(req);
+ *         tlink_comm_destroy(comm);
+ *     }
+ *
+ * Explicit creation: tlink_comm_init(&comm, rank, size, "10.0.0.1:29500"); rank 0 hosts the
+ * key-value store at that address (or uses the standalone one already listening there).
+ * ---------------------------------------------------------------------------------------
+ *
+ * Rules shared by every call:
+ *  - Collectives must be called by every rank of the communicator in the same order with
+ *    matching arguments (count, dtype, op, root).
+ *  - send == recv means in place. count 0 is a no-op (still a valid call).
+ *  - Every blocking call has a deadline: the communicator timeout (env TLINK_TIMEOUT,
+ *    seconds, default 300; tlink_comm_set_timeout). It returns TLINK_ERR_TIMEOUT or
+ *    TLINK_ERR_PEER_FAILED naming the rank instead of hanging; tlink_last_error() has the
+ *    detailed message. After a peer failure the communicator is broken: every later call
+ *    returns TLINK_ERR_PEER_FAILED; destroy it.
+ *  - A communicator is used by one thread at a time (nonblocking calls are queued and run by
+ *    the communicator's progress thread in issue order).
+ */
+#ifndef TLINK_H
+#define TLINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TLINK_API __attribute__((visibility("default")))
+
+#define TLINK_VERSION_MAJOR 0
+#define TLINK_VERSION_MINOR 1
+TLINK_API const char *tlink_version(void);
+
+typedef struct tlink_comm tlink_comm;        /* a communicator */
+typedef struct tlink_request tlink_request;  /* a queued nonblocking operation */
+
+/* ---------- status codes ---------- */
+#define TLINK_STATUS_LIST(X)                                                        \
+    X(TLINK_OK, 0, "success")                                                       \
+    X(TLINK_ERR_INVALID_ARG, 1, "invalid argument")                                 \
+    X(TLINK_ERR_TIMEOUT, 2, "timed out")                                            \
+    X(TLINK_ERR_PEER_FAILED, 3, "peer failed")                                      \
+    X(TLINK_ERR_SYSTEM, 4, "system error")                                          \
+    X(TLINK_ERR_BOOTSTRAP, 5, "bootstrap failed")                                   \
+    X(TLINK_ERR_UNSUPPORTED, 6, "unsupported")                                      \
+    X(TLINK_ERR_REVOKED, 7, "communicator revoked")                                 \
+    X(TLINK_ERR_NO_MEMORY, 8, "out of memory")                                      \
+    X(TLINK_ERR_INTERNAL, 9, "internal error")                                      \
+    X(TLINK_ERR_ABORTED, 10, "communicator aborted")                                \
+    X(TLINK_ERR_TRUNCATED, 11, "message truncated (receive buffer smaller than message)") \
+    X(TLINK_IN_PROGRESS, 12, "operation in progress")
+
+typedef enum {
+#define TLINK_X_(name, val, msg) name = val,
+    TLINK_STATUS_LIST(TLINK_X_)
+#undef TLINK_X_
+    TLINK_STATUS_COUNT
+} tlink_status;
+
+/* Static description of a status code ("timed out"). */
+TLINK_API const char *tlink_error_string(tlink_status st);
+/* Detailed message of the last failure on this communicator, e.g.
+ * "allreduce: timeout after 300.0 s waiting for rank 3 (host b, pid 1234)".
+ * comm == NULL gives the last failure of this thread (use after a failed init). Never NULL. */
+TLINK_API const char *tlink_last_error(const tlink_comm *comm);
+
+/* ---------- data types and reduction ops ---------- */
+/* 16- and 8-bit floats are reduced in f32 and rounded to nearest even after each step.
+ * fp8 follows OCP 8-bit floats: e4m3 (no infinities; overflow -> NaN, max 448),
+ * e5m2 (IEEE-like; overflow -> inf). */
+#define TLINK_DTYPE_LIST(X)                 \
+    X(TLINK_F32, 0, "f32", 4)               \
+    X(TLINK_F64, 1, "f64", 8)               \
+    X(TLINK_F16, 2, "f16", 2)               \
+    X(TLINK_BF16, 3, "bf16", 2)             \
+    X(TLINK_I32, 4, "i32", 4)               \
+    X(TLINK_I64, 5, "i64", 8)               \
+    X(TLINK_U8, 6, "u8", 1)                 \
+    X(TLINK_FP8_E4M3, 7, "fp8_e4m3", 1)     \
+    X(TLINK_FP8_E5M2, 8, "fp8_e5m2", 1)
+
+typedef enum {
+#define TLINK_X_(name, val, str, size) name = val,
+    TLINK_DTYPE_LIST(TLINK_X_)
+#undef TLINK_X_
+    TLINK_DTYPE_COUNT
+} tlink_dtype;
+
+/* avg = sum then divide by the number of ranks (integers: truncating division). */
+#define TLINK_OP_LIST(X)       \
+    X(TLINK_SUM, 0, "sum")     \
+    X(TLINK_PROD, 1, "prod")   \
+    X(TLINK_MIN, 2, "min")     \
+    X(TLINK_MAX, 3, "max")     \
+    X(TLINK_AVG, 4, "avg")
+
+typedef enum {
+#define TLINK_X_(name, val, str) name = val,
+    TLINK_OP_LIST(TLINK_X_)
+#undef TLINK_X_
+    TLINK_OP_COUNT
+} tlink_op;
+
+TLINK_API size_t tlink_dtype_size(tlink_dtype dt);          /* 0 for an invalid dtype */
+TLINK_API const char *tlink_dtype_name(tlink_dtype dt);     /* "f32", ..., "?" */
+TLINK_API int tlink_dtype_from_name(const char *name);      /* -1 if unknown; accepts "float32","bfloat16",... */
+TLINK_API const char *tlink_op_name(tlink_op op);
+TLINK_API int tlink_op_from_name(const char *name);         /* -1 if unknown */
+
+/* Bit-exact scalar converters used by the reductions (round to nearest even). */
+TLINK_API float tlink_f16_to_f32(uint16_t h);
+TLINK_API uint16_t tlink_f32_to_f16(float f);
+TLINK_API float tlink_bf16_to_f32(uint16_t h);
+TLINK_API uint16_t tlink_f32_to_bf16(float f);
+TLINK_API float tlink_fp8_e4m3_to_f32(uint8_t v);
+TLINK_API uint8_t tlink_f32_to_fp8_e4m3(float f);
+TLINK_API float tlink_fp8_e5m2_to_f32(uint8_t v);
+TLINK_API uint8_t tlink_f32_to_fp8_e5m2(float f);
+
+/* Local reduction kernel: inout[i] = inout[i] (op) in[i]. TLINK_AVG acts as TLINK_SUM here. */
+TLINK_API tlink_status tlink_reduce_local(void *inout, const void *in, size_t count,
+                                          tlink_dtype dt, tlink_op op);
+
+/* ---------- collectives and algorithms ---------- */
+#define TLINK_COLL_LIST(X)                            \
+    X(TLINK_COLL_ALLREDUCE, 0, "allreduce")           \
+    X(TLINK_COLL_REDUCE, 1, "reduce")                 \
+    X(TLINK_COLL_BROADCAST, 2, "broadcast")           \
+    X(TLINK_COLL_ALLGATHER, 3, "allgather")           \
+    X(TLINK_COLL_REDUCE_SCATTER, 4, "reduce_scatter") \
+    X(TLINK_COLL_ALLTOALL, 5, "alltoall")             \
+    X(TLINK_COLL_ALLTOALLV, 6, "alltoallv")           \
+    X(TLINK_COLL_BARRIER, 7, "barrier")               \
+    X(TLINK_COLL_SENDRECV, 8, "sendrecv")
+
+typedef enum {
+#define TLINK_X_(name, val, str) name = val,
+    TLINK_COLL_LIST(TLINK_X_)
+#undef TLINK_X_
+    TLINK_COLL_COUNT
+} tlink_coll;
+
+/* Which algorithms apply where (an inapplicable forced choice falls back to AUTO's pick;
+ * tlink_last_algo() tells what ran):
+ *   allreduce:      ring, recursive_doubling, rabenseifner, binomial_tree (reduce+bcast),
+ *                   double_binary_tree, hierarchical
+ *   reduce:         binomial_tree, ring (reduce-scatter ring + gather), double_binary_tree
+ *   broadcast:      binomial_tree, ring (pipelined chain), double_binary_tree
+ *   allgather:      ring, recursive_doubling (power-of-two sizes)
+ *   reduce_scatter: ring, recursive_doubling (= recursive halving, power-of-two), pairwise
+ *   alltoall(v):    pairwise
+ *   barrier:        dissemination */
+#define TLINK_ALGO_LIST(X)                                     \
+    X(TLINK_ALGO_AUTO, 0, "auto")                              \
+    X(TLINK_ALGO_RING, 1, "ring")                              \
+    X(TLINK_ALGO_RECURSIVE_DOUBLING, 2, "recursive_doubling")  \
+    X(TLINK_ALGO_RABENSEIFNER, 3, "rabenseifner")              \
+    X(TLINK_ALGO_BINOMIAL_TREE, 4, "binomial_tree")            \
+    X(TLINK_ALGO_DOUBLE_BINARY_TREE, 5, "double_binary_tree")  \
+    X(TLINK_ALGO_HIERARCHICAL, 6, "hierarchical")              \
+    X(TLINK_ALGO_PAIRWISE, 7, "pairwise")                      \
+    X(TLINK_ALGO_DISSEMINATION, 8, "dissemination")            \
+    X(TLINK_ALGO_DIRECT, 9, "direct")
+
+typedef enum {
+#define TLINK_X_(name, val, str) name = val,
+    TLINK_ALGO_LIST(TLINK_X_)
+#undef TLINK_X_
+    TLINK_ALGO_COUNT
+} tlink_algo;
+
+TLINK_API const char *tlink_coll_name(tlink_coll c);
+TLINK_API const char *tlink_algo_name(tlink_algo a);
+/* Accepts the names above and short forms: rd, rab, rabenseifner, tree, binomial, dbt,
+ * hier, pairwise. -1 if unknown. */
+TLINK_API int tlink_algo_from_name(const char *name);
+
+/* ---------- communicators ---------- */
+
+/* From the launcher's environment. Precedence (first that is set wins, per field):
+ *   TLINK_RANK/TLINK_SIZE/TLINK_LOCAL_RANK/TLINK_LOCAL_SIZE/TLINK_STORE (host:port)
+ *     (TILE_RANK/TILE_SIZE/... are accepted as synonyms)
+ *   > torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+ *   > Open MPI: OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE
+ *   > MPICH/Hydra (PMI): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS
+ *   > Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE
+ * Store address: TLINK_STORE > MASTER_ADDR:MASTER_PORT > SLURM_LAUNCH_NODE_IPADDR or the
+ * first host of SLURM_JOB_NODELIST (Slurm) > 127.0.0.1 (single host) ; the port, when not
+ * given, defaults to 29500 + (OMPI_MCA_orte_hnp_uri / PMI / Slurm job id derived offset,
+ * see docs/tilelink.md). Rank and size are taken from the same source. */
+TLINK_API tlink_status tlink_comm_init_env(tlink_comm **out);
+
+/* Explicit: rank in [0,size), store_addr "host:port" (NULL: use the environment's). */
+TLINK_API tlink_status tlink_comm_init(tlink_comm **out, int rank, int size, const char *store_addr);
+
+/* Full control; zero-initialise and set what you need (0/NULL = default / environment). */
+typedef struct tlink_config {
+    int rank, size;             /* required unless from_env */
+    int from_env;               /* 1: fill rank/size/store from the environment first */
+    const char *store_addr;     /* "host:port" */
+    double timeout_s;           /* 0: TLINK_TIMEOUT or 300 */
+    const char *key_prefix;     /* store key namespace (default "tlink"); for sharing a store */
+    int host_store;             /* rank 0 hosts the store: 1 yes, -1 never (external), 0 auto
+                                   (try to bind, use the existing server if the port is taken) */
+    const char *transport;      /* NULL: auto; "tcp" forces TCP between all pairs */
+    int reserved[16];           /* future: heartbeats, compression state, ... */
+} tlink_config;
+TLINK_API tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg);
+
+/* Collective over comm: ranks with the same color form a new communicator, ordered by
+ * (key, old rank). color < 0 (TLINK_UNDEFINED) gives *out = NULL. Built through the store. */
+#define TLINK_UNDEFINED (-1)
+TLINK_API tlink_status tlink_comm_split(tlink_comm *comm, int color, int key, tlink_comm **out);
+
+/* Collective: waits for pending nonblocking work, a final barrier (bounded by the timeout),
+ * then frees everything. Safe on a broken communicator (skips the barrier). NULL is OK. */
+TLINK_API tlink_status tlink_comm_destroy(tlink_comm *comm);
+/* Local, immediate: marks the communicator aborted, wakes peers waiting on this rank (they
+ * get TLINK_ERR_PEER_FAILED), fails pending requests. Destroy it afterwards. */
+TLINK_API tlink_status tlink_comm_abort(tlink_comm *comm);
+
+TLINK_API int tlink_comm_rank(const tlink_comm *comm);
+TLINK_API int tlink_comm_size(const tlink_comm *comm);
+TLINK_API int tlink_comm_local_rank(const tlink_comm *comm);  /* index among ranks of this host */
+TLINK_API int tlink_comm_local_size(const tlink_comm *comm);
+TLINK_API int tlink_comm_host_count(const tlink_comm *comm);
+TLINK_API int tlink_comm_host_index(const tlink_comm *comm, int rank); /* host of a rank, by first rank */
+/* "self", "shm" or "tcp": the transport used between this rank and peer. */
+TLINK_API const char *tlink_comm_transport(const tlink_comm *comm, int peer);
+
+TLINK_API tlink_status tlink_comm_set_timeout(tlink_comm *comm, double seconds);
+/* Force an algorithm for one collective (TLINK_ALGO_AUTO restores the cost model). Must be
+ * set identically on all ranks. Environment: TLINK_ALGO=ring (all collectives) or
+ * TLINK_ALGO=allreduce:ring,broadcast:binomial_tree. */
+TLINK_API tlink_status tlink_comm_set_algo(tlink_comm *comm, tlink_coll coll, tlink_algo algo);
+
+/* ---------- blocking collectives ---------- */
+TLINK_API tlink_status tlink_allreduce(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, tlink_dtype dt, tlink_op op);
+/* recvbuf significant at root only (may be NULL elsewhere). */
+TLINK_API tlink_status tlink_reduce(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, tlink_dtype dt, tlink_op op, int root);
+TLINK_API tlink_status tlink_broadcast(tlink_comm *comm, void *buf, size_t count,
+                                       tlink_dtype dt, int root);
+/* recvbuf holds size*count elements, rank r's block at r*count. In place: sendbuf ==
+ * recvbuf + rank*count elements. */
+TLINK_API tlink_status tlink_allgather(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, tlink_dtype dt);
+/* sendbuf holds size*recvcount elements; rank r receives the reduction of block r. In
+ * place: sendbuf == recvbuf (result at the start of the buffer). */
+TLINK_API tlink_status tlink_reduce_scatter(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                            size_t recvcount, tlink_dtype dt, tlink_op op);
+/* count elements to and from every rank (block r at r*count). In place not supported. */
+TLINK_API tlink_status tlink_alltoall(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, tlink_dtype dt);
+/* counts and displacements in elements, one per rank. */
+TLINK_API tlink_status tlink_alltoallv(tlink_comm *comm, const void *sendbuf,
+                                       const size_t *sendcounts, const size_t *sdispls,
+                                       void *recvbuf, const size_t *recvcounts,
+                                       const size_t *rdispls, tlink_dtype dt);
+TLINK_API tlink_status tlink_barrier(tlink_comm *comm);
+
+/* Point to point (blocking, matched in order per pair). A recv whose count is smaller than
+ * the message gives TLINK_ERR_TRUNCATED; a smaller message is fine: *received (may be NULL)
+ * tells the element count. */
+TLINK_API tlink_status tlink_send(tlink_comm *comm, const void *buf, size_t count,
+                                  tlink_dtype dt, int peer);
+TLINK_API tlink_status tlink_recv(tlink_comm *comm, void *buf, size_t count, tlink_dtype dt,
+                                  int peer, size_t *received);
+/* Send to dst and receive from src at the same time (no deadlock in rings). */
+TLINK_API tlink_status tlink_sendrecv(tlink_comm *comm, const void *sendbuf, size_t sendcount,
+                                      int dst, void *recvbuf, size_t recvcount, int src,
+                                      tlink_dtype dt, size_t *received);
+
+/* ---------- nonblocking collectives ---------- */
+/* Queued and executed by the communicator's progress thread in issue order. Buffers must
+ * stay valid until completion. The request is freed by tlink_wait, or by tlink_test once it
+ * reports done. */
+TLINK_API tlink_status tlink_iallreduce(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                        size_t count, tlink_dtype dt, tlink_op op,
+                                        tlink_request **req);
+TLINK_API tlink_status tlink_ireduce(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                     size_t count, tlink_dtype dt, tlink_op op, int root,
+                                     tlink_request **req);
+TLINK_API tlink_status tlink_ibroadcast(tlink_comm *comm, void *buf, size_t count,
+                                        tlink_dtype dt, int root, tlink_request **req);
+TLINK_API tlink_status tlink_iallgather(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                        size_t count, tlink_dtype dt, tlink_request **req);
+TLINK_API tlink_status tlink_ireduce_scatter(tlink_comm *comm, const void *sendbuf,
+                                             void *recvbuf, size_t recvcount, tlink_dtype dt,
+                                             tlink_op op, tlink_request **req);
+TLINK_API tlink_status tlink_ialltoall(tlink_comm *comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, tlink_dtype dt, tlink_request **req);
+TLINK_API tlink_status tlink_ibarrier(tlink_comm *comm, tlink_request **req);
+/* Blocks until done; returns the operation's status and frees the request. */
+TLINK_API tlink_status tlink_wait(tlink_request *req);
+/* *done = 1 when finished: then the return value is the operation's status and the request
+ * is freed. *done = 0: returns TLINK_IN_PROGRESS. */
+TLINK_API tlink_status tlink_test(tlink_request *req, int *done);
+
+/* ---------- introspection and the cost model (used by `tile link-bench`) ---------- */
+/* Algorithm that ran in this communicator's last collective ("ring"), "" before any. */
+TLINK_API const char *tlink_last_algo(const tlink_comm *comm);
+/* Cost model's prediction for the last collective, microseconds. */
+TLINK_API double tlink_last_predicted_us(const tlink_comm *comm);
+/* Predicted time in microseconds of a collective of `bytes` (per-rank message size as in
+ * nccl-tests: allreduce/bcast/reduce: the buffer; allgather/reduce_scatter/alltoall: the
+ * full per-rank receive buffer) with one algorithm; a negative value if it does not apply.
+ * algo == AUTO gives the chosen one's prediction and stores its id in *chosen (may be NULL). */
+TLINK_API double tlink_predict_us(const tlink_comm *comm, tlink_coll coll, tlink_algo algo,
+                                  size_t bytes, tlink_algo *chosen);
+
+typedef enum { TLINK_TRANSPORT_SELF = 0, TLINK_TRANSPORT_SHM = 1, TLINK_TRANSPORT_TCP = 2,
+               TLINK_TRANSPORT_COUNT } tlink_transport;
+/* α (latency, seconds) and β (seconds per byte) per transport. Source: env
+ * TLINK_COST_FILE / $XDG_CACHE_HOME/tile/tlink-cost-<host>.txt / a ping-pong measured at
+ * creation. Setting them must be done identically on all ranks. */
+TLINK_API tlink_status tlink_comm_get_cost(const tlink_comm *comm, tlink_transport t,
+                                           double *alpha_s, double *beta_s_per_byte);
+TLINK_API tlink_status tlink_comm_set_cost(tlink_comm *comm, tlink_transport t,
+                                           double alpha_s, double beta_s_per_byte);
+
+/* This machine's host identity as used for the shm/TCP choice: "hostname/<16 hex digits>"
+ * where the digits hash hostname + /proc/sys/kernel/random/boot_id (+ the network namespace
+ * inode when TLINK_HOST_PER_NETNS=1). TLINK_HOST_ID overrides it verbatim. */
+TLINK_API tlink_status tlink_host_identity(char *buf, size_t len);
+
+/* Where the environment says this process is (parsed with the precedence above). */
+typedef struct tlink_env_info {
+    int rank, size, local_rank, local_size;  /* -1 when unknown */
+    char store_addr[256];                    /* "host:port" */
+    const char *source;                      /* "tlink", "torchrun", "ompi", "pmi", "slurm", "none" */
+} tlink_env_info;
+TLINK_API tlink_status tlink_env_parse(tlink_env_info *out);
+
+/* ---------- the key-value store (bootstrap; standalone as `tile store`) ---------- */
+typedef struct tlink_store_server tlink_store_server;
+typedef struct tlink_store tlink_store;
+
+/* Listen on bind_addr ("0.0.0.0" when NULL) : port (0 = any free port) in a background
+ * thread. */
+TLINK_API tlink_status tlink_store_server_start(const char *bind_addr, int port,
+                                                tlink_store_server **out);
+TLINK_API int tlink_store_server_port(const tlink_store_server *s);
+TLINK_API tlink_status tlink_store_server_stop(tlink_store_server *s);
+
+/* Client. Connection retries until timeout_s (the server may start later). */
+TLINK_API tlink_status tlink_store_connect(const char *addr, double timeout_s, tlink_store **out);
+TLINK_API tlink_status tlink_store_set(tlink_store *s, const char *key, const void *val, size_t len);
+/* Blocks until the key exists or timeout_s passes (TLINK_ERR_TIMEOUT). *val is malloc'd
+ * (NUL-terminated for convenience); release with tlink_free. */
+TLINK_API tlink_status tlink_store_get(tlink_store *s, const char *key, void **val, size_t *len,
+                                       double timeout_s);
+/* Atomic add to a 64-bit counter (created at 0); *result (may be NULL) gets the new value. */
+TLINK_API tlink_status tlink_store_add(tlink_store *s, const char *key, int64_t delta, int64_t *result);
+/* Non-blocking: *exists = 1 if the key is set. */
+TLINK_API tlink_status tlink_store_check(tlink_store *s, const char *key, int *exists);
+TLINK_API tlink_status tlink_store_delete(tlink_store *s, const char *key);
+/* Wait for all keys; on timeout the message names the missing ones. */
+TLINK_API tlink_status tlink_store_wait(tlink_store *s, const char *const *keys, int n, double timeout_s);
+TLINK_API const char *tlink_store_last_error(const tlink_store *s);
+TLINK_API void tlink_store_close(tlink_store *s);
+TLINK_API void tlink_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TLINK_H */
