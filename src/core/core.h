@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tile.h"
+
 /* ---------- invariants ---------- */
 void tile_assert_fail(const char *file, int line, const char *expr, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 4, 5)));
@@ -117,35 +119,7 @@ void tile_diags_print(const tile_diags *d, FILE *out);
 void tile_diag_format(const tile_diag *dg, tile_strbuf *sb);
 
 /* ---------- dtypes ----------
- * X(ENUM, canonical name, bits, kind)
- * kind: B = bool, I = signed integer, U = unsigned integer, F = floating point.
- * Explicit values; TILE_DT_COUNT is the sentinel. fp4 e2m1 is packed two per byte:
- * element 2i in the low nibble of byte i, element 2i+1 in the high nibble. */
-#define TILE_DTYPES(X)                   \
-    X(BOOL, "bool", 8, 'B')              \
-    X(I8, "int8", 8, 'I')                \
-    X(I16, "int16", 16, 'I')             \
-    X(I32, "int32", 32, 'I')             \
-    X(I64, "int64", 64, 'I')             \
-    X(U8, "uint8", 8, 'U')               \
-    X(U16, "uint16", 16, 'U')            \
-    X(U32, "uint32", 32, 'U')            \
-    X(U64, "uint64", 64, 'U')            \
-    X(F16, "float16", 16, 'F')           \
-    X(BF16, "bfloat16", 16, 'F')         \
-    X(F32, "float32", 32, 'F')           \
-    X(F64, "float64", 64, 'F')           \
-    X(FP8_E4M3, "float8_e4m3", 8, 'F')   \
-    X(FP8_E5M2, "float8_e5m2", 8, 'F')   \
-    X(FP4_E2M1, "float4_e2m1", 4, 'F')
-
-typedef enum tile_dtype {
-#define X(e, name, bits, kind) TILE_DT_##e,
-    TILE_DTYPES(X)
-#undef X
-    TILE_DT_COUNT,
-    TILE_DT_INVALID = -1
-} tile_dtype;
+ * The dtype list (TILE_DTYPES) and enum tile_dtype are in the public header <tile.h>. */
 
 const char *tile_dtype_name(tile_dtype dt);     /* canonical name, "?" if invalid */
 int  tile_dtype_bits(tile_dtype dt);

@@ -1,0 +1,427 @@
+/* runtime.c — the public API of libtile (include/tile.h): compile a source into IR, bind
+ * symbolic sizes from tensor shapes, run a kernel on a target.
+ *
+ * In:  source text, -D bindings, host tensors.
+ * Out: results in the tensors; diagnostics and run-time errors as strings.
+ * Targets: only the interpreter exists so far; the others answer TILE_ERR_UNAVAILABLE. */
+#include "runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../interp/interp.h"
+#include "../sema/sema.h"
+
+const char *tile_version(void) { return "0.1.0"; }
+void tile_free(void *p) { free(p); }
+
+static char *sb_take(tile_strbuf *sb) {
+    if (!sb->data) return tile_xstrdup("");
+    return sb->data;
+}
+
+/* ---------- compiling ---------- */
+static tile_status compile_source(tile_source *src, const char *const *defines, int ndefines, tile_module **out, char **diagnostics) {
+    *out = NULL;
+    if (diagnostics) *diagnostics = NULL;
+    tile_module *m = tile_xcalloc(1, sizeof *m);
+    m->src = src;
+    tile_arena_init(&m->ast_arena);
+    tile_diags d;
+    tile_diags_init(&d);
+    sema_define *defs = tile_xcalloc((size_t)(ndefines ? ndefines : 1), sizeof *defs);
+    int nd = 0;
+    for (int i = 0; i < ndefines; i++) {
+        const char *eq = defines[i] ? strchr(defines[i], '=') : NULL;
+        tile_loc nowhere = {0};
+        if (!eq || eq == defines[i]) {
+            tile_error_at(&d, nowhere, "bad definition '%s': expected NAME=VALUE", defines[i] ? defines[i] : "(null)");
+            continue;
+        }
+        defs[nd].name = tile_arena_strndup(&m->ast_arena, defines[i], (size_t)(eq - defines[i]));
+        defs[nd].value = tile_arena_strdup(&m->ast_arena, eq + 1);
+        nd++;
+    }
+    if (!d.errors) {
+        m->ast = tile_parse(src, &m->ast_arena, &d);
+        if (!d.errors) {
+            sema_options opt = {defs, nd, NULL};
+            m->ir = sema_lower(m->ast, &opt, &d);
+            /* a definition nobody used is a mistake, unless it names a scalar parameter
+             * (its value is then passed at run time) */
+            for (int i = 0; i < nd && !d.errors; i++) {
+                if (defs[i].used) continue;
+                bool scalar = false;
+                for (int f = 0; f < m->ir->nfuncs; f++)
+                    for (int p = 0; p < m->ir->funcs[f]->nparams; p++)
+                        if (m->ir->funcs[f]->params[p].var && !strcmp(m->ir->funcs[f]->params[p].name, defs[i].name)) scalar = true;
+                if (!scalar) {
+                    tile_loc nowhere = {0};
+                    tile_error_at(&d, nowhere, "-D %s: no kernel-factory parameter, symbolic dimension or scalar parameter is named '%s'", defs[i].name, defs[i].name);
+                }
+            }
+            if (!d.errors && m->ir->nfuncs == 0) {
+                tile_loc nowhere = {src, 1, 1};
+                tile_error_at(&d, nowhere, "no kernel in this file: decorate a function with @tile_op, @kernel or @T.prim_func, or write a kernel factory returning a @T.prim_func");
+            }
+        }
+    }
+    free(defs);
+    tile_strbuf sb = {0};
+    for (int i = 0; i < d.len; i++) tile_diag_format(&d.items[i], &sb);
+    int errors = d.errors;
+    tile_diags_free(&d);
+    if (diagnostics) *diagnostics = sb.len ? sb_take(&sb) : NULL;
+    else tile_sb_free(&sb);
+    if (errors) {
+        tile_module_free(m);
+        return TILE_ERR_USER;
+    }
+    m->nkernels = m->ir->nfuncs;
+    m->kernels = tile_xcalloc((size_t)(m->nkernels ? m->nkernels : 1), sizeof(tile_kernel));
+    for (int i = 0; i < m->nkernels; i++) {
+        m->kernels[i].m = m;
+        m->kernels[i].f = m->ir->funcs[i];
+    }
+    *out = m;
+    return TILE_OK;
+}
+
+tile_status tile_compile_file(const char *path, const char *const *defines, int ndefines, tile_module **out, char **diagnostics) {
+    if (!out) return TILE_ERR_USER;
+    const char *why = NULL;
+    tile_source *src = path ? tile_source_load(path, &why) : NULL;
+    if (!src) {
+        *out = NULL;
+        if (diagnostics) {
+            tile_strbuf sb = {0};
+            tile_sb_printf(&sb, "%s: error: cannot read file: %s\n", path ? path : "(null)", why ? why : "no path given");
+            *diagnostics = sb_take(&sb);
+        }
+        return TILE_ERR_USER;
+    }
+    return compile_source(src, defines, ndefines, out, diagnostics);
+}
+
+tile_status tile_compile_string(const char *name, const char *text, const char *const *defines, int ndefines, tile_module **out,
+                                char **diagnostics) {
+    if (!out || !text) return TILE_ERR_USER;
+    return compile_source(tile_source_from_string(name ? name : "<string>", text, strlen(text)), defines, ndefines, out, diagnostics);
+}
+
+void tile_module_free(tile_module *m) {
+    if (!m) return;
+    if (m->ir) ir_module_free(m->ir);
+    tile_arena_free(&m->ast_arena);
+    tile_source_free(m->src);
+    free(m->kernels);
+    free(m);
+}
+
+int tile_module_num_kernels(const tile_module *m) { return m ? m->nkernels : 0; }
+const char *tile_module_kernel_name(const tile_module *m, int i) {
+    return m && i >= 0 && i < m->nkernels ? m->kernels[i].f->name : NULL;
+}
+tile_kernel *tile_module_kernel(tile_module *m, const char *name) {
+    if (!m) return NULL;
+    if (!name) return m->nkernels == 1 ? &m->kernels[0] : NULL;
+    for (int i = 0; i < m->nkernels; i++)
+        if (!strcmp(m->kernels[i].f->name, name)) return &m->kernels[i];
+    return NULL;
+}
+
+char *tile_kernel_ir(const tile_kernel *k) {
+    tile_strbuf sb = {0};
+    if (k) ir_print_func(k->f, &sb);
+    return sb_take(&sb);
+}
+
+int tile_kernel_num_params(const tile_kernel *k) { return k ? k->f->nparams : 0; }
+const char *tile_kernel_param_name(const tile_kernel *k, int i) { return k && i >= 0 && i < k->f->nparams ? k->f->params[i].name : NULL; }
+int tile_kernel_param_is_tensor(const tile_kernel *k, int i) { return k && i >= 0 && i < k->f->nparams && k->f->params[i].buf != NULL; }
+tile_dtype tile_kernel_param_dtype(const tile_kernel *k, int i) {
+    if (!k || i < 0 || i >= k->f->nparams) return TILE_DT_INVALID;
+    return k->f->params[i].buf ? k->f->params[i].buf->dtype : k->f->params[i].var->dtype;
+}
+int tile_kernel_param_rank(const tile_kernel *k, int i) {
+    return k && i >= 0 && i < k->f->nparams && k->f->params[i].buf ? k->f->params[i].buf->rank : 0;
+}
+int tile_kernel_num_rets(const tile_kernel *k) { return k ? k->f->nrets : 0; }
+const char *tile_kernel_ret_name(const tile_kernel *k, int i) { return k && i >= 0 && i < k->f->nrets ? k->f->rets[i]->name : NULL; }
+
+size_t tile_tensor_bytes(const tile_tensor *t) {
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++) n *= (size_t)t->shape[d];
+    return tile_dtype_storage_bytes(t->dtype, n);
+}
+void tile_tensor_free(tile_tensor *t) {
+    if (!t) return;
+    free(t->data);
+    t->data = NULL;
+}
+
+/* ---------- binding sizes ---------- */
+/* Evaluate an integer expression of constants and bound sizes. */
+bool rt_eval_size(const ir_expr *e, const int64_t *sizes, const bool *bound, const ir_func *f, int64_t *out) {
+    if (!e) return false;
+    switch (e->kind) {
+    case IR_E_CONST: *out = tile_dtype_is_float(e->dtype) ? (int64_t)e->fval : e->ival; return true;
+    case IR_E_VAR:
+        for (int i = 0; i < f->nsizes; i++)
+            if (f->sizes[i] == e->var) {
+                if (!bound[i]) return false;
+                *out = sizes[i];
+                return true;
+            }
+        return false;
+    case IR_E_CAST: return rt_eval_size(e->args[0], sizes, bound, f, out);
+    case IR_E_UNARY: {
+        int64_t a;
+        if (!rt_eval_size(e->args[0], sizes, bound, f, &a)) return false;
+        *out = e->op == IR_U_NEG ? -a : e->op == IR_U_BITNOT ? ~a : !a;
+        return true;
+    }
+    case IR_E_SELECT: {
+        int64_t c, a, b;
+        if (!rt_eval_size(e->args[0], sizes, bound, f, &c) || !rt_eval_size(e->args[1], sizes, bound, f, &a) ||
+            !rt_eval_size(e->args[2], sizes, bound, f, &b))
+            return false;
+        *out = c ? a : b;
+        return true;
+    }
+    case IR_E_BINARY: {
+        int64_t a, b;
+        if (!rt_eval_size(e->args[0], sizes, bound, f, &a) || !rt_eval_size(e->args[1], sizes, bound, f, &b)) return false;
+        switch (e->op) {
+        case IR_B_ADD: *out = a + b; return true;
+        case IR_B_SUB: *out = a - b; return true;
+        case IR_B_MUL: *out = a * b; return true;
+        case IR_B_DIV: if (!b) return false; *out = a / b; return true;
+        case IR_B_FLOORDIV: if (!b) return false; *out = a / b - ((a % b != 0) && ((a < 0) != (b < 0))); return true;
+        case IR_B_FLOORMOD: if (!b) return false; { int64_t r = a % b; if (r && ((r < 0) != (b < 0))) r += b; *out = r; } return true;
+        case IR_B_MIN: *out = a < b ? a : b; return true;
+        case IR_B_MAX: *out = a > b ? a : b; return true;
+        case IR_B_SHL: *out = (b < 0 || b > 62) ? 0 : a << b; return true;
+        case IR_B_SHR: *out = (b < 0 || b > 62) ? (a < 0 ? -1 : 0) : a >> b; return true;
+        case IR_B_BITAND: *out = a & b; return true;
+        case IR_B_BITOR: *out = a | b; return true;
+        case IR_B_BITXOR: *out = a ^ b; return true;
+        case IR_B_LT: *out = a < b; return true;
+        case IR_B_LE: *out = a <= b; return true;
+        case IR_B_GT: *out = a > b; return true;
+        case IR_B_GE: *out = a >= b; return true;
+        case IR_B_EQ: *out = a == b; return true;
+        case IR_B_NE: *out = a != b; return true;
+        case IR_B_AND: *out = a && b; return true;
+        case IR_B_OR: *out = a || b; return true;
+        default: return false;
+        }
+    }
+    default: return false;
+    }
+}
+
+static void shape_str(tile_strbuf *sb, const int64_t *s, int rank) {
+    if (rank == 0) tile_sb_puts(sb, "scalar");
+    for (int d = 0; d < rank; d++) tile_sb_printf(sb, "%s%lld", d ? "x" : "", (long long)s[d]);
+}
+
+static void expr_str(tile_strbuf *sb, const ir_buffer *b) {
+    tile_sb_putc(sb, '(');
+    for (int d = 0; d < b->rank; d++) {
+        if (d) tile_sb_puts(sb, ", ");
+        ir_print_expr(b->shape[d], sb);
+    }
+    tile_sb_putc(sb, ')');
+}
+
+/* Bind f's sizes from the given tensors' shapes, then check every given shape and fill in
+ * the shapes of the tensors not given (rank 0 and no data). */
+tile_status rt_bind(const ir_func *f, tile_tensor *params, int nparams, tile_tensor *rets, int nrets, int64_t *sizes, tile_strbuf *err) {
+    if (nparams != f->nparams) {
+        tile_sb_printf(err, "kernel '%s' takes %d parameters, got %d", f->name, f->nparams, nparams);
+        return TILE_ERR_USER;
+    }
+    if (nrets != f->nrets) {
+        tile_sb_printf(err, "kernel '%s' returns %d tensors, got room for %d", f->name, f->nrets, nrets);
+        return TILE_ERR_USER;
+    }
+    bool *bound = tile_xcalloc((size_t)(f->nsizes ? f->nsizes : 1), sizeof(bool));
+    tile_status st = TILE_OK;
+    /* pass 1: bare size variables take the given extents */
+    for (int i = 0; i < nparams; i++) {
+        ir_buffer *b = f->params[i].buf;
+        if (!b || params[i].rank == 0) continue;
+        if (params[i].rank != b->rank) {
+            tile_sb_printf(err, "parameter '%s' has %d dimension%s, but the tensor given has %d", b->name, b->rank, b->rank == 1 ? "" : "s", params[i].rank);
+            st = TILE_ERR_USER;
+            goto done;
+        }
+        for (int d = 0; d < b->rank; d++) {
+            const ir_expr *e = b->shape[d];
+            if (e->kind != IR_E_VAR) continue;
+            for (int s = 0; s < f->nsizes; s++)
+                if (f->sizes[s] == e->var && !bound[s]) {
+                    if (params[i].shape[d] <= 0) {
+                        tile_sb_printf(err, "parameter '%s': dimension %d is %lld; dimensions must be positive", b->name, d, (long long)params[i].shape[d]);
+                        st = TILE_ERR_USER;
+                        goto done;
+                    }
+                    sizes[s] = params[i].shape[d];
+                    bound[s] = true;
+                }
+        }
+    }
+    /* pass 2: check and fill */
+    for (int i = 0; i < nparams + nrets; i++) {
+        bool is_ret = i >= nparams;
+        ir_buffer *b = is_ret ? f->rets[i - nparams] : f->params[i].buf;
+        tile_tensor *t = is_ret ? &rets[i - nparams] : &params[i];
+        if (!b) continue;
+        int64_t want[8];
+        for (int d = 0; d < b->rank; d++) {
+            if (!rt_eval_size(b->shape[d], sizes, bound, f, &want[d])) {
+                const char *missing = "?";
+                for (int s = 0; s < f->nsizes; s++)
+                    if (!bound[s]) { missing = f->sizes[s]->name; break; }
+                tile_sb_printf(err, "the size '%s' is not bound (needed for the shape of '%s'): pass -D %s=VALUE, or a tensor whose shape determines it",
+                               missing, b->name, missing);
+                st = TILE_ERR_USER;
+                goto done;
+            }
+            if (want[d] <= 0) {
+                tile_sb_printf(err, "'%s' would have dimension %d of size %lld", b->name, d, (long long)want[d]);
+                st = TILE_ERR_USER;
+                goto done;
+            }
+        }
+        if (t->rank == 0 && (!t->data || is_ret)) {
+            t->rank = b->rank;
+            t->dtype = b->dtype;
+            memcpy(t->shape, want, sizeof(int64_t) * (size_t)b->rank);
+            continue;
+        }
+        bool same = t->rank == b->rank;
+        for (int d = 0; same && d < b->rank; d++) same = t->shape[d] == want[d];
+        if (!same) {
+            tile_sb_printf(err, "'%s' should have shape ", b->name);
+            shape_str(err, want, b->rank);
+            tile_sb_puts(err, " ");
+            expr_str(err, b);
+            tile_sb_puts(err, " but the tensor given is ");
+            shape_str(err, t->shape, t->rank);
+            st = TILE_ERR_USER;
+            goto done;
+        }
+    }
+done:
+    free(bound);
+    return st;
+}
+
+tile_status tile_infer_shapes(tile_kernel *k, tile_tensor *params, int nparams, tile_tensor *rets, int nrets, char **error) {
+    if (error) *error = NULL;
+    if (!k) return TILE_ERR_USER;
+    int64_t *sizes = tile_xcalloc((size_t)(k->f->nsizes + 1), sizeof(int64_t));
+    tile_strbuf err = {0};
+    tile_status st = rt_bind(k->f, params, nparams, rets, nrets, sizes, &err);
+    free(sizes);
+    if (st != TILE_OK && error) *error = sb_take(&err);
+    else tile_sb_free(&err);
+    return st;
+}
+
+/* ---------- running ---------- */
+static size_t elem_count(const tile_tensor *t) {
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++) n *= (size_t)t->shape[d];
+    return n;
+}
+
+static tile_status run_interp(tile_kernel *k, tile_tensor *params, int nparams, tile_tensor *rets, int nrets, const tile_run_options *opt,
+                              tile_strbuf *err) {
+    const ir_func *f = k->f;
+    int64_t *sizes = tile_xcalloc((size_t)(f->nsizes + 1), sizeof(int64_t));
+    tile_status st = rt_bind(f, params, nparams, rets, nrets, sizes, err);
+    if (st != TILE_OK) { free(sizes); return st; }
+    bool f64 = opt && opt->f64_reference;
+    for (int i = 0; i < nparams; i++)
+        if (f->params[i].buf && !params[i].data) {
+            tile_sb_printf(err, "parameter '%s' has no data", f->params[i].name);
+            free(sizes);
+            return TILE_ERR_USER;
+        }
+    for (int i = 0; i < nrets; i++)
+        if (!rets[i].data) {
+            size_t n = elem_count(&rets[i]);
+            rets[i].data = tile_xcalloc(1, f64 && tile_dtype_is_float(rets[i].dtype) ? n * sizeof(double) + 8 : tile_dtype_storage_bytes(rets[i].dtype, n) + 8);
+        }
+    interp_tensor *ip = tile_xcalloc((size_t)(nparams + 1), sizeof(interp_tensor));
+    interp_tensor *ir = tile_xcalloc((size_t)(nrets + 1), sizeof(interp_tensor));
+    double *sf = tile_xcalloc((size_t)(nparams + 1), sizeof(double));
+    int64_t *si = tile_xcalloc((size_t)(nparams + 1), sizeof(int64_t));
+    for (int i = 0; i < nparams; i++) {
+        if (f->params[i].buf) {
+            ip[i].data = params[i].data;
+            memcpy(ip[i].shape, params[i].shape, sizeof params[i].shape);
+        } else if (opt && opt->scalars) {
+            sf[i] = opt->scalars[i];
+            si[i] = tile_f64_to_int(f->params[i].var->dtype == TILE_DT_BOOL ? TILE_DT_I64 : tile_dtype_is_float(f->params[i].var->dtype) ? TILE_DT_I64 : f->params[i].var->dtype, opt->scalars[i]);
+            if (f->params[i].var->dtype == TILE_DT_BOOL) si[i] = opt->scalars[i] != 0;
+        }
+    }
+    for (int i = 0; i < nrets; i++) {
+        ir[i].data = rets[i].data;
+        memcpy(ir[i].shape, rets[i].shape, sizeof rets[i].shape);
+    }
+    interp_options io;
+    interp_options_default(&io);
+    if (opt) {
+        if (opt->check_bounds >= 0) io.check_bounds = opt->check_bounds != 0;
+        if (opt->check_uninit >= 0) io.check_uninit = opt->check_uninit != 0;
+        if (opt->check_races >= 0) io.check_races = opt->check_races != 0;
+        io.f64_mode = f64;
+    }
+    interp_args a = {sizes, sf, si, ip, ir};
+    int rc = interp_run(f, &a, &io, err);
+    free(ip);
+    free(ir);
+    free(sf);
+    free(si);
+    free(sizes);
+    return rc ? TILE_ERR_USER : TILE_OK;
+}
+
+static const char *const known_targets[] = {"interp", "cpu", "cuda", "opencl", NULL};
+
+tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *params, int nparams, tile_tensor *rets, int nrets,
+                     const tile_run_options *opt, char **error) {
+    if (error) *error = NULL;
+    tile_strbuf err = {0};
+    tile_status st;
+    if (!k) {
+        tile_sb_puts(&err, "tile_run: kernel is NULL");
+        st = TILE_ERR_USER;
+    } else if (!target || !strcmp(target, "interp") || !strcmp(target, "auto")) {
+        st = run_interp(k, params, nparams, rets, nrets, opt, &err);
+    } else {
+        bool known = false;
+        for (int i = 0; known_targets[i]; i++)
+            if (!strcmp(known_targets[i], target)) known = true;
+        if (known) tile_sb_printf(&err, "target '%s' is not built into this tile yet (available: interp)", target);
+        else tile_sb_printf(&err, "unknown target '%s' (targets: interp, cpu, cuda, opencl, auto)", target);
+        st = known ? TILE_ERR_UNAVAILABLE : TILE_ERR_USER;
+    }
+    if (st != TILE_OK && error) *error = sb_take(&err);
+    else tile_sb_free(&err);
+    return st;
+}
+
+char *tile_devices_report(void) {
+    tile_strbuf sb = {0};
+    tile_sb_puts(&sb, "interp   available   the reference interpreter (bounds, uninitialised-read and race checks)\n");
+    tile_sb_puts(&sb, "cpu      not built   the C code generator is not part of this build yet\n");
+    tile_sb_puts(&sb, "cuda     not built   the CUDA backend is not part of this build yet\n");
+    tile_sb_puts(&sb, "opencl   not built   the OpenCL backend is not part of this build yet\n");
+    return sb_take(&sb);
+}

@@ -1,0 +1,32 @@
+/* runtime.h — internals of the public API (include/tile.h) shared by the runtime files.
+ *
+ * In:  source text and -D bindings (compile); host tensors (run).
+ * Out: tile_module / tile_kernel handles; results written into tensors.
+ */
+#ifndef TILE_RUNTIME_H
+#define TILE_RUNTIME_H
+
+#include "../core/core.h"
+#include "../front/front.h"
+#include "../ir/ir.h"
+
+struct tile_kernel {
+    struct tile_module *m;
+    ir_func *f;
+};
+
+struct tile_module {
+    tile_source *src;
+    tile_arena ast_arena;
+    ast_module *ast;
+    ir_module *ir;
+    struct tile_kernel *kernels;
+    int nkernels;
+};
+
+/* Evaluate an integer size expression given the values of f->sizes (false if unbound). */
+bool rt_eval_size(const ir_expr *e, const int64_t *sizes, const bool *bound, const ir_func *f, int64_t *out);
+/* Bind f->sizes from the tensors given, check shapes, fill in the shapes of the others. */
+tile_status rt_bind(const ir_func *f, tile_tensor *params, int nparams, tile_tensor *rets, int nrets, int64_t *sizes, tile_strbuf *err);
+
+#endif

@@ -1,0 +1,701 @@
+/* sema.c — driver of semantic analysis: module scan, entry points, parameters, environments. */
+#include "sema_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------- values ---------- */
+sval *sv_new(sema_ctx *c, sv_kind k, tile_loc loc) {
+    sval *v = TILE_NEW(c->arena, sval);
+    v->kind = k;
+    v->loc = loc;
+    return v;
+}
+sval *sv_expr(sema_ctx *c, ir_expr *e) {
+    sval *v = sv_new(c, SV_EXPR, e->loc);
+    v->e = e;
+    return v;
+}
+sval *sv_weak_int(sema_ctx *c, int64_t x, tile_loc loc) {
+    sval *v = sv_expr(c, ir_const_int(c->mod, TILE_DT_I64, x, loc));
+    v->weak = true;
+    return v;
+}
+sval *sv_weak_float(sema_ctx *c, double x, tile_loc loc) {
+    sval *v = sv_expr(c, ir_const_float(c->mod, TILE_DT_F64, x, loc));
+    v->weak = true;
+    return v;
+}
+sval *sv_weak_bool(sema_ctx *c, bool x, tile_loc loc) {
+    sval *v = sv_expr(c, ir_const_int(c->mod, TILE_DT_BOOL, x, loc));
+    v->weak = true;
+    return v;
+}
+sval *sv_none(sema_ctx *c, tile_loc loc) { return sv_new(c, SV_NONE, loc); }
+
+const char *sv_describe(const sval *v) {
+    switch (v->kind) {
+    case SV_NONE: return "None";
+    case SV_EXPR: return "a scalar value";
+    case SV_BUFFER: return "a buffer";
+    case SV_ACCESS: return "a buffer element or region";
+    case SV_DTYPE: return "a dtype";
+    case SV_STRING: return "a string";
+    case SV_TUPLE: return "a tuple";
+    case SV_MODULE: return "a module";
+    case SV_BUILTIN: return "a builtin function";
+    case SV_FUNC: return "a function";
+    case SV_METHOD: return "a method";
+    case SV_OPAQUE: return "an opaque value";
+    }
+    return "a value";
+}
+
+void sema_err(sema_ctx *c, tile_loc loc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tile_diag_add(c->diags, TILE_DIAG_ERROR, loc, fmt, ap);
+    va_end(ap);
+    c->bad++;
+}
+
+/* ---------- environments ---------- */
+sema_env *env_new(sema_ctx *c, sema_env *parent, const ast_stmt *func) {
+    sema_env *e = TILE_NEW(c->arena, sema_env);
+    e->parent = parent;
+    e->func = func;
+    return e;
+}
+
+void env_bind(sema_ctx *c, sema_env *env, const char *name, sval *v, int par_id) {
+    for (sema_binding *b = env->head; b; b = b->next)
+        if (!strcmp(b->name, name)) { b->val = v; b->par_id = par_id; return; }
+    sema_binding *b = TILE_NEW(c->arena, sema_binding);
+    b->name = name;
+    b->val = v;
+    b->par_id = par_id;
+    b->next = env->head;
+    env->head = b;
+}
+
+sema_binding *env_lookup(sema_env *env, const char *name) {
+    for (; env; env = env->parent)
+        for (sema_binding *b = env->head; b; b = b->next)
+            if (!strcmp(b->name, name)) return b;
+    return NULL;
+}
+
+int env_assign_count(sema_env *env, const char *name) {
+    for (int i = 0; i < env->nassigned; i++)
+        if (!strcmp(env->assigned_names[i], name)) return env->assigned_counts[i];
+    return 0;
+}
+
+static void count_target(sema_ctx *c, sema_env *env, const ast_expr *t, int weight) {
+    if (!t) return;
+    if (t->kind == AST_E_NAME) {
+        for (int i = 0; i < env->nassigned; i++)
+            if (!strcmp(env->assigned_names[i], t->name)) { env->assigned_counts[i] += weight; return; }
+        if (env->nassigned % 32 == 0) {
+            const char **nn = TILE_NEW_ARRAY(c->arena, const char *, env->nassigned + 32);
+            int *cc = TILE_NEW_ARRAY(c->arena, int, env->nassigned + 32);
+            if (env->nassigned) {
+                memcpy(nn, env->assigned_names, sizeof(char *) * (size_t)env->nassigned);
+                memcpy(cc, env->assigned_counts, sizeof(int) * (size_t)env->nassigned);
+            }
+            env->assigned_names = nn;
+            env->assigned_counts = cc;
+        }
+        env->assigned_names[env->nassigned] = t->name;
+        env->assigned_counts[env->nassigned++] = weight;
+    } else if (t->kind == AST_E_TUPLE || t->kind == AST_E_LIST) {
+        for (int i = 0; i < t->nitems; i++) count_target(c, env, t->items[i], weight);
+    }
+}
+
+static void prescan_stmt(sema_ctx *c, sema_env *env, const ast_stmt *s, int in_loop) {
+    switch (s->kind) {
+    case AST_S_ASSIGN:
+        for (int i = 0; i < s->ntargets; i++) count_target(c, env, s->targets[i], in_loop ? 2 : 1);
+        break;
+    case AST_S_ANNASSIGN: count_target(c, env, s->targets[0], in_loop ? 2 : 1); break;
+    case AST_S_AUGASSIGN: count_target(c, env, s->targets[0], 2); break;
+    case AST_S_FOR:
+    case AST_S_WHILE:
+        for (int i = 0; i < s->body.len; i++) prescan_stmt(c, env, s->body.stmts[i], 1);
+        for (int i = 0; i < s->orelse.len; i++) prescan_stmt(c, env, s->orelse.stmts[i], 1);
+        break;
+    case AST_S_IF:
+    case AST_S_WITH:
+        for (int i = 0; i < s->body.len; i++) prescan_stmt(c, env, s->body.stmts[i], in_loop);
+        for (int i = 0; i < s->orelse.len; i++) prescan_stmt(c, env, s->orelse.stmts[i], in_loop);
+        break;
+    default: break;
+    }
+}
+
+/* Count the assignments of each name in a scope, so that a name assigned once to a
+ * compile-time or pure index value can be an alias rather than a mutable variable.
+ * An assignment inside a loop counts as two. */
+void prescan_assignments(sema_ctx *c, sema_env *env, const ast_block *b) {
+    for (int i = 0; i < b->len; i++) prescan_stmt(c, env, b->stmts[i], 0);
+}
+
+/* ---------- statement emission ---------- */
+void emit(sema_ctx *c, ir_stmt *s) {
+    if (!c->stmts) {
+        sema_err(c, s->loc, "this statement does run-time work, which is not allowed here (only compile-time code may appear outside a kernel function)");
+        return;
+    }
+    tile_vec_push(c->stmts, s);
+}
+
+void push_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh) {
+    (void)save;
+    memset(fresh, 0, sizeof *fresh);
+}
+
+ir_stmt *pop_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh, tile_loc loc) {
+    (void)save;
+    ir_stmt *s = ir_seq(c->mod, (ir_stmt **)fresh->items, fresh->len, loc);
+    tile_vec_free(fresh);
+    return s;
+}
+
+/* ---------- decorators and entry points ---------- */
+static const char *dotted_path(sema_ctx *c, sema_env *env, const ast_expr *e) {
+    if (!e) return "";
+    switch (e->kind) {
+    case AST_E_NAME: {
+        sema_binding *b = env ? env_lookup(env, e->name) : NULL;
+        if (b && b->val->kind == SV_MODULE) return b->val->str;
+        return e->name;
+    }
+    case AST_E_ATTR: return tile_arena_printf(c->arena, "%s.%s", dotted_path(c, env, e->value), e->name);
+    case AST_E_CALL: return dotted_path(c, env, e->value);
+    default: return "?";
+    }
+}
+
+static const char *last_component(const char *path) {
+    const char *p = strrchr(path, '.');
+    return p ? p + 1 : path;
+}
+
+typedef enum { DEF_HELPER, DEF_KERNEL_PLAIN, DEF_KERNEL_TILE, DEF_FACTORY, DEF_MACRO } def_class;
+
+static bool has_decorator(sema_ctx *c, sema_env *env, const ast_stmt *d, const char *last) {
+    for (int i = 0; i < d->ndecorators; i++)
+        if (!strcmp(last_component(dotted_path(c, env, d->decorators[i])), last)) return true;
+    return false;
+}
+
+static bool body_defines_prim_func(sema_ctx *c, sema_env *env, const ast_block *b) {
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_FUNCDEF && has_decorator(c, env, s, "prim_func")) return true;
+        if (s->kind == AST_S_IF && (body_defines_prim_func(c, env, &s->body) || body_defines_prim_func(c, env, &s->orelse)))
+            return true;
+    }
+    return false;
+}
+
+static def_class classify_def(sema_ctx *c, sema_env *env, const ast_stmt *d) {
+    if (has_decorator(c, env, d, "prim_func")) return DEF_KERNEL_TILE;
+    if (has_decorator(c, env, d, "tile_op") || has_decorator(c, env, d, "kernel")) return DEF_KERNEL_PLAIN;
+    if (has_decorator(c, env, d, "macro")) return DEF_MACRO;
+    if (body_defines_prim_func(c, env, &d->body)) return DEF_FACTORY;
+    return DEF_HELPER;
+}
+
+static const char *known_decorators[] = {"prim_func", "tile_op", "kernel", "macro", "jit", "lazy_jit", "autotune", NULL};
+
+static void check_decorators(sema_ctx *c, sema_env *env, const ast_stmt *d) {
+    for (int i = 0; i < d->ndecorators; i++) {
+        const char *last = last_component(dotted_path(c, env, d->decorators[i]));
+        bool ok = false;
+        for (int k = 0; known_decorators[k]; k++)
+            if (!strcmp(last, known_decorators[k])) ok = true;
+        if (!ok)
+            tile_warning_at(c->diags, d->decorators[i]->loc, "unknown decorator '%s' is ignored", dotted_path(c, env, d->decorators[i]));
+    }
+}
+
+/* ---------- the module level ---------- */
+static void bind_import(sema_ctx *c, const ast_stmt *s) {
+    for (int i = 0; i < s->nnames; i++) {
+        const char *full = s->kind == AST_S_IMPORTFROM
+                               ? tile_arena_printf(c->arena, "%s.%s", s->module, s->names[i])
+                               : s->names[i];
+        const char *bind;
+        if (s->asnames[i]) bind = s->asnames[i];
+        else if (s->kind == AST_S_IMPORTFROM) bind = s->names[i];
+        else {
+            /* `import a.b.c` binds `a` */
+            const char *dot = strchr(full, '.');
+            bind = dot ? tile_arena_strndup(c->arena, full, (size_t)(dot - full)) : full;
+            full = bind;
+        }
+        if (!strcmp(bind, "*")) continue; /* from tilelang.language import * : builtins are global anyway */
+        sval *m = sv_new(c, SV_MODULE, s->loc);
+        m->str = full;
+        env_bind(c, c->module_env, bind, m, 0);
+    }
+}
+
+static void scan_module(sema_ctx *c) {
+    const ast_block *b = &c->ast->body;
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        switch (s->kind) {
+        case AST_S_IMPORT:
+        case AST_S_IMPORTFROM: bind_import(c, s); break;
+        case AST_S_FUNCDEF: {
+            sval *f = sv_new(c, SV_FUNC, s->loc);
+            f->fn = TILE_NEW(c->arena, sema_fn);
+            f->fn->def = s;
+            f->fn->closure = c->module_env;
+            env_bind(c, c->module_env, s->name, f, 0);
+            break;
+        }
+        case AST_S_EXPR:
+            if (s->value && s->value->kind == AST_E_STRING) break; /* docstring */
+            /* fallthrough */
+        case AST_S_ASSIGN:
+        case AST_S_ANNASSIGN:
+        case AST_S_AUGASSIGN:
+        case AST_S_IF:
+        case AST_S_ASSERT:
+        case AST_S_PASS:
+            lower_stmt(c, c->module_env, s); /* compile-time: c->stmts is NULL */
+            break;
+        case AST_S_GLOBAL: break;
+        default:
+            tile_error_at(c->diags, s->loc, "only imports, function definitions and constant assignments are allowed at module level");
+        }
+        if (tile_diags_full(c->diags)) return;
+    }
+}
+
+int sema_entry_points(const ast_module *m, const char ***names, tile_arena *arena) {
+    tile_vec v = {0};
+    for (int i = 0; i < m->body.len; i++) {
+        const ast_stmt *s = m->body.stmts[i];
+        if (s->kind != AST_S_FUNCDEF) continue;
+        sema_ctx c = {0};
+        c.arena = arena;
+        def_class k = classify_def(&c, NULL, s);
+        if (k == DEF_KERNEL_PLAIN || k == DEF_KERNEL_TILE || k == DEF_FACTORY) tile_vec_push(&v, (void *)s->name);
+    }
+    int n = v.len;
+    *names = (const char **)tile_vec_to_arena(&v, arena);
+    return n;
+}
+
+/* ---------- -D values ---------- */
+static sema_define *find_define(sema_ctx *c, const char *name) {
+    for (int i = 0; i < c->opt->ndefines; i++)
+        if (!strcmp(c->opt->defines[i].name, name)) return &c->opt->defines[i];
+    return NULL;
+}
+
+static sval *define_value(sema_ctx *c, sema_define *d, tile_loc loc) {
+    d->used = true;
+    const char *v = d->value;
+    char *end;
+    if (!strcmp(v, "True") || !strcmp(v, "true")) return sv_weak_bool(c, true, loc);
+    if (!strcmp(v, "False") || !strcmp(v, "false")) return sv_weak_bool(c, false, loc);
+    long long iv = strtoll(v, &end, 0);
+    if (*v && !*end) return sv_weak_int(c, iv, loc);
+    double fv = strtod(v, &end);
+    if (*v && !*end) return sv_weak_float(c, fv, loc);
+    tile_dtype dt = tile_dtype_parse(v);
+    if (dt != TILE_DT_INVALID) {
+        sval *s = sv_new(c, SV_DTYPE, loc);
+        s->dt = dt;
+        return s;
+    }
+    sval *s = sv_new(c, SV_STRING, loc);
+    s->str = tile_arena_strdup(c->arena, v);
+    return s;
+}
+
+/* A symbolic dimension: a -D value if given, else a size variable bound at run time. */
+static sval *make_size(sema_ctx *c, sema_env *env, const char *name, tile_loc loc) {
+    sema_define *d = find_define(c, name);
+    sval *v;
+    if (d) v = define_value(c, d, loc);
+    else {
+        ir_var *var = ir_var_new(c->mod, c->fn, name, IR_VAR_SIZE, TILE_DT_I32, loc);
+        ir_func_add_size(c->mod, c->fn, var);
+        v = sv_expr(c, ir_var_ref(c->mod, var, loc));
+    }
+    env_bind(c, env, name, v, 0);
+    return v;
+}
+
+static bool is_builtin_name(sema_ctx *c, const char *name) { return lookup_builtin_exists(name); }
+
+/* Create size variables for the free names of a type annotation (e.g. M, K in Tensor[M, K]). */
+static void declare_free_names(sema_ctx *c, sema_env *env, const ast_expr *e) {
+    if (!e) return;
+    switch (e->kind) {
+    case AST_E_NAME:
+        if (!env_lookup(env, e->name) && !is_builtin_name(c, e->name) && tile_dtype_parse(e->name) == TILE_DT_INVALID)
+            make_size(c, env, e->name, e->loc);
+        return;
+    case AST_E_ATTR: return; /* T.float16, A.shape: not free names */
+    case AST_E_CALL:
+        for (int i = 0; i < e->nitems; i++) declare_free_names(c, env, e->items[i]);
+        for (int i = 0; i < e->nkwargs; i++) declare_free_names(c, env, e->kwargs[i].value);
+        return;
+    case AST_E_SUBSCRIPT:
+        declare_free_names(c, env, e->value);
+        for (int i = 0; i < e->nitems; i++) declare_free_names(c, env, e->items[i]);
+        return;
+    case AST_E_TUPLE:
+    case AST_E_LIST:
+        for (int i = 0; i < e->nitems; i++) declare_free_names(c, env, e->items[i]);
+        return;
+    case AST_E_BINOP: declare_free_names(c, env, e->lhs); declare_free_names(c, env, e->rhs); return;
+    case AST_E_UNARY: declare_free_names(c, env, e->lhs); return;
+    default: return;
+    }
+}
+
+/* ---------- rank inference for unannotated tensor parameters ---------- */
+static void rank_walk_expr(const ast_expr *e, const char *name, int *rank);
+static void rank_walk_block(const ast_block *b, const char *name, int *rank);
+
+static void rank_walk_expr(const ast_expr *e, const char *name, int *rank) {
+    if (!e) return;
+    if (e->kind == AST_E_SUBSCRIPT && e->value && e->value->kind == AST_E_NAME && !strcmp(e->value->name, name)) {
+        int n = e->nitems;
+        if (n == 1 && e->items[0]->kind == AST_E_TUPLE) n = e->items[0]->nitems;
+        if (n > *rank) *rank = n;
+    }
+    if (e->kind == AST_E_SUBSCRIPT && e->value && e->value->kind == AST_E_ATTR && !strcmp(e->value->name, "shape") &&
+        e->value->value && e->value->value->kind == AST_E_NAME && !strcmp(e->value->value->name, name) && e->nitems == 1 &&
+        e->items[0]->kind == AST_E_INT && e->items[0]->ival >= 0 && e->items[0]->ival < 8) {
+        if (e->items[0]->ival + 1 > *rank) *rank = (int)e->items[0]->ival + 1;
+    }
+    rank_walk_expr(e->value, name, rank);
+    rank_walk_expr(e->lhs, name, rank);
+    rank_walk_expr(e->rhs, name, rank);
+    rank_walk_expr(e->cond, name, rank);
+    rank_walk_expr(e->lo, name, rank);
+    rank_walk_expr(e->hi, name, rank);
+    rank_walk_expr(e->step, name, rank);
+    for (int i = 0; i < e->nitems; i++) rank_walk_expr(e->items[i], name, rank);
+    for (int i = 0; i < e->nkwargs; i++) rank_walk_expr(e->kwargs[i].value, name, rank);
+    if (e->comp) {
+        rank_walk_expr(e->comp->iter, name, rank);
+        for (int i = 0; i < e->comp->nconds; i++) rank_walk_expr(e->comp->conds[i], name, rank);
+    }
+}
+
+static void rank_walk_block(const ast_block *b, const char *name, int *rank) {
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        for (int k = 0; k < s->ntargets; k++) rank_walk_expr(s->targets[k], name, rank);
+        rank_walk_expr(s->value, name, rank);
+        rank_walk_expr(s->iter, name, rank);
+        rank_walk_expr(s->cond, name, rank);
+        for (int k = 0; k < s->nwith; k++) rank_walk_expr(s->with_items[k], name, rank);
+        rank_walk_block(&s->body, name, rank);
+        rank_walk_block(&s->orelse, name, rank);
+    }
+}
+
+/* ---------- parameters ---------- */
+static bool is_tensor_ctor(const char *last) {
+    return !strcmp(last, "Tensor") || !strcmp(last, "Buffer") || !strcmp(last, "StridedTensor") || !strcmp(last, "FragmentBuffer");
+}
+
+static sval *shape_from_items(sema_ctx *c, sema_env *env, const ast_expr *const *items, int n, tile_loc loc) {
+    sval *t = sv_new(c, SV_TUPLE, loc);
+    t->items = TILE_NEW_ARRAY(c->arena, sval *, n ? n : 1);
+    t->nitems = n;
+    for (int i = 0; i < n; i++) t->items[i] = lower_expr(c, env, items[i]);
+    return t;
+}
+
+static bool is_dtype_ast(sema_ctx *c, sema_env *env, const ast_expr *e) {
+    if (!e) return false;
+    if (e->kind == AST_E_STRING) return tile_dtype_parse(e->sval) != TILE_DT_INVALID;
+    if (e->kind == AST_E_NAME) {
+        sema_binding *b = env_lookup(env, e->name);
+        if (b) return b->val->kind == SV_DTYPE || (b->val->kind == SV_STRING && tile_dtype_parse(b->val->str) != TILE_DT_INVALID);
+        return tile_dtype_parse(e->name) != TILE_DT_INVALID || !strcmp(e->name, "int") || !strcmp(e->name, "float") || !strcmp(e->name, "bool");
+    }
+    if (e->kind == AST_E_ATTR) return tile_dtype_parse(e->name) != TILE_DT_INVALID;
+    return false;
+}
+
+static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int index, bool tile_form, const ast_block *body) {
+    tile_loc loc = p->loc;
+    if (p->star) { sema_err(c, loc, "'*%s' parameters are not supported in kernels", p->name); return; }
+    bool is_out = false;
+    for (int i = 0; i < c->nout_idx; i++)
+        if (c->out_idx[i] == index) is_out = true;
+    const ast_expr *a = p->annotation;
+    sval *shape = NULL;
+    tile_dtype dt = TILE_DT_F32;
+    if (!a) {
+        if (tile_form) { sema_err(c, loc, "parameter '%s' of a T.prim_func needs a type, e.g. T.Tensor((M, N), \"float32\")", p->name); return; }
+        int rank = 0;
+        rank_walk_block(body, p->name, &rank);
+        if (rank == 0) { sema_err(c, loc, "cannot infer the rank of parameter '%s' from its uses; annotate it, e.g. %s: Tensor[M, N]", p->name, p->name); return; }
+        shape = sv_new(c, SV_TUPLE, loc);
+        shape->nitems = rank;
+        shape->items = TILE_NEW_ARRAY(c->arena, sval *, rank);
+        for (int d = 0; d < rank; d++) {
+            const char *nm = tile_arena_printf(c->arena, "%s.shape[%d]", p->name, d);
+            sema_define *def = find_define(c, nm);
+            if (def) shape->items[d] = define_value(c, def, loc);
+            else {
+                ir_var *var = ir_var_new(c->mod, c->fn, nm, IR_VAR_SIZE, TILE_DT_I32, loc);
+                ir_func_add_size(c->mod, c->fn, var);
+                shape->items[d] = sv_expr(c, ir_var_ref(c->mod, var, loc));
+            }
+        }
+    } else if (is_dtype_ast(c, env, a)) {
+        /* scalar parameter */
+        sval *dv = lower_expr(c, env, a);
+        tile_dtype sdt = dv->kind == SV_BUILTIN && !strcmp(dv->str, "int") ? TILE_DT_I32
+                       : dv->kind == SV_BUILTIN && !strcmp(dv->str, "float") ? TILE_DT_F32
+                       : dv->kind == SV_BUILTIN && !strcmp(dv->str, "bool") ? TILE_DT_BOOL
+                       : as_dtype(c, dv, "parameter type");
+        if (sdt == TILE_DT_INVALID) return;
+        if (is_out) { sema_err(c, loc, "out_idx names scalar parameter '%s'; outputs must be tensors", p->name); return; }
+        ir_var *v = ir_var_new(c->mod, c->fn, p->name, IR_VAR_PARAM, sdt, loc);
+        ir_func_add_param(c->mod, c->fn, p->name, NULL, v);
+        env_bind(c, env, p->name, sv_expr(c, ir_var_ref(c->mod, v, loc)), 0);
+        return;
+    } else {
+        declare_free_names(c, env, a);
+        if (a->kind == AST_E_SUBSCRIPT && is_tensor_ctor(last_component(dotted_path(c, env, a->value)))) {
+            /* Tensor[M, K], Tensor[(M, K)], Tensor[M, K, "float16"] */
+            int n = a->nitems;
+            const ast_expr *const *items = (const ast_expr *const *)a->items;
+            if (n >= 1 && is_dtype_ast(c, env, items[n - 1]) && n > 1) {
+                dt = as_dtype(c, lower_expr(c, env, items[n - 1]), "tensor dtype");
+                n--;
+            }
+            if (n == 1 && (items[0]->kind == AST_E_TUPLE || items[0]->kind == AST_E_LIST))
+                shape = shape_from_items(c, env, (const ast_expr *const *)items[0]->items, items[0]->nitems, a->loc);
+            else shape = shape_from_items(c, env, items, n, a->loc);
+        } else if (a->kind == AST_E_CALL && is_tensor_ctor(last_component(dotted_path(c, env, a->value)))) {
+            /* T.Tensor(shape, dtype) */
+            if (a->nitems < 1) { sema_err(c, a->loc, "T.Tensor needs a shape"); return; }
+            shape = lower_expr(c, env, a->items[0]);
+            if (shape->kind != SV_TUPLE) {
+                sval *t = sv_new(c, SV_TUPLE, shape->loc);
+                t->nitems = 1;
+                t->items = TILE_NEW_ARRAY(c->arena, sval *, 1);
+                t->items[0] = shape;
+                shape = t;
+            }
+            const ast_expr *dte = a->nitems >= 2 ? a->items[1] : NULL;
+            for (int k = 0; k < a->nkwargs; k++)
+                if (!strcmp(a->kwargs[k].name, "dtype")) dte = a->kwargs[k].value;
+            if (dte) dt = as_dtype(c, lower_expr(c, env, dte), "tensor dtype");
+        } else {
+            sema_err(c, a->loc, "unsupported type annotation for parameter '%s': expected Tensor[...], T.Tensor(shape, dtype) or a scalar dtype", p->name);
+            return;
+        }
+    }
+    if (dt == TILE_DT_INVALID || !shape) return;
+    ir_buffer *buf = declare_buffer(c, p->name, dt, IR_SCOPE_GLOBAL, shape, loc);
+    if (!buf) return;
+    if (is_out) {
+        buf->role = IR_BUF_OUTPUT;
+        ir_func_add_ret(c->mod, c->fn, buf);
+    } else {
+        buf->role = IR_BUF_PARAM;
+        ir_func_add_param(c->mod, c->fn, p->name, buf, NULL);
+    }
+    sval *bv = sv_new(c, SV_BUFFER, loc);
+    bv->buf = buf;
+    env_bind(c, env, p->name, bv, 0);
+}
+
+/* ---------- functions ---------- */
+static void finish_func(sema_ctx *c, ir_func *f, ir_stmt *body, const ast_stmt *def) {
+    f->body = body;
+    if (c->bad) return;
+    tile_diags vd;
+    tile_diags_init(&vd);
+    if (!ir_verify_func(f, &vd)) {
+        for (int i = 0; i < vd.len; i++)
+            tile_error_at(c->diags, vd.items[i].loc, "internal error (please report): %s", vd.items[i].msg);
+        tile_diags_free(&vd);
+        return;
+    }
+    tile_diags_free(&vd);
+    ir_module_add(c->mod, f);
+}
+
+/* Lower the body of a kernel def (plain or tile form) into c->fn. */
+static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def, bool tile_form) {
+    sema_env *env = env_new(c, parent, def);
+    prescan_assignments(c, env, &def->body);
+    for (int i = 0; i < def->nparams; i++) declare_param(c, env, &def->params[i], i, tile_form, &def->body);
+    tile_vec body = {0};
+    tile_vec *saved = c->stmts;
+    c->stmts = &body;
+    c->returned_done = false;
+    c->nreturned = 0;
+    c->nglobal_allocs = 0;
+    /* return annotation: declare its free names too */
+    if (def->returns) declare_free_names(c, env, def->returns);
+    lower_block(c, env, &def->body);
+    c->stmts = saved;
+    ir_stmt *seq = ir_seq(c->mod, (ir_stmt **)body.items, body.len, def->loc);
+    tile_vec_free(&body);
+    /* `return C` turned C into an output: the runtime allocates it, so its ALLOC goes. */
+    for (int r = 0; r < c->nreturned; r++) {
+        ir_buffer *b = c->returned[r];
+        for (int i = 0; i < c->nglobal_allocs; i++)
+            if (c->global_allocs[i]->buf == b) {
+                c->global_allocs[i]->kind = IR_S_SEQ;
+                c->global_allocs[i]->nbody = 0;
+                c->global_allocs[i]->buf = NULL;
+            }
+        b->role = IR_BUF_OUTPUT;
+        ir_func_add_ret(c->mod, c->fn, b);
+    }
+    finish_func(c, c->fn, seq, def);
+}
+
+static void parse_out_idx(sema_ctx *c, sema_env *env, const ast_stmt *def) {
+    c->nout_idx = 0;
+    for (int i = 0; i < def->ndecorators; i++) {
+        const ast_expr *d = def->decorators[i];
+        if (d->kind != AST_E_CALL) continue;
+        for (int k = 0; k < d->nkwargs; k++) {
+            if (strcmp(d->kwargs[k].name, "out_idx")) continue;
+            sval *v = lower_expr(c, env, d->kwargs[k].value);
+            sval *one[1] = {v};
+            sval **items = v->kind == SV_TUPLE ? v->items : one;
+            int n = v->kind == SV_TUPLE ? v->nitems : 1;
+            for (int j = 0; j < n && c->nout_idx < 16; j++) {
+                int64_t x;
+                if (as_const_int(c, items[j], &x, "out_idx entry")) c->out_idx[c->nout_idx++] = (int)x;
+            }
+        }
+    }
+}
+
+static void resolve_out_idx(sema_ctx *c, int nparams) {
+    for (int i = 0; i < c->nout_idx; i++) {
+        if (c->out_idx[i] < 0) c->out_idx[i] += nparams;
+    }
+}
+
+static const ast_stmt *find_prim_func(sema_ctx *c, sema_env *env, const char *name) {
+    sema_binding *b = env_lookup(env, name);
+    if (b && b->val->kind == SV_FUNC && has_decorator(c, env, b->val->fn->def, "prim_func")) return b->val->fn->def;
+    return NULL;
+}
+
+/* Run a factory's body at compile time; lower the prim_func it returns. */
+static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b, const ast_stmt *factory, bool *done) {
+    for (int i = 0; i < b->len && !*done; i++) {
+        const ast_stmt *s = b->stmts[i];
+        switch (s->kind) {
+        case AST_S_FUNCDEF: {
+            sval *f = sv_new(c, SV_FUNC, s->loc);
+            f->fn = TILE_NEW(c->arena, sema_fn);
+            f->fn->def = s;
+            f->fn->closure = fenv;
+            env_bind(c, fenv, s->name, f, 0);
+            check_decorators(c, fenv, s);
+            break;
+        }
+        case AST_S_RETURN: {
+            const ast_stmt *pf = NULL;
+            if (s->value && s->value->kind == AST_E_NAME) pf = find_prim_func(c, fenv, s->value->name);
+            if (!pf) { sema_err(c, s->loc, "a kernel factory must return the @T.prim_func it defines"); *done = true; return; }
+            resolve_out_idx(c, pf->nparams);
+            lower_kernel_def(c, fenv, pf, true);
+            *done = true;
+            return;
+        }
+        case AST_S_IF: {
+            sval *cv = lower_expr(c, fenv, s->cond);
+            int64_t x;
+            if (!sv_is_const(cv)) { sema_err(c, s->cond->loc, "in a kernel factory, 'if' conditions must be compile-time constants"); break; }
+            as_const_int(c, cv, &x, "condition");
+            lower_factory_block(c, fenv, x ? &s->body : &s->orelse, factory, done);
+            break;
+        }
+        default: lower_stmt(c, fenv, s); break; /* compile-time statements */
+        }
+        if (tile_diags_full(c->diags)) return;
+    }
+}
+
+static void lower_factory(sema_ctx *c, const ast_stmt *def) {
+    sema_env *fenv = env_new(c, c->module_env, def);
+    prescan_assignments(c, fenv, &def->body);
+    /* compile-time parameters */
+    for (int i = 0; i < def->nparams; i++) {
+        const ast_param *p = &def->params[i];
+        if (p->star) { sema_err(c, p->loc, "'*%s' parameters are not supported in kernel factories", p->name); continue; }
+        sema_define *d = find_define(c, p->name);
+        if (d) env_bind(c, fenv, p->name, define_value(c, d, p->loc), 0);
+        else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else make_size(c, fenv, p->name, p->loc);
+    }
+    parse_out_idx(c, fenv, def);
+    tile_vec *saved = c->stmts;
+    c->stmts = NULL; /* factory code runs at compile time */
+    bool done = false;
+    lower_factory_block(c, fenv, &def->body, def, &done);
+    c->stmts = saved;
+    if (!done && !c->bad) sema_err(c, def->loc, "kernel factory '%s' never returns its @T.prim_func", def->name);
+}
+
+ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags) {
+    sema_options noopt = {0};
+    if (!opt) opt = &noopt;
+    tile_arena arena;
+    tile_arena_init(&arena);
+    sema_ctx c = {0};
+    c.arena = &arena;
+    c.mod = ir_module_new();
+    c.diags = diags;
+    c.opt = opt;
+    c.ast = m;
+    c.module_env = env_new(&c, NULL, NULL);
+    scan_module(&c);
+    bool found = false;
+    for (int i = 0; i < m->body.len && !tile_diags_full(diags); i++) {
+        const ast_stmt *s = m->body.stmts[i];
+        if (s->kind != AST_S_FUNCDEF) continue;
+        check_decorators(&c, c.module_env, s);
+        def_class k = classify_def(&c, c.module_env, s);
+        if (k != DEF_KERNEL_PLAIN && k != DEF_KERNEL_TILE && k != DEF_FACTORY) continue;
+        if (opt->only_func && strcmp(opt->only_func, s->name)) continue;
+        found = true;
+        c.bad = 0;
+        c.fn = ir_func_new(c.mod, s->name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
+        c.next_par_id = 0;
+        if (k == DEF_FACTORY) lower_factory(&c, s);
+        else {
+            parse_out_idx(&c, c.module_env, s);
+            resolve_out_idx(&c, s->nparams);
+            lower_kernel_def(&c, c.module_env, s, k == DEF_KERNEL_TILE);
+        }
+        c.fn = NULL;
+    }
+    if (opt->only_func && !found) {
+        tile_loc nowhere = {m->src, 0, 0};
+        tile_error_at(diags, nowhere, "no kernel named '%s' in this file", opt->only_func);
+    }
+    free(c.global_allocs);
+    free(c.returned);
+    tile_arena_free(&arena);
+    return c.mod;
+}

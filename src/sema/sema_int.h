@@ -1,0 +1,149 @@
+/* sema_int.h — internals shared by the files of src/sema (not a public interface). */
+#ifndef TILE_SEMA_INT_H
+#define TILE_SEMA_INT_H
+
+#include "sema.h"
+
+/* A value during analysis: compile-time things (constants, dtypes, strings, tuples,
+ * functions, the T namespace) and run-time things (IR expressions, buffers, element
+ * accesses) are both values, so factory code and kernel code share one evaluator. */
+typedef enum sv_kind {
+    SV_NONE = 0,   /* Python None / a statement with no value */
+    SV_EXPR,       /* an IR expression (constants included) */
+    SV_BUFFER,     /* a whole buffer */
+    SV_ACCESS,     /* buf[...] before we know if it is a load or a region */
+    SV_DTYPE,
+    SV_STRING,
+    SV_TUPLE,      /* tuple or list */
+    SV_MODULE,     /* an imported module (the language namespace), str = dotted path */
+    SV_BUILTIN,    /* a builtin function, str = its name */
+    SV_FUNC,       /* a user def (helper, macro, kernel, factory) */
+    SV_METHOD,     /* bound method: self.str (e.g. x.astype) */
+    SV_OPAQUE      /* something accepted and ignored (T.GemmWarpPolicy.FullRow) */
+} sv_kind;
+
+typedef struct sema_env sema_env;
+typedef struct sval sval;
+
+typedef struct sv_access {
+    ir_buffer *buf;
+    int n;               /* number of subscript items (must equal rank) */
+    ir_expr **start;     /* per dim */
+    ir_expr **extent;    /* per dim: NULL for a point index */
+    bool any_slice;
+} sv_access;
+
+typedef struct sema_fn {
+    const ast_stmt *def;
+    sema_env *closure;   /* environment the def was made in */
+} sema_fn;
+
+struct sval {
+    sv_kind kind;
+    tile_loc loc;
+    ir_expr *e;          /* SV_EXPR */
+    bool weak;           /* SV_EXPR constant written as a literal: type not committed
+                            (e->dtype is I64 for ints, F64 for floats, BOOL) */
+    ir_buffer *buf;      /* SV_BUFFER */
+    sv_access *acc;      /* SV_ACCESS */
+    tile_dtype dt;       /* SV_DTYPE */
+    const char *str;     /* SV_STRING, SV_MODULE, SV_BUILTIN, SV_METHOD (method name) */
+    sval **items;        /* SV_TUPLE */
+    int nitems;
+    sema_fn *fn;         /* SV_FUNC */
+    sval *self;          /* SV_METHOD */
+};
+
+/* Name bindings. A name bound to SV_EXPR of a LOCAL var is a mutable variable; other
+ * bindings are aliases (constants, buffers, loop indices, pure index expressions). */
+typedef struct sema_binding {
+    const char *name;
+    sval *val;
+    int par_id;          /* LOCAL vars: the T.Parallel group that declared it (0 = none) */
+    struct sema_binding *next;
+} sema_binding;
+
+struct sema_env {
+    sema_env *parent;
+    sema_binding *head;
+    const ast_stmt *func; /* the def whose scope this is (NULL at module level) */
+    /* assignment counts of the names of this scope (pre-scan), to tell constants from variables */
+    const char **assigned_names;
+    int *assigned_counts;
+    int nassigned;
+};
+
+typedef struct sema_ctx {
+    tile_arena *arena;       /* where svals and env live (freed after lowering) */
+    ir_module *mod;
+    ir_func *fn;             /* function being built (NULL at module level) */
+    tile_diags *diags;
+    sema_options *opt;
+    const ast_module *ast;
+    sema_env *module_env;
+    tile_vec *stmts;         /* where statements are emitted */
+    int in_kernel;           /* inside a T.Kernel body */
+    ir_stmt *kernel;
+    int par_depth;           /* nested T.Parallel groups */
+    int par_ids[64];
+    int next_par_id;
+    int loop_depth;          /* enclosing loops that break/continue may target */
+    int inline_depth;        /* helper/macro inlining depth */
+    int bad;                 /* errors in the current function */
+    int tmp_counter;
+    /* ALLOC statements of global buffers, so `return C` can turn C into an output */
+    ir_stmt **global_allocs;
+    int nglobal_allocs, cap_global_allocs;
+    ir_buffer **returned;
+    int nreturned;
+    bool returned_done;
+    int out_idx[16];         /* @tilelang.jit(out_idx=...) */
+    int nout_idx;
+} sema_ctx;
+
+/* sema.c */
+sval *sv_new(sema_ctx *c, sv_kind k, tile_loc loc);
+sval *sv_expr(sema_ctx *c, ir_expr *e);
+sval *sv_weak_int(sema_ctx *c, int64_t v, tile_loc loc);
+sval *sv_weak_float(sema_ctx *c, double v, tile_loc loc);
+sval *sv_weak_bool(sema_ctx *c, bool v, tile_loc loc);
+sval *sv_none(sema_ctx *c, tile_loc loc);
+const char *sv_describe(const sval *v);
+void env_bind(sema_ctx *c, sema_env *env, const char *name, sval *v, int par_id);
+sema_binding *env_lookup(sema_env *env, const char *name);
+sema_env *env_new(sema_ctx *c, sema_env *parent, const ast_stmt *func);
+int env_assign_count(sema_env *env, const char *name);
+void emit(sema_ctx *c, ir_stmt *s);
+void push_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh);
+ir_stmt *pop_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh, tile_loc loc);
+void sema_err(sema_ctx *c, tile_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* sema_expr.c */
+sval *lower_expr(sema_ctx *c, sema_env *env, const ast_expr *e);
+ir_expr *materialize(sema_ctx *c, sval *v);             /* scalar value or NULL (error reported) */
+ir_expr *as_int_expr(sema_ctx *c, sval *v, const char *what); /* integer expression (i32 default) */
+bool as_const_int(sema_ctx *c, sval *v, int64_t *out, const char *what);
+bool sv_is_const(const sval *v);
+tile_dtype as_dtype(sema_ctx *c, sval *v, const char *what); /* SV_DTYPE or dtype string */
+ir_expr *to_bool(sema_ctx *c, ir_expr *e);
+ir_expr *cast_to(sema_ctx *c, ir_expr *e, tile_dtype dt);
+ir_expr *coerce_store(sema_ctx *c, ir_expr *v, tile_dtype dst, tile_loc loc);
+sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc);
+ir_expr *int_binary(sema_ctx *c, ir_binop op, ir_expr *a, ir_expr *b, tile_loc loc); /* folds */
+ir_expr *ceildiv_expr(sema_ctx *c, ir_expr *a, ir_expr *b, tile_loc loc);
+sval *call_value(sema_ctx *c, sema_env *env, sval *fn, const ast_expr *call);
+sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_keyword *kw,
+                  sval **kwvals, int nkw, tile_loc loc);
+bool lookup_builtin_exists(const char *name);
+tile_dtype promote_arith(tile_dtype a);
+
+/* sema_stmt.c */
+void lower_block(sema_ctx *c, sema_env *env, const ast_block *b);
+void lower_stmt(sema_ctx *c, sema_env *env, const ast_stmt *s);
+sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call,
+                      sval **args, int nargs, bool *handled);
+ir_buffer *declare_buffer(sema_ctx *c, const char *name, tile_dtype dt, ir_scope scope, sval *shape,
+                          tile_loc loc);
+void prescan_assignments(sema_ctx *c, sema_env *env, const ast_block *b);
+
+#endif

@@ -1,0 +1,919 @@
+/* sema_stmt.c — statements: assignments, loops, kernels, allocation and tile operations. */
+#include "sema_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int current_par(sema_ctx *c) { return c->par_depth ? c->par_ids[c->par_depth - 1] : 0; }
+
+static ir_stmt **one_body(sema_ctx *c, ir_stmt *s) {
+    ir_stmt **b = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+    b[0] = s;
+    return b;
+}
+
+/* A name that must not be used any more (a loop variable after its loop). */
+static sval *dead_value(sema_ctx *c, tile_loc loc) {
+    sval *v = sv_new(c, SV_OPAQUE, loc);
+    v->str = "@dead";
+    return v;
+}
+
+/* Is e free of loads and mutable variables (so an alias to it means the same everywhere)? */
+static bool is_pure(const ir_expr *e) {
+    if (!e) return true;
+    if (e->kind == IR_E_LOAD) return false;
+    if (e->kind == IR_E_VAR && e->var->kind == IR_VAR_LOCAL) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!is_pure(e->args[i])) return false;
+    return true;
+}
+
+/* ---------- buffers ---------- */
+ir_buffer *declare_buffer(sema_ctx *c, const char *name, tile_dtype dt, ir_scope scope, sval *shape, tile_loc loc) {
+    sval *one[1] = {shape};
+    sval **items = shape->kind == SV_TUPLE ? shape->items : one;
+    int n = shape->kind == SV_TUPLE ? shape->nitems : 1;
+    if (n > 8) { sema_err(c, loc, "buffers have at most 8 dimensions, '%s' has %d", name, n); return NULL; }
+    ir_expr **dims = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, n ? n : 1);
+    for (int d = 0; d < n; d++) {
+        ir_expr *x = as_int_expr(c, items[d], "a dimension");
+        if (!x) return NULL;
+        x = cast_to(c, x, TILE_DT_I32);
+        int64_t k;
+        if (ir_const_int_value(x, &k) && k <= 0) {
+            sema_err(c, items[d]->loc, "dimension %d of '%s' is %lld; dimensions must be positive", d, name, (long long)k);
+            return NULL;
+        }
+        if (!is_pure(x)) { sema_err(c, items[d]->loc, "a dimension of '%s' may not depend on tensor contents", name); return NULL; }
+        dims[d] = x;
+    }
+    return ir_buffer_new(c->mod, c->fn, name, dt, scope, n, dims, IR_BUF_TEMP, loc);
+}
+
+/* ---------- assignment ---------- */
+static void emit_assign(sema_ctx *c, ir_var *v, ir_expr *x, tile_loc loc) {
+    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    s->var = v;
+    s->value = x;
+    emit(c, s);
+}
+
+static ir_expr *value_for_var(sema_ctx *c, sval *val, tile_dtype dt, const char *name, tile_loc loc) {
+    ir_expr *x = materialize(c, val);
+    if (!x) return NULL;
+    if (tile_dtype_is_float(x->dtype) && tile_dtype_is_int(dt)) {
+        sema_err(c, loc, "assigning a %s value to '%s', which holds %s since its first assignment, would truncate it; initialise it with a float (e.g. 0.0) or cast explicitly",
+                 tile_dtype_name(x->dtype), name, tile_dtype_name(dt));
+        return NULL;
+    }
+    return cast_to(c, x, dt);
+}
+
+static void assign_name(sema_ctx *c, sema_env *env, const char *name, sval *val, tile_dtype declared, tile_loc loc) {
+    if (!val || val->kind == SV_NONE) {
+        if (val) env_bind(c, env, name, val, 0);
+        return;
+    }
+    /* existing mutable variable of this scope */
+    sema_binding *b = NULL;
+    for (sema_binding *x = env->head; x; x = x->next)
+        if (!strcmp(x->name, name)) { b = x; break; }
+    if (b && b->val->kind == SV_EXPR && b->val->e->kind == IR_E_VAR && b->val->e->var->kind == IR_VAR_LOCAL) {
+        ir_var *v = b->val->e->var;
+        if (b->par_id != current_par(c)) {
+            sema_err(c, loc, "assigning to '%s' inside a T.Parallel loop is a race between iterations (it was first assigned outside the loop); use a buffer", name);
+            return;
+        }
+        ir_expr *x = value_for_var(c, val, v->dtype, name, loc);
+        if (x) emit_assign(c, v, x, loc);
+        return;
+    }
+    if (val->kind == SV_BUFFER && val->buf->name && !strncmp(val->buf->name, "%alloc", 6)) val->buf->name = name;
+    bool compile_time = c->stmts == NULL;
+    bool runtime_value = val->kind == SV_EXPR || (val->kind == SV_ACCESS && !val->acc->any_slice);
+    if (!runtime_value) { env_bind(c, env, name, val, current_par(c)); return; }
+    ir_expr *x = val->kind == SV_EXPR ? val->e : NULL;
+    int count = env_assign_count(env, name);
+    if (declared == TILE_DT_INVALID && x && (compile_time || (count <= 1 && is_pure(x)))) {
+        env_bind(c, env, name, val, current_par(c)); /* an alias: constant or pure index expression */
+        return;
+    }
+    if (compile_time) {
+        sema_err(c, loc, "'%s' would be a run-time variable, but this code runs at compile time", name);
+        return;
+    }
+    x = materialize(c, val);
+    if (!x) return;
+    tile_dtype dt = declared != TILE_DT_INVALID ? declared : promote_arith(x->dtype);
+    ir_var *v = ir_var_new(c->mod, c->fn, name, IR_VAR_LOCAL, dt, loc);
+    x = value_for_var(c, val, dt, name, loc);
+    if (!x) return;
+    emit_assign(c, v, x, loc);
+    env_bind(c, env, name, sv_expr(c, ir_var_ref(c->mod, v, loc)), current_par(c));
+}
+
+static void store_access(sema_ctx *c, sv_access *acc, sval *val, tile_loc loc) {
+    if (acc->any_slice) {
+        sema_err(c, loc, "assigning to a slice of '%s' is not supported; use T.fill or T.copy, or index every dimension", acc->buf->name);
+        return;
+    }
+    ir_expr *x;
+    if (val->kind == SV_EXPR && val->weak) {
+        tile_dtype t = promote_arith(acc->buf->dtype);
+        if (tile_dtype_is_float(val->e->dtype) && !tile_dtype_is_float(t)) {
+            sema_err(c, loc, "storing the float %g into integer buffer '%s' would truncate it; cast explicitly", val->e->fval, acc->buf->name);
+            return;
+        }
+        x = cast_to(c, val->e, t);
+    } else x = materialize(c, val);
+    if (!x) return;
+    ir_stmt *s = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    s->buf = acc->buf;
+    s->idx = acc->start;
+    s->value = coerce_store(c, x, acc->buf->dtype, loc);
+    emit(c, s);
+}
+
+static void assign_target(sema_ctx *c, sema_env *env, const ast_expr *t, sval *val, tile_loc loc) {
+    switch (t->kind) {
+    case AST_E_NAME: assign_name(c, env, t->name, val, TILE_DT_INVALID, loc); return;
+    case AST_E_TUPLE:
+    case AST_E_LIST:
+        if (val->kind != SV_TUPLE || val->nitems != t->nitems) {
+            sema_err(c, loc, "cannot unpack %s into %d names", val->kind == SV_TUPLE ? tile_arena_printf(c->arena, "%d values", val->nitems) : sv_describe(val), t->nitems);
+            return;
+        }
+        for (int i = 0; i < t->nitems; i++) assign_target(c, env, t->items[i], val->items[i], loc);
+        return;
+    case AST_E_SUBSCRIPT: {
+        sval *acc = lower_expr(c, env, t);
+        if (acc->kind == SV_ACCESS) store_access(c, acc->acc, val, loc);
+        else if (acc->kind != SV_NONE) sema_err(c, t->loc, "cannot assign to %s", sv_describe(acc));
+        return;
+    }
+    default: sema_err(c, t->loc, "cannot assign to this expression"); return;
+    }
+}
+
+static void lower_augassign(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    const ast_expr *t = s->targets[0];
+    sval *rhs = lower_expr(c, env, s->value);
+    if (t->kind == AST_E_NAME) {
+        sval *cur = lower_expr(c, env, t);
+        if (cur->kind == SV_NONE) return;
+        assign_name(c, env, t->name, binary_op(c, s->op, cur, rhs, s->loc), TILE_DT_INVALID, s->loc);
+        return;
+    }
+    if (t->kind == AST_E_SUBSCRIPT) {
+        sval *acc = lower_expr(c, env, t);
+        if (acc->kind != SV_ACCESS) { if (acc->kind != SV_NONE) sema_err(c, t->loc, "cannot assign to %s", sv_describe(acc)); return; }
+        store_access(c, acc->acc, binary_op(c, s->op, acc, rhs, s->loc), s->loc);
+        return;
+    }
+    sema_err(c, t->loc, "cannot assign to this expression");
+}
+
+/* ---------- loops ---------- */
+bool lower_range_iter(sema_ctx *c, sema_env *env, const ast_expr *iter, ir_expr **lo, ir_expr **extent, ir_expr **step) {
+    *step = NULL;
+    if (iter->kind != AST_E_CALL) { sema_err(c, iter->loc, "expected range(...) here"); return false; }
+    sval *f = lower_expr(c, env, iter->value);
+    if (f->kind != SV_BUILTIN || (strcmp(f->str, "range") && strcmp(f->str, "serial"))) {
+        sema_err(c, iter->loc, "expected range(...) or T.serial(...) here");
+        return false;
+    }
+    int n = iter->nitems;
+    if (n < 1 || n > 3) { sema_err(c, iter->loc, "range() takes 1 to 3 arguments, got %d", n); return false; }
+    ir_expr *a[3];
+    for (int i = 0; i < n; i++) {
+        a[i] = as_int_expr(c, lower_expr(c, env, iter->items[i]), "a range bound");
+        if (!a[i]) return false;
+        a[i] = cast_to(c, a[i], TILE_DT_I32);
+    }
+    if (n == 1) { *lo = ir_const_int(c->mod, TILE_DT_I32, 0, iter->loc); *extent = a[0]; return true; }
+    *lo = a[0];
+    if (n == 2) { *extent = int_binary(c, IR_B_SUB, a[1], a[0], iter->loc); return true; }
+    int64_t st;
+    if (!ir_const_int_value(a[2], &st) || st == 0) { sema_err(c, iter->items[2]->loc, "the step of range() must be a non-zero compile-time constant"); return false; }
+    ir_expr *diff = st > 0 ? int_binary(c, IR_B_SUB, a[1], a[0], iter->loc) : int_binary(c, IR_B_SUB, a[0], a[1], iter->loc);
+    *extent = ceildiv_expr(c, diff, ir_const_int(c->mod, TILE_DT_I32, st > 0 ? st : -st, iter->loc), iter->loc);
+    *step = a[2];
+    return true;
+}
+
+static void bind_loop_var(sema_ctx *c, sema_env *env, const char *name, sval *v, sema_binding **saved_b, sval **saved_v) {
+    *saved_b = NULL;
+    *saved_v = NULL;
+    for (sema_binding *b = env->head; b; b = b->next)
+        if (!strcmp(b->name, name)) { *saved_b = b; *saved_v = b->val; break; }
+    env_bind(c, env, name, v, current_par(c));
+}
+
+static void unbind_loop_var(sema_ctx *c, sema_env *env, const char *name, sema_binding *saved_b, sval *saved_v, tile_loc loc) {
+    if (saved_b && saved_v && !(saved_v->kind == SV_EXPR && saved_v->e->kind == IR_E_VAR && saved_v->e->var->kind == IR_VAR_LOOP))
+        env_bind(c, env, name, saved_v, saved_b->par_id);
+    else env_bind(c, env, name, dead_value(c, loc), 0);
+}
+
+static ir_stmt *lower_body(sema_ctx *c, sema_env *env, const ast_block *b, tile_loc loc) {
+    tile_vec body = {0};
+    tile_vec *saved = c->stmts;
+    c->stmts = &body;
+    lower_block(c, env, b);
+    c->stmts = saved;
+    ir_stmt *s = ir_seq(c->mod, (ir_stmt **)body.items, body.len, loc);
+    tile_vec_free(&body);
+    return s;
+}
+
+static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    const ast_expr *t = s->targets[0];
+    const ast_expr *it = s->iter;
+    if (s->orelse.len) { sema_err(c, s->loc, "for ... else is not supported"); return; }
+    /* compile-time iteration over a tuple or list: unrolled */
+    if (it->kind != AST_E_CALL) {
+        sval *seq = lower_expr(c, env, it);
+        if (seq->kind != SV_TUPLE) { if (seq->kind != SV_NONE) sema_err(c, it->loc, "cannot iterate over %s; use range(...), T.serial, T.Parallel or T.Pipelined", sv_describe(seq)); return; }
+        for (int i = 0; i < seq->nitems; i++) {
+            assign_target(c, env, t, seq->items[i], s->loc);
+            lower_block(c, env, &s->body);
+        }
+        return;
+    }
+    sval *f = lower_expr(c, env, it->value);
+    if (f->kind != SV_BUILTIN) { if (f->kind != SV_NONE) sema_err(c, it->loc, "cannot iterate over a call of %s; use range(...), T.serial, T.Parallel or T.Pipelined", sv_describe(f)); return; }
+    if (!c->stmts) { sema_err(c, s->loc, "loops are run-time code, which is not allowed here"); return; }
+    const char *fn = f->str;
+    ir_loop_kind kind;
+    if (!strcmp(fn, "range") || !strcmp(fn, "serial")) kind = IR_LOOP_SERIAL;
+    else if (!strcmp(fn, "Parallel")) kind = IR_LOOP_PARALLEL;
+    else if (!strcmp(fn, "Pipelined")) kind = IR_LOOP_PIPELINED;
+    else if (!strcmp(fn, "unroll")) kind = IR_LOOP_UNROLLED;
+    else if (!strcmp(fn, "vectorized")) kind = IR_LOOP_VECTORIZED;
+    else { sema_err(c, it->loc, "cannot iterate over %s(...); use range(...), T.serial, T.Parallel or T.Pipelined", fn); return; }
+
+    int ndims = 1;
+    ir_expr *lo[8], *ext[8], *step = NULL;
+    int stages = 0;
+    if (kind == IR_LOOP_SERIAL || kind == IR_LOOP_UNROLLED || kind == IR_LOOP_VECTORIZED) {
+        if (kind != IR_LOOP_SERIAL) {
+            /* T.unroll(n) / T.vectorized(n): same arguments as range */
+            ast_expr fake = *it;
+            ast_expr callee = {0};
+            callee.kind = AST_E_NAME;
+            callee.name = "range";
+            callee.loc = it->loc;
+            fake.value = &callee;
+            if (!lower_range_iter(c, env, &fake, &lo[0], &ext[0], &step)) return;
+        } else if (!lower_range_iter(c, env, it, &lo[0], &ext[0], &step)) return;
+    } else {
+        /* T.Parallel(e0, e1, ...) / T.Pipelined(n, num_stages=k) or (start, stop, num_stages=k) */
+        int n = it->nitems;
+        if (n < 1 || n > 8 || (kind == IR_LOOP_PIPELINED && n > 2)) { sema_err(c, it->loc, "wrong number of arguments to T.%s", fn); return; }
+        if (kind == IR_LOOP_PARALLEL) ndims = n;
+        for (int i = 0; i < n; i++) {
+            ir_expr *x = as_int_expr(c, lower_expr(c, env, it->items[i]), "a loop extent");
+            if (!x) return;
+            x = cast_to(c, x, TILE_DT_I32);
+            if (kind == IR_LOOP_PIPELINED && n == 2) {
+                if (i == 0) lo[0] = x;
+                else ext[0] = int_binary(c, IR_B_SUB, x, lo[0], it->loc);
+            } else {
+                lo[i] = ir_const_int(c->mod, TILE_DT_I32, 0, it->loc);
+                ext[i] = x;
+            }
+        }
+        for (int k = 0; k < it->nkwargs; k++) {
+            if (!strcmp(it->kwargs[k].name, "num_stages")) {
+                int64_t ns;
+                if (as_const_int(c, lower_expr(c, env, it->kwargs[k].value), &ns, "num_stages")) {
+                    if (ns < 0 || ns > 16) sema_err(c, it->kwargs[k].loc, "num_stages must be between 0 and 16, got %lld", (long long)ns);
+                    stages = (int)ns;
+                }
+            }
+        }
+    }
+    /* targets */
+    const char *names[8];
+    tile_loc nlocs[8];
+    int ntargets = t->kind == AST_E_TUPLE || t->kind == AST_E_LIST ? t->nitems : 1;
+    if (ntargets != ndims) {
+        sema_err(c, t->loc, "T.%s has %d dimension%s but %d loop variable%s", fn, ndims, ndims == 1 ? "" : "s", ntargets, ntargets == 1 ? " is" : "s are");
+        return;
+    }
+    for (int i = 0; i < ntargets; i++) {
+        const ast_expr *x = ntargets == 1 && t->kind != AST_E_TUPLE && t->kind != AST_E_LIST ? t : t->items[i];
+        if (x->kind != AST_E_NAME) { sema_err(c, x->loc, "a loop variable must be a name"); return; }
+        names[i] = x->name;
+        nlocs[i] = x->loc;
+    }
+    if (kind == IR_LOOP_PARALLEL) {
+        if (c->par_depth >= 64) { sema_err(c, s->loc, "T.Parallel nested too deeply"); return; }
+        c->par_ids[c->par_depth++] = ++c->next_par_id;
+    }
+    ir_var *vars[8];
+    sema_binding *sb[8];
+    sval *sv[8];
+    for (int i = 0; i < ndims; i++) {
+        vars[i] = ir_var_new(c->mod, c->fn, names[i], IR_VAR_LOOP, TILE_DT_I32, nlocs[i]);
+        ir_expr *ref = ir_var_ref(c->mod, vars[i], nlocs[i]);
+        ir_expr *val = step ? int_binary(c, IR_B_ADD, lo[0], int_binary(c, IR_B_MUL, ref, step, s->loc), s->loc) : ref;
+        bind_loop_var(c, env, names[i], sv_expr(c, val), &sb[i], &sv[i]);
+    }
+    int saved_loop = c->loop_depth;
+    c->loop_depth = kind == IR_LOOP_PARALLEL ? -1000 : c->loop_depth + 1; /* no break/continue out of T.Parallel */
+    ir_stmt *body = lower_body(c, env, &s->body, s->loc);
+    c->loop_depth = saved_loop;
+    if (kind == IR_LOOP_PARALLEL) c->par_depth--;
+    for (int i = ndims - 1; i >= 0; i--) {
+        ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, s->loc);
+        f->var = vars[i];
+        f->lo = step ? ir_const_int(c->mod, TILE_DT_I32, 0, s->loc) : lo[i];
+        f->extent = ext[i];
+        f->loop_kind = kind;
+        f->num_stages = stages;
+        f->par_group_depth = (kind == IR_LOOP_PARALLEL && i == 0) ? ndims : 0;
+        f->body = one_body(c, body);
+        f->nbody = 1;
+        body = f;
+    }
+    for (int i = 0; i < ndims; i++) unbind_loop_var(c, env, names[i], sb[i], sv[i], s->loc);
+    emit(c, body);
+}
+
+/* ---------- kernels ---------- */
+static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    if (s->nwith != 1) { sema_err(c, s->loc, "only `with T.Kernel(...) as ...:` is supported"); return; }
+    const ast_expr *k = s->with_items[0];
+    sval *f = k->kind == AST_E_CALL ? lower_expr(c, env, k->value) : NULL;
+    if (!f || f->kind != SV_BUILTIN || strcmp(f->str, "Kernel")) { sema_err(c, k->loc, "only `with T.Kernel(...) as ...:` is supported"); return; }
+    if (c->in_kernel) { sema_err(c, s->loc, "T.Kernel cannot be nested inside another T.Kernel"); return; }
+    if (c->par_depth) { sema_err(c, s->loc, "T.Kernel cannot be inside a T.Parallel loop"); return; }
+    if (!c->stmts) { sema_err(c, s->loc, "a T.Kernel is run-time code, which is not allowed here"); return; }
+    int n = k->nitems;
+    if (n < 1 || n > 3) { sema_err(c, k->loc, "T.Kernel takes 1 to 3 grid dimensions, got %d", n); return; }
+    ir_stmt *ks = ir_stmt_new(c->mod, IR_S_KERNEL, s->loc);
+    ks->ngrid = n;
+    ks->threads = 128;
+    for (int i = 0; i < n; i++) {
+        ir_expr *x = as_int_expr(c, lower_expr(c, env, k->items[i]), "a grid dimension");
+        if (!x) return;
+        x = cast_to(c, x, TILE_DT_I32);
+        int64_t g;
+        if (ir_const_int_value(x, &g) && g <= 0) { sema_err(c, k->items[i]->loc, "grid dimension %d is %lld; it must be positive", i, (long long)g); return; }
+        ks->grid[i] = x;
+    }
+    for (int i = 0; i < k->nkwargs; i++) {
+        const char *kn = k->kwargs[i].name;
+        if (!strcmp(kn, "threads")) {
+            sval *tv = lower_expr(c, env, k->kwargs[i].value);
+            int64_t total = 1, x;
+            if (tv->kind == SV_TUPLE) {
+                for (int j = 0; j < tv->nitems; j++)
+                    if (as_const_int(c, tv->items[j], &x, "threads")) total *= x;
+            } else if (as_const_int(c, tv, &x, "threads")) total = x;
+            if (total < 1 || total > 1024) sema_err(c, k->kwargs[i].loc, "threads must be between 1 and 1024, got %lld", (long long)total);
+            ks->threads = (int)total;
+        } else if (strcmp(kn, "is_cpu") && strcmp(kn, "prelude") && strcmp(kn, "is_npu")) {
+            tile_warning_at(c->diags, k->kwargs[i].loc, "unknown T.Kernel argument '%s' is ignored", kn);
+        }
+    }
+    const ast_expr *t = s->with_targets[0];
+    int nt = !t ? 0 : (t->kind == AST_E_TUPLE || t->kind == AST_E_LIST) ? t->nitems : 1;
+    if (t && nt != n) { sema_err(c, t->loc, "T.Kernel has %d grid dimension%s but %d block index name%s", n, n == 1 ? "" : "s", nt, nt == 1 ? " is" : "s are"); return; }
+    sema_binding *sb[3] = {0};
+    sval *sv[3] = {0};
+    const char *names[3] = {0};
+    for (int i = 0; i < n; i++) {
+        const ast_expr *x = !t ? NULL : nt == 1 && t->kind != AST_E_TUPLE && t->kind != AST_E_LIST ? t : t->items[i];
+        if (x && x->kind != AST_E_NAME) { sema_err(c, x->loc, "a block index must be a name"); return; }
+        names[i] = x ? x->name : tile_arena_printf(c->arena, "b%c", "xyz"[i]);
+        ks->block_vars[i] = ir_var_new(c->mod, c->fn, names[i], IR_VAR_BLOCK, TILE_DT_I32, x ? x->loc : s->loc);
+        if (x) bind_loop_var(c, env, names[i], sv_expr(c, ir_var_ref(c->mod, ks->block_vars[i], x->loc)), &sb[i], &sv[i]);
+    }
+    c->in_kernel++;
+    c->kernel = ks;
+    ir_stmt *body = lower_body(c, env, &s->body, s->loc);
+    c->in_kernel--;
+    c->kernel = NULL;
+    ks->body = one_body(c, body);
+    ks->nbody = 1;
+    for (int i = 0; i < n; i++)
+        if (t) env_bind(c, env, names[i], dead_value(c, s->loc), 0);
+    emit(c, ks);
+}
+
+/* ---------- regions ---------- */
+static bool extent_const(const ir_expr *e, int64_t *k) { return ir_const_int_value(e, k); }
+
+/* Convert an operand of a tile operation to a region. `other` (may be NULL) gives the
+ * extents of a head-element operand like A[by * 64, k * 32]. */
+static bool to_region(sema_ctx *c, sval *v, ir_region *r, const ir_region *other, const char *op, const char *what) {
+    memset(r, 0, sizeof *r);
+    r->loc = v->loc;
+    if (v->kind == SV_BUFFER) {
+        ir_buffer *b = v->buf;
+        r->buf = b;
+        r->start = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, b->rank ? b->rank : 1);
+        r->extent = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, b->rank ? b->rank : 1);
+        for (int d = 0; d < b->rank; d++) {
+            r->start[d] = ir_const_int(c->mod, TILE_DT_I32, 0, v->loc);
+            r->extent[d] = b->shape[d];
+        }
+        return true;
+    }
+    if (v->kind != SV_ACCESS) {
+        if (v->kind != SV_NONE) sema_err(c, v->loc, "the %s of %s must be a buffer or a region of one, got %s", what, op, sv_describe(v));
+        return false;
+    }
+    sv_access *a = v->acc;
+    ir_buffer *b = a->buf;
+    int rank = b->rank;
+    r->buf = b;
+    r->start = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+    r->extent = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+    for (int d = 0; d < rank; d++) r->start[d] = cast_to(c, a->start[d], TILE_DT_I32);
+    if (a->any_slice) {
+        for (int d = 0; d < rank; d++) r->extent[d] = a->extent[d] ? cast_to(c, a->extent[d], TILE_DT_I32) : ir_const_int(c->mod, TILE_DT_I32, 1, v->loc);
+        return true;
+    }
+    /* head-element form: extents from the other operand, aligned to the trailing dims */
+    if (!other) {
+        sema_err(c, v->loc, "cannot tell the extent of %s[...] in %s: give it as a slice (e.g. %s[a:b, c:d]) or pass a whole buffer on the other side", b->name, op, b->name);
+        return false;
+    }
+    int ro = other->buf->rank;
+    ir_expr **oe = other->extent;
+    int skip = 0;
+    while (ro - skip > rank) {
+        int64_t k;
+        if (!extent_const(oe[skip], &k) || k != 1) {
+            sema_err(c, v->loc, "%s[...] has %d dimensions but the other operand of %s has %d non-unit ones", b->name, rank, op, ro - skip);
+            return false;
+        }
+        skip++;
+    }
+    int lead = rank - (ro - skip);
+    for (int d = 0; d < rank; d++) r->extent[d] = d < lead ? ir_const_int(c->mod, TILE_DT_I32, 1, v->loc) : oe[skip + d - lead];
+    return true;
+}
+
+static bool is_head_form(const sval *v) { return v->kind == SV_ACCESS && !v->acc->any_slice; }
+
+/* The non-unit constant extents of a region; false if some extent is symbolic. */
+static bool region_dims(const ir_region *r, int64_t *dims, int *n) {
+    *n = 0;
+    for (int d = 0; d < r->buf->rank; d++) {
+        int64_t k;
+        if (!extent_const(r->extent[d], &k)) return false;
+        if (k != 1) dims[(*n)++] = k;
+    }
+    return true;
+}
+
+static const char *dims_str(sema_ctx *c, const int64_t *d, int n) {
+    tile_strbuf sb = {0};
+    if (n == 0) tile_sb_puts(&sb, "1");
+    for (int i = 0; i < n; i++) tile_sb_printf(&sb, "%s%lld", i ? "x" : "", (long long)d[i]);
+    const char *s = tile_arena_strdup(c->arena, sb.data);
+    tile_sb_free(&sb);
+    return s;
+}
+
+static bool check_tile_scope(sema_ctx *c, tile_loc loc, const char *op) {
+    if (c->par_depth) { sema_err(c, loc, "%s acts on a whole tile and cannot be used inside a T.Parallel loop", op); return false; }
+    if (!c->stmts) { sema_err(c, loc, "%s is run-time code, which is not allowed here", op); return false; }
+    return true;
+}
+
+static ir_stmt *tile_stmt(sema_ctx *c, ir_stmt_kind k, int nregions, tile_loc loc) {
+    ir_stmt *s = ir_stmt_new(c->mod, k, loc);
+    s->regions = TILE_NEW_ARRAY(&c->mod->arena, ir_region, nregions);
+    s->nregions = nregions;
+    return s;
+}
+
+static sval *kw_of(const ast_expr *call, sema_ctx *c, sema_env *env, const char *name) {
+    for (int i = 0; i < call->nkwargs; i++)
+        if (!strcmp(call->kwargs[i].name, name)) return lower_expr(c, env, call->kwargs[i].value);
+    return NULL;
+}
+
+static bool kw_bool(sema_ctx *c, sema_env *env, const ast_expr *call, const char *name, sval **pos, int npos, int idx, bool dflt) {
+    sval *v = idx < npos ? pos[idx] : kw_of(call, c, env, name);
+    if (!v) return dflt;
+    int64_t x;
+    if (!as_const_int(c, v, &x, name)) return dflt;
+    return x != 0;
+}
+
+static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, const char *const *allowed) {
+    for (int i = 0; i < call->nkwargs; i++) {
+        bool ok = false;
+        for (int k = 0; allowed[k]; k++)
+            if (!strcmp(allowed[k], call->kwargs[i].name)) ok = true;
+        if (!ok) sema_err(c, call->kwargs[i].loc, "%s() has no argument named '%s'", op, call->kwargs[i].name);
+    }
+}
+
+static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos) {
+    static const char *const kws[] = {"coalesced_width", "disable_tma", "eviction_policy", "loop_layout", NULL};
+    check_kwargs(c, call, "T.copy", kws);
+    if (npos != 2) { sema_err(c, call->loc, "T.copy takes a source and a destination, got %d arguments", npos); return sv_none(c, call->loc); }
+    if (!check_tile_scope(c, call->loc, "T.copy")) return sv_none(c, call->loc);
+    ir_stmt *s = tile_stmt(c, IR_S_COPY, 2, call->loc);
+    bool ok;
+    if (is_head_form(pos[0]) && !is_head_form(pos[1]))
+        ok = to_region(c, pos[1], &s->regions[1], NULL, "T.copy", "destination") && to_region(c, pos[0], &s->regions[0], &s->regions[1], "T.copy", "source");
+    else
+        ok = to_region(c, pos[0], &s->regions[0], NULL, "T.copy", "source") && to_region(c, pos[1], &s->regions[1], &s->regions[0], "T.copy", "destination");
+    if (!ok) return sv_none(c, call->loc);
+    int64_t da[8], db[8];
+    int na, nb;
+    if (region_dims(&s->regions[0], da, &na) && region_dims(&s->regions[1], db, &nb)) {
+        bool same = na == nb;
+        for (int i = 0; same && i < na; i++) same = da[i] == db[i];
+        if (!same) {
+            sema_err(c, call->loc, "T.copy shapes do not match: the source region of '%s' is %s but the destination region of '%s' is %s",
+                     s->regions[0].buf->name, dims_str(c, da, na), s->regions[1].buf->name, dims_str(c, db, nb));
+            return sv_none(c, call->loc);
+        }
+    }
+    emit(c, s);
+    return sv_none(c, call->loc);
+}
+
+static sval *lower_fill(sema_ctx *c, const ast_expr *call, sval **pos, int npos, bool clear) {
+    const char *op = clear ? "T.clear" : "T.fill";
+    if (npos != (clear ? 1 : 2)) { sema_err(c, call->loc, "%s takes %s, got %d arguments", op, clear ? "one buffer" : "a buffer and a value", npos); return sv_none(c, call->loc); }
+    if (!check_tile_scope(c, call->loc, op)) return sv_none(c, call->loc);
+    ir_stmt *s = tile_stmt(c, IR_S_FILL, 1, call->loc);
+    if (is_head_form(pos[0])) { sema_err(c, call->loc, "%s needs a whole buffer or a slice, not a single element", op); return sv_none(c, call->loc); }
+    if (!to_region(c, pos[0], &s->regions[0], NULL, op, "destination")) return sv_none(c, call->loc);
+    tile_dtype dt = s->regions[0].buf->dtype;
+    sval *v = clear ? sv_weak_int(c, 0, call->loc) : pos[1];
+    ir_expr *x;
+    if (v->kind == SV_EXPR && v->weak) x = cast_to(c, v->e, promote_arith(dt) == TILE_DT_BOOL ? TILE_DT_BOOL : promote_arith(dt));
+    else x = materialize(c, v);
+    if (!x) return sv_none(c, call->loc);
+    s->value = coerce_store(c, x, dt, call->loc);
+    emit(c, s);
+    return sv_none(c, call->loc);
+}
+
+static bool gemm_dims(const ir_region *r, int64_t *rows, int64_t *cols, bool *known) {
+    /* the last two dims; leading dims must be unit */
+    int rank = r->buf->rank;
+    *known = false;
+    if (rank < 2) return false;
+    for (int d = 0; d < rank - 2; d++) {
+        int64_t k;
+        if (extent_const(r->extent[d], &k) && k != 1) return false;
+    }
+    *known = extent_const(r->extent[rank - 2], rows) && extent_const(r->extent[rank - 1], cols);
+    return true;
+}
+
+static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+    static const char *const kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait", "use_wgmma", NULL};
+    check_kwargs(c, call, "T.gemm", kws);
+    if (npos < 3 || npos > 6) { sema_err(c, call->loc, "T.gemm takes A, B, C (and optionally transpose_A, transpose_B), got %d arguments", npos); return sv_none(c, call->loc); }
+    if (!check_tile_scope(c, call->loc, "T.gemm")) return sv_none(c, call->loc);
+    ir_stmt *s = tile_stmt(c, IR_S_GEMM, 3, call->loc);
+    const char *names[3] = {"A operand", "B operand", "accumulator"};
+    for (int i = 0; i < 3; i++) {
+        if (is_head_form(pos[i])) { sema_err(c, pos[i]->loc, "the %s of T.gemm must be a whole buffer or a slice", names[i]); return sv_none(c, call->loc); }
+        if (!to_region(c, pos[i], &s->regions[i], NULL, "T.gemm", names[i])) return sv_none(c, call->loc);
+    }
+    s->trans_a = kw_bool(c, env, call, "transpose_A", pos, npos, 3, false);
+    s->trans_b = kw_bool(c, env, call, "transpose_B", pos, npos, 4, false);
+    s->clear = kw_bool(c, env, call, "clear_accum", pos, npos, 99, false);
+    ir_region *A = &s->regions[0], *B = &s->regions[1], *C = &s->regions[2];
+    if (!tile_dtype_is_float(C->buf->dtype) && !tile_dtype_is_int(C->buf->dtype)) { sema_err(c, C->loc, "the accumulator of T.gemm must be a numeric buffer"); return sv_none(c, call->loc); }
+    if (C->buf->scope == IR_SCOPE_SHARED && c->opt) { /* allowed, but unusual */ }
+    int64_t ar, ac, br, bc, cr, cc;
+    bool ka, kb, kc;
+    if (!gemm_dims(A, &ar, &ac, &ka) || !gemm_dims(B, &br, &bc, &kb) || !gemm_dims(C, &cr, &cc, &kc)) {
+        sema_err(c, call->loc, "T.gemm operands must be 2-D (A is %d-D, B %d-D, C %d-D)", A->buf->rank, B->buf->rank, C->buf->rank);
+        return sv_none(c, call->loc);
+    }
+    if (ka && kb && kc) {
+        int64_t M = s->trans_a ? ac : ar, K1 = s->trans_a ? ar : ac;
+        int64_t K2 = s->trans_b ? bc : br, N = s->trans_b ? br : bc;
+        if (K1 != K2 || M != cr || N != cc) {
+            sema_err(c, call->loc, "T.gemm shapes do not match: A%s is %lldx%lld, B%s is %lldx%lld, C is %lldx%lld (need A: MxK, B: KxN, C: MxN)",
+                     s->trans_a ? " (transposed)" : "", (long long)M, (long long)K1, s->trans_b ? " (transposed)" : "", (long long)K2, (long long)N,
+                     (long long)cr, (long long)cc);
+            return sv_none(c, call->loc);
+        }
+    }
+    emit(c, s);
+    return sv_none(c, call->loc);
+}
+
+static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    static const char *const kws[] = {"dim", "clear", NULL};
+    check_kwargs(c, call, fname, kws);
+    if (npos < 2 || npos > 4) { sema_err(c, call->loc, "T.%s takes a source, a destination, dim and clear, got %d arguments", fname, npos); return sv_none(c, call->loc); }
+    if (!check_tile_scope(c, call->loc, fname)) return sv_none(c, call->loc);
+    ir_stmt *s = tile_stmt(c, IR_S_REDUCE, 2, call->loc);
+    if (is_head_form(pos[0]) || is_head_form(pos[1])) { sema_err(c, call->loc, "the operands of T.%s must be whole buffers or slices", fname); return sv_none(c, call->loc); }
+    if (!to_region(c, pos[0], &s->regions[0], NULL, fname, "source") || !to_region(c, pos[1], &s->regions[1], NULL, fname, "destination")) return sv_none(c, call->loc);
+    const char *kind = fname + 7;
+    s->reduce_op = !strcmp(kind, "sum") ? IR_RED_SUM : !strcmp(kind, "max") ? IR_RED_MAX : !strcmp(kind, "min") ? IR_RED_MIN : !strcmp(kind, "abssum") ? IR_RED_ABSSUM : IR_RED_ABSMAX;
+    sval *dv = npos > 2 ? pos[2] : kw_of(call, c, env, "dim");
+    int64_t dim = -1;
+    if (dv && !as_const_int(c, dv, &dim, "dim")) return sv_none(c, call->loc);
+    int rs = s->regions[0].buf->rank, rd = s->regions[1].buf->rank;
+    if (dim < 0) dim += rs;
+    if (dim < 0 || dim >= rs) { sema_err(c, dv ? dv->loc : call->loc, "dim %lld is out of range for a %d-D source", (long long)dim, rs); return sv_none(c, call->loc); }
+    s->dim = (int)dim;
+    s->clear = kw_bool(c, env, call, "clear", pos, npos, 3, true);
+    /* shape rule: dst = src without `dim` (or with extent 1 there) */
+    int64_t es[8], ed[8];
+    bool known = true;
+    for (int d = 0; d < rs; d++) known &= extent_const(s->regions[0].extent[d], &es[d]);
+    for (int d = 0; d < rd; d++) known &= extent_const(s->regions[1].extent[d], &ed[d]);
+    if (rd != rs - 1 && rd != rs) { sema_err(c, call->loc, "T.%s: the destination has %d dimensions; it needs %d (the source's without dim %lld)", fname, rd, rs - 1, (long long)dim); return sv_none(c, call->loc); }
+    if (known) {
+        int64_t want[8];
+        int nw = 0;
+        for (int d = 0; d < rs; d++)
+            if (d != dim) want[nw++] = es[d];
+        int64_t got[8];
+        int ng = 0;
+        for (int d = 0; d < rd; d++)
+            if (!(rd == rs && d == dim)) got[ng++] = ed[d];
+        bool same = nw == ng && !(rd == rs && ed[dim] != 1);
+        for (int i = 0; same && i < nw; i++) same = want[i] == got[i];
+        if (!same) {
+            sema_err(c, call->loc, "T.%s shapes do not match: reducing dim %lld of a %s source gives %s, but the destination is %s", fname, (long long)dim,
+                     dims_str(c, es, rs), dims_str(c, want, nw), dims_str(c, ed, rd));
+            return sv_none(c, call->loc);
+        }
+    }
+    emit(c, s);
+    return sv_none(c, call->loc);
+}
+
+static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_none(c, call->loc); }
+    if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_none(c, call->loc); }
+    if (pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) {
+        sema_err(c, pos[0]->loc, "T.%s needs a single element as its destination (e.g. C[i, j]); the region form is not supported yet", fname);
+        return sv_none(c, call->loc);
+    }
+    sv_access *a = pos[0]->acc;
+    ir_expr *x;
+    if (pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, promote_arith(a->buf->dtype));
+    else x = materialize(c, pos[1]);
+    if (!x) return sv_none(c, call->loc);
+    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
+    s->buf = a->buf;
+    s->idx = a->start;
+    s->value = coerce_store(c, x, a->buf->dtype, call->loc);
+    s->atomic_op = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
+    emit(c, s);
+    return sv_none(c, call->loc);
+}
+
+static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    bool global = !strcmp(fname, "allocate") || !strcmp(fname, "alloc_tensor") || !strcmp(fname, "zeros") || !strcmp(fname, "empty");
+    ir_scope scope = global ? IR_SCOPE_GLOBAL : !strcmp(fname, "alloc_shared") ? IR_SCOPE_SHARED : !strcmp(fname, "alloc_fragment") ? IR_SCOPE_FRAGMENT : IR_SCOPE_LOCAL;
+    if (npos < 1 || npos > 3) { sema_err(c, call->loc, "%s() takes a shape and a dtype", fname); return sv_none(c, call->loc); }
+    if (!c->stmts) { sema_err(c, call->loc, "%s() allocates at run time, which is not allowed here", fname); return sv_none(c, call->loc); }
+    if (c->par_depth) { sema_err(c, call->loc, "%s() cannot be used inside a T.Parallel loop", fname); return sv_none(c, call->loc); }
+    if (global && c->in_kernel) { sema_err(c, call->loc, "%s() creates a global tensor; inside a T.Kernel use T.alloc_shared, T.alloc_fragment or T.alloc_local", fname); return sv_none(c, call->loc); }
+    if (!global && !c->in_kernel && scope == IR_SCOPE_SHARED) { sema_err(c, call->loc, "T.alloc_shared must be inside a `with T.Kernel(...)` block"); return sv_none(c, call->loc); }
+    sval *dv = npos > 1 ? pos[1] : kw_of(call, c, env, "dtype");
+    tile_dtype dt = TILE_DT_F32;
+    if (dv) dt = as_dtype(c, dv, "the buffer dtype");
+    else if (!global) { sema_err(c, call->loc, "%s() needs a dtype, e.g. %s((64, 64), \"float16\")", fname, fname); return sv_none(c, call->loc); }
+    if (dt == TILE_DT_INVALID) return sv_none(c, call->loc);
+    ir_buffer *b = declare_buffer(c, tile_arena_printf(&c->mod->arena, "%%alloc%d", c->tmp_counter++), dt, scope, pos[0], call->loc);
+    if (!b) return sv_none(c, call->loc);
+    b->role = IR_BUF_TEMP;
+    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ALLOC, call->loc);
+    s->buf = b;
+    emit(c, s);
+    if (global) {
+        if (c->nglobal_allocs == c->cap_global_allocs) {
+            c->cap_global_allocs = c->cap_global_allocs ? c->cap_global_allocs * 2 : 8;
+            c->global_allocs = tile_xrealloc(c->global_allocs, sizeof(ir_stmt *) * (size_t)c->cap_global_allocs);
+        }
+        c->global_allocs[c->nglobal_allocs++] = s;
+    }
+    sval *bv = sv_new(c, SV_BUFFER, call->loc);
+    bv->buf = b;
+    if (!strcmp(fname, "zeros")) {
+        ir_stmt *f = tile_stmt(c, IR_S_FILL, 1, call->loc);
+        to_region(c, bv, &f->regions[0], NULL, fname, "buffer");
+        f->value = coerce_store(c, cast_to(c, ir_const_int(c->mod, TILE_DT_I32, 0, call->loc), promote_arith(dt)), dt, call->loc);
+        emit(c, f);
+    }
+    return bv;
+}
+
+sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
+    *handled = true;
+    if (!strcmp(name, "copy")) return lower_copy(c, call, pos, npos);
+    if (!strcmp(name, "fill")) return lower_fill(c, call, pos, npos, false);
+    if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);
+    if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);
+    if (!strncmp(name, "reduce_", 7)) return lower_reduce(c, env, name, call, pos, npos);
+    if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, name, call, pos, npos);
+    if (!strncmp(name, "alloc", 5) || !strcmp(name, "zeros") || !strcmp(name, "empty")) return lower_alloc(c, env, name, call, pos, npos);
+    *handled = false;
+    return NULL;
+}
+
+/* ---------- return ---------- */
+static void lower_return(sema_ctx *c, sema_env *env, const ast_stmt *s, bool top_level) {
+    if (c->inline_depth) { sema_err(c, s->loc, "'return' is only supported as the last statement of an inlined function"); return; }
+    if (!top_level) { sema_err(c, s->loc, "'return' must be the last statement of the kernel, not inside a loop or branch"); return; }
+    if (!s->value) { c->returned_done = true; return; }
+    if (c->fn && c->fn->form == IR_FORM_TILE) { sema_err(c, s->loc, "a T.prim_func returns nothing; write results into an output tensor (or use @tilelang.jit(out_idx=...))"); return; }
+    sval *v = lower_expr(c, env, s->value);
+    sval *one[1] = {v};
+    sval **items = v->kind == SV_TUPLE ? v->items : one;
+    int n = v->kind == SV_TUPLE ? v->nitems : 1;
+    c->returned = tile_xrealloc(c->returned, sizeof(ir_buffer *) * (size_t)(n ? n : 1));
+    c->nreturned = 0;
+    for (int i = 0; i < n; i++) {
+        sval *x = items[i];
+        if (x->kind != SV_BUFFER) { if (x->kind != SV_NONE) sema_err(c, x->loc, "a kernel can only return tensors it allocated, got %s", sv_describe(x)); continue; }
+        if (x->buf->role != IR_BUF_TEMP || x->buf->scope != IR_SCOPE_GLOBAL) {
+            sema_err(c, x->loc, "'%s' is a parameter; a kernel returns tensors it allocates itself (with allocate or alloc_tensor)", x->buf->name);
+            continue;
+        }
+        for (int k = 0; k < c->nreturned; k++)
+            if (c->returned[k] == x->buf) { sema_err(c, x->loc, "'%s' is returned twice", x->buf->name); }
+        c->returned[c->nreturned++] = x->buf;
+    }
+    /* check the return annotation when there is one */
+    const ast_expr *ann = env->func ? env->func->returns : NULL;
+    if (ann && n == 1 && c->nreturned == 1 && ann->kind == AST_E_SUBSCRIPT) {
+        const ast_expr *const *it = (const ast_expr *const *)ann->items;
+        int na = ann->nitems;
+        if (na == 1 && (it[0]->kind == AST_E_TUPLE || it[0]->kind == AST_E_LIST)) { na = it[0]->nitems; it = (const ast_expr *const *)it[0]->items; }
+        ir_buffer *b = c->returned[0];
+        if (na != b->rank) sema_err(c, ann->loc, "the return annotation has %d dimensions but '%s' has %d", na, b->name, b->rank);
+        else
+            for (int d = 0; d < na; d++) {
+                sval *dv = lower_expr(c, env, it[d]);
+                ir_expr *x = dv->kind == SV_EXPR ? materialize(c, dv) : NULL;
+                int64_t p, q;
+                bool same = x && ((x->kind == IR_E_VAR && b->shape[d]->kind == IR_E_VAR && x->var == b->shape[d]->var) ||
+                                  (ir_const_int_value(x, &p) && ir_const_int_value(b->shape[d], &q) && p == q));
+                bool comparable = x && (x->kind == IR_E_VAR || x->kind == IR_E_CONST) && (b->shape[d]->kind == IR_E_VAR || b->shape[d]->kind == IR_E_CONST);
+                if (comparable && !same) {
+                    tile_strbuf sb = {0};
+                    ir_print_expr(b->shape[d], &sb);
+                    sema_err(c, it[d]->loc, "dimension %d of the returned tensor '%s' is %s, not what the return annotation says", d, b->name, sb.data);
+                    tile_sb_free(&sb);
+                }
+            }
+    }
+    c->returned_done = true;
+}
+
+/* ---------- statements ---------- */
+static void lower_if(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    sval *cv = lower_expr(c, env, s->cond);
+    if (cv->kind != SV_EXPR && cv->kind != SV_ACCESS) {
+        /* None is false; dtypes, strings, buffers are true (Python truthiness) */
+        bool t = cv->kind != SV_NONE;
+        if (cv->kind == SV_TUPLE) t = cv->nitems > 0;
+        lower_block(c, env, t ? &s->body : &s->orelse);
+        return;
+    }
+    if (sv_is_const(cv)) {
+        bool t = tile_dtype_is_float(cv->e->dtype) ? cv->e->fval != 0 : cv->e->ival != 0;
+        lower_block(c, env, t ? &s->body : &s->orelse);
+        return;
+    }
+    if (!c->stmts) { sema_err(c, s->cond->loc, "this condition is only known at run time, but this code runs at compile time"); return; }
+    ir_expr *x = to_bool(c, materialize(c, cv));
+    if (!x) return;
+    ir_stmt *st = ir_stmt_new(c->mod, IR_S_IF, s->loc);
+    st->cond = x;
+    st->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+    st->nbody = 2;
+    st->body[0] = lower_body(c, env, &s->body, s->loc);
+    st->body[1] = s->orelse.len ? lower_body(c, env, &s->orelse, s->loc) : NULL;
+    emit(c, st);
+}
+
+static void lower_while(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    if (s->orelse.len) { sema_err(c, s->loc, "while ... else is not supported"); return; }
+    if (!c->stmts) { sema_err(c, s->loc, "loops are run-time code, which is not allowed here"); return; }
+    /* the condition is evaluated before each iteration: lower it into a fresh list to
+     * reject conditions that would need hoisted statements */
+    tile_vec pre = {0};
+    tile_vec *saved = c->stmts;
+    c->stmts = &pre;
+    ir_expr *x = to_bool(c, materialize(c, lower_expr(c, env, s->cond)));
+    c->stmts = saved;
+    if (pre.len) sema_err(c, s->cond->loc, "a while condition cannot contain sum(...) or other expressions that need statements");
+    tile_vec_free(&pre);
+    if (!x) return;
+    ir_stmt *w = ir_stmt_new(c->mod, IR_S_WHILE, s->loc);
+    w->cond = x;
+    c->loop_depth++;
+    w->body = one_body(c, lower_body(c, env, &s->body, s->loc));
+    c->loop_depth--;
+    w->nbody = 1;
+    emit(c, w);
+}
+
+static void lower_stmt_in(sema_ctx *c, sema_env *env, const ast_stmt *s, bool top_level) {
+    switch (s->kind) {
+    case AST_S_EXPR:
+        if (s->value && s->value->kind == AST_E_STRING) return; /* docstring */
+        lower_expr(c, env, s->value);
+        return;
+    case AST_S_ASSIGN: {
+        sval *v = lower_expr(c, env, s->value);
+        for (int i = 0; i < s->ntargets; i++) assign_target(c, env, s->targets[i], v, s->loc);
+        return;
+    }
+    case AST_S_AUGASSIGN: lower_augassign(c, env, s); return;
+    case AST_S_ANNASSIGN: {
+        const ast_expr *t = s->targets[0];
+        sval *dv = lower_expr(c, env, s->annotation);
+        if (t->kind != AST_E_NAME) {
+            if (s->value) assign_target(c, env, t, lower_expr(c, env, s->value), s->loc);
+            return;
+        }
+        tile_dtype dt = dv->kind == SV_BUILTIN || dv->kind == SV_DTYPE || dv->kind == SV_STRING ? as_dtype(c, dv, "the variable type") : TILE_DT_INVALID;
+        if (dt == TILE_DT_INVALID) return;
+        if (!s->value) { sema_err(c, s->loc, "a declared variable needs an initial value"); return; }
+        if (!c->stmts) { assign_name(c, env, t->name, lower_expr(c, env, s->value), TILE_DT_INVALID, s->loc); return; }
+        assign_name(c, env, t->name, lower_expr(c, env, s->value), dt, s->loc);
+        return;
+    }
+    case AST_S_FOR: lower_for(c, env, s); return;
+    case AST_S_WHILE: lower_while(c, env, s); return;
+    case AST_S_IF: lower_if(c, env, s); return;
+    case AST_S_WITH: lower_with(c, env, s); return;
+    case AST_S_RETURN: lower_return(c, env, s, top_level); return;
+    case AST_S_PASS: return;
+    case AST_S_BREAK:
+    case AST_S_CONTINUE:
+        if (c->loop_depth <= 0) {
+            sema_err(c, s->loc, c->loop_depth < 0 ? "'%s' cannot leave a T.Parallel loop" : "'%s' outside a loop", s->kind == AST_S_BREAK ? "break" : "continue");
+            return;
+        }
+        emit(c, ir_stmt_new(c->mod, s->kind == AST_S_BREAK ? IR_S_BREAK : IR_S_CONTINUE, s->loc));
+        return;
+    case AST_S_FUNCDEF: {
+        sval *f = sv_new(c, SV_FUNC, s->loc);
+        f->fn = TILE_NEW(c->arena, sema_fn);
+        f->fn->def = s;
+        f->fn->closure = env;
+        env_bind(c, env, s->name, f, 0);
+        return;
+    }
+    case AST_S_IMPORT:
+    case AST_S_IMPORTFROM:
+        for (int i = 0; i < s->nnames; i++) {
+            sval *m = sv_new(c, SV_MODULE, s->loc);
+            m->str = s->kind == AST_S_IMPORTFROM ? tile_arena_printf(c->arena, "%s.%s", s->module, s->names[i]) : s->names[i];
+            const char *bind = s->asnames[i] ? s->asnames[i] : s->names[i];
+            if (strcmp(bind, "*")) env_bind(c, env, bind, m, 0);
+        }
+        return;
+    case AST_S_ASSERT: {
+        sval *cv = lower_expr(c, env, s->cond);
+        const char *msg = s->value && s->value->kind == AST_E_STRING ? s->value->sval : "assertion failed";
+        if (sv_is_const(cv)) {
+            if (!(tile_dtype_is_float(cv->e->dtype) ? cv->e->fval != 0 : cv->e->ival != 0)) sema_err(c, s->loc, "assertion failed: %s", msg);
+            return;
+        }
+        if (cv->kind != SV_EXPR && cv->kind != SV_ACCESS) return;
+        if (!c->stmts) { sema_err(c, s->loc, "this assertion can only be checked at run time, but this code runs at compile time"); return; }
+        ir_expr *x = to_bool(c, materialize(c, cv));
+        if (!x) return;
+        ir_stmt *a = ir_stmt_new(c->mod, IR_S_ASSERT, s->loc);
+        a->cond = x;
+        a->msg = tile_arena_strdup(&c->mod->arena, msg);
+        emit(c, a);
+        return;
+    }
+    case AST_S_GLOBAL: return;
+    default: sema_err(c, s->loc, "unsupported statement"); return;
+    }
+}
+
+void lower_stmt(sema_ctx *c, sema_env *env, const ast_stmt *s) { lower_stmt_in(c, env, s, false); }
+
+void lower_block(sema_ctx *c, sema_env *env, const ast_block *b) {
+    bool top = env->func && c->stmts && c->inline_depth == 0 && c->in_kernel == 0 && c->par_depth == 0 && c->loop_depth == 0 &&
+               b == &env->func->body;
+    for (int i = 0; i < b->len; i++) {
+        if (tile_diags_full(c->diags)) return;
+        if (top && c->returned_done) { sema_err(c, b->stmts[i]->loc, "code after 'return' is not allowed"); return; }
+        lower_stmt_in(c, env, b->stmts[i], top);
+    }
+}
