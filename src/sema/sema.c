@@ -350,7 +350,6 @@ static void declare_free_names(sema_ctx *c, sema_env *env, const ast_expr *e) {
         for (int i = 0; i < e->nkwargs; i++) declare_free_names(c, env, e->kwargs[i].value);
         return;
     case AST_E_SUBSCRIPT:
-        declare_free_names(c, env, e->value);
         for (int i = 0; i < e->nitems; i++) declare_free_names(c, env, e->items[i]);
         return;
     case AST_E_TUPLE:
@@ -660,11 +659,11 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
 ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags) {
     sema_options noopt = {0};
     if (!opt) opt = &noopt;
-    tile_arena arena;
-    tile_arena_init(&arena);
     sema_ctx c = {0};
-    c.arena = &arena;
     c.mod = ir_module_new();
+    /* Analysis values live in the module's arena too: IR nodes point into them (index
+     * arrays, names), and they are small next to the IR. */
+    c.arena = &c.mod->arena;
     c.diags = diags;
     c.opt = opt;
     c.ast = m;
@@ -696,6 +695,5 @@ ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags)
     }
     free(c.global_allocs);
     free(c.returned);
-    tile_arena_free(&arena);
     return c.mod;
 }
