@@ -1,0 +1,423 @@
+/* dtype.c — the dtype table and bit-exact conversions between dtypes.
+ *
+ * The rules implemented here are the project's definition of numbers; every backend must
+ * reproduce them bit for bit. docs/numbers.md states them in prose. In short:
+ *   - float targets round to nearest, ties to even, once, from the exact source value;
+ *   - f16 / bf16 / f32 / f64 overflow to inf (IEEE);
+ *   - fp8 e4m3, fp8 e5m2 and fp4 e2m1 saturate (".satfinite"): finite overflow and +-inf
+ *     become +-max finite;
+ *   - NaN becomes the format's canonical quiet NaN with the sign kept (e2m1 has no NaN:
+ *     NaN -> +6, bits 0x7);
+ *   - subnormals are exact both ways (no flush to zero);
+ *   - float -> integer truncates toward zero, saturates, NaN -> 0; bool is (v != 0), NaN -> 1;
+ *   - integer -> integer wraps (two's complement).
+ *
+ * All narrow-format arithmetic is done on integers, so results never depend on the host's
+ * floating-point environment (rounding mode, FTZ/DAZ, x87 excess precision).
+ */
+#include "core.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---------- the table ---------- */
+
+typedef struct dtype_info {
+    const char *name;
+    int bits;
+    char kind;
+} dtype_info;
+
+static const dtype_info k_dtypes[TILE_DT_COUNT] = {
+#define X(e, name, bits, kind) [TILE_DT_##e] = {name, bits, kind},
+    TILE_DTYPES(X)
+#undef X
+};
+
+static bool dt_valid(tile_dtype dt) { return (int)dt >= 0 && (int)dt < TILE_DT_COUNT; }
+
+const char *tile_dtype_name(tile_dtype dt) { return dt_valid(dt) ? k_dtypes[dt].name : "?"; }
+int tile_dtype_bits(tile_dtype dt) { return dt_valid(dt) ? k_dtypes[dt].bits : 0; }
+bool tile_dtype_is_float(tile_dtype dt) { return dt_valid(dt) && k_dtypes[dt].kind == 'F'; }
+bool tile_dtype_is_int(tile_dtype dt) {
+    return dt_valid(dt) && (k_dtypes[dt].kind == 'I' || k_dtypes[dt].kind == 'U');
+}
+bool tile_dtype_is_signed(tile_dtype dt) {
+    return dt_valid(dt) && (k_dtypes[dt].kind == 'I' || k_dtypes[dt].kind == 'F');
+}
+bool tile_dtype_is_bool(tile_dtype dt) { return dt_valid(dt) && k_dtypes[dt].kind == 'B'; }
+
+/* Aliases people write, beyond the canonical names (which are matched first). */
+static const struct { const char *alias; tile_dtype dt; } k_aliases[] = {
+    {"b1", TILE_DT_BOOL},          {"boolean", TILE_DT_BOOL},
+    {"i8", TILE_DT_I8},            {"s8", TILE_DT_I8},
+    {"i16", TILE_DT_I16},          {"s16", TILE_DT_I16},        {"short", TILE_DT_I16},
+    {"i32", TILE_DT_I32},          {"s32", TILE_DT_I32},        {"int", TILE_DT_I32},
+    {"i64", TILE_DT_I64},          {"s64", TILE_DT_I64},        {"long", TILE_DT_I64},
+    {"u8", TILE_DT_U8},            {"u16", TILE_DT_U16},
+    {"u32", TILE_DT_U32},          {"uint", TILE_DT_U32},       {"u64", TILE_DT_U64},
+    {"half", TILE_DT_F16},         {"f16", TILE_DT_F16},        {"fp16", TILE_DT_F16},
+    {"bf16", TILE_DT_BF16},        {"bfloat", TILE_DT_BF16},
+    {"float", TILE_DT_F32},        {"f32", TILE_DT_F32},        {"fp32", TILE_DT_F32},
+    {"double", TILE_DT_F64},       {"f64", TILE_DT_F64},        {"fp64", TILE_DT_F64},
+    {"float8_e4m3fn", TILE_DT_FP8_E4M3}, {"e4m3", TILE_DT_FP8_E4M3}, {"e4m3fn", TILE_DT_FP8_E4M3},
+    {"fp8_e4m3", TILE_DT_FP8_E4M3},      {"fp8_e4m3fn", TILE_DT_FP8_E4M3},
+    {"f8e4m3", TILE_DT_FP8_E4M3},        {"f8e4m3fn", TILE_DT_FP8_E4M3},
+    {"e5m2", TILE_DT_FP8_E5M2},          {"fp8_e5m2", TILE_DT_FP8_E5M2},
+    {"f8e5m2", TILE_DT_FP8_E5M2},
+    {"float4_e2m1fn", TILE_DT_FP4_E2M1}, {"e2m1", TILE_DT_FP4_E2M1}, {"e2m1fn", TILE_DT_FP4_E2M1},
+    {"fp4", TILE_DT_FP4_E2M1},           {"fp4_e2m1", TILE_DT_FP4_E2M1},
+    {"fp4_e2m1fn", TILE_DT_FP4_E2M1},    {"f4e2m1", TILE_DT_FP4_E2M1},
+    {"f4e2m1fn", TILE_DT_FP4_E2M1},
+};
+
+tile_dtype tile_dtype_parse(const char *name) {
+    if (!name) return TILE_DT_INVALID;
+    for (int i = 0; i < TILE_DT_COUNT; i++)
+        if (strcmp(name, k_dtypes[i].name) == 0) return (tile_dtype)i;
+    for (size_t i = 0; i < sizeof k_aliases / sizeof k_aliases[0]; i++)
+        if (strcmp(name, k_aliases[i].alias) == 0) return k_aliases[i].dt;
+    return TILE_DT_INVALID;
+}
+
+size_t tile_dtype_storage_bytes(tile_dtype dt, size_t n) {
+    TILE_ASSERT(dt_valid(dt), "invalid dtype %d", (int)dt);
+    if (dt == TILE_DT_FP4_E2M1) return n / 2 + (n & 1);
+    return n * (size_t)(k_dtypes[dt].bits / 8);
+}
+
+/* ---------- bit helpers ---------- */
+
+static inline uint64_t f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static inline double bits_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static inline int msb64(uint64_t x) { return 63 - __builtin_clzll(x); } /* x != 0 */
+
+/* ---------- the generic encoder ----------
+ * A binary floating-point format with M explicit mantissa bits, smallest normal exponent
+ * emin and largest finite exponent emax, stored as sign | exponent field | mantissa in
+ * `sign_bit` + 1 bits. Encoding packs (field exponent, mantissa) as ((e - emin) << M) + q
+ * where q includes the implicit bit; that single formula covers subnormals
+ * (q < 2^M, e == emin) and the carry of a mantissa rounding up to 2^(M+1). */
+typedef struct fmt_desc {
+    int M, emin, emax;
+    int sign_shift;      /* position of the sign bit */
+    uint64_t max_bits;   /* magnitude bits of the largest finite value */
+    uint64_t inf_bits;   /* magnitude bits of infinity; 0 if the format has none */
+    uint64_t nan_bits;   /* canonical NaN, magnitude bits */
+    bool nan_signed;     /* the canonical NaN carries the input's sign */
+    bool saturate;       /* overflow -> max finite (and +-inf -> +-max) instead of inf */
+} fmt_desc;
+
+static const fmt_desc FMT_F16 = {10, -14, 15, 15, 0x7BFF, 0x7C00, 0x7E00, true, false};
+static const fmt_desc FMT_BF16 = {7, -126, 127, 15, 0x7F7F, 0x7F80, 0x7FC0, true, false};
+static const fmt_desc FMT_F32 = {23, -126, 127, 31, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, true, false};
+static const fmt_desc FMT_F64 = {52, -1022, 1023, 63, 0x7FEFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
+                                 0x7FF8000000000000ull, true, false};
+/* e4m3 (OCP e4m3fn): no inf, S.1111.111 is NaN, max 448 = S.1111.110. */
+static const fmt_desc FMT_E4M3 = {3, -6, 8, 7, 0x7E, 0, 0x7F, true, true};
+/* e5m2 (OCP): IEEE-like; max 57344 = S.11110.11; canonical NaN S.11111.11 (see numbers.md). */
+static const fmt_desc FMT_E5M2 = {2, -14, 15, 7, 0x7B, 0x7C, 0x7F, true, true};
+/* e2m1 (OCP MX): no inf, no NaN, max 6 = S.11.1. NaN -> +6 (0x7). */
+static const fmt_desc FMT_E2M1 = {1, 0, 2, 3, 0x7, 0, 0x7, false, true};
+
+/* Round the exact value (-1)^neg * m * 2^e (m != 0) to format f. Returns the bits. */
+static uint64_t encode_exact(const fmt_desc *f, bool neg, uint64_t m, int e) {
+    uint64_t sign = neg ? (uint64_t)1 << f->sign_shift : 0;
+    int E = msb64(m) + e; /* value in [2^E, 2^(E+1)) */
+    if (E > f->emax) return sign | (f->saturate ? f->max_bits : f->inf_bits);
+    int et = E < f->emin ? f->emin : E;
+    int shift = (et - f->M) - e; /* quantum is 2^(et - M) */
+    uint64_t q;
+    if (shift <= 0) {
+        q = m << -shift; /* exact; q < 2^(M+1) since E <= et */
+    } else if (shift < 64) {
+        uint64_t rem = m & (((uint64_t)1 << shift) - 1);
+        uint64_t half = (uint64_t)1 << (shift - 1);
+        q = m >> shift;
+        if (rem > half || (rem == half && (q & 1))) q++;
+    } else if (shift == 64) {
+        q = m > ((uint64_t)1 << 63) ? 1 : 0; /* m == half: tie, 0 is even */
+    } else {
+        q = 0; /* below half the smallest subnormal */
+    }
+    uint64_t mag = ((uint64_t)(et - f->emin) << f->M) + q;
+    if (mag > f->max_bits) mag = f->saturate ? f->max_bits : f->inf_bits;
+    return sign | mag;
+}
+
+static uint64_t encode_f64(const fmt_desc *f, double d) {
+    uint64_t u = f64_bits(d);
+    bool neg = (u >> 63) != 0;
+    uint64_t sign = neg ? (uint64_t)1 << f->sign_shift : 0;
+    int ef = (int)((u >> 52) & 0x7FF);
+    uint64_t frac = u & 0xFFFFFFFFFFFFFull;
+    if (ef == 0x7FF) {
+        if (frac) return (f->nan_signed ? sign : 0) | f->nan_bits;
+        return sign | (f->saturate ? f->max_bits : f->inf_bits);
+    }
+    if (ef == 0) {
+        if (frac == 0) return sign; /* signed zero */
+        return encode_exact(f, neg, frac, -1074);
+    }
+    return encode_exact(f, neg, frac | ((uint64_t)1 << 52), ef - 1075);
+}
+
+static uint64_t encode_i64(const fmt_desc *f, int64_t v) {
+    if (v == 0) return 0;
+    bool neg = v < 0;
+    uint64_t m = neg ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    return encode_exact(f, neg, m, 0);
+}
+
+/* Decode bits of a narrow format (M <= 10) to double; exact. */
+static double decode_small(const fmt_desc *f, uint32_t b) {
+    uint32_t mag = b & ((1u << f->sign_shift) - 1);
+    bool neg = (b >> f->sign_shift) & 1;
+    uint64_t sign = neg ? (uint64_t)1 << 63 : 0;
+    if (f->inf_bits) { /* IEEE-like: all-ones exponent is inf / NaN */
+        if (mag == f->inf_bits) return bits_f64(sign | 0x7FF0000000000000ull);
+        if (mag > f->inf_bits) return bits_f64(sign | 0x7FF8000000000000ull);
+    } else if (f->nan_signed && mag == f->nan_bits) { /* e4m3: S.1111.111 */
+        return bits_f64(sign | 0x7FF8000000000000ull);
+    }
+    uint32_t field = mag >> f->M, mant = mag & ((1u << f->M) - 1);
+    if (field == 0) {
+        if (mant == 0) return bits_f64(sign);
+        /* subnormal: mant * 2^(emin - M); normalise for the double */
+        int p = 31 - __builtin_clz(mant);
+        int exp = f->emin - f->M + p;
+        uint64_t fr = ((uint64_t)mant << (52 - p)) & 0xFFFFFFFFFFFFFull;
+        return bits_f64(sign | ((uint64_t)(exp + 1023) << 52) | fr);
+    }
+    int exp = (int)field - 1 + f->emin;
+    return bits_f64(sign | ((uint64_t)(exp + 1023) << 52) | ((uint64_t)mant << (52 - f->M)));
+}
+
+/* ---------- f16 ---------- */
+
+/* f32 -> f16 directly on the float's bits (the hot path; the tests check it against the
+ * f64 path for every f32 pattern). */
+uint16_t tile_f32_to_f16_bits(float x) {
+    uint32_t u = f32_bits(x);
+    uint32_t sign = (u >> 16) & 0x8000;
+    uint32_t a = u & 0x7FFFFFFF;
+    if (a >= 0x7F800000) return (uint16_t)(sign | (a > 0x7F800000 ? 0x7E00 : 0x7C00));
+    if (a >= 0x477FF000) return (uint16_t)(sign | 0x7C00); /* >= 65520 rounds to inf */
+    if (a >= 0x38800000) {                                 /* normal f16 range: >= 2^-14 */
+        uint32_t r = a - ((127u - 15u) << 23);             /* rebias */
+        uint32_t q = r >> 13, rem = r & 0x1FFF;
+        if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
+        return (uint16_t)(sign | q);
+    }
+    if (a < 0x33000000) return (uint16_t)sign; /* < 2^-25 rounds to zero (2^-25 itself ties to 0) */
+    /* subnormal result: value = m * 2^(e-150) with 24-bit m, quantum 2^-24 */
+    uint32_t m = (a & 0x7FFFFF) | 0x800000;
+    int shift = 126 - (int)(a >> 23); /* (-24) - (e - 150) with e the biased exponent */
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    return (uint16_t)(sign | q);
+}
+
+float tile_f16_bits_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    if (e == 0x1F) return bits_f32(sign | 0x7F800000 | (m << 13)); /* inf, NaN (payload kept) */
+    if (e == 0) {
+        if (m == 0) return bits_f32(sign);
+        int p = 31 - __builtin_clz(m); /* m = 2^p + ..., value = m * 2^-24 */
+        return bits_f32(sign | ((uint32_t)(p - 24 + 127) << 23) | ((m << (23 - p)) & 0x7FFFFF));
+    }
+    return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t tile_f64_to_f16_bits(double d) { return (uint16_t)encode_f64(&FMT_F16, d); }
+
+/* ---------- bf16 ---------- */
+
+uint16_t tile_f32_to_bf16_bits(float x) {
+    uint32_t u = f32_bits(x);
+    if ((u & 0x7FFFFFFF) > 0x7F800000) return (uint16_t)(((u >> 16) & 0x8000) | 0x7FC0);
+    /* round to nearest even on the low 16 bits; a carry into the exponent is right,
+     * and rounding the largest finite values up yields exactly inf. */
+    u += 0x7FFF + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+float tile_bf16_bits_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+uint16_t tile_f64_to_bf16_bits(double d) { return (uint16_t)encode_f64(&FMT_BF16, d); }
+
+/* ---------- fp8 / fp4 ---------- */
+
+uint8_t tile_f64_to_e4m3_bits(double d) { return (uint8_t)encode_f64(&FMT_E4M3, d); }
+double tile_e4m3_bits_to_f64(uint8_t b) { return decode_small(&FMT_E4M3, b); }
+uint8_t tile_f64_to_e5m2_bits(double d) { return (uint8_t)encode_f64(&FMT_E5M2, d); }
+double tile_e5m2_bits_to_f64(uint8_t b) { return decode_small(&FMT_E5M2, b); }
+uint8_t tile_f64_to_e2m1_bits(double d) { return (uint8_t)encode_f64(&FMT_E2M1, d); }
+double tile_e2m1_bits_to_f64(uint8_t b) { return decode_small(&FMT_E2M1, b & 0xF); }
+
+/* ---------- rounding and integer conversion ---------- */
+
+static const fmt_desc *float_fmt(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_F16: return &FMT_F16;
+    case TILE_DT_BF16: return &FMT_BF16;
+    case TILE_DT_F32: return &FMT_F32;
+    case TILE_DT_F64: return &FMT_F64;
+    case TILE_DT_FP8_E4M3: return &FMT_E4M3;
+    case TILE_DT_FP8_E5M2: return &FMT_E5M2;
+    case TILE_DT_FP4_E2M1: return &FMT_E2M1;
+    default: return NULL;
+    }
+}
+
+/* Decode the bits of float dtype dt to double (exact). */
+static double float_bits_to_f64(tile_dtype dt, uint64_t b) {
+    switch (dt) {
+    case TILE_DT_F16: return (double)tile_f16_bits_to_f32((uint16_t)b);
+    case TILE_DT_BF16: return (double)tile_bf16_bits_to_f32((uint16_t)b);
+    case TILE_DT_F32: return (double)bits_f32((uint32_t)b);
+    case TILE_DT_F64: return bits_f64(b);
+    case TILE_DT_FP8_E4M3: return decode_small(&FMT_E4M3, (uint32_t)b & 0xFF);
+    case TILE_DT_FP8_E5M2: return decode_small(&FMT_E5M2, (uint32_t)b & 0xFF);
+    case TILE_DT_FP4_E2M1: return decode_small(&FMT_E2M1, (uint32_t)b & 0xF);
+    default: TILE_ASSERT(0, "not a float dtype: %s", tile_dtype_name(dt)); return 0;
+    }
+}
+
+/* Encode a double into the bits of float dtype dt (RNE, saturation rules). */
+static uint64_t f64_to_float_bits(tile_dtype dt, double v) {
+    switch (dt) {
+    case TILE_DT_F64: return f64_bits(v); /* identity, NaN payload kept */
+    case TILE_DT_F32: return encode_f64(&FMT_F32, v);
+    default: return encode_f64(float_fmt(dt), v);
+    }
+}
+
+int64_t tile_f64_to_int(tile_dtype dt, double v) {
+    TILE_ASSERT(tile_dtype_is_int(dt) || tile_dtype_is_bool(dt),
+                "tile_f64_to_int: %s is not an integer dtype", tile_dtype_name(dt));
+    if (dt == TILE_DT_BOOL) return v != 0.0; /* NaN != 0 is true: NaN -> 1, as C's (bool)NAN */
+    if (isnan(v)) return 0;
+    switch (dt) {
+    case TILE_DT_I8: return v <= -128.0 ? -128 : v >= 127.0 ? 127 : (int64_t)v;
+    case TILE_DT_I16: return v <= -32768.0 ? -32768 : v >= 32767.0 ? 32767 : (int64_t)v;
+    case TILE_DT_I32:
+        return v <= -2147483648.0 ? INT32_MIN : v >= 2147483647.0 ? INT32_MAX : (int64_t)v;
+    case TILE_DT_I64:
+        /* every double in (-2^63, 2^63) truncates into int64's range */
+        return v <= -9223372036854775808.0 ? INT64_MIN
+             : v >= 9223372036854775808.0  ? INT64_MAX
+                                           : (int64_t)v;
+    case TILE_DT_U8: return v <= 0.0 ? 0 : v >= 255.0 ? 255 : (int64_t)v;
+    case TILE_DT_U16: return v <= 0.0 ? 0 : v >= 65535.0 ? 65535 : (int64_t)v;
+    case TILE_DT_U32: return v <= 0.0 ? 0 : v >= 4294967295.0 ? (int64_t)UINT32_MAX : (int64_t)v;
+    case TILE_DT_U64:
+        /* zero-extended to 64 bits: values >= 2^63 come back as negative int64 */
+        return v <= 0.0 ? 0
+             : v >= 18446744073709551616.0 ? (int64_t)UINT64_MAX
+                                           : (int64_t)(uint64_t)v;
+    default: TILE_ASSERT(0, "not an integer dtype: %s", tile_dtype_name(dt)); return 0;
+    }
+}
+
+int64_t tile_wrap_int(tile_dtype dt, int64_t v) {
+    uint64_t u = (uint64_t)v;
+    switch (dt) {
+    case TILE_DT_BOOL: return v != 0;
+    case TILE_DT_I8: u &= 0xFF; return u >= 0x80 ? (int64_t)u - 0x100 : (int64_t)u;
+    case TILE_DT_I16: u &= 0xFFFF; return u >= 0x8000 ? (int64_t)u - 0x10000 : (int64_t)u;
+    case TILE_DT_I32:
+        u &= 0xFFFFFFFFu;
+        return u >= 0x80000000u ? (int64_t)u - (int64_t)0x100000000 : (int64_t)u;
+    case TILE_DT_I64: return v;
+    case TILE_DT_U8: return (int64_t)(u & 0xFF);
+    case TILE_DT_U16: return (int64_t)(u & 0xFFFF);
+    case TILE_DT_U32: return (int64_t)(u & 0xFFFFFFFFu);
+    case TILE_DT_U64: return v;
+    default:
+        TILE_ASSERT(0, "tile_wrap_int: %s is not an integer dtype", tile_dtype_name(dt));
+        return 0;
+    }
+}
+
+double tile_round_to(tile_dtype dt, double v) {
+    if (tile_dtype_is_float(dt)) {
+        if (dt == TILE_DT_F64) return v;
+        return float_bits_to_f64(dt, f64_to_float_bits(dt, v));
+    }
+    /* integer / bool dtypes: the value the dtype would hold, as a double */
+    int64_t i = tile_f64_to_int(dt, v);
+    return dt == TILE_DT_U64 ? (double)(uint64_t)i : (double)i;
+}
+
+/* ---------- element access on raw storage ---------- */
+
+uint64_t tile_load_bits(tile_dtype dt, const void *base, size_t index) {
+    const unsigned char *p = (const unsigned char *)base;
+    switch (tile_dtype_bits(dt)) {
+    case 4: return (p[index / 2] >> ((index & 1) * 4)) & 0xF;
+    case 8: return p[index];
+    case 16: { uint16_t x; memcpy(&x, p + index * 2, 2); return x; }
+    case 32: { uint32_t x; memcpy(&x, p + index * 4, 4); return x; }
+    case 64: { uint64_t x; memcpy(&x, p + index * 8, 8); return x; }
+    default: TILE_ASSERT(0, "tile_load_bits: invalid dtype %d", (int)dt); return 0;
+    }
+}
+
+void tile_store_bits(tile_dtype dt, void *base, size_t index, uint64_t bits) {
+    unsigned char *p = (unsigned char *)base;
+    switch (tile_dtype_bits(dt)) {
+    case 4: {
+        unsigned sh = (unsigned)(index & 1) * 4;
+        p[index / 2] = (unsigned char)((p[index / 2] & ~(0xFu << sh)) | ((bits & 0xF) << sh));
+        return;
+    }
+    case 8: p[index] = (unsigned char)bits; return;
+    case 16: { uint16_t x = (uint16_t)bits; memcpy(p + index * 2, &x, 2); return; }
+    case 32: { uint32_t x = (uint32_t)bits; memcpy(p + index * 4, &x, 4); return; }
+    case 64: memcpy(p + index * 8, &bits, 8); return;
+    default: TILE_ASSERT(0, "tile_store_bits: invalid dtype %d", (int)dt);
+    }
+}
+
+/* Sign-extend the raw bits of an integer dtype. */
+static int64_t int_from_bits(tile_dtype dt, uint64_t b) {
+    switch (dt) {
+    case TILE_DT_BOOL: return b != 0;
+    case TILE_DT_I8: return (int64_t)(int8_t)(uint8_t)b;
+    case TILE_DT_I16: return (int64_t)(int16_t)(uint16_t)b;
+    case TILE_DT_I32: return (int64_t)(int32_t)(uint32_t)b;
+    default: return (int64_t)b; /* I64 and unsigned: zero-extended bits */
+    }
+}
+
+double tile_load_f(tile_dtype dt, const void *base, size_t index) {
+    uint64_t b = tile_load_bits(dt, base, index);
+    if (tile_dtype_is_float(dt)) return float_bits_to_f64(dt, b);
+    if (dt == TILE_DT_U64) return (double)b; /* may round (RNE) above 2^53 */
+    return (double)int_from_bits(dt, b);     /* I64 may round (RNE) above 2^53 */
+}
+
+int64_t tile_load_i(tile_dtype dt, const void *base, size_t index) {
+    uint64_t b = tile_load_bits(dt, base, index);
+    if (tile_dtype_is_float(dt)) return tile_f64_to_int(TILE_DT_I64, float_bits_to_f64(dt, b));
+    return int_from_bits(dt, b);
+}
+
+void tile_store_f(tile_dtype dt, void *base, size_t index, double v) {
+    uint64_t b;
+    if (tile_dtype_is_float(dt)) b = f64_to_float_bits(dt, v);
+    else b = (uint64_t)tile_f64_to_int(dt, v);
+    tile_store_bits(dt, base, index, b);
+}
+
+void tile_store_i(tile_dtype dt, void *base, size_t index, int64_t v) {
+    uint64_t b;
+    if (tile_dtype_is_float(dt)) b = encode_i64(float_fmt(dt), v); /* one rounding */
+    else b = (uint64_t)tile_wrap_int(dt, v);
+    tile_store_bits(dt, base, index, b);
+}
