@@ -58,4 +58,16 @@ typedef struct interp_args {
  * followed by the source line and a caret (tile_diag_format). */
 int interp_run(const ir_func *f, const interp_args *args, const interp_options *opt, tile_strbuf *err);
 
+/* ---------- helpers (additive; for tests and the runtime) ---------- */
+/* The shape of buffer b of f when f runs with `args` (its sizes and scalar parameters
+ * bound); shape[rank..8) are set to 0. Returns 0, or 1 with a message in err. */
+int interp_buffer_shape(const ir_func *f, const ir_buffer *b, const interp_args *args, int64_t shape[8],
+                        tile_strbuf *err);
+/* Allocates a zeroed tensor for buffer b (a parameter or an output) with that shape: the
+ * storage of b's dtype, or doubles for float buffers when f64_mode. Returns 0, or 1 with a
+ * message in err. Free with interp_tensor_free. */
+int interp_tensor_alloc(const ir_func *f, const ir_buffer *b, const interp_args *args, bool f64_mode,
+                        interp_tensor *t, tile_strbuf *err);
+void interp_tensor_free(interp_tensor *t);
+
 #endif

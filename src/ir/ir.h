@@ -300,8 +300,19 @@ ir_expr *ir_call(ir_module *m, ir_intrinsic fn, tile_dtype dt, ir_expr **args, i
 ir_stmt *ir_stmt_new(ir_module *m, ir_stmt_kind kind, tile_loc loc);
 ir_stmt *ir_seq(ir_module *m, ir_stmt **stmts, int n, tile_loc loc);      /* stmts copied */
 
-/* Constant folding helpers: true and *out set when e is a constant integer. */
+/* Constant folding helpers: true and *out set when e is a constant integer. Sees through
+ * casts and linear arithmetic: (by + 1) * 64 - by * 64 is the constant 64. */
 bool ir_const_int_value(const ir_expr *e, int64_t *out);
+/* Structural equality of two expressions (same kinds, dtypes, operators, vars, buffers,
+ * constants and operands). */
+bool ir_expr_equal(const ir_expr *a, const ir_expr *b);
+
+/* ---------- simplification (src/ir/simplify.c) ---------- */
+/* Structural equality of two expressions. */
+bool ir_expr_equal(const ir_expr *a, const ir_expr *b);
+/* Canonical form of an integer expression of + - and constant multiples (c0 + k1*a1 + ...);
+ * returns e itself when it is not an integer expression. Same value for every input. */
+ir_expr *ir_simplify_int(ir_module *m, ir_expr *e);
 
 /* ---------- printing and checking (src/ir/print.c, src/ir/verify.c) ---------- */
 /* Human-readable text of a function / module (what `tile ir` prints). */
