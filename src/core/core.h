@@ -139,7 +139,7 @@ size_t tile_dtype_storage_bytes(tile_dtype dt, size_t n);
  * Stores of a double into a float dtype round to nearest even. fp8 and fp4 conversions
  * saturate finite overflow to the largest finite value (the `.satfinite` rule of the
  * hardware conversion instructions); NaN stays NaN where the format has one; e4m3 and e2m1
- * have no infinity, so +-inf saturates too. See docs/language.md "Numbers". */
+ * have no infinity, so +-inf saturates too. See docs/numbers.md. */
 double   tile_load_f(tile_dtype dt, const void *base, size_t index);   /* any dtype, as double */
 int64_t  tile_load_i(tile_dtype dt, const void *base, size_t index);   /* integer/bool dtypes */
 uint64_t tile_load_bits(tile_dtype dt, const void *base, size_t index);/* raw bits, zero-extended */

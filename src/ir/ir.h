@@ -308,8 +308,6 @@ bool ir_const_int_value(const ir_expr *e, int64_t *out);
 bool ir_expr_equal(const ir_expr *a, const ir_expr *b);
 
 /* ---------- simplification (src/ir/simplify.c) ---------- */
-/* Structural equality of two expressions. */
-bool ir_expr_equal(const ir_expr *a, const ir_expr *b);
 /* Canonical form of an integer expression of + - and constant multiples (c0 + k1*a1 + ...);
  * returns e itself when it is not an integer expression. Same value for every input. */
 ir_expr *ir_simplify_int(ir_module *m, ir_expr *e);

@@ -32,6 +32,11 @@ sval *sv_weak_bool(sema_ctx *c, bool x, tile_loc loc) {
     return v;
 }
 sval *sv_none(sema_ctx *c, tile_loc loc) { return sv_new(c, SV_NONE, loc); }
+sval *sv_err(sema_ctx *c, tile_loc loc) {
+    sval *v = sv_new(c, SV_NONE, loc);
+    v->poison = true;
+    return v;
+}
 
 const char *sv_describe(const sval *v) {
     switch (v->kind) {
@@ -535,6 +540,22 @@ static void finish_func(sema_ctx *c, ir_func *f, ir_stmt *body, const ast_stmt *
     ir_module_add(c->mod, f);
 }
 
+/* Drop empty SEQ statements from sequences (left where an ALLOC of a returned tensor was). */
+static void drop_empty_seqs(ir_stmt *s) {
+    if (!s) return;
+    if (s->kind == IR_S_SEQ) {
+        int n = 0;
+        for (int i = 0; i < s->nbody; i++) {
+            ir_stmt *b = s->body[i];
+            if (b && b->kind == IR_S_SEQ && b->nbody == 0) continue;
+            s->body[n++] = b;
+        }
+        s->nbody = n;
+    }
+    if (s->kind == IR_S_SEQ || s->kind == IR_S_FOR || s->kind == IR_S_WHILE || s->kind == IR_S_IF || s->kind == IR_S_KERNEL)
+        for (int i = 0; i < s->nbody; i++) drop_empty_seqs(s->body[i]);
+}
+
 /* Lower the body of a kernel def (plain or tile form) into c->fn. */
 static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def, bool tile_form) {
     sema_env *env = env_new(c, parent, def);
@@ -564,6 +585,7 @@ static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def,
         b->role = IR_BUF_OUTPUT;
         ir_func_add_ret(c->mod, c->fn, b);
     }
+    drop_empty_seqs(seq);
     finish_func(c, c->fn, seq, def);
 }
 

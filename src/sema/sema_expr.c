@@ -95,6 +95,9 @@ ir_expr *materialize(sema_ctx *c, sval *v) {
     case SV_BUFFER:
         sema_err(c, v->loc, "buffer '%s' is used as a scalar; index it, e.g. %s[i%s]", v->buf->name, v->buf->name, v->buf->rank > 1 ? ", j" : "");
         return NULL;
+    case SV_NONE:
+        if (v->poison) return NULL; /* an error was already reported for it */
+        /* fallthrough */
     default:
         sema_err(c, v->loc, "expected a scalar value here, got %s", sv_describe(v));
         return NULL;
@@ -238,6 +241,9 @@ ir_expr *int_binary(sema_ctx *c, ir_binop op, ir_expr *a, ir_expr *b, tile_loc l
         if (fold_int(op, a->dtype, a->ival, b->ival, &r))
             return ir_const_int(c->mod, ir_binop_is_compare(op) || op == IR_B_AND || op == IR_B_OR ? TILE_DT_BOOL : a->dtype, r, loc);
     }
+    if (!tile_dtype_is_float(a->dtype) && a->dtype != TILE_DT_BOOL && (op == IR_B_ADD || op == IR_B_SUB || op == IR_B_MUL) &&
+        (op != IR_B_MUL || a->kind == IR_E_CONST || b->kind == IR_E_CONST))
+        return ir_simplify_int(c->mod, ir_binary(c->mod, op, a, b, loc));
     if (!tile_dtype_is_float(a->dtype)) {
         if ((op == IR_B_ADD || op == IR_B_SUB || op == IR_B_BITOR || op == IR_B_SHL || op == IR_B_SHR) && is_int_const(b, 0)) return a;
         if (op == IR_B_ADD && is_int_const(a, 0)) return b;
@@ -395,23 +401,23 @@ static bool sval_equal_const(sval *a, sval *b, bool *eq) {
 }
 
 sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
-    if (!a || !b) return sv_none(c, loc);
+    if (!a || !b || a->poison || b->poison) return sv_err(c, loc);
     if (a->kind == SV_TUPLE && b->kind == SV_TUPLE && op == AST_OP_ADD) return tuple_concat(c, a, b, loc);
     if (op == AST_OP_EQ || op == AST_OP_NE || op == AST_OP_IS || op == AST_OP_IS_NOT) {
         bool eq;
         if (sval_equal_const(a, b, &eq)) return sv_weak_bool(c, (op == AST_OP_EQ || op == AST_OP_IS) ? eq : !eq, loc);
     }
-    if (op == AST_OP_MATMUL) { sema_err(c, loc, "the '@' operator is not supported; use T.gemm in the tile form or a loop nest in the plain form"); return sv_none(c, loc); }
+    if (op == AST_OP_MATMUL) { sema_err(c, loc, "the '@' operator is not supported; use T.gemm in the tile form or a loop nest in the plain form"); return sv_err(c, loc); }
     if (a->kind == SV_EXPR && b->kind == SV_EXPR && a->weak && b->weak) return fold_weak(c, op, a, b, loc);
     ir_binop bop = ast_to_ir_binop(op);
-    if (bop == IR_B_COUNT) { sema_err(c, loc, "operator '%s' is not supported here", ast_op_str(op)); return sv_none(c, loc); }
+    if (bop == IR_B_COUNT) { sema_err(c, loc, "operator '%s' is not supported here", ast_op_str(op)); return sv_err(c, loc); }
     bool cmp = is_compare_op(op);
     bool bitwise = op == AST_OP_SHL || op == AST_OP_SHR || op == AST_OP_BITAND || op == AST_OP_BITOR || op == AST_OP_BITXOR;
     ir_expr *x = NULL, *y = NULL;
     tile_dtype t;
     if (a->kind == SV_EXPR && a->weak) {
         y = materialize(c, b);
-        if (!y) return sv_none(c, loc);
+        if (!y) return sv_err(c, loc);
         tile_dtype o = promote_arith(y->dtype);
         if (tile_dtype_is_float(a->e->dtype) && !tile_dtype_is_float(o)) o = TILE_DT_F32;
         if (o == TILE_DT_BOOL && a->e->dtype != TILE_DT_BOOL) o = TILE_DT_I32;
@@ -419,7 +425,7 @@ sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
         x = weak_to(c, a, t);
     } else if (b->kind == SV_EXPR && b->weak) {
         x = materialize(c, a);
-        if (!x) return sv_none(c, loc);
+        if (!x) return sv_err(c, loc);
         tile_dtype o = promote_arith(x->dtype);
         if (tile_dtype_is_float(b->e->dtype) && !tile_dtype_is_float(o)) o = TILE_DT_F32;
         if (o == TILE_DT_BOOL && b->e->dtype != TILE_DT_BOOL) o = TILE_DT_I32;
@@ -429,20 +435,20 @@ sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
     } else {
         x = materialize(c, a);
         y = materialize(c, b);
-        if (!x || !y) return sv_none(c, loc);
+        if (!x || !y) return sv_err(c, loc);
         t = unify(x->dtype, y->dtype, bitwise || cmp);
         if ((op == AST_OP_SHL || op == AST_OP_SHR) && tile_dtype_is_int(promote_arith(x->dtype))) t = x->dtype;
     }
     if (bitwise) {
         if (tile_dtype_is_float(t)) {
             sema_err(c, loc, "operator '%s' needs integer operands, got %s", ast_op_str(op), tile_dtype_name(t));
-            return sv_none(c, loc);
+            return sv_err(c, loc);
         }
         if (t == TILE_DT_BOOL && (op == AST_OP_SHL || op == AST_OP_SHR)) t = TILE_DT_I32;
     }
     if (op == AST_OP_DIV && !tile_dtype_is_float(t)) {
         sema_err(c, loc, "'/' on integers is not allowed (its result type would be ambiguous); use '//' for floor division or cast an operand to float");
-        return sv_none(c, loc);
+        return sv_err(c, loc);
     }
     x = cast_to(c, x, t);
     y = cast_to(c, y, t);
@@ -454,7 +460,7 @@ sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
             return sv_expr(c, r);
         }
         sema_err(c, loc, "integer '**' needs a constant exponent between 0 and 64; cast to float for a general power");
-        return sv_none(c, loc);
+        return sv_err(c, loc);
     }
     if (!tile_dtype_is_float(t)) return sv_expr(c, int_binary(c, bop, x, y, loc));
     return sv_expr(c, ir_binary(c->mod, bop, x, y, loc));
@@ -473,15 +479,16 @@ static sval *lower_name(sema_ctx *c, sema_env *env, const ast_expr *e) {
     if (b) {
         if (b->val->kind == SV_OPAQUE && b->val->str && !strcmp(b->val->str, "@dead")) {
             sema_err(c, e->loc, "'%s' can only be used inside its loop or kernel", e->name);
-            return sv_none(c, e->loc);
+            return sv_err(c, e->loc);
         }
         if (b->val->kind == SV_EXPR && !par_active(c, b->par_id)) {
             sema_err(c, e->loc, "'%s' was assigned inside a T.Parallel loop, so each iteration has its own; it cannot be read outside that loop (use a buffer)", e->name);
-            return sv_none(c, e->loc);
+            return sv_err(c, e->loc);
         }
         sval *v = sv_new(c, SV_NONE, e->loc);
         *v = *b->val;
         v->loc = e->loc;
+        if (v->kind == SV_MODULE) v->display = e->name;
         if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR) v->e = ir_var_ref(c->mod, v->e->var, e->loc);
         return v;
     }
@@ -497,7 +504,7 @@ static sval *lower_name(sema_ctx *c, sema_env *env, const ast_expr *e) {
         return v;
     }
     sema_err(c, e->loc, "name '%s' is not defined", e->name);
-    return sv_none(c, e->loc);
+    return sv_err(c, e->loc);
 }
 
 /* ---------- attributes ---------- */
@@ -534,6 +541,7 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
         if (a[0] >= 'A' && a[0] <= 'Z') return sv_new(c, SV_OPAQUE, e->loc); /* T.GemmWarpPolicy, ... */
         sval *v = sv_new(c, SV_MODULE, e->loc);
         v->str = tile_arena_printf(c->arena, "%s.%s", base->str, a);
+        v->display = tile_arena_printf(c->arena, "%s.%s", base->display ? base->display : base->str, a);
         return v;
     }
     case SV_OPAQUE: return base;
@@ -546,7 +554,7 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
         }
         if (!strcmp(a, "ndim")) return sv_weak_int(c, base->buf->rank, e->loc);
         sema_err(c, e->loc, "buffer '%s' has no attribute '%s' (it has shape, dtype, ndim)", base->buf->name, a);
-        return sv_none(c, e->loc);
+        return sv_err(c, e->loc);
     case SV_EXPR:
     case SV_ACCESS:
         if (!strcmp(a, "dtype")) {
@@ -562,7 +570,7 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             return v;
         }
         sema_err(c, e->loc, "a scalar has no attribute '%s' (it has dtype, astype)", a);
-        return sv_none(c, e->loc);
+        return sv_err(c, e->loc);
     case SV_DTYPE:
         if (!strcmp(a, "bits")) return sv_weak_int(c, tile_dtype_bits(base->dt), e->loc);
         break;
@@ -570,7 +578,7 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     default: break;
     }
     sema_err(c, e->loc, "%s has no attribute '%s'", sv_describe(base), a);
-    return sv_none(c, e->loc);
+    return sv_err(c, e->loc);
 }
 
 /* ---------- subscripts ---------- */
@@ -586,8 +594,8 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
         if (n != 1 || items[0]->kind == AST_E_SLICE) {
             if (n == 1 && items[0]->kind == AST_E_SLICE) {
                 int64_t lo = 0, hi = base->nitems;
-                if (items[0]->lo && !as_const_int(c, lower_expr(c, env, items[0]->lo), &lo, "slice start")) return sv_none(c, e->loc);
-                if (items[0]->hi && !as_const_int(c, lower_expr(c, env, items[0]->hi), &hi, "slice end")) return sv_none(c, e->loc);
+                if (items[0]->lo && !as_const_int(c, lower_expr(c, env, items[0]->lo), &lo, "slice start")) return sv_err(c, e->loc);
+                if (items[0]->hi && !as_const_int(c, lower_expr(c, env, items[0]->hi), &hi, "slice end")) return sv_err(c, e->loc);
                 if (lo < 0) lo += base->nitems;
                 if (hi < 0) hi += base->nitems;
                 if (lo < 0) lo = 0;
@@ -599,25 +607,25 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
                 return t;
             }
             sema_err(c, e->loc, "a tuple takes one index");
-            return sv_none(c, e->loc);
+            return sv_err(c, e->loc);
         }
         int64_t k;
-        if (!as_const_int(c, lower_expr(c, env, items[0]), &k, "tuple index")) return sv_none(c, e->loc);
+        if (!as_const_int(c, lower_expr(c, env, items[0]), &k, "tuple index")) return sv_err(c, e->loc);
         if (k < 0) k += base->nitems;
         if (k < 0 || k >= base->nitems) {
             sema_err(c, items[0]->loc, "tuple index %lld out of range (the tuple has %d items)", (long long)k, base->nitems);
-            return sv_none(c, e->loc);
+            return sv_err(c, e->loc);
         }
         return base->items[k];
     }
     if (base->kind != SV_BUFFER) {
         if (base->kind != SV_NONE) sema_err(c, e->loc, "%s cannot be indexed", sv_describe(base));
-        return sv_none(c, e->loc);
+        return sv_err(c, e->loc);
     }
     ir_buffer *b = base->buf;
     if (n != b->rank) {
         sema_err(c, e->loc, "buffer '%s' has %d dimension%s but is indexed with %d", b->name, b->rank, b->rank == 1 ? "" : "s", n);
-        return sv_none(c, e->loc);
+        return sv_err(c, e->loc);
     }
     sv_access *acc = TILE_NEW(c->arena, sv_access);
     acc->buf = b;
@@ -632,10 +640,10 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
             ir_expr *hi = it->hi ? as_int_expr(c, lower_expr(c, env, it->hi), "slice end") : b->shape[d];
             if (it->step) {
                 int64_t st;
-                if (!as_const_int(c, lower_expr(c, env, it->step), &st, "slice step")) return sv_none(c, e->loc);
-                if (st != 1) { sema_err(c, it->step->loc, "strided slices are not supported (step %lld)", (long long)st); return sv_none(c, e->loc); }
+                if (!as_const_int(c, lower_expr(c, env, it->step), &st, "slice step")) return sv_err(c, e->loc);
+                if (st != 1) { sema_err(c, it->step->loc, "strided slices are not supported (step %lld)", (long long)st); return sv_err(c, e->loc); }
             }
-            if (!lo || !hi) return sv_none(c, e->loc);
+            if (!lo || !hi) return sv_err(c, e->loc);
             tile_dtype t = unify_int(lo->dtype, hi->dtype);
             lo = cast_to(c, lo, t);
             hi = cast_to(c, hi, t);
@@ -643,13 +651,13 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
             int64_t k;
             if (ir_const_int_value(ext, &k) && k <= 0) {
                 sema_err(c, it->loc, "empty slice of '%s' in dimension %d (extent %lld)", b->name, d, (long long)k);
-                return sv_none(c, e->loc);
+                return sv_err(c, e->loc);
             }
             acc->start[d] = lo;
             acc->extent[d] = ext;
         } else {
             ir_expr *ix = as_int_expr(c, lower_expr(c, env, it), "an index");
-            if (!ix) return sv_none(c, e->loc);
+            if (!ix) return sv_err(c, e->loc);
             acc->start[d] = ix;
             acc->extent[d] = NULL;
         }
@@ -663,7 +671,7 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
 /* ---------- unary, boolean, conditional ---------- */
 static sval *lower_unary(sema_ctx *c, sema_env *env, const ast_expr *e) {
     sval *a = lower_expr(c, env, e->lhs);
-    if (a->kind == SV_NONE) return a;
+    if (a->poison) return a;
     if (a->kind == SV_EXPR && a->weak) {
         const ir_expr *x = a->e;
         bool fl = tile_dtype_is_float(x->dtype);
@@ -677,17 +685,17 @@ static sval *lower_unary(sema_ctx *c, sema_env *env, const ast_expr *e) {
         default: break;
         }
         sema_err(c, e->loc, "operator '%s' is not defined for this constant", ast_op_str(e->op));
-        return sv_none(c, e->loc);
+        return sv_err(c, e->loc);
     }
     if (e->op == AST_OP_NOT) {
         if (a->kind == SV_NONE) return sv_weak_bool(c, true, e->loc);
         ir_expr *x = to_bool(c, materialize(c, a));
-        if (!x) return sv_none(c, e->loc);
+        if (!x) return sv_err(c, e->loc);
         if (x->kind == IR_E_CONST) return sv_expr(c, ir_const_int(c->mod, TILE_DT_BOOL, !x->ival, e->loc));
         return sv_expr(c, ir_unary(c->mod, IR_U_NOT, x, e->loc));
     }
     ir_expr *x = materialize(c, a);
-    if (!x) return sv_none(c, e->loc);
+    if (!x) return sv_err(c, e->loc);
     tile_dtype t = promote_arith(x->dtype);
     if (t == TILE_DT_BOOL) t = TILE_DT_I32;
     x = cast_to(c, x, t);
@@ -698,13 +706,13 @@ static sval *lower_unary(sema_ctx *c, sema_env *env, const ast_expr *e) {
             return sv_expr(c, tile_dtype_is_float(t) ? ir_const_float(c->mod, t, -x->fval, e->loc) : ir_const_int(c->mod, t, tile_wrap_int(t, -x->ival), e->loc));
         return sv_expr(c, ir_unary(c->mod, IR_U_NEG, x, e->loc));
     case AST_OP_INVERT:
-        if (tile_dtype_is_float(t)) { sema_err(c, e->loc, "'~' needs an integer operand, got %s", tile_dtype_name(t)); return sv_none(c, e->loc); }
+        if (tile_dtype_is_float(t)) { sema_err(c, e->loc, "'~' needs an integer operand, got %s", tile_dtype_name(t)); return sv_err(c, e->loc); }
         if (x->kind == IR_E_CONST) return sv_expr(c, ir_const_int(c->mod, t, tile_wrap_int(t, ~x->ival), e->loc));
         return sv_expr(c, ir_unary(c->mod, IR_U_BITNOT, x, e->loc));
     default: break;
     }
     sema_err(c, e->loc, "unsupported unary operator '%s'", ast_op_str(e->op));
-    return sv_none(c, e->loc);
+    return sv_err(c, e->loc);
 }
 
 static sval *lower_boolop(sema_ctx *c, sema_env *env, const ast_expr *e) {
@@ -723,7 +731,7 @@ static sval *lower_boolop(sema_ctx *c, sema_env *env, const ast_expr *e) {
             continue; /* neutral element */
         }
         ir_expr *x = to_bool(c, materialize(c, v));
-        if (!x) return sv_none(c, e->loc);
+        if (!x) return sv_err(c, e->loc);
         acc = acc ? ir_binary(c->mod, is_and ? IR_B_AND : IR_B_OR, acc, x, e->loc) : x;
     }
     if (!acc) return sv_weak_bool(c, is_and, e->loc);
@@ -738,7 +746,7 @@ static sval *lower_compare(sema_ctx *c, sema_env *env, const ast_expr *e) {
         ast_op op = e->cmp_ops[i];
         if (op == AST_OP_IN || op == AST_OP_NOT_IN) {
             sema_err(c, e->loc, "'%s' is not supported", ast_op_str(op));
-            return sv_none(c, e->loc);
+            return sv_err(c, e->loc);
         }
         sval *r = binary_op(c, op, left, right, e->loc);
         if (!result) result = r;
@@ -747,7 +755,7 @@ static sval *lower_compare(sema_ctx *c, sema_env *env, const ast_expr *e) {
             if (sv_is_const(result) && sv_is_const(r)) result = sv_weak_bool(c, result->e->ival && r->e->ival, e->loc);
             else {
                 ir_expr *x = to_bool(c, materialize(c, result)), *y = to_bool(c, materialize(c, r));
-                if (!x || !y) return sv_none(c, e->loc);
+                if (!x || !y) return sv_err(c, e->loc);
                 result = sv_expr(c, ir_binary(c->mod, IR_B_AND, x, y, e->loc));
             }
         }
@@ -780,7 +788,7 @@ static bool unify_arms(sema_ctx *c, sval *a, sval *b, ir_expr **x, ir_expr **y) 
 static sval *make_select(sema_ctx *c, sval *cond, sval *a, sval *b, tile_loc loc) {
     if (sv_is_const(cond)) return (tile_dtype_is_float(cond->e->dtype) ? cond->e->fval != 0 : cond->e->ival != 0) ? a : b;
     ir_expr *cv = to_bool(c, materialize(c, cond)), *x, *y;
-    if (!cv || !unify_arms(c, a, b, &x, &y)) return sv_none(c, loc);
+    if (!cv || !unify_arms(c, a, b, &x, &y)) return sv_err(c, loc);
     return sv_expr(c, ir_select(c->mod, cv, x, y, loc));
 }
 
@@ -800,11 +808,11 @@ static sval *lower_ifexp(sema_ctx *c, sema_env *env, const ast_expr *e) {
 bool lower_range_iter(sema_ctx *c, sema_env *env, const ast_expr *iter, ir_expr **lo, ir_expr **extent, ir_expr **step);
 
 static sval *lower_generator_reduce(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *gen, tile_loc loc) {
-    if (!c->stmts) { sema_err(c, loc, "%s(... for ...) can only be used inside a kernel function", fname); return sv_none(c, loc); }
+    if (!c->stmts) { sema_err(c, loc, "%s(... for ...) can only be used inside a kernel function", fname); return sv_err(c, loc); }
     const ast_comp *comp = gen->comp;
-    if (!comp || comp->target->kind != AST_E_NAME) { sema_err(c, gen->loc, "the generator must have the form `expr for name in range(...)`"); return sv_none(c, loc); }
+    if (!comp || comp->target->kind != AST_E_NAME) { sema_err(c, gen->loc, "the generator must have the form `expr for name in range(...)`"); return sv_err(c, loc); }
     ir_expr *lo, *ext, *step;
-    if (!lower_range_iter(c, env, comp->iter, &lo, &ext, &step)) return sv_none(c, loc);
+    if (!lower_range_iter(c, env, comp->iter, &lo, &ext, &step)) return sv_err(c, loc);
     ir_var *lv = ir_var_new(c->mod, c->fn, comp->target->name, IR_VAR_LOOP, TILE_DT_I32, comp->target->loc);
     sema_env *genv = env_new(c, env, env->func);
     ir_expr *iv = ir_var_ref(c->mod, lv, loc);
@@ -821,7 +829,7 @@ static sval *lower_generator_reduce(sema_ctx *c, sema_env *env, const char *fnam
     }
     ir_expr *x = materialize(c, elt);
     c->stmts = saved;
-    if (!x) { tile_vec_free(&inner); return sv_none(c, loc); }
+    if (!x) { tile_vec_free(&inner); return sv_err(c, loc); }
     tile_dtype t = promote_arith(x->dtype);
     if (t == TILE_DT_BOOL) t = TILE_DT_I32;
     x = cast_to(c, x, t);
@@ -928,7 +936,7 @@ static sval *math1(sema_ctx *c, ir_intrinsic fn, sval *a, tile_loc loc) {
         return sv_weak_float(c, fold_math(fn, x), loc);
     }
     ir_expr *x = materialize(c, a);
-    if (!x) return sv_none(c, loc);
+    if (!x) return sv_err(c, loc);
     tile_dtype t = promote_arith(x->dtype);
     if (fn == IR_I_ABS && tile_dtype_is_int(t)) return sv_expr(c, ir_call(c->mod, fn, t, &x, 1, loc));
     if (!tile_dtype_is_float(t)) t = TILE_DT_F32;
@@ -947,7 +955,7 @@ static sval *minmax(sema_ctx *c, bool is_max, sval **items, int n, tile_loc loc)
             continue;
         }
         ir_expr *x, *y;
-        if (!unify_arms(c, acc, b, &x, &y)) return sv_none(c, loc);
+        if (!unify_arms(c, acc, b, &x, &y)) return sv_err(c, loc);
         if (x->dtype == TILE_DT_BOOL) { x = cast_to(c, x, TILE_DT_I32); y = cast_to(c, y, TILE_DT_I32); }
         acc = sv_expr(c, tile_dtype_is_float(x->dtype) ? ir_binary(c->mod, is_max ? IR_B_MAX : IR_B_MIN, x, y, loc)
                                                        : int_binary(c, is_max ? IR_B_MAX : IR_B_MIN, x, y, loc));
@@ -957,20 +965,20 @@ static sval *minmax(sema_ctx *c, bool is_max, sval **items, int n, tile_loc loc)
 
 /* value converted to dtype dt (a cast; constants fold) */
 static sval *do_cast(sema_ctx *c, sval *v, tile_dtype dt, tile_loc loc) {
-    if (dt == TILE_DT_INVALID) return sv_none(c, loc);
+    if (dt == TILE_DT_INVALID) return sv_err(c, loc);
     ir_expr *x = (v->kind == SV_EXPR && v->weak) ? weak_to(c, v, dt) : materialize(c, v);
-    if (!x) return sv_none(c, loc);
+    if (!x) return sv_err(c, loc);
     return sv_expr(c, cast_to(c, x, dt));
 }
 
 static sval *lower_const_of(sema_ctx *c, sval *v, tile_dtype dt, tile_loc loc) {
-    if (dt == TILE_DT_INVALID) return sv_none(c, loc);
-    if (!sv_is_const(v)) { sema_err(c, loc, "T.const needs a constant value"); return sv_none(c, loc); }
+    if (dt == TILE_DT_INVALID) return sv_err(c, loc);
+    if (!sv_is_const(v)) { sema_err(c, loc, "T.const needs a constant value"); return sv_err(c, loc); }
     return sv_expr(c, cast_to(c, v->e, dt));
 }
 
 static sval *extreme_value(sema_ctx *c, tile_dtype dt, int which /* 0 inf, 1 max, 2 min */, tile_loc loc) {
-    if (dt == TILE_DT_INVALID) return sv_none(c, loc);
+    if (dt == TILE_DT_INVALID) return sv_err(c, loc);
     if (tile_dtype_is_float(dt)) {
         double v;
         switch (dt) {
@@ -983,14 +991,14 @@ static sval *extreme_value(sema_ctx *c, tile_dtype dt, int which /* 0 inf, 1 max
         default: v = 1.7976931348623157e308; break;
         }
         if (which == 0) {
-            if (dt == TILE_DT_FP8_E4M3 || dt == TILE_DT_FP4_E2M1) { sema_err(c, loc, "%s has no infinity", tile_dtype_name(dt)); return sv_none(c, loc); }
+            if (dt == TILE_DT_FP8_E4M3 || dt == TILE_DT_FP4_E2M1) { sema_err(c, loc, "%s has no infinity", tile_dtype_name(dt)); return sv_err(c, loc); }
             v = INFINITY;
         }
         if (which == 2) v = -v;
         tile_dtype ct = promote_arith(dt);
         return sv_expr(c, ir_const_float(c->mod, ct == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32, v, loc));
     }
-    if (which == 0) { sema_err(c, loc, "integer type %s has no infinity", tile_dtype_name(dt)); return sv_none(c, loc); }
+    if (which == 0) { sema_err(c, loc, "integer type %s has no infinity", tile_dtype_name(dt)); return sv_err(c, loc); }
     int bits = tile_dtype_bits(dt);
     bool s = tile_dtype_is_signed(dt);
     int64_t mx = dt == TILE_DT_BOOL ? 1 : s ? (int64_t)((~(uint64_t)0) >> (65 - bits)) : (int64_t)((~(uint64_t)0) >> (64 - bits));
@@ -1003,17 +1011,17 @@ static sval *int2(sema_ctx *c, ir_binop op, sval *a, sval *b, tile_loc loc, cons
         ast_op aop = op == IR_B_FLOORDIV ? AST_OP_FLOORDIV : op == IR_B_FLOORMOD ? AST_OP_MOD : op == IR_B_SHL ? AST_OP_SHL
                    : op == IR_B_SHR ? AST_OP_SHR : op == IR_B_BITAND ? AST_OP_BITAND : op == IR_B_BITOR ? AST_OP_BITOR : AST_OP_BITXOR;
         if (op == IR_B_DIV) {
-            if (b->e->ival == 0) { sema_err(c, loc, "division by zero in a constant expression"); return sv_none(c, loc); }
+            if (b->e->ival == 0) { sema_err(c, loc, "division by zero in a constant expression"); return sv_err(c, loc); }
             return sv_weak_int(c, a->e->ival / b->e->ival, loc);
         }
         return fold_weak(c, aop, a, b, loc);
     }
     ir_expr *x, *y;
-    if (!unify_arms(c, a, b, &x, &y)) return sv_none(c, loc);
+    if (!unify_arms(c, a, b, &x, &y)) return sv_err(c, loc);
     if (tile_dtype_is_float(x->dtype)) {
         if (op == IR_B_FLOORDIV || op == IR_B_FLOORMOD || op == IR_B_DIV) return sv_expr(c, ir_binary(c->mod, op, x, y, loc));
         sema_err(c, loc, "%s needs integer operands", what);
-        return sv_none(c, loc);
+        return sv_err(c, loc);
     }
     if (x->dtype == TILE_DT_BOOL) { x = cast_to(c, x, TILE_DT_I32); y = cast_to(c, y, TILE_DT_I32); }
     return sv_expr(c, int_binary(c, op, x, y, loc));
@@ -1022,15 +1030,15 @@ static sval *int2(sema_ctx *c, ir_binop op, sval *a, sval *b, tile_loc loc, cons
 static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, call_args *a) {
     tile_loc loc = call->loc;
     const builtin_info *bi = find_builtin(fname);
-    if (!bi) { sema_err(c, loc, "unknown function '%s'", fname); return sv_none(c, loc); }
+    if (!bi) { sema_err(c, loc, "unknown function '%s'", fname); return sv_err(c, loc); }
     switch (bi->kind) {
     case 'M': {
-        if (!need_args(c, fname, a, 1, 1, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         return math1(c, math_intrinsic(fname), a->pos[0], loc);
     }
     case 'L':
         sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : "the iterable of a for loop");
-        return sv_none(c, loc);
+        return sv_err(c, loc);
     case 'H': return sv_none(c, loc); /* scheduling hints: meaningful to GPU backends later, no semantics */
     case 'T':
     case 'A': {
@@ -1043,25 +1051,25 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
     }
     /* specials */
     if (!strcmp(fname, "abs")) {
-        if (!need_args(c, fname, a, 1, 1, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         return math1(c, IR_I_ABS, a->pos[0], loc);
     }
     if (!strcmp(fname, "max") || !strcmp(fname, "min")) {
         bool is_max = fname[1] == 'a';
         if (a->npos == 1 && a->pos[0]->kind == SV_TUPLE && a->pos[0]->nitems > 0) return minmax(c, is_max, a->pos[0]->items, a->pos[0]->nitems, loc);
-        if (a->npos < 2) { sema_err(c, loc, "%s() needs at least two arguments (or a generator)", fname); return sv_none(c, loc); }
+        if (a->npos < 2) { sema_err(c, loc, "%s() needs at least two arguments (or a generator)", fname); return sv_err(c, loc); }
         return minmax(c, is_max, a->pos, a->npos, loc);
     }
     if (!strcmp(fname, "pow")) {
-        if (!need_args(c, fname, a, 2, 2, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);
         return binary_op(c, AST_OP_POW, a->pos[0], a->pos[1], loc);
     }
     if (!strcmp(fname, "fma")) {
-        if (!need_args(c, fname, a, 3, 3, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 3, 3, loc)) return sv_err(c, loc);
         ir_expr *x[3];
         for (int i = 0; i < 3; i++) {
             x[i] = a->pos[i]->kind == SV_EXPR && a->pos[i]->weak ? weak_to(c, a->pos[i], TILE_DT_F32) : materialize(c, a->pos[i]);
-            if (!x[i]) return sv_none(c, loc);
+            if (!x[i]) return sv_err(c, loc);
         }
         tile_dtype t = unify(unify(x[0]->dtype, x[1]->dtype, false), x[2]->dtype, false);
         if (!tile_dtype_is_float(t)) t = TILE_DT_F32;
@@ -1069,38 +1077,38 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         return sv_expr(c, ir_call(c->mod, IR_I_FMA, t, x, 3, loc));
     }
     if (!strcmp(fname, "if_then_else") || !strcmp(fname, "Select")) {
-        if (!need_args(c, fname, a, 3, 3, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 3, 3, loc)) return sv_err(c, loc);
         return make_select(c, a->pos[0], a->pos[1], a->pos[2], loc);
     }
     if (!strcmp(fname, "cast") || !strcmp(fname, "Cast") || !strcmp(fname, "reinterpret")) {
-        if (!need_args(c, fname, a, 1, 2, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 1, 2, loc)) return sv_err(c, loc);
         sval *v, *d;
-        if (a->npos == 1) { v = a->pos[0]; d = kwarg(a, "dtype"); if (!d) { sema_err(c, loc, "%s() needs a dtype", fname); return sv_none(c, loc); } }
+        if (a->npos == 1) { v = a->pos[0]; d = kwarg(a, "dtype"); if (!d) { sema_err(c, loc, "%s() needs a dtype", fname); return sv_err(c, loc); } }
         else if (a->pos[0]->kind == SV_DTYPE || (a->pos[0]->kind == SV_STRING && tile_dtype_parse(a->pos[0]->str) != TILE_DT_INVALID)) { d = a->pos[0]; v = a->pos[1]; }
         else { v = a->pos[0]; d = a->pos[1]; }
         tile_dtype dt = as_dtype(c, d, "the target type");
-        if (dt == TILE_DT_INVALID) return sv_none(c, loc);
+        if (dt == TILE_DT_INVALID) return sv_err(c, loc);
         if (fname[0] != 'r') return do_cast(c, v, dt, loc);
         ir_expr *x = materialize(c, v);
-        if (!x) return sv_none(c, loc);
+        if (!x) return sv_err(c, loc);
         if (tile_dtype_bits(x->dtype) != tile_dtype_bits(dt)) {
             sema_err(c, loc, "reinterpret needs types of the same width: %s is %d bits, %s is %d", tile_dtype_name(x->dtype), tile_dtype_bits(x->dtype), tile_dtype_name(dt), tile_dtype_bits(dt));
-            return sv_none(c, loc);
+            return sv_err(c, loc);
         }
         return sv_expr(c, ir_reinterpret(c->mod, dt, x, loc));
     }
     if (!strcmp(fname, "const")) {
-        if (!need_args(c, fname, a, 1, 2, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 1, 2, loc)) return sv_err(c, loc);
         sval *d = a->npos > 1 ? a->pos[1] : kwarg(a, "dtype");
         tile_dtype dt = d ? as_dtype(c, d, "T.const dtype") : TILE_DT_I32;
         return lower_const_of(c, a->pos[0], dt, loc);
     }
     if (!strcmp(fname, "infinity") || !strcmp(fname, "max_value") || !strcmp(fname, "min_value")) {
-        if (!need_args(c, fname, a, 1, 1, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         return extreme_value(c, as_dtype(c, a->pos[0], "the dtype"), fname[0] == 'i' ? 0 : fname[1] == 'a' ? 1 : 2, loc);
     }
     if (!strcmp(fname, "float") || !strcmp(fname, "int") || !strcmp(fname, "bool")) {
-        if (!need_args(c, fname, a, 1, 1, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         sval *v = a->pos[0];
         if (v->kind == SV_EXPR && v->weak) {
             if (fname[0] == 'f') return sv_weak_float(c, const_as_double(v->e), loc);
@@ -1112,11 +1120,11 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         return do_cast(c, v, fname[0] == 'f' ? TILE_DT_F32 : fname[0] == 'i' ? TILE_DT_I32 : TILE_DT_BOOL, loc);
     }
     if (!strcmp(fname, "len")) {
-        if (!need_args(c, fname, a, 1, 1, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         if (a->pos[0]->kind == SV_TUPLE) return sv_weak_int(c, a->pos[0]->nitems, loc);
         if (a->pos[0]->kind == SV_BUFFER) return sv_weak_int(c, a->pos[0]->buf->rank ? 0 : 0, loc);
         sema_err(c, loc, "len() needs a tuple or list");
-        return sv_none(c, loc);
+        return sv_err(c, loc);
     }
     if (!strcmp(fname, "sum")) {
         if (a->npos == 1 && a->pos[0]->kind == SV_TUPLE) {
@@ -1125,24 +1133,24 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
             return acc;
         }
         sema_err(c, loc, "sum() needs a generator (sum(x for k in range(K))) or a tuple");
-        return sv_none(c, loc);
+        return sv_err(c, loc);
     }
     if (!strcmp(fname, "ceildiv")) {
-        if (!need_args(c, fname, a, 2, 2, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);
         sval *x = a->pos[0], *y = a->pos[1];
         if (x->kind == SV_EXPR && x->weak && y->kind == SV_EXPR && y->weak && !tile_dtype_is_float(x->e->dtype) && !tile_dtype_is_float(y->e->dtype)) {
-            if (y->e->ival == 0) { sema_err(c, loc, "T.ceildiv by zero"); return sv_none(c, loc); }
+            if (y->e->ival == 0) { sema_err(c, loc, "T.ceildiv by zero"); return sv_err(c, loc); }
             return sv_weak_int(c, -floordiv64(-x->e->ival, y->e->ival), loc);
         }
         ir_expr *p, *q;
-        if (!unify_arms(c, x, y, &p, &q)) return sv_none(c, loc);
-        if (!tile_dtype_is_int(p->dtype)) { sema_err(c, loc, "T.ceildiv needs integers, got %s", tile_dtype_name(p->dtype)); return sv_none(c, loc); }
+        if (!unify_arms(c, x, y, &p, &q)) return sv_err(c, loc);
+        if (!tile_dtype_is_int(p->dtype)) { sema_err(c, loc, "T.ceildiv needs integers, got %s", tile_dtype_name(p->dtype)); return sv_err(c, loc); }
         return sv_expr(c, ceildiv_expr(c, p, q, loc));
     }
     if (!strcmp(fname, "floordiv") || !strcmp(fname, "floormod") || !strcmp(fname, "truncdiv") || !strcmp(fname, "truncmod") ||
         !strcmp(fname, "shift_left") || !strcmp(fname, "shift_right") || !strcmp(fname, "bitwise_and") ||
         !strcmp(fname, "bitwise_or") || !strcmp(fname, "bitwise_xor")) {
-        if (!need_args(c, fname, a, 2, 2, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);
         if (!strcmp(fname, "truncmod")) {
             /* a - truncdiv(a, b) * b */
             sval *q = int2(c, IR_B_DIV, a->pos[0], a->pos[1], loc, fname);
@@ -1155,19 +1163,19 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         return int2(c, op, a->pos[0], a->pos[1], loc, fname);
     }
     if (!strcmp(fname, "bitwise_not")) {
-        if (!need_args(c, fname, a, 1, 1, loc)) return sv_none(c, loc);
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         ir_expr *x = as_int_expr(c, a->pos[0], "bitwise_not operand");
         return x ? sv_expr(c, ir_unary(c->mod, IR_U_BITNOT, x, loc)) : sv_none(c, loc);
     }
     if (!strcmp(fname, "symbolic") || !strcmp(fname, "dynamic")) {
-        if (!need_args(c, fname, a, 1, 2, loc) || a->pos[0]->kind != SV_STRING) { sema_err(c, loc, "T.%s needs a name string", fname); return sv_none(c, loc); }
-        if (!c->fn) { sema_err(c, loc, "T.%s can only be used inside a kernel or kernel factory", fname); return sv_none(c, loc); }
+        if (!need_args(c, fname, a, 1, 2, loc) || a->pos[0]->kind != SV_STRING) { sema_err(c, loc, "T.%s needs a name string", fname); return sv_err(c, loc); }
+        if (!c->fn) { sema_err(c, loc, "T.%s can only be used inside a kernel or kernel factory", fname); return sv_err(c, loc); }
         ir_var *v = ir_var_new(c->mod, c->fn, a->pos[0]->str, IR_VAR_SIZE, TILE_DT_I32, loc);
         ir_func_add_size(c->mod, c->fn, v);
         return sv_expr(c, ir_var_ref(c->mod, v, loc));
     }
     sema_err(c, loc, "'%s' cannot be called here", fname);
-    return sv_none(c, loc);
+    return sv_err(c, loc);
 }
 
 /* ---------- calls ---------- */
@@ -1197,8 +1205,8 @@ static bool eval_args(sema_ctx *c, sema_env *env, const ast_expr *call, call_arg
 
 sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_keyword *kw, sval **kwvals, int nkw, tile_loc loc) {
     const ast_stmt *def = fn->def;
-    if (c->inline_depth >= 32) { sema_err(c, loc, "functions nested too deeply while inlining '%s' (recursion is not supported)", def->name); return sv_none(c, loc); }
-    if (nargs > def->nparams) { sema_err(c, loc, "%s() takes %d arguments, got %d", def->name, def->nparams, nargs); return sv_none(c, loc); }
+    if (c->inline_depth >= 32) { sema_err(c, loc, "functions nested too deeply while inlining '%s' (recursion is not supported)", def->name); return sv_err(c, loc); }
+    if (nargs > def->nparams) { sema_err(c, loc, "%s() takes %d arguments, got %d", def->name, def->nparams, nargs); return sv_err(c, loc); }
     sema_env *env = env_new(c, fn->closure, def);
     prescan_assignments(c, env, &def->body);
     for (int i = 0; i < def->nparams; i++) {
@@ -1206,18 +1214,18 @@ sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_ke
         sval *v = i < nargs ? args[i] : NULL;
         for (int k = 0; k < nkw; k++)
             if (!strcmp(kw[k].name, p->name)) {
-                if (v) { sema_err(c, kw[k].loc, "%s() got two values for argument '%s'", def->name, p->name); return sv_none(c, loc); }
+                if (v) { sema_err(c, kw[k].loc, "%s() got two values for argument '%s'", def->name, p->name); return sv_err(c, loc); }
                 v = kwvals[k];
             }
         if (!v && p->dflt) v = lower_expr(c, fn->closure, p->dflt);
-        if (!v) { sema_err(c, loc, "%s() is missing argument '%s'", def->name, p->name); return sv_none(c, loc); }
+        if (!v) { sema_err(c, loc, "%s() is missing argument '%s'", def->name, p->name); return sv_err(c, loc); }
         env_bind(c, env, p->name, v, 0);
     }
     for (int k = 0; k < nkw; k++) {
         bool found = false;
         for (int i = 0; i < def->nparams; i++)
             if (!strcmp(kw[k].name, def->params[i].name)) found = true;
-        if (!found) { sema_err(c, kw[k].loc, "%s() has no parameter named '%s'", def->name, kw[k].name); return sv_none(c, loc); }
+        if (!found) { sema_err(c, kw[k].loc, "%s() has no parameter named '%s'", def->name, kw[k].name); return sv_err(c, loc); }
     }
     c->inline_depth++;
     /* the body, except a final `return expr` */
@@ -1239,17 +1247,20 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
     if (fv->kind == SV_BUILTIN && call->nitems == 1 && call->items[0]->kind == AST_E_GENERATOR &&
         (!strcmp(fv->str, "sum") || !strcmp(fv->str, "max") || !strcmp(fv->str, "min")))
         return lower_generator_reduce(c, env, fv->str, call->items[0], loc);
-    if (fv->kind == SV_NONE) return fv;
+    if (fv->kind == SV_NONE) {
+        if (!fv->poison) sema_err(c, loc, "None is not callable");
+        return sv_err(c, loc);
+    }
     call_args a;
-    if (!eval_args(c, env, call, &a)) return sv_none(c, loc);
+    if (!eval_args(c, env, call, &a)) return sv_err(c, loc);
     switch (fv->kind) {
     case SV_BUILTIN: return call_builtin(c, env, fv->str, call, &a);
     case SV_DTYPE:
-        if (a.npos != 1) { sema_err(c, loc, "%s(x) takes one argument", tile_dtype_name(fv->dt)); return sv_none(c, loc); }
+        if (a.npos != 1) { sema_err(c, loc, "%s(x) takes one argument", tile_dtype_name(fv->dt)); return sv_err(c, loc); }
         return do_cast(c, a.pos[0], fv->dt, loc);
     case SV_METHOD:
         if (!strcmp(fv->str, "astype")) {
-            if (a.npos != 1) { sema_err(c, loc, "astype() takes one dtype"); return sv_none(c, loc); }
+            if (a.npos != 1) { sema_err(c, loc, "astype() takes one dtype"); return sv_err(c, loc); }
             return do_cast(c, fv->self, as_dtype(c, a.pos[0], "astype()"), loc);
         }
         break;
@@ -1260,22 +1271,22 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             const char *nm = dec->kind == AST_E_ATTR ? dec->name : dec->kind == AST_E_NAME ? dec->name : dec->kind == AST_E_CALL && dec->value->kind == AST_E_ATTR ? dec->value->name : "";
             if (!strcmp(nm, "prim_func") || !strcmp(nm, "tile_op") || !strcmp(nm, "kernel")) {
                 sema_err(c, loc, "calling kernel '%s' from another kernel is not supported; use a helper function or @T.macro", d->name);
-                return sv_none(c, loc);
+                return sv_err(c, loc);
             }
         }
         return inline_call(c, fv->fn, a.pos, a.npos, a.kw, a.kwv, a.nkw, loc);
     }
     case SV_OPAQUE: return fv;
-    case SV_MODULE: sema_err(c, loc, "unknown function '%s'", fv->str); return sv_none(c, loc);
+    case SV_MODULE: sema_err(c, loc, "unknown function '%s'", fv->display ? fv->display : fv->str); return sv_err(c, loc);
     default: break;
     }
     sema_err(c, loc, "%s is not callable", sv_describe(fv));
-    return sv_none(c, loc);
+    return sv_err(c, loc);
 }
 
 /* ---------- the dispatcher ---------- */
 sval *lower_expr(sema_ctx *c, sema_env *env, const ast_expr *e) {
-    if (!e) return sv_none(c, (tile_loc){0});
+    if (!e) return sv_err(c, (tile_loc){0});
     switch (e->kind) {
     case AST_E_NAME: return lower_name(c, env, e);
     case AST_E_INT: return sv_weak_int(c, e->ival, e->loc);
@@ -1303,12 +1314,12 @@ sval *lower_expr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     case AST_E_COMPARE: return lower_compare(c, env, e);
     case AST_E_BOOLOP: return lower_boolop(c, env, e);
     case AST_E_IFEXP: return lower_ifexp(c, env, e);
-    case AST_E_SLICE: sema_err(c, e->loc, "a slice can only appear inside [ ]"); return sv_none(c, e->loc);
-    case AST_E_GENERATOR: sema_err(c, e->loc, "a generator can only be the argument of sum(), max() or min()"); return sv_none(c, e->loc);
-    case AST_E_STARRED: sema_err(c, e->loc, "'*' unpacking is only allowed in call arguments"); return sv_none(c, e->loc);
+    case AST_E_SLICE: sema_err(c, e->loc, "a slice can only appear inside [ ]"); return sv_err(c, e->loc);
+    case AST_E_GENERATOR: sema_err(c, e->loc, "a generator can only be the argument of sum(), max() or min()"); return sv_err(c, e->loc);
+    case AST_E_STARRED: sema_err(c, e->loc, "'*' unpacking is only allowed in call arguments"); return sv_err(c, e->loc);
     default: break;
     }
     sema_err(c, e->loc, "unsupported expression");
-    return sv_none(c, e->loc);
+    return sv_err(c, e->loc);
 }
 

@@ -52,6 +52,8 @@ struct sval {
     int nitems;
     sema_fn *fn;         /* SV_FUNC */
     sval *self;          /* SV_METHOD */
+    const char *display; /* SV_MODULE: the name as written (T.foo), for messages */
+    bool poison;         /* SV_NONE standing for an expression that had an error */
 };
 
 /* Name bindings. A name bound to SV_EXPR of a LOCAL var is a mutable variable; other
@@ -108,6 +110,7 @@ sval *sv_weak_int(sema_ctx *c, int64_t v, tile_loc loc);
 sval *sv_weak_float(sema_ctx *c, double v, tile_loc loc);
 sval *sv_weak_bool(sema_ctx *c, bool v, tile_loc loc);
 sval *sv_none(sema_ctx *c, tile_loc loc);
+sval *sv_err(sema_ctx *c, tile_loc loc); /* the value of an erroneous expression: later uses stay silent */
 const char *sv_describe(const sval *v);
 void env_bind(sema_ctx *c, sema_env *env, const char *name, sval *v, int par_id);
 sema_binding *env_lookup(sema_env *env, const char *name);

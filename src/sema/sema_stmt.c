@@ -520,15 +520,15 @@ static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, cons
 static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos) {
     static const char *const kws[] = {"coalesced_width", "disable_tma", "eviction_policy", "loop_layout", NULL};
     check_kwargs(c, call, "T.copy", kws);
-    if (npos != 2) { sema_err(c, call->loc, "T.copy takes a source and a destination, got %d arguments", npos); return sv_none(c, call->loc); }
-    if (!check_tile_scope(c, call->loc, "T.copy")) return sv_none(c, call->loc);
+    if (npos != 2) { sema_err(c, call->loc, "T.copy takes a source and a destination, got %d arguments", npos); return sv_err(c, call->loc); }
+    if (!check_tile_scope(c, call->loc, "T.copy")) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_COPY, 2, call->loc);
     bool ok;
     if (is_head_form(pos[0]) && !is_head_form(pos[1]))
         ok = to_region(c, pos[1], &s->regions[1], NULL, "T.copy", "destination") && to_region(c, pos[0], &s->regions[0], &s->regions[1], "T.copy", "source");
     else
         ok = to_region(c, pos[0], &s->regions[0], NULL, "T.copy", "source") && to_region(c, pos[1], &s->regions[1], &s->regions[0], "T.copy", "destination");
-    if (!ok) return sv_none(c, call->loc);
+    if (!ok) return sv_err(c, call->loc);
     int64_t da[8], db[8];
     int na, nb;
     if (region_dims(&s->regions[0], da, &na) && region_dims(&s->regions[1], db, &nb)) {
@@ -537,7 +537,7 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos)
         if (!same) {
             sema_err(c, call->loc, "T.copy shapes do not match: the source region of '%s' is %s but the destination region of '%s' is %s",
                      s->regions[0].buf->name, dims_str(c, da, na), s->regions[1].buf->name, dims_str(c, db, nb));
-            return sv_none(c, call->loc);
+            return sv_err(c, call->loc);
         }
     }
     emit(c, s);
@@ -546,17 +546,17 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos)
 
 static sval *lower_fill(sema_ctx *c, const ast_expr *call, sval **pos, int npos, bool clear) {
     const char *op = clear ? "T.clear" : "T.fill";
-    if (npos != (clear ? 1 : 2)) { sema_err(c, call->loc, "%s takes %s, got %d arguments", op, clear ? "one buffer" : "a buffer and a value", npos); return sv_none(c, call->loc); }
-    if (!check_tile_scope(c, call->loc, op)) return sv_none(c, call->loc);
+    if (npos != (clear ? 1 : 2)) { sema_err(c, call->loc, "%s takes %s, got %d arguments", op, clear ? "one buffer" : "a buffer and a value", npos); return sv_err(c, call->loc); }
+    if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_FILL, 1, call->loc);
-    if (is_head_form(pos[0])) { sema_err(c, call->loc, "%s needs a whole buffer or a slice, not a single element", op); return sv_none(c, call->loc); }
-    if (!to_region(c, pos[0], &s->regions[0], NULL, op, "destination")) return sv_none(c, call->loc);
+    if (is_head_form(pos[0])) { sema_err(c, call->loc, "%s needs a whole buffer or a slice, not a single element", op); return sv_err(c, call->loc); }
+    if (!to_region(c, pos[0], &s->regions[0], NULL, op, "destination")) return sv_err(c, call->loc);
     tile_dtype dt = s->regions[0].buf->dtype;
     sval *v = clear ? sv_weak_int(c, 0, call->loc) : pos[1];
     ir_expr *x;
     if (v->kind == SV_EXPR && v->weak) x = cast_to(c, v->e, promote_arith(dt) == TILE_DT_BOOL ? TILE_DT_BOOL : promote_arith(dt));
     else x = materialize(c, v);
-    if (!x) return sv_none(c, call->loc);
+    if (!x) return sv_err(c, call->loc);
     s->value = coerce_store(c, x, dt, call->loc);
     emit(c, s);
     return sv_none(c, call->loc);
@@ -578,25 +578,25 @@ static bool gemm_dims(const ir_region *r, int64_t *rows, int64_t *cols, bool *kn
 static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
     static const char *const kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait", "use_wgmma", NULL};
     check_kwargs(c, call, "T.gemm", kws);
-    if (npos < 3 || npos > 6) { sema_err(c, call->loc, "T.gemm takes A, B, C (and optionally transpose_A, transpose_B), got %d arguments", npos); return sv_none(c, call->loc); }
-    if (!check_tile_scope(c, call->loc, "T.gemm")) return sv_none(c, call->loc);
+    if (npos < 3 || npos > 6) { sema_err(c, call->loc, "T.gemm takes A, B, C (and optionally transpose_A, transpose_B), got %d arguments", npos); return sv_err(c, call->loc); }
+    if (!check_tile_scope(c, call->loc, "T.gemm")) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_GEMM, 3, call->loc);
     const char *names[3] = {"A operand", "B operand", "accumulator"};
     for (int i = 0; i < 3; i++) {
-        if (is_head_form(pos[i])) { sema_err(c, pos[i]->loc, "the %s of T.gemm must be a whole buffer or a slice", names[i]); return sv_none(c, call->loc); }
-        if (!to_region(c, pos[i], &s->regions[i], NULL, "T.gemm", names[i])) return sv_none(c, call->loc);
+        if (is_head_form(pos[i])) { sema_err(c, pos[i]->loc, "the %s of T.gemm must be a whole buffer or a slice", names[i]); return sv_err(c, call->loc); }
+        if (!to_region(c, pos[i], &s->regions[i], NULL, "T.gemm", names[i])) return sv_err(c, call->loc);
     }
     s->trans_a = kw_bool(c, env, call, "transpose_A", pos, npos, 3, false);
     s->trans_b = kw_bool(c, env, call, "transpose_B", pos, npos, 4, false);
     s->clear = kw_bool(c, env, call, "clear_accum", pos, npos, 99, false);
     ir_region *A = &s->regions[0], *B = &s->regions[1], *C = &s->regions[2];
-    if (!tile_dtype_is_float(C->buf->dtype) && !tile_dtype_is_int(C->buf->dtype)) { sema_err(c, C->loc, "the accumulator of T.gemm must be a numeric buffer"); return sv_none(c, call->loc); }
+    if (!tile_dtype_is_float(C->buf->dtype) && !tile_dtype_is_int(C->buf->dtype)) { sema_err(c, C->loc, "the accumulator of T.gemm must be a numeric buffer"); return sv_err(c, call->loc); }
     if (C->buf->scope == IR_SCOPE_SHARED && c->opt) { /* allowed, but unusual */ }
     int64_t ar, ac, br, bc, cr, cc;
     bool ka, kb, kc;
     if (!gemm_dims(A, &ar, &ac, &ka) || !gemm_dims(B, &br, &bc, &kb) || !gemm_dims(C, &cr, &cc, &kc)) {
         sema_err(c, call->loc, "T.gemm operands must be 2-D (A is %d-D, B %d-D, C %d-D)", A->buf->rank, B->buf->rank, C->buf->rank);
-        return sv_none(c, call->loc);
+        return sv_err(c, call->loc);
     }
     if (ka && kb && kc) {
         int64_t M = s->trans_a ? ac : ar, K1 = s->trans_a ? ar : ac;
@@ -605,7 +605,7 @@ static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval *
             sema_err(c, call->loc, "T.gemm shapes do not match: A%s is %lldx%lld, B%s is %lldx%lld, C is %lldx%lld (need A: MxK, B: KxN, C: MxN)",
                      s->trans_a ? " (transposed)" : "", (long long)M, (long long)K1, s->trans_b ? " (transposed)" : "", (long long)K2, (long long)N,
                      (long long)cr, (long long)cc);
-            return sv_none(c, call->loc);
+            return sv_err(c, call->loc);
         }
     }
     emit(c, s);
@@ -615,19 +615,19 @@ static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval *
 static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
     static const char *const kws[] = {"dim", "clear", NULL};
     check_kwargs(c, call, fname, kws);
-    if (npos < 2 || npos > 4) { sema_err(c, call->loc, "T.%s takes a source, a destination, dim and clear, got %d arguments", fname, npos); return sv_none(c, call->loc); }
-    if (!check_tile_scope(c, call->loc, fname)) return sv_none(c, call->loc);
+    if (npos < 2 || npos > 4) { sema_err(c, call->loc, "T.%s takes a source, a destination, dim and clear, got %d arguments", fname, npos); return sv_err(c, call->loc); }
+    if (!check_tile_scope(c, call->loc, fname)) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_REDUCE, 2, call->loc);
-    if (is_head_form(pos[0]) || is_head_form(pos[1])) { sema_err(c, call->loc, "the operands of T.%s must be whole buffers or slices", fname); return sv_none(c, call->loc); }
-    if (!to_region(c, pos[0], &s->regions[0], NULL, fname, "source") || !to_region(c, pos[1], &s->regions[1], NULL, fname, "destination")) return sv_none(c, call->loc);
+    if (is_head_form(pos[0]) || is_head_form(pos[1])) { sema_err(c, call->loc, "the operands of T.%s must be whole buffers or slices", fname); return sv_err(c, call->loc); }
+    if (!to_region(c, pos[0], &s->regions[0], NULL, fname, "source") || !to_region(c, pos[1], &s->regions[1], NULL, fname, "destination")) return sv_err(c, call->loc);
     const char *kind = fname + 7;
     s->reduce_op = !strcmp(kind, "sum") ? IR_RED_SUM : !strcmp(kind, "max") ? IR_RED_MAX : !strcmp(kind, "min") ? IR_RED_MIN : !strcmp(kind, "abssum") ? IR_RED_ABSSUM : IR_RED_ABSMAX;
     sval *dv = npos > 2 ? pos[2] : kw_of(call, c, env, "dim");
     int64_t dim = -1;
-    if (dv && !as_const_int(c, dv, &dim, "dim")) return sv_none(c, call->loc);
+    if (dv && !as_const_int(c, dv, &dim, "dim")) return sv_err(c, call->loc);
     int rs = s->regions[0].buf->rank, rd = s->regions[1].buf->rank;
     if (dim < 0) dim += rs;
-    if (dim < 0 || dim >= rs) { sema_err(c, dv ? dv->loc : call->loc, "dim %lld is out of range for a %d-D source", (long long)dim, rs); return sv_none(c, call->loc); }
+    if (dim < 0 || dim >= rs) { sema_err(c, dv ? dv->loc : call->loc, "dim %lld is out of range for a %d-D source", (long long)dim, rs); return sv_err(c, call->loc); }
     s->dim = (int)dim;
     s->clear = kw_bool(c, env, call, "clear", pos, npos, 3, true);
     /* shape rule: dst = src without `dim` (or with extent 1 there) */
@@ -635,7 +635,7 @@ static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const a
     bool known = true;
     for (int d = 0; d < rs; d++) known &= extent_const(s->regions[0].extent[d], &es[d]);
     for (int d = 0; d < rd; d++) known &= extent_const(s->regions[1].extent[d], &ed[d]);
-    if (rd != rs - 1 && rd != rs) { sema_err(c, call->loc, "T.%s: the destination has %d dimensions; it needs %d (the source's without dim %lld)", fname, rd, rs - 1, (long long)dim); return sv_none(c, call->loc); }
+    if (rd != rs - 1 && rd != rs) { sema_err(c, call->loc, "T.%s: the destination has %d dimensions; it needs %d (the source's without dim %lld)", fname, rd, rs - 1, (long long)dim); return sv_err(c, call->loc); }
     if (known) {
         int64_t want[8];
         int nw = 0;
@@ -650,7 +650,7 @@ static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const a
         if (!same) {
             sema_err(c, call->loc, "T.%s shapes do not match: reducing dim %lld of a %s source gives %s, but the destination is %s", fname, (long long)dim,
                      dims_str(c, es, rs), dims_str(c, want, nw), dims_str(c, ed, rd));
-            return sv_none(c, call->loc);
+            return sv_err(c, call->loc);
         }
     }
     emit(c, s);
@@ -658,17 +658,17 @@ static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const a
 }
 
 static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int npos) {
-    if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_none(c, call->loc); }
-    if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_none(c, call->loc); }
+    if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_err(c, call->loc); }
+    if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
     if (pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) {
         sema_err(c, pos[0]->loc, "T.%s needs a single element as its destination (e.g. C[i, j]); the region form is not supported yet", fname);
-        return sv_none(c, call->loc);
+        return sv_err(c, call->loc);
     }
     sv_access *a = pos[0]->acc;
     ir_expr *x;
     if (pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, promote_arith(a->buf->dtype));
     else x = materialize(c, pos[1]);
-    if (!x) return sv_none(c, call->loc);
+    if (!x) return sv_err(c, call->loc);
     ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
     s->buf = a->buf;
     s->idx = a->start;
@@ -681,18 +681,18 @@ static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, 
 static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
     bool global = !strcmp(fname, "allocate") || !strcmp(fname, "alloc_tensor") || !strcmp(fname, "zeros") || !strcmp(fname, "empty");
     ir_scope scope = global ? IR_SCOPE_GLOBAL : !strcmp(fname, "alloc_shared") ? IR_SCOPE_SHARED : !strcmp(fname, "alloc_fragment") ? IR_SCOPE_FRAGMENT : IR_SCOPE_LOCAL;
-    if (npos < 1 || npos > 3) { sema_err(c, call->loc, "%s() takes a shape and a dtype", fname); return sv_none(c, call->loc); }
-    if (!c->stmts) { sema_err(c, call->loc, "%s() allocates at run time, which is not allowed here", fname); return sv_none(c, call->loc); }
-    if (c->par_depth) { sema_err(c, call->loc, "%s() cannot be used inside a T.Parallel loop", fname); return sv_none(c, call->loc); }
-    if (global && c->in_kernel) { sema_err(c, call->loc, "%s() creates a global tensor; inside a T.Kernel use T.alloc_shared, T.alloc_fragment or T.alloc_local", fname); return sv_none(c, call->loc); }
-    if (!global && !c->in_kernel && scope == IR_SCOPE_SHARED) { sema_err(c, call->loc, "T.alloc_shared must be inside a `with T.Kernel(...)` block"); return sv_none(c, call->loc); }
+    if (npos < 1 || npos > 3) { sema_err(c, call->loc, "%s() takes a shape and a dtype", fname); return sv_err(c, call->loc); }
+    if (!c->stmts) { sema_err(c, call->loc, "%s() allocates at run time, which is not allowed here", fname); return sv_err(c, call->loc); }
+    if (c->par_depth) { sema_err(c, call->loc, "%s() cannot be used inside a T.Parallel loop", fname); return sv_err(c, call->loc); }
+    if (global && c->in_kernel) { sema_err(c, call->loc, "%s() creates a global tensor; inside a T.Kernel use T.alloc_shared, T.alloc_fragment or T.alloc_local", fname); return sv_err(c, call->loc); }
+    if (!global && !c->in_kernel && scope == IR_SCOPE_SHARED) { sema_err(c, call->loc, "T.alloc_shared must be inside a `with T.Kernel(...)` block"); return sv_err(c, call->loc); }
     sval *dv = npos > 1 ? pos[1] : kw_of(call, c, env, "dtype");
     tile_dtype dt = TILE_DT_F32;
     if (dv) dt = as_dtype(c, dv, "the buffer dtype");
-    else if (!global) { sema_err(c, call->loc, "%s() needs a dtype, e.g. %s((64, 64), \"float16\")", fname, fname); return sv_none(c, call->loc); }
-    if (dt == TILE_DT_INVALID) return sv_none(c, call->loc);
+    else if (!global) { sema_err(c, call->loc, "%s() needs a dtype, e.g. %s((64, 64), \"float16\")", fname, fname); return sv_err(c, call->loc); }
+    if (dt == TILE_DT_INVALID) return sv_err(c, call->loc);
     ir_buffer *b = declare_buffer(c, tile_arena_printf(&c->mod->arena, "%%alloc%d", c->tmp_counter++), dt, scope, pos[0], call->loc);
-    if (!b) return sv_none(c, call->loc);
+    if (!b) return sv_err(c, call->loc);
     b->role = IR_BUF_TEMP;
     ir_stmt *s = ir_stmt_new(c->mod, IR_S_ALLOC, call->loc);
     s->buf = b;
@@ -756,6 +756,11 @@ static void lower_return(sema_ctx *c, sema_env *env, const ast_stmt *s, bool top
     if (ann && n == 1 && c->nreturned == 1 && ann->kind == AST_E_SUBSCRIPT) {
         const ast_expr *const *it = (const ast_expr *const *)ann->items;
         int na = ann->nitems;
+        if (na > 1) { /* Tensor[M, N, "float16"]: the last item may be the dtype */
+            const ast_expr *l = it[na - 1];
+            const char *nm = l->kind == AST_E_STRING ? l->sval : (l->kind == AST_E_NAME || l->kind == AST_E_ATTR) ? l->name : NULL;
+            if (nm && tile_dtype_parse(nm) != TILE_DT_INVALID) na--;
+        }
         if (na == 1 && (it[0]->kind == AST_E_TUPLE || it[0]->kind == AST_E_LIST)) { na = it[0]->nitems; it = (const ast_expr *const *)it[0]->items; }
         ir_buffer *b = c->returned[0];
         if (na != b->rank) sema_err(c, ann->loc, "the return annotation has %d dimensions but '%s' has %d", na, b->name, b->rank);

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# setup.sh — install what building and testing Tile needs, on a fresh Debian machine.
+# Idempotent and quick when everything is there already. Run as root (or with sudo).
+#   Debian: cmake ninja-build gcc clang python3 (pip) iproute2 openmpi-bin libopenmpi-dev
+#   PyPI:   numpy ml_dtypes (independent references for the tests)
+set -euo pipefail
+
+need_apt=()
+command -v cmake >/dev/null || need_apt+=(cmake)
+command -v ninja >/dev/null || need_apt+=(ninja-build)
+command -v cc >/dev/null || need_apt+=(gcc)
+command -v clang >/dev/null || need_apt+=(clang)
+command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v mpirun >/dev/null || need_apt+=(openmpi-bin libopenmpi-dev)
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if ! python3 -c "import numpy, ml_dtypes" 2>/dev/null; then
+  echo "setup: installing Python packages: numpy ml_dtypes"
+  python3 -m pip install -q --disable-pip-version-check numpy ml_dtypes 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy ml_dtypes
+fi
