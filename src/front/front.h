@@ -37,7 +37,7 @@
     X(KW_TRUE, "'True'") X(KW_FALSE, "'False'") X(KW_NONE, "'None'")                         \
     X(KW_ASSERT, "'assert'") X(KW_LAMBDA, "'lambda'") X(KW_GLOBAL, "'global'")               \
     X(KW_CLASS, "'class'") X(KW_DEL, "'del'") X(KW_YIELD, "'yield'") X(KW_TRY, "'try'")      \
-    X(KW_RAISE, "'raise'")
+    X(KW_RAISE, "'raise'") X(AT_ASSIGN, "'@='")
 
 typedef enum tok_kind {
 #define X(e, s) TOK_##e,
@@ -115,6 +115,7 @@ typedef enum ast_op {
     AST_OP_COUNT
 } ast_op;
 const char *ast_op_str(ast_op op);
+const char *ast_expr_kind_name(ast_expr_kind k); /* "NAME", "CALL", ... */
 
 typedef struct ast_expr ast_expr;
 typedef struct ast_stmt ast_stmt;
@@ -232,5 +233,17 @@ ast_module *tile_parse(const tile_source *src, tile_arena *arena, tile_diags *di
 
 /* Debug dump of the AST as an indented S-expression-like text (used by tests). */
 void ast_dump(const ast_module *m, tile_strbuf *out);
+/* The same one-line S-expression form for a single expression (for messages/debugging). */
+void ast_dump_expr(const ast_expr *e, tile_strbuf *out);
+const char *ast_stmt_kind_name(ast_stmt_kind k); /* "ASSIGN", "FOR", ... */
+
+/* Source locations the parser assigns (what a caret points at):
+ *   statements: their first token (`def` for a decorated function, not the `@`);
+ *   NAME/INT/FLOAT/STRING/BOOL/NONE: the token; LIST: '['; parenthesized TUPLE: '(';
+ *   bare TUPLE `a, b`: its first item; ATTR: the attribute name after '.';
+ *   CALL and SUBSCRIPT: the loc of the callee / subscripted value;
+ *   BINOP, UNARY, COMPARE, BOOLOP: the (first) operator token; IFEXP: the `if`;
+ *   SLICE: its lower bound, or the first ':' when there is none; STARRED: the '*';
+ *   GENERATOR: its element; keyword arguments and params: their name. */
 
 #endif
