@@ -24,6 +24,7 @@ typedef struct vctx {
     int *allocs;             /* stack of ALLOC'd buffer ids (frames) */
     int nallocs, cap_allocs;
     int kernel_depth, loop_depth, par_depth;
+    bool innermost_par;      /* the innermost enclosing loop is a parallel one */
     bool shape_mode;         /* checking a buffer shape: only constants, sizes, params */
     const ir_buffer *shape_buf;
     /* T.Parallel group being entered: the next inner loop expected and how many remain */
@@ -518,7 +519,10 @@ static void check_for(vctx *c, const ir_stmt *s, int depth) {
     if (vok) c->var_scope[v->id]++;
     c->loop_depth++;
     if (parallel) c->par_depth++;
+    bool saved_inner = c->innermost_par;
+    c->innermost_par = parallel;
     check_body(c, s->body[0], s->loc, depth);
+    c->innermost_par = saved_inner;
     if (parallel) c->par_depth--;
     c->loop_depth--;
     if (vok) c->var_scope[v->id]--;
@@ -542,11 +546,14 @@ static void check_kernel(vctx *c, const ir_stmt *s, int depth) {
         c->var_scope[v->id]++;
     }
     int saved_loops = c->loop_depth;
+    bool saved_inner = c->innermost_par;
     c->loop_depth = 0; /* break/continue cannot leave a kernel */
+    c->innermost_par = false;
     c->kernel_depth++;
     check_body(c, s->body[0], s->loc, depth);
     c->kernel_depth--;
     c->loop_depth = saved_loops;
+    c->innermost_par = saved_inner;
     for (int i = 0; i < s->ngrid; i++)
         if (vok[i]) c->var_scope[s->block_vars[i]->id]--;
 }
@@ -586,7 +593,12 @@ static void check_stmt(vctx *c, const ir_stmt *s, tile_loc ploc, int depth) {
         if (!body_ok(c, s, 1)) return;
         check_cond(c, s->cond, s->loc, "while condition");
         c->loop_depth++;
-        check_body(c, s->body[0], s->loc, depth);
+        {
+            bool saved_inner = c->innermost_par;
+            c->innermost_par = false;
+            check_body(c, s->body[0], s->loc, depth);
+            c->innermost_par = saved_inner;
+        }
         c->loop_depth--;
         break;
     case IR_S_IF:
@@ -616,7 +628,7 @@ static void check_stmt(vctx *c, const ir_stmt *s, tile_loc ploc, int depth) {
     case IR_S_COPY: case IR_S_FILL: case IR_S_GEMM: case IR_S_REDUCE: check_tile_op(c, s); break;
     case IR_S_BREAK: case IR_S_CONTINUE:
         if (c->loop_depth <= 0) VERR(c, s->loc, "%s outside a loop", s->kind == IR_S_BREAK ? "break" : "continue");
-        else if (c->par_depth > 0) VERR(c, s->loc, "%s inside a T.Parallel loop", s->kind == IR_S_BREAK ? "break" : "continue");
+        else if (c->innermost_par) VERR(c, s->loc, "%s inside a T.Parallel loop", s->kind == IR_S_BREAK ? "break" : "continue");
         break;
     case IR_S_ASSERT: check_cond(c, s->cond, s->loc, "assert condition"); break;
     default: VERR(c, s->loc, "bad statement kind %d", (int)s->kind); break;
