@@ -479,7 +479,7 @@ def test_gemm_fp4(ctx):
     M, N, K = 100, 72, 96  # ragged in M, N and K against 64x64x64 blocks
     A, A64, Bp, W64 = fp4_inputs(ctx, M, N, K)
     res = ctx.run_program(ex("gemm_fp4.tl"), defines=[("M", M), ("N", N), ("K", K)],
-                          ins=[("A", A), ("B", Bp)], outs=["C"])
+                          ins=[("A", A), ("B", Bp)], outs=["C"], extra=["-f", "matmul_fp4"])
     # bf16 * e2m1 products (8+2 significant bits) are exact in f32; dequantisation to bf16
     # is exact; only the f32 accumulation errs.
     check_close("gemm_fp4 %dx%dx%d" % (M, N, K), decode(res["C"], "float32"), A64 @ W64.T,
@@ -621,14 +621,12 @@ FLOAT_RE = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
 
 
 def check_error_value(output):
-    """Finds the line --check prints (max relative error) and returns its number."""
+    """Finds the line --check prints ("... relative error X ...") and returns X."""
     for line in output.splitlines():
-        low = line.lower()
-        if "err" in low and ("rel" in low or "max" in low):
-            nums = re.findall(FLOAT_RE, line)
-            if nums:
-                return float(nums[-1]), line
-    raise Fail("--check printed no 'max relative error' line; output:\n" + output)
+        m = re.search(r"(?i)rel\w*\s+err\w*\s*[:=]?\s*(%s|nan|inf)" % FLOAT_RE, line)
+        if m:
+            return float(m.group(1)), line
+    raise Fail("--check printed no 'relative error <number>' line; output:\n" + output)
 
 
 @test
@@ -674,7 +672,13 @@ def test_cli_shape(ctx):
         raise Fail("random inputs are all zeros")
     check_close("seed_matmul_002 --shape 8x5x3", C, A.astype(np.float64) @ B.astype(np.float64),
                 SEED_BOUND)
-    # With a dtype: all three float64 -> the sum is done in f64.
+
+
+@test
+def test_cli_shape_dtype(ctx):
+    # --shape NAME=RxC:dtype gives an unannotated parameter its dtype too (they default to
+    # float32): all three float64 -> the sum is done in f64.
+    outs = {k: ctx.path(k + ".npy") for k in "ABC"}
     ctx.run_ok("run", ex("seed_matmul_002.tl"), "--target", "interp",
                "--shape", "A=6x4:float64", "--shape", "B=4x7:float64", "--shape", "C=6x7:float64",
                *sum((["--out", "%s=%s" % (k, p)] for k, p in outs.items()), []))
