@@ -601,6 +601,8 @@ typedef struct parser {
     int have_version;
     int declared_ranks;   /* from "ranks N", -1 if absent */
     int ranks_line;
+    int *owner;           /* [owner_cap] host index + 1 of each rank seen so far, 0: none */
+    int owner_cap;
 } parser;
 
 static tlink_status perr(parser *p, const char *fmt, ...) TL_PRINTF(2, 3);
@@ -793,6 +795,26 @@ static tlink_status parse_line(parser *p, char **tok, int n) {
             }
         }
         if (!have_ranks) return perr(p, "host '%s' needs 'ranks LIST'", tok[1]);
+        /* report overlaps and out-of-range ranks at this line */
+        for (int k = 0; k < h->nranks; k++) {
+            int r = h->ranks[k];
+            if (p->declared_ranks >= 0 && r >= p->declared_ranks)
+                return perr(p, "host '%s': rank %d is outside 0..%d (ranks %d)", h->name, r, p->declared_ranks - 1,
+                            p->declared_ranks);
+            if (r >= p->owner_cap) {
+                int ncap = p->owner_cap ? p->owner_cap : 64;
+                while (ncap <= r) ncap *= 2;
+                int *no = realloc(p->owner, (size_t)ncap * sizeof *no);
+                if (!no) return perr(p, "out of memory");
+                memset(no + p->owner_cap, 0, (size_t)(ncap - p->owner_cap) * sizeof *no);
+                p->owner = no;
+                p->owner_cap = ncap;
+            }
+            int hi = t->nhosts; /* this host's index + 1 */
+            if (p->owner[r] == hi) return perr(p, "host '%s': rank %d is listed twice", h->name, r);
+            if (p->owner[r]) return perr(p, "rank %d is on host '%s' and on host '%s'", r, t->hosts[p->owner[r] - 1].name, h->name);
+            p->owner[r] = hi;
+        }
         return TLINK_OK;
     }
     if (!strcmp(d, "numa")) {
@@ -958,6 +980,7 @@ tlink_status tlink_topo_parse(const char *filename, const char *text, tlink_topo
         s += len + (e ? 1 : 0);
     }
     free(line);
+    free(p.owner);
     if (!st && !p.have_version) {
         p.line = 0;
         st = perr(&p, "empty topology (the file must start with 'topology %d')", TLINK_TOPO_VERSION);
