@@ -615,6 +615,234 @@ def test_flash_attention_f32_prime(ctx):
 
 
 # --------------------------------------------------------------------------------------
+# dtype conversions through a whole program (tests/programs/data/convert.tl): a T.copy and
+# an element store, compared BIT FOR BIT with references written from docs/numbers.md
+# (round to nearest even once; IEEE overflow -> inf; fp8/fp4 "satfinite": overflow and inf
+# -> +-max; e2m1 NaN -> +6; float -> int truncates and saturates, NaN -> 0; -> bool is
+# x != 0). NaN bits are not part of the contract: a NaN only has to stay a NaN.
+# --------------------------------------------------------------------------------------
+FMT_MAX = {"float8_e4m3": 448.0, "float8_e5m2": 57344.0, "float4_e2m1": 6.0}
+
+
+def ml_type(fmt):
+    return {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
+            "float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
+            "float4_e2m1": ml_dtypes.float4_e2m1fn, "float32": np.float32}[fmt]
+
+
+def bits_dtype(fmt):
+    return {"bfloat16": np.uint16, "float16": np.uint16, "float32": np.uint32}.get(fmt, np.uint8)
+
+
+def all_values(fmt):
+    """Every finite value of a small float format, sorted (negative zero dropped)."""
+    n = 1 << (16 if fmt in ("bfloat16", "float16") else 8 if fmt.startswith("float8") else 4)
+    v = np.arange(n, dtype=np.uint32).astype(bits_dtype(fmt)).view(ml_type(fmt)).astype(np.float64)
+    return np.unique(v[np.isfinite(v)])
+
+
+def conv_ref_from_f32(x32, dst):
+    """Expected stored array for float32 values x32 converted to dst."""
+    x = x32.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if dst in ("int8", "uint8", "int32"):
+            info = np.iinfo(dst)
+            return np.where(np.isnan(x), 0, np.clip(np.trunc(np.nan_to_num(x, posinf=info.max,
+                            neginf=info.min)), info.min, info.max)).astype(dst)
+        if dst == "bool":
+            return x != 0
+        if dst == "float16":
+            return x32.astype(np.float16)
+        if dst == "bfloat16":
+            return x32.astype(ml_dtypes.bfloat16).view(np.uint16)
+        r = x32.astype(ml_type(dst)).astype(np.float64)  # ml_dtypes: RNE
+        mx = FMT_MAX[dst]
+        over = ~np.isnan(x) & (np.isinf(r) | np.isnan(r) | (np.abs(r) > mx))
+        r = np.where(over, np.copysign(mx, x), r)
+        if dst == "float4_e2m1":
+            r = np.where(np.isnan(x), mx, r)  # no NaN in e2m1: +6 (NVIDIA's rule)
+        return r.astype(ml_type(dst)).view(np.uint8)
+
+
+def stored_is_nan(arr, fmt):
+    if fmt in ("float16", "float32", "float64"):
+        return np.isnan(arr)
+    if fmt in ("bfloat16", "float8_e4m3", "float8_e5m2"):
+        return np.isnan(arr.view(ml_type(fmt)).astype(np.float32))
+    return np.zeros(arr.shape, bool)
+
+
+def compare_bits(what, got, want, fmt):
+    if got.dtype != want.dtype or got.shape != want.shape:
+        raise Fail("%s: .npy is %s%s, expected %s%s" % (what, got.dtype, got.shape, want.dtype,
+                                                         want.shape))
+    gn, wn = stored_is_nan(got, fmt), stored_is_nan(want, fmt)
+    if fmt in ("float16", "float32", "float64"):
+        gb, wb = got.view(bits_dtype(fmt) if fmt != "float64" else np.uint64), \
+            want.view(bits_dtype(fmt) if fmt != "float64" else np.uint64)
+    else:
+        gb, wb = got, want
+    bad = np.nonzero((gn != wn) | (~wn & (gb != wb)))[0]
+    print("  %-40s %d values, %d differ" % (what, got.size, bad.size))
+    if bad.size:
+        rows = ["    [%d] got %r want %r" % (i, got[i], want[i]) for i in bad[:8]]
+        raise Fail("%s: %d of %d values differ, e.g.\n%s" % (what, bad.size, got.size,
+                                                             "\n".join(rows)))
+
+
+def f32_specials():
+    v = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan, 3.4028235e38, -3.4028235e38,
+         1e-45, -1e-45, 1.17549435e-38, 65504.0, 65519.99, 65520.0, 65536.0, 448.0, 449.0,
+         464.0, 465.0, 480.0, 57344.0, 61439.0, 61440.0, 1e6, 6.0, 6.5, 7.0, 0.25, 0.75, 2.5,
+         5.0, -5.0, 127.9, -0.9, 300.0, 255.5, -128.5, 2.0 ** -9, 2.0 ** -10, 1.5 * 2.0 ** -10,
+         2.0 ** -16, 2.0 ** -17, 3 * 2.0 ** -18, 2.0 ** -24, 2.0 ** -25, 2.0 ** -133,
+         2.0 ** -134, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8, 1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11]
+    return np.array(v + [-a for a in v], dtype=np.float32)
+
+
+def conv_inputs_f32(ctx, dst):
+    parts = [f32_specials()]
+    bits = ctx.rng.integers(0, 1 << 32, size=3000, dtype=np.uint64).astype(np.uint32)
+    parts.append(bits.view(np.float32))                     # every exponent, NaNs included
+    parts.append((ctx.rng.standard_normal(1000) * 10).astype(np.float32))
+    if dst in ("bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float4_e2m1"):
+        v = all_values(dst)
+        if v.size > 600:
+            idx = np.sort(ctx.rng.choice(v.size - 1, 600, replace=False))
+        else:
+            idx = np.arange(v.size - 1)
+        mid = ((v[idx] + v[idx + 1]) / 2).astype(np.float32)  # ties (exact in f32)
+        parts += [mid, np.nextafter(mid, np.float32(np.inf)), np.nextafter(mid, np.float32(-np.inf)),
+                  (v[idx]).astype(np.float32)]
+    return np.concatenate(parts).astype(np.float32)
+
+
+def convert_case(ctx, src_arr, src, dst, want):
+    n = src_arr.shape[0]
+    res = ctx.run_program(os.path.join(DATA, "convert.tl"),
+                          defines=[("N", n), ("src", src), ("dst", dst)],
+                          ins=[("A", src_arr)], outs=["B", "C"])
+    errs = []
+    for key, how in (("B", "T.copy"), ("C", "element store")):
+        try:
+            compare_bits("%s -> %s by %s" % (src, dst, how), res[key], want, dst)
+        except Fail as e:
+            errs.append(str(e))
+    if errs:
+        raise Fail("\n".join(errs))
+
+
+def conv_from_f32(ctx, dst):
+    need_ml_dtypes()
+    x = conv_inputs_f32(ctx, dst)
+    convert_case(ctx, x, "float32", dst, conv_ref_from_f32(x, dst))
+
+
+@test
+def test_convert_f32_to_bf16(ctx):
+    conv_from_f32(ctx, "bfloat16")
+
+
+@test
+def test_convert_f32_to_f16(ctx):
+    conv_from_f32(ctx, "float16")
+
+
+@test
+def test_convert_f32_to_e4m3(ctx):
+    conv_from_f32(ctx, "float8_e4m3")
+
+
+@test
+def test_convert_f32_to_e5m2(ctx):
+    conv_from_f32(ctx, "float8_e5m2")
+
+
+@test
+def test_convert_f32_to_e2m1(ctx):
+    conv_from_f32(ctx, "float4_e2m1")
+
+
+@test
+def test_convert_f32_to_int(ctx):
+    for dst in ("int8", "uint8", "int32", "bool"):
+        conv_from_f32(ctx, dst)
+
+
+@test
+def test_convert_decode_to_f32(ctx):
+    # Every bit pattern of the small formats (a sample for the 16-bit ones) -> float32,
+    # which is exact: the stored bits must equal ml_dtypes' decoding (NaN: any NaN).
+    need_ml_dtypes()
+    for fmt in ("float8_e4m3", "float8_e5m2", "float4_e2m1", "bfloat16", "float16"):
+        if fmt in ("bfloat16", "float16"):
+            bits = np.concatenate([np.arange(0, 1 << 16, 7), [0x7C00, 0xFC00, 0x7F80, 0xFF80,
+                                                             0x0001, 0x8001, 0x7FFF]])
+            bits = bits.astype(np.uint16)
+        else:
+            bits = np.arange(256 if fmt.startswith("float8") else 16, dtype=np.uint8)
+        store = bits.view(np.float16) if fmt == "float16" else bits
+        want = bits.view(ml_type(fmt)).astype(np.float32)
+        convert_case(ctx, store, fmt, "float32", want)
+
+
+def round_exact(x, p, emin):
+    """x (a finite Python float) rounded once to nearest-even with p significant bits and
+    normal exponent >= emin (no overflow handling: callers keep x in range)."""
+    if x == 0:
+        return x
+    m, e = math.frexp(x)          # x = m * 2^e, 0.5 <= |m| < 1
+    e = max(e, emin + 1)          # subnormals: fixed quantum 2^(emin + 1 - p)
+    q = round(math.ldexp(x, p - e))  # exact scaling; round() is half-to-even on the exact value
+    return math.ldexp(q, e - p)
+
+
+@test
+def test_convert_f64_single_rounding(ctx):
+    # float64 -> narrow formats round ONCE from the exact double (rounding through float32
+    # first would be wrong near midpoints: 1 + 2^-8 + 2^-30 -> bf16 must be 1 + 2^-7).
+    need_ml_dtypes()
+    fmts = {"bfloat16": (8, -126, 1e30), "float16": (11, -14, 60000.0),
+            "float8_e4m3": (4, -6, 440.0), "float8_e5m2": (3, -14, 57000.0)}
+    for fmt, (p, emin, lim) in fmts.items():
+        half_ulp1 = 2.0 ** -p  # half an ulp at 1.0
+        tricky = [1 + half_ulp1 + 2.0 ** -40, 1 + half_ulp1 - 2.0 ** -40, 1 + 3 * half_ulp1 + 2.0 ** -45,
+                  1 + 3 * half_ulp1 - 2.0 ** -45, 1 + half_ulp1, 1 + 3 * half_ulp1]
+        mags = np.exp2(ctx.rng.uniform(emin - p + 1, math.log2(lim), 2000))
+        x = np.concatenate([tricky, [-t for t in tricky], mags * ctx.rng.choice([-1, 1], mags.size)])
+        want = np.array([round_exact(float(v), p, emin) for v in x])
+        want_st = want.astype(ml_type(fmt)) if fmt != "float16" else want.astype(np.float16)
+        if not np.array_equal(want_st.astype(np.float64), want):
+            raise Fail("internal: reference values are not representable in " + fmt)
+        want_st = want_st.view(np.uint16 if fmt == "bfloat16" else np.uint8) \
+            if fmt not in ("float16",) else want_st
+        convert_case(ctx, x.astype(np.float64), "float64", fmt, want_st)
+
+
+@test
+def test_convert_i64_to_f32(ctx):
+    # int64 -> float32 rounds once from the exact integer (through double it would round
+    # twice: 2^60 + 2^36 + 1 must give 2^60 + 2^37).
+    def exact(n):
+        a = abs(int(n))
+        if a.bit_length() > 24:
+            sh = a.bit_length() - 24
+            q, r = divmod(a, 1 << sh)
+            half = 1 << (sh - 1)
+            if r > half or (r == half and q & 1):
+                q += 1
+            a = q << sh
+        return math.copysign(float(a), n) if n else 0.0
+    vals = [2 ** 60 + 2 ** 36 + 1, 2 ** 60 + 2 ** 36, 2 ** 60 + 3 * 2 ** 36, 2 ** 63 - 1, -2 ** 63,
+            2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 53 + 1), 1, -1, 0, 2 ** 40 + 2 ** 16 + 1]
+    rnd = ctx.rng.integers(-(2 ** 62), 2 ** 62, size=1000, dtype=np.int64)
+    shifts = ctx.rng.integers(0, 40, size=1000)
+    x = np.array(vals + [int(v) >> int(s) for v, s in zip(rnd, shifts)], dtype=np.int64)
+    want = np.array([exact(int(v)) for v in x], dtype=np.float64).astype(np.float32)
+    convert_case(ctx, x, "int64", "float32", want)
+
+
+# --------------------------------------------------------------------------------------
 # the CLI contract
 # --------------------------------------------------------------------------------------
 FLOAT_RE = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
@@ -911,6 +1139,10 @@ def run_one(name, tile):
 
 
 def main():
+    if np is not None:
+        np.seterr(all="ignore")  # the conversion references make inf/NaN on purpose
+    import warnings
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tile", help="path of the tile binary (default: $TILE or build*/bin/tile)")
     ap.add_argument("--list", action="store_true")
