@@ -372,6 +372,8 @@ static void child_exec(const tlink_launch_options *o, const lhost *h, int host_i
     setenv("MASTER_ADDR", maddr, 1);
     setenv_int("MASTER_PORT", mport);
     setenv("TLINK_LAUNCH_HOST", h->name, 1);
+    /* namespaces share the hostname and boot id: make each one a host of its own */
+    if (h->nsfd >= 0) setenv("TLINK_HOST_PER_NETNS", "1", 1);
     if (h->nsfd >= 0 && setns(h->nsfd, CLONE_NEWNET) != 0) {
         fprintf(stderr, "tile launch: error: cannot enter network namespace '%s': %s\n", h->name, strerror(errno));
         _exit(127);

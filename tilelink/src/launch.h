@@ -7,7 +7,8 @@
  *
  * Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, NODE_RANK,
  * MASTER_ADDR, MASTER_PORT (a free port unless one is given) and TLINK_LAUNCH_HOST (the name
- * of its host in --hosts, or the local host name). Rank-identifying variables of other
+ * of its host in --hosts, or the local host name); with --netns also TLINK_HOST_PER_NETNS=1,
+ * so libtilelink treats each namespace as a host of its own. Rank-identifying variables of other
  * launchers (OMPI_COMM_WORLD_*, PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, SLURM_PROCID,
  * SLURM_NTASKS, SLURM_LOCALID) are removed, so a `tile launch` run inside an allocation of
  * another launcher is not misread. Every line a rank writes to stdout/stderr is written by
