@@ -615,6 +615,152 @@ def test_flash_attention_f32_prime(ctx):
 
 
 # --------------------------------------------------------------------------------------
+# language semantics: integer ops, math, reductions/atomics, jit outputs, several returns,
+# control flow (small programs in tests/programs/data)
+# --------------------------------------------------------------------------------------
+def wrap32(v):
+    return ((np.asarray(v, dtype=np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32)
+
+
+@test
+def test_intops(ctx):
+    # Python semantics on int32: // and % floor (sign of the divisor), >> arithmetic,
+    # << and * wrap (two's complement), bitwise ops. Bit-exact.
+    big = ctx.rng.integers(-2 ** 31, 2 ** 31, size=300, dtype=np.int64)
+    small = ctx.rng.integers(-50, 51, size=300, dtype=np.int64)
+    a = np.concatenate([big, small, [-7, 7, -7, 7, 0, -1, -2 ** 31, 2 ** 31 - 1, -2 ** 31]])
+    bb = ctx.rng.integers(-2 ** 31, 2 ** 31, size=300, dtype=np.int64)
+    bs = ctx.rng.integers(-9, 10, size=300, dtype=np.int64)
+    b = np.concatenate([bb, bs, [2, 2, -2, -2, 5, 3, 7, -1, -1]])
+    b[b == 0] = 3
+    A, B = a.astype(np.int32), b.astype(np.int32)
+    res = ctx.run_program(os.path.join(DATA, "intops.tl"), ins=[("A", A), ("B", B)], outs=["R"],
+)
+    a64, b64 = A.astype(np.int64), B.astype(np.int64)
+    want = np.stack([wrap32(a64 // b64), wrap32(a64 % b64), A >> 3, wrap32(a64 << 4),
+                     A & B, A | B, A ^ B, ~A, wrap32(a64 * b64 + 7)])
+    names = ["//", "%", ">> 3", "<< 4", "&", "|", "^", "~", "* + 7"]
+    R = res["R"]
+    expect_descr(R, "i", 4, "R")
+    bad = []
+    for k, nm in enumerate(names):
+        d = np.nonzero(R[k] != want[k])[0]
+        print("  %-6s %d of %d differ" % (nm, d.size, a.size))
+        if d.size:
+            i = d[0]
+            bad.append("%s: %d differ, e.g. a=%d b=%d got %d want %d"
+                       % (nm, d.size, A[i], B[i], R[k, i], want[k, i]))
+    if bad:
+        raise Fail("; ".join(bad))
+
+
+@test
+def test_math(ctx):
+    n = 200
+    X = (ctx.rng.standard_normal(n) * 3).astype(np.float32)
+    Y = (ctx.rng.standard_normal(n) * 3).astype(np.float32)
+    X[:4] = [0.0, -0.0, 1.0, -2.5]
+    Y[:4] = [0.0, 1.0, 1.0, -2.5]  # includes x == y for the if_then_else / max / min
+    res = ctx.run_program(os.path.join(DATA, "mathops.tl"), defines=[("N", n)],
+                          ins=[("X", X), ("Y", Y)], outs=["R"])
+    R = res["R"].astype(np.float64)
+    x, y = X.astype(np.float64), Y.astype(np.float64)
+    f32 = np.float32
+    # The arguments |x| + 0.5 and |x| + 0.25 are rounded to f32 by the program: the
+    # reference takes them as the program computes them, then applies the exact function.
+    a05 = (np.abs(X) + f32(0.5)).astype(np.float64)
+    a025 = (np.abs(X) + f32(0.25)).astype(np.float64)
+    ax = np.abs(x)
+    rows = [
+        ("exp", np.exp(x), 2.5e-7), ("exp2", np.exp2(x), 2.5e-7),
+        ("log", np.log(a05), 2.5e-7), ("log2", np.log2(a05), 2.5e-7),
+        ("sqrt", np.sqrt(ax), 2.5e-7), ("rsqrt", 1 / np.sqrt(a025), 2.5e-7),
+        ("tanh", np.tanh(x), 2.5e-7),
+        ("max", np.maximum(x, y), 0), ("min", np.minimum(x, y), 0),
+        ("if_then_else", np.where(x > y, (X - Y).astype(np.float64), (Y * f32(2)).astype(np.float64)), 0),
+        ("cast int32", np.trunc((X * f32(100)).astype(np.float64)), 0),
+        ("astype f16", X.astype(np.float16).astype(np.float64), 0),
+    ]
+    # Bounds: the interpreter evaluates in double and rounds to f32, so each transcendental
+    # is within 1 ulp (2^-23 relative) of the exact value, well within 2.5e-7 relative;
+    # everything else is exact. 0.5 is added inside log so the argument stays > 0; the
+    # exact rows are computed with float32 arithmetic where the program does (x - y, y*2,
+    # x*100 round in f32).
+    bad = []
+    for k, (nm, want, tol) in enumerate(rows):
+        rel = np.abs(R[k] - want) / np.maximum(np.abs(want), 1e-30)
+        worst = int(np.argmax(rel))
+        print("  %-14s max elementwise relerr %.2e (bound %.1e)" % (nm, rel[worst], tol))
+        if not rel[worst] <= tol:
+            bad.append("%s: x=%r y=%r got %r want %r" % (nm, X[worst], Y[worst], R[k, worst],
+                                                         want[worst]))
+    if bad:
+        raise Fail("; ".join(bad))
+
+
+@test
+def test_reduce_atomic(ctx):
+    M, N = 75, 70  # ragged against block_M = 16
+    A, A64 = rand_f32(ctx, (M, N))
+    C0, C064 = rand_f32(ctx, (N,))
+    outs = ["Rmax", "Rmin", "Rsum", "Rmax15", "Rsum2", "Csum"]
+    res = ctx.run_program(os.path.join(DATA, "reduce.tl"), defines=[("M", M), ("N", N)],
+                          ins=[("A", A), ("Csum", C0)], outs=outs)
+    # max/min are exact; sums are f32 sums of 70 (rows) or 5 partial sums of <= 16
+    # (columns, in block order through atomics): ~u*sqrt(n), bound 1e-6.
+    check_close("reduce_max dim=1", res["Rmax"], A64.max(1), 0)
+    check_close("reduce_min dim=1", res["Rmin"], A64.min(1), 0)
+    check_close("reduce_sum dim=1", res["Rsum"], A64.sum(1), 1e-6)
+    check_close("reduce_max clear=False (1.5)", res["Rmax15"], np.maximum(A64.max(1), 1.5), 0)
+    check_close("reduce_sum clear=False (2.0)", res["Rsum2"], A64.sum(1) + 2.0, 1e-6)
+    check_close("reduce_sum dim=0 + atomic_add", res["Csum"], C064 + A64.sum(0), 1e-6)
+
+
+@test
+def test_jit_out_idx(ctx):
+    # @tilelang.jit(out_idx=[-1]): B is an output the runtime allocates; --out ret gets it.
+    M, N = 45, 24
+    A, A64 = rand_f32(ctx, (M, N))
+    res = ctx.run_program(os.path.join(DATA, "jit_scale.tl"), defines=[("M", M), ("N", N)],
+                          ins=[("A", A)], outs=["ret"])
+    # one f32 multiplication per element: bit-exact with NumPy's IEEE f32 product
+    check_close("jit out_idx ret", res["ret"], (A * np.float32(2.5)).astype(np.float64), 0)
+    res = ctx.run_program(os.path.join(DATA, "jit_scale.tl"),
+                          defines=[("M", M), ("N", N), ("alpha", "-0.75")],
+                          ins=[("A", A)], outs=["ret"])
+    check_close("jit out_idx ret, -D alpha=-0.75", res["ret"],
+                (A * np.float32(-0.75)).astype(np.float64), 0)
+
+
+@test
+def test_multiple_returns(ctx):
+    X, X64 = rand_f32(ctx, (9, 13))
+    res = ctx.run_program(os.path.join(DATA, "minmax.tl"), ins=[("X", X)], outs=["ret0", "ret1"])
+    check_close("ret0 = row min", res["ret0"], X64.min(1), 0)
+    check_close("ret1 = row max", res["ret1"], X64.max(1), 0)
+
+
+@test
+def test_control_flow(ctx):
+    M, N = 31, 17
+    X, X64 = rand_f32(ctx, (M, N), scale=1.2)
+    X[3, :] = -5.0  # no element > 1: the while loop runs to the end
+    X64 = X.astype(np.float64)
+    res = ctx.run_program(os.path.join(DATA, "control.tl"), ins=[("X", X)], outs=["R"])
+    want = np.zeros((M, 4))
+    for i in range(M):
+        j = 0
+        while j < N and not X64[i, j] > 1.0:
+            j += 1
+        want[i, 0] = j
+        want[i, 1] = sum(1 for k in range(N) if k % 3 != 2 and X64[i, k] < 0)
+        x = X[i, 0]
+        want[i, 2] = -1.0 if x < -1 else float(x * x) if x < 1 else float(np.float32(2) * x)
+        want[i, 3] = X64[i, 1] if X64[i, 1] > X64[i, 2] else -X64[i, 2]
+    check_close("control flow", res["R"], want, 0)
+
+
+# --------------------------------------------------------------------------------------
 # dtype conversions through a whole program (tests/programs/data/convert.tl): a T.copy and
 # an element store, compared BIT FOR BIT with references written from docs/numbers.md
 # (round to nearest even once; IEEE overflow -> inf; fp8/fp4 "satfinite": overflow and inf
