@@ -1197,6 +1197,81 @@ def test_cli_exit_codes(ctx):
 
 
 @test
+def test_cli_select_function(ctx):
+    # -f picks one kernel; the other kernels of the file are not specialised, so values
+    # that are invalid for them (N // 4 == 0) must not matter.
+    po = ctx.path("A.npy")
+    ctx.run_ok("run", os.path.join(DATA, "two_kernels.tl"), "--target", "interp", "-f", "good",
+               "-D", "N=2", "--out", "A=" + po)
+    A = np.load(po)
+    if A.shape != (2,) or not np.all(A == 1.0):
+        raise Fail("-f good: A = %r, expected [1, 1]" % A)
+
+
+@test
+def test_gemm_fp4_small_k(ctx):
+    # K = 16 < 32: fine for matmul_fp4 (no scales); only matmul_fp4_mx needs K % 32 == 0.
+    M, N, K = 8, 8, 16
+    A, A64, Bp, W64 = fp4_inputs(ctx, M, N, K)
+    res = ctx.run_program(ex("gemm_fp4.tl"), defines=[("M", M), ("N", N), ("K", K)],
+                          ins=[("A", A), ("B", Bp)], outs=["C"], extra=["-f", "matmul_fp4"])
+    check_close("gemm_fp4 %dx%dx%d" % (M, N, K), decode(res["C"], "float32"), A64 @ W64.T,
+                GEMM_F32_BOUND)
+
+
+@test
+def test_cli_bad_inputs(ctx):
+    # Bad input gives exit 1 and a message, never a crash or an abort.
+    good_b = ctx.save("b", np.ones((5, 3), np.float32))
+    bad_files = {
+        "rank 3 for a rank-2 parameter": np.ones((4, 5, 2), np.float32),
+        "Fortran order": np.asfortranarray(np.arange(20, dtype=np.float32).reshape(4, 5)),
+    }
+    cases = []
+    for k, (what, arr) in enumerate(bad_files.items()):
+        cases.append((what, ["run", ex("seed_matmul_000.tl"), "--in", "A=" + ctx.save("bad%d" % k, arr),
+                             "--in", "B=" + good_b]))
+    garbage = ctx.path("garbage.npy")
+    with open(garbage, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + b"\xff" * 40)
+    trunc = ctx.path("trunc.npy")
+    with open(good_b, "rb") as f, open(trunc, "wb") as g:
+        g.write(f.read()[:100])
+    not_npy = ctx.path("text.npy")
+    with open(not_npy, "w") as f:
+        f.write("hello\n")
+    for what, p in (("garbage header", garbage), ("truncated file", trunc), ("not an npy", not_npy)):
+        cases.append((what, ["run", ex("seed_matmul_000.tl"), "--in", "A=" + p, "--in", "B=" + good_b]))
+    seed = ["run", ex("seed_matmul_000.tl"), "--target", "interp"]
+    cases += [
+        ("-D beyond int32", seed + ["-D", "M=1000000000000", "-D", "N=2", "-D", "K=2"]),
+        ("zero size", seed + ["-D", "M=0", "-D", "N=2", "-D", "K=2"]),
+        # 2^50 bytes per tensor: more than any address space, so it cannot start running
+        ("1 PiB tensors", seed + ["-D", "M=16777216", "-D", "N=16777216", "-D", "K=16777216"]),
+        ("size overflowing 64 bits", ["run", ex("batched_matmul.tl"), "--target", "interp",
+                                      "-D", "Bt=1048576", "-D", "M=2097152", "-D", "K=2097152",
+                                      "-D", "N=1"]),
+        ("-D of a non-number size", seed + ["-D", "M=abc", "-D", "N=2", "-D", "K=2"]),
+    ]
+    bad = []
+    for what, args in cases:
+        cmd = [ctx.tile] + args
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            rc = r.returncode
+            msg = (r.stderr + r.stdout).strip()
+        except subprocess.TimeoutExpired:
+            rc, msg = "timeout", ""
+        ok = rc == 1 and msg and "-727379968" not in msg
+        print("  %-28s exit %s  %s" % (what, rc, msg.splitlines()[0][:90] if msg else ""))
+        if not ok:
+            bad.append("%s: exit %s (expected 1 with a message): %s\n    %s"
+                       % (what, rc, msg[:300], " ".join(cmd)))
+    if bad:
+        raise Fail("\n".join(bad))
+
+
+@test
 def test_cli_devices(ctx):
     r = ctx.run_ok("devices")
     if "interp" not in r.stdout:
