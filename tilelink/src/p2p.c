@@ -1,0 +1,397 @@
+/* p2p.c — the point-to-point engine: progresses a set of sends/receives over shared memory
+ * and TCP without blocking, then spins, yields and sleeps (futex / epoll) until done, the
+ * deadline passes or a peer fails. */
+#include "tl_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHM_CHUNK (64u * 1024u)
+#define SPIN_ITERS 2000
+#define YIELD_ITERS 50
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t val, int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static inline void ring_bell(tl_doorbell *b) {
+    atomic_fetch_add(&b->seq, 1);
+    if (atomic_load(&b->waiters))
+        syscall(SYS_futex, (uint32_t *)&b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static inline uint64_t round_up64(uint64_t v) { return (v + TL_SHM_ALIGN - 1) & ~(uint64_t)(TL_SHM_ALIGN - 1); }
+
+/* ---------- failure ---------- */
+void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *msg) {
+    if (c->broken) return;
+    c->broken = 1;
+    c->broken_st = st;
+    snprintf(c->broken_msg, sizeof c->broken_msg, "%s", msg);
+    if (c->shm) {
+        int32_t zero = 0;
+        if (atomic_compare_exchange_strong(&c->shm->abort_flag, &zero, 1)) {
+            atomic_store(&c->shm->failed_rank, failed_rank);
+            c->shm->reporter = c->rank;
+            snprintf(c->shm->abort_msg, sizeof c->shm->abort_msg, "%s", msg);
+        }
+        tl_doorbell *bells = c->my_bell - c->local_rank;
+        for (int i = 0; i < c->local_size; i++) {
+            atomic_fetch_add(&bells[i].seq, 1);
+            syscall(SYS_futex, (uint32_t *)&bells[i].seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        }
+    }
+    for (int r = 0; r < c->size; r++) {
+        tl_peer *p = &c->peers[r];
+        if (p->transport != TLINK_TRANSPORT_TCP) continue;
+        for (int s = 0; s < p->nfds; s++)
+            if (p->fds[s] >= 0) shutdown(p->fds[s], SHUT_RDWR);
+    }
+}
+
+tlink_status tl_check_broken(tlink_comm *c) {
+    if (c->broken)
+        return tl_err(c, c->broken_st == TLINK_ERR_ABORTED ? TLINK_ERR_ABORTED : TLINK_ERR_PEER_FAILED,
+                      "communicator is broken by an earlier failure: %s", c->broken_msg);
+    return TLINK_OK;
+}
+
+static tlink_status shm_abort_seen(tlink_comm *c) {
+    int fr = atomic_load(&c->shm->failed_rank);
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", c->shm->abort_msg);
+    c->broken = 1;
+    c->broken_st = TLINK_ERR_PEER_FAILED;
+    snprintf(c->broken_msg, sizeof c->broken_msg, "rank %d failed (reported by rank %d: %s)", fr,
+             c->shm->reporter, msg);
+    /* spread to other hosts */
+    for (int r = 0; r < c->size; r++) {
+        tl_peer *p = &c->peers[r];
+        if (p->transport != TLINK_TRANSPORT_TCP) continue;
+        for (int s = 0; s < p->nfds; s++)
+            if (p->fds[s] >= 0) shutdown(p->fds[s], SHUT_RDWR);
+    }
+    return tl_err(c, TLINK_ERR_PEER_FAILED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", c->broken_msg);
+}
+
+/* is a same-host peer process still alive? */
+static int peer_alive(tl_peer *p) {
+    if (!p->same_pidns || p->pid <= 0) return 1;
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", p->pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')');
+    if (!rp) return 1;
+    char state = rp[2];
+    if (state == 'Z' || state == 'X' || state == 'x') return 0;
+    /* field 22 = starttime; after ')' we are at field 3 */
+    char *q = rp + 2;
+    for (int field = 3; field < 22 && q; field++) {
+        q = strchr(q, ' ');
+        if (q) q++;
+    }
+    if (q && p->starttime) {
+        unsigned long long st = strtoull(q, NULL, 10);
+        if (st != p->starttime) return 0;
+    }
+    return 1;
+}
+
+/* ---------- shared memory ---------- */
+static long shm_send_try(tlink_comm *c, tl_peer *p, tl_op *op) {
+    uint64_t cap = c->shm_cap, tail = p->stail;
+    uint64_t head = atomic_load_explicit(&p->out->head, memory_order_acquire);
+    const char *src = op->sbuf;
+    size_t moved = 0;
+    while (op->done < op->bytes) {
+        uint64_t used = tail - head;
+        if (used >= cap) {
+            head = atomic_load_explicit(&p->out->head, memory_order_acquire);
+            used = tail - head;
+            if (used >= cap) break;
+        }
+        uint64_t off = tail % cap;
+        size_t n = op->bytes - op->done;
+        n = TL_MIN(n, (size_t)(cap - used));
+        n = TL_MIN(n, (size_t)(cap - off));
+        n = TL_MIN(n, (size_t)SHM_CHUNK);
+        memcpy(p->out_data + off, src + op->done, n);
+        tail += n;
+        op->done += n;
+        moved += n;
+        atomic_store_explicit(&p->out->tail, tail, memory_order_release);
+        if (op->done < op->bytes) ring_bell(p->peer_bell);
+    }
+    p->stail = op->done == op->bytes ? round_up64(tail) : tail;
+    if (moved) ring_bell(p->peer_bell);
+    return (long)moved;
+}
+
+static long shm_recv_try(tlink_comm *c, tl_peer *p, tl_op *op) {
+    uint64_t cap = c->shm_cap, head = p->rhead;
+    uint64_t tail = atomic_load_explicit(&p->in->tail, memory_order_acquire);
+    char *dst = op->rbuf;
+    size_t moved = 0;
+    while (op->done < op->bytes) {
+        /* head may sit past the published tail: it is rounded up after each message */
+        uint64_t avail = tail > head ? tail - head : 0;
+        if (!avail) {
+            tail = atomic_load_explicit(&p->in->tail, memory_order_acquire);
+            avail = tail > head ? tail - head : 0;
+            if (!avail) break;
+        }
+        uint64_t off = head % cap;
+        size_t n = op->bytes - op->done;
+        n = TL_MIN(n, (size_t)avail);
+        n = TL_MIN(n, (size_t)(cap - off));
+        n = TL_MIN(n, (size_t)SHM_CHUNK);
+        if (op->red) {
+            n -= n % op->esize;
+            if (!n) break;
+            op->red(dst + op->done, p->in_data + off, n / op->esize);
+        } else {
+            memcpy(dst + op->done, p->in_data + off, n);
+        }
+        head += n;
+        op->done += n;
+        moved += n;
+        if (op->done == op->bytes) head = round_up64(head);
+        atomic_store_explicit(&p->in->head, head, memory_order_release);
+        if (op->done < op->bytes) ring_bell(p->peer_bell);
+    }
+    p->rhead = head;
+    if (moved) ring_bell(p->peer_bell);
+    return (long)moved;
+}
+
+/* ---------- TCP ---------- */
+static void tcp_start(tlink_comm *c, tl_peer *p, tl_op *op) {
+    size_t ch = c->tcp_chunk, nch = (op->bytes + ch - 1) / ch;
+    uint64_t *seq = op->is_send ? &p->sseq : &p->rseq;
+    int ns = p->nfds;
+    op->base = *seq;
+    *seq += nch;
+    for (int s = 0; s < ns; s++) {
+        op->sk[s] = (size_t)(((uint64_t)s + (uint64_t)ns - op->base % (uint64_t)ns) % (uint64_t)ns);
+        op->so[s] = 0;
+    }
+}
+
+/* >=0 bytes moved, -1 peer failure (errno kept) */
+static long tcp_try(tlink_comm *c, tl_peer *p, tl_op *op) {
+    size_t ch = c->tcp_chunk, nch = (op->bytes + ch - 1) / ch;
+    int ns = p->nfds;
+    long moved = 0;
+    if (op->red && !op->stage) {
+        op->stage = malloc(ch * (size_t)ns);
+        if (!op->stage) { errno = ENOMEM; return -2; }
+    }
+    for (int s = 0; s < ns; s++) {
+        while (op->sk[s] < nch) {
+            size_t k = op->sk[s], clen = TL_MIN(ch, op->bytes - k * ch), left = clen - op->so[s];
+            ssize_t r;
+            if (op->is_send) {
+                r = send(p->fds[s], (const char *)op->sbuf + k * ch + op->so[s], left, MSG_DONTWAIT | MSG_NOSIGNAL);
+            } else {
+                char *dst = op->red ? op->stage + (size_t)s * ch : (char *)op->rbuf + k * ch;
+                r = recv(p->fds[s], dst + op->so[s], left, MSG_DONTWAIT);
+                if (r == 0) { errno = ECONNRESET; return -1; }
+            }
+            if (r < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+                return -1;
+            }
+            op->so[s] += (size_t)r;
+            op->done += (size_t)r;
+            moved += r;
+            if (op->so[s] == clen) {
+                if (op->red) op->red((char *)op->rbuf + k * ch, op->stage + (size_t)s * ch, clen / op->esize);
+                op->sk[s] += (size_t)ns;
+                op->so[s] = 0;
+            }
+        }
+    }
+    return moved;
+}
+
+/* ---------- engine ---------- */
+static tlink_status peer_failed(tlink_comm *c, int peer, const char *why) {
+    tl_peer *p = &c->peers[peer];
+    char msg[400];
+    snprintf(msg, sizeof msg, "rank %d (pid %d on host %s) %s", peer, p->pid, p->hostname, why);
+    tl_comm_break(c, TLINK_ERR_PEER_FAILED, peer, msg);
+    return tl_err(c, TLINK_ERR_PEER_FAILED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
+}
+
+tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
+    tlink_status st = tl_check_broken(c);
+    if (st) return st;
+    for (int i = 0; i < n; i++) {
+        tl_op *op = &ops[i];
+        op->done = 0;
+        op->started = 0;
+        op->stage = NULL;
+        op->finished = op->bytes == 0;
+        if (op->peer < 0 || op->peer >= c->size || op->peer == c->rank)
+            return tl_err(c, TLINK_ERR_INTERNAL, "p2p: bad peer %d", op->peer);
+        if (!op->esize) op->esize = 1;
+    }
+    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
+    int spins = 0, armed = 0;
+    uint32_t bell_seq = 0;
+    for (;;) {
+        int all_done = 1;
+        long progress = 0;
+        int want_shm = 0, want_tcp = 0;
+        for (int i = 0; i < n; i++) {
+            tl_op *op = &ops[i];
+            if (op->finished) continue;
+            all_done = 0;
+            int blocked = 0;
+            for (int d = 0; d < op->ndep && d < 2; d++)
+                if (op->dep[d] >= 0 && op->dep[d] < n && !ops[op->dep[d]].finished) blocked = 1;
+            for (int j = 0; j < i && !blocked; j++)
+                if (!ops[j].finished && ops[j].peer == op->peer && ops[j].is_send == op->is_send) blocked = 1;
+            if (blocked) continue;
+            tl_peer *p = &c->peers[op->peer];
+            long m;
+            if (p->transport == TLINK_TRANSPORT_SHM) {
+                want_shm = 1;
+                m = op->is_send ? shm_send_try(c, p, op) : shm_recv_try(c, p, op);
+            } else {
+                want_tcp = 1;
+                if (!op->started) { tcp_start(c, p, op); op->started = 1; }
+                m = tcp_try(c, p, op);
+                if (m < 0) {
+                    int e = errno;
+                    for (int k = 0; k < n; k++) { free(ops[k].stage); ops[k].stage = NULL; }
+                    if (m == -2) return tl_err(c, TLINK_ERR_NO_MEMORY, "p2p: out of memory");
+                    char why[160];
+                    snprintf(why, sizeof why, "closed its connection (%s)", strerror(e));
+                    if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+                    return peer_failed(c, op->peer, why);
+                }
+            }
+            progress += m;
+            if (op->done == op->bytes) {
+                op->finished = 1;
+                free(op->stage);
+                op->stage = NULL;
+            }
+        }
+        if (all_done) {
+            if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+            return TLINK_OK;
+        }
+        if (c->shm && atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) {
+            if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+            for (int k = 0; k < n; k++) { free(ops[k].stage); ops[k].stage = NULL; }
+            return shm_abort_seen(c);
+        }
+        if (progress) {
+            spins = 0;
+            if (armed) { atomic_fetch_sub(&c->my_bell->waiters, 1); armed = 0; }
+            continue;
+        }
+        if (++spins < SPIN_ITERS) { cpu_relax(); continue; }
+        if (spins < SPIN_ITERS + YIELD_ITERS) { sched_yield(); continue; }
+        /* blocking phase */
+        double now = tl_now();
+        if (now >= next_live) {
+            next_live = now + 0.1;
+            for (int i = 0; i < n; i++) {
+                tl_op *op = &ops[i];
+                if (op->finished || c->peers[op->peer].transport != TLINK_TRANSPORT_SHM) continue;
+                if (!peer_alive(&c->peers[op->peer])) {
+                    if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+                    for (int k = 0; k < n; k++) { free(ops[k].stage); ops[k].stage = NULL; }
+                    return peer_failed(c, op->peer, "exited");
+                }
+            }
+        }
+        if (now >= deadline) {
+            if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+            char who[256];
+            int off = 0;
+            who[0] = 0;
+            for (int i = 0; i < n && off < (int)sizeof who - 40; i++) {
+                if (ops[i].finished) continue;
+                off += snprintf(who + off, sizeof who - (size_t)off, "%s%s rank %d (%zu of %zu B)",
+                                off ? "," : "", ops[i].is_send ? " sending to" : " receiving from",
+                                ops[i].peer, ops[i].done, ops[i].bytes);
+            }
+            for (int k = 0; k < n; k++) { free(ops[k].stage); ops[k].stage = NULL; }
+            char msg[400];
+            snprintf(msg, sizeof msg, "timeout after %.1f s%s", c->timeout, who);
+            tl_comm_break(c, TLINK_ERR_TIMEOUT, -1, msg);
+            return tl_err(c, TLINK_ERR_TIMEOUT, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
+        }
+        if (want_shm && !armed) {
+            /* announce we may sleep, then re-check everything once before sleeping */
+            atomic_fetch_add(&c->my_bell->waiters, 1);
+            bell_seq = atomic_load(&c->my_bell->seq);
+            armed = 1;
+            continue;
+        }
+        if (want_tcp) {
+            struct epoll_event ev[16];
+            epoll_wait(c->epfd, ev, 16, want_shm ? 1 : 20);
+        } else if (armed) {
+            futex_wait(&c->my_bell->seq, bell_seq, 20);
+            atomic_fetch_sub(&c->my_bell->waiters, 1);
+            armed = 0;
+        } else {
+            usleep(1000);
+        }
+        if (armed && want_tcp) { atomic_fetch_sub(&c->my_bell->waiters, 1); armed = 0; }
+    }
+}
+
+tlink_status tl_send(tlink_comm *c, int peer, const void *buf, size_t bytes) {
+    tl_op op = {.peer = peer, .is_send = 1, .sbuf = buf, .bytes = bytes};
+    return tl_p2p_run(c, &op, 1);
+}
+
+tlink_status tl_recv(tlink_comm *c, int peer, void *buf, size_t bytes) {
+    tl_op op = {.peer = peer, .is_send = 0, .rbuf = buf, .bytes = bytes};
+    return tl_p2p_run(c, &op, 1);
+}
+
+tlink_status tl_recv_reduce(tlink_comm *c, int peer, void *buf, size_t bytes, tl_reduce_fn red, size_t esize) {
+    tl_op op = {.peer = peer, .is_send = 0, .rbuf = buf, .bytes = bytes, .red = red, .esize = esize};
+    return tl_p2p_run(c, &op, 1);
+}
+
+tlink_status tl_xchg(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
+                     size_t rbytes, tl_reduce_fn red, size_t esize) {
+    tl_op ops[2];
+    int n = 0;
+    memset(ops, 0, sizeof ops);
+    if (to >= 0 && sbytes) ops[n++] = (tl_op){.peer = to, .is_send = 1, .sbuf = sbuf, .bytes = sbytes};
+    if (from >= 0 && rbytes)
+        ops[n++] = (tl_op){.peer = from, .is_send = 0, .rbuf = rbuf, .bytes = rbytes, .red = red, .esize = esize};
+    if (!n) return TLINK_OK;
+    return tl_p2p_run(c, ops, n);
+}

@@ -1,0 +1,219 @@
+/* tl_internal.h — private declarations shared by the libtilelink sources.
+ * libtilelink does not depend on libtile: everything it needs lives here. */
+#ifndef TL_INTERNAL_H
+#define TL_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "tlink.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define TL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define TL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TL_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* ---------- util.c ---------- */
+enum { TL_LOG_NONE = 0, TL_LOG_WARN = 1, TL_LOG_INFO = 2, TL_LOG_DEBUG = 3 };
+int tl_log_level(void);
+void tl_log(int level, const char *fmt, ...) TL_PRINTF(2, 3);
+double tl_now(void);                       /* monotonic seconds */
+const char *tl_getenv(const char *name);   /* NULL when unset or empty */
+double tl_env_double(const char *name, double dflt);
+long tl_env_long(const char *name, long dflt);
+double tl_default_timeout(void);           /* TLINK_TIMEOUT or 300 */
+void tl_set_thread_error(const char *fmt, ...) TL_PRINTF(1, 2);
+const char *tl_thread_error(void);
+uint64_t tl_hash64(const void *p, size_t n, uint64_t h);
+uint64_t tl_random64(void);
+const char *tl_hostname(void);
+
+/* reductions: inout[i] = inout[i] op in[i] over n elements */
+typedef void (*tl_reduce_fn)(void *inout, const void *in, size_t n);
+tl_reduce_fn tl_reduce_get(tlink_dtype dt, tlink_op op);
+void tl_avg_finish(void *buf, size_t n, tlink_dtype dt, int size);
+
+/* ---------- store.c ---------- */
+int tl_store_fd(const tlink_store *s);
+const char *tl_store_addr(const tlink_store *s);
+int tl_parse_hostport(const char *addr, char *host, size_t hostlen, int *port);
+int tl_tcp_connect(const char *host, int port, double deadline, char *err, size_t errlen);
+void tl_store_server_ref(tlink_store_server *s);
+
+/* ---------- comm ---------- */
+#define TL_MAX_STREAMS 8
+#define TL_SHM_ALIGN 64
+
+typedef struct tl_chan {            /* one direction of one pair in shared memory */
+    _Atomic uint64_t tail;          /* written by the producer */
+    char pad0[56];
+    _Atomic uint64_t head;          /* written by the consumer */
+    char pad1[56];
+} tl_chan;
+
+typedef struct tl_doorbell {        /* per local rank: bumped whenever its channels change */
+    _Atomic uint32_t seq;
+    _Atomic uint32_t waiters;
+    char pad[56];
+} tl_doorbell;
+
+typedef struct tl_shm_hdr {
+    uint64_t magic;
+    uint32_t nlocal;
+    uint32_t pad_;
+    uint64_t cap;                   /* bytes per channel */
+    _Atomic uint32_t attached;
+    _Atomic int32_t abort_flag;
+    _Atomic int32_t failed_rank;
+    int32_t reporter;
+    char abort_msg[256];
+} tl_shm_hdr;
+
+typedef struct tl_peer {
+    int transport;                  /* tlink_transport */
+    int host;                       /* host index */
+    int local_idx;                  /* index among the ranks of its host */
+    int pid;
+    uint64_t starttime;
+    int same_pidns;
+    char hostname[64];
+    /* shm */
+    tl_chan *out, *in;
+    char *out_data, *in_data;
+    uint64_t stail, rhead;          /* my private copies of the positions I own */
+    tl_doorbell *peer_bell;         /* to ring when I change a channel it waits on */
+    /* tcp */
+    int nfds;
+    int fds[TL_MAX_STREAMS];
+    uint64_t sseq, rseq;            /* chunk sequence numbers per direction */
+} tl_peer;
+
+typedef struct tl_req_queue tl_req_queue;
+
+struct tlink_comm {
+    int rank, size;
+    int local_rank, local_size, nhosts, host_idx;
+    int *host_of;                   /* [size] host index of each rank */
+    int *host_first;                /* [nhosts] first (leader) rank of each host */
+    int *host_nranks;               /* [nhosts] */
+    int *local_ranks;               /* [local_size] global ranks of my host */
+    int *world;                     /* [size] identity map 0..size-1 (the flat group) */
+    tl_peer *peers;                 /* [size] */
+    /* shm */
+    void *shm_base;
+    size_t shm_size;
+    tl_shm_hdr *shm;
+    tl_doorbell *my_bell;
+    uint64_t shm_cap;
+    /* tcp */
+    int epfd;
+    int listen_fd;
+    size_t tcp_chunk;
+    int nstreams;
+    int force_tcp;
+    /* store */
+    tlink_store *store;
+    tlink_store_server *server;     /* ref held if this process hosts the store */
+    char prefix[160];               /* store key namespace of this communicator */
+    uint64_t comm_id;
+    int split_seq;
+    char store_addr[256];
+    /* behaviour */
+    double timeout;
+    tlink_algo forced[TLINK_COLL_COUNT];
+    double alpha[TLINK_TRANSPORT_COUNT], beta[TLINK_TRANSPORT_COUNT];
+    double gamma;                   /* reduction seconds per byte */
+    /* state */
+    char last_algo[32];
+    double last_pred_us;
+    char errmsg[768];
+    int broken;
+    tlink_status broken_st;
+    char broken_msg[512];
+    const char *cur_coll;           /* name of the collective running (for messages) */
+    /* scratch */
+    void *scratch;
+    size_t scratch_size;
+    /* async */
+    pthread_mutex_t exec_mu;        /* one executor at a time */
+    tl_req_queue *q;
+};
+
+tlink_status tl_err(tlink_comm *c, tlink_status st, const char *fmt, ...) TL_PRINTF(3, 4);
+tlink_status tl_fail(tlink_comm *c, tlink_status st, int failed_rank, const char *fmt, ...) TL_PRINTF(4, 5);
+void *tl_scratch(tlink_comm *c, size_t bytes);   /* NULL on OOM (error set) */
+
+/* ---------- p2p.c: point-to-point engine over the transports ---------- */
+typedef struct tl_op {
+    int peer;
+    int is_send;
+    const void *sbuf;
+    void *rbuf;
+    size_t bytes;
+    tl_reduce_fn red;               /* recv only: NULL = copy, else reduce into rbuf */
+    int ndep;                       /* ops (indices in the same run) that must finish first */
+    int dep[2];
+    size_t esize;                   /* element size (reduce granularity) */
+    /* progress */
+    size_t done;
+    int started, finished;
+    uint64_t base;                  /* tcp: first chunk sequence number */
+    size_t sk[TL_MAX_STREAMS];      /* tcp: next chunk index per stream */
+    size_t so[TL_MAX_STREAMS];      /* tcp: offset within that chunk */
+    char *stage;                    /* tcp reduce staging, one chunk per stream */
+} tl_op;
+
+tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n);
+tlink_status tl_send(tlink_comm *c, int peer, const void *buf, size_t bytes);
+tlink_status tl_recv(tlink_comm *c, int peer, void *buf, size_t bytes);
+tlink_status tl_recv_reduce(tlink_comm *c, int peer, void *buf, size_t bytes, tl_reduce_fn red, size_t esize);
+/* send to `to` and receive from `from` concurrently; -1 skips a side. */
+tlink_status tl_xchg(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
+                     size_t rbytes, tl_reduce_fn red, size_t esize);
+void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *msg);
+tlink_status tl_check_broken(tlink_comm *c);
+
+/* ---------- transport setup (transport.c) ---------- */
+tlink_status tl_shm_setup(tlink_comm *c);
+void tl_shm_teardown(tlink_comm *c);
+tlink_status tl_tcp_listen(tlink_comm *c, char *addr_out, size_t addrlen);
+tlink_status tl_tcp_connect_all(tlink_comm *c, char **peer_addrs);
+void tl_tcp_teardown(tlink_comm *c);
+
+/* ---------- coll.c ---------- */
+typedef struct tl_args {
+    tlink_coll coll;
+    const void *sbuf;
+    void *rbuf;
+    size_t count;
+    tlink_dtype dt;
+    tlink_op op;
+    int root;
+    const size_t *scounts, *sdispls, *rcounts, *rdispls;
+    int peer;                       /* sendrecv */
+    int peer2;
+    size_t count2;
+    size_t *received;
+} tl_args;
+tlink_status tl_coll_run(tlink_comm *c, tl_args *a);   /* runs in the executor */
+tlink_status tl_execute(tlink_comm *c, tl_args *a);    /* blocking entry: orders after queued work */
+
+/* ---------- cost.c ---------- */
+tlink_status tl_cost_init(tlink_comm *c);
+tlink_algo tl_choose(tlink_comm *c, tlink_coll coll, size_t bytes, double *pred_us, const char *dtname);
+double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo a, size_t bytes);
+int tl_algo_valid(const tlink_comm *c, tlink_coll coll, tlink_algo a);
+
+/* ---------- async.c ---------- */
+void tl_async_shutdown(tlink_comm *c);
+void tl_async_fail_all(tlink_comm *c, tlink_status st);
+
+#endif

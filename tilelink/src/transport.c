@@ -1,0 +1,293 @@
+/* transport.c — setting up the shared-memory segment and the TCP connections. */
+#include "tl_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHM_MAGIC 0x544c4e4b53484d31ULL /* "TLNKSHM1" */
+#define HELLO_MAGIC 0x544c4b48u
+
+static size_t page_round(size_t v) { return (v + 4095) & ~(size_t)4095; }
+
+tlink_status tl_shm_setup(tlink_comm *c) {
+    int nl = c->local_size;
+    if (nl <= 1 || c->force_tcp) return TLINK_OK;
+    uint64_t cap = (uint64_t)tl_env_long("TLINK_SHM_CHANNEL_BYTES", nl <= 2 ? (1 << 20) : nl <= 4 ? (512 << 10) : (256 << 10));
+    if (cap < 4096) cap = 4096;
+    cap = (cap + 4095) & ~(uint64_t)4095;
+    size_t hdr = page_round(sizeof(tl_shm_hdr));
+    size_t bells = page_round(sizeof(tl_doorbell) * (size_t)nl);
+    size_t chans = page_round(sizeof(tl_chan) * (size_t)nl * (size_t)nl);
+    size_t total = hdr + bells + chans + (size_t)cap * (size_t)nl * (size_t)nl;
+    char name[96], key[256];
+    snprintf(key, sizeof key, "%s/shm/%d", c->prefix, c->host_idx);
+    int fd = -1;
+    int creator = c->local_rank == 0;
+    double deadline = tl_now() + c->timeout;
+    if (creator) {
+        snprintf(name, sizeof name, "/tlink-%d-%016llx", (int)getpid(), (unsigned long long)tl_random64());
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0) return tl_err(c, TLINK_ERR_SYSTEM, "shm_open(%s): %s", name, strerror(errno));
+        if (ftruncate(fd, (off_t)total) != 0) {
+            int e = errno;
+            close(fd);
+            shm_unlink(name);
+            return tl_err(c, TLINK_ERR_SYSTEM, "cannot size shared memory %s to %zu bytes: %s (is /dev/shm large enough?)",
+                          name, total, strerror(e));
+        }
+    } else {
+        void *v = NULL;
+        size_t len = 0;
+        tlink_status st = tlink_store_get(c->store, key, &v, &len, deadline - tl_now());
+        if (st) {
+            return tl_err(c, st == TLINK_ERR_TIMEOUT ? TLINK_ERR_TIMEOUT : TLINK_ERR_BOOTSTRAP,
+                          "bootstrap: no shared-memory segment name from local leader rank %d: %s",
+                          c->local_ranks[0], tlink_store_last_error(c->store));
+        }
+        snprintf(name, sizeof name, "%s", (char *)v);
+        free(v);
+        fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0) return tl_err(c, TLINK_ERR_SYSTEM, "shm_open(%s): %s", name, strerror(errno));
+    }
+    void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) {
+        int e = errno;
+        shm_unlink(name);
+        return tl_err(c, TLINK_ERR_SYSTEM, "mmap of %zu bytes of shared memory failed: %s", total, strerror(e));
+    }
+    c->shm_base = base;
+    c->shm_size = total;
+    c->shm = base;
+    c->shm_cap = cap;
+    if (creator) {
+        c->shm->nlocal = (uint32_t)nl;
+        c->shm->cap = cap;
+        atomic_thread_fence(memory_order_release);
+        c->shm->magic = SHM_MAGIC;
+        tlink_status st = tlink_store_set(c->store, key, name, strlen(name) + 1);
+        if (st) {
+            shm_unlink(name);
+            return tl_err(c, st, "bootstrap: store: %s", tlink_store_last_error(c->store));
+        }
+    } else if (c->shm->magic != SHM_MAGIC || c->shm->nlocal != (uint32_t)nl || c->shm->cap != cap) {
+        shm_unlink(name);
+        return tl_err(c, TLINK_ERR_BOOTSTRAP,
+                      "shared memory segment %s does not match (local ranks %u vs %d, channel %llu vs %llu bytes): "
+                      "set TLINK_SHM_CHANNEL_BYTES identically on all ranks",
+                      name, c->shm->nlocal, nl, (unsigned long long)c->shm->cap, (unsigned long long)cap);
+    }
+    /* the last rank to attach removes the name: nothing is left in /dev/shm even after kill -9 */
+    if ((int)atomic_fetch_add(&c->shm->attached, 1) + 1 == nl) shm_unlink(name);
+    tl_doorbell *bell = (tl_doorbell *)((char *)base + hdr);
+    tl_chan *ch = (tl_chan *)((char *)base + hdr + bells);
+    char *data = (char *)base + hdr + bells + chans;
+    int me = c->local_rank;
+    c->my_bell = &bell[me];
+    for (int r = 0; r < c->size; r++) {
+        tl_peer *p = &c->peers[r];
+        if (p->transport != TLINK_TRANSPORT_SHM) continue;
+        int j = p->local_idx;
+        p->out = &ch[me * nl + j];
+        p->in = &ch[j * nl + me];
+        p->out_data = data + (size_t)(me * nl + j) * cap;
+        p->in_data = data + (size_t)(j * nl + me) * cap;
+        p->peer_bell = &bell[j];
+        p->stail = p->rhead = 0;
+    }
+    /* wait until everyone attached, so the name is gone before we return */
+    while ((int)atomic_load(&c->shm->attached) < nl) {
+        if (tl_now() > deadline) {
+            shm_unlink(name);
+            return tl_err(c, TLINK_ERR_TIMEOUT, "bootstrap: only %u of %d local ranks attached shared memory",
+                          atomic_load(&c->shm->attached), nl);
+        }
+        usleep(200);
+    }
+    return TLINK_OK;
+}
+
+void tl_shm_teardown(tlink_comm *c) {
+    if (c->shm_base) munmap(c->shm_base, c->shm_size);
+    c->shm_base = NULL;
+    c->shm = NULL;
+    c->my_bell = NULL;
+}
+
+/* ---------- TCP ---------- */
+static int ifname_addr(const char *ifname, char *out, size_t outlen) {
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) != 0) return -1;
+    int found = -1;
+    /* TLINK_SOCKET_IFNAME may be a comma list and prefixes ("eth" matches eth0); "^lo" excludes */
+    for (struct ifaddrs *i = ifa; i && found; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
+        char list[256];
+        snprintf(list, sizeof list, "%s", ifname);
+        int exclude = list[0] == '^';
+        int match = 0;
+        for (char *save = NULL, *tok = strtok_r(list + exclude, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            if (!strncmp(i->ifa_name, tok, strlen(tok))) match = 1;
+        if (exclude) match = !match && !(i->ifa_flags & IFF_LOOPBACK);
+        if (!match) continue;
+        inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out, (socklen_t)outlen);
+        found = 0;
+    }
+    freeifaddrs(ifa);
+    return found;
+}
+
+tlink_status tl_tcp_listen(tlink_comm *c, char *addr_out, size_t addrlen) {
+    char ip[64] = "";
+    const char *ifn = tl_getenv("TLINK_SOCKET_IFNAME");
+    if (ifn) {
+        if (ifname_addr(ifn, ip, sizeof ip))
+            return tl_err(c, TLINK_ERR_BOOTSTRAP, "TLINK_SOCKET_IFNAME=%s: no IPv4 interface matches", ifn);
+    } else {
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof sa;
+        if (getsockname(tl_store_fd(c->store), (struct sockaddr *)&sa, &sl) == 0 && sa.sin_family == AF_INET)
+            inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+        if (!ip[0] || !strcmp(ip, "0.0.0.0")) strcpy(ip, "127.0.0.1");
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = 0;
+    if (ifn) inet_pton(AF_INET, ip, &sa.sin_addr);
+    else sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 1024) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return tl_err(c, TLINK_ERR_SYSTEM, "cannot open a TCP listener on %s: %s", ip, strerror(e));
+    }
+    socklen_t sl = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    c->listen_fd = fd;
+    snprintf(addr_out, addrlen, "%s:%d", ip, ntohs(sa.sin_port));
+    return TLINK_OK;
+}
+
+static void tune_socket(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    long buf = tl_env_long("TLINK_SOCKET_BUF", 0);
+    if (buf > 0) {
+        int b = (int)buf;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof b);
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof b);
+    }
+}
+
+typedef struct hello { uint32_t magic; int32_t rank; int32_t stream; int32_t pad; uint64_t comm_id; } hello;
+
+static int recv_exact(int fd, void *buf, size_t n, double deadline) {
+    char *p = buf;
+    while (n) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        double left = deadline - tl_now();
+        if (left <= 0) return -1;
+        if (poll(&pf, 1, (int)(left * 1000) + 1) <= 0) continue;
+        ssize_t r = recv(fd, p, n, 0);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR) continue;
+            return -1;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+tlink_status tl_tcp_connect_all(tlink_comm *c, char **peer_addrs) {
+    double deadline = tl_now() + c->timeout;
+    int expected = 0;
+    c->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (c->epfd < 0) return tl_err(c, TLINK_ERR_SYSTEM, "epoll_create1: %s", strerror(errno));
+    for (int r = 0; r < c->size; r++) {
+        tl_peer *p = &c->peers[r];
+        if (p->transport != TLINK_TRANSPORT_TCP) continue;
+        p->nfds = c->nstreams;
+        for (int s = 0; s < TL_MAX_STREAMS; s++) p->fds[s] = -1;
+        if (r < c->rank) { expected += c->nstreams; continue; }
+        char host[256];
+        int port;
+        if (tl_parse_hostport(peer_addrs[r], host, sizeof host, &port))
+            return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: rank %d published a bad address '%s'", r, peer_addrs[r]);
+        for (int s = 0; s < c->nstreams; s++) {
+            char err[300];
+            int fd = tl_tcp_connect(host, port, deadline, err, sizeof err);
+            if (fd < 0) return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: connecting to rank %d: %s", r, err);
+            tune_socket(fd);
+            hello h = {HELLO_MAGIC, c->rank, s, 0, c->comm_id};
+            if (send(fd, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h) {
+                close(fd);
+                return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: handshake with rank %d failed", r);
+            }
+            p->fds[s] = fd;
+        }
+    }
+    while (expected > 0) {
+        struct pollfd pf = {c->listen_fd, POLLIN, 0};
+        double left = deadline - tl_now();
+        if (left <= 0) {
+            char who[200] = "";
+            int off = 0;
+            for (int r = 0; r < c->rank && off < 180; r++)
+                if (c->peers[r].transport == TLINK_TRANSPORT_TCP && c->peers[r].fds[c->nstreams - 1] < 0)
+                    off += snprintf(who + off, sizeof who - (size_t)off, " %d", r);
+            return tl_err(c, TLINK_ERR_TIMEOUT, "bootstrap: timed out waiting for TCP connections from ranks%s", who);
+        }
+        if (poll(&pf, 1, (int)(TL_MIN(left, 1.0) * 1000) + 1) <= 0) continue;
+        int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        hello h;
+        if (recv_exact(fd, &h, sizeof h, TL_MIN(deadline, tl_now() + 10)) || h.magic != HELLO_MAGIC ||
+            h.comm_id != c->comm_id || h.rank < 0 || h.rank >= c->rank || h.stream < 0 ||
+            h.stream >= c->nstreams || c->peers[h.rank].fds[h.stream] >= 0) {
+            close(fd); /* a stray connection: ignore */
+            continue;
+        }
+        tune_socket(fd);
+        c->peers[h.rank].fds[h.stream] = fd;
+        expected--;
+    }
+    for (int r = 0; r < c->size; r++) {
+        tl_peer *p = &c->peers[r];
+        if (p->transport != TLINK_TRANSPORT_TCP) continue;
+        for (int s = 0; s < p->nfds; s++) {
+            int fl = fcntl(p->fds[s], F_GETFL);
+            fcntl(p->fds[s], F_SETFL, fl | O_NONBLOCK);
+            struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = (uint64_t)r};
+            epoll_ctl(c->epfd, EPOLL_CTL_ADD, p->fds[s], &ev);
+        }
+    }
+    return TLINK_OK;
+}
+
+void tl_tcp_teardown(tlink_comm *c) {
+    if (c->peers) {
+        for (int r = 0; r < c->size; r++) {
+            tl_peer *p = &c->peers[r];
+            if (p->transport != TLINK_TRANSPORT_TCP) continue;
+            for (int s = 0; s < p->nfds; s++)
+                if (p->fds[s] >= 0) { close(p->fds[s]); p->fds[s] = -1; }
+        }
+    }
+    if (c->epfd > 0) close(c->epfd);
+    if (c->listen_fd > 0) close(c->listen_fd);
+    c->epfd = c->listen_fd = -1;
+}

@@ -1,0 +1,416 @@
+/* util.c — logging, environment, errors, names, bit-exact float converters, reductions. */
+#include "tl_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *tlink_version(void) { return "0.1"; }
+
+/* ---------- environment and logging ---------- */
+const char *tl_getenv(const char *name) {
+    const char *v = getenv(name);
+    return (v && *v) ? v : NULL;
+}
+
+double tl_env_double(const char *name, double dflt) {
+    const char *v = tl_getenv(name);
+    if (!v) return dflt;
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v) {
+        tl_log(TL_LOG_WARN, "ignoring %s=%s (not a number)", name, v);
+        return dflt;
+    }
+    return d;
+}
+
+long tl_env_long(const char *name, long dflt) {
+    const char *v = tl_getenv(name);
+    if (!v) return dflt;
+    char *end;
+    long d = strtol(v, &end, 0);
+    if (end == v) {
+        tl_log(TL_LOG_WARN, "ignoring %s=%s (not an integer)", name, v);
+        return dflt;
+    }
+    if (*end == 'k' || *end == 'K') d <<= 10;
+    else if (*end == 'm' || *end == 'M') d <<= 20;
+    else if (*end == 'g' || *end == 'G') d <<= 30;
+    return d;
+}
+
+double tl_default_timeout(void) {
+    double t = tl_env_double("TLINK_TIMEOUT", 300.0);
+    return t > 0 ? t : 300.0;
+}
+
+int tl_log_level(void) {
+    static int level = -1;
+    if (level < 0) {
+        const char *v = tl_getenv("TLINK_DEBUG");
+        int l = TL_LOG_WARN;
+        if (v) {
+            if (!strcasecmp(v, "none") || !strcmp(v, "0")) l = TL_LOG_NONE;
+            else if (!strcasecmp(v, "warn")) l = TL_LOG_WARN;
+            else if (!strcasecmp(v, "info") || !strcmp(v, "1")) l = TL_LOG_INFO;
+            else if (!strcasecmp(v, "debug") || !strcasecmp(v, "trace") || !strcmp(v, "2")) l = TL_LOG_DEBUG;
+        }
+        level = l;
+    }
+    return level;
+}
+
+const char *tl_hostname(void) {
+    static char name[64];
+    if (!name[0]) {
+        if (gethostname(name, sizeof name - 1) != 0) strcpy(name, "localhost");
+        name[sizeof name - 1] = 0;
+    }
+    return name;
+}
+
+void tl_log(int level, const char *fmt, ...) {
+    if (level > tl_log_level()) return;
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "%s:%d tlink %s: ", tl_hostname(), (int)getpid(),
+                     level == TL_LOG_WARN ? "WARN" : level == TL_LOG_INFO ? "INFO" : "DEBUG");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(buf);
+    buf[len++] = '\n';
+    ssize_t w = write(2, buf, len);
+    (void)w;
+}
+
+double tl_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static __thread char tls_err[768];
+void tl_set_thread_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tls_err, sizeof tls_err, fmt, ap);
+    va_end(ap);
+}
+const char *tl_thread_error(void) { return tls_err; }
+
+uint64_t tl_hash64(const void *p, size_t n, uint64_t h) {
+    const unsigned char *b = p;
+    if (!h) h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+uint64_t tl_random64(void) {
+    uint64_t v = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r = read(fd, &v, sizeof v);
+        (void)r;
+        close(fd);
+    }
+    v ^= (uint64_t)getpid() << 32;
+    v ^= (uint64_t)(tl_now() * 1e9);
+    return v ? v : 1;
+}
+
+void tlink_free(void *p) { free(p); }
+
+/* ---------- names ---------- */
+const char *tlink_error_string(tlink_status st) {
+    switch (st) {
+#define TLINK_X_(name, val, msg) case name: return msg;
+        TLINK_STATUS_LIST(TLINK_X_)
+#undef TLINK_X_
+    default: return "unknown status";
+    }
+}
+
+static const struct { const char *name; size_t size; } dtype_tab[TLINK_DTYPE_COUNT] = {
+#define TLINK_X_(name, val, str, size) [val] = {str, size},
+    TLINK_DTYPE_LIST(TLINK_X_)
+#undef TLINK_X_
+};
+
+size_t tlink_dtype_size(tlink_dtype dt) {
+    return ((unsigned)dt < TLINK_DTYPE_COUNT) ? dtype_tab[dt].size : 0;
+}
+const char *tlink_dtype_name(tlink_dtype dt) {
+    return ((unsigned)dt < TLINK_DTYPE_COUNT) ? dtype_tab[dt].name : "?";
+}
+int tlink_dtype_from_name(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < TLINK_DTYPE_COUNT; i++)
+        if (!strcasecmp(name, dtype_tab[i].name)) return i;
+    static const struct { const char *s; int d; } alias[] = {
+        {"float", TLINK_F32}, {"float32", TLINK_F32}, {"double", TLINK_F64}, {"float64", TLINK_F64},
+        {"half", TLINK_F16}, {"float16", TLINK_F16}, {"bfloat16", TLINK_BF16},
+        {"int32", TLINK_I32}, {"int", TLINK_I32}, {"int64", TLINK_I64}, {"uint8", TLINK_U8},
+        {"e4m3", TLINK_FP8_E4M3}, {"float8_e4m3", TLINK_FP8_E4M3}, {"float8_e4m3fn", TLINK_FP8_E4M3},
+        {"e5m2", TLINK_FP8_E5M2}, {"float8_e5m2", TLINK_FP8_E5M2}, {"fp8", TLINK_FP8_E4M3},
+    };
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcasecmp(name, alias[i].s)) return alias[i].d;
+    return -1;
+}
+
+static const char *op_names[TLINK_OP_COUNT] = {
+#define TLINK_X_(name, val, str) [val] = str,
+    TLINK_OP_LIST(TLINK_X_)
+#undef TLINK_X_
+};
+const char *tlink_op_name(tlink_op op) { return ((unsigned)op < TLINK_OP_COUNT) ? op_names[op] : "?"; }
+int tlink_op_from_name(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < TLINK_OP_COUNT; i++)
+        if (!strcasecmp(name, op_names[i])) return i;
+    if (!strcasecmp(name, "mean")) return TLINK_AVG;
+    return -1;
+}
+
+static const char *coll_names[TLINK_COLL_COUNT] = {
+#define TLINK_X_(name, val, str) [val] = str,
+    TLINK_COLL_LIST(TLINK_X_)
+#undef TLINK_X_
+};
+const char *tlink_coll_name(tlink_coll c) { return ((unsigned)c < TLINK_COLL_COUNT) ? coll_names[c] : "?"; }
+
+static const char *algo_names[TLINK_ALGO_COUNT] = {
+#define TLINK_X_(name, val, str) [val] = str,
+    TLINK_ALGO_LIST(TLINK_X_)
+#undef TLINK_X_
+};
+const char *tlink_algo_name(tlink_algo a) { return ((unsigned)a < TLINK_ALGO_COUNT) ? algo_names[a] : "?"; }
+int tlink_algo_from_name(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < TLINK_ALGO_COUNT; i++)
+        if (!strcasecmp(name, algo_names[i])) return i;
+    static const struct { const char *s; int a; } alias[] = {
+        {"rd", TLINK_ALGO_RECURSIVE_DOUBLING}, {"rab", TLINK_ALGO_RABENSEIFNER},
+        {"rsag", TLINK_ALGO_RABENSEIFNER}, {"tree", TLINK_ALGO_BINOMIAL_TREE},
+        {"binomial", TLINK_ALGO_BINOMIAL_TREE}, {"dbt", TLINK_ALGO_DOUBLE_BINARY_TREE},
+        {"dbtree", TLINK_ALGO_DOUBLE_BINARY_TREE}, {"hier", TLINK_ALGO_HIERARCHICAL},
+        {"recursive_halving", TLINK_ALGO_RECURSIVE_DOUBLING},
+    };
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcasecmp(name, alias[i].s)) return alias[i].a;
+    return -1;
+}
+
+/* ---------- bit-exact converters (round to nearest even) ---------- */
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+float tlink_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 0x1f) return u2f(sign | 0x7f800000 | (m << 13));
+    if (e == 0) {
+        if (m == 0) return u2f(sign);
+        float v = (float)m * (1.0f / 16777216.0f); /* m * 2^-24, exact */
+        return sign ? -v : v;
+    }
+    return u2f(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t tlink_f32_to_f16(float f) {
+    uint32_t x = f2u(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t ax = x & 0x7fffffff;
+    if (ax > 0x7f800000) return sign | 0x7e00 | (uint16_t)((ax >> 13) & 0x1ff);
+    if (ax >= 0x477ff000) return sign | 0x7c00;        /* >= 65520 rounds to inf */
+    if (ax < 0x38800000) {                             /* below 2^-14: subnormal */
+        if (ax < 0x33000000) return sign;              /* <= 2^-25 rounds to 0 */
+        uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e;
+        uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return sign | (uint16_t)r;
+    }
+    uint32_t r = ax - 0x38000000;
+    r = (r + 0xfff + ((r >> 13) & 1)) >> 13;
+    return sign | (uint16_t)r;
+}
+
+float tlink_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
+
+uint16_t tlink_f32_to_bf16(float f) {
+    uint32_t x = f2u(f);
+    if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+/* Generic small-float encoder: E exponent bits, M mantissa bits. */
+static double rne(double q) {
+    double fl = floor(q), d = q - fl;
+    if (d > 0.5 || (d == 0.5 && fmod(fl, 2.0) != 0.0)) fl += 1.0;
+    return fl;
+}
+
+static uint8_t f32_to_fp8(float f, int M, int bias, int is_e4m3) {
+    uint32_t x = f2u(f);
+    uint8_t sign = (uint8_t)((x >> 24) & 0x80);
+    uint32_t ax = x & 0x7fffffff;
+    if (ax > 0x7f800000) return sign | 0x7f;                          /* NaN */
+    if (ax == 0x7f800000) return sign | (is_e4m3 ? 0x7f : 0x7c);     /* inf */
+    double a = fabs((double)f);
+    if (a == 0.0) return sign;
+    int emin = 1 - bias;
+    int ex;
+    double fr = frexp(a, &ex);          /* a = fr * 2^ex, fr in [0.5,1) */
+    int e = ex - 1;
+    unsigned code;
+    if (e < emin) {
+        double q = rne(ldexp(a, M - emin));
+        code = (unsigned)q;             /* q == 2^M becomes the smallest normal */
+    } else {
+        double q = rne(ldexp(fr, M + 1));
+        if (q >= ldexp(1.0, M + 1)) { q = ldexp(1.0, M); e++; }
+        unsigned ef = (unsigned)(e + bias), mf = (unsigned)q - (1u << M);
+        if (is_e4m3) {
+            if (ef > 15 || (ef == 15 && mf == 7)) return sign | 0x7f;  /* overflow -> NaN */
+        } else if (ef >= 31) {
+            return sign | 0x7c;                                        /* overflow -> inf */
+        }
+        code = (ef << M) | mf;
+    }
+    return sign | (uint8_t)code;
+}
+
+static float fp8_decode(uint8_t v, int M, int bias, int is_e4m3) {
+    int sign = v & 0x80;
+    unsigned ef = (v & 0x7f) >> M, mf = v & ((1u << M) - 1);
+    float r;
+    if (is_e4m3 && (v & 0x7f) == 0x7f) r = NAN;
+    else if (!is_e4m3 && ef == 31) r = mf ? NAN : INFINITY;
+    else if (ef == 0) r = (float)ldexp((double)mf, 1 - bias - M);
+    else r = (float)ldexp((double)((1u << M) | mf), (int)ef - bias - M);
+    return sign ? -r : r;
+}
+
+static float e4m3_tab[256], e5m2_tab[256];
+static pthread_once_t fp8_once = PTHREAD_ONCE_INIT;
+static void fp8_init(void) {
+    for (int i = 0; i < 256; i++) {
+        e4m3_tab[i] = fp8_decode((uint8_t)i, 3, 7, 1);
+        e5m2_tab[i] = fp8_decode((uint8_t)i, 2, 15, 0);
+    }
+}
+float tlink_fp8_e4m3_to_f32(uint8_t v) { pthread_once(&fp8_once, fp8_init); return e4m3_tab[v]; }
+float tlink_fp8_e5m2_to_f32(uint8_t v) { pthread_once(&fp8_once, fp8_init); return e5m2_tab[v]; }
+uint8_t tlink_f32_to_fp8_e4m3(float f) { return f32_to_fp8(f, 3, 7, 1); }
+uint8_t tlink_f32_to_fp8_e5m2(float f) { return f32_to_fp8(f, 2, 15, 0); }
+
+/* ---------- reductions ---------- */
+#define R_SUM(a, b) ((a) + (b))
+#define R_PROD(a, b) ((a) * (b))
+#define R_MIN(a, b) ((b) < (a) ? (b) : (a))
+#define R_MAX(a, b) ((b) > (a) ? (b) : (a))
+
+/* native types; integers use unsigned arithmetic for sum/prod (wrap-around, no UB) */
+#define DEF_NATIVE(T, name, OPN, EXPR)                                                  \
+    static void red_##name##_##OPN(void *io, const void *in, size_t n) {                \
+        T *restrict a = io;                                                             \
+        const T *restrict b = in;                                                       \
+        for (size_t i = 0; i < n; i++) a[i] = EXPR(a[i], b[i]);                         \
+    }
+#define DEF_INT(T, U, name)                                                             \
+    static void red_##name##_sum(void *io, const void *in, size_t n) {                  \
+        T *restrict a = io;                                                             \
+        const T *restrict b = in;                                                       \
+        for (size_t i = 0; i < n; i++) a[i] = (T)((U)a[i] + (U)b[i]);                   \
+    }                                                                                   \
+    static void red_##name##_prod(void *io, const void *in, size_t n) {                 \
+        T *restrict a = io;                                                             \
+        const T *restrict b = in;                                                       \
+        for (size_t i = 0; i < n; i++) a[i] = (T)((U)a[i] * (U)b[i]);                   \
+    }                                                                                   \
+    DEF_NATIVE(T, name, min, R_MIN)                                                     \
+    DEF_NATIVE(T, name, max, R_MAX)
+
+DEF_NATIVE(float, f32, sum, R_SUM)
+DEF_NATIVE(float, f32, prod, R_PROD)
+DEF_NATIVE(float, f32, min, R_MIN)
+DEF_NATIVE(float, f32, max, R_MAX)
+DEF_NATIVE(double, f64, sum, R_SUM)
+DEF_NATIVE(double, f64, prod, R_PROD)
+DEF_NATIVE(double, f64, min, R_MIN)
+DEF_NATIVE(double, f64, max, R_MAX)
+DEF_INT(int32_t, uint32_t, i32)
+DEF_INT(int64_t, uint64_t, i64)
+DEF_INT(uint8_t, uint32_t, u8)
+
+/* small floats: widen to f32, operate, round back */
+#define DEF_SMALL(T, name, DEC, ENC, OPN, EXPR)                                         \
+    static void red_##name##_##OPN(void *io, const void *in, size_t n) {                \
+        T *restrict a = io;                                                             \
+        const T *restrict b = in;                                                       \
+        for (size_t i = 0; i < n; i++) {                                                \
+            float x = DEC(a[i]), y = DEC(b[i]);                                         \
+            a[i] = ENC(EXPR(x, y));                                                     \
+        }                                                                               \
+    }
+#define DEF_SMALL_ALL(T, name, DEC, ENC)                                                \
+    DEF_SMALL(T, name, DEC, ENC, sum, R_SUM)                                            \
+    DEF_SMALL(T, name, DEC, ENC, prod, R_PROD)                                          \
+    DEF_SMALL(T, name, DEC, ENC, min, R_MIN)                                            \
+    DEF_SMALL(T, name, DEC, ENC, max, R_MAX)
+
+static inline float dec_e4m3(uint8_t v) { return e4m3_tab[v]; }
+static inline float dec_e5m2(uint8_t v) { return e5m2_tab[v]; }
+DEF_SMALL_ALL(uint16_t, f16, tlink_f16_to_f32, tlink_f32_to_f16)
+DEF_SMALL_ALL(uint16_t, bf16, tlink_bf16_to_f32, tlink_f32_to_bf16)
+DEF_SMALL_ALL(uint8_t, e4m3, dec_e4m3, tlink_f32_to_fp8_e4m3)
+DEF_SMALL_ALL(uint8_t, e5m2, dec_e5m2, tlink_f32_to_fp8_e5m2)
+
+#define ROW(name) {red_##name##_sum, red_##name##_prod, red_##name##_min, red_##name##_max}
+static const tl_reduce_fn reduce_tab[TLINK_DTYPE_COUNT][4] = {
+    [TLINK_F32] = ROW(f32), [TLINK_F64] = ROW(f64), [TLINK_F16] = ROW(f16),
+    [TLINK_BF16] = ROW(bf16), [TLINK_I32] = ROW(i32), [TLINK_I64] = ROW(i64),
+    [TLINK_U8] = ROW(u8), [TLINK_FP8_E4M3] = ROW(e4m3), [TLINK_FP8_E5M2] = ROW(e5m2),
+};
+
+tl_reduce_fn tl_reduce_get(tlink_dtype dt, tlink_op op) {
+    if ((unsigned)dt >= TLINK_DTYPE_COUNT || (unsigned)op >= TLINK_OP_COUNT) return NULL;
+    pthread_once(&fp8_once, fp8_init);
+    return reduce_tab[dt][op == TLINK_AVG ? 0 : (int)op];
+}
+
+tlink_status tlink_reduce_local(void *inout, const void *in, size_t count, tlink_dtype dt, tlink_op op) {
+    tl_reduce_fn f = tl_reduce_get(dt, op);
+    if (!f) return TLINK_ERR_INVALID_ARG;
+    if (count && (!inout || !in)) return TLINK_ERR_INVALID_ARG;
+    f(inout, in, count);
+    return TLINK_OK;
+}
+
+void tl_avg_finish(void *buf, size_t n, tlink_dtype dt, int size) {
+    pthread_once(&fp8_once, fp8_init);
+    float fs = (float)size;
+    switch (dt) {
+    case TLINK_F32: { float *p = buf; for (size_t i = 0; i < n; i++) p[i] /= fs; break; }
+    case TLINK_F64: { double *p = buf; for (size_t i = 0; i < n; i++) p[i] /= (double)size; break; }
+    case TLINK_I32: { int32_t *p = buf; for (size_t i = 0; i < n; i++) p[i] /= size; break; }
+    case TLINK_I64: { int64_t *p = buf; for (size_t i = 0; i < n; i++) p[i] /= size; break; }
+    case TLINK_U8: { uint8_t *p = buf; for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(p[i] / size); break; }
+    case TLINK_F16: { uint16_t *p = buf; for (size_t i = 0; i < n; i++) p[i] = tlink_f32_to_f16(tlink_f16_to_f32(p[i]) / fs); break; }
+    case TLINK_BF16: { uint16_t *p = buf; for (size_t i = 0; i < n; i++) p[i] = tlink_f32_to_bf16(tlink_bf16_to_f32(p[i]) / fs); break; }
+    case TLINK_FP8_E4M3: { uint8_t *p = buf; for (size_t i = 0; i < n; i++) p[i] = tlink_f32_to_fp8_e4m3(e4m3_tab[p[i]] / fs); break; }
+    case TLINK_FP8_E5M2: { uint8_t *p = buf; for (size_t i = 0; i < n; i++) p[i] = tlink_f32_to_fp8_e5m2(e5m2_tab[p[i]] / fs); break; }
+    default: break;
+    }
+}
