@@ -97,6 +97,10 @@ typedef struct tile_tensor {
  * messages; on success it receives the warnings (or NULL). */
 TILE_API tile_status tile_compile_file(const char *path, const char *const *defines, int ndefines,
                                        tile_module **out, char **diagnostics);
+/* The same, lowering only the kernel named `kernel` (NULL: all), so other kernels' parameters
+ * need no -D values. */
+TILE_API tile_status tile_compile_file_kernel(const char *path, const char *kernel, const char *const *defines, int ndefines,
+                                              tile_module **out, char **diagnostics);
 TILE_API tile_status tile_compile_string(const char *name, const char *text, const char *const *defines,
                                          int ndefines, tile_module **out, char **diagnostics);
 TILE_API void tile_module_free(tile_module *m);
@@ -107,6 +111,13 @@ TILE_API const char *tile_module_kernel_name(const tile_module *m, int i);
 TILE_API tile_kernel *tile_module_kernel(tile_module *m, const char *name);
 /* The IR of a kernel as text (what `tile ir` prints); free with tile_free. */
 TILE_API char *tile_kernel_ir(const tile_kernel *k);
+/* The IR after the TileOpt pipeline of `target` ("cpu", ...), up to pass `after_pass` (NULL:
+ * all passes; "sema": none). *text (free with tile_free) or *error. */
+TILE_API tile_status tile_kernel_ir_for(tile_kernel *k, const char *target, const char *after_pass, char **text, char **error);
+/* The generated source of a kernel for `target` (what `tile emit` prints). */
+TILE_API tile_status tile_kernel_emit(tile_kernel *k, const char *target, char **source, char **error);
+/* The target "auto" stands for on this machine: "cuda", "cpu" or "interp". */
+TILE_API const char *tile_auto_target(void);
 
 /* Parameters (in call order) and returned tensors. */
 TILE_API int tile_kernel_num_params(const tile_kernel *k);

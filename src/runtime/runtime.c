@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../interp/interp.h"
-#include "../sema/sema.h"
+#include "../opt/opt.h"
 
 const char *tile_version(void) { return "0.1.0"; }
 void tile_free(void *p) { free(p); }
@@ -21,7 +21,7 @@ static char *sb_take(tile_strbuf *sb) {
 }
 
 /* ---------- compiling ---------- */
-static tile_status compile_source(tile_source *src, const char *const *defines, int ndefines, tile_module **out, char **diagnostics) {
+static tile_status compile_source(tile_source *src, const char *only, const char *const *defines, int ndefines, tile_module **out, char **diagnostics) {
     *out = NULL;
     if (diagnostics) *diagnostics = NULL;
     tile_module *m = tile_xcalloc(1, sizeof *m);
@@ -45,7 +45,7 @@ static tile_status compile_source(tile_source *src, const char *const *defines, 
     if (!d.errors) {
         m->ast = tile_parse(src, &m->ast_arena, &d);
         if (!d.errors) {
-            sema_options opt = {defs, nd, NULL};
+            sema_options opt = {defs, nd, only};
             m->ir = sema_lower(m->ast, &opt, &d);
             /* a definition nobody used is a mistake, unless it names a scalar parameter
              * (its value is then passed at run time) */
@@ -66,6 +66,9 @@ static tile_status compile_source(tile_source *src, const char *const *defines, 
             }
         }
     }
+    m->defines = TILE_NEW_ARRAY(&m->ast_arena, sema_define, nd ? nd : 1);
+    memcpy(m->defines, defs, sizeof(sema_define) * (size_t)nd);
+    m->ndefines = nd;
     free(defs);
     tile_strbuf sb = {0};
     for (int i = 0; i < d.len; i++) tile_diag_format(&d.items[i], &sb);
@@ -88,6 +91,11 @@ static tile_status compile_source(tile_source *src, const char *const *defines, 
 }
 
 tile_status tile_compile_file(const char *path, const char *const *defines, int ndefines, tile_module **out, char **diagnostics) {
+    return tile_compile_file_kernel(path, NULL, defines, ndefines, out, diagnostics);
+}
+
+tile_status tile_compile_file_kernel(const char *path, const char *kernel, const char *const *defines, int ndefines, tile_module **out,
+                                     char **diagnostics) {
     if (!out) return TILE_ERR_USER;
     const char *why = NULL;
     tile_source *src = path ? tile_source_load(path, &why) : NULL;
@@ -100,17 +108,23 @@ tile_status tile_compile_file(const char *path, const char *const *defines, int 
         }
         return TILE_ERR_USER;
     }
-    return compile_source(src, defines, ndefines, out, diagnostics);
+    return compile_source(src, kernel, defines, ndefines, out, diagnostics);
 }
 
 tile_status tile_compile_string(const char *name, const char *text, const char *const *defines, int ndefines, tile_module **out,
                                 char **diagnostics) {
     if (!out || !text) return TILE_ERR_USER;
-    return compile_source(tile_source_from_string(name ? name : "<string>", text, strlen(text)), defines, ndefines, out, diagnostics);
+    return compile_source(tile_source_from_string(name ? name : "<string>", text, strlen(text)), NULL, defines, ndefines, out, diagnostics);
 }
 
 void tile_module_free(tile_module *m) {
     if (!m) return;
+    for (int i = 0; i < m->nkernels; i++)
+        for (int t = 0; t < m->kernels[i].ntargets; t++) {
+            target_state *ts = &m->kernels[i].targets[t];
+            if (ts->exe && ts->backend->release) ts->backend->release(ts->exe);
+            if (ts->mod) ir_module_free(ts->mod);
+        }
     if (m->ir) ir_module_free(m->ir);
     tile_arena_free(&m->ast_arena);
     tile_source_free(m->src);
@@ -295,6 +309,19 @@ tile_status rt_bind(const ir_func *f, tile_tensor *params, int nparams, tile_ten
                 goto done;
             }
         }
+        /* the tensor must be addressable: elements and bytes without overflow, and at most
+         * 2^46 bytes (64 TiB) — beyond that it is certainly a mistake */
+        uint64_t elems = 1;
+        bool too_big = false;
+        for (int d = 0; d < b->rank; d++)
+            if (__builtin_mul_overflow(elems, (uint64_t)want[d], &elems)) too_big = true;
+        if (too_big || elems > ((uint64_t)1 << 46) / 8) {
+            tile_sb_printf(err, "'%s' would have shape ", b->name);
+            shape_str(err, want, b->rank);
+            tile_sb_puts(err, ", too large to allocate");
+            st = TILE_ERR_USER;
+            goto done;
+        }
         if (t->rank == 0 && (!t->data || is_ret)) {
             t->rank = b->rank;
             t->dtype = b->dtype;
@@ -354,7 +381,12 @@ static tile_status run_interp(tile_kernel *k, tile_tensor *params, int nparams, 
     for (int i = 0; i < nrets; i++)
         if (!rets[i].data) {
             size_t n = elem_count(&rets[i]);
-            rets[i].data = tile_xcalloc(1, f64 && tile_dtype_is_float(rets[i].dtype) ? n * sizeof(double) + 8 : tile_dtype_storage_bytes(rets[i].dtype, n) + 8);
+            rets[i].data = calloc(1, f64 && tile_dtype_is_float(rets[i].dtype) ? n * sizeof(double) + 8 : tile_dtype_storage_bytes(rets[i].dtype, n) + 8);
+            if (!rets[i].data) {
+                tile_sb_printf(err, "out of memory allocating the output '%s' (%zu elements)", f->rets[i]->name, n);
+                free(sizes);
+                return TILE_ERR_USER;
+            }
         }
     interp_tensor *ip = tile_xcalloc((size_t)(nparams + 1), sizeof(interp_tensor));
     interp_tensor *ir = tile_xcalloc((size_t)(nrets + 1), sizeof(interp_tensor));
@@ -394,6 +426,187 @@ static tile_status run_interp(tile_kernel *k, tile_tensor *params, int nparams, 
 
 static const char *const known_targets[] = {"interp", "cpu", "cuda", "opencl", NULL};
 
+static bool target_known(const char *name) {
+    for (int i = 0; known_targets[i]; i++)
+        if (!strcmp(known_targets[i], name)) return true;
+    return false;
+}
+
+/* The backend for `target`, or NULL with a message (not built / no device / unknown). */
+static const tile_backend *find_backend(const char *target, tile_strbuf *err, tile_status *st) {
+    const tile_backend *b = tile_backend_find(target);
+    if (!b) {
+        if (target_known(target)) {
+            tile_sb_printf(err, "target '%s' is not built into this tile yet (see tile devices)", target);
+            *st = TILE_ERR_UNAVAILABLE;
+        } else {
+            tile_sb_printf(err, "unknown target '%s' (targets: interp, cpu, cuda, opencl, auto)", target);
+            *st = TILE_ERR_USER;
+        }
+        return NULL;
+    }
+    tile_strbuf why = {0};
+    if (b->available && !b->available(&why)) {
+        tile_sb_printf(err, "target '%s' is not available here: %s", target, why.data ? why.data : "no device");
+        tile_sb_free(&why);
+        *st = TILE_ERR_UNAVAILABLE;
+        return NULL;
+    }
+    tile_sb_free(&why);
+    return b;
+}
+
+/* The best target available here: cuda, then cpu, then the interpreter. */
+static const char *auto_target(void) {
+    static const char *const order[] = {"cuda", "cpu"};
+    for (int i = 0; i < 2; i++) {
+        const tile_backend *b = tile_backend_find(order[i]);
+        if (!b) continue;
+        tile_strbuf why = {0};
+        bool ok = !b->available || b->available(&why);
+        tile_sb_free(&why);
+        if (ok) return order[i];
+    }
+    return "interp";
+}
+
+const char *tile_auto_target(void) { return auto_target(); }
+
+/* Lower k again for backend b and run b's pipeline (up to stop_after). */
+static tile_status lower_for_target(tile_kernel *k, const tile_backend *b, const char *stop_after, ir_module **mod_out, ir_func **f_out,
+                                    tile_strbuf *err) {
+    tile_diags d;
+    tile_diags_init(&d);
+    sema_options opt = {k->m->defines, k->m->ndefines, k->f->name};
+    ir_module *mod = sema_lower(k->m->ast, &opt, &d);
+    ir_func *f = NULL;
+    for (int i = 0; i < mod->nfuncs; i++)
+        if (!strcmp(mod->funcs[i]->name, k->f->name)) f = mod->funcs[i];
+    if (!f || d.errors) {
+        if (!d.errors) tile_sb_printf(err, "internal error: kernel '%s' vanished when lowered again", k->f->name);
+        for (int i = 0; i < d.len; i++) tile_diag_format(&d.items[i], err);
+        tile_diags_free(&d);
+        ir_module_free(mod);
+        return TILE_ERR_INTERNAL;
+    }
+    if (opt_run(mod, f, b->pipeline, stop_after, &d)) {
+        for (int i = 0; i < d.len; i++) tile_diag_format(&d.items[i], err);
+        bool user = stop_after != NULL;
+        tile_diags_free(&d);
+        ir_module_free(mod);
+        return user ? TILE_ERR_USER : TILE_ERR_INTERNAL;
+    }
+    tile_diags_free(&d);
+    *mod_out = mod;
+    *f_out = f;
+    return TILE_OK;
+}
+
+/* The compiled state of k on backend b (made once, then cached in the kernel). */
+static tile_status prepare_target(tile_kernel *k, const tile_backend *b, target_state **out, tile_strbuf *err) {
+    for (int i = 0; i < k->ntargets; i++)
+        if (k->targets[i].backend == b) { *out = &k->targets[i]; return TILE_OK; }
+    if (k->ntargets == TILE_MAX_TARGETS) { tile_sb_puts(err, "internal error: too many targets"); return TILE_ERR_INTERNAL; }
+    target_state ts = {b, NULL, NULL, NULL};
+    tile_status st = lower_for_target(k, b, NULL, &ts.mod, &ts.f, err);
+    if (st != TILE_OK) return st;
+    double t0 = tile_now();
+    if (b->compile(ts.f, &ts.exe, err)) {
+        ir_module_free(ts.mod);
+        return TILE_ERR_USER;
+    }
+    tile_log(TILE_LOG_INFO, "compiled %s for %s in %.1f ms", k->f->name, b->name, (tile_now() - t0) * 1e3);
+    k->targets[k->ntargets] = ts;
+    *out = &k->targets[k->ntargets++];
+    return TILE_OK;
+}
+
+static tile_status run_backend(tile_kernel *k, const tile_backend *b, tile_tensor *params, int nparams, tile_tensor *rets, int nrets,
+                               const tile_run_options *opt, tile_strbuf *err) {
+    target_state *ts;
+    tile_status st = prepare_target(k, b, &ts, err);
+    if (st != TILE_OK) return st;
+    const ir_func *f = ts->f;
+    int64_t *sizes = tile_xcalloc((size_t)(f->nsizes + 1), sizeof(int64_t));
+    st = rt_bind(f, params, nparams, rets, nrets, sizes, err);
+    for (int i = 0; st == TILE_OK && i < nparams; i++)
+        if (f->params[i].buf && !params[i].data) {
+            tile_sb_printf(err, "parameter '%s' has no data", f->params[i].name);
+            st = TILE_ERR_USER;
+        }
+    for (int i = 0; st == TILE_OK && i < nrets; i++)
+        if (!rets[i].data && !(rets[i].data = calloc(1, tile_tensor_bytes(&rets[i]) + 8))) {
+            tile_sb_printf(err, "out of memory allocating the output '%s'", f->rets[i]->name);
+            st = TILE_ERR_USER;
+        }
+    double *scalars = tile_xcalloc((size_t)(nparams + 1), sizeof(double));
+    if (opt && opt->scalars) memcpy(scalars, opt->scalars, sizeof(double) * (size_t)nparams);
+    if (st == TILE_OK && b->run(ts->exe, f, sizes, params, rets, scalars, err)) st = TILE_ERR_USER;
+    free(scalars);
+    free(sizes);
+    return st;
+}
+
+tile_status tile_kernel_ir_for(tile_kernel *k, const char *target, const char *after_pass, char **text, char **error) {
+    tile_strbuf out = {0}, err = {0};
+    tile_status st = TILE_OK;
+    *text = NULL;
+    if (error) *error = NULL;
+    if (!target || !strcmp(target, "auto")) target = auto_target();
+    if (!strcmp(target, "interp")) {
+        if (after_pass && strcmp(after_pass, "sema")) {
+            tile_sb_printf(&err, "unknown pass '%s': the interpreter runs the IR as sema produced it (pass 'sema'); give --target cpu|cuda|opencl for their pipelines", after_pass);
+            st = TILE_ERR_USER;
+        } else ir_print_func(k->f, &out);
+    } else {
+        const tile_backend *b = tile_backend_find(target);
+        if (!b) {
+            tile_sb_printf(&err, target_known(target) ? "target '%s' is not built into this tile yet" : "unknown target '%s'", target);
+            st = TILE_ERR_USER;
+        } else {
+            ir_module *mod;
+            ir_func *f;
+            st = lower_for_target(k, b, after_pass, &mod, &f, &err);
+            if (st == TILE_OK) {
+                ir_print_func(f, &out);
+                ir_module_free(mod);
+            }
+        }
+    }
+    if (st == TILE_OK) *text = sb_take(&out);
+    else tile_sb_free(&out);
+    if (st != TILE_OK && error) *error = sb_take(&err);
+    else tile_sb_free(&err);
+    return st;
+}
+
+tile_status tile_kernel_emit(tile_kernel *k, const char *target, char **source, char **error) {
+    tile_strbuf out = {0}, err = {0};
+    tile_status st = TILE_OK;
+    *source = NULL;
+    if (error) *error = NULL;
+    if (!target || !strcmp(target, "auto")) target = auto_target();
+    const tile_backend *b = strcmp(target, "interp") ? tile_backend_find(target) : NULL;
+    if (!b || !b->emit) {
+        tile_sb_printf(&err, !strcmp(target, "interp") ? "the interpreter has no generated source; use `tile ir`"
+                             : target_known(target) ? "target '%s' is not built into this tile yet" : "unknown target '%s'", target);
+        st = TILE_ERR_USER;
+    } else {
+        ir_module *mod;
+        ir_func *f;
+        st = lower_for_target(k, b, NULL, &mod, &f, &err);
+        if (st == TILE_OK) {
+            if (b->emit(f, &out, &err)) st = TILE_ERR_USER;
+            ir_module_free(mod);
+        }
+    }
+    if (st == TILE_OK) *source = sb_take(&out);
+    else tile_sb_free(&out);
+    if (st != TILE_OK && error) *error = sb_take(&err);
+    else tile_sb_free(&err);
+    return st;
+}
+
 tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *params, int nparams, tile_tensor *rets, int nrets,
                      const tile_run_options *opt, char **error) {
     if (error) *error = NULL;
@@ -402,15 +615,16 @@ tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *params, in
     if (!k) {
         tile_sb_puts(&err, "tile_run: kernel is NULL");
         st = TILE_ERR_USER;
-    } else if (!target || !strcmp(target, "interp") || !strcmp(target, "auto")) {
-        st = run_interp(k, params, nparams, rets, nrets, opt, &err);
     } else {
-        bool known = false;
-        for (int i = 0; known_targets[i]; i++)
-            if (!strcmp(known_targets[i], target)) known = true;
-        if (known) tile_sb_printf(&err, "target '%s' is not built into this tile yet (available: interp)", target);
-        else tile_sb_printf(&err, "unknown target '%s' (targets: interp, cpu, cuda, opencl, auto)", target);
-        st = known ? TILE_ERR_UNAVAILABLE : TILE_ERR_USER;
+        if (!target || !strcmp(target, "auto")) target = auto_target();
+        if (!strcmp(target, "interp")) st = run_interp(k, params, nparams, rets, nrets, opt, &err);
+        else if (opt && opt->f64_reference) {
+            tile_sb_puts(&err, "the f64 reference mode exists only on the interpreter");
+            st = TILE_ERR_USER;
+        } else {
+            const tile_backend *b = find_backend(target, &err, &st);
+            if (b) st = run_backend(k, b, params, nparams, rets, nrets, opt, &err);
+        }
     }
     if (st != TILE_OK && error) *error = sb_take(&err);
     else tile_sb_free(&err);
@@ -419,9 +633,20 @@ tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *params, in
 
 char *tile_devices_report(void) {
     tile_strbuf sb = {0};
-    tile_sb_puts(&sb, "interp   available   the reference interpreter (bounds, uninitialised-read and race checks)\n");
-    tile_sb_puts(&sb, "cpu      not built   the C code generator is not part of this build yet\n");
-    tile_sb_puts(&sb, "cuda     not built   the CUDA backend is not part of this build yet\n");
-    tile_sb_puts(&sb, "opencl   not built   the OpenCL backend is not part of this build yet\n");
+    tile_sb_puts(&sb, "interp   available     the reference interpreter (bounds, uninitialised-read and race checks)\n");
+    for (int i = 1; known_targets[i]; i++) {
+        const tile_backend *b = tile_backend_find(known_targets[i]);
+        if (!b) {
+            tile_sb_printf(&sb, "%-8s not built     this build has no %s backend yet\n", known_targets[i], known_targets[i]);
+            continue;
+        }
+        tile_strbuf why = {0}, dev = {0};
+        bool ok = !b->available || b->available(&why);
+        if (ok && b->device_name) b->device_name(&dev);
+        tile_sb_printf(&sb, "%-8s %-13s %s\n", b->name, ok ? "available" : "unavailable", ok ? (dev.data ? dev.data : "") : (why.data ? why.data : ""));
+        tile_sb_free(&why);
+        tile_sb_free(&dev);
+    }
+    tile_sb_printf(&sb, "auto     -> %s\n", auto_target());
     return sb_take(&sb);
 }

@@ -10,9 +10,25 @@
 #include "../front/front.h"
 #include "../ir/ir.h"
 
+#include "../sema/sema.h"
+#include "backend.h"
+
+/* A kernel prepared for one compiled target: its own copy of the IR (lowered again from the
+ * AST, then rewritten by the target's TileOpt pipeline) and the backend's executable. */
+typedef struct target_state {
+    const tile_backend *backend;
+    ir_module *mod;
+    ir_func *f;
+    void *exe;
+} target_state;
+
+enum { TILE_MAX_TARGETS = 4 };
+
 struct tile_kernel {
     struct tile_module *m;
-    ir_func *f;
+    ir_func *f;                 /* as sema produced it: what the interpreter runs */
+    target_state targets[TILE_MAX_TARGETS];
+    int ntargets;
 };
 
 struct tile_module {
@@ -20,6 +36,8 @@ struct tile_module {
     tile_arena ast_arena;
     ast_module *ast;
     ir_module *ir;
+    sema_define *defines;       /* the -D bindings, kept to lower again for each target */
+    int ndefines;
     struct tile_kernel *kernels;
     int nkernels;
 };

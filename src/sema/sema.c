@@ -445,6 +445,16 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
     const ast_expr *a = p->annotation;
     sval *shape = NULL;
     tile_dtype dt = TILE_DT_F32;
+    /* `--shape A=64x32:float64` arrives as the definition A.dtype=float64: it gives an
+     * unannotated tensor its dtype, and must agree with an annotated one. */
+    sema_define *dtdef = find_define(c, tile_arena_printf(c->arena, "%s.dtype", p->name));
+    tile_dtype given_dt = TILE_DT_INVALID;
+    if (dtdef) {
+        dtdef->used = true;
+        given_dt = tile_dtype_parse(dtdef->value);
+        if (given_dt == TILE_DT_INVALID) { sema_err(c, loc, "unknown dtype '%s' given for parameter '%s'", dtdef->value, p->name); return; }
+        if (!a) dt = given_dt;
+    }
     if (!a) {
         if (tile_form) { sema_err(c, loc, "parameter '%s' of a T.prim_func needs a type, e.g. T.Tensor((M, N), \"float32\")", p->name); return; }
         int rank = 0;
@@ -509,9 +519,14 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
             return;
         }
     }
-    if (dt == TILE_DT_INVALID || !shape) return;
+    if (dt == TILE_DT_INVALID || !shape) { env_bind(c, env, p->name, sv_err(c, loc), 0); return; }
+    if (given_dt != TILE_DT_INVALID && given_dt != dt) {
+        sema_err(c, loc, "parameter '%s' is declared %s, but %s was given for it", p->name, tile_dtype_name(dt), tile_dtype_name(given_dt));
+        env_bind(c, env, p->name, sv_err(c, loc), 0);
+        return;
+    }
     ir_buffer *buf = declare_buffer(c, p->name, dt, IR_SCOPE_GLOBAL, shape, loc);
-    if (!buf) return;
+    if (!buf) { env_bind(c, env, p->name, sv_err(c, loc), 0); return; }
     if (is_out) {
         buf->role = IR_BUF_OUTPUT;
         ir_func_add_ret(c->mod, c->fn, buf);

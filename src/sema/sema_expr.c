@@ -60,8 +60,11 @@ ir_expr *cast_to(sema_ctx *c, ir_expr *e, tile_dtype dt) {
     if (e->kind == IR_E_CONST) {
         /* fold with exactly the conversion rules the interpreter uses */
         if (tile_dtype_is_float(dt)) {
-            double v = tile_dtype_is_float(e->dtype) ? e->fval : const_as_double(e);
-            return ir_const_float(c->mod, dt, tile_round_to(dt, v), e->loc);
+            if (tile_dtype_is_float(e->dtype)) return ir_const_float(c->mod, dt, tile_round_to(dt, e->fval), e->loc);
+            /* integer -> float with one rounding (not through double): store, load back */
+            uint64_t buf[2] = {0, 0};
+            tile_store_i(dt, buf, 0, e->ival);
+            return ir_const_float(c->mod, dt, tile_load_f(dt, buf, 0), e->loc);
         }
         if (dt == TILE_DT_BOOL)
             return ir_const_int(c->mod, dt, tile_dtype_is_float(e->dtype) ? (e->fval != 0 || isnan(e->fval)) : e->ival != 0, e->loc);

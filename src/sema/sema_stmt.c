@@ -39,6 +39,11 @@ ir_buffer *declare_buffer(sema_ctx *c, const char *name, tile_dtype dt, ir_scope
     for (int d = 0; d < n; d++) {
         ir_expr *x = as_int_expr(c, items[d], "a dimension");
         if (!x) return NULL;
+        int64_t big;
+        if (ir_const_int_value(x, &big) && (big > INT32_MAX || big < INT32_MIN)) {
+            sema_err(c, items[d]->loc, "dimension %d of '%s' is %lld, which does not fit in int32 (sizes and indices are int32)", d, name, (long long)big);
+            return NULL;
+        }
         x = cast_to(c, x, TILE_DT_I32);
         int64_t k;
         if (ir_const_int_value(x, &k) && k <= 0) {
@@ -359,8 +364,9 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     for (int i = 0; i < n; i++) {
         ir_expr *x = as_int_expr(c, lower_expr(c, env, k->items[i]), "a grid dimension");
         if (!x) return;
-        x = cast_to(c, x, TILE_DT_I32);
         int64_t g;
+        if (ir_const_int_value(x, &g) && g > INT32_MAX) { sema_err(c, k->items[i]->loc, "grid dimension %d is %lld, which does not fit in int32", i, (long long)g); return; }
+        x = cast_to(c, x, TILE_DT_I32);
         if (ir_const_int_value(x, &g) && g <= 0) { sema_err(c, k->items[i]->loc, "grid dimension %d is %lld; it must be positive", i, (long long)g); return; }
         ks->grid[i] = x;
     }

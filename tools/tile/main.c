@@ -61,6 +61,7 @@ typedef struct options {
     int nshapes, nins, nouts;
     unsigned long long seed;
     int check, bench, iters, quiet, no_checks;
+    int owned_defines; /* the last owned_defines entries of defines were allocated here */
 } options;
 
 static void push_str(const char ***arr, int *n, const char *s) {
@@ -131,6 +132,7 @@ static void free_options(options *o) {
     for (int i = 0; i < o->nshapes; i++) free((void *)o->shapes[i].name);
     for (int i = 0; i < o->nins; i++) free((void *)o->ins[i].name);
     for (int i = 0; i < o->nouts; i++) free((void *)o->outs[i].name);
+    for (int i = o->ndefines - o->owned_defines; i < o->ndefines; i++) free((void *)o->defines[i]);
     free(o->shapes);
     free(o->ins);
     free(o->outs);
@@ -140,7 +142,17 @@ static void free_options(options *o) {
 static tile_module *compile(options *o) {
     tile_module *m = NULL;
     char *diag = NULL;
-    tile_status st = tile_compile_file(o->file, o->defines, o->ndefines, &m, &diag);
+    /* --shape A=64x32:float64 gives an unannotated parameter its dtype: pass it to the
+     * compiler as the definition A.dtype=float64 */
+    for (int i = 0; i < o->nshapes; i++) {
+        const char *colon = strchr(o->shapes[i].value, ':');
+        if (!colon) continue;
+        char *d = tile_xmalloc(strlen(o->shapes[i].name) + strlen(colon) + 8);
+        sprintf(d, "%s.dtype=%s", o->shapes[i].name, colon + 1);
+        push_str(&o->defines, &o->ndefines, d);
+        o->owned_defines++;
+    }
+    tile_status st = tile_compile_file_kernel(o->file, o->func, o->defines, o->ndefines, &m, &diag);
     if (diag) { fputs(diag, stderr); tile_free(diag); }
     return st == TILE_OK ? m : NULL;
 }
@@ -445,11 +457,13 @@ static int cmd_run(int argc, char **argv) {
         if (!tile_kernel_param_is_tensor(k, i)) continue;
         params[i].dtype = tile_kernel_param_dtype(k, i);
         if (!params[i].data) {
-            params[i].data = tile_xcalloc(1, tile_tensor_bytes(&params[i]) + 8);
+            params[i].data = calloc(1, tile_tensor_bytes(&params[i]) + 8);
+            if (!params[i].data) { fprintf(stderr, "tile run: out of memory allocating '%s'\n", tile_kernel_param_name(k, i)); rc = EXIT_USER; goto out; }
             fill_random(&params[i], o.seed * 0x100000001b3ull + (uint64_t)i * 7919 + 1);
         }
         initial[i] = params[i];
-        initial[i].data = tile_xmalloc(tile_tensor_bytes(&params[i]) + 8);
+        initial[i].data = malloc(tile_tensor_bytes(&params[i]) + 8);
+        if (!initial[i].data) { fprintf(stderr, "tile run: out of memory copying '%s'\n", tile_kernel_param_name(k, i)); rc = EXIT_USER; goto out; }
         memcpy(initial[i].data, params[i].data, tile_tensor_bytes(&params[i]));
     }
     tile_run_options ro = {-1, -1, -1, 0, scalars};

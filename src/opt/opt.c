@@ -1,0 +1,71 @@
+/* opt.c — the TileOpt pass pipelines, per target. Each pass lives in its own file of this
+ * folder; add it to the target's list below. */
+#include "opt.h"
+
+#include <string.h>
+
+#include "../core/core.h"
+
+/* Passes (defined in their own files; weak so a pipeline can name a pass not written yet). */
+
+static const opt_pass *const pipeline_none[] = {NULL};
+static const opt_pass *const pipeline_cpu[] = {NULL};
+static const opt_pass *const pipeline_cuda[] = {NULL};
+static const opt_pass *const pipeline_opencl[] = {NULL};
+
+static int count(const opt_pass *const *p) {
+    int n = 0;
+    while (p[n]) n++;
+    return n;
+}
+
+const opt_pass *const *opt_pipeline(const char *target, int *npasses) {
+    const opt_pass *const *p = pipeline_none;
+    if (target && !strcmp(target, "cpu")) p = pipeline_cpu;
+    else if (target && !strcmp(target, "cuda")) p = pipeline_cuda;
+    else if (target && !strcmp(target, "opencl")) p = pipeline_opencl;
+    if (npasses) *npasses = count(p);
+    return p;
+}
+
+int opt_run(ir_module *m, ir_func *f, const char *target, const char *stop_after, tile_diags *d) {
+    int n;
+    const opt_pass *const *p = opt_pipeline(target, &n);
+    if (stop_after && strcmp(stop_after, "sema")) {
+        bool found = false;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(p[i]->name, stop_after)) found = true;
+        if (!found) {
+            tile_strbuf sb = {0};
+            tile_sb_puts(&sb, "sema");
+            for (int i = 0; i < n; i++) tile_sb_printf(&sb, ", %s", p[i]->name);
+            tile_loc nowhere = {0};
+            tile_error_at(d, nowhere, "unknown pass '%s' for target '%s'; its passes are: %s", stop_after, target ? target : "interp", sb.data);
+            tile_sb_free(&sb);
+            return 1;
+        }
+    }
+    if (stop_after && !strcmp(stop_after, "sema")) return 0;
+    bool verify = tile_env_long("TILE_VERIFY", 0) != 0;
+#ifndef NDEBUG
+    verify = true;
+#endif
+    for (int i = 0; i < n; i++) {
+        double t0 = tile_now();
+        if (p[i]->run(m, f, d)) return 1;
+        tile_log(TILE_LOG_DEBUG, "pass %s on %s: %.3f ms", p[i]->name, f->name, (tile_now() - t0) * 1e3);
+        if (verify) {
+            tile_diags vd;
+            tile_diags_init(&vd);
+            if (!ir_verify_func(f, &vd)) {
+                for (int k = 0; k < vd.len; k++)
+                    tile_error_at(d, vd.items[k].loc, "internal error: the IR is invalid after pass '%s': %s", p[i]->name, vd.items[k].msg);
+                tile_diags_free(&vd);
+                return 1;
+            }
+            tile_diags_free(&vd);
+        }
+        if (stop_after && !strcmp(stop_after, p[i]->name)) break;
+    }
+    return 0;
+}
