@@ -88,6 +88,12 @@ e_ok=$(grep -cE '^\[([0-3])\] eline [0-9]+ of rank \1$' "$T/lines.err")
 [ $rc -eq 0 ] && [ "$n_ok" -eq 12000 ] && [ "$(wc -l <"$T/lines.out")" -eq 12000 ] && [ "$e_ok" -eq 12000 ] \
     && ok "lines: 4x3000 stdout + stderr lines intact" || bad "lines: rc $rc, $n_ok stdout, $e_ok stderr ok"
 
+# a line longer than the launcher's buffer comes out whole, prefixed once
+launch -n 1 -- "$PROBE" longline 300000 >"$T/long.out"
+[ "$(wc -l <"$T/long.out")" -eq 1 ] && [ "$(head -c 4 "$T/long.out")" = "[0] " ] \
+    && [ "$(tr -d '\n' <"$T/long.out" | wc -c)" -eq 300004 ] && ok "long line: one line, one prefix" \
+    || bad "long line: $(wc -lc <"$T/long.out")"
+
 # ---- 5. first failing rank's status; the others are stopped ---------------------------
 mkdir "$T/f"
 start=$(date +%s.%N)

@@ -4,6 +4,7 @@
  *   env                 print the launch variables, one "rank R: NAME=VALUE" line each
  *   partial             write lines in pieces and end without a newline
  *   lines N             write N numbered lines to stdout and N to stderr
+ *   longline N          write one line of N 'x' characters (in one go) and a newline
  *   fail R CODE DIR     rank R exits with CODE after 0.2 s; the others write DIR/pid.RANK
  *                       and sleep 30 s
  *   segv R              rank R dies of SIGSEGV; the others sleep 30 s
@@ -71,6 +72,16 @@ int main(int argc, char **argv) {
             printf("line %d of rank %d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx end\n", i, rank());
             fprintf(stderr, "eline %d of rank %d\n", i, rank());
         }
+        return 0;
+    }
+    if (!strcmp(mode, "longline") && argc >= 3) {
+        size_t n = (size_t)atol(argv[2]);
+        char *b = malloc(n + 1);
+        if (!b) return 98;
+        memset(b, 'x', n);
+        b[n] = '\n';
+        fwrite(b, 1, n + 1, stdout);
+        free(b);
         return 0;
     }
     if (!strcmp(mode, "fail") && argc >= 5) {
