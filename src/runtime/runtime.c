@@ -365,9 +365,8 @@ static size_t elem_count(const tile_tensor *t) {
     return n;
 }
 
-static tile_status run_interp(tile_kernel *k, tile_tensor *params, int nparams, tile_tensor *rets, int nrets, const tile_run_options *opt,
+static tile_status run_interp(const ir_func *f, tile_tensor *params, int nparams, tile_tensor *rets, int nrets, const tile_run_options *opt,
                               tile_strbuf *err) {
-    const ir_func *f = k->f;
     int64_t *sizes = tile_xcalloc((size_t)(f->nsizes + 1), sizeof(int64_t));
     tile_status st = rt_bind(f, params, nparams, rets, nrets, sizes, err);
     if (st != TILE_OK) { free(sizes); return st; }
@@ -473,7 +472,7 @@ static const char *auto_target(void) {
 const char *tile_auto_target(void) { return auto_target(); }
 
 /* Lower k again for backend b and run b's pipeline (up to stop_after). */
-static tile_status lower_for_target(tile_kernel *k, const tile_backend *b, const char *stop_after, ir_module **mod_out, ir_func **f_out,
+static tile_status lower_for_target(tile_kernel *k, const char *pipeline, const char *stop_after, ir_module **mod_out, ir_func **f_out,
                                     tile_strbuf *err) {
     tile_diags d;
     tile_diags_init(&d);
@@ -489,7 +488,7 @@ static tile_status lower_for_target(tile_kernel *k, const tile_backend *b, const
         ir_module_free(mod);
         return TILE_ERR_INTERNAL;
     }
-    if (opt_run(mod, f, b->pipeline, stop_after, &d)) {
+    if (opt_run(mod, f, pipeline, stop_after, &d)) {
         for (int i = 0; i < d.len; i++) tile_diag_format(&d.items[i], err);
         bool user = stop_after != NULL;
         tile_diags_free(&d);
@@ -508,7 +507,7 @@ static tile_status prepare_target(tile_kernel *k, const tile_backend *b, target_
         if (k->targets[i].backend == b) { *out = &k->targets[i]; return TILE_OK; }
     if (k->ntargets == TILE_MAX_TARGETS) { tile_sb_puts(err, "internal error: too many targets"); return TILE_ERR_INTERNAL; }
     target_state ts = {b, NULL, NULL, NULL};
-    tile_status st = lower_for_target(k, b, NULL, &ts.mod, &ts.f, err);
+    tile_status st = lower_for_target(k, b->pipeline, NULL, &ts.mod, &ts.f, err);
     if (st != TILE_OK) return st;
     double t0 = tile_now();
     if (b->compile(ts.f, &ts.exe, err)) {
@@ -559,14 +558,16 @@ tile_status tile_kernel_ir_for(tile_kernel *k, const char *target, const char *a
             st = TILE_ERR_USER;
         } else ir_print_func(k->f, &out);
     } else {
+        /* the pipeline needs no backend: `tile ir --target cpu` works in any build */
+        if (!strncmp(target, "interp+", 7)) target += 7;
         const tile_backend *b = tile_backend_find(target);
-        if (!b) {
-            tile_sb_printf(&err, target_known(target) ? "target '%s' is not built into this tile yet" : "unknown target '%s'", target);
+        if (!target_known(target)) {
+            tile_sb_printf(&err, "unknown target '%s' (targets: interp, cpu, cuda, opencl, auto)", target);
             st = TILE_ERR_USER;
         } else {
             ir_module *mod;
             ir_func *f;
-            st = lower_for_target(k, b, after_pass, &mod, &f, &err);
+            st = lower_for_target(k, b ? b->pipeline : target, after_pass, &mod, &f, &err);
             if (st == TILE_OK) {
                 ir_print_func(f, &out);
                 ir_module_free(mod);
@@ -594,7 +595,7 @@ tile_status tile_kernel_emit(tile_kernel *k, const char *target, char **source, 
     } else {
         ir_module *mod;
         ir_func *f;
-        st = lower_for_target(k, b, NULL, &mod, &f, &err);
+        st = lower_for_target(k, b->pipeline, NULL, &mod, &f, &err);
         if (st == TILE_OK) {
             if (b->emit(f, &out, &err)) st = TILE_ERR_USER;
             ir_module_free(mod);
@@ -617,7 +618,18 @@ tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *params, in
         st = TILE_ERR_USER;
     } else {
         if (!target || !strcmp(target, "auto")) target = auto_target();
-        if (!strcmp(target, "interp")) st = run_interp(k, params, nparams, rets, nrets, opt, &err);
+        if (!strcmp(target, "interp")) st = run_interp(k->f, params, nparams, rets, nrets, opt, &err);
+        else if (!strncmp(target, "interp+", 7)) {
+            /* the interpreter on the IR a target's TileOpt pipeline produced: tests the
+             * passes against the original program without any code generator */
+            ir_module *mod;
+            ir_func *f;
+            st = lower_for_target(k, target + 7, NULL, &mod, &f, &err);
+            if (st == TILE_OK) {
+                st = run_interp(f, params, nparams, rets, nrets, opt, &err);
+                ir_module_free(mod);
+            }
+        }
         else if (opt && opt->f64_reference) {
             tile_sb_puts(&err, "the f64 reference mode exists only on the interpreter");
             st = TILE_ERR_USER;

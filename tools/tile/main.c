@@ -29,7 +29,7 @@ static void usage(FILE *out) {
     fputs("usage: tile COMMAND [ARGS]\n"
           "\n"
           "  check FILE [-D NAME=VALUE ...]         parse and check a TileLang file\n"
-          "  ir FILE [-f FUNC] [-D ...] [--after PASS]\n"
+          "  ir FILE [-f FUNC] [-D ...] [--target T] [--after PASS]\n"
           "                                         print the Tile IR of a kernel\n"
           "  run FILE [-f FUNC] [-D NAME=VALUE ...] [--shape NAME=64x32[:dtype] ...]\n"
           "           [--target interp|cpu|cuda|opencl|auto] [--in NAME=PATH.npy ...]\n"
@@ -184,25 +184,25 @@ static int cmd_check(int argc, char **argv) {
 static int cmd_ir(int argc, char **argv) {
     options o;
     if (parse_options(argc, argv, &o, "ir")) return EXIT_USER;
-    if (o.after && strcmp(o.after, "sema") && strcmp(o.after, "verify")) {
-        fprintf(stderr, "tile ir: unknown pass '%s'; the passes are: sema (TileOpt passes come with the CPU backend)\n", o.after);
-        free_options(&o);
-        return EXIT_USER;
-    }
     tile_module *m = compile(&o);
     if (!m) { free_options(&o); return EXIT_USER; }
     int rc = EXIT_OK;
-    if (o.func) {
-        tile_kernel *k = pick_kernel(m, o.func);
-        if (!k) rc = EXIT_USER;
-        else { char *s = tile_kernel_ir(k); fputs(s, stdout); tile_free(s); }
-    } else {
-        for (int i = 0; i < tile_module_num_kernels(m); i++) {
-            char *s = tile_kernel_ir(tile_module_kernel(m, tile_module_kernel_name(m, i)));
+    /* without --target/--after: the IR as sema made it; else after the target's passes */
+    const char *target = !strcmp(o.target, "auto") && !o.after ? "interp" : o.target;
+    for (int i = 0; i < tile_module_num_kernels(m) && rc == EXIT_OK; i++) {
+        tile_kernel *k = o.func ? pick_kernel(m, o.func) : tile_module_kernel(m, tile_module_kernel_name(m, i));
+        if (!k) { rc = EXIT_USER; break; }
+        char *s = NULL, *err = NULL;
+        if (tile_kernel_ir_for(k, target, o.after, &s, &err) != TILE_OK) {
+            fprintf(stderr, "tile ir: %s\n", err);
+            rc = EXIT_USER;
+        } else {
             if (i) putchar('\n');
             fputs(s, stdout);
-            tile_free(s);
         }
+        tile_free(s);
+        tile_free(err);
+        if (o.func) break;
     }
     tile_module_free(m);
     free_options(&o);
@@ -403,7 +403,7 @@ static int cmd_run(int argc, char **argv) {
     double *scalars = tile_xcalloc((size_t)np + 1, sizeof(double));
     const char *target = o.target;
     if (!k) { rc = EXIT_USER; goto out; }
-    if (!strcmp(target, "auto")) target = "interp";
+    if (!strcmp(target, "auto")) target = tile_auto_target();
 
     /* scalar parameters take their values from -D */
     for (int i = 0; i < np; i++) {
@@ -571,8 +571,17 @@ static int cmd_emit(int argc, char **argv) {
     options o;
     if (parse_options(argc, argv, &o, "emit")) return EXIT_USER;
     tile_module *m = compile(&o);
+    tile_kernel *k = m ? pick_kernel(m, o.func) : NULL;
     int rc = EXIT_USER;
-    if (m) fprintf(stderr, "tile emit: target '%s' has no code generator in this build yet (only the interpreter exists)\n", o.target);
+    if (k) {
+        char *src = NULL, *err = NULL;
+        if (tile_kernel_emit(k, o.target, &src, &err) == TILE_OK) {
+            fputs(src, stdout);
+            rc = EXIT_OK;
+        } else fprintf(stderr, "tile emit: %s\n", err);
+        tile_free(src);
+        tile_free(err);
+    }
     tile_module_free(m);
     free_options(&o);
     return rc;
