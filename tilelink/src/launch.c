@@ -346,7 +346,8 @@ static void setenv_int(const char *k, long v) {
 
 /* In the child, after fork: set the environment, enter the namespace, exec. Never returns. */
 static void child_exec(const tlink_launch_options *o, const lhost *h, int host_index, int rank,
-                       int world, const char *maddr, int mport, int out_w, int err_w, int stdin_fd) {
+                       int world, const char *maddr, int mport, int out_w, int err_w, int stdin_fd,
+                       pid_t launcher) {
     /* own process group: signals reach the rank and everything it starts */
     setpgid(0, 0);
     /* die with the launcher, even when it is SIGKILLed */
@@ -378,7 +379,7 @@ static void child_exec(const tlink_launch_options *o, const lhost *h, int host_i
         fprintf(stderr, "tile launch: error: cannot enter network namespace '%s': %s\n", h->name, strerror(errno));
         _exit(127);
     }
-    if (getppid() == 1) _exit(127); /* the launcher died before prctl took effect */
+    if (getppid() != launcher) _exit(127); /* the launcher died before prctl took effect */
     execvp(o->argv[0], o->argv);
     fprintf(stderr, "tile launch: error: cannot run '%s': %s\n", o->argv[0], strerror(errno));
     _exit(127);
@@ -482,6 +483,7 @@ int tlink_launch_run(const tlink_launch_options *o) {
 
     fflush(stdout);
     fflush(stderr);
+    pid_t self = getpid();
     for (int hi = 0; hi < nhosts; hi++) {
         for (int r = hosts[hi].first_rank; r < hosts[hi].first_rank + hosts[hi].nranks; r++) {
             int po[2], pe[2];
@@ -495,7 +497,7 @@ int tlink_launch_run(const tlink_launch_options *o) {
             }
             if (pid == 0) {
                 child_exec(o, &hosts[hi], hi, r, world, maddr, mport, po[1], pe[1],
-                           r == 0 && stdin_for_rank0 >= 0 ? 0 : devnull);
+                           r == 0 && stdin_for_rank0 >= 0 ? 0 : devnull, self);
             }
             setpgid(pid, pid); /* also in the parent, so that kill(-pid) works at once */
             close(po[1]);
