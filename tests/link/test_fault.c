@@ -1,1 +1,100 @@
-int main(void){return 0;}
+/* test_fault.c — timeouts and dead peers end in clear errors, never hangs:
+ *  1. a rank never joins: the others get TLINK_ERR_TIMEOUT naming it, within the deadline;
+ *  2. a rank _exits mid-collective (shm): the others get TLINK_ERR_PEER_FAILED naming it fast;
+ *  3. the same over TCP;
+ *  4. tlink_comm_abort wakes a peer blocked in a collective. */
+#include "tl_launch.h"
+
+static int scenario;
+
+static int rank_main(int rank, int size, const char *addr, void *arg) {
+    (void)arg;
+    if (scenario == 1) {
+        if (rank == size - 1) return 0; /* never joins */
+        tlink_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.rank = rank;
+        cfg.size = size;
+        cfg.store_addr = addr;
+        cfg.host_store = -1;
+        cfg.timeout_s = 2.0;
+        tlink_comm *c = NULL;
+        double t0 = tlt_now();
+        tlink_status st = tlink_comm_init_config(&c, &cfg);
+        double dt = tlt_now() - t0;
+        const char *msg = tlink_last_error(NULL);
+        char want[32];
+        snprintf(want, sizeof want, "rank %d ", size - 1);
+        int ok = st == TLINK_ERR_TIMEOUT && strstr(msg, want) && dt < 6.0 && c == NULL;
+        fprintf(stderr, "scenario 1 rank %d: %s after %.2f s: %s -> %s\n", rank, tlink_error_string(st), dt, msg,
+                ok ? "ok" : "WRONG");
+        return ok ? 0 : 1;
+    }
+    tlink_comm *c = NULL;
+    tlink_status st = tlt_init(&c, rank, size, addr);
+    if (st) {
+        fprintf(stderr, "rank %d: init: %s\n", rank, tlink_last_error(NULL));
+        return 1;
+    }
+    size_t n = 1 << 18;
+    float *x = calloc(n, sizeof(float));
+    tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_RING);
+    for (int i = 0; i < 3; i++) {
+        st = tlink_allreduce(c, x, x, n, TLINK_F32, TLINK_SUM);
+        if (st) {
+            fprintf(stderr, "rank %d: warm-up allreduce: %s\n", rank, tlink_last_error(c));
+            return 1;
+        }
+    }
+    if (scenario == 4) {
+        if (rank == size - 1) {
+            usleep(200000);
+            tlink_comm_abort(c);
+            tlink_comm_destroy(c);
+            return 0;
+        }
+    } else if (rank == size - 1) {
+        usleep(100000);
+        _exit(7); /* dies without a word */
+    }
+    double t0 = tlt_now();
+    for (int i = 0; i < 1000 && !st; i++) st = tlink_allreduce(c, x, x, n, TLINK_F32, TLINK_SUM);
+    double dt = tlt_now() - t0;
+    const char *msg = tlink_last_error(c);
+    char want[32];
+    snprintf(want, sizeof want, "rank %d", size - 1);
+    int names = strstr(msg, want) != NULL;
+    int ok = st == TLINK_ERR_PEER_FAILED && dt < 8.0 && names;
+    fprintf(stderr, "scenario %d rank %d: %s after %.2f s: %s -> %s\n", scenario, rank, tlink_error_string(st), dt,
+            msg, ok ? "ok" : "WRONG");
+    /* a broken communicator keeps failing fast, and destroy does not hang */
+    tlink_status st2 = tlink_barrier(c);
+    if (st2 != TLINK_ERR_PEER_FAILED) ok = 0;
+    tlink_comm_destroy(c);
+    free(x);
+    return ok ? 0 : 1;
+}
+
+int main(void) {
+    setenv("TLINK_TIMEOUT", "30", 1);
+    int fails = 0;
+    for (scenario = 1; scenario <= 4; scenario++) {
+        int n = scenario == 1 ? 3 : 4;
+        if (scenario == 3) setenv("TLINK_TRANSPORT", "tcp", 1);
+        else unsetenv("TLINK_TRANSPORT");
+        int codes[8] = {0};
+        double t0 = tlt_now();
+        int failed = tlt_launch(n, rank_main, NULL, 40, codes);
+        int bad = failed < 0;
+        for (int r = 0; r < n; r++) {
+            int want = (scenario == 2 || scenario == 3) && r == n - 1 ? 7 : 0;
+            if (codes[r] != want) {
+                fprintf(stderr, "scenario %d: rank %d exited %d, expected %d\n", scenario, r, codes[r], want);
+                bad = 1;
+            }
+        }
+        printf("scenario %d: %s (%.2f s)\n", scenario, bad ? "FAIL" : "ok", tlt_now() - t0);
+        fails += bad;
+    }
+    return fails ? 1 : 0;
+}

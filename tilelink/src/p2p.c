@@ -46,6 +46,14 @@ void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *
     c->broken = 1;
     c->broken_st = st;
     snprintf(c->broken_msg, sizeof c->broken_msg, "%s", msg);
+    if (c->store && c->size > 1) {
+        /* tell ranks on other hosts why, before they see our connections close */
+        char key[200], val[400];
+        snprintf(key, sizeof key, "%.180s/abort", c->prefix);
+        snprintf(val, sizeof val, "rank %d failed (reported by rank %d: %s)", failed_rank, c->rank, msg);
+        if (failed_rank < 0) snprintf(val, sizeof val, "rank %d reported: %s", c->rank, msg);
+        tlink_store_set(c->store, key, val, strlen(val) + 1);
+    }
     if (c->shm) {
         int32_t zero = 0;
         if (atomic_compare_exchange_strong(&c->shm->abort_flag, &zero, 1)) {
@@ -240,6 +248,32 @@ static long tcp_try(tlink_comm *c, tl_peer *p, tl_op *op) {
 static tlink_status peer_failed(tlink_comm *c, int peer, const char *why) {
     tl_peer *p = &c->peers[peer];
     char msg[400];
+    if (p->transport == TLINK_TRANSPORT_TCP && c->store) {
+        /* a closed connection may be a rank that gave up because of another failure */
+        char key[200];
+        void *v = NULL;
+        snprintf(key, sizeof key, "%.180s/abort", c->prefix);
+        if (tlink_store_get(c->store, key, &v, NULL, 0.3) == TLINK_OK && v) {
+            c->broken = 1;
+            c->broken_st = TLINK_ERR_PEER_FAILED;
+            snprintf(c->broken_msg, sizeof c->broken_msg, "%s", (char *)v);
+            free(v);
+            for (int r = 0; r < c->size; r++) {
+                tl_peer *q = &c->peers[r];
+                for (int s = 0; q->transport == TLINK_TRANSPORT_TCP && s < q->nfds; s++)
+                    if (q->fds[s] >= 0) shutdown(q->fds[s], SHUT_RDWR);
+            }
+            if (c->shm) {
+                int32_t zero = 0;
+                if (atomic_compare_exchange_strong(&c->shm->abort_flag, &zero, 1)) {
+                    atomic_store(&c->shm->failed_rank, -1);
+                    c->shm->reporter = c->rank;
+                    snprintf(c->shm->abort_msg, sizeof c->shm->abort_msg, "%.250s", c->broken_msg);
+                }
+            }
+            return tl_err(c, TLINK_ERR_PEER_FAILED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", c->broken_msg);
+        }
+    }
     snprintf(msg, sizeof msg, "rank %d (pid %d on host %s) %s", peer, p->pid, p->hostname, why);
     tl_comm_break(c, TLINK_ERR_PEER_FAILED, peer, msg);
     return tl_err(c, TLINK_ERR_PEER_FAILED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
