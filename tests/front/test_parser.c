@@ -191,7 +191,75 @@ static void test_strings_and_numbers(void) {
     done(&p);
 }
 
+/* Parse a generated text; expect exactly one error containing `want` (or none if NULL),
+ * and a dump that works (recursion stays bounded). */
+static void stress(const char *what, tile_strbuf *text, const char *want) {
+    parsed p;
+    p.src = tile_source_from_string("t.tl", text->data, text->len);
+    tile_arena_init(&p.arena);
+    tile_diags_init(&p.diags);
+    p.m = tile_parse(p.src, &p.arena, &p.diags);
+    tile_strbuf sb = {0};
+    ast_dump(p.m, &sb);
+    if (want)
+        CHECK(p.diags.len >= 1 && strstr(p.diags.items[0].msg, want), "%s: %s", what,
+              p.diags.len ? p.diags.items[0].msg : "(no diagnostics)");
+    else
+        CHECK(p.diags.len == 0, "%s: %s", what, p.diags.len ? p.diags.items[0].msg : "");
+    tile_sb_free(&sb);
+    done(&p);
+    text->len = 0;
+}
+
+static void rep(tile_strbuf *sb, const char *s, int n) {
+    for (int i = 0; i < n; i++) tile_sb_puts(sb, s);
+}
+
+/* Inputs that would overflow the C stack (here or in a later recursive pass) without
+ * the nesting limits; sizes well past the limits. */
+static void test_limits(void) {
+    tile_strbuf t = {0};
+    tile_sb_puts(&t, "x = "); rep(&t, "(", 20000); tile_sb_puts(&t, "1"); rep(&t, ")", 20000); tile_sb_puts(&t, "\n");
+    stress("parens", &t, "expression nested too deeply");
+    tile_sb_puts(&t, "x = "); rep(&t, "[", 20000);
+    stress("unclosed brackets", &t, "was never closed");
+    tile_sb_puts(&t, "x = "); rep(&t, "-", 20000); tile_sb_puts(&t, "1\n");
+    stress("unary", &t, "expression nested too deeply");
+    tile_sb_puts(&t, "x = "); rep(&t, "not ", 20000); tile_sb_puts(&t, "a\n");
+    stress("not", &t, "expression nested too deeply");
+    tile_sb_puts(&t, "x = a"); rep(&t, " ** a", 20000); tile_sb_puts(&t, "\n");
+    stress("power", &t, "expression nested too deeply");
+    tile_sb_puts(&t, "x = "); rep(&t, "a if b else ", 20000); tile_sb_puts(&t, "c\n");
+    stress("ifexp", &t, "expression nested too deeply");
+    tile_sb_puts(&t, "x = a"); rep(&t, " + a", 20000); tile_sb_puts(&t, "\n");
+    stress("left chain", &t, "expression is too complex");
+    tile_sb_puts(&t, "x = a"); rep(&t, ".b", 20000); tile_sb_puts(&t, "\n");
+    stress("attributes", &t, "expression is too complex");
+    tile_sb_puts(&t, "x = f"); rep(&t, "()", 20000); tile_sb_puts(&t, "\n");
+    stress("calls", &t, "expression is too complex");
+    tile_sb_puts(&t, "x = a"); rep(&t, " and a", 999); tile_sb_puts(&t, "\n"); /* flat: fine */
+    stress("boolop", &t, NULL);
+    tile_sb_puts(&t, "x = a"); rep(&t, " + a", 998); tile_sb_puts(&t, "\n"); /* height 1000: fine */
+    stress("left chain at the limit", &t, NULL);
+    tile_sb_puts(&t, "if a:\n pass\n"); rep(&t, "elif a:\n pass\n", 20000);
+    stress("elifs", &t, "too many 'elif' clauses");
+    for (int i = 0; i < 300; i++) { rep(&t, " ", i); tile_sb_puts(&t, "if x:\n"); }
+    stress("indentation", &t, "too many levels of indentation");
+    tile_sb_puts(&t, "def f(");
+    for (int i = 0; i < 20000; i++) tile_sb_printf(&t, "p%d, ", i);
+    tile_sb_puts(&t, "p7): pass\n");
+    stress("duplicate parameter", &t, "duplicate parameter 'p7'");
+    tile_sb_puts(&t, "f(");
+    for (int i = 0; i < 20000; i++) tile_sb_printf(&t, "k%d=1, ", i % 15000);
+    tile_sb_puts(&t, ")\n");
+    stress("repeated keyword", &t, "keyword argument repeated: 'k0'");
+    tile_sb_puts(&t, "from "); rep(&t, ".", 20000); tile_sb_puts(&t, " import x\n");
+    stress("dots", &t, "too many leading dots");
+    tile_sb_free(&t);
+}
+
 int main(void) {
+    test_limits();
     test_locations();
     test_diag_cap_and_order();
     test_recovery_keeps_good_statements();
