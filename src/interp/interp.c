@@ -109,7 +109,7 @@ typedef struct ist {
     size_t par_nvals, par_capvals;
     uint32_t epoch;
     long steps;
-    double *scratch;
+    val *scratch;
     size_t scratch_cap;
     tile_strbuf *err;
     jmp_buf jb;
@@ -783,10 +783,10 @@ static void exec_fill(ist *S, const ir_stmt *s) {
     }
 }
 
-static double *scratch(ist *S, size_t n) {
+static val *scratch(ist *S, size_t n) {
     if (n > S->scratch_cap) {
         free(S->scratch);
-        S->scratch = malloc(n * sizeof(double));
+        S->scratch = malloc(n * sizeof(val));
         S->scratch_cap = S->scratch ? n : 0;
     }
     return S->scratch;
@@ -830,10 +830,13 @@ static void exec_gemm(ist *S, const ir_stmt *s) {
     }
     tile_dtype cd = C.b->dt, ct = compute_dt(S, cd);
     bool fl = ISF(ct);
+    if ((K > 0 && (M > ((int64_t)1 << 28) / K || N > ((int64_t)1 << 28) / K)))
+        fail(S, s->loc, true, "gemm: operands of %lldx%lld and %lldx%lld elements are too large for the interpreter",
+             (long long)M, (long long)K, (long long)K, (long long)N);
     size_t na = (size_t)(M * K), nb = (size_t)(K * N);
-    double *buf = scratch(S, na + nb + 1);
-    if (!buf) fail(S, s->loc, true, "gemm: out of memory");
-    val *va = (val *)buf, *vb = (val *)buf + na; /* val and double have the same size */
+    val *va = scratch(S, na + nb + 1);
+    if (!va) fail(S, s->loc, true, "gemm: out of memory");
+    val *vb = va + na;
     int64_t t[8] = {0};
     /* gather op(A) as M x K and op(B) as K x N, converted to the accumulator type */
     for (int64_t i = 0; i < ar; i++)
