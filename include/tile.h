@@ -147,6 +147,10 @@ TILE_API tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *p
 TILE_API tile_status tile_infer_shapes(tile_kernel *k, tile_tensor *params, int nparams, tile_tensor *rets,
                                        int nrets, char **error);
 
+/* Floating-point operations one run performs on these parameters (GEMM: 2*M*N*K), counted
+ * from the IR; -1 when it depends on data or on loop indices. */
+TILE_API tile_status tile_kernel_flops(tile_kernel *k, tile_tensor *params, int nparams, double *flops);
+
 TILE_API size_t tile_tensor_bytes(const tile_tensor *t);
 TILE_API void tile_tensor_free(tile_tensor *t);
 TILE_API void tile_free(void *p);

@@ -358,6 +358,99 @@ tile_status tile_infer_shapes(tile_kernel *k, tile_tensor *params, int nparams, 
     return st;
 }
 
+/* ---------- operation count ----------
+ * Floating-point operations a run executes, from the IR: + - * / on float values count 1,
+ * fma 2, a GEMM 2*M*N*K, a reduction one per source element. Loop trip counts come from the
+ * bound sizes; a branch counts its larger arm (guards on ragged edges). Unknown (-1) when a
+ * trip count depends on a loop variable or data (while loops, triangular loops). */
+static double expr_flops(const ir_expr *e) {
+    if (!e) return 0;
+    double n = 0;
+    for (int i = 0; i < e->nargs; i++) n += expr_flops(e->args[i]);
+    if (e->kind == IR_E_BINARY && tile_dtype_is_float(e->dtype) &&
+        (e->op == IR_B_ADD || e->op == IR_B_SUB || e->op == IR_B_MUL || e->op == IR_B_DIV))
+        n += 1;
+    if (e->kind == IR_E_CALL && e->op == IR_I_FMA) n += 2;
+    return n;
+}
+
+static double region_elems(const ir_region *r, const int64_t *sizes, const bool *bound, const ir_func *f) {
+    double n = 1;
+    for (int d = 0; d < r->buf->rank; d++) {
+        int64_t x;
+        if (!rt_eval_size(r->extent[d], sizes, bound, f, &x)) return -1;
+        n *= (double)x;
+    }
+    return n;
+}
+
+static double stmt_flops(const ir_stmt *s, const int64_t *sizes, const bool *bound, const ir_func *f) {
+    if (!s) return 0;
+    double n = 0, t;
+    switch (s->kind) {
+    case IR_S_SEQ:
+        for (int i = 0; i < s->nbody; i++) {
+            if ((t = stmt_flops(s->body[i], sizes, bound, f)) < 0) return -1;
+            n += t;
+        }
+        return n;
+    case IR_S_FOR: {
+        int64_t ext;
+        if (!rt_eval_size(s->extent, sizes, bound, f, &ext)) return -1;
+        if ((t = stmt_flops(s->body[0], sizes, bound, f)) < 0) return -1;
+        return ext > 0 ? (double)ext * t : 0;
+    }
+    case IR_S_KERNEL: {
+        double blocks = 1;
+        for (int d = 0; d < s->ngrid; d++) {
+            int64_t g;
+            if (!rt_eval_size(s->grid[d], sizes, bound, f, &g)) return -1;
+            blocks *= (double)g;
+        }
+        if ((t = stmt_flops(s->body[0], sizes, bound, f)) < 0) return -1;
+        return blocks * t;
+    }
+    case IR_S_IF: {
+        double a = stmt_flops(s->body[0], sizes, bound, f), b = s->nbody > 1 ? stmt_flops(s->body[1], sizes, bound, f) : 0;
+        if (a < 0 || b < 0) return -1;
+        return expr_flops(s->cond) + (a > b ? a : b);
+    }
+    case IR_S_WHILE: return -1;
+    case IR_S_ASSIGN:
+    case IR_S_STORE:
+    case IR_S_ATOMIC: return expr_flops(s->value) + (s->kind == IR_S_ATOMIC && tile_dtype_is_float(s->buf->dtype) ? 1 : 0);
+    case IR_S_GEMM: {
+        double c = region_elems(&s->regions[2], sizes, bound, f);
+        const ir_region *a = &s->regions[0];
+        int64_t k;
+        if (c < 0 || !rt_eval_size(a->extent[a->buf->rank - (s->trans_a ? 2 : 1)], sizes, bound, f, &k)) return -1;
+        return 2.0 * c * (double)k;
+    }
+    case IR_S_REDUCE: return region_elems(&s->regions[0], sizes, bound, f);
+    default: return 0;
+    }
+}
+
+tile_status tile_kernel_flops(tile_kernel *k, tile_tensor *params, int nparams, double *flops) {
+    *flops = -1;
+    if (!k) return TILE_ERR_USER;
+    const ir_func *f = k->f;
+    int64_t *sizes = tile_xcalloc((size_t)(f->nsizes + 1), sizeof(int64_t));
+    bool *bound = tile_xcalloc((size_t)(f->nsizes + 1), sizeof(bool));
+    tile_tensor *rets = tile_xcalloc((size_t)(f->nrets + 1), sizeof(tile_tensor));
+    tile_strbuf err = {0};
+    tile_status st = rt_bind(f, params, nparams, rets, f->nrets, sizes, &err);
+    if (st == TILE_OK) {
+        for (int i = 0; i < f->nsizes; i++) bound[i] = true;
+        *flops = stmt_flops(f->body, sizes, bound, f);
+    }
+    tile_sb_free(&err);
+    free(rets);
+    free(bound);
+    free(sizes);
+    return st;
+}
+
 /* ---------- running ---------- */
 static size_t elem_count(const tile_tensor *t) {
     size_t n = 1;

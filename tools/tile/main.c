@@ -534,7 +534,11 @@ static int cmd_run(int argc, char **argv) {
         }
         if (st == TILE_OK) {
             qsort(times, (size_t)iters, sizeof(double), cmp_double);
-            printf("bench: target %s, median %.3f ms over %d runs (min %.3f ms)\n", target, times[iters / 2] * 1e3, iters, times[0] * 1e3);
+            double med = times[iters / 2], flops = -1;
+            tile_kernel_flops(k, params, np, &flops);
+            printf("bench: target %s, median %.3f ms over %d runs (min %.3f ms)", target, med * 1e3, iters, times[0] * 1e3);
+            if (flops > 0) printf(", %.4g GFLOP/s (%.4g GFLOP counted in the IR)", flops / med * 1e-9, flops * 1e-9);
+            printf("\n");
         }
         free(times);
     }
