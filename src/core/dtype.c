@@ -16,6 +16,7 @@
  * floating-point environment (rounding mode, FTZ/DAZ, x87 excess precision).
  */
 #include "core.h"
+#include "convert.h"
 
 #include <math.h>
 #include <string.h>
@@ -86,178 +87,36 @@ size_t tile_dtype_storage_bytes(tile_dtype dt, size_t n) {
     return n * (size_t)(k_dtypes[dt].bits / 8);
 }
 
-/* ---------- bit helpers ---------- */
+/* ---------- the conversions (shared with the CPU backend's prelude: convert.h) ---------- */
 
-static inline uint64_t f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
-static inline double bits_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
-static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint64_t f64_bits(double d) { return tcv_f64_bits(d); }
+static inline double bits_f64(uint64_t u) { return tcv_bits_f64(u); }
+static inline float bits_f32(uint32_t u) { return tcv_bits_f32(u); }
 
-static inline int msb64(uint64_t x) { return 63 - __builtin_clzll(x); } /* x != 0 */
+typedef tcv_fmt fmt_desc;
+#define FMT_F16 TCV_F16
+#define FMT_BF16 TCV_BF16
+#define FMT_F32 TCV_F32
+#define FMT_F64 TCV_F64
+#define FMT_E4M3 TCV_E4M3
+#define FMT_E5M2 TCV_E5M2
+#define FMT_E2M1 TCV_E2M1
+#define encode_f64 tcv_encode_f64
+#define encode_i64 tcv_encode_i64
+#define decode_small tcv_decode_small
 
-/* ---------- the generic encoder ----------
- * A binary floating-point format with M explicit mantissa bits, smallest normal exponent
- * emin and largest finite exponent emax, stored as sign | exponent field | mantissa in
- * `sign_bit` + 1 bits. Encoding packs (field exponent, mantissa) as ((e - emin) << M) + q
- * where q includes the implicit bit; that single formula covers subnormals
- * (q < 2^M, e == emin) and the carry of a mantissa rounding up to 2^(M+1). */
-typedef struct fmt_desc {
-    int M, emin, emax;
-    int sign_shift;      /* position of the sign bit */
-    uint64_t max_bits;   /* magnitude bits of the largest finite value */
-    uint64_t inf_bits;   /* magnitude bits of infinity; 0 if the format has none */
-    uint64_t nan_bits;   /* canonical NaN, magnitude bits */
-    bool nan_signed;     /* the canonical NaN carries the input's sign */
-    bool saturate;       /* overflow -> max finite (and +-inf -> +-max) instead of inf */
-} fmt_desc;
-
-static const fmt_desc FMT_F16 = {10, -14, 15, 15, 0x7BFF, 0x7C00, 0x7E00, true, false};
-static const fmt_desc FMT_BF16 = {7, -126, 127, 15, 0x7F7F, 0x7F80, 0x7FC0, true, false};
-static const fmt_desc FMT_F32 = {23, -126, 127, 31, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, true, false};
-static const fmt_desc FMT_F64 = {52, -1022, 1023, 63, 0x7FEFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
-                                 0x7FF8000000000000ull, true, false};
-/* e4m3 (OCP e4m3fn): no inf, S.1111.111 is NaN, max 448 = S.1111.110. */
-static const fmt_desc FMT_E4M3 = {3, -6, 8, 7, 0x7E, 0, 0x7F, true, true};
-/* e5m2 (OCP): IEEE-like; max 57344 = S.11110.11; canonical NaN S.11111.11 (see numbers.md). */
-static const fmt_desc FMT_E5M2 = {2, -14, 15, 7, 0x7B, 0x7C, 0x7F, true, true};
-/* e2m1 (OCP MX): no inf, no NaN, max 6 = S.11.1. NaN -> +6 (0x7). */
-static const fmt_desc FMT_E2M1 = {1, 0, 2, 3, 0x7, 0, 0x7, false, true};
-
-/* Round the exact value (-1)^neg * m * 2^e (m != 0) to format f. Returns the bits. */
-static uint64_t encode_exact(const fmt_desc *f, bool neg, uint64_t m, int e) {
-    uint64_t sign = neg ? (uint64_t)1 << f->sign_shift : 0;
-    int E = msb64(m) + e; /* value in [2^E, 2^(E+1)) */
-    if (E > f->emax) return sign | (f->saturate ? f->max_bits : f->inf_bits);
-    int et = E < f->emin ? f->emin : E;
-    int shift = (et - f->M) - e; /* quantum is 2^(et - M) */
-    uint64_t q;
-    if (shift <= 0) {
-        q = m << -shift; /* exact; q < 2^(M+1) since E <= et */
-    } else if (shift < 64) {
-        uint64_t rem = m & (((uint64_t)1 << shift) - 1);
-        uint64_t half = (uint64_t)1 << (shift - 1);
-        q = m >> shift;
-        if (rem > half || (rem == half && (q & 1))) q++;
-    } else if (shift == 64) {
-        q = m > ((uint64_t)1 << 63) ? 1 : 0; /* m == half: tie, 0 is even */
-    } else {
-        q = 0; /* below half the smallest subnormal */
-    }
-    uint64_t mag = ((uint64_t)(et - f->emin) << f->M) + q;
-    if (mag > f->max_bits) mag = f->saturate ? f->max_bits : f->inf_bits;
-    return sign | mag;
-}
-
-static uint64_t encode_f64(const fmt_desc *f, double d) {
-    uint64_t u = f64_bits(d);
-    bool neg = (u >> 63) != 0;
-    uint64_t sign = neg ? (uint64_t)1 << f->sign_shift : 0;
-    int ef = (int)((u >> 52) & 0x7FF);
-    uint64_t frac = u & 0xFFFFFFFFFFFFFull;
-    if (ef == 0x7FF) {
-        if (frac) return (f->nan_signed ? sign : 0) | f->nan_bits;
-        return sign | (f->saturate ? f->max_bits : f->inf_bits);
-    }
-    if (ef == 0) {
-        if (frac == 0) return sign; /* signed zero */
-        return encode_exact(f, neg, frac, -1074);
-    }
-    return encode_exact(f, neg, frac | ((uint64_t)1 << 52), ef - 1075);
-}
-
-static uint64_t encode_i64(const fmt_desc *f, int64_t v) {
-    if (v == 0) return 0;
-    bool neg = v < 0;
-    uint64_t m = neg ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    return encode_exact(f, neg, m, 0);
-}
-
-/* Decode bits of a narrow format (M <= 10) to double; exact. */
-static double decode_small(const fmt_desc *f, uint32_t b) {
-    uint32_t mag = b & ((1u << f->sign_shift) - 1);
-    bool neg = (b >> f->sign_shift) & 1;
-    uint64_t sign = neg ? (uint64_t)1 << 63 : 0;
-    if (f->inf_bits) { /* IEEE-like: all-ones exponent is inf / NaN */
-        if (mag == f->inf_bits) return bits_f64(sign | 0x7FF0000000000000ull);
-        if (mag > f->inf_bits) return bits_f64(sign | 0x7FF8000000000000ull);
-    } else if (f->nan_signed && mag == f->nan_bits) { /* e4m3: S.1111.111 */
-        return bits_f64(sign | 0x7FF8000000000000ull);
-    }
-    uint32_t field = mag >> f->M, mant = mag & ((1u << f->M) - 1);
-    if (field == 0) {
-        if (mant == 0) return bits_f64(sign);
-        /* subnormal: mant * 2^(emin - M); normalise for the double */
-        int p = 31 - __builtin_clz(mant);
-        int exp = f->emin - f->M + p;
-        uint64_t fr = ((uint64_t)mant << (52 - p)) & 0xFFFFFFFFFFFFFull;
-        return bits_f64(sign | ((uint64_t)(exp + 1023) << 52) | fr);
-    }
-    int exp = (int)field - 1 + f->emin;
-    return bits_f64(sign | ((uint64_t)(exp + 1023) << 52) | ((uint64_t)mant << (52 - f->M)));
-}
-
-/* ---------- f16 ---------- */
-
-/* f32 -> f16 directly on the float's bits (the hot path; the tests check it against the
- * f64 path for every f32 pattern). */
-uint16_t tile_f32_to_f16_bits(float x) {
-    uint32_t u = f32_bits(x);
-    uint32_t sign = (u >> 16) & 0x8000;
-    uint32_t a = u & 0x7FFFFFFF;
-    if (a >= 0x7F800000) return (uint16_t)(sign | (a > 0x7F800000 ? 0x7E00 : 0x7C00));
-    if (a >= 0x477FF000) return (uint16_t)(sign | 0x7C00); /* >= 65520 rounds to inf */
-    if (a >= 0x38800000) {                                 /* normal f16 range: >= 2^-14 */
-        uint32_t r = a - ((127u - 15u) << 23);             /* rebias */
-        uint32_t q = r >> 13, rem = r & 0x1FFF;
-        if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
-        return (uint16_t)(sign | q);
-    }
-    if (a < 0x33000000) return (uint16_t)sign; /* < 2^-25 rounds to zero (2^-25 itself ties to 0) */
-    /* subnormal result: value = m * 2^(e-150) with 24-bit m, quantum 2^-24 */
-    uint32_t m = (a & 0x7FFFFF) | 0x800000;
-    int shift = 126 - (int)(a >> 23); /* (-24) - (e - 150) with e the biased exponent */
-    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1))) q++;
-    return (uint16_t)(sign | q);
-}
-
-float tile_f16_bits_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
-    if (e == 0x1F) return bits_f32(sign | 0x7F800000 | (m << 13)); /* inf, NaN (payload kept) */
-    if (e == 0) {
-        if (m == 0) return bits_f32(sign);
-        int p = 31 - __builtin_clz(m); /* m = 2^p + ..., value = m * 2^-24 */
-        return bits_f32(sign | ((uint32_t)(p - 24 + 127) << 23) | ((m << (23 - p)) & 0x7FFFFF));
-    }
-    return bits_f32(sign | ((e + 112) << 23) | (m << 13));
-}
-
+uint16_t tile_f32_to_f16_bits(float x) { return tcv_f32_to_f16_bits(x); }
+float tile_f16_bits_to_f32(uint16_t h) { return tcv_f16_bits_to_f32(h); }
 uint16_t tile_f64_to_f16_bits(double d) { return (uint16_t)encode_f64(&FMT_F16, d); }
-
-/* ---------- bf16 ---------- */
-
-uint16_t tile_f32_to_bf16_bits(float x) {
-    uint32_t u = f32_bits(x);
-    if ((u & 0x7FFFFFFF) > 0x7F800000) return (uint16_t)(((u >> 16) & 0x8000) | 0x7FC0);
-    /* round to nearest even on the low 16 bits; a carry into the exponent is right,
-     * and rounding the largest finite values up yields exactly inf. */
-    u += 0x7FFF + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
-float tile_bf16_bits_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
-
+uint16_t tile_f32_to_bf16_bits(float x) { return tcv_f32_to_bf16_bits(x); }
+float tile_bf16_bits_to_f32(uint16_t h) { return tcv_bf16_bits_to_f32(h); }
 uint16_t tile_f64_to_bf16_bits(double d) { return (uint16_t)encode_f64(&FMT_BF16, d); }
-
-/* ---------- fp8 / fp4 ---------- */
-
-uint8_t tile_f64_to_e4m3_bits(double d) { return (uint8_t)encode_f64(&FMT_E4M3, d); }
-double tile_e4m3_bits_to_f64(uint8_t b) { return decode_small(&FMT_E4M3, b); }
-uint8_t tile_f64_to_e5m2_bits(double d) { return (uint8_t)encode_f64(&FMT_E5M2, d); }
-double tile_e5m2_bits_to_f64(uint8_t b) { return decode_small(&FMT_E5M2, b); }
-uint8_t tile_f64_to_e2m1_bits(double d) { return (uint8_t)encode_f64(&FMT_E2M1, d); }
-double tile_e2m1_bits_to_f64(uint8_t b) { return decode_small(&FMT_E2M1, b & 0xF); }
+uint8_t tile_f64_to_e4m3_bits(double d) { return tcv_f64_to_e4m3_bits(d); }
+double tile_e4m3_bits_to_f64(uint8_t b) { return tcv_e4m3_bits_to_f64(b); }
+uint8_t tile_f64_to_e5m2_bits(double d) { return tcv_f64_to_e5m2_bits(d); }
+double tile_e5m2_bits_to_f64(uint8_t b) { return tcv_e5m2_bits_to_f64(b); }
+uint8_t tile_f64_to_e2m1_bits(double d) { return tcv_f64_to_e2m1_bits(d); }
+double tile_e2m1_bits_to_f64(uint8_t b) { return tcv_e2m1_bits_to_f64(b); }
 
 /* ---------- rounding and integer conversion ---------- */
 
