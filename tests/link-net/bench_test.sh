@@ -32,6 +32,7 @@ bench "allreduce-4-bf16-max-ring" 2 -n 4 -c allreduce -d bf16 -o max -a ring -b 
 grep -qE ' ring +[0-9.]+$' "$T/allreduce-4-bf16-max-ring.out" && ok "forced ring reported" || bad "forced ring not reported"
 bench "allreduce-2-i32-prod-inplace" 2 -n 2 -d i32 -o prod -I -b 4 -e 4K -f 1024 -w 1 -i 2
 bench "reduce-3-root2-u8" 1 -n 3 -c reduce -r 2 -d u8 -b 33 -e 33 -w 0 -i 1
+bench "reduce_scatter-3-inplace" 2 -n 3 -c reduce_scatter -I -d f16 -o avg -b 96 -e 96K -f 1024 -w 1 -i 2
 bench "allgather-2-fp8-inplace" 1 -n 2 -c allgather -d fp8_e4m3 -I -b 1K -e 1K -w 0 -i 1
 bench "single-rank" 1 -b 8 -e 8 -w 0 -i 1
 

@@ -562,6 +562,8 @@ int tile_cmd_link_bench(int argc, char **argv) {
     size_t es = tlink_dtype_size(o.dt);
     size_t cnt, scount, rcount;
     bench_counts(&o, n, o.b1, &cnt, &scount, &rcount);
+    /* in place, reduce_scatter's input lives in the receive buffer: size both for the larger */
+    if (rcount < scount) rcount = scount;
     void *sbuf = malloc(scount * es + 64), *rbuf = malloc(rcount * es + 64);
     if (!sbuf || !rbuf) {
         cerr(cmd, "rank %d: out of memory for %lld-byte buffers", rank, o.b1);
