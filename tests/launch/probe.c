@@ -91,7 +91,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(mode, "segv") && argc >= 3) {
-        if (rank() == atoi(argv[2])) { nap(0.1); raise(SIGSEGV); }
+        if (rank() == atoi(argv[2])) {
+            nap(0.1);
+            signal(SIGSEGV, SIG_DFL); /* a sanitizer's handler would turn it into exit(1) */
+            raise(SIGSEGV);
+        }
         nap(30);
         return 0;
     }
