@@ -135,6 +135,13 @@ static int check_elem(const void *got, size_t gi, tlink_dtype dt, tlink_op op, s
     return 0;
 }
 
+/* large buffers: check the first and last 4096 elements fully and a prime stride between */
+static size_t next_idx(size_t i, size_t count) {
+    if (i < 4096 || i + 4096 >= count) return i + 1;
+    size_t j = i + 61;
+    return j + 4096 >= count ? count - 4096 : j;
+}
+
 static void st_fail(tlink_status st, const char *what) {
     FAILF("%s: %s: %s", what, tlink_error_string(st), tlink_last_error(g_comm));
 }
@@ -155,7 +162,7 @@ static void t_allreduce(tlink_algo algo, tlink_dtype dt, tlink_op op, size_t cou
     snprintf(what, sizeof what, "allreduce %s %s %s n=%zu%s", tlink_algo_name(algo), tlink_dtype_name(dt),
              tlink_op_name(op), count, inplace ? " in-place" : "");
     if (st) st_fail(st, what);
-    else for (size_t i = 0; i < count; i++) if (check_elem(r, i, dt, op, i, g_size)) { FAILF("  in %s (ran %s)", what, tlink_last_algo(g_comm)); break; }
+    else for (size_t i = 0; i < count; i = next_idx(i, count)) if (check_elem(r, i, dt, op, i, g_size)) { FAILF("  in %s (ran %s)", what, tlink_last_algo(g_comm)); break; }
     free(s);
     free(r);
 }
@@ -171,7 +178,7 @@ static void t_reduce(tlink_algo algo, tlink_dtype dt, tlink_op op, size_t count,
              tlink_op_name(op), count, root);
     if (st) st_fail(st, what);
     else if (g_rank == root)
-        for (size_t i = 0; i < count; i++) if (check_elem(r, i, dt, op, i, g_size)) { FAILF("  in %s", what); break; }
+        for (size_t i = 0; i < count; i = next_idx(i, count)) if (check_elem(r, i, dt, op, i, g_size)) { FAILF("  in %s", what); break; }
     free(s);
     free(r);
 }
@@ -217,7 +224,7 @@ static void t_rs(tlink_algo algo, tlink_dtype dt, tlink_op op, size_t count, int
     snprintf(what, sizeof what, "reduce_scatter %s %s %s n=%zu%s", tlink_algo_name(algo), tlink_dtype_name(dt),
              tlink_op_name(op), count, inplace ? " in-place" : "");
     if (st) st_fail(st, what);
-    else for (size_t i = 0; i < count; i++)
+    else for (size_t i = 0; i < count; i = next_idx(i, count))
         if (check_elem(r, i, dt, op, (size_t)g_rank * count + i, g_size)) { FAILF("  in %s (ran %s)", what, tlink_last_algo(g_comm)); break; }
     free(s);
     free(r);
@@ -413,7 +420,11 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
     }
     double t1 = tlt_now();
     /* large messages: every algorithm once */
-    size_t big = g_quick ? (1 << 16) + 3 : (1 << 20);
+    size_t big = g_quick ? (1 << 16) + 3 : (1 << 18) + 3;
+    if (!g_quick) {
+        t_allreduce(TLINK_ALGO_RING, TLINK_F32, TLINK_SUM, 1 << 20, 0);
+        t_allreduce(TLINK_ALGO_RABENSEIFNER, TLINK_F32, TLINK_SUM, (1 << 20) + 1, 1);
+    }
     for (int a = 1; a < 7; a++) t_allreduce(ar_algos[a], TLINK_F32, TLINK_SUM, big, a % 2);
     t_allreduce(TLINK_ALGO_AUTO, TLINK_BF16, TLINK_MAX, big + 1, 0);
     t_allreduce(TLINK_ALGO_RING, TLINK_I32, TLINK_AVG, big, 1);

@@ -3,6 +3,7 @@
 #include "tl_internal.h"
 
 #include <ctype.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,8 @@ static tlink_comm *comm_alloc(void) {
     if (!c) return NULL;
     c->epfd = c->listen_fd = -1;
     c->timeout = tl_default_timeout();
+    c->spin_iters = 4000;
+    c->yield_iters = 50;
     pthread_mutex_init(&c->exec_mu, NULL);
     return c;
 }
@@ -370,6 +373,15 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     tl_log(TL_LOG_INFO, "rank %d/%d: %d host(s), local rank %d/%d, transport to peers: %s, %d stream(s)", c->rank, n,
            c->nhosts, c->local_rank, c->local_size, c->force_tcp ? "tcp (forced)" : c->nhosts > 1 ? "shm+tcp" : "shm",
            c->nstreams);
+    /* spin briefly, then yield, then sleep; when this host's ranks outnumber our cores,
+     * busy-waiting only steals the CPU from the peer we wait for */
+    cpu_set_t cs;
+    int ncpu = 0;
+    if (sched_getaffinity(0, sizeof cs, &cs) == 0) ncpu = CPU_COUNT(&cs);
+    if (ncpu <= 0) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int over = c->local_size > ncpu;
+    c->spin_iters = (int)tl_env_long("TLINK_SPIN", over ? 16 : 4000);
+    c->yield_iters = over ? 4 : 50;
     c->tcp_chunk = (size_t)tl_env_long("TLINK_SOCKET_CHUNK", 128 << 10);
     if (c->tcp_chunk < 4096) c->tcp_chunk = 4096;
     st = tl_shm_setup(c);

@@ -16,8 +16,6 @@
 #include <unistd.h>
 
 #define SHM_CHUNK (64u * 1024u)
-#define SPIN_ITERS 2000
-#define YIELD_ITERS 50
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -349,8 +347,8 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
             if (armed) { atomic_fetch_sub(&c->my_bell->waiters, 1); armed = 0; }
             continue;
         }
-        if (++spins < SPIN_ITERS) { cpu_relax(); continue; }
-        if (spins < SPIN_ITERS + YIELD_ITERS) { sched_yield(); continue; }
+        if (++spins < c->spin_iters) { cpu_relax(); continue; }
+        if (spins < c->spin_iters + c->yield_iters) { sched_yield(); continue; }
         /* blocking phase */
         double now = tl_now();
         if (now >= next_live) {
