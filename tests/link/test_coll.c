@@ -319,6 +319,7 @@ static void t_nonblocking(void) {
     /* overlap: compute while the progress thread communicates */
     volatile double x = 0;
     for (int i = 0; i < 200000; i++) x += i * 0.5;
+    if (x < 0) FAILF("compute went wrong");
     int done = 0;
     for (int spins = 0; !done && spins < 1000000; spins++) {
         st = tlink_test(r1, &done);

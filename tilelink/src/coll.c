@@ -18,7 +18,6 @@ static inline size_t blk_cnt(size_t count, int nb, int i) {
     return count / (size_t)nb + ((size_t)i < count % (size_t)nb ? 1 : 0);
 }
 static inline int pow2_floor(int n) { int p = 1; while (p * 2 <= n) p *= 2; return p; }
-static inline int ceil_log2(int n) { int l = 0; while ((1 << l) < n) l++; return l; }
 #define G(i) (g->ranks[i])
 
 /* ---------- allreduce ---------- */
