@@ -1,0 +1,571 @@
+/* cpu_gemm.c — the portable BLIS loop nest around the per-ISA micro-kernels, ISA selection,
+ * thread-local packing buffers, the f64 path and the public helpers.
+ *
+ * Loop nest (C row-major after orientation; A = the broadcast side, B = the vector side):
+ *
+ *   for pc in K by KC:                     beta = (pc == 0 ? accumulate : 1)
+ *     for ic in M by MCa:                  pack A[ic.., pc..] into MR-row panels (shared, L3)
+ *       parallel for (jn, im) tasks:       N by NCb x the A block's rows in chunks
+ *         pack B[pc.., jn..] into NR-column panels (thread-local, L2; skipped if this
+ *         thread packed the same block last)
+ *         for each A panel (MR x KC, stays in L1):
+ *           for each B panel (KC x NR, streams from L2): micro-kernel MR x NR
+ *
+ * Edge tiles (and C with a non-unit column stride) go through a small tile buffer.
+ * A C that is column-major is handled by computing C^T = B^T A^T (swap the operands).
+ * Non-f32 C: an f32 workspace accumulates, then one rounding into C. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "kernels/cpu_gemm.h"
+#include "kernels/cpu_gemm_int.h"
+
+float tk_lut_e4m3[256];
+float tk_lut_e5m2[256];
+float tk_lut_e2m1[16];
+
+/* ---------- errors ---------- */
+
+static __thread char t_err[512];
+
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t_err, sizeof t_err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *tk_cpu_gemm_error(void) { return t_err; }
+
+/* ---------- ISA selection and blocking ---------- */
+
+static const tk_isa *g_isa;         /* NULL: invalid selection */
+static const tk_isa *g_isa_auto;
+static char g_isa_msg[256];
+static int64_t g_l1, g_l2, g_l3;
+static int64_t g_env_kc, g_env_nc, g_env_mc;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_tls_key;
+
+static const tk_isa *isa_by_name(const char *name) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (strcmp(name, "avx512") == 0) return &tk_isa_avx512;
+    if (strcmp(name, "avx2") == 0) return &tk_isa_avx2;
+#endif
+    if (strcmp(name, "generic") == 0) return &tk_isa_generic;
+    return NULL;
+}
+
+static void tls_destroy(void *p);
+
+static int64_t env_int(const char *name) {
+    const char *s = getenv(name);
+    if (!s || !*s) return 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    return (end && *end == 0 && v > 0) ? (int64_t)v : 0;
+}
+
+static void init_once(void) {
+    for (int b = 0; b < 256; b++) {
+        tk_lut_e4m3[b] = (float)tile_e4m3_bits_to_f64((uint8_t)b);
+        tk_lut_e5m2[b] = (float)tile_e5m2_bits_to_f64((uint8_t)b);
+    }
+    for (int b = 0; b < 16; b++) tk_lut_e2m1[b] = (float)tile_e2m1_bits_to_f64((uint8_t)b);
+    pthread_key_create(&g_tls_key, tls_destroy);
+    tk_cpu_cache_sizes(&g_l1, &g_l2, &g_l3);
+    if (g_l1 <= 0) g_l1 = 32 * 1024;
+    if (g_l2 <= 0) g_l2 = 1024 * 1024;
+    if (g_l3 <= 0) g_l3 = 8 * 1024 * 1024;
+    g_env_kc = env_int("TILE_GEMM_KC");
+    g_env_nc = env_int("TILE_GEMM_NC");
+    g_env_mc = env_int("TILE_GEMM_MC");
+
+    g_isa_auto = tk_isa_supported("avx512") ? isa_by_name("avx512")
+                 : tk_isa_supported("avx2") ? isa_by_name("avx2")
+                                            : &tk_isa_generic;
+    g_isa = g_isa_auto;
+    const char *want = getenv("TILE_CPU_ISA");
+    if (want && *want && strcmp(want, "auto") != 0) {
+        const tk_isa *w = isa_by_name(want);
+        if (!w) {
+            g_isa = NULL;
+            snprintf(g_isa_msg, sizeof g_isa_msg,
+                     "TILE_CPU_ISA=%s: unknown ISA (expected avx512, avx2, generic or auto)", want);
+        } else if (!tk_isa_supported(want)) {
+            g_isa = NULL;
+            snprintf(g_isa_msg, sizeof g_isa_msg,
+                     "TILE_CPU_ISA=%s: this CPU (or OS) does not support %s; use %s or unset TILE_CPU_ISA",
+                     want, want, g_isa_auto->name);
+        } else {
+            g_isa = w;
+        }
+    }
+}
+
+static void ensure_init(void) { pthread_once(&g_once, init_once); }
+
+const char *tk_cpu_isa(void) {
+    ensure_init();
+    return g_isa ? g_isa->name : "invalid";
+}
+
+int tk_cpu_set_isa(const char *name) {
+    ensure_init();
+    if (!name || !*name || strcmp(name, "auto") == 0) {
+        g_isa = g_isa_auto;
+        return 0;
+    }
+    const tk_isa *w = isa_by_name(name);
+    if (!w) return fail(-1, "unknown CPU ISA '%s' (expected avx512, avx2, generic or auto)", name), -1;
+    if (!tk_isa_supported(name))
+        return fail(-1, "this CPU (or OS) does not support the %s ISA (best here: %s)", name, g_isa_auto->name), -1;
+    g_isa = w;
+    return 0;
+}
+
+/* ---------- thread-local buffers ---------- */
+
+typedef struct tk_buf {
+    void *p;
+    size_t cap;
+} tk_buf;
+
+typedef struct tk_tls {
+    tk_buf a, b, w;
+    uint64_t bkey_call; /* which B block t.b holds: (call, pc, jn) */
+    int64_t bkey_pc, bkey_jn;
+    int registered;
+} tk_tls;
+
+static __thread tk_tls t_tls;
+
+#define TK_RETAIN_BYTES ((size_t)16 << 20) /* larger buffers are freed after each call */
+
+static void tls_destroy(void *p) {
+    tk_tls *t = (tk_tls *)p;
+    free(t->a.p);
+    free(t->b.p);
+    free(t->w.p);
+    memset(t, 0, sizeof *t);
+}
+
+static void *buf_get(tk_buf *b, size_t bytes) {
+    if (bytes == 0) bytes = 64;
+    if (b->cap >= bytes) return b->p;
+    if (!t_tls.registered) {
+        pthread_setspecific(g_tls_key, &t_tls);
+        t_tls.registered = 1;
+    }
+    free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    size_t sz = (bytes + 4095) & ~(size_t)4095;
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, sz) != 0) return NULL;
+    b->p = p;
+    b->cap = sz;
+    return p;
+}
+
+static void buf_trim(tk_buf *b) {
+    if (b->cap > TK_RETAIN_BYTES) {
+        free(b->p);
+        b->p = NULL;
+        b->cap = 0;
+    }
+}
+
+static atomic_uint_fast64_t g_call_id = 1;
+
+/* ---------- the f32 loop nest ---------- */
+
+typedef struct gctx {
+    const tk_isa *isa;
+    tk_src a, b;
+    float *c;
+    int64_t c_rs, c_cs;
+    int64_t M, N, K;
+    int accumulate;
+    int64_t KC, NCb, MCa;
+    uint64_t call;
+    /* state of the current (pc, ic) step */
+    int64_t pc, kc, ic, mlen;
+    int beta;
+    float *apack;
+    int64_t nN, nMt, mchunk;
+    int64_t apan_per_task, napan;
+    int failed;
+} gctx;
+
+static void pack_a_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    const int MR = x->isa->mr;
+    int64_t q0 = t * x->apan_per_task, q1 = q0 + x->apan_per_task;
+    if (q1 > x->napan) q1 = x->napan;
+    if (q0 >= q1) return;
+    int64_t r0 = q0 * MR, rl = q1 * MR < x->mlen ? q1 * MR - r0 : x->mlen - r0;
+    x->isa->pack(&x->a, x->ic + r0, rl, x->pc, x->kc, MR, x->apack + r0 * x->kc);
+}
+
+static void compute_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    const tk_isa *isa = x->isa;
+    const int MR = isa->mr, NR = isa->nr;
+    const int64_t jn = t / x->nMt, im = t % x->nMt;
+    const int64_t j0 = jn * x->NCb;
+    const int64_t nl = x->N - j0 < x->NCb ? x->N - j0 : x->NCb;
+    const int64_t i0 = im * x->mchunk;
+    if (i0 >= x->mlen || nl <= 0) return;
+    const int64_t ml = x->mlen - i0 < x->mchunk ? x->mlen - i0 : x->mchunk;
+    const int64_t kc = x->kc;
+
+    tk_tls *tl = &t_tls;
+    const int64_t npan = (nl + NR - 1) / NR;
+    float *bp = (float *)buf_get(&tl->b, (size_t)(npan * NR * kc) * sizeof(float));
+    if (!bp) {
+        x->failed = 1;
+        return;
+    }
+    if (!(tl->bkey_call == x->call && tl->bkey_pc == x->pc && tl->bkey_jn == jn)) {
+        isa->pack(&x->b, j0, nl, x->pc, kc, NR, bp);
+        tl->bkey_call = x->call;
+        tl->bkey_pc = x->pc;
+        tl->bkey_jn = jn;
+    }
+
+    float tmp[TK_MAX_TILE] __attribute__((aligned(64)));
+    const int beta = x->beta;
+    for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
+        const float *ap = x->apack + ir * kc; /* panel ir/MR */
+        const int64_t mr = x->mlen - ir < MR ? x->mlen - ir : MR;
+        const int64_t ci = x->ic + ir;
+        for (int64_t jr = 0; jr < nl; jr += NR) {
+            const float *bpj = bp + jr * kc;
+            const int64_t nr = nl - jr < NR ? nl - jr : NR;
+            float *c = x->c + ci * x->c_rs + (j0 + jr) * x->c_cs;
+            if (mr == MR && nr == NR && x->c_cs == 1) {
+                isa->ukr(kc, ap, bpj, c, x->c_rs, beta);
+            } else {
+                isa->ukr(kc, ap, bpj, tmp, NR, 0);
+                for (int64_t i = 0; i < mr; i++) {
+                    float *crow = c + i * x->c_rs;
+                    const float *trow = tmp + i * NR;
+                    if (beta)
+                        for (int64_t j = 0; j < nr; j++) crow[j * x->c_cs] += trow[j];
+                    else
+                        for (int64_t j = 0; j < nr; j++) crow[j * x->c_cs] = trow[j];
+                }
+            }
+        }
+    }
+}
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* C (f32, element strides c_rs/c_cs) (+)= A @ B with the packed kernels. */
+static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_rs, int64_t c_cs,
+                    int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool) {
+    /* orientation: the micro-kernel writes rows of C with unit stride */
+    if (c_cs != 1 && c_rs == 1) {
+        tk_src t = a;
+        a = b;
+        b = t;
+        int64_t s = c_rs;
+        c_rs = c_cs;
+        c_cs = s;
+        s = M;
+        M = N;
+        N = s;
+    }
+    gctx x;
+    memset(&x, 0, sizeof x);
+    x.isa = isa;
+    x.a = a;
+    x.b = b;
+    x.c = c;
+    x.c_rs = c_rs;
+    x.c_cs = c_cs;
+    x.M = M;
+    x.N = N;
+    x.K = K;
+    x.accumulate = accumulate;
+    x.call = atomic_fetch_add(&g_call_id, 1);
+    const int MR = isa->mr, NR = isa->nr;
+
+    /* KC: the A micro-panel (MR x KC floats) takes about half of L1 */
+    int64_t KC = g_env_kc ? g_env_kc : (g_l1 / 2) / (MR * 4);
+    KC = KC < 64 ? 64 : KC > 1024 ? 1024 : KC;
+    int64_t nk = cdiv(K, KC);
+    KC = round_up(cdiv(K, nk), 8);
+    /* NCb: the B block (KC x NCb) takes about half of L2 */
+    int64_t NCb = g_env_nc ? round_up(g_env_nc, NR) : ((g_l2 / 2) / (KC * 4)) / NR * NR;
+    if (NCb < NR) NCb = NR;
+    if (NCb > round_up(N, NR)) NCb = round_up(N, NR);
+    /* MCa: the shared A block (MCa x KC) takes at most a quarter of L3 */
+    int64_t MCa = g_env_mc ? round_up(g_env_mc, MR) : ((g_l3 / 4) / (KC * 4)) / MR * MR;
+    if (MCa < 16 * MR) MCa = 16 * MR;
+    if (MCa > round_up(M, MR)) MCa = round_up(M, MR);
+    {
+        int64_t nm = cdiv(M, MCa);
+        MCa = round_up(cdiv(M, nm), MR);
+        int64_t nn = cdiv(N, NCb);
+        NCb = round_up(cdiv(N, nn), NR);
+    }
+    x.KC = KC;
+    x.NCb = NCb;
+    x.MCa = MCa;
+
+    int nthreads = tk_cpu_count();
+    const double flops = 2.0 * (double)M * (double)N * (double)K;
+    const int par = pfor != NULL && nthreads > 1 && flops >= 4.0e6;
+
+    tk_tls *tl = &t_tls;
+    float *apack = (float *)buf_get(&tl->a, (size_t)(MCa * KC) * sizeof(float));
+    if (!apack) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing A",
+                            (long long)(MCa * KC * 4));
+    x.apack = apack;
+
+    for (int64_t pc = 0; pc < K; pc += KC) {
+        x.pc = pc;
+        x.kc = K - pc < KC ? K - pc : KC;
+        x.beta = pc == 0 ? accumulate : 1;
+        for (int64_t ic = 0; ic < M; ic += MCa) {
+            x.ic = ic;
+            x.mlen = M - ic < MCa ? M - ic : MCa;
+            x.napan = cdiv(x.mlen, MR);
+            x.nN = cdiv(N, NCb);
+            if (par) {
+                /* A: pack in parallel, a few panels per task */
+                int64_t ntask = 4 * (int64_t)nthreads;
+                x.apan_per_task = cdiv(x.napan, ntask);
+                pfor(pool, cdiv(x.napan, x.apan_per_task), pack_a_task, &x);
+                /* compute: (N blocks) x (chunks of the A block), about 4 tasks per thread */
+                int64_t want = cdiv(4 * (int64_t)nthreads, x.nN);
+                if (want > x.napan) want = x.napan;
+                if (want < 1) want = 1;
+                x.mchunk = round_up(cdiv(x.mlen, want), MR);
+                x.nMt = cdiv(x.mlen, x.mchunk);
+                pfor(pool, x.nN * x.nMt, compute_task, &x);
+            } else {
+                x.apan_per_task = x.napan;
+                pack_a_task(&x, 0);
+                x.mchunk = round_up(x.mlen, MR);
+                x.nMt = 1;
+                for (int64_t t = 0; t < x.nN; t++) compute_task(&x, t);
+            }
+            if (x.failed) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
+        }
+    }
+    buf_trim(&tl->a);
+    buf_trim(&tl->b);
+    return TK_GEMM_OK;
+}
+
+/* element access with signed element offsets (tile_load_f/tile_store_f take unsigned ones) */
+static const void *elem_base(tile_dtype dt, const void *p, int64_t idx, size_t *sub) {
+    if (dt == TILE_DT_FP4_E2M1) {
+        *sub = (size_t)(idx & 1);
+        return (const uint8_t *)p + (idx >> 1);
+    }
+    *sub = 0;
+    return (const uint8_t *)p + idx * (int64_t)(tile_dtype_bits(dt) / 8);
+}
+static double ld_any(tile_dtype dt, const void *p, int64_t idx) {
+    size_t sub;
+    const void *b = elem_base(dt, p, idx, &sub);
+    return tile_load_f(dt, b, sub);
+}
+static void st_any(tile_dtype dt, void *p, int64_t idx, double v) {
+    size_t sub;
+    const void *b = elem_base(dt, p, idx, &sub);
+    tile_store_f(dt, (void *)b, sub, v);
+}
+
+/* ---------- f64 path ---------- */
+
+static double ld_d(tile_dtype dt, const void *p, int64_t idx) {
+    if (dt == TILE_DT_F64) return ((const double *)p)[idx];
+    if (dt == TILE_DT_F32) return ((const float *)p)[idx];
+    if (dt == TILE_DT_FP4_E2M1) {
+        uint8_t byte = ((const uint8_t *)p)[idx >> 1];
+        return tk_lut_e2m1[(idx & 1) ? (byte >> 4) : (byte & 0xF)];
+    }
+    return ld_any(dt, p, idx);
+}
+
+static int gemm_f64(const tk_gemm *g) {
+    const int64_t M = g->M, N = g->N, K = g->K;
+    double *bt = (double *)malloc((size_t)(K > 0 ? K : 1) * (size_t)N * sizeof(double));
+    double *arow = (double *)malloc((size_t)(K > 0 ? K : 1) * sizeof(double));
+    double *crow = (double *)malloc((size_t)N * sizeof(double));
+    if (!bt || !arow || !crow) {
+        free(bt);
+        free(arow);
+        free(crow);
+        return fail(TK_GEMM_ENOMEM, "cpu gemm (f64): out of memory");
+    }
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) bt[k * N + j] = ld_d(g->b_dtype, g->B, k * g->b_rs + j * g->b_cs);
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t k = 0; k < K; k++) arow[k] = ld_d(g->a_dtype, g->A, i * g->a_rs + k * g->a_cs);
+        for (int64_t j = 0; j < N; j++)
+            crow[j] = g->accumulate ? ld_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs) : 0.0;
+        for (int64_t k = 0; k < K; k++) {
+            const double av = arow[k];
+            const double *bk = bt + k * N;
+            for (int64_t j = 0; j < N; j++) crow[j] += av * bk[j];
+        }
+        for (int64_t j = 0; j < N; j++) st_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs, crow[j]);
+    }
+    free(bt);
+    free(arow);
+    free(crow);
+    return TK_GEMM_OK;
+}
+
+/* ---------- entry point ---------- */
+
+static int operand_dtype_ok(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_F32: case TILE_DT_F16: case TILE_DT_BF16: case TILE_DT_F64:
+    case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2: case TILE_DT_FP4_E2M1: return 1;
+    default: return 0;
+    }
+}
+
+static const char *dt_name(tile_dtype dt) {
+    return (dt >= 0 && dt < TILE_DT_COUNT) ? tile_dtype_name(dt) : "invalid dtype";
+}
+
+/* |largest element offset| of a rows x cols view fits comfortably in int64 */
+static int extent_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    if (rows <= 0 || cols <= 0) return 1;
+    const int64_t lim = INT64_MAX / 4;
+    if (rs < -lim || rs > lim || cs < -lim || cs > lim) return 0;
+    int64_t a, b;
+    if (__builtin_mul_overflow(rows - 1, rs < 0 ? -rs : rs, &a)) return 0;
+    if (__builtin_mul_overflow(cols - 1, cs < 0 ? -cs : cs, &b)) return 0;
+    return a <= lim && b <= lim;
+}
+
+int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
+    t_err[0] = 0;
+    if (!g) return fail(TK_GEMM_EINVAL, "cpu gemm: NULL description");
+    ensure_init();
+    if (!g_isa) return fail(TK_GEMM_EISA, "cpu gemm: %s", g_isa_msg);
+    const int64_t M = g->M, N = g->N, K = g->K;
+    if (M < 0 || N < 0 || K < 0)
+        return fail(TK_GEMM_EINVAL, "cpu gemm: negative size M=%lld N=%lld K=%lld", (long long)M, (long long)N,
+                    (long long)K);
+    if (!operand_dtype_ok(g->a_dtype)) return fail(TK_GEMM_EINVAL, "cpu gemm: unsupported dtype for A: %s", dt_name(g->a_dtype));
+    if (!operand_dtype_ok(g->b_dtype)) return fail(TK_GEMM_EINVAL, "cpu gemm: unsupported dtype for B: %s", dt_name(g->b_dtype));
+    if (g->c_dtype < 0 || g->c_dtype >= TILE_DT_COUNT || !tile_dtype_is_float(g->c_dtype))
+        return fail(TK_GEMM_EINVAL, "cpu gemm: C must have a float dtype, not %s", dt_name(g->c_dtype));
+    if (g->accumulate != 0 && g->accumulate != 1)
+        return fail(TK_GEMM_EINVAL, "cpu gemm: accumulate must be 0 or 1, not %d", g->accumulate);
+    if (M == 0 || N == 0) return TK_GEMM_OK;
+    if (!g->C) return fail(TK_GEMM_EINVAL, "cpu gemm: C is NULL");
+    if (K > 0 && (!g->A || !g->B)) return fail(TK_GEMM_EINVAL, "cpu gemm: %s is NULL", g->A ? "B" : "A");
+    if ((M > 1 && g->c_rs == 0) || (N > 1 && g->c_cs == 0))
+        return fail(TK_GEMM_EINVAL, "cpu gemm: C strides (%lld, %lld) map several elements to one",
+                    (long long)g->c_rs, (long long)g->c_cs);
+    if (!extent_ok(M, N, g->c_rs, g->c_cs) || !extent_ok(M, K, g->a_rs, g->a_cs) || !extent_ok(K, N, g->b_rs, g->b_cs))
+        return fail(TK_GEMM_EINVAL, "cpu gemm: strides too large for the sizes (offsets overflow)");
+
+    if (g->a_dtype == TILE_DT_F64 || g->b_dtype == TILE_DT_F64 || g->c_dtype == TILE_DT_F64) return gemm_f64(g);
+
+    const tk_isa *isa = g_isa;
+    if (K == 0) {
+        if (g->accumulate) return TK_GEMM_OK;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) st_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs, 0.0);
+        return TK_GEMM_OK;
+    }
+    tk_src a = {g->A, g->a_dtype, g->a_rs, g->a_cs};
+    tk_src b = {g->B, g->b_dtype, g->b_cs, g->b_rs};
+    if (g->c_dtype == TILE_DT_F32)
+        return gemm_f32(isa, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool);
+
+    /* other C dtypes: accumulate in an f32 workspace, round once */
+    tk_tls *tl = &t_tls;
+    float *w = (float *)buf_get(&tl->w, (size_t)(M * N) * sizeof(float));
+    if (!w) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate the f32 accumulator (%lld x %lld)", (long long)M, (long long)N);
+    if (g->accumulate)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                w[i * N + j] = (float)ld_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs);
+    int rc = gemm_f32(isa, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool);
+    if (rc == TK_GEMM_OK) {
+        if (g->c_cs == 1 && g->c_dtype != TILE_DT_FP4_E2M1) {
+            for (int64_t i = 0; i < M; i++) tk_cvt_from_f32(g->c_dtype, g->C, i * g->c_rs, w + i * N, N);
+        } else {
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) st_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs, w[i * N + j]);
+        }
+    }
+    buf_trim(&tl->w);
+    return rc;
+}
+
+/* ---------- helpers ---------- */
+
+int tk_cvt_to_f32(float *dst, tile_dtype dt, const void *src, int64_t first, int64_t n) {
+    if (dt < 0 || dt >= TILE_DT_COUNT || !tile_dtype_is_float(dt)) return -1;
+    if (n <= 0) return 0;
+    ensure_init();
+    const tk_isa *isa = g_isa ? g_isa : &tk_isa_generic;
+    isa->cvt_to_f32(dst, dt, src, first, n);
+    return 0;
+}
+
+int tk_cvt_from_f32(tile_dtype dt, void *dst, int64_t first, const float *src, int64_t n) {
+    if (dt < 0 || dt >= TILE_DT_COUNT || !tile_dtype_is_float(dt)) return -1;
+    switch (dt) {
+    case TILE_DT_F32: {
+        /* NaNs become the canonical quiet NaN (sign kept), as tile_store_f does */
+        uint32_t *d = (uint32_t *)dst + first;
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, &src[i], 4);
+            d[i] = (u & 0x7FFFFFFFu) > 0x7F800000u ? (u & 0x80000000u) | 0x7FC00000u : u;
+        }
+        break;
+    }
+    case TILE_DT_F64:
+        for (int64_t i = 0; i < n; i++) ((double *)dst)[first + i] = src[i];
+        break;
+    case TILE_DT_BF16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[first + i] = tile_f32_to_bf16_bits(src[i]);
+        break;
+    case TILE_DT_F16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[first + i] = tile_f32_to_f16_bits(src[i]);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) tile_store_f(dt, dst, (size_t)(first + i), src[i]);
+        break;
+    }
+    return 0;
+}
+
+float tk_sum_f32(const float *x, int64_t n) {
+    if (n <= 0) return 0.0f;
+    ensure_init();
+    return (g_isa ? g_isa : &tk_isa_generic)->sum(x, n);
+}
+
+float tk_max_f32(const float *x, int64_t n) {
+    if (n <= 0) return -INFINITY;
+    ensure_init();
+    return (g_isa ? g_isa : &tk_isa_generic)->max(x, n);
+}

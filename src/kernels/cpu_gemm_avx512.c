@@ -1,0 +1,107 @@
+/* cpu_gemm_avx512.c — AVX-512 (F/BW/VL/DQ + FMA) micro-kernel 12 x 32 and helpers.
+ * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c (CMakeLists.txt);
+ * only called after cpuid/xgetbv said the CPU and OS support them.
+ *
+ * The kernel keeps a 12 x 32 tile of C in 24 zmm accumulators; per k it loads two vectors
+ * of the packed B panel (32 columns) and broadcasts 12 values of the packed A panel, i.e.
+ * 24 FMAs for 2 vector loads + 12 broadcasts. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/cpu_gemm_int.h"
+
+static int64_t cvt_f16_run_512(float *dst, const uint16_t *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(s + i))));
+    return i;
+}
+#define TK_CVT_F16_RUN(dst, s, n) cvt_f16_run_512((dst), (s), (n))
+
+#include "kernels/cpu_gemm_pack.inc"
+
+#define MR 12
+#define NR 32
+
+#define ACC_DECL(i) __m512 c##i##a = _mm512_setzero_ps(), c##i##b = _mm512_setzero_ps();
+#define ACC_FMA(i)                                          \
+    {                                                       \
+        __m512 ai = _mm512_set1_ps(a[i]);                   \
+        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);         \
+        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);         \
+    }
+#define ACC_STORE(i)                                                                    \
+    {                                                                                   \
+        float *ci = c + (i) * ldc;                                                      \
+        if (beta) {                                                                     \
+            c##i##a = _mm512_add_ps(c##i##a, _mm512_loadu_ps(ci));                      \
+            c##i##b = _mm512_add_ps(c##i##b, _mm512_loadu_ps(ci + 16));                 \
+        }                                                                               \
+        _mm512_storeu_ps(ci, c##i##a);                                                  \
+        _mm512_storeu_ps(ci + 16, c##i##b);                                             \
+    }
+#define ALL12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int beta) {
+    ALL12(ACC_DECL)
+    for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0), _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+    for (int64_t k = 0; k < kc; k++) {
+        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
+        ALL12(ACC_FMA)
+        a += MR;
+        b += NR;
+    }
+    ALL12(ACC_STORE)
+}
+
+static float sum_avx512(const float *x, int64_t n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
+        s1 = _mm512_add_ps(s1, _mm512_loadu_ps(x + i + 16));
+        s2 = _mm512_add_ps(s2, _mm512_loadu_ps(x + i + 32));
+        s3 = _mm512_add_ps(s3, _mm512_loadu_ps(x + i + 48));
+    }
+    for (; i + 16 <= n; i += 16) s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(m, x + i));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+static float max_avx512(const float *x, int64_t n) {
+    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+    __mmask16 nan = 0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+        nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+        m0 = _mm512_max_ps(m0, v0);
+        m1 = _mm512_max_ps(m1, v1);
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m0 = _mm512_max_ps(m0, v);
+    }
+    if (i < n) {
+        __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, x + i);
+        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m1 = _mm512_max_ps(m1, v);
+    }
+    if (nan) return NAN;
+    return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+
+const tk_isa tk_isa_avx512 = {
+    .name = "avx512", .mr = MR, .nr = NR,
+    .ukr = ukr_avx512, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,
+    .sum = sum_avx512, .max = max_avx512,
+};
+#endif

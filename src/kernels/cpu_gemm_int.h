@@ -1,0 +1,54 @@
+/* cpu_gemm_int.h — internals shared by cpu_gemm.c and the per-ISA files (not installed).
+ *
+ * An ISA is a table: micro-kernel shape (MR x NR), the f32 micro-kernel, the packing routine
+ * (with dequantisation) and the vectorised helpers, all compiled with that ISA's flags. */
+#ifndef TILE_KERNELS_CPU_GEMM_INT_H
+#define TILE_KERNELS_CPU_GEMM_INT_H
+
+#include <stdint.h>
+
+#include "tile.h"
+
+/* A source operand seen as panels: element (p, k) at p*sp + k*sk (elements; fp4: logical
+ * elements, two per byte). For A: p = row i (sp = a_rs, sk = a_cs); for B: p = column j
+ * (sp = b_cs, sk = b_rs). */
+typedef struct tk_src {
+    const void *p;
+    tile_dtype dt;
+    int64_t sp, sk;
+} tk_src;
+
+/* C[0..MR)[0..NR) (row stride ldc, unit column stride) = (beta ? C : 0) + a_panel @ b_panel
+ * where a is kc x MR (a[k*MR + i]) and b is kc x NR (b[k*NR + j]), both 64-byte aligned. */
+typedef void (*tk_ukr_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int beta);
+/* Pack rows [p0, p0+plen) x k [k0, k0+klen) of s into ceil(plen/R) panels of klen x R floats
+ * (panel q at dst + q*R*klen, element (p, k) at [k*R + p%R]), zero-padding the last panel. */
+typedef void (*tk_pack_fn)(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, float *dst);
+
+typedef struct tk_isa {
+    const char *name;
+    int mr, nr;
+    tk_ukr_fn ukr;
+    tk_pack_fn pack;
+    void (*cvt_to_f32)(float *dst, tile_dtype dt, const void *src, int64_t first, int64_t n);
+    float (*sum)(const float *x, int64_t n);
+    float (*max)(const float *x, int64_t n);
+} tk_isa;
+
+extern const tk_isa tk_isa_generic;
+#if defined(__x86_64__) || defined(__i386__)
+extern const tk_isa tk_isa_avx2;
+extern const tk_isa tk_isa_avx512;
+#endif
+
+/* Exact dequantisation tables, filled once before any ISA routine runs. */
+extern float tk_lut_e4m3[256];
+extern float tk_lut_e5m2[256];
+extern float tk_lut_e2m1[16];
+
+/* 1 if this CPU (and OS) can run the named ISA ("generic" | "avx2" | "avx512"). */
+int tk_isa_supported(const char *name);
+
+#define TK_MAX_TILE 1024 /* MR * NR of every ISA fits */
+
+#endif

@@ -1,0 +1,484 @@
+/* test_cpu_gemm.c — tk_cpu_gemm against a double-precision reference.
+ *
+ *   test_cpu_gemm gemm      every dtype pair / layout / shape / accumulate case on the ISA
+ *                           selected by TILE_CPU_ISA (exit 77 = skipped if the CPU lacks it)
+ *   test_cpu_gemm helpers   conversions (bit-exact vs core's tile_load_f / tile_store_f),
+ *                           sum / max, CPU feature and cache reporting
+ *   test_cpu_gemm badargs   error codes and messages for bad arguments
+ *   test_cpu_gemm badisa    TILE_CPU_ISA names an unsupported/unknown ISA: a clear error
+ *
+ * Tolerance. Every C element is a dot product of K terms (plus C's old value when
+ * accumulating) summed in f32 in SOME order (blocked by KC, FMA or not). For any order,
+ * |fl(sum) - sum| <= gamma_n * sum |terms|, gamma_n = n u / (1 - n u), u = 2^-24, with n the
+ * number of terms (Higham, Accuracy and Stability, 3.1; each product is exact in f32 or
+ * rounded once, which the same bound covers). We check elementwise
+ *     |C - ref| <= gamma_{K+2} * (sum_k |a_ik b_kj| + |C0_ij|) * (1 + u_c) + u_c * |ref|
+ * where u_c is the unit roundoff of C's dtype (0 for f32): the final rounding into f16/bf16.
+ * Inputs are exactly representable in their dtypes, so the reference (double, K <= 2000) is
+ * exact to ~2^-53 relative, far below the tolerance. A single lost or doubled term would
+ * exceed it by orders of magnitude, so the check is sharp. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "kernels/cpu_gemm.h"
+
+static int g_fail = 0, g_cases = 0;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);         \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fputc('\n', stderr);                                          \
+            g_fail++;                                                     \
+        }                                                                 \
+    } while (0)
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next_u64(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double uniform(void) { return (double)(next_u64() >> 11) * 0x1p-53 * 2.0 - 1.0; }
+
+/* ---------- a tiny pthread "parallel for" (what the runtime's pool provides) ---------- */
+typedef struct pf_job {
+    int64_t n;
+    atomic_llong next;
+    void (*body)(void *, int64_t);
+    void *arg;
+} pf_job;
+static void *pf_worker(void *p) {
+    pf_job *j = (pf_job *)p;
+    for (;;) {
+        long long i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n) break;
+        j->body(j->arg, i);
+    }
+    return NULL;
+}
+static int g_pfor_calls = 0;
+static void test_pfor(void *pool, int64_t n, void (*body)(void *, int64_t), void *arg) {
+    int nt = *(int *)pool;
+    pf_job j;
+    j.n = n;
+    atomic_init(&j.next, 0);
+    j.body = body;
+    j.arg = arg;
+    pthread_t th[16];
+    for (int t = 1; t < nt; t++) pthread_create(&th[t], NULL, pf_worker, &j);
+    pf_worker(&j);
+    for (int t = 1; t < nt; t++) pthread_join(th[t], NULL);
+    g_pfor_calls++;
+}
+
+/* ---------- operands ---------- */
+typedef struct mat {
+    tile_dtype dt;
+    int64_t rows, cols, rs, cs, off; /* element (r,c) at off + r*rs + c*cs */
+    size_t nelem;                    /* elements of storage */
+    void *buf;
+} mat;
+
+/* layout: 0 = row-major with padding, 1 = column-major with padding, 2 = general strides,
+ * 3 = negative row stride (rows stored bottom-up) */
+static void mat_init(mat *m, tile_dtype dt, int64_t rows, int64_t cols, int layout) {
+    m->dt = dt;
+    m->rows = rows;
+    m->cols = cols;
+    m->off = 0;
+    switch (layout) {
+    case 0: m->cs = 1; m->rs = cols + 3; break;
+    case 1: m->rs = 1; m->cs = rows + 5; break;
+    case 2: m->rs = 3 * cols + 1; m->cs = 3; break;
+    default: m->cs = 1; m->rs = -(cols + 1); m->off = (rows > 0 ? rows - 1 : 0) * (cols + 1); break;
+    }
+    int64_t maxidx = m->off + (rows > 0 ? rows - 1 : 0) * (m->rs > 0 ? m->rs : 0) + (cols > 0 ? cols - 1 : 0) * m->cs;
+    m->nelem = (size_t)maxidx + 1;
+    size_t bytes = tile_dtype_storage_bytes(dt, m->nelem) + 8;
+    m->buf = calloc(1, bytes);
+}
+static int64_t mat_idx(const mat *m, int64_t r, int64_t c) { return m->off + r * m->rs + c * m->cs; }
+static double mat_get(const mat *m, int64_t r, int64_t c) { return tile_load_f(m->dt, m->buf, (size_t)mat_idx(m, r, c)); }
+static void mat_set(mat *m, int64_t r, int64_t c, double v) { tile_store_f(m->dt, m->buf, (size_t)mat_idx(m, r, c), v); }
+static const void *mat_ptr(const mat *m) {
+    if (m->dt == TILE_DT_FP4_E2M1) return m->buf; /* off is even in every fp4 layout we build? see below */
+    return (const uint8_t *)m->buf + m->off * (tile_dtype_bits(m->dt) / 8);
+}
+static void mat_fill(mat *m, double scale) {
+    for (int64_t r = 0; r < m->rows; r++)
+        for (int64_t c = 0; c < m->cols; c++) mat_set(m, r, c, uniform() * scale);
+}
+
+static double unit_roundoff(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_F16: return 0x1p-11;
+    case TILE_DT_BF16: return 0x1p-8;
+    case TILE_DT_FP8_E4M3: return 0x1p-4;
+    case TILE_DT_FP8_E5M2: return 0x1p-3;
+    case TILE_DT_FP4_E2M1: return 0x1p-2;
+    case TILE_DT_F64: return 0.0;
+    default: return 0.0;
+    }
+}
+
+/* scale so values land well inside each format's range */
+static double dt_scale(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_FP4_E2M1: return 6.0;
+    case TILE_DT_FP8_E4M3: return 8.0;
+    case TILE_DT_FP8_E5M2: return 8.0;
+    default: return 1.0;
+    }
+}
+
+static int g_nthreads = 2;
+
+/* one GEMM case; returns nothing, counts failures */
+static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype bdt, tile_dtype cdt, int la, int lb,
+                     int lc, int acc, int threaded) {
+    /* fp4 with a negative stride layout would need an odd offset: use row-major instead */
+    if (adt == TILE_DT_FP4_E2M1 && la == 3) la = 0;
+    if (bdt == TILE_DT_FP4_E2M1 && lb == 3) lb = 0;
+    if (cdt == TILE_DT_FP4_E2M1 && lc == 3) lc = 0;
+    mat A, B, C;
+    mat_init(&A, adt, M, K, la);
+    mat_init(&B, bdt, K, N, lb);
+    mat_init(&C, cdt, M, N, lc);
+    mat_fill(&A, dt_scale(adt));
+    mat_fill(&B, dt_scale(bdt));
+    /* every storage element of C first gets a sentinel; the ones in the view get C0 or NaN */
+    for (size_t e = 0; e < C.nelem; e++) tile_store_f(cdt, C.buf, e, 42.0);
+    const double sentinel = tile_load_f(cdt, C.buf, 0); /* 42 as the dtype holds it */
+    double *c0 = (double *)calloc((size_t)(M * N) + 1, sizeof(double));
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            if (acc) {
+                mat_set(&C, i, j, uniform() * 4.0);
+                c0[i * N + j] = mat_get(&C, i, j);
+            } else {
+                /* NaN where the dtype has one (fp4 has none: a value the result can't be) */
+                mat_set(&C, i, j, cdt == TILE_DT_FP4_E2M1 ? 6.0 : NAN);
+            }
+        }
+    /* mark the view elements so the sentinel check skips them */
+    unsigned char *inview = (unsigned char *)calloc(C.nelem + 1, 1);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) inview[mat_idx(&C, i, j)] = 1;
+
+    tk_gemm g = {.M = M, .N = N, .K = K, .a_dtype = adt, .b_dtype = bdt, .c_dtype = cdt,
+                 .A = mat_ptr(&A), .a_rs = A.rs, .a_cs = A.cs,
+                 .B = mat_ptr(&B), .b_rs = B.rs, .b_cs = B.cs,
+                 .C = (void *)mat_ptr(&C), .c_rs = C.rs, .c_cs = C.cs, .accumulate = acc};
+    int rc = threaded ? tk_cpu_gemm(&g, test_pfor, &g_nthreads) : tk_cpu_gemm(&g, NULL, NULL);
+    g_cases++;
+    char what[256];
+    snprintf(what, sizeof what, "M=%lld N=%lld K=%lld A=%s(l%d) B=%s(l%d) C=%s(l%d) acc=%d thr=%d isa=%s", (long long)M,
+             (long long)N, (long long)K, tile_dtype_name(adt), la, tile_dtype_name(bdt), lb, tile_dtype_name(cdt), lc, acc,
+             threaded, tk_cpu_isa());
+    CHECK(rc == TK_GEMM_OK, "%s: rc=%d %s", what, rc, tk_cpu_gemm_error());
+    if (rc == TK_GEMM_OK) {
+        const double u = 0x1p-24;
+        const double n = (double)K + 2;
+        const double gamma = (cdt == TILE_DT_F64 || adt == TILE_DT_F64 || bdt == TILE_DT_F64)
+                                 ? n * 0x1p-53 / (1 - n * 0x1p-53)
+                                 : n * u / (1 - n * u);
+        const int f64path = cdt == TILE_DT_F64 || adt == TILE_DT_F64 || bdt == TILE_DT_F64;
+        /* the f64 path rounds once into an f32 C too */
+        const double uc = (f64path && cdt == TILE_DT_F32) ? 0x1p-24 : unit_roundoff(cdt);
+        int bad = 0;
+        /* the reference: A row-major and B column-major as doubles (exact) */
+        double *ad = (double *)malloc((size_t)(M * K + 1) * sizeof(double));
+        double *bd = (double *)malloc((size_t)(K * N + 1) * sizeof(double));
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) ad[i * K + k] = mat_get(&A, i, k);
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) bd[j * K + k] = mat_get(&B, k, j);
+        for (int64_t i = 0; i < M && bad < 3; i++)
+            for (int64_t j = 0; j < N && bad < 3; j++) {
+                double ref = acc ? c0[i * N + j] : 0.0, mag = acc ? fabs(c0[i * N + j]) : 0.0;
+                const double *ai = ad + i * K, *bj = bd + j * K;
+                for (int64_t k = 0; k < K; k++) {
+                    double p = ai[k] * bj[k];
+                    ref += p;
+                    mag += fabs(p);
+                }
+                double got = mat_get(&C, i, j);
+                double tol = gamma * mag * (1 + uc) + uc * fabs(ref);
+                /* narrow outputs: half their subnormal spacing, and they saturate */
+                double maxf = cdt == TILE_DT_FP4_E2M1 ? 6.0 : cdt == TILE_DT_FP8_E4M3 ? 448.0 : cdt == TILE_DT_FP8_E5M2 ? 57344.0 : 0;
+                if (maxf > 0) {
+                    tol += cdt == TILE_DT_FP4_E2M1 ? 0.25 : cdt == TILE_DT_FP8_E4M3 ? 0x1p-10 : 0x1p-17;
+                    ref = ref > maxf ? maxf : ref < -maxf ? -maxf : ref;
+                }
+                if (!(fabs(got - ref) <= tol)) {
+                    CHECK(0, "%s: C[%lld,%lld] = %.9g, reference %.9g (|err| %.3g > tol %.3g)", what, (long long)i,
+                          (long long)j, got, ref, fabs(got - ref), tol);
+                    bad++;
+                }
+            }
+        free(ad);
+        free(bd);
+        for (size_t e = 0; e < C.nelem && bad < 3; e++)
+            if (!inview[e] && tile_load_f(cdt, C.buf, e) != sentinel) {
+                CHECK(0, "%s: C storage element %zu outside the view was overwritten", what, e);
+                bad++;
+            }
+    }
+    free(inview);
+    free(c0);
+    free(A.buf);
+    free(B.buf);
+    free(C.buf);
+}
+
+static const tile_dtype k_in_dtypes[] = {TILE_DT_F32, TILE_DT_F16, TILE_DT_BF16, TILE_DT_FP8_E4M3, TILE_DT_FP8_E5M2,
+                                         TILE_DT_FP4_E2M1};
+
+static int test_gemm(void) {
+    const char *isa = tk_cpu_isa();
+    if (strcmp(isa, "invalid") == 0) {
+        tk_gemm g = {0};
+        g.M = g.N = g.K = 1;
+        tk_cpu_gemm(&g, NULL, NULL);
+        printf("skipped: %s\n", tk_cpu_gemm_error());
+        return 77;
+    }
+    printf("isa %s\n", isa);
+    static const int64_t shapes[][3] = {
+        {1, 1, 1}, {2, 3, 5}, {7, 13, 17}, {13, 31, 29}, {64, 64, 32}, {65, 33, 31},
+        {1, 100, 1}, {37, 1, 53}, {100, 37, 1}, {3, 97, 101}, {23, 70, 1100}, {0, 5, 5}, {5, 0, 5}, {5, 5, 0},
+    };
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+    /* f32: every shape x A/B layouts x C layouts x accumulate */
+    for (int s = 0; s < nshapes; s++)
+        for (int la = 0; la < 4; la++)
+            for (int lb = 0; lb < 4; lb++)
+                for (int lc = 0; lc < 4; lc++)
+                    for (int acc = 0; acc < 2; acc++) {
+                        if ((la + lb + lc + acc + s) % 3 != 0 && !(la == 0 && lb == 0)) continue; /* thin the product */
+                        run_case(shapes[s][0], shapes[s][1], shapes[s][2], TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, la, lb, lc,
+                                 acc, 0);
+                    }
+    /* every input dtype pair on a few shapes, both transposes */
+    static const int64_t dshapes[][3] = {{1, 1, 1}, {13, 31, 29}, {64, 64, 32}, {33, 47, 64}};
+    for (int da = 0; da < 6; da++)
+        for (int db = 0; db < 6; db++)
+            for (int s = 0; s < 4; s++) {
+                int la = (da + s) % 4, lb = (db + 2 * s) % 4;
+                run_case(dshapes[s][0], dshapes[s][1], dshapes[s][2], k_in_dtypes[da], k_in_dtypes[db], TILE_DT_F32, la, lb,
+                         s % 3, s & 1, 0);
+            }
+    /* C dtypes other than f32, and the f64 path */
+    static const tile_dtype cdts[] = {TILE_DT_F16, TILE_DT_BF16, TILE_DT_FP8_E4M3, TILE_DT_FP4_E2M1, TILE_DT_F64};
+    for (int dc = 0; dc < 5; dc++)
+        for (int acc = 0; acc < 2; acc++)
+            for (int lc = 0; lc < 3; lc++) {
+                tile_dtype ad = cdts[dc] == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_BF16;
+                double sc = cdts[dc] == TILE_DT_FP4_E2M1 || cdts[dc] == TILE_DT_FP8_E4M3 ? 0.25 : 1.0;
+                (void)sc;
+                run_case(19, 37, 23, ad, TILE_DT_F32, cdts[dc], acc, lc, lc, acc, 0);
+                run_case(13, 5, 700, TILE_DT_F16, TILE_DT_F32, cdts[dc], 0, 1, lc, acc, 0);
+            }
+    run_case(17, 9, 11, TILE_DT_F32, TILE_DT_F64, TILE_DT_F32, 1, 0, 0, 1, 0);
+    /* large-ish and threaded (the pfor path), including a non-f32 C */
+    int before = g_pfor_calls;
+    run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 0, 1);
+    run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 1, 1, 1, 1, 1);
+    run_case(211, 263, 130, TILE_DT_BF16, TILE_DT_FP8_E4M3, TILE_DT_F32, 0, 1, 0, 1, 1);
+    run_case(150, 301, 97, TILE_DT_F16, TILE_DT_FP4_E2M1, TILE_DT_BF16, 1, 0, 0, 0, 1);
+    run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 1, 0);
+    CHECK(g_pfor_calls > before, "the threaded cases never called the parallel-for");
+    printf("%d cases, %d failures\n", g_cases, g_fail);
+    return g_fail ? 1 : 0;
+}
+
+/* ---------- helpers ---------- */
+static int same_float(float a, float b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    uint32_t x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    return x == y;
+}
+
+static int test_helpers(void) {
+    if (strcmp(tk_cpu_isa(), "invalid") == 0) return 77;
+    printf("isa %s, features 0x%x, %d cpus\n", tk_cpu_isa(), tk_cpu_features(), tk_cpu_count());
+    int64_t l1, l2, l3;
+    tk_cpu_cache_sizes(&l1, &l2, &l3);
+    printf("caches: L1d %lld, L2 %lld, L3 %lld\n", (long long)l1, (long long)l2, (long long)l3);
+    CHECK(tk_cpu_count() >= 1, "cpu count %d", tk_cpu_count());
+    /* every f16 / bf16 / fp8 / fp4 encoding, at every alignment of the run */
+    static uint16_t src16[65536 + 64];
+    static float out[65536 + 64];
+    for (int v = 0; v < 65536; v++) src16[v] = (uint16_t)v;
+    const tile_dtype d16[] = {TILE_DT_F16, TILE_DT_BF16};
+    for (int d = 0; d < 2; d++) {
+        CHECK(tk_cvt_to_f32(out, d16[d], src16, 0, 65536) == 0, "cvt");
+        for (int v = 0; v < 65536; v++)
+            if (!same_float(out[v], (float)tile_load_f(d16[d], src16, (size_t)v))) {
+                CHECK(0, "%s bits 0x%04x -> %g, core says %g", tile_dtype_name(d16[d]), v, out[v],
+                      tile_load_f(d16[d], src16, (size_t)v));
+                break;
+            }
+        for (int first = 0; first < 20; first++) {
+            CHECK(tk_cvt_to_f32(out, d16[d], src16, 15000 + first, 37) == 0, "cvt");
+            for (int i = 0; i < 37; i++)
+                CHECK(same_float(out[i], (float)tile_load_f(d16[d], src16, (size_t)(15000 + first + i))), "offset run");
+        }
+    }
+    uint8_t src8[256 + 8];
+    for (int v = 0; v < 256; v++) src8[v] = (uint8_t)v;
+    const tile_dtype d8[] = {TILE_DT_FP8_E4M3, TILE_DT_FP8_E5M2, TILE_DT_FP4_E2M1};
+    for (int d = 0; d < 3; d++) {
+        int64_t n = d8[d] == TILE_DT_FP4_E2M1 ? 512 : 256;
+        for (int first = 0; first < 3; first++) {
+            CHECK(tk_cvt_to_f32(out, d8[d], src8, first, n - first) == 0, "cvt");
+            for (int64_t i = 0; i < n - first; i++)
+                if (!same_float(out[i], (float)tile_load_f(d8[d], src8, (size_t)(first + i)))) {
+                    CHECK(0, "%s element %lld -> %g, core says %g", tile_dtype_name(d8[d]), (long long)(first + i), out[i],
+                          tile_load_f(d8[d], src8, (size_t)(first + i)));
+                    break;
+                }
+        }
+    }
+    CHECK(tk_cvt_to_f32(out, TILE_DT_I32, src8, 0, 4) == -1, "int dtype must be refused");
+    /* f32 -> every float dtype, bit-exact with tile_store_f */
+    enum { NV = 4096 };
+    static float vals[NV];
+    for (int i = 0; i < NV; i++) {
+        uint32_t b = (uint32_t)next_u64();
+        if (i % 4 == 1) b = (b & 0x8000FFFFu) | 0x3F800000u; /* near 1: rounding ties */
+        if (i % 4 == 2) b = (b & 0x807FFFFFu) | ((uint32_t)(100 + i % 60) << 23);
+        memcpy(&vals[i], &b, 4);
+    }
+    vals[0] = INFINITY;
+    vals[1] = -INFINITY;
+    vals[2] = NAN;
+    vals[3] = -0.0f;
+    vals[4] = 65520.0f;
+    vals[5] = 448.0f;
+    vals[6] = 1e-30f;
+    const tile_dtype outs[] = {TILE_DT_F16, TILE_DT_BF16, TILE_DT_FP8_E4M3, TILE_DT_FP8_E5M2, TILE_DT_FP4_E2M1, TILE_DT_F32, TILE_DT_F64};
+    for (int d = 0; d < 7; d++) {
+        static uint8_t ours[NV * 8 + 16], core[NV * 8 + 16];
+        memset(ours, 0x5A, sizeof ours);
+        memset(core, 0x5A, sizeof core);
+        int first = d == 4 ? 1 : 0; /* fp4: start on a high nibble */
+        CHECK(tk_cvt_from_f32(outs[d], ours, first, vals, NV) == 0, "cvt_from");
+        for (int i = 0; i < NV; i++) tile_store_f(outs[d], core, (size_t)(first + i), vals[i]);
+        size_t bytes = tile_dtype_storage_bytes(outs[d], (size_t)(NV + first));
+        CHECK(memcmp(ours, core, bytes) == 0, "tk_cvt_from_f32(%s) differs from tile_store_f", tile_dtype_name(outs[d]));
+    }
+    /* sum / max */
+    for (int n = 0; n < 300; n += (n < 40 ? 1 : 37)) {
+        float x[300];
+        double s = 0, sa = 0;
+        float m = -INFINITY;
+        for (int i = 0; i < n; i++) {
+            x[i] = (float)uniform() * 10.0f;
+            s += x[i];
+            sa += fabs(x[i]);
+            m = x[i] > m ? x[i] : m;
+        }
+        double tol = (n + 1) * 0x1p-24 * sa * 1.01;
+        CHECK(fabs(tk_sum_f32(x, n) - s) <= tol, "sum n=%d: %g vs %g", n, tk_sum_f32(x, n), s);
+        CHECK(tk_max_f32(x, n) == m, "max n=%d: %g vs %g", n, tk_max_f32(x, n), m);
+        if (n > 0) {
+            x[n / 2] = NAN;
+            CHECK(isnan(tk_max_f32(x, n)), "max with a NaN at %d of %d", n / 2, n);
+            CHECK(isnan(tk_sum_f32(x, n)), "sum with a NaN");
+        }
+    }
+    printf("helpers: %d failures\n", g_fail);
+    return g_fail ? 1 : 0;
+}
+
+static int test_badargs(void) {
+    if (strcmp(tk_cpu_isa(), "invalid") == 0) return 77;
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4];
+    tk_gemm ok = {.M = 2, .N = 2, .K = 2, .a_dtype = TILE_DT_F32, .b_dtype = TILE_DT_F32, .c_dtype = TILE_DT_F32,
+                  .A = a, .a_rs = 2, .a_cs = 1, .B = b, .b_rs = 2, .b_cs = 1, .C = c, .c_rs = 2, .c_cs = 1};
+    CHECK(tk_cpu_gemm(&ok, NULL, NULL) == TK_GEMM_OK, "ok case: %s", tk_cpu_gemm_error());
+    CHECK(c[0] == 1 && c[1] == 2 && c[2] == 3 && c[3] == 4, "identity product");
+    struct {
+        const char *what, *expect;
+        tk_gemm g;
+    } bad[12];
+    int nb = 0;
+#define BAD(w, e, field, val)           \
+    do {                                \
+        bad[nb].what = w;               \
+        bad[nb].expect = e;             \
+        bad[nb].g = ok;                 \
+        bad[nb].g.field = val;          \
+        nb++;                           \
+    } while (0)
+    BAD("negative M", "negative size", M, -1);
+    BAD("negative K", "negative size", K, -3);
+    BAD("NULL A", "A is NULL", A, NULL);
+    BAD("NULL B", "B is NULL", B, NULL);
+    BAD("NULL C", "C is NULL", C, NULL);
+    BAD("int A", "unsupported dtype for A: int32", a_dtype, TILE_DT_I32);
+    BAD("bad B dtype", "unsupported dtype for B", b_dtype, (tile_dtype)99);
+    BAD("int C", "C must have a float dtype", c_dtype, TILE_DT_U8);
+    BAD("accumulate 2", "accumulate must be 0 or 1", accumulate, 2);
+    BAD("C zero stride", "map several elements to one", c_cs, 0);
+    BAD("huge stride", "offsets overflow", a_rs, INT64_MAX / 2);
+    for (int i = 0; i < nb; i++) {
+        int rc = tk_cpu_gemm(&bad[i].g, NULL, NULL);
+        CHECK(rc == TK_GEMM_EINVAL, "%s: rc %d", bad[i].what, rc);
+        CHECK(strstr(tk_cpu_gemm_error(), bad[i].expect) != NULL, "%s: message '%s' lacks '%s'", bad[i].what,
+              tk_cpu_gemm_error(), bad[i].expect);
+    }
+    CHECK(tk_cpu_gemm(NULL, NULL, NULL) == TK_GEMM_EINVAL, "NULL description");
+    /* M == 0 needs no pointers at all */
+    tk_gemm empty = {.M = 0, .N = 3, .K = 3, .a_dtype = TILE_DT_F32, .b_dtype = TILE_DT_F32, .c_dtype = TILE_DT_F32};
+    CHECK(tk_cpu_gemm(&empty, NULL, NULL) == TK_GEMM_OK, "empty: %s", tk_cpu_gemm_error());
+    /* tk_cpu_set_isa */
+    const char *cur = tk_cpu_isa();
+    CHECK(tk_cpu_set_isa("sse9") == -1 && strstr(tk_cpu_gemm_error(), "unknown CPU ISA 'sse9'"), "set_isa unknown: %s",
+          tk_cpu_gemm_error());
+    CHECK(strcmp(tk_cpu_isa(), cur) == 0, "a refused set_isa changed the ISA");
+    CHECK(tk_cpu_set_isa("generic") == 0 && strcmp(tk_cpu_isa(), "generic") == 0, "set_isa generic");
+    CHECK(tk_cpu_gemm(&ok, NULL, NULL) == TK_GEMM_OK && c[3] == 4, "generic gemm");
+    if (!(tk_cpu_features() & TK_CPU_AVX512F))
+        CHECK(tk_cpu_set_isa("avx512") == -1 && strstr(tk_cpu_gemm_error(), "does not support"), "avx512 refused");
+    CHECK(tk_cpu_set_isa(NULL) == 0, "back to auto");
+    printf("badargs: %d failures\n", g_fail);
+    return g_fail ? 1 : 0;
+}
+
+static int test_badisa(void) {
+    /* run with TILE_CPU_ISA=<unknown or unsupported>: every call fails with a message */
+    const char *want = getenv("TILE_CPU_ISA");
+    CHECK(strcmp(tk_cpu_isa(), "invalid") == 0, "TILE_CPU_ISA=%s accepted as %s", want ? want : "(unset)", tk_cpu_isa());
+    float a = 1, b = 1, c = 0;
+    tk_gemm g = {.M = 1, .N = 1, .K = 1, .a_dtype = TILE_DT_F32, .b_dtype = TILE_DT_F32, .c_dtype = TILE_DT_F32,
+                 .A = &a, .a_rs = 1, .a_cs = 1, .B = &b, .b_rs = 1, .b_cs = 1, .C = &c, .c_rs = 1, .c_cs = 1};
+    CHECK(tk_cpu_gemm(&g, NULL, NULL) == TK_GEMM_EISA, "rc");
+    CHECK(strstr(tk_cpu_gemm_error(), "TILE_CPU_ISA=") != NULL, "message: %s", tk_cpu_gemm_error());
+    printf("message: %s\n", tk_cpu_gemm_error());
+    /* the API can still pick a working one */
+    CHECK(tk_cpu_set_isa("generic") == 0 && tk_cpu_gemm(&g, NULL, NULL) == TK_GEMM_OK && c == 1, "recovery");
+    return g_fail ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "gemm";
+    if (strcmp(mode, "gemm") == 0) return test_gemm();
+    if (strcmp(mode, "helpers") == 0) return test_helpers();
+    if (strcmp(mode, "badargs") == 0) return test_badargs();
+    if (strcmp(mode, "badisa") == 0) return test_badisa();
+    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa\n", argv[0]);
+    return 2;
+}
