@@ -235,8 +235,8 @@ static tlink_comm *comm_alloc(void) {
     if (!c) return NULL;
     c->epfd = c->listen_fd = -1;
     c->timeout = tl_default_timeout();
-    c->spin_iters = 4000;
-    c->yield_iters = 50;
+    c->spin_s = 0;
+    c->yield_s = 2000e-6;
     pthread_mutex_init(&c->exec_mu, NULL);
     return c;
 }
@@ -380,8 +380,8 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     if (sched_getaffinity(0, sizeof cs, &cs) == 0) ncpu = CPU_COUNT(&cs);
     if (ncpu <= 0) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int over = c->local_size > ncpu;
-    c->spin_iters = (int)tl_env_long("TLINK_SPIN", over ? 16 : 4000);
-    c->yield_iters = over ? 4 : 50;
+    c->spin_s = tl_env_double("TLINK_SPIN_US", 0) * 1e-6;
+    c->yield_s = tl_env_double("TLINK_YIELD_US", over ? 50 : 2000) * 1e-6;
     c->tcp_chunk = (size_t)tl_env_long("TLINK_SOCKET_CHUNK", 128 << 10);
     if (c->tcp_chunk < 4096) c->tcp_chunk = 4096;
     st = tl_shm_setup(c);

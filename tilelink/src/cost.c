@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *tname[TLINK_TRANSPORT_COUNT] = {"self", "shm", "tcp"};
@@ -66,14 +67,14 @@ static tlink_status pingpong(tlink_comm *c, int peer, int initiator, double *alp
     if (!buf) return tl_err(c, TLINK_ERR_NO_MEMORY, "out of memory");
     memset(buf, 0, big);
     tlink_status st = TLINK_OK;
-    double t_small = 0, t_big = 0;
+    double t_small = 1e9, t_big = 1e9;
     int ns = 30, nb = 3;
+    /* the minimum round trip: the machine may be busy, the model wants the link's cost */
     for (int phase = 0; phase < 2 && !st; phase++) {
         size_t len = phase ? big : 8;
         int iters = phase ? nb : ns;
-        double t0 = 0;
         for (int i = -1; i < iters && !st; i++) {
-            if (i == 0) t0 = tl_now();
+            double t0 = tl_now();
             if (initiator) {
                 st = tl_send(c, peer, buf, len);
                 if (!st) st = tl_recv(c, peer, buf, len);
@@ -81,9 +82,11 @@ static tlink_status pingpong(tlink_comm *c, int peer, int initiator, double *alp
                 st = tl_recv(c, peer, buf, len);
                 if (!st) st = tl_send(c, peer, buf, len);
             }
+            double t = (tl_now() - t0) / 2.0;
+            if (i < 0) continue;
+            if (phase) { if (t < t_big) t_big = t; }
+            else if (t < t_small) t_small = t;
         }
-        double t = (tl_now() - t0) / (2.0 * iters);
-        if (phase) t_big = t; else t_small = t;
     }
     free(buf);
     if (st) return st;
@@ -115,7 +118,10 @@ tlink_status tl_cost_init(tlink_comm *c) {
             if (parse_cost_file(file, alpha, beta, have, &gamma))
                 tl_log(TL_LOG_WARN, "TLINK_COST_FILE=%s: %s", file, strerror(errno));
         } else if (cpath[0]) {
-            parse_cost_file(cpath, alpha, beta, have, &gamma);
+            struct stat sb;
+            double max_age = tl_env_double("TLINK_COST_CACHE_MAX_AGE", 86400);
+            if (stat(cpath, &sb) == 0 && difftime(time(NULL), sb.st_mtime) < max_age)
+                parse_cost_file(cpath, alpha, beta, have, &gamma);
         }
         int measure = (int)tl_env_long("TLINK_COST_MEASURE", 1);
         for (int r = 1; r < c->size && measure; r++) {

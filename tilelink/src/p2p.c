@@ -44,7 +44,7 @@ void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *
     c->broken = 1;
     c->broken_st = st;
     snprintf(c->broken_msg, sizeof c->broken_msg, "%s", msg);
-    if (c->store && c->size > 1) {
+    if (c->store && tl_store_fd(c->store) >= 0 && c->size > 1) {
         /* tell ranks on other hosts why, before they see our connections close */
         char key[200], val[400];
         snprintf(key, sizeof key, "%.180s/abort", c->prefix);
@@ -246,12 +246,15 @@ static long tcp_try(tlink_comm *c, tl_peer *p, tl_op *op) {
 static tlink_status peer_failed(tlink_comm *c, int peer, const char *why) {
     tl_peer *p = &c->peers[peer];
     char msg[400];
-    if (p->transport == TLINK_TRANSPORT_TCP && c->store) {
+    if (p->transport == TLINK_TRANSPORT_TCP && c->store && tl_store_fd(c->store) >= 0) {
         /* a closed connection may be a rank that gave up because of another failure */
         char key[200];
         void *v = NULL;
         snprintf(key, sizeof key, "%.180s/abort", c->prefix);
-        if (tlink_store_get(c->store, key, &v, NULL, 0.3) == TLINK_OK && v) {
+        int ex = 0;
+        /* whoever broke first published the reason before closing its connections */
+        if (tlink_store_check(c->store, key, &ex) == TLINK_OK && ex &&
+            tlink_store_get(c->store, key, &v, NULL, 1.0) == TLINK_OK && v) {
             c->broken = 1;
             c->broken_st = TLINK_ERR_PEER_FAILED;
             snprintf(c->broken_msg, sizeof c->broken_msg, "%s", (char *)v);
@@ -291,7 +294,8 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         if (!op->esize) op->esize = 1;
     }
     double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
-    int spins = 0, armed = 0;
+    int spins = 0, armed = 0, spinning = 1, sleeping = 0;
+    double t_idle = t0;
     uint32_t bell_seq = 0;
     for (;;) {
         int all_done = 1;
@@ -343,12 +347,33 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
             return shm_abort_seen(c);
         }
         if (progress) {
+            if (sleeping || !spinning) {
+                /* we had slowed down: measure idleness afresh */
+                t_idle = tl_now();
+                deadline = t_idle + c->timeout;
+            } else if ((spins & 1023) == 1023) {
+                deadline = tl_now() + c->timeout;
+            }
             spins = 0;
+            spinning = 1;
+            sleeping = 0;
             if (armed) { atomic_fetch_sub(&c->my_bell->waiters, 1); armed = 0; }
             continue;
         }
-        if (++spins < c->spin_iters) { cpu_relax(); continue; }
-        if (spins < c->spin_iters + c->yield_iters) { sched_yield(); continue; }
+        /* spin (the peer is running on another core), then yield (let it run on ours), then
+         * sleep; the budgets are times since the last progress, checked every 32 rounds */
+        if (!sleeping) {
+            if ((++spins & 31) != 0) {
+                if (spinning) cpu_relax();
+                else sched_yield();
+                continue;
+            }
+            double el = tl_now() - t_idle;
+            if (el < c->spin_s) continue;
+            spinning = 0;
+            if (el < c->spin_s + c->yield_s) { sched_yield(); continue; }
+            sleeping = 1;
+        }
         /* blocking phase */
         double now = tl_now();
         if (now >= next_live) {

@@ -119,7 +119,7 @@ struct tlink_comm {
     size_t tcp_chunk;
     int nstreams;
     int force_tcp;
-    int spin_iters, yield_iters;    /* busy-wait budget before sleeping (smaller when oversubscribed) */
+    double spin_s, yield_s;         /* busy-wait budgets before sleeping (smaller when oversubscribed) */
     /* store */
     tlink_store *store;
     tlink_store_server *server;     /* ref held if this process hosts the store */
