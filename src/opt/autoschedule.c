@@ -452,8 +452,17 @@ static ir_stmt *build_gemm(sched *S, mm *q, ir_stmt *top) {
     if ((a = bounds_assert(S, &bb, rck, 3, q->B, q->bidx, "read", loc))) stmts[ns++] = a;
     /* C is written for every (r, c) with a local accumulator, only when K > 0 otherwise */
     if ((a = bounds_assert(S, &bc, rck, q->acc ? 2 : 3, q->C, q->store->idx, q->acc ? "write" : "update", loc))) stmts[ns++] = a;
-    stmts[ns++] = g;
-    ir_stmt *body = ns == 1 ? g : ir_seq(m, stmts, ns, loc);
+    ir_stmt *op = g;
+    int64_t kv;
+    if (!q->clear && !q->acc && q->C->role != IR_BUF_PARAM && !(ir_const_int_value(q->kloop->extent, &kv) && kv > 0)) {
+        /* C += ... with an empty k loop touches nothing; the gemm would read C */
+        op = ir_stmt_new(m, IR_S_IF, loc);
+        op->cond = icmp(m, IR_B_GT, q->kloop->extent, izero(m, q->kloop->extent, loc), loc);
+        op->body[0] = g;
+        op->body[1] = NULL;
+    }
+    stmts[ns++] = op;
+    ir_stmt *body = ns == 1 ? op : ir_seq(m, stmts, ns, loc);
     /* batch loops, in their original order, around it */
     for (int i = q->nloops - 1; i >= 0; i--) {
         ir_stmt *l = q->loops[i];
