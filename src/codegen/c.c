@@ -1,0 +1,1429 @@
+/* c.c — Tile IR -> C: the CPU backend's code generator.
+ *
+ * One translation unit per function:
+ *   - the prelude (prelude.h, embedded at build time with convert.h and cpu_abi.h);
+ *   - `tile_st`, the function's state: one field per variable and per buffer (data pointer,
+ *     dims, strides). Every generated C function starts by copying the state into locals
+ *     (TILE_LOAD_STATE) so the body refers to plain locals `vN` / `bN`; before a kernel
+ *     launch or a parallel loop the current locals are saved into a fresh state the workers
+ *     read (TILE_SAVE_STATE);
+ *   - one function per kernel body (called per block, blocks spread over the pool), one per
+ *     parallel plain-form loop outside kernels (chunks of iterations over the pool), the main
+ *     body, and `tile_entry`.
+ *
+ * Values: bool is int (0/1), integers their C type, f32 and every sub-32-bit float are
+ * float (a float holds each of their values exactly), f64 is double. Integer arithmetic
+ * wraps (done in unsigned types); f32 + - * / are C float operations (with
+ * -ffp-contract=off they round exactly as the interpreter's double-then-round); other float
+ * functions are computed in double and rounded once, as the interpreter does. Index
+ * expressions (element offsets, region starts, loop bounds, shapes) are computed in int64
+ * without wrapping: only a program whose index arithmetic overflows could tell, and such an
+ * index is out of bounds anyway.
+ */
+#include "codegen.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prelude_text.h"
+
+const char *tile_codegen_c_prelude(void) { return tile_cpu_prelude_text; }
+
+/* ---------- dtypes ---------- */
+static const char DK[TILE_DT_COUNT] = {
+#define X(e, name, bits, kind) kind,
+    TILE_DTYPES(X)
+#undef X
+};
+static const int DBITS[TILE_DT_COUNT] = {
+#define X(e, name, bits, kind) bits,
+    TILE_DTYPES(X)
+#undef X
+};
+static const char *const DNAME[TILE_DT_COUNT] = {
+#define X(e, name, bits, kind) #e,
+    TILE_DTYPES(X)
+#undef X
+};
+#define ISF(dt) (DK[(dt)] == 'F')
+#define ISU(dt) (DK[(dt)] == 'U')
+#define ISB(dt) (DK[(dt)] == 'B')
+#define ISNARROWF(dt) (ISF(dt) && (dt) != TILE_DT_F32 && (dt) != TILE_DT_F64)
+
+static bool dt_ok(tile_dtype dt) { return (int)dt >= 0 && (int)dt < TILE_DT_COUNT; }
+
+/* C type of a value of dt */
+static const char *vtype(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_BOOL: return "int";
+    case TILE_DT_I8: return "int8_t";
+    case TILE_DT_I16: return "int16_t";
+    case TILE_DT_I32: return "int32_t";
+    case TILE_DT_I64: return "int64_t";
+    case TILE_DT_U8: return "uint8_t";
+    case TILE_DT_U16: return "uint16_t";
+    case TILE_DT_U32: return "uint32_t";
+    case TILE_DT_U64: return "uint64_t";
+    case TILE_DT_F64: return "double";
+    default: return "float";
+    }
+}
+/* C type of one stored element of dt (fp4: bytes holding two) */
+static const char *stype(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_BOOL: return "uint8_t";
+    case TILE_DT_F16: case TILE_DT_BF16: return "uint16_t";
+    case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2: case TILE_DT_FP4_E2M1: return "uint8_t";
+    case TILE_DT_F32: return "float";
+    default: return vtype(dt);
+    }
+}
+static const char *isfx(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_I8: return "i8";
+    case TILE_DT_I16: return "i16";
+    case TILE_DT_I32: return "i32";
+    case TILE_DT_I64: return "i64";
+    case TILE_DT_U8: return "u8";
+    case TILE_DT_U16: return "u16";
+    case TILE_DT_U32: return "u32";
+    case TILE_DT_U64: return "u64";
+    case TILE_DT_BOOL: return "u8";
+    default: return "i32";
+    }
+}
+static const char *nsfx(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_F16: return "f16";
+    case TILE_DT_BF16: return "bf16";
+    case TILE_DT_FP8_E4M3: return "e4m3";
+    case TILE_DT_FP8_E5M2: return "e5m2";
+    default: return "e2m1";
+    }
+}
+static const char *uwide(tile_dtype dt) { return DBITS[dt] > 32 ? "uint64_t" : "uint32_t"; }
+
+/* ---------- generator state ---------- */
+typedef struct fnctx {
+    tile_strbuf body;
+    bool *heap;          /* per buffer id: this function allocates it on the heap */
+    size_t stack_bytes;
+    struct fnctx *parent;
+} fnctx;
+
+typedef struct gen {
+    const ir_func *f;
+    const tile_codegen_c_options *opt;
+    tile_strbuf fns;     /* finished outlined functions */
+    tile_strbuf decls;   /* forward declarations */
+    tile_strbuf msgs;    /* static message strings */
+    int nmsgs, nfuncs, ntmp;
+    int indent;
+    int in_parallel;     /* inside a kernel body or an outlined loop */
+    bool may_fail;       /* the statement being generated contains an operation that can fail */
+    bool *constshape;    /* per buffer: every dim is a constant */
+    int64_t (*cdims)[8]; /* per buffer: the constant dims */
+    fnctx *fn;
+    tile_strbuf *err;
+    bool failed;
+} gen;
+
+static tile_strbuf *B(gen *G) { return &G->fn->body; }
+
+static void ind(gen *G) {
+    for (int i = 0; i < G->indent; i++) tile_sb_puts(B(G), "    ");
+}
+__attribute__((format(printf, 2, 3))) static void line(gen *G, const char *fmt, ...) {
+    ind(G);
+    va_list ap;
+    va_start(ap, fmt);
+    tile_sb_vprintf(B(G), fmt, ap);
+    va_end(ap);
+    tile_sb_putc(B(G), '\n');
+}
+
+static void gfail(gen *G, tile_loc loc, const char *what) {
+    if (G->failed) return;
+    G->failed = true;
+    tile_diag dg = {TILE_DIAG_ERROR, loc, (char *)what};
+    tile_diag_format(&dg, G->err);
+}
+
+/* A static string holding the formatted diagnostic `msg` at loc; returns its name index. */
+static int msg_at(gen *G, tile_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int msg_at(gen *G, tile_loc loc, const char *fmt, ...) {
+    tile_strbuf m = {0}, d = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    tile_sb_vprintf(&m, fmt, ap);
+    va_end(ap);
+    tile_diag dg = {TILE_DIAG_ERROR, loc, m.data ? m.data : (char *)""};
+    tile_diag_format(&dg, &d);
+    int id = G->nmsgs++;
+    tile_sb_printf(&G->msgs, "static const char tile_msg%d[] = \"", id);
+    for (size_t i = 0; d.data && i < d.len; i++) {
+        unsigned char c = (unsigned char)d.data[i];
+        if (c == '\\' || c == '"') tile_sb_printf(&G->msgs, "\\%c", c);
+        else if (c == '\n') tile_sb_puts(&G->msgs, "\\n");
+        else if (c < 32 || c >= 127) tile_sb_printf(&G->msgs, "\\%03o", c);
+        else if (c == '?') tile_sb_puts(&G->msgs, "\\?");
+        else tile_sb_putc(&G->msgs, (char)c);
+    }
+    tile_sb_puts(&G->msgs, "\";\n");
+    tile_sb_free(&m);
+    tile_sb_free(&d);
+    return id;
+}
+
+/* ---------- variables and buffers ---------- */
+static bool var_is_i64(const ir_var *v) { return v->kind == IR_VAR_LOOP || v->kind == IR_VAR_BLOCK; }
+static const char *var_ctype(const ir_var *v) {
+    if (var_is_i64(v)) return "int64_t";
+    if (v->kind == IR_VAR_SIZE) return "int32_t";
+    return vtype(v->dtype);
+}
+
+static void put_stride(gen *G, tile_strbuf *sb, const ir_buffer *b, int d) {
+    if (G->constshape[b->id]) {
+        int64_t s = 1;
+        for (int k = d + 1; k < b->rank; k++) s *= G->cdims[b->id][k];
+        tile_sb_printf(sb, "INT64_C(%lld)", (long long)s);
+    } else {
+        tile_sb_printf(sb, "b%d_s%d", b->id, d);
+    }
+}
+static void put_dim(gen *G, tile_strbuf *sb, const ir_buffer *b, int d) {
+    if (G->constshape[b->id]) tile_sb_printf(sb, "INT64_C(%lld)", (long long)G->cdims[b->id][d]);
+    else tile_sb_printf(sb, "b%d_n%d", b->id, d);
+}
+
+/* ---------- expressions ---------- */
+enum { M_VALUE = 0, M_INDEX = 1 };
+static void gexpr(gen *G, tile_strbuf *sb, const ir_expr *e, int mode);
+
+static void put_float_const(tile_strbuf *sb, tile_dtype dt, double v) {
+    if (dt == TILE_DT_F64) {
+        if (isnan(v)) tile_sb_puts(sb, "__builtin_nan(\"\")");
+        else if (isinf(v)) tile_sb_puts(sb, v > 0 ? "__builtin_inf()" : "(-__builtin_inf())");
+        else tile_sb_printf(sb, "%a", v);
+        return;
+    }
+    double r = dt == TILE_DT_F32 ? (double)(float)v : tile_round_to(dt, v);
+    if (isnan(r)) tile_sb_puts(sb, "__builtin_nanf(\"\")");
+    else if (isinf(r)) tile_sb_puts(sb, r > 0 ? "__builtin_inff()" : "(-__builtin_inff())");
+    else tile_sb_printf(sb, "%af", r);
+}
+
+static void put_int_const(tile_strbuf *sb, tile_dtype dt, int64_t v) {
+    if (ISB(dt)) { tile_sb_puts(sb, v ? "1" : "0"); return; }
+    v = tile_wrap_int(dt, v);
+    if (dt == TILE_DT_U64) tile_sb_printf(sb, "UINT64_C(%llu)", (unsigned long long)v);
+    else if (v == INT64_MIN) tile_sb_puts(sb, "INT64_MIN");
+    else if (dt == TILE_DT_I64 || dt == TILE_DT_U32) tile_sb_printf(sb, "((%s)INT64_C(%lld))", vtype(dt), (long long)v);
+    else tile_sb_printf(sb, "((%s)%lld)", vtype(dt), (long long)v);
+}
+
+/* conversion of the C expression `x` holding a value of dtype `from` to dtype `to` */
+static void put_conv(tile_strbuf *sb, tile_dtype from, tile_dtype to, const char *x) {
+    if (from == to || (ISNARROWF(from) && to == TILE_DT_F32)) { tile_sb_printf(sb, "(%s)", x); return; }
+    if (ISF(to)) {
+        const char *dx = ISF(from) ? "(double)" : (from == TILE_DT_U64 ? "(double)(uint64_t)" : "(double)");
+        if (to == TILE_DT_F64) tile_sb_printf(sb, "((double)(%s))", x);
+        else if (to == TILE_DT_F32) tile_sb_printf(sb, "((float)%s(%s))", dx, x);
+        else tile_sb_printf(sb, "tile_rnd_%s(%s(%s))", nsfx(to), dx, x);
+        return;
+    }
+    if (ISB(to)) { tile_sb_printf(sb, "((%s) != 0)", x); return; }
+    if (ISF(from)) { tile_sb_printf(sb, "tile_f2i_%s((double)(%s))", isfx(to), x); return; }
+    tile_sb_printf(sb, "((%s)(%s))", vtype(to), x);
+}
+
+static char *expr_str(gen *G, const ir_expr *e, int mode) {
+    tile_strbuf s = {0};
+    gexpr(G, &s, e, mode);
+    if (!s.data) tile_sb_puts(&s, "0");
+    return s.data;
+}
+
+/* element offset of buf[idx...] (int64 expression) */
+static void put_offset(gen *G, tile_strbuf *sb, const ir_buffer *b, ir_expr *const *idx, tile_loc loc) {
+    if (b->rank == 0) { tile_sb_puts(sb, "0"); return; }
+    int chk = -1;
+    if (G->opt && G->opt->bounds_checks) {
+        chk = msg_at(G, loc, "out-of-bounds access of %s", b->name);
+        G->may_fail = true;
+    }
+    tile_sb_putc(sb, '(');
+    for (int d = 0; d < b->rank; d++) {
+        if (d) tile_sb_puts(sb, " + ");
+        if (chk >= 0) {
+            tile_sb_puts(sb, "tile_chk(ctx, ");
+            gexpr(G, sb, idx[d], M_INDEX);
+            tile_sb_puts(sb, ", ");
+            put_dim(G, sb, b, d);
+            tile_sb_printf(sb, ", tile_msg%d)", chk);
+        } else {
+            tile_sb_putc(sb, '(');
+            gexpr(G, sb, idx[d], M_INDEX);
+            tile_sb_putc(sb, ')');
+        }
+        if (d < b->rank - 1) {
+            tile_sb_puts(sb, " * ");
+            put_stride(G, sb, b, d);
+        }
+    }
+    tile_sb_putc(sb, ')');
+}
+
+/* value of element `off` of buffer b */
+static void put_load(tile_strbuf *sb, const ir_buffer *b, const char *off) {
+    switch (b->dtype) {
+    case TILE_DT_F16: case TILE_DT_BF16: case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2: case TILE_DT_FP4_E2M1:
+        tile_sb_printf(sb, "tile_ld_%s(b%d, %s)", nsfx(b->dtype), b->id, off);
+        return;
+    case TILE_DT_BOOL: tile_sb_printf(sb, "((int)b%d[%s])", b->id, off); return;
+    default: tile_sb_printf(sb, "b%d[%s]", b->id, off); return;
+    }
+}
+
+/* statement storing value `x` (of dtype vdt) into element `off` of b (x converted as a STORE
+ * converts: the value already has b's dtype, or is f32/f64 for narrow float buffers) */
+static void put_store(tile_strbuf *sb, const ir_buffer *b, const char *off, tile_dtype vdt, const char *x) {
+    tile_dtype dt = b->dtype;
+    if (ISNARROWF(dt)) {
+        bool dbl = vdt == TILE_DT_F64 || !ISF(vdt);
+        const char *cast = ISF(vdt) ? "" : (vdt == TILE_DT_U64 ? "(double)(uint64_t)" : "(double)");
+        if ((dt == TILE_DT_F16 || dt == TILE_DT_BF16) && !dbl)
+            tile_sb_printf(sb, "tile_st_%s_f(b%d, %s, %s);", nsfx(dt), b->id, off, x);
+        else if (dt == TILE_DT_F16 || dt == TILE_DT_BF16)
+            tile_sb_printf(sb, "tile_st_%s_d(b%d, %s, %s(%s));", nsfx(dt), b->id, off, cast, x);
+        else
+            tile_sb_printf(sb, "tile_st_%s(b%d, %s, %s(%s));", nsfx(dt), b->id, off, cast, x);
+        return;
+    }
+    if (dt == TILE_DT_BOOL) { tile_sb_printf(sb, "b%d[%s] = (uint8_t)((%s) != 0);", b->id, off, x); return; }
+    if (vdt == dt) { tile_sb_printf(sb, "b%d[%s] = %s;", b->id, off, x); return; }
+    tile_strbuf c = {0};
+    put_conv(&c, vdt, dt, x);
+    tile_sb_printf(sb, "b%d[%s] = %s;", b->id, off, c.data);
+    tile_sb_free(&c);
+}
+
+static bool const_pos(const ir_expr *e, int64_t *v) { return ir_const_int_value(e, v) && *v > 0; }
+
+static void gbinary(gen *G, tile_strbuf *sb, const ir_expr *e, int mode) {
+    const ir_expr *a = e->args[0], *b = e->args[1];
+    tile_dtype ot = a->dtype;
+    int op = e->op;
+    if (op == IR_B_AND || op == IR_B_OR) {
+        tile_sb_puts(sb, "((");
+        gexpr(G, sb, a, M_VALUE);
+        tile_sb_puts(sb, op == IR_B_AND ? ") && (" : ") || (");
+        gexpr(G, sb, b, M_VALUE);
+        tile_sb_puts(sb, "))");
+        return;
+    }
+    if (ir_binop_is_compare((ir_binop)op)) {
+        static const char *cmp[] = {[IR_B_LT] = "<", [IR_B_LE] = "<=", [IR_B_GT] = ">", [IR_B_GE] = ">=", [IR_B_EQ] = "==", [IR_B_NE] = "!="};
+        tile_sb_puts(sb, "((");
+        gexpr(G, sb, a, M_VALUE);
+        tile_sb_printf(sb, ") %s (", cmp[op]);
+        gexpr(G, sb, b, M_VALUE);
+        tile_sb_puts(sb, "))");
+        return;
+    }
+    if (ISF(ot)) {
+        bool f32 = ot != TILE_DT_F64;
+        const char *sfx = f32 ? "f32" : "f64";
+        switch (op) {
+        case IR_B_ADD: case IR_B_SUB: case IR_B_MUL: case IR_B_DIV: {
+            const char *o = op == IR_B_ADD ? "+" : op == IR_B_SUB ? "-" : op == IR_B_MUL ? "*" : "/";
+            tile_sb_puts(sb, "((");
+            gexpr(G, sb, a, M_VALUE);
+            tile_sb_printf(sb, ") %s (", o);
+            gexpr(G, sb, b, M_VALUE);
+            tile_sb_puts(sb, "))");
+            return;
+        }
+        case IR_B_FLOORDIV: case IR_B_FLOORMOD: case IR_B_MIN: case IR_B_MAX: case IR_B_POW: {
+            const char *fn = op == IR_B_FLOORDIV ? "tile_floordiv_" : op == IR_B_FLOORMOD ? "tile_floormod_" : NULL;
+            if (fn) tile_sb_printf(sb, "%s%s(", fn, sfx);
+            else if (f32) tile_sb_printf(sb, "((float)%s((double)(", op == IR_B_MIN ? "fmin" : op == IR_B_MAX ? "fmax" : "pow");
+            else tile_sb_printf(sb, "(%s((", op == IR_B_MIN ? "fmin" : op == IR_B_MAX ? "fmax" : "pow");
+            gexpr(G, sb, a, M_VALUE);
+            if (fn) tile_sb_puts(sb, ", ");
+            else tile_sb_puts(sb, f32 ? "), (double)(" : "), (");
+            gexpr(G, sb, b, M_VALUE);
+            tile_sb_puts(sb, fn ? ")" : ")))");
+            return;
+        }
+        default: gfail(G, e->loc, "internal: the C generator got a float operator it does not know"); return;
+        }
+    }
+    /* integers */
+    bool sgn = !ISU(ot) && !ISB(ot);
+    if (mode == M_INDEX && sgn) {
+        int64_t c;
+        switch (op) {
+        case IR_B_ADD: case IR_B_SUB: case IR_B_MUL: {
+            const char *o = op == IR_B_ADD ? "+" : op == IR_B_SUB ? "-" : "*";
+            tile_sb_puts(sb, "(");
+            gexpr(G, sb, a, M_INDEX);
+            tile_sb_printf(sb, " %s ", o);
+            gexpr(G, sb, b, M_INDEX);
+            tile_sb_puts(sb, ")");
+            return;
+        }
+        case IR_B_FLOORDIV: case IR_B_FLOORMOD:
+            if (const_pos(b, &c)) {
+                tile_sb_printf(sb, "tile_ifloor%s(", op == IR_B_FLOORDIV ? "div" : "mod");
+                gexpr(G, sb, a, M_INDEX);
+                tile_sb_printf(sb, ", INT64_C(%lld))", (long long)c);
+                return;
+            }
+            break;
+        default: break;
+        }
+        tile_sb_puts(sb, "((int64_t)");
+        gbinary(G, sb, e, M_VALUE);
+        tile_sb_puts(sb, ")");
+        return;
+    }
+    const char *T = vtype(ot), *U = uwide(ot), *sx = isfx(ot);
+    switch (op) {
+    case IR_B_ADD: case IR_B_SUB: case IR_B_MUL: {
+        const char *o = op == IR_B_ADD ? "+" : op == IR_B_SUB ? "-" : "*";
+        tile_sb_printf(sb, "((%s)((%s)(", T, U);
+        gexpr(G, sb, a, M_VALUE);
+        tile_sb_printf(sb, ") %s (%s)(", o, U);
+        gexpr(G, sb, b, M_VALUE);
+        tile_sb_puts(sb, ")))");
+        return;
+    }
+    case IR_B_BITAND: case IR_B_BITOR: case IR_B_BITXOR: {
+        const char *o = op == IR_B_BITAND ? "&" : op == IR_B_BITOR ? "|" : "^";
+        tile_sb_printf(sb, "((%s)((", T);
+        gexpr(G, sb, a, M_VALUE);
+        tile_sb_printf(sb, ") %s (", o);
+        gexpr(G, sb, b, M_VALUE);
+        tile_sb_puts(sb, ")))");
+        return;
+    }
+    case IR_B_MIN: case IR_B_MAX: case IR_B_SHL: case IR_B_SHR: {
+        const char *fn = op == IR_B_MIN ? "min" : op == IR_B_MAX ? "max" : op == IR_B_SHL ? "shl" : "shr";
+        tile_sb_printf(sb, "tile_%s_%s(", fn, sx);
+        gexpr(G, sb, a, M_VALUE);
+        tile_sb_puts(sb, ", ");
+        gexpr(G, sb, b, M_VALUE);
+        tile_sb_puts(sb, ")");
+        return;
+    }
+    case IR_B_DIV: case IR_B_FLOORDIV: case IR_B_FLOORMOD: case IR_B_POW: {
+        const char *fn = op == IR_B_DIV ? "div" : op == IR_B_FLOORDIV ? "floordiv" : op == IR_B_FLOORMOD ? "floormod" : "pow";
+        int m = op == IR_B_POW ? msg_at(G, e->loc, "integer zero raised to a negative power")
+              : op == IR_B_FLOORMOD ? msg_at(G, e->loc, "integer modulo by zero")
+                                    : msg_at(G, e->loc, "integer division by zero");
+        G->may_fail = true;
+        tile_sb_printf(sb, "tile_%s_%s(ctx, ", fn, sx);
+        gexpr(G, sb, a, M_VALUE);
+        tile_sb_puts(sb, ", ");
+        gexpr(G, sb, b, M_VALUE);
+        tile_sb_printf(sb, ", tile_msg%d)", m);
+        return;
+    }
+    default: gfail(G, e->loc, "internal: the C generator got an integer operator it does not know"); return;
+    }
+}
+
+static void gcall(gen *G, tile_strbuf *sb, const ir_expr *e) {
+    tile_dtype at = e->args[0]->dtype, dt = e->dtype;
+    int fn = e->op;
+    if (!ISF(at)) {
+        if (fn == IR_I_ABS) {
+            tile_sb_printf(sb, "tile_abs_%s(", isfx(at));
+            gexpr(G, sb, e->args[0], M_VALUE);
+            tile_sb_puts(sb, ")");
+        } else if (fn == IR_I_FLOOR || fn == IR_I_CEIL || fn == IR_I_ROUND || fn == IR_I_TRUNC) {
+            gexpr(G, sb, e->args[0], M_VALUE);
+        } else {
+            gfail(G, e->loc, "internal: a math intrinsic on integers the C generator does not know");
+        }
+        return;
+    }
+    if (fn == IR_I_ISNAN || fn == IR_I_ISINF) {
+        tile_sb_printf(sb, "(%s((double)(", fn == IR_I_ISNAN ? "isnan" : "isinf");
+        gexpr(G, sb, e->args[0], M_VALUE);
+        tile_sb_puts(sb, ")) != 0)");
+        return;
+    }
+    /* computed in double, rounded once to dt */
+    tile_strbuf in = {0};
+    const char *name = NULL;
+    switch (fn) {
+    case IR_I_EXP: name = "exp"; break;
+    case IR_I_EXP2: name = "exp2"; break;
+    case IR_I_LOG: name = "log"; break;
+    case IR_I_LOG2: name = "log2"; break;
+    case IR_I_SQRT: name = "sqrt"; break;
+    case IR_I_TANH: name = "tanh"; break;
+    case IR_I_ABS: name = "fabs"; break;
+    case IR_I_SIN: name = "sin"; break;
+    case IR_I_COS: name = "cos"; break;
+    case IR_I_FLOOR: name = "floor"; break;
+    case IR_I_CEIL: name = "ceil"; break;
+    case IR_I_ROUND: name = "nearbyint"; break;
+    case IR_I_TRUNC: name = "trunc"; break;
+    case IR_I_ERF: name = "erf"; break;
+    default: break;
+    }
+    if (name) {
+        tile_sb_printf(&in, "%s((double)(", name);
+        gexpr(G, &in, e->args[0], M_VALUE);
+        tile_sb_puts(&in, "))");
+    } else if (fn == IR_I_RSQRT) {
+        tile_sb_puts(&in, "(1.0 / sqrt((double)(");
+        gexpr(G, &in, e->args[0], M_VALUE);
+        tile_sb_puts(&in, ")))");
+    } else if (fn == IR_I_SIGMOID) {
+        tile_sb_puts(&in, "tile_sigmoid_f64((double)(");
+        gexpr(G, &in, e->args[0], M_VALUE);
+        tile_sb_puts(&in, "))");
+    } else if (fn == IR_I_FMA && e->nargs == 3) {
+        bool f32 = dt == TILE_DT_F32;
+        tile_sb_printf(&in, "(double)%s(", f32 ? "fmaf" : "fma");
+        for (int i = 0; i < 3; i++) {
+            if (i) tile_sb_puts(&in, ", ");
+            tile_sb_printf(&in, "(%s)(", f32 ? "float" : "double");
+            gexpr(G, &in, e->args[i], M_VALUE);
+            tile_sb_puts(&in, ")");
+        }
+        tile_sb_puts(&in, ")");
+    } else {
+        gfail(G, e->loc, "internal: a math intrinsic the C generator does not know");
+        tile_sb_free(&in);
+        return;
+    }
+    put_conv(sb, TILE_DT_F64, dt, in.data);
+    tile_sb_free(&in);
+}
+
+static void greinterpret(gen *G, tile_strbuf *sb, const ir_expr *e) {
+    tile_dtype from = e->args[0]->dtype, to = e->dtype;
+    char *x = expr_str(G, e->args[0], M_VALUE);
+    /* the bits of x as uint64 */
+    tile_strbuf bits = {0};
+    if (ISF(from)) tile_sb_printf(&bits, "tile_fbits(TDT_%s, (double)(%s))", DNAME[from], x);
+    else if (DBITS[from] >= 64) tile_sb_printf(&bits, "((uint64_t)(%s))", x);
+    else tile_sb_printf(&bits, "((uint64_t)(%s) & UINT64_C(0x%llx))", x, (unsigned long long)(((uint64_t)1 << DBITS[from]) - 1));
+    if (ISF(to)) {
+        tile_strbuf v = {0};
+        tile_sb_printf(&v, "tile_bits_fval(TDT_%s, %s)", DNAME[to], bits.data);
+        put_conv(sb, TILE_DT_F64, to == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32, v.data);
+        tile_sb_free(&v);
+    } else if (ISB(to)) {
+        tile_sb_printf(sb, "((%s) != 0)", bits.data);
+    } else {
+        tile_sb_printf(sb, "((%s)%s)", vtype(to), bits.data);
+    }
+    tile_sb_free(&bits);
+    free(x);
+}
+
+static void gexpr(gen *G, tile_strbuf *sb, const ir_expr *e, int mode) {
+    if (G->failed) return;
+    if (!e || !dt_ok(e->dtype)) { gfail(G, e ? e->loc : G->f->loc, "internal: malformed expression"); return; }
+    if (mode == M_INDEX && (ISF(e->dtype))) mode = M_VALUE;
+    switch (e->kind) {
+    case IR_E_CONST:
+        if (ISF(e->dtype)) put_float_const(sb, e->dtype, e->fval);
+        else if (mode == M_INDEX) tile_sb_printf(sb, "INT64_C(%lld)", (long long)tile_wrap_int(ISB(e->dtype) ? TILE_DT_I64 : e->dtype, ISB(e->dtype) ? (e->ival != 0) : e->ival));
+        else put_int_const(sb, e->dtype, e->ival);
+        return;
+    case IR_E_VAR:
+        if (mode == M_INDEX) {
+            if (var_is_i64(e->var)) tile_sb_printf(sb, "v%d", e->var->id);
+            else tile_sb_printf(sb, "((int64_t)v%d)", e->var->id);
+        } else if (var_is_i64(e->var)) {
+            tile_sb_printf(sb, "((%s)v%d)", vtype(e->dtype), e->var->id);
+        } else {
+            tile_sb_printf(sb, "v%d", e->var->id);
+        }
+        return;
+    case IR_E_LOAD: {
+        tile_strbuf off = {0};
+        put_offset(G, &off, e->buf, e->args, e->loc);
+        if (mode == M_INDEX) tile_sb_puts(sb, "((int64_t)");
+        put_load(sb, e->buf, off.data ? off.data : "0");
+        if (mode == M_INDEX) tile_sb_puts(sb, ")");
+        tile_sb_free(&off);
+        return;
+    }
+    case IR_E_UNARY:
+        if (mode == M_INDEX) tile_sb_puts(sb, "((int64_t)");
+        switch (e->op) {
+        case IR_U_NEG:
+            if (ISF(e->dtype)) {
+                tile_sb_puts(sb, "(-(");
+                gexpr(G, sb, e->args[0], M_VALUE);
+                tile_sb_puts(sb, "))");
+            } else {
+                tile_sb_printf(sb, "((%s)((%s)0 - (%s)(", vtype(e->dtype), uwide(e->dtype), uwide(e->dtype));
+                gexpr(G, sb, e->args[0], M_VALUE);
+                tile_sb_puts(sb, ")))");
+            }
+            break;
+        case IR_U_NOT:
+            tile_sb_puts(sb, "(!(");
+            gexpr(G, sb, e->args[0], M_VALUE);
+            tile_sb_puts(sb, "))");
+            break;
+        default:
+            tile_sb_printf(sb, "((%s)~(", vtype(e->dtype));
+            gexpr(G, sb, e->args[0], M_VALUE);
+            tile_sb_puts(sb, "))");
+            break;
+        }
+        if (mode == M_INDEX) tile_sb_puts(sb, ")");
+        return;
+    case IR_E_BINARY:
+        if (mode == M_INDEX && (ISF(e->args[0]->dtype) || ir_binop_is_compare((ir_binop)e->op) || e->op == IR_B_AND || e->op == IR_B_OR)) {
+            tile_sb_puts(sb, "((int64_t)");
+            gbinary(G, sb, e, M_VALUE);
+            tile_sb_puts(sb, ")");
+        } else {
+            gbinary(G, sb, e, mode);
+        }
+        return;
+    case IR_E_SELECT:
+        tile_sb_puts(sb, "((");
+        gexpr(G, sb, e->args[0], M_VALUE);
+        tile_sb_puts(sb, ") ? (");
+        gexpr(G, sb, e->args[1], mode);
+        tile_sb_puts(sb, ") : (");
+        gexpr(G, sb, e->args[2], mode);
+        tile_sb_puts(sb, "))");
+        return;
+    case IR_E_CAST: {
+        tile_dtype from = e->args[0]->dtype;
+        if (mode == M_INDEX && !ISF(from) && !ISB(e->dtype)) {
+            gexpr(G, sb, e->args[0], M_INDEX);
+            return;
+        }
+        char *x = expr_str(G, e->args[0], M_VALUE);
+        if (mode == M_INDEX) tile_sb_puts(sb, "((int64_t)");
+        put_conv(sb, from, e->dtype, x);
+        if (mode == M_INDEX) tile_sb_puts(sb, ")");
+        free(x);
+        return;
+    }
+    case IR_E_REINTERPRET:
+        if (mode == M_INDEX) tile_sb_puts(sb, "((int64_t)");
+        greinterpret(G, sb, e);
+        if (mode == M_INDEX) tile_sb_puts(sb, ")");
+        return;
+    case IR_E_CALL:
+        if (mode == M_INDEX) tile_sb_puts(sb, "((int64_t)");
+        gcall(G, sb, e);
+        if (mode == M_INDEX) tile_sb_puts(sb, ")");
+        return;
+    default: gfail(G, e->loc, "internal: the C generator got an expression kind it does not know"); return;
+    }
+}
+
+/* ---------- statements ---------- */
+static void gstmt(gen *G, const ir_stmt *s);
+
+static void check_fail(gen *G) {
+    if (G->may_fail) line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+    G->may_fail = false;
+}
+
+static int tmp(gen *G) { return G->ntmp++; }
+
+static bool contains_loop(const ir_stmt *s) {
+    if (!s) return false;
+    if (s->kind == IR_S_FOR || s->kind == IR_S_WHILE || s->kind == IR_S_KERNEL) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (s->body && contains_loop(s->body[i])) return true;
+    return false;
+}
+
+/* a new C function: returns the previous fnctx to restore with end_fn */
+static fnctx *begin_fn(gen *G) {
+    fnctx *fc = tile_xcalloc(1, sizeof *fc);
+    fc->heap = tile_xcalloc((size_t)G->f->nbuffers + 1, sizeof(bool));
+    fc->parent = G->fn;
+    G->fn = fc;
+    return fc;
+}
+/* finish the function: header text + locals + body + cleanup into G->fns */
+static void end_fn(gen *G, const char *header, const char *prologue) {
+    fnctx *fc = G->fn;
+    tile_strbuf *o = &G->fns;
+    tile_sb_printf(o, "%s {\n    tile_st *S = (tile_st *)st_;\n    TILE_LOAD_STATE(S);\n    tile_st Sl;\n    int rc = 0;\n", header);
+    for (int i = 0; i < G->f->nbuffers; i++)
+        if (fc->heap[i]) tile_sb_printf(o, "    void *h%d = NULL;\n", i);
+    tile_sb_puts(o, "    (void)Sl;\n");
+    if (prologue) tile_sb_puts(o, prologue);
+    if (fc->body.data) tile_sb_puts(o, fc->body.data);
+    tile_sb_puts(o, "    goto tile_out;\ntile_out:\n");
+    for (int i = 0; i < G->f->nbuffers; i++)
+        if (fc->heap[i]) tile_sb_printf(o, "    free(h%d);\n", i);
+    tile_sb_puts(o, "    return rc;\n}\n\n");
+    G->fn = fc->parent;
+    tile_sb_free(&fc->body);
+    free(fc->heap);
+    free(fc);
+}
+
+static void galloc(gen *G, const ir_stmt *s) {
+    const ir_buffer *b = s->buf;
+    int id = b->id;
+    /* dims and strides */
+    if (!G->constshape[id]) {
+        for (int d = 0; d < b->rank; d++) {
+            char *x = expr_str(G, b->shape[d], M_INDEX);
+            line(G, "b%d_n%d = %s;", id, d, x);
+            free(x);
+        }
+        for (int d = b->rank - 1; d >= 0; d--) {
+            if (d == b->rank - 1) line(G, "b%d_s%d = 1;", id, d);
+            else line(G, "b%d_s%d = b%d_s%d * b%d_n%d;", id, d, id, d + 1, id, d + 1);
+        }
+        int m = msg_at(G, s->loc, "buffer '%s' has a negative dimension or is too large", b->name);
+        tile_strbuf cond = {0};
+        tile_sb_puts(&cond, "0");
+        for (int d = 0; d < b->rank; d++) tile_sb_printf(&cond, " || b%d_n%d < 0 || b%d_n%d > (INT64_C(1) << 40)", id, d, id, d);
+        line(G, "if (%s) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", cond.data, m);
+        tile_sb_free(&cond);
+        G->may_fail = false;
+    }
+    size_t n = 1;
+    if (G->constshape[id])
+        for (int d = 0; d < b->rank; d++) n *= (size_t)G->cdims[id][d];
+    size_t bytes = tile_dtype_storage_bytes(b->dtype, n);
+    if (G->constshape[id] && bytes <= 65536 && G->fn->stack_bytes + bytes <= 262144) {
+        G->fn->stack_bytes += bytes;
+        size_t elems = b->dtype == TILE_DT_FP4_E2M1 ? bytes : n;
+        line(G, "%s b%d_stk[%zu] __attribute__((aligned(64)));", stype(b->dtype), id, elems ? elems : 1);
+        line(G, "b%d = b%d_stk;", id, id);
+        return;
+    }
+    G->fn->heap[id] = true;
+    tile_strbuf cnt = {0};
+    if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
+    else {
+        tile_sb_puts(&cnt, "(size_t)(1");
+        for (int d = 0; d < b->rank; d++) tile_sb_printf(&cnt, " * b%d_n%d", id, d);
+        if (b->dtype == TILE_DT_FP4_E2M1) tile_sb_puts(&cnt, " / 2 + 1)");
+        else tile_sb_printf(&cnt, " * %d)", DBITS[b->dtype] / 8);
+    }
+    int m = msg_at(G, s->loc, "cannot allocate memory for '%s'", b->name);
+    line(G, "free(h%d);", id);
+    line(G, "h%d = malloc(%s + 64);", id, cnt.data);
+    line(G, "if (!h%d) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", id, m);
+    line(G, "b%d = (%s *)h%d;", id, stype(b->dtype), id);
+    tile_sb_free(&cnt);
+}
+
+/* region starts/extents into temporaries; returns the temp id; names t<id>_st<d>, t<id>_ex<d> */
+static int gregion_vals(gen *G, const ir_region *r) {
+    int t = tmp(G);
+    for (int d = 0; d < r->buf->rank; d++) {
+        char *st = expr_str(G, r->start[d], M_INDEX), *ex = expr_str(G, r->extent[d], M_INDEX);
+        line(G, "int64_t t%d_st%d = %s, t%d_ex%d = %s;", t, d, st, t, d, ex);
+        free(st);
+        free(ex);
+    }
+    return t;
+}
+
+static void gregion_struct(gen *G, const ir_region *r, int t, const char *name) {
+    const ir_buffer *b = r->buf;
+    tile_strbuf s = {0};
+    tile_sb_printf(&s, "tile_rgn %s = {TDT_%s, %d, (void *)b%d, {", name, DNAME[b->dtype], b->rank, b->id);
+    for (int d = 0; d < b->rank; d++) {
+        if (d) tile_sb_puts(&s, ", ");
+        put_dim(G, &s, b, d);
+    }
+    if (!b->rank) tile_sb_puts(&s, "0");
+    tile_sb_puts(&s, "}, {");
+    for (int d = 0; d < b->rank; d++) {
+        if (d) tile_sb_puts(&s, ", ");
+        put_stride(G, &s, b, d);
+    }
+    if (!b->rank) tile_sb_puts(&s, "0");
+    tile_sb_puts(&s, "}, {");
+    for (int d = 0; d < b->rank; d++) tile_sb_printf(&s, "%st%d_st%d", d ? ", " : "", t, d);
+    if (!b->rank) tile_sb_puts(&s, "0");
+    tile_sb_puts(&s, "}, {");
+    for (int d = 0; d < b->rank; d++) tile_sb_printf(&s, "%st%d_ex%d", d ? ", " : "", t, d);
+    if (!b->rank) tile_sb_puts(&s, "0");
+    tile_sb_puts(&s, "}, 0};");
+    line(G, "%s", s.data);
+    tile_sb_free(&s);
+}
+
+static void gneg_extent_check(gen *G, const ir_region *r, int t, tile_loc loc) {
+    if (!r->buf->rank) return;
+    tile_strbuf c = {0};
+    for (int d = 0; d < r->buf->rank; d++) tile_sb_printf(&c, "%st%d_ex%d < 0", d ? " || " : "", t, d);
+    int m = msg_at(G, loc, "region of '%s' has a negative extent", r->buf->name);
+    line(G, "if (%s) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", c.data, m);
+    tile_sb_free(&c);
+}
+
+static void gfill(gen *G, const ir_stmt *s) {
+    const ir_region *r = &s->regions[0];
+    const ir_buffer *b = r->buf;
+    line(G, "{");
+    G->indent++;
+    int t = gregion_vals(G, r);
+    gneg_extent_check(G, r, t, s->loc);
+    char *v = expr_str(G, s->value, M_VALUE);
+    tile_strbuf cv = {0};
+    put_conv(&cv, s->value->dtype, b->dtype, v);
+    free(v);
+    int fv = tmp(G);
+    line(G, "%s f%d = %s;", vtype(b->dtype), fv, cv.data);
+    tile_sb_free(&cv);
+    check_fail(G);
+    for (int d = 0; d < b->rank; d++) {
+        line(G, "int64_t t%d_lo%d, t%d_hi%d;", t, d, t, d);
+        tile_strbuf n = {0};
+        put_dim(G, &n, b, d);
+        line(G, "tile_clip(t%d_st%d, t%d_ex%d, %s, &t%d_lo%d, &t%d_hi%d);", t, d, t, d, n.data, t, d, t, d);
+        tile_sb_free(&n);
+    }
+    /* the stored representation */
+    if (ISNARROWF(b->dtype)) {
+        if (b->dtype == TILE_DT_F16 || b->dtype == TILE_DT_BF16) line(G, "uint16_t fb%d = tile_bits_%s(f%d);", fv, nsfx(b->dtype), fv);
+        else line(G, "uint8_t fb%d = tile_bits_%s(f%d);", fv, nsfx(b->dtype), fv);
+    }
+    tile_strbuf off = {0};
+    tile_sb_puts(&off, "0");
+    for (int d = 0; d < b->rank; d++) {
+        if (d == b->rank - 1) line(G, "TILE_IVDEP");
+        line(G, "for (int64_t i%d_%d = t%d_lo%d; i%d_%d < t%d_hi%d; i%d_%d++)", t, d, t, d, t, d, t, d, t, d);
+        tile_sb_printf(&off, " + (t%d_st%d + i%d_%d) * ", t, d, t, d);
+        put_stride(G, &off, b, d);
+    }
+    G->indent++;
+    if (b->dtype == TILE_DT_FP4_E2M1) line(G, "tile_stb_e2m1(b%d, %s, fb%d);", b->id, off.data, fv);
+    else if (ISNARROWF(b->dtype)) line(G, "b%d[%s] = fb%d;", b->id, off.data, fv);
+    else if (b->dtype == TILE_DT_BOOL) line(G, "b%d[%s] = (uint8_t)f%d;", b->id, off.data, fv);
+    else line(G, "b%d[%s] = f%d;", b->id, off.data, fv);
+    G->indent--;
+    tile_sb_free(&off);
+    G->indent--;
+    line(G, "}");
+}
+
+/* value expression of src element at offset `off`, ready to store into dst */
+static void copy_value(tile_strbuf *sb, const ir_buffer *src, const ir_buffer *dst, const char *off) {
+    tile_strbuf x = {0};
+    put_load(&x, src, off);
+    tile_dtype sd = src->dtype, dd = dst->dtype;
+    if (ISNARROWF(dd)) {
+        /* stores round once from the exact source value */
+        if (ISF(sd)) tile_sb_puts(sb, x.data);
+        else tile_sb_printf(sb, "(double)(%s)", x.data);
+    } else {
+        put_conv(sb, sd, dd, x.data);
+    }
+    tile_sb_free(&x);
+}
+static tile_dtype copy_value_dt(const ir_buffer *src, const ir_buffer *dst) {
+    if (ISNARROWF(dst->dtype)) return ISF(src->dtype) && src->dtype != TILE_DT_F64 ? TILE_DT_F32 : TILE_DT_F64;
+    return dst->dtype;
+}
+
+static void gcopy(gen *G, const ir_stmt *s) {
+    const ir_region *rs = &s->regions[0], *rd = &s->regions[1];
+    const ir_buffer *bs = rs->buf, *bd = rd->buf;
+    line(G, "{");
+    G->indent++;
+    int ts = gregion_vals(G, rs), td = gregion_vals(G, rd);
+    check_fail(G);
+    /* the fast path: constant extents whose non-unit extents agree in order */
+    int64_t es[8], ed[8];
+    int ms = 0, md = 0, sdim[8], ddim[8];
+    bool fast = true;
+    for (int d = 0; d < bs->rank && fast; d++) {
+        int64_t v;
+        if (!ir_const_int_value(rs->extent[d], &v) || v < 0) fast = false;
+        else if (v != 1) { es[ms] = v; sdim[ms++] = d; }
+    }
+    for (int d = 0; d < bd->rank && fast; d++) {
+        int64_t v;
+        if (!ir_const_int_value(rd->extent[d], &v) || v < 0) fast = false;
+        else if (v != 1) { ed[md] = v; ddim[md++] = d; }
+    }
+    if (fast && ms != md) fast = false;
+    for (int k = 0; fast && k < ms; k++)
+        if (es[k] != ed[k]) fast = false;
+    if (!fast) {
+        int m = msg_at(G, s->loc, "copy: the source and destination regions have different element counts");
+        gregion_struct(G, rs, ts, "rs_");
+        gregion_struct(G, rd, td, "rd_");
+        gneg_extent_check(G, rs, ts, s->loc);
+        gneg_extent_check(G, rd, td, s->loc);
+        line(G, "tile_copy_generic(ctx, &rs_, &rd_, tile_msg%d);", m);
+        line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+        G->indent--;
+        line(G, "}");
+        return;
+    }
+    /* unit dims must be inside the buffer; they contribute a fixed offset */
+    tile_strbuf sok = {0}, dok = {0}, sbase = {0}, dbase = {0};
+    tile_sb_puts(&sok, "1");
+    tile_sb_puts(&dok, "1");
+    tile_sb_puts(&sbase, "0");
+    tile_sb_puts(&dbase, "0");
+    for (int pass = 0; pass < 2; pass++) {
+        const ir_buffer *b = pass ? bd : bs;
+        int t = pass ? td : ts, m = pass ? md : ms;
+        const int *dims = pass ? ddim : sdim;
+        tile_strbuf *ok = pass ? &dok : &sok, *base = pass ? &dbase : &sbase;
+        for (int d = 0; d < b->rank; d++) {
+            bool unit = true;
+            for (int k = 0; k < m; k++)
+                if (dims[k] == d) unit = false;
+            if (!unit) continue;
+            tile_sb_printf(ok, " && (uint64_t)t%d_st%d < (uint64_t)", t, d);
+            put_dim(G, ok, b, d);
+            tile_sb_printf(base, " + t%d_st%d * ", t, d);
+            put_stride(G, base, b, d);
+        }
+    }
+    line(G, "int sok%d = %s, dok%d = %s;", ts, sok.data, ts, dok.data);
+    line(G, "if (dok%d) {", ts);
+    G->indent++;
+    line(G, "int64_t sb%d = %s, db%d = %s;", ts, sbase.data, ts, dbase.data);
+    tile_sb_free(&sok);
+    tile_sb_free(&dok);
+    tile_sb_free(&sbase);
+    tile_sb_free(&dbase);
+    tile_dtype vdt = copy_value_dt(bs, bd);
+    if (ms == 0) {
+        tile_strbuf v = {0}, st = {0}, so = {0}, dof = {0};
+        tile_sb_printf(&so, "sb%d", ts);
+        tile_sb_printf(&dof, "db%d", ts);
+        copy_value(&v, bs, bd, so.data);
+        line(G, "if (sok%d) { %s", ts, "");
+        G->indent++;
+        put_store(&st, bd, dof.data, vdt, v.data);
+        line(G, "%s", st.data);
+        G->indent--;
+        tile_sb_free(&st);
+        line(G, "} else {");
+        G->indent++;
+        put_store(&st, bd, dof.data, ISF(vdt) ? vdt : bd->dtype, "0");
+        line(G, "%s", st.data);
+        G->indent--;
+        line(G, "}");
+        tile_sb_free(&v);
+        tile_sb_free(&st);
+        tile_sb_free(&so);
+        tile_sb_free(&dof);
+    } else {
+        for (int k = 0; k < ms; k++) {
+            tile_strbuf n = {0};
+            put_dim(G, &n, bd, ddim[k]);
+            line(G, "int64_t dlo%d_%d, dhi%d_%d, slo%d_%d, shi%d_%d;", ts, k, ts, k, ts, k, ts, k);
+            line(G, "tile_clip(t%d_st%d, %lld, %s, &dlo%d_%d, &dhi%d_%d);", td, ddim[k], (long long)es[k], n.data, ts, k, ts, k);
+            tile_sb_free(&n);
+            put_dim(G, &n, bs, sdim[k]);
+            line(G, "tile_clip(t%d_st%d, %lld, %s, &slo%d_%d, &shi%d_%d);", ts, sdim[k], (long long)es[k], n.data, ts, k, ts, k);
+            tile_sb_free(&n);
+        }
+        tile_strbuf soff = {0}, doff = {0};
+        tile_sb_printf(&soff, "sb%d", ts);
+        tile_sb_printf(&doff, "db%d", ts);
+        line(G, "int in%d_0 = sok%d;", ts, ts);
+        for (int k = 0; k < ms - 1; k++) {
+            line(G, "for (int64_t c%d_%d = dlo%d_%d; c%d_%d < dhi%d_%d; c%d_%d++) {", ts, k, ts, k, ts, k, ts, k, ts, k);
+            G->indent++;
+            line(G, "int in%d_%d = in%d_%d && c%d_%d >= slo%d_%d && c%d_%d < shi%d_%d;", ts, k + 1, ts, k, ts, k, ts, k, ts, k, ts, k);
+            tile_sb_printf(&soff, " + (t%d_st%d + c%d_%d) * ", ts, sdim[k], ts, k);
+            put_stride(G, &soff, bs, sdim[k]);
+            tile_sb_printf(&doff, " + (t%d_st%d + c%d_%d) * ", td, ddim[k], ts, k);
+            put_stride(G, &doff, bd, ddim[k]);
+        }
+        int k = ms - 1;
+        /* innermost: zeros, copied part, zeros */
+        line(G, "int64_t a%d = dhi%d_%d, z%d = dhi%d_%d;", ts, ts, k, ts, ts, k);
+        line(G, "if (in%d_%d) { a%d = slo%d_%d > dlo%d_%d ? slo%d_%d : dlo%d_%d; if (a%d > dhi%d_%d) a%d = dhi%d_%d;", ts, k, ts, ts,
+             k, ts, k, ts, k, ts, k, ts, ts, k, ts, ts, k);
+        line(G, "    z%d = shi%d_%d < dhi%d_%d ? shi%d_%d : dhi%d_%d; if (z%d < a%d) z%d = a%d; }", ts, ts, k, ts, k, ts, k, ts, k, ts, ts, ts,
+             ts);
+        tile_strbuf so = {0}, dof = {0}, v = {0}, st = {0};
+        tile_sb_printf(&so, "%s + (t%d_st%d + c%d_%d) * ", soff.data, ts, sdim[k], ts, k);
+        put_stride(G, &so, bs, sdim[k]);
+        tile_sb_printf(&dof, "%s + (t%d_st%d + c%d_%d) * ", doff.data, td, ddim[k], ts, k);
+        put_stride(G, &dof, bd, ddim[k]);
+        put_store(&st, bd, dof.data, ISF(vdt) ? vdt : bd->dtype, "0");
+        line(G, "for (int64_t c%d_%d = dlo%d_%d; c%d_%d < a%d; c%d_%d++) %s", ts, k, ts, k, ts, k, ts, ts, k, st.data);
+        tile_sb_free(&st);
+        copy_value(&v, bs, bd, so.data);
+        put_store(&st, bd, dof.data, vdt, v.data);
+        if (bd->dtype != TILE_DT_FP4_E2M1) line(G, "TILE_IVDEP");
+        line(G, "for (int64_t c%d_%d = a%d; c%d_%d < z%d; c%d_%d++) %s", ts, k, ts, ts, k, ts, ts, k, st.data);
+        tile_sb_free(&st);
+        put_store(&st, bd, dof.data, ISF(vdt) ? vdt : bd->dtype, "0");
+        line(G, "for (int64_t c%d_%d = z%d; c%d_%d < dhi%d_%d; c%d_%d++) %s", ts, k, ts, ts, k, ts, k, ts, k, st.data);
+        tile_sb_free(&st);
+        tile_sb_free(&so);
+        tile_sb_free(&dof);
+        tile_sb_free(&v);
+        tile_sb_free(&soff);
+        tile_sb_free(&doff);
+        for (int q = 0; q < ms - 1; q++) {
+            G->indent--;
+            line(G, "}");
+        }
+    }
+    G->indent--;
+    line(G, "}");
+    G->indent--;
+    line(G, "}");
+}
+
+static void greduce(gen *G, const ir_stmt *s) {
+    const ir_region *rs = &s->regions[0], *rd = &s->regions[1];
+    line(G, "{");
+    G->indent++;
+    int ts = gregion_vals(G, rs), td = gregion_vals(G, rd);
+    check_fail(G);
+    gneg_extent_check(G, rs, ts, s->loc);
+    gneg_extent_check(G, rd, td, s->loc);
+    if (s->dim < 0 || s->dim >= rs->buf->rank) {
+        int m = msg_at(G, s->loc, "reduce: dim %d out of range", s->dim);
+        line(G, "tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out;", m);
+    } else {
+        int m = msg_at(G, s->loc, "reduce: the source and destination regions do not match");
+        gregion_struct(G, rs, ts, "rs_");
+        gregion_struct(G, rd, td, "rd_");
+        line(G, "tile_reduce_generic(ctx, &rs_, &rd_, %d, %d, %d, tile_msg%d);", s->dim, s->reduce_op, s->clear ? 1 : 0, m);
+        line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+    }
+    G->indent--;
+    line(G, "}");
+}
+
+static void ggemm(gen *G, const ir_stmt *s) {
+    line(G, "{");
+    G->indent++;
+    int t[3];
+    for (int i = 0; i < 3; i++) t[i] = gregion_vals(G, &s->regions[i]);
+    check_fail(G);
+    const char *names[3] = {"ra_", "rb_", "rc_"};
+    for (int i = 0; i < 3; i++) {
+        if (s->regions[i].buf->rank < 2) {
+            int m = msg_at(G, s->loc, "gemm: operand %c ('%s') must be 2-D", "ABC"[i], s->regions[i].buf->name);
+            line(G, "tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out;", m);
+            G->indent--;
+            line(G, "}");
+            return;
+        }
+        gneg_extent_check(G, &s->regions[i], t[i], s->loc);
+        gregion_struct(G, &s->regions[i], t[i], names[i]);
+    }
+    int m1 = msg_at(G, s->loc, "gemm: the shapes of the operands do not match (or a leading extent is not 1)");
+    int m2 = msg_at(G, s->loc, "gemm: the GEMM library failed");
+    line(G, "tile_gemm_rgn(ctx, &ra_, &rb_, &rc_, %d, %d, %d, %d, tile_msg%d, tile_msg%d);", s->trans_a ? 1 : 0, s->trans_b ? 1 : 0,
+         s->clear ? 1 : 0, G->in_parallel ? 0 : 1, m1, m2);
+    line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+    G->indent--;
+    line(G, "}");
+}
+
+static void gatomic(gen *G, const ir_stmt *s) {
+    const ir_buffer *b = s->buf;
+    tile_strbuf off = {0};
+    put_offset(G, &off, b, s->idx, s->loc);
+    char *v = expr_str(G, s->value, M_VALUE);
+    tile_dtype vdt = s->value->dtype;
+    int ct = ISF(b->dtype) ? (b->dtype == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32) : b->dtype;
+    line(G, "{ tile_val x_; %s = %s(%s); x_ = tile_conv(x_, TDT_%s, TDT_%s);", ISF(vdt) ? "x_.f" : "x_.i", ISF(vdt) ? "(double)" : "(int64_t)",
+         v, DNAME[vdt], DNAME[ct]);
+    line(G, "  tile_atomic(TDT_%s, b%d, %s, x_, %d); }", DNAME[b->dtype], b->id, off.data ? off.data : "0", s->atomic_op);
+    free(v);
+    tile_sb_free(&off);
+    check_fail(G);
+}
+
+static void gfor(gen *G, const ir_stmt *s) {
+    int t = tmp(G);
+    int id = s->var->id;
+    if (s->loop_kind == IR_LOOP_PARALLEL && !G->in_parallel) {
+        /* outline: chunks of iterations over the pool */
+        int fnid = G->nfuncs++;
+        char *ext = expr_str(G, s->extent, M_INDEX);
+        line(G, "{");
+        G->indent++;
+        line(G, "int64_t n%d = %s;", t, ext);
+        check_fail(G);
+        line(G, "TILE_SAVE_STATE(&Sl);");
+        line(G, "if (tile_run_range(ctx, &Sl, tile_fn%d, n%d)) { rc = 1; goto tile_out; }", fnid, t);
+        G->indent--;
+        line(G, "}");
+        free(ext);
+        tile_sb_printf(&G->decls, "static int tile_fn%d(tile_ctx *ctx, void *st_, int64_t begin_, int64_t end_);\n", fnid);
+        int saved_indent = G->indent;
+        begin_fn(G);
+        G->in_parallel++;
+        G->indent = 1;
+        char *lo = expr_str(G, s->lo, M_INDEX);
+        line(G, "int64_t lo%d = %s;", t, lo);
+        free(lo);
+        check_fail(G);
+        if (!contains_loop(s->body[0])) line(G, "TILE_IVDEP");
+        line(G, "for (int64_t v%d = lo%d + begin_; v%d < lo%d + end_; v%d++) {", id, t, id, t, id);
+        G->indent++;
+        gstmt(G, s->body[0]);
+        G->indent--;
+        line(G, "}");
+        G->in_parallel--;
+        tile_strbuf h = {0};
+        tile_sb_printf(&h, "static int tile_fn%d(tile_ctx *ctx, void *st_, int64_t begin_, int64_t end_)", fnid);
+        end_fn(G, h.data, NULL);
+        tile_sb_free(&h);
+        G->indent = saved_indent;
+        return;
+    }
+    char *lo = expr_str(G, s->lo, M_INDEX), *ext = expr_str(G, s->extent, M_INDEX);
+    line(G, "{");
+    G->indent++;
+    line(G, "int64_t lo%d = %s, hi%d = lo%d + (%s);", t, lo, t, t, ext);
+    free(lo);
+    free(ext);
+    check_fail(G);
+    if ((s->loop_kind == IR_LOOP_PARALLEL || s->loop_kind == IR_LOOP_VECTORIZED) && !contains_loop(s->body[0])) line(G, "TILE_IVDEP");
+    else if (s->loop_kind == IR_LOOP_UNROLLED) line(G, "_Pragma(\"GCC unroll 4\")");
+    line(G, "for (int64_t v%d = lo%d; v%d < hi%d; v%d++) {", id, t, id, t, id);
+    G->indent++;
+    gstmt(G, s->body[0]);
+    G->indent--;
+    line(G, "}");
+    G->indent--;
+    line(G, "}");
+}
+
+static void gkernel(gen *G, const ir_stmt *s) {
+    if (G->in_parallel) {
+        int m = msg_at(G, s->loc, "kernels cannot be nested");
+        line(G, "tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out;", m);
+        return;
+    }
+    int t = tmp(G), fnid = G->nfuncs++;
+    line(G, "{");
+    G->indent++;
+    tile_strbuf neg = {0};
+    tile_sb_puts(&neg, "0");
+    for (int d = 0; d < 3; d++) {
+        if (d < s->ngrid) {
+            char *g = expr_str(G, s->grid[d], M_INDEX);
+            line(G, "int64_t g%d_%d = %s;", t, d, g);
+            free(g);
+            tile_sb_printf(&neg, " || g%d_%d < 0", t, d);
+        } else {
+            line(G, "int64_t g%d_%d = 1;", t, d);
+        }
+    }
+    check_fail(G);
+    int m = msg_at(G, s->loc, "kernel grid dimension is negative");
+    line(G, "if (%s) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", neg.data, m);
+    tile_sb_free(&neg);
+    line(G, "TILE_SAVE_STATE(&Sl);");
+    line(G, "if (tile_run_grid(ctx, &Sl, tile_fn%d, g%d_0, g%d_1, g%d_2)) { rc = 1; goto tile_out; }", fnid, t, t, t);
+    G->indent--;
+    line(G, "}");
+    tile_sb_printf(&G->decls, "static int tile_fn%d(tile_ctx *ctx, void *st_, int64_t b0_, int64_t b1_, int64_t b2_);\n", fnid);
+    int saved_indent = G->indent;
+    begin_fn(G);
+    G->in_parallel++;
+    G->indent = 1;
+    static const char *bn[3] = {"b0_", "b1_", "b2_"};
+    for (int d = 0; d < s->ngrid; d++)
+        if (s->block_vars[d]) line(G, "v%d = %s;", s->block_vars[d]->id, bn[d]);
+    line(G, "(void)b0_; (void)b1_; (void)b2_;");
+    gstmt(G, s->body[0]);
+    G->in_parallel--;
+    tile_strbuf h = {0};
+    tile_sb_printf(&h, "static int tile_fn%d(tile_ctx *ctx, void *st_, int64_t b0_, int64_t b1_, int64_t b2_)", fnid);
+    end_fn(G, h.data, NULL);
+    tile_sb_free(&h);
+    G->indent = saved_indent;
+}
+
+static void gstmt(gen *G, const ir_stmt *s) {
+    if (G->failed || !s) return;
+    G->may_fail = false;
+    switch (s->kind) {
+    case IR_S_SEQ: {
+        line(G, "{");
+        G->indent++;
+        for (int i = 0; i < s->nbody; i++) gstmt(G, s->body[i]);
+        for (int i = 0; i < s->nbody; i++)
+            if (s->body[i] && s->body[i]->kind == IR_S_ALLOC && G->fn->heap[s->body[i]->buf->id])
+                line(G, "free(h%d); h%d = NULL;", s->body[i]->buf->id, s->body[i]->buf->id);
+        G->indent--;
+        line(G, "}");
+        return;
+    }
+    case IR_S_FOR: gfor(G, s); return;
+    case IR_S_WHILE: {
+        char *c = expr_str(G, s->cond, M_VALUE);
+        bool mf = G->may_fail;
+        line(G, "for (;;) {");
+        G->indent++;
+        line(G, "int c_ = %s;", c);
+        free(c);
+        G->may_fail = mf;
+        check_fail(G);
+        line(G, "if (!c_) break;");
+        gstmt(G, s->body[0]);
+        G->indent--;
+        line(G, "}");
+        return;
+    }
+    case IR_S_IF: {
+        char *c = expr_str(G, s->cond, M_VALUE);
+        if (G->may_fail) {
+            line(G, "{");
+            G->indent++;
+            line(G, "int c_ = %s;", c);
+            check_fail(G);
+            line(G, "if (c_) {");
+        } else {
+            line(G, "if (%s) {", c);
+        }
+        free(c);
+        G->indent++;
+        gstmt(G, s->body[0]);
+        G->indent--;
+        if (s->nbody >= 2 && s->body[1]) {
+            line(G, "} else {");
+            G->indent++;
+            gstmt(G, s->body[1]);
+            G->indent--;
+        }
+        line(G, "}");
+        return;
+    }
+    case IR_S_ASSIGN: {
+        char *v = expr_str(G, s->value, M_VALUE);
+        line(G, "v%d = %s;", s->var->id, v);
+        free(v);
+        check_fail(G);
+        return;
+    }
+    case IR_S_STORE: {
+        char *v = expr_str(G, s->value, M_VALUE);
+        tile_strbuf off = {0}, st = {0};
+        put_offset(G, &off, s->buf, s->idx, s->loc);
+        if (G->may_fail) {
+            /* evaluate the value first (the interpreter's order), then check */
+            line(G, "{ %s x_ = %s;", vtype(s->value->dtype), v);
+            put_store(&st, s->buf, off.data ? off.data : "0", s->value->dtype, "x_");
+            line(G, "  if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+            line(G, "  %s }", st.data);
+            G->may_fail = false;
+        } else {
+            put_store(&st, s->buf, off.data ? off.data : "0", s->value->dtype, v);
+            line(G, "%s", st.data);
+        }
+        free(v);
+        tile_sb_free(&off);
+        tile_sb_free(&st);
+        return;
+    }
+    case IR_S_ATOMIC: gatomic(G, s); return;
+    case IR_S_ALLOC: galloc(G, s); return;
+    case IR_S_KERNEL: gkernel(G, s); return;
+    case IR_S_COPY: gcopy(G, s); return;
+    case IR_S_FILL: gfill(G, s); return;
+    case IR_S_GEMM: ggemm(G, s); return;
+    case IR_S_REDUCE: greduce(G, s); return;
+    case IR_S_BREAK: line(G, "break;"); return;
+    case IR_S_CONTINUE: line(G, "continue;"); return;
+    case IR_S_ASSERT: {
+        char *c = expr_str(G, s->cond, M_VALUE);
+        int m = msg_at(G, s->loc, "assertion failed: %s", s->msg ? s->msg : "(no message)");
+        check_fail(G);
+        line(G, "if (!(%s)) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", c, m);
+        free(c);
+        return;
+    }
+    default: gfail(G, s->loc, "internal: the C generator got a statement kind it does not know"); return;
+    }
+}
+
+/* ---------- the translation unit ---------- */
+static void sanitize(tile_strbuf *sb, const char *name) {
+    for (const char *p = name; p && *p; p++) {
+        char c = *p;
+        tile_sb_putc(sb, ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') ? c : '_');
+    }
+}
+
+int tile_codegen_c(const ir_func *f, const tile_codegen_c_options *opt, tile_strbuf *out, tile_strbuf *err) {
+    if (!f || !f->body) {
+        tile_sb_puts(err, "error: no function to generate C for\n");
+        return 1;
+    }
+    gen G;
+    memset(&G, 0, sizeof G);
+    G.f = f;
+    G.opt = opt;
+    G.err = err;
+    int nb = f->nbuffers;
+    G.constshape = tile_xcalloc((size_t)nb + 1, sizeof(bool));
+    G.cdims = tile_xcalloc((size_t)nb + 1, sizeof(*G.cdims));
+    for (int i = 0; i < nb; i++) {
+        const ir_buffer *b = f->buffers[i];
+        if (!b || b->rank < 0 || b->rank > 8 || !dt_ok(b->dtype) || b->id != i) {
+            tile_sb_puts(err, "error: internal: malformed buffer table\n");
+            free(G.constshape);
+            free(G.cdims);
+            return 1;
+        }
+        bool c = true;
+        for (int d = 0; d < b->rank; d++) {
+            int64_t v;
+            if (ir_const_int_value(b->shape[d], &v) && v >= 0 && v <= ((int64_t)1 << 40)) G.cdims[i][d] = v;
+            else c = false;
+        }
+        /* parameters and outputs: the caller's memory, whatever the shape says */
+        G.constshape[i] = c;
+    }
+    for (int i = 0; i < f->nvars; i++)
+        if (!f->vars[i] || f->vars[i]->id != i || !dt_ok(f->vars[i]->dtype)) {
+            tile_sb_puts(err, "error: internal: malformed variable table\n");
+            free(G.constshape);
+            free(G.cdims);
+            return 1;
+        }
+
+    /* the main body */
+    begin_fn(&G);
+    G.indent = 1;
+    /* dims and strides of parameters and outputs */
+    for (int i = 0; i < nb; i++) {
+        const ir_buffer *b = f->buffers[i];
+        if (b->role == IR_BUF_TEMP || G.constshape[i]) continue;
+        for (int d = 0; d < b->rank; d++) {
+            char *x = expr_str(&G, b->shape[d], M_INDEX);
+            line(&G, "b%d_n%d = %s;", i, d, x);
+            free(x);
+        }
+        for (int d = b->rank - 1; d >= 0; d--) {
+            if (d == b->rank - 1) line(&G, "b%d_s%d = 1;", i, d);
+            else line(&G, "b%d_s%d = b%d_s%d * b%d_n%d;", i, d, i, d + 1, i, d + 1);
+        }
+    }
+    G.may_fail = false;
+    gstmt(&G, f->body);
+    end_fn(&G, "static int tile_main(tile_ctx *ctx, void *st_)", NULL);
+
+    if (G.failed) {
+        tile_sb_free(&G.fns);
+        tile_sb_free(&G.decls);
+        tile_sb_free(&G.msgs);
+        free(G.constshape);
+        free(G.cdims);
+        return 1;
+    }
+
+    /* assemble */
+    tile_sb_printf(out, "/* Generated by tile (C backend) from '%s'", f->name);
+    if (f->loc.src) tile_sb_printf(out, " in %s:%d", f->loc.src->name, f->loc.line);
+    tile_sb_puts(out, ". */\n");
+    tile_sb_puts(out, "enum {");
+    for (int i = 0; i < TILE_DT_COUNT; i++) tile_sb_printf(out, "%s TDT_%s = %d", i ? "," : "", DNAME[i], i);
+    tile_sb_printf(out, ", TDT_COUNT = %d };\n#define TILE_DT_KINDS {", TILE_DT_COUNT);
+    for (int i = 0; i < TILE_DT_COUNT; i++) tile_sb_printf(out, "%s'%c'", i ? ", " : "", DK[i]);
+    tile_sb_puts(out, "}\n#define TILE_DT_BITS {");
+    for (int i = 0; i < TILE_DT_COUNT; i++) tile_sb_printf(out, "%s%d", i ? ", " : "", DBITS[i]);
+    tile_sb_puts(out, "}\n");
+    tile_sb_puts(out, tile_cpu_prelude_text);
+    tile_sb_puts(out, "\n/* ======================== the kernel ======================== */\n");
+    /* state */
+    tile_sb_puts(out, "typedef struct tile_st {\n");
+    for (int i = 0; i < f->nvars; i++) {
+        const ir_var *v = f->vars[i];
+        tile_sb_printf(out, "    %s v%d; /* ", var_ctype(v), i);
+        sanitize(out, v->name);
+        tile_sb_puts(out, " */\n");
+    }
+    for (int i = 0; i < nb; i++) {
+        const ir_buffer *b = f->buffers[i];
+        tile_sb_printf(out, "    %s *b%d; /* ", stype(b->dtype), i);
+        sanitize(out, b->name);
+        tile_sb_printf(out, ": %s %s */\n", tile_dtype_name(b->dtype), ir_scope_name(b->scope));
+        if (!G.constshape[i] && b->rank) {
+            tile_sb_puts(out, "    int64_t");
+            for (int d = 0; d < b->rank; d++) tile_sb_printf(out, "%s b%d_n%d, b%d_s%d", d ? "," : "", i, d, i, d);
+            tile_sb_puts(out, ";\n");
+        }
+    }
+    tile_sb_puts(out, "    int unused_;\n} tile_st;\n\n#define TILE_LOAD_STATE(S) \\\n");
+    for (int i = 0; i < f->nvars; i++) tile_sb_printf(out, "    %s v%d = (S)->v%d; (void)v%d; \\\n", var_ctype(f->vars[i]), i, i, i);
+    for (int i = 0; i < nb; i++) {
+        const ir_buffer *b = f->buffers[i];
+        tile_sb_printf(out, "    %s *b%d = (S)->b%d; (void)b%d; \\\n", stype(b->dtype), i, i, i);
+        if (!G.constshape[i])
+            for (int d = 0; d < b->rank; d++)
+                tile_sb_printf(out, "    int64_t b%d_n%d = (S)->b%d_n%d, b%d_s%d = (S)->b%d_s%d; (void)b%d_n%d; (void)b%d_s%d; \\\n", i, d, i, d, i, d,
+                               i, d, i, d, i, d);
+    }
+    tile_sb_puts(out, "    (void)0\n#define TILE_SAVE_STATE(S) \\\n");
+    for (int i = 0; i < f->nvars; i++) tile_sb_printf(out, "    (S)->v%d = v%d; \\\n", i, i);
+    for (int i = 0; i < nb; i++) {
+        const ir_buffer *b = f->buffers[i];
+        tile_sb_printf(out, "    (S)->b%d = b%d; \\\n", i, i);
+        if (!G.constshape[i])
+            for (int d = 0; d < b->rank; d++) tile_sb_printf(out, "    (S)->b%d_n%d = b%d_n%d; (S)->b%d_s%d = b%d_s%d; \\\n", i, d, i, d, i, d, i, d);
+    }
+    tile_sb_puts(out, "    (void)0\n\n");
+    if (G.msgs.data) tile_sb_puts(out, G.msgs.data);
+    tile_sb_puts(out, "\nstatic int tile_main(tile_ctx *ctx, void *st_);\n");
+    if (G.decls.data) tile_sb_puts(out, G.decls.data);
+    tile_sb_puts(out, "\n");
+    if (G.fns.data) tile_sb_puts(out, G.fns.data);
+    /* the entry point */
+    tile_sb_puts(out, "TILE_EXPORT int tile_entry(const tile_cpu_args *a) {\n");
+    tile_sb_puts(out, "    if (!a || a->abi_version != TILE_CPU_ABI_VERSION || !a->svc || a->svc->abi_version != TILE_CPU_ABI_VERSION) return 2;\n");
+    tile_sb_puts(out, "    tile_init_tabs();\n    tile_ctx ctx_ = {a, 0};\n    tile_st S;\n    memset(&S, 0, sizeof S);\n");
+    for (int i = 0; i < f->nsizes; i++) tile_sb_printf(out, "    S.v%d = (int32_t)a->sizes[%d];\n", f->sizes[i]->id, i);
+    for (int i = 0; i < f->nparams; i++) {
+        const ir_param *p = &f->params[i];
+        if (p->buf) tile_sb_printf(out, "    S.b%d = (%s *)a->params[%d];\n", p->buf->id, stype(p->buf->dtype), i);
+        else if (p->var) {
+            tile_dtype dt = p->var->dtype;
+            if (ISF(dt)) {
+                tile_strbuf x = {0}, c = {0};
+                tile_sb_printf(&x, "a->scalar_f[%d]", i);
+                put_conv(&c, TILE_DT_F64, dt, x.data);
+                tile_sb_printf(out, "    S.v%d = %s;\n", p->var->id, c.data);
+                tile_sb_free(&x);
+                tile_sb_free(&c);
+            } else if (ISB(dt)) {
+                tile_sb_printf(out, "    S.v%d = a->scalar_i[%d] != 0;\n", p->var->id, i);
+            } else {
+                tile_sb_printf(out, "    S.v%d = (%s)a->scalar_i[%d];\n", p->var->id, vtype(dt), i);
+            }
+        }
+    }
+    for (int i = 0; i < f->nrets; i++) tile_sb_printf(out, "    S.b%d = (%s *)a->rets[%d];\n", f->rets[i]->id, stype(f->rets[i]->dtype), i);
+    tile_sb_puts(out, "    int rc = tile_main(&ctx_, &S);\n    return (rc || tile_failed(&ctx_)) ? 1 : 0;\n}\n");
+
+    tile_sb_free(&G.fns);
+    tile_sb_free(&G.decls);
+    tile_sb_free(&G.msgs);
+    free(G.constshape);
+    free(G.cdims);
+    return 0;
+}

@@ -1,0 +1,21 @@
+# embed.cmake — cmake -P script: concatenate the files INS (a |-separated list) into the C header OUT
+# defining `static const char tile_cpu_prelude_text[]` (one string literal per source line).
+# Used by prelude.cmake; run at build time whenever one of the inputs changes.
+set(_body "")
+string(REPLACE "|" ";" INS "${INS}")
+foreach(_f ${INS})
+  file(READ ${_f} _text)
+  get_filename_component(_name ${_f} NAME)
+  string(REPLACE "\\" "\\\\" _text "${_text}")
+  string(REPLACE "\"" "\\\"" _text "${_text}")
+  string(REPLACE "\n" "\\n\"\n\"" _text "${_text}")
+  string(APPEND _body "\"/* ---- ${_name} ---- */\\n\"\n\"${_text}\"\n")
+endforeach()
+set(_content "/* Generated from ${INS} by src/codegen/embed.cmake: do not edit. */\nstatic const char tile_cpu_prelude_text[] =\n${_body};\n")
+if(EXISTS ${OUT})
+  file(READ ${OUT} _old)
+  if(_old STREQUAL _content)
+    return()
+  endif()
+endif()
+file(WRITE ${OUT} "${_content}")

@@ -1,0 +1,617 @@
+/* prelude.h — run-time support every generated CPU kernel starts with.
+ *
+ * This file is C, kept readable and editable as C; at build time prelude.cmake embeds it
+ * (after src/core/convert.h and src/codegen/cpu_abi.h) as a string in the code generator,
+ * which prints it at the top of each translation unit. It is never compiled into libtile.
+ *
+ * Contents: the context (error reporting), element loads/stores for every dtype, integer
+ * helpers with the IR's semantics (wrapping, floor division, shifts out of range), float
+ * helpers that mirror the interpreter's rounding, and the generic (any dtype, any rank)
+ * tile-operation helpers: copy, reduce, gemm (through the services table), atomics.
+ *
+ * Before this text the generator emits the dtype codes (enum TDT_*, the values of
+ * tile_dtype in <tile.h>).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TILE_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TILE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#if defined(__clang__)
+#define TILE_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TILE_IVDEP _Pragma("GCC ivdep")
+#else
+#define TILE_IVDEP
+#endif
+#define TILE_EXPORT __attribute__((visibility("default")))
+
+/* ---------- context and errors ---------- */
+typedef struct tile_ctx {
+    const tile_cpu_args *a;
+    int failed; /* accessed with __atomic builtins */
+} tile_ctx;
+
+static void tile_fail(tile_ctx *ctx, const char *msg) {
+    int expect = 0;
+    if (__atomic_compare_exchange_n(&ctx->failed, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        if (ctx->a->err && ctx->a->errlen > 0) {
+            size_t n = strlen(msg);
+            if ((int64_t)n >= ctx->a->errlen) n = (size_t)ctx->a->errlen - 1;
+            memcpy(ctx->a->err, msg, n);
+            ctx->a->err[n] = 0;
+        }
+    }
+}
+static inline int tile_failed(tile_ctx *ctx) { return __atomic_load_n(&ctx->failed, __ATOMIC_RELAXED); }
+
+/* ---------- narrow float formats ---------- */
+static float tile_e4m3_tab[256], tile_e5m2_tab[256], tile_e2m1_tab[16];
+static int tile_tabs_ready;
+static void tile_init_tabs(void) {
+    if (__atomic_load_n(&tile_tabs_ready, __ATOMIC_ACQUIRE)) return;
+    for (int i = 0; i < 256; i++) {
+        tile_e4m3_tab[i] = (float)tcv_e4m3_bits_to_f64((uint8_t)i);
+        tile_e5m2_tab[i] = (float)tcv_e5m2_bits_to_f64((uint8_t)i);
+    }
+    for (int i = 0; i < 16; i++) tile_e2m1_tab[i] = (float)tcv_e2m1_bits_to_f64((uint8_t)i);
+    __atomic_store_n(&tile_tabs_ready, 1, __ATOMIC_RELEASE);
+}
+
+static inline float tile_ld_f16(const uint16_t *p, int64_t i) { return tcv_f16_bits_to_f32(p[i]); }
+static inline float tile_ld_bf16(const uint16_t *p, int64_t i) { return tcv_bf16_bits_to_f32(p[i]); }
+static inline float tile_ld_e4m3(const uint8_t *p, int64_t i) { return tile_e4m3_tab[p[i]]; }
+static inline float tile_ld_e5m2(const uint8_t *p, int64_t i) { return tile_e5m2_tab[p[i]]; }
+static inline float tile_ld_e2m1(const uint8_t *p, int64_t i) {
+    return tile_e2m1_tab[(p[i >> 1] >> ((i & 1) * 4)) & 0xF];
+}
+
+/* Rounding a double to a narrow float format, as bits and as the value (a float holds every
+ * value of these formats exactly). */
+static inline uint16_t tile_bits_f16(double v) { return (uint16_t)tcv_encode_f64(&TCV_F16, v); }
+static inline uint16_t tile_bits_bf16(double v) { return (uint16_t)tcv_encode_f64(&TCV_BF16, v); }
+static inline uint8_t tile_bits_e4m3(double v) { return tcv_f64_to_e4m3_bits(v); }
+static inline uint8_t tile_bits_e5m2(double v) { return tcv_f64_to_e5m2_bits(v); }
+static inline uint8_t tile_bits_e2m1(double v) { return tcv_f64_to_e2m1_bits(v); }
+static inline float tile_rnd_f16(double v) { return tcv_f16_bits_to_f32(tile_bits_f16(v)); }
+static inline float tile_rnd_bf16(double v) { return tcv_bf16_bits_to_f32(tile_bits_bf16(v)); }
+static inline float tile_rnd_e4m3(double v) { return (float)tcv_e4m3_bits_to_f64(tile_bits_e4m3(v)); }
+static inline float tile_rnd_e5m2(double v) { return (float)tcv_e5m2_bits_to_f64(tile_bits_e5m2(v)); }
+static inline float tile_rnd_e2m1(double v) { return (float)tcv_e2m1_bits_to_f64(tile_bits_e2m1(v)); }
+
+/* Stores from an f32 value (fast paths) and from an f64 value (one rounding). */
+static inline void tile_st_f16_f(uint16_t *p, int64_t i, float v) { p[i] = tcv_f32_to_f16_bits(v); }
+static inline void tile_st_bf16_f(uint16_t *p, int64_t i, float v) { p[i] = tcv_f32_to_bf16_bits(v); }
+static inline void tile_st_f16_d(uint16_t *p, int64_t i, double v) { p[i] = tile_bits_f16(v); }
+static inline void tile_st_bf16_d(uint16_t *p, int64_t i, double v) { p[i] = tile_bits_bf16(v); }
+static inline void tile_st_e4m3(uint8_t *p, int64_t i, double v) { p[i] = tile_bits_e4m3(v); }
+static inline void tile_st_e5m2(uint8_t *p, int64_t i, double v) { p[i] = tile_bits_e5m2(v); }
+/* fp4: two elements share a byte; the update of one nibble is atomic so that two threads
+ * writing the two halves of a byte (legal: different elements) cannot lose a write. */
+static inline void tile_st_e2m1(uint8_t *p, int64_t i, double v) {
+    unsigned sh = (unsigned)(i & 1) * 4;
+    uint8_t b = (uint8_t)(tile_bits_e2m1(v) << sh);
+    __atomic_fetch_and(&p[i >> 1], (uint8_t)~(0xFu << sh), __ATOMIC_RELAXED);
+    __atomic_fetch_or(&p[i >> 1], b, __ATOMIC_RELAXED);
+}
+
+/* ---------- float -> integer (truncate, saturate, NaN -> 0), as tile_f64_to_int ---------- */
+static inline int8_t tile_f2i_i8(double v) { return isnan(v) ? 0 : v <= -128.0 ? -128 : v >= 127.0 ? 127 : (int8_t)v; }
+static inline int16_t tile_f2i_i16(double v) { return isnan(v) ? 0 : v <= -32768.0 ? -32768 : v >= 32767.0 ? 32767 : (int16_t)v; }
+static inline int32_t tile_f2i_i32(double v) {
+    return isnan(v) ? 0 : v <= -2147483648.0 ? INT32_MIN : v >= 2147483647.0 ? INT32_MAX : (int32_t)v;
+}
+static inline int64_t tile_f2i_i64(double v) {
+    return isnan(v) ? 0 : v <= -9223372036854775808.0 ? INT64_MIN : v >= 9223372036854775808.0 ? INT64_MAX : (int64_t)v;
+}
+static inline uint8_t tile_f2i_u8(double v) { return isnan(v) ? 0 : v <= 0.0 ? 0 : v >= 255.0 ? 255 : (uint8_t)v; }
+static inline uint16_t tile_f2i_u16(double v) { return isnan(v) ? 0 : v <= 0.0 ? 0 : v >= 65535.0 ? 65535 : (uint16_t)v; }
+static inline uint32_t tile_f2i_u32(double v) { return isnan(v) ? 0 : v <= 0.0 ? 0 : v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v; }
+static inline uint64_t tile_f2i_u64(double v) {
+    return isnan(v) ? 0 : v <= 0.0 ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+}
+
+/* ---------- integer helpers (the IR's semantics; see src/ir/ir.h) ----------
+ * T: the C type, U: an unsigned type of at least 32 bits to compute in, B: bits, S: signed. */
+#define TILE_INT_HELPERS(N, T, U, B, S)                                                          \
+    static inline T tile_min_##N(T a, T b) { return a < b ? a : b; }                            \
+    static inline T tile_max_##N(T a, T b) { return a > b ? a : b; }                            \
+    static inline T tile_abs_##N(T a) { return S ? (a < 0 ? (T)((U)0 - (U)a) : a) : a; }        \
+    static inline T tile_shl_##N(T a, T b) {                                                    \
+        if (S ? ((int64_t)b < 0 || (int64_t)b >= B) : ((uint64_t)b >= B)) return 0;            \
+        return (T)((U)a << (unsigned)b);                                                        \
+    }                                                                                           \
+    static inline T tile_shr_##N(T a, T b) {                                                    \
+        if (S ? ((int64_t)b < 0 || (int64_t)b >= B) : ((uint64_t)b >= B)) return (S && a < 0) ? (T)-1 : 0; \
+        if (!S) return (T)((U)a >> (unsigned)b);                                                \
+        return a >= 0 ? (T)(a >> (unsigned)b) : (T)~(T)(~(U)a >> (unsigned)b);                  \
+    }                                                                                           \
+    static inline T tile_div_##N(tile_ctx *ctx, T a, T b, const char *where) {                 \
+        if (TILE_UNLIKELY(b == 0)) { tile_fail(ctx, where); return 0; }                         \
+        if (!S) return (T)(a / b);                                                              \
+        if ((int64_t)b == -1) return (T)((U)0 - (U)a);                                          \
+        return (T)((int64_t)a / (int64_t)b);                                                    \
+    }                                                                                           \
+    static inline T tile_floordiv_##N(tile_ctx *ctx, T a, T b, const char *where) {            \
+        if (TILE_UNLIKELY(b == 0)) { tile_fail(ctx, where); return 0; }                         \
+        if (!S) return (T)(a / b);                                                              \
+        if ((int64_t)b == -1) return (T)((U)0 - (U)a);                                          \
+        int64_t q = (int64_t)a / (int64_t)b;                                                    \
+        if (((int64_t)a % (int64_t)b != 0) && (((int64_t)a < 0) != ((int64_t)b < 0))) q--;      \
+        return (T)q;                                                                            \
+    }                                                                                           \
+    static inline T tile_floormod_##N(tile_ctx *ctx, T a, T b, const char *where) {            \
+        if (TILE_UNLIKELY(b == 0)) { tile_fail(ctx, where); return 0; }                         \
+        if (!S) return (T)(a % b);                                                              \
+        if ((int64_t)b == -1) return 0;                                                         \
+        int64_t r = (int64_t)a % (int64_t)b;                                                    \
+        if (r != 0 && ((r < 0) != ((int64_t)b < 0))) r += (int64_t)b;                           \
+        return (T)r;                                                                            \
+    }                                                                                           \
+    static inline T tile_pow_##N(tile_ctx *ctx, T a, T b, const char *where) {                 \
+        if (S && (int64_t)b < 0) {                                                              \
+            if (a == 0) { tile_fail(ctx, where); return 0; }                                    \
+            if ((int64_t)a == 1) return 1;                                                      \
+            if ((int64_t)a == -1) return ((int64_t)b & 1) ? (T)-1 : 1;                          \
+            return 0;                                                                           \
+        }                                                                                       \
+        uint64_t r = 1, x = (uint64_t)(int64_t)a, n = (uint64_t)(int64_t)b;                     \
+        if (!S) n = (uint64_t)b;                                                                \
+        while (n) { if (n & 1) r *= x; x *= x; n >>= 1; }                                       \
+        return (T)r;                                                                            \
+    }
+TILE_INT_HELPERS(i8, int8_t, uint32_t, 8, 1)
+TILE_INT_HELPERS(i16, int16_t, uint32_t, 16, 1)
+TILE_INT_HELPERS(i32, int32_t, uint32_t, 32, 1)
+TILE_INT_HELPERS(i64, int64_t, uint64_t, 64, 1)
+TILE_INT_HELPERS(u8, uint8_t, uint32_t, 8, 0)
+TILE_INT_HELPERS(u16, uint16_t, uint32_t, 16, 0)
+TILE_INT_HELPERS(u32, uint32_t, uint32_t, 32, 0)
+TILE_INT_HELPERS(u64, uint64_t, uint64_t, 64, 0)
+
+/* Python floor division / modulo of index arithmetic (int64, divisor known positive). */
+static inline int64_t tile_ifloordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && a < 0) ? q - 1 : q; }
+static inline int64_t tile_ifloormod(int64_t a, int64_t b) { int64_t r = a % b; return (r < 0) ? r + b : r; }
+
+/* ---------- float helpers: computed in double and rounded once, as the interpreter ---------- */
+static inline float tile_floordiv_f32(float a, float b) { return (float)floor((double)a / (double)b); }
+static inline float tile_floormod_f32(float a, float b) { double x = a, y = b; return (float)(x - floor(x / y) * y); }
+static inline double tile_floordiv_f64(double a, double b) { return floor(a / b); }
+static inline double tile_floormod_f64(double a, double b) { return a - floor(a / b) * b; }
+static inline float tile_sigmoid_f32(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+static inline double tile_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* bits of a float value of a narrow format (the value is exactly representable) */
+static inline uint64_t tile_fbits(int dt, double v) {
+    switch (dt) {
+    case TDT_F16: return tile_bits_f16(v);
+    case TDT_BF16: return tile_bits_bf16(v);
+    case TDT_F32: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); return u; }
+    case TDT_F64: { uint64_t u; memcpy(&u, &v, 8); return u; }
+    case TDT_FP8_E4M3: return tile_bits_e4m3(v);
+    case TDT_FP8_E5M2: return tile_bits_e5m2(v);
+    default: return tile_bits_e2m1(v);
+    }
+}
+static inline double tile_bits_fval(int dt, uint64_t b) {
+    switch (dt) {
+    case TDT_F16: return tcv_f16_bits_to_f32((uint16_t)b);
+    case TDT_BF16: return tcv_bf16_bits_to_f32((uint16_t)b);
+    case TDT_F32: { uint32_t u = (uint32_t)b; float f; memcpy(&f, &u, 4); return f; }
+    case TDT_F64: { double d; memcpy(&d, &b, 8); return d; }
+    case TDT_FP8_E4M3: return tcv_e4m3_bits_to_f64((uint8_t)b);
+    case TDT_FP8_E5M2: return tcv_e5m2_bits_to_f64((uint8_t)b);
+    default: return tcv_e2m1_bits_to_f64((uint8_t)b);
+    }
+}
+
+/* ---------- generic values (any dtype), mirroring the interpreter ---------- */
+typedef union tile_val { int64_t i; double f; } tile_val;
+static const signed char tile_dt_kind[TDT_COUNT] = TILE_DT_KINDS; /* 'B' 'I' 'U' 'F' */
+static const signed char tile_dt_bits[TDT_COUNT] = TILE_DT_BITS;
+#define TILE_ISF(dt) (tile_dt_kind[dt] == 'F')
+#define TILE_ISU(dt) (tile_dt_kind[dt] == 'U')
+
+static inline int64_t tile_wrapi(int dt, int64_t v) {
+    switch (dt) {
+    case TDT_BOOL: return v != 0;
+    case TDT_I8: return (int8_t)v;
+    case TDT_I16: return (int16_t)v;
+    case TDT_I32: return (int32_t)v;
+    case TDT_U8: return (uint8_t)v;
+    case TDT_U16: return (uint16_t)v;
+    case TDT_U32: return (uint32_t)v;
+    default: return v;
+    }
+}
+static inline int64_t tile_f2i(int dt, double v) {
+    switch (dt) {
+    case TDT_BOOL: return v != 0.0;
+    case TDT_I8: return tile_f2i_i8(v);
+    case TDT_I16: return tile_f2i_i16(v);
+    case TDT_I32: return tile_f2i_i32(v);
+    case TDT_I64: return tile_f2i_i64(v);
+    case TDT_U8: return tile_f2i_u8(v);
+    case TDT_U16: return tile_f2i_u16(v);
+    case TDT_U32: return tile_f2i_u32(v);
+    default: return (int64_t)tile_f2i_u64(v);
+    }
+}
+static inline double tile_rnd(int dt, double x) {
+    switch (dt) {
+    case TDT_F32: return (double)(float)x;
+    case TDT_F64: return x;
+    default: return tile_bits_fval(dt, tile_fbits(dt, x));
+    }
+}
+static inline tile_val tile_conv(tile_val v, int from, int to) {
+    tile_val r;
+    if (TILE_ISF(to)) {
+        double x = TILE_ISF(from) ? v.f : (from == TDT_U64 ? (double)(uint64_t)v.i : (double)v.i);
+        r.f = tile_rnd(to, x);
+    } else if (to == TDT_BOOL) {
+        r.i = TILE_ISF(from) ? (v.f != 0) : (v.i != 0);
+    } else {
+        r.i = TILE_ISF(from) ? tile_f2i(to, v.f) : tile_wrapi(to, v.i);
+    }
+    return r;
+}
+static inline tile_val tile_gld(int dt, const void *base, int64_t i) {
+    tile_val v;
+    switch (dt) {
+    case TDT_BOOL: case TDT_U8: v.i = ((const uint8_t *)base)[i]; break;
+    case TDT_I8: v.i = ((const int8_t *)base)[i]; break;
+    case TDT_I16: v.i = ((const int16_t *)base)[i]; break;
+    case TDT_I32: v.i = ((const int32_t *)base)[i]; break;
+    case TDT_I64: v.i = ((const int64_t *)base)[i]; break;
+    case TDT_U16: v.i = ((const uint16_t *)base)[i]; break;
+    case TDT_U32: v.i = ((const uint32_t *)base)[i]; break;
+    case TDT_U64: v.i = (int64_t)((const uint64_t *)base)[i]; break;
+    case TDT_F16: v.f = tile_ld_f16((const uint16_t *)base, i); break;
+    case TDT_BF16: v.f = tile_ld_bf16((const uint16_t *)base, i); break;
+    case TDT_F32: v.f = ((const float *)base)[i]; break;
+    case TDT_F64: v.f = ((const double *)base)[i]; break;
+    case TDT_FP8_E4M3: v.f = tile_ld_e4m3((const uint8_t *)base, i); break;
+    case TDT_FP8_E5M2: v.f = tile_ld_e5m2((const uint8_t *)base, i); break;
+    default: v.f = tile_ld_e2m1((const uint8_t *)base, i); break;
+    }
+    return v;
+}
+/* v in the domain of dt's class (double for floats, already rounded or not: floats round here) */
+static inline void tile_gst(int dt, void *base, int64_t i, tile_val v) {
+    switch (dt) {
+    case TDT_BOOL: ((uint8_t *)base)[i] = (uint8_t)(v.i != 0); break;
+    case TDT_U8: case TDT_I8: ((uint8_t *)base)[i] = (uint8_t)v.i; break;
+    case TDT_I16: case TDT_U16: ((uint16_t *)base)[i] = (uint16_t)v.i; break;
+    case TDT_I32: case TDT_U32: ((uint32_t *)base)[i] = (uint32_t)v.i; break;
+    case TDT_I64: case TDT_U64: ((uint64_t *)base)[i] = (uint64_t)v.i; break;
+    case TDT_F16: tile_st_f16_d((uint16_t *)base, i, v.f); break;
+    case TDT_BF16: tile_st_bf16_d((uint16_t *)base, i, v.f); break;
+    case TDT_F32: ((float *)base)[i] = (float)v.f; break;
+    case TDT_F64: ((double *)base)[i] = v.f; break;
+    case TDT_FP8_E4M3: tile_st_e4m3((uint8_t *)base, i, v.f); break;
+    case TDT_FP8_E5M2: tile_st_e5m2((uint8_t *)base, i, v.f); break;
+    default: tile_st_e2m1((uint8_t *)base, i, v.f); break;
+    }
+}
+static inline int tile_compute_dt(int dt) {
+    if (!TILE_ISF(dt)) return dt;
+    return dt == TDT_F64 ? TDT_F64 : TDT_F32;
+}
+
+/* ---------- regions (operands of tile operations) ---------- */
+typedef struct tile_rgn {
+    int dt, rank;
+    void *base;
+    int64_t n[8], s[8];     /* buffer shape and strides (elements) */
+    int64_t st[8], ex[8];   /* box start and extent */
+    int64_t count;
+} tile_rgn;
+
+static inline int tile_rgn_off(const tile_rgn *g, const int64_t *t, int64_t *off) {
+    int64_t o = 0;
+    for (int d = 0; d < g->rank; d++) {
+        int64_t p = g->st[d] + t[d];
+        if ((uint64_t)p >= (uint64_t)g->n[d]) return 0;
+        o += p * g->s[d];
+    }
+    *off = o;
+    return 1;
+}
+static inline void tile_odo_next(const tile_rgn *g, int64_t *t) {
+    for (int d = g->rank - 1; d >= 0; d--) {
+        if (++t[d] < g->ex[d]) return;
+        t[d] = 0;
+    }
+}
+static void tile_rgn_count(tile_rgn *g) {
+    g->count = 1;
+    for (int d = 0; d < g->rank; d++) g->count *= g->ex[d] < 0 ? 0 : g->ex[d];
+}
+
+/* COPY: element k of the source box (row-major) to element k of the destination box. */
+static void tile_copy_generic(tile_ctx *ctx, tile_rgn *src, tile_rgn *dst, const char *where) {
+    tile_rgn_count(src);
+    tile_rgn_count(dst);
+    if (src->count != dst->count) { tile_fail(ctx, where); return; }
+    int64_t ts[8] = {0}, td[8] = {0};
+    for (int64_t k = 0; k < src->count; k++) {
+        int64_t so, doff;
+        tile_val v = {0};
+        if (tile_rgn_off(dst, td, &doff)) {
+            if (tile_rgn_off(src, ts, &so)) v = tile_conv(tile_gld(src->dt, src->base, so), src->dt, dst->dt);
+            else if (TILE_ISF(dst->dt)) v.f = 0.0;
+            tile_gst(dst->dt, dst->base, doff, v);
+        }
+        tile_odo_next(src, ts);
+        tile_odo_next(dst, td);
+    }
+}
+
+/* REDUCE: dst[o] = op over dim `dim` of the source box (clipped elements do not take part). */
+enum { TILE_RED_SUM = 0, TILE_RED_MAX = 1, TILE_RED_MIN = 2, TILE_RED_ABSSUM = 3, TILE_RED_ABSMAX = 4 };
+static void tile_reduce_generic(tile_ctx *ctx, tile_rgn *src, tile_rgn *dst, int dim, int op, int clear, const char *where) {
+    tile_rgn_count(src);
+    tile_rgn_count(dst);
+    int64_t len = src->ex[dim], nout = 1;
+    for (int d = 0; d < src->rank; d++)
+        if (d != dim) nout *= src->ex[d];
+    if (nout != dst->count) { tile_fail(ctx, where); return; }
+    int dd = dst->dt, ct = tile_compute_dt(dd), sd = src->dt;
+    int fl = TILE_ISF(ct), bits = tile_dt_bits[ct];
+    int64_t imin = TILE_ISU(ct) ? 0 : (bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1)));
+    int64_t imax = TILE_ISU(ct) ? (bits >= 64 ? -1 : (int64_t)(((uint64_t)1 << bits) - 1))
+                                : (bits >= 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1);
+    if (ct == TDT_BOOL) { imin = 0; imax = 1; }
+    int64_t ts[8] = {0}, td[8] = {0};
+    for (int64_t o = 0; o < nout; o++) {
+        int64_t doff;
+        if (tile_rgn_off(dst, td, &doff)) {
+            tile_val acc;
+            if (!clear) acc = tile_conv(tile_gld(dd, dst->base, doff), dd, ct);
+            else if (fl) acc.f = op == TILE_RED_MAX ? -INFINITY : op == TILE_RED_MIN ? INFINITY : 0.0;
+            else acc.i = op == TILE_RED_MAX ? imin : op == TILE_RED_MIN ? imax : 0;
+            for (int64_t k = 0; k < len; k++) {
+                ts[dim] = k;
+                int64_t so;
+                if (!tile_rgn_off(src, ts, &so)) continue;
+                tile_val x = tile_conv(tile_gld(sd, src->base, so), sd, ct);
+                if (fl) {
+                    double v = x.f;
+                    if (op == TILE_RED_ABSSUM || op == TILE_RED_ABSMAX) v = fabs(v);
+                    if (op == TILE_RED_SUM || op == TILE_RED_ABSSUM) acc.f = tile_rnd(ct, acc.f + v);
+                    else if (op == TILE_RED_MIN) acc.f = fmin(acc.f, v);
+                    else acc.f = fmax(acc.f, v);
+                } else {
+                    int64_t v = x.i;
+                    int u = TILE_ISU(ct);
+                    if ((op == TILE_RED_ABSSUM || op == TILE_RED_ABSMAX) && !u && v < 0) v = tile_wrapi(ct, (int64_t)(0 - (uint64_t)v));
+                    if (op == TILE_RED_SUM || op == TILE_RED_ABSSUM) acc.i = tile_wrapi(ct, (int64_t)((uint64_t)acc.i + (uint64_t)v));
+                    else if (op == TILE_RED_MIN) acc.i = u ? ((uint64_t)v < (uint64_t)acc.i ? v : acc.i) : (v < acc.i ? v : acc.i);
+                    else acc.i = u ? ((uint64_t)v > (uint64_t)acc.i ? v : acc.i) : (v > acc.i ? v : acc.i);
+                }
+            }
+            tile_gst(dd, dst->base, doff, tile_conv(acc, ct, dd));
+        }
+        ts[dim] = 0;
+        for (int d = src->rank - 1; d >= 0; d--) {
+            if (d == dim) continue;
+            if (++ts[d] < src->ex[d]) break;
+            ts[d] = 0;
+        }
+        tile_odo_next(dst, td);
+    }
+}
+
+/* ---------- GEMM on regions ----------
+ * C += op(A) @ op(B) on the last two dimensions of each region (leading extents are 1).
+ * Regions may stick out of their buffers: out-of-bounds elements of A/B read as zero, so
+ * only the in-bounds sub-box takes part; C elements outside are not written. */
+static inline void tile_clip(int64_t st, int64_t ex, int64_t n, int64_t *lo, int64_t *hi) {
+    int64_t a = st < 0 ? -st : 0, b = n - st < ex ? n - st : ex;
+    if (b < a) b = a;
+    *lo = a;
+    *hi = b;
+}
+static inline int tile_lead_ok(const tile_rgn *g, int64_t *off) {
+    int64_t o = 0;
+    for (int d = 0; d < g->rank - 2; d++) {
+        if ((uint64_t)g->st[d] >= (uint64_t)g->n[d]) return 0;
+        o += g->st[d] * g->s[d];
+    }
+    *off = o;
+    return 1;
+}
+static inline int tile_elem_ptr_ok(int dt, int64_t off) { return dt != TDT_FP4_E2M1 || (off & 1) == 0; }
+static inline const void *tile_elem_ptr(int dt, const void *base, int64_t off) {
+    const char *p = (const char *)base;
+    if (dt == TDT_FP4_E2M1) return p + off / 2;
+    int sz = tile_dt_bits[dt] / 8;
+    return p + off * sz;
+}
+
+static void tile_gemm_rgn(tile_ctx *ctx, tile_rgn *A, tile_rgn *B, tile_rgn *C, int ta, int tb, int clear, int parallel,
+                          const char *where_shape, const char *where_fail) {
+    int ra = A->rank, rb = B->rank, rc = C->rank;
+    for (int d = 0; d < ra - 2; d++) if (A->ex[d] != 1) { tile_fail(ctx, where_shape); return; }
+    for (int d = 0; d < rb - 2; d++) if (B->ex[d] != 1) { tile_fail(ctx, where_shape); return; }
+    for (int d = 0; d < rc - 2; d++) if (C->ex[d] != 1) { tile_fail(ctx, where_shape); return; }
+    int64_t ar = A->ex[ra - 2], ac = A->ex[ra - 1], br = B->ex[rb - 2], bc = B->ex[rb - 1];
+    int64_t M = ta ? ac : ar, K = ta ? ar : ac, KB = tb ? bc : br, N = tb ? br : bc;
+    if (M != C->ex[rc - 2] || N != C->ex[rc - 1] || K != KB) { tile_fail(ctx, where_shape); return; }
+    int64_t ao, bo, co;
+    int aok = tile_lead_ok(A, &ao), bok = tile_lead_ok(B, &bo), cok = tile_lead_ok(C, &co);
+    if (!cok) return;
+    /* valid ranges: C rows/cols; A (i, k); B (k, j) */
+    int64_t ci0, ci1, cj0, cj1;
+    tile_clip(C->st[rc - 2], M, C->n[rc - 2], &ci0, &ci1);
+    tile_clip(C->st[rc - 1], N, C->n[rc - 1], &cj0, &cj1);
+    int64_t a_r0, a_r1, a_c0, a_c1, b_r0, b_r1, b_c0, b_c1;
+    tile_clip(A->st[ra - 2], ar, A->n[ra - 2], &a_r0, &a_r1);
+    tile_clip(A->st[ra - 1], ac, A->n[ra - 1], &a_c0, &a_c1);
+    tile_clip(B->st[rb - 2], br, B->n[rb - 2], &b_r0, &b_r1);
+    tile_clip(B->st[rb - 1], bc, B->n[rb - 1], &b_c0, &b_c1);
+    int64_t ai0 = ta ? a_c0 : a_r0, ai1 = ta ? a_c1 : a_r1, ak0 = ta ? a_r0 : a_c0, ak1 = ta ? a_r1 : a_c1;
+    int64_t bk0 = tb ? b_c0 : b_r0, bk1 = tb ? b_c1 : b_r1, bj0 = tb ? b_r0 : b_c0, bj1 = tb ? b_r1 : b_c1;
+    int64_t i0 = ci0 > ai0 ? ci0 : ai0, i1 = ci1 < ai1 ? ci1 : ai1;
+    int64_t j0 = cj0 > bj0 ? cj0 : bj0, j1 = cj1 < bj1 ? cj1 : bj1;
+    int64_t k0 = ak0 > bk0 ? ak0 : bk0, k1 = ak1 < bk1 ? ak1 : bk1;
+    int empty = !aok || !bok || i1 <= i0 || j1 <= j0 || k1 <= k0;
+    int cdt = C->dt, ct = tile_compute_dt(cdt);
+    int64_t crs = C->s[rc - 2], ccs = C->s[rc - 1];
+    int64_t cbase = co + C->st[rc - 2] * crs + C->st[rc - 1] * ccs;
+    int full = !empty && i0 == ci0 && i1 == ci1 && j0 == cj0 && j1 == cj1;
+    if (clear && !(full && TILE_ISF(ct))) {
+        tile_val z;
+        z.i = 0;
+        if (TILE_ISF(cdt)) z.f = 0.0;
+        for (int64_t i = ci0; i < ci1; i++)
+            for (int64_t j = cj0; j < cj1; j++) tile_gst(cdt, C->base, cbase + i * crs + j * ccs, z);
+    }
+    if (empty) return;
+    int64_t ars = A->s[ra - 2], acs = A->s[ra - 1], brs = B->s[rb - 2], bcs = B->s[rb - 1];
+    int64_t abase = ao + A->st[ra - 2] * ars + A->st[ra - 1] * acs;
+    int64_t bbase = bo + B->st[rb - 2] * brs + B->st[rb - 1] * bcs;
+    /* op(A)(i, k) at abase + i*a_rs + k*a_cs */
+    int64_t a_rs = ta ? acs : ars, a_cs = ta ? ars : acs, b_rs = tb ? bcs : brs, b_cs = tb ? brs : bcs;
+    int64_t aoff = abase + i0 * a_rs + k0 * a_cs, boff = bbase + k0 * b_rs + j0 * b_cs, coff = cbase + i0 * crs + j0 * ccs;
+    int floats = TILE_ISF(A->dt) && TILE_ISF(B->dt) && TILE_ISF(cdt);
+    const tile_cpu_services *svc = ctx->a->svc;
+    if (floats && svc->gemm && tile_elem_ptr_ok(A->dt, aoff) && tile_elem_ptr_ok(B->dt, boff) && tile_elem_ptr_ok(cdt, coff)) {
+        tile_cpu_gemm g;
+        g.M = i1 - i0; g.N = j1 - j0; g.K = k1 - k0;
+        g.a_dtype = A->dt; g.b_dtype = B->dt; g.c_dtype = cdt;
+        g.A = tile_elem_ptr(A->dt, A->base, aoff); g.a_rs = a_rs; g.a_cs = a_cs;
+        g.B = tile_elem_ptr(B->dt, B->base, boff); g.b_rs = b_rs; g.b_cs = b_cs;
+        g.C = (void *)tile_elem_ptr(cdt, C->base, coff); g.c_rs = crs; g.c_cs = ccs;
+        g.accumulate = !(clear && full);
+        g.parallel = parallel;
+        if (svc->gemm(svc, &g)) tile_fail(ctx, where_fail);
+        return;
+    }
+    /* any other dtypes: the interpreter's loop (ordered sums in the accumulator's dtype) */
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) {
+            int64_t cp = cbase + i * crs + j * ccs;
+            tile_val acc = tile_conv(tile_gld(cdt, C->base, cp), cdt, ct);
+            for (int64_t k = k0; k < k1; k++) {
+                tile_val a = tile_conv(tile_gld(A->dt, A->base, abase + i * a_rs + k * a_cs), A->dt, ct);
+                tile_val b = tile_conv(tile_gld(B->dt, B->base, bbase + k * b_rs + j * b_cs), B->dt, ct);
+                if (ct == TDT_F32) acc.f = (double)(float)(acc.f + (double)(float)(a.f * b.f));
+                else if (ct == TDT_F64) acc.f = acc.f + a.f * b.f;
+                else acc.i = tile_wrapi(ct, (int64_t)((uint64_t)acc.i + (uint64_t)a.i * (uint64_t)b.i));
+            }
+            tile_gst(cdt, C->base, cp, tile_conv(acc, ct, cdt));
+        }
+}
+
+/* ---------- atomics (read-modify-write with compare-and-swap on the storage) ---------- */
+enum { TILE_AT_ADD = 0, TILE_AT_MAX = 1, TILE_AT_MIN = 2 };
+static tile_val tile_atomic_apply(int dt, tile_val old, tile_val x, int op) {
+    int ct = tile_compute_dt(dt);
+    tile_val o = tile_conv(old, dt, ct), r;
+    if (TILE_ISF(ct)) {
+        if (op == TILE_AT_ADD) r.f = tile_rnd(ct, o.f + x.f);
+        else if (op == TILE_AT_MAX) r.f = fmax(o.f, x.f);
+        else r.f = fmin(o.f, x.f);
+    } else if (op == TILE_AT_ADD) {
+        r.i = tile_wrapi(ct, (int64_t)((uint64_t)o.i + (uint64_t)x.i));
+    } else {
+        int u = TILE_ISU(ct), mx = op == TILE_AT_MAX;
+        int gt = u ? (uint64_t)o.i > (uint64_t)x.i : o.i > x.i;
+        int lt = u ? (uint64_t)o.i < (uint64_t)x.i : o.i < x.i;
+        r = mx ? (gt ? o : x) : (lt ? o : x);
+    }
+    return tile_conv(r, ct, dt);
+}
+/* x: the operand, already converted to the compute dtype of dt */
+static void tile_atomic(int dt, void *base, int64_t i, tile_val x, int op) {
+    int bits = tile_dt_bits[dt];
+    if (bits == 4) {
+        uint8_t *p = (uint8_t *)base + (i >> 1);
+        unsigned sh = (unsigned)(i & 1) * 4;
+        uint8_t cur = __atomic_load_n(p, __ATOMIC_RELAXED), nw;
+        do {
+            tile_val old;
+            old.f = tile_e2m1_tab[(cur >> sh) & 0xF];
+            tile_val r = tile_atomic_apply(dt, old, x, op);
+            nw = (uint8_t)((cur & ~(0xFu << sh)) | ((unsigned)tile_bits_e2m1(r.f) << sh));
+        } while (!__atomic_compare_exchange_n(p, &cur, nw, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        return;
+    }
+#define TILE_CAS_LOOP(UT)                                                                         \
+    do {                                                                                          \
+        UT *p = (UT *)base + i, cur = __atomic_load_n(p, __ATOMIC_RELAXED), nw;                   \
+        do {                                                                                      \
+            UT tmp[1] = {cur};                                                                    \
+            tile_val r = tile_atomic_apply(dt, tile_gld(dt, tmp, 0), x, op);                      \
+            tile_gst(dt, tmp, 0, r);                                                              \
+            nw = tmp[0];                                                                          \
+        } while (!__atomic_compare_exchange_n(p, &cur, nw, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)); \
+    } while (0)
+    switch (bits) {
+    case 8: TILE_CAS_LOOP(uint8_t); break;
+    case 16: TILE_CAS_LOOP(uint16_t); break;
+    case 32: TILE_CAS_LOOP(uint32_t); break;
+    default: TILE_CAS_LOOP(uint64_t); break;
+    }
+#undef TILE_CAS_LOOP
+}
+
+/* ---------- parallel loops and kernel launches on the runtime's pool ---------- */
+typedef struct tile_launch {
+    tile_ctx *ctx;
+    void *st;
+    int (*block)(tile_ctx *ctx, void *st, int64_t b0, int64_t b1, int64_t b2);
+    int (*range)(tile_ctx *ctx, void *st, int64_t begin, int64_t end);
+    int64_t g0, g1;
+} tile_launch;
+
+static void tile_launch_task(void *arg, int64_t begin, int64_t end, int worker) {
+    tile_launch *L = (tile_launch *)arg;
+    (void)worker;
+    if (L->range) {
+        if (!tile_failed(L->ctx) && L->range(L->ctx, L->st, begin, end)) tile_fail(L->ctx, "error: a parallel loop failed\n");
+        return;
+    }
+    for (int64_t lin = begin; lin < end; lin++) {
+        if (tile_failed(L->ctx)) return;
+        int64_t b0 = lin % L->g0, r = lin / L->g0, b1 = r % L->g1, b2 = r / L->g1;
+        if (L->block(L->ctx, L->st, b0, b1, b2)) tile_fail(L->ctx, "error: a kernel block failed\n");
+    }
+}
+
+static int tile_run_grid(tile_ctx *ctx, void *st, int (*block)(tile_ctx *, void *, int64_t, int64_t, int64_t),
+                         int64_t g0, int64_t g1, int64_t g2) {
+    if (g0 <= 0 || g1 <= 0 || g2 <= 0) return tile_failed(ctx);
+    tile_launch L = {ctx, st, block, 0, g0, g1};
+    int64_t n = g0 * g1 * g2;
+    const tile_cpu_services *svc = ctx->a->svc;
+    if (n == 1 || !svc->parallel_for) tile_launch_task(&L, 0, n, 0);
+    else svc->parallel_for(svc, n, tile_launch_task, &L);
+    return tile_failed(ctx);
+}
+
+static int tile_run_range(tile_ctx *ctx, void *st, int (*range)(tile_ctx *, void *, int64_t, int64_t), int64_t n) {
+    if (n <= 0) return tile_failed(ctx);
+    tile_launch L = {ctx, st, 0, range, 1, 1};
+    const tile_cpu_services *svc = ctx->a->svc;
+    if (n == 1 || !svc->parallel_for) tile_launch_task(&L, 0, n, 0);
+    else svc->parallel_for(svc, n, tile_launch_task, &L);
+    return tile_failed(ctx);
+}
+
+/* fp4 store of ready-made 4-bit code (FILL stores one code many times) */
+static inline void tile_stb_e2m1(uint8_t *p, int64_t i, uint8_t code) {
+    unsigned sh = (unsigned)(i & 1) * 4;
+    __atomic_fetch_and(&p[i >> 1], (uint8_t)~(0xFu << sh), __ATOMIC_RELAXED);
+    __atomic_fetch_or(&p[i >> 1], (uint8_t)((code & 0xF) << sh), __ATOMIC_RELAXED);
+}
+
+/* checked builds (TILE_CPU_CHECKS=1): an element index outside its dimension is an error */
+static inline int64_t tile_chk(tile_ctx *ctx, int64_t i, int64_t n, const char *where) {
+    if (TILE_UNLIKELY((uint64_t)i >= (uint64_t)n)) { tile_fail(ctx, where); return 0; }
+    return i;
+}

@@ -1,0 +1,254 @@
+/* cpu.c — the cpu backend: generated C (src/codegen/c.c) compiled by the system compiler
+ * into a shared object, cached on disk, loaded with dlopen, run on the thread pool.
+ *
+ * compile(): C source -> cache key -> <cache>/cpu-<key>.so (compiled on a miss with
+ *   $CC -O2 -fno-fast-math -ffp-contract=off -march=native -shared -fPIC; written to a temp
+ *   file in the cache directory, then renamed, so concurrent processes never see a partial
+ *   file) -> dlopen/dlsym. A cached object that does not load, lacks a symbol, or carries
+ *   another stamp is removed and rebuilt. Cache and compiler plumbing: cpu_cache.c.
+ * run(): sizes, buffers and scalars into a tile_cpu_args; the services table gives the
+ *   generated code the pool's parallel_for and the GEMM library (tk_cpu_gemm when it is
+ *   linked in, else a portable loop here).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codegen/codegen.h"
+#include "../codegen/cpu_abi.h"
+#include "../kernels/cpu_gemm.h"
+#include "backend.h"
+#include "cpu_cache.h"
+#include "threadpool.h"
+
+/* The GEMM library, when linked in (weak: the backend works without it). */
+#pragma weak tk_cpu_gemm
+#pragma weak tk_cpu_gemm_error
+#pragma weak tk_cpu_isa
+
+typedef struct cpu_exe {
+    void *handle;
+    int (*entry)(const tile_cpu_args *);
+    char key[40];
+} cpu_exe;
+
+/* ---------- services for the generated code ---------- */
+static void svc_pfor(const tile_cpu_services *svc, int64_t n, tile_cpu_task fn, void *arg) {
+    (void)svc;
+    tile_parallel_for(n, 0, (tile_pool_task)fn, arg);
+}
+
+typedef struct pfor_adapter {
+    void (*body)(void *arg, int64_t i);
+    void *arg;
+} pfor_adapter;
+static void pfor_adapter_task(void *a, int64_t begin, int64_t end, int worker) {
+    pfor_adapter *p = a;
+    (void)worker;
+    for (int64_t i = begin; i < end; i++) p->body(p->arg, i);
+}
+static void tk_pfor(void *pool, int64_t n, void (*body)(void *arg, int64_t i), void *arg) {
+    (void)pool;
+    pfor_adapter p = {body, arg};
+    tile_parallel_for(n, 1, pfor_adapter_task, &p);
+}
+
+static _Thread_local char t_gemm_err[256];
+
+/* The portable fallback: f32 (or f64) accumulation, any float dtypes through the core's
+ * element conversions. Row blocks go to the pool when allowed. */
+typedef struct fb_gemm {
+    const tile_cpu_gemm *g;
+} fb_gemm;
+static void fb_rows(void *a, int64_t i0, int64_t i1, int worker) {
+    const tile_cpu_gemm *g = ((fb_gemm *)a)->g;
+    (void)worker;
+    bool f64 = g->a_dtype == TILE_DT_F64 || g->b_dtype == TILE_DT_F64 || g->c_dtype == TILE_DT_F64;
+    bool all32 = g->a_dtype == TILE_DT_F32 && g->b_dtype == TILE_DT_F32 && g->c_dtype == TILE_DT_F32;
+    double *accd = f64 ? calloc((size_t)g->N + 1, sizeof(double)) : NULL;
+    float *accf = f64 ? NULL : calloc((size_t)g->N + 1, sizeof(float));
+    for (int64_t i = i0; i < i1; i++) {
+        for (int64_t j = 0; j < g->N; j++) {
+            double c = g->accumulate ? tile_load_f((tile_dtype)g->c_dtype, g->C, (size_t)(i * g->c_rs + j * g->c_cs)) : 0.0;
+            if (f64) accd[j] = c;
+            else accf[j] = (float)c;
+        }
+        for (int64_t k = 0; k < g->K; k++) {
+            if (all32) {
+                float a = ((const float *)g->A)[i * g->a_rs + k * g->a_cs];
+                const float *b = (const float *)g->B + k * g->b_rs;
+                for (int64_t j = 0; j < g->N; j++) accf[j] += a * b[j * g->b_cs];
+                continue;
+            }
+            double a = tile_load_f((tile_dtype)g->a_dtype, g->A, (size_t)(i * g->a_rs + k * g->a_cs));
+            for (int64_t j = 0; j < g->N; j++) {
+                double b = tile_load_f((tile_dtype)g->b_dtype, g->B, (size_t)(k * g->b_rs + j * g->b_cs));
+                if (f64) accd[j] += a * b;
+                else accf[j] += (float)a * (float)b;
+            }
+        }
+        for (int64_t j = 0; j < g->N; j++)
+            tile_store_f((tile_dtype)g->c_dtype, g->C, (size_t)(i * g->c_rs + j * g->c_cs), f64 ? accd[j] : (double)accf[j]);
+    }
+    free(accd);
+    free(accf);
+}
+
+static int svc_gemm(const tile_cpu_services *svc, const tile_cpu_gemm *g) {
+    (void)svc;
+    if (g->M <= 0 || g->N <= 0) return 0;
+    if (tk_cpu_gemm && !tile_env("TILE_CPU_GEMM_FALLBACK")) {
+        tk_gemm t = {g->M, g->N, g->K, (tile_dtype)g->a_dtype, (tile_dtype)g->b_dtype, (tile_dtype)g->c_dtype,
+                     g->A, g->a_rs, g->a_cs, g->B, g->b_rs, g->b_cs, g->C, g->c_rs, g->c_cs, g->accumulate};
+        int rc = tk_cpu_gemm(&t, g->parallel ? tk_pfor : NULL, NULL);
+        if (rc != TK_GEMM_OK) {
+            snprintf(t_gemm_err, sizeof t_gemm_err, "%s", tk_cpu_gemm_error ? tk_cpu_gemm_error() : "tk_cpu_gemm failed");
+            return 1;
+        }
+        return 0;
+    }
+    fb_gemm a = {g};
+    if (g->parallel && g->M * g->N * (g->K + 1) > 65536) tile_parallel_for(g->M, 0, fb_rows, &a);
+    else fb_rows(&a, 0, g->M, 0);
+    return 0;
+}
+static const char *svc_gemm_error(void) { return t_gemm_err; }
+
+static tile_cpu_services g_svc = {TILE_CPU_ABI_VERSION, 0, svc_pfor, svc_gemm, svc_gemm_error, NULL};
+
+/* ---------- the backend table ---------- */
+static bool cpu_available(tile_strbuf *why) { return cpu_cc_available(why); }
+
+static int affinity_count(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    return 1;
+}
+
+static void cpu_device_name(tile_strbuf *out) {
+    char model[256] = "unknown CPU";
+    bool avx512 = false, avx2 = false;
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    if (fp) {
+        char ln[8192];
+        bool got_model = false, got_flags = false;
+        while (fgets(ln, sizeof ln, fp) && !(got_model && got_flags)) {
+            if (!got_model && !strncmp(ln, "model name", 10)) {
+                char *c = strchr(ln, ':');
+                if (c) {
+                    c++;
+                    while (*c == ' ' || *c == '\t') c++;
+                    size_t n = strcspn(c, "\n");
+                    if (n >= sizeof model) n = sizeof model - 1;
+                    memcpy(model, c, n);
+                    model[n] = 0;
+                    got_model = true;
+                }
+            } else if (!got_flags && !strncmp(ln, "flags", 5)) {
+                avx512 = strstr(ln, " avx512f") != NULL;
+                avx2 = strstr(ln, " avx2") != NULL;
+                got_flags = true;
+            }
+        }
+        fclose(fp);
+    }
+    const char *isa = tk_cpu_isa ? tk_cpu_isa() : avx512 ? "avx512" : avx2 ? "avx2" : "generic";
+    int n = affinity_count();
+    long t = tile_env_long("TILE_NUM_THREADS", 0);
+    tile_sb_printf(out, "%s, %d core%s (%s)", model, n, n == 1 ? "" : "s", isa);
+    if (t > 0) tile_sb_printf(out, ", TILE_NUM_THREADS=%ld", t);
+}
+
+static tile_codegen_c_options cpu_cg_options(void) {
+    tile_codegen_c_options o = {0};
+    o.bounds_checks = tile_env_long("TILE_CPU_CHECKS", 0) != 0;
+    return o;
+}
+
+static int cpu_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
+    tile_codegen_c_options o = cpu_cg_options();
+    return tile_codegen_c(f, &o, out, err);
+}
+
+static int cpu_compile(const ir_func *f, void **exe, tile_strbuf *err) {
+    tile_strbuf src = {0};
+    tile_codegen_c_options o = cpu_cg_options();
+    double t0 = tile_now();
+    if (tile_codegen_c(f, &o, &src, err)) {
+        tile_sb_free(&src);
+        return 1;
+    }
+    double t1 = tile_now();
+    cpu_loaded lo;
+    int rc = cpu_cache_load(src.data, src.len, f->name, &lo, err);
+    tile_sb_free(&src);
+    if (rc) return 1;
+    tile_log(TILE_LOG_INFO, "cpu: %s: C generated in %.2f ms, %s in %.2f ms", f->name, (t1 - t0) * 1e3,
+             lo.cache_hit ? "cache hit" : "compiled", (tile_now() - t1) * 1e3);
+    cpu_exe *e = tile_xcalloc(1, sizeof *e);
+    e->handle = lo.handle;
+    e->entry = (int (*)(const tile_cpu_args *))lo.entry;
+    snprintf(e->key, sizeof e->key, "%s", lo.key);
+    *exe = e;
+    return 0;
+}
+
+static int cpu_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars,
+                   tile_strbuf *err) {
+    cpu_exe *e = exe;
+    int np = f->nparams, nr = f->nrets;
+    void **pp = tile_xcalloc((size_t)np + 1, sizeof(void *));
+    void **rp = tile_xcalloc((size_t)nr + 1, sizeof(void *));
+    double *sf = tile_xcalloc((size_t)np + 1, sizeof(double));
+    int64_t *si = tile_xcalloc((size_t)np + 1, sizeof(int64_t));
+    static uint64_t dummy[8];
+    for (int i = 0; i < np; i++) {
+        const ir_param *p = &f->params[i];
+        if (p->buf) pp[i] = params && params[i].data ? params[i].data : dummy;
+        else if (p->var) {
+            double d = scalars ? scalars[i] : 0.0;
+            tile_dtype dt = p->var->dtype;
+            sf[i] = d;
+            if (dt == TILE_DT_BOOL) si[i] = d != 0;
+            else if (tile_dtype_is_int(dt)) si[i] = tile_f64_to_int(dt, d);
+        }
+    }
+    for (int i = 0; i < nr; i++) rp[i] = rets && rets[i].data ? rets[i].data : dummy;
+    g_svc.nworkers = tile_pool_size();
+    char msg[4096];
+    msg[0] = 0;
+    tile_cpu_args a = {TILE_CPU_ABI_VERSION, sizes, pp, rp, sf, si, &g_svc, msg, (int64_t)sizeof msg};
+    int rc = e->entry(&a);
+    if (rc == 2) tile_sb_printf(err, "error: internal: the compiled kernel '%s' was built for another ABI (cache %s)\n", f->name, e->key);
+    else if (rc) {
+        tile_sb_puts(err, msg[0] ? msg : "error: the compiled kernel failed\n");
+        if (strstr(msg, "GEMM library")) tile_sb_printf(err, "  (%s)\n", svc_gemm_error());
+    }
+    free(pp);
+    free(rp);
+    free(sf);
+    free(si);
+    return rc ? 1 : 0;
+}
+
+static void cpu_release(void *exe) {
+    cpu_exe *e = exe;
+    if (!e) return;
+    if (e->handle) dlclose(e->handle);
+    free(e);
+}
+
+TILE_API const tile_backend tile_backend_cpu = {
+    .name = "cpu",
+    .available = cpu_available,
+    .device_name = cpu_device_name,
+    .pipeline = "cpu",
+    .emit = cpu_emit,
+    .compile = cpu_compile,
+    .run = cpu_run,
+    .release = cpu_release,
+};

@@ -1,0 +1,29 @@
+/* threadpool.h — the CPU runtime's thread pool.
+ *
+ * One pool per process, created lazily at the first parallel call, sized to the CPUs the
+ * process may run on (sched_getaffinity), or to TILE_NUM_THREADS when set (1 = no threads).
+ * The calling thread takes part as worker 0.
+ *
+ * No oversubscription: the pool runs one parallel_for at a time. A call made while it is
+ * busy — from another application thread, or nested inside a running task — runs inline on
+ * the calling thread (serially), instead of spawning or queueing more threads.
+ */
+#ifndef TILE_THREADPOOL_H
+#define TILE_THREADPOOL_H
+
+#include <stdint.h>
+
+/* A chunk of iterations [begin, end) run by worker `worker` (0 <= worker < tile_pool_size()). */
+typedef void (*tile_pool_task)(void *arg, int64_t begin, int64_t end, int worker);
+
+/* Number of workers (including the caller); creates nothing. */
+int tile_pool_size(void);
+
+/* Run fn over [0, n) in chunks of `chunk` iterations (0: automatic, about 4 chunks per
+ * worker), handed out dynamically; returns when every chunk is done. */
+void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
+
+/* For tests: how many parallel_for calls ran on the pool / inline since the start. */
+void tile_pool_stats(int64_t *pooled, int64_t *inlined);
+
+#endif
