@@ -306,6 +306,9 @@ static const char *match_matmul(sched *S, ir_stmt *s, mm *q) {
         /* V1: the batch, r and c loops are the chain; k is innermost (already) */
     }
     const ir_expr *x = q->prod->args[0], *y = q->prod->args[1];
+    const ir_expr *lx = operand_load(x, q->T), *ly = operand_load(y, q->T);
+    if (!lx || !ly) return mm_reject("the factors are not element loads (of the accumulation dtype, or of a narrower float)");
+    if (lx->buf == q->C || ly->buf == q->C) return mm_reject("C is also read as a factor (the gemm would read elements it already wrote)");
     if (!assign_operands(q, x, y) && !assign_operands(q, y, x)) return mm_reject("the operands are not A[r, k] / B[k, c] (or transposed)");
     return NULL;
 }
