@@ -351,7 +351,11 @@ tlink_status tl_coll_run(tlink_comm *c, tl_args *a) {
     tlink_algo algo = TLINK_ALGO_DIRECT;
     if (a->coll != TLINK_COLL_SENDRECV) {
         algo = n > 1 ? tl_choose(c, a->coll, model_bytes(a, es, n), &pred, tlink_dtype_name(a->dt)) : TLINK_ALGO_DIRECT;
-        snprintf(c->last_algo, sizeof c->last_algo, "%s", tlink_algo_name(algo));
+        const char *an = tlink_algo_name(algo);
+        size_t al = strlen(an);
+        if (al >= sizeof c->last_algo) al = sizeof c->last_algo - 1;
+        memcpy(c->last_algo, an, al);
+        c->last_algo[al] = 0;
         c->last_pred_us = pred;
     }
     switch (a->coll) {

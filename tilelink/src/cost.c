@@ -183,6 +183,7 @@ tlink_status tlink_comm_set_cost(tlink_comm *c, tlink_transport t, double a, dou
     if (!c || (unsigned)t >= TLINK_TRANSPORT_COUNT || !(a >= 0) || !(b >= 0)) return TLINK_ERR_INVALID_ARG;
     c->alpha[t] = a;
     c->beta[t] = b;
+    memset(c->choice, 0, sizeof c->choice);
     return TLINK_OK;
 }
 
@@ -314,10 +315,19 @@ static tlink_algo choose(const tlink_comm *c, tlink_coll coll, size_t bytes, dou
 tlink_algo tl_choose(tlink_comm *c, tlink_coll coll, size_t bytes, double *pred_us, const char *dtname) {
     char why[400];
     int info = tl_log_level() >= TL_LOG_INFO;
+    if (!info && c->choice[coll].valid && c->choice[coll].bytes == bytes && c->choice[coll].forced == c->forced[coll]) {
+        *pred_us = c->choice[coll].pred;
+        return c->choice[coll].algo;
+    }
     tlink_algo a = choose(c, coll, bytes, pred_us, info ? why : NULL, sizeof why);
     if (info)
         tl_log(TL_LOG_INFO, "%s %zu B %s: chose %s (predicted %.1f us; %s)", tlink_coll_name(coll), bytes, dtname,
                tlink_algo_name(a), *pred_us, why);
+    c->choice[coll].bytes = bytes;
+    c->choice[coll].algo = a;
+    c->choice[coll].forced = c->forced[coll];
+    c->choice[coll].pred = *pred_us;
+    c->choice[coll].valid = 1;
     return a;
 }
 

@@ -132,6 +132,8 @@ struct tlink_comm {
     tlink_algo forced[TLINK_COLL_COUNT];
     double alpha[TLINK_TRANSPORT_COUNT], beta[TLINK_TRANSPORT_COUNT];
     double gamma;                   /* reduction seconds per byte */
+    /* last choice per collective (the model is deterministic; skip recomputing it) */
+    struct { size_t bytes; tlink_algo algo, forced; double pred; int valid; } choice[TLINK_COLL_COUNT];
     /* state */
     char last_algo[32];
     double last_pred_us;
