@@ -1,0 +1,328 @@
+/* gemm_bench.c — tk_cpu_gemm vs OpenBLAS cblas_sgemm (and oneDNN) in the same process.
+ *
+ *   gemm_bench [--threads N] [--reps R] [--sizes 1024,2048] [--bf16] [--no-dnnl]
+ *
+ * For each size: random data, a correctness check of ours against OpenBLAS (norm-wise,
+ * relative to |A||B|), one warm-up, then R timed runs of each library interleaved; the
+ * median GFLOP/s is reported. Prints one markdown table row per (size, dtype). Built by
+ * run.sh; needs libopenblas-dev (and libdnnl-dev unless -DNO_DNNL). */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+#ifndef NO_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+#include "kernels/cpu_gemm.h"
+
+/* ---------- a small persistent pthread pool providing tk_parallel_for ---------- */
+typedef struct pool {
+    int nthreads;
+    pthread_t th[64];
+    pthread_mutex_t mu;
+    pthread_cond_t cv, done_cv;
+    uint64_t gen;
+    int stop, active;
+    int64_t n;
+    atomic_llong next;
+    void (*body)(void *, int64_t);
+    void *arg;
+} pool;
+
+static void pool_run_items(pool *p) {
+    for (;;) {
+        long long i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n) break;
+        p->body(p->arg, i);
+    }
+}
+
+static void *pool_main(void *arg) {
+    pool *p = (pool *)arg;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (p->gen == seen && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop) {
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        seen = p->gen;
+        pthread_mutex_unlock(&p->mu);
+        pool_run_items(p);
+        pthread_mutex_lock(&p->mu);
+        if (--p->active == 0) pthread_cond_signal(&p->done_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+static void pool_pfor(void *pp, int64_t n, void (*body)(void *, int64_t), void *arg) {
+    pool *p = (pool *)pp;
+    if (p->nthreads <= 1 || n <= 1) {
+        for (int64_t i = 0; i < n; i++) body(arg, i);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->n = n;
+    p->body = body;
+    p->arg = arg;
+    atomic_store(&p->next, 0);
+    p->active = p->nthreads - 1;
+    p->gen++;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pool_run_items(p);
+    pthread_mutex_lock(&p->mu);
+    while (p->active > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void pool_init(pool *p, int n) {
+    memset(p, 0, sizeof *p);
+    p->nthreads = n < 1 ? 1 : n > 64 ? 64 : n;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    for (int i = 1; i < p->nthreads; i++) pthread_create(&p->th[i], NULL, pool_main, p);
+}
+
+static void pool_fini(pool *p) {
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->nthreads; i++) pthread_join(p->th[i], NULL);
+}
+
+/* ---------- helpers ---------- */
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint16_t f2bf(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7FFF + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+static float bf2f(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* max |x - y| / (|A||B| scale): both are f32 GEMMs with K-term sums, so they agree to ~K u */
+static double max_rel_diff(const float *x, const float *y, int64_t n, double scale) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]) / scale;
+        if (!(d <= m)) m = d; /* NaN too */
+    }
+    return m;
+}
+
+#ifndef NO_DNNL
+typedef struct dnnl_mm {
+    dnnl_engine_t eng;
+    dnnl_stream_t st;
+    dnnl_primitive_t prim;
+    dnnl_memory_t ma, mb, mc;
+    const char *impl;
+} dnnl_mm;
+
+/* a bf16 x bf16 -> f32 matmul primitive (row-major), NULL impl on failure */
+static int dnnl_mm_init(dnnl_mm *d, int64_t M, int64_t N, int64_t K, void *a, void *b, float *c, dnnl_data_type_t in_dt) {
+    memset(d, 0, sizeof *d);
+    if (dnnl_engine_create(&d->eng, dnnl_cpu, 0) != dnnl_success) return -1;
+    if (dnnl_stream_create(&d->st, d->eng, dnnl_stream_default_flags) != dnnl_success) return -1;
+    dnnl_memory_desc_t amd, bmd, cmd;
+    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N};
+    dnnl_memory_desc_init_by_tag(&amd, 2, ad, in_dt, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&bmd, 2, bd, in_dt, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&cmd, 2, cd, dnnl_f32, dnnl_ab);
+    dnnl_matmul_desc_t md;
+    if (dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) != dnnl_success) return -1;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL) != dnnl_success) return -1;
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    static char implbuf[64];
+    snprintf(implbuf, sizeof implbuf, "%s", impl ? impl : "?");
+    d->impl = implbuf;
+    if (dnnl_primitive_create(&d->prim, pd) != dnnl_success) return -1;
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_memory_create(&d->ma, &amd, d->eng, a);
+    dnnl_memory_create(&d->mb, &bmd, d->eng, b);
+    dnnl_memory_create(&d->mc, &cmd, d->eng, c);
+    return 0;
+}
+static void dnnl_mm_run(dnnl_mm *d) {
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, d->ma}, {DNNL_ARG_WEIGHTS, d->mb}, {DNNL_ARG_DST, d->mc}};
+    dnnl_primitive_execute(d->prim, d->st, 3, args);
+    dnnl_stream_wait(d->st);
+}
+static void dnnl_mm_fini(dnnl_mm *d) {
+    if (d->ma) dnnl_memory_destroy(d->ma);
+    if (d->mb) dnnl_memory_destroy(d->mb);
+    if (d->mc) dnnl_memory_destroy(d->mc);
+    if (d->prim) dnnl_primitive_destroy(d->prim);
+    if (d->st) dnnl_stream_destroy(d->st);
+    if (d->eng) dnnl_engine_destroy(d->eng);
+}
+#endif
+
+int main(int argc, char **argv) {
+    int threads = tk_cpu_count(), reps = 5, bf16 = 0, use_dnnl = 1;
+    int64_t sizes[16];
+    int nsizes = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
+        else if (!strcmp(argv[i], "--no-dnnl")) use_dnnl = 0;
+        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+            char *s = argv[++i];
+            while (*s && nsizes < 16) {
+                sizes[nsizes++] = strtoll(s, &s, 10);
+                if (*s == ',') s++;
+            }
+        } else {
+            fprintf(stderr, "usage: %s [--threads N] [--reps R] [--sizes a,b,c] [--bf16] [--no-dnnl]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (nsizes == 0) sizes[nsizes++] = 1024;
+    if (reps < 1) reps = 1;
+    if (threads < 1) threads = 1;
+    openblas_set_num_threads(threads);
+    pool P;
+    pool_init(&P, threads);
+    fprintf(stderr, "# tile isa %s, %d threads; OpenBLAS core %s (%s)\n", tk_cpu_isa(), threads, openblas_get_corename(),
+            openblas_get_config());
+
+    int failed = 0;
+    for (int si = 0; si < nsizes; si++) {
+        const int64_t n = sizes[si], M = n, N = n, K = n;
+        float *a = aligned_alloc(64, (size_t)(M * K) * 4), *b = aligned_alloc(64, (size_t)(K * N) * 4);
+        float *c1 = aligned_alloc(64, (size_t)(M * N) * 4), *c2 = aligned_alloc(64, (size_t)(M * N) * 4);
+        uint16_t *ah = bf16 ? aligned_alloc(64, (size_t)(M * K) * 2) : NULL, *bh = bf16 ? aligned_alloc(64, (size_t)(K * N) * 2) : NULL;
+        for (int64_t i = 0; i < M * K; i++) a[i] = frand();
+        for (int64_t i = 0; i < K * N; i++) b[i] = frand();
+        if (bf16) {
+            /* bf16 data; the f32 copies hold the same (exact) values for the OpenBLAS check */
+            for (int64_t i = 0; i < M * K; i++) a[i] = bf2f(ah[i] = f2bf(a[i]));
+            for (int64_t i = 0; i < K * N; i++) b[i] = bf2f(bh[i] = f2bf(b[i]));
+        }
+        tk_gemm g = {.M = M, .N = N, .K = K, .a_dtype = bf16 ? TILE_DT_BF16 : TILE_DT_F32,
+                     .b_dtype = bf16 ? TILE_DT_BF16 : TILE_DT_F32, .c_dtype = TILE_DT_F32,
+                     .A = bf16 ? (const void *)ah : a, .a_rs = K, .a_cs = 1,
+                     .B = bf16 ? (const void *)bh : b, .b_rs = N, .b_cs = 1, .C = c1, .c_rs = N, .c_cs = 1};
+        tk_parallel_for pf = threads > 1 ? pool_pfor : NULL;
+        /* correctness first: ours vs OpenBLAS on the same (exact) inputs */
+        for (int64_t i = 0; i < M * N; i++) c1[i] = NAN;
+        if (tk_cpu_gemm(&g, pf, &P) != TK_GEMM_OK) {
+            fprintf(stderr, "tk_cpu_gemm: %s\n", tk_cpu_gemm_error());
+            return 1;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)K, b, (int)N, 0.0f, c2, (int)N);
+        /* entries are uniform(-1,1): sum_k |a||b| ~ K/4 */
+        double err = max_rel_diff(c1, c2, M * N, K / 4.0);
+        double bound = 2.0 * K * 0x1p-24;
+        const char *ok = err <= bound ? "ok" : "MISMATCH";
+        if (err > bound) failed = 1;
+
+        double *t_ours = calloc((size_t)reps, sizeof(double)), *t_ob = calloc((size_t)reps, sizeof(double)),
+               *t_dn = calloc((size_t)reps, sizeof(double));
+        int have_dnnl = 0;
+        const char *dn_impl = "-";
+#ifndef NO_DNNL
+        dnnl_mm dm;
+        memset(&dm, 0, sizeof dm);
+        if (use_dnnl) {
+            if (bf16) {
+                if (dnnl_mm_init(&dm, M, N, K, ah, bh, c2, dnnl_bf16) == 0) have_dnnl = 1, dn_impl = dm.impl;
+            } else {
+                have_dnnl = 1;
+                dn_impl = "dnnl_sgemm";
+            }
+        }
+#else
+        (void)use_dnnl;
+#endif
+        /* warm-up, then interleaved timed runs */
+        tk_cpu_gemm(&g, pf, &P);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)K, b, (int)N, 0.0f, c2, (int)N);
+#ifndef NO_DNNL
+        if (have_dnnl) {
+            if (bf16) dnnl_mm_run(&dm);
+            else dnnl_sgemm('N', 'N', M, N, K, 1.0f, a, K, b, N, 0.0f, c2, N);
+        }
+#endif
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            tk_cpu_gemm(&g, pf, &P);
+            t_ours[r] = now() - t0;
+            t0 = now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)K, b, (int)N, 0.0f, c2, (int)N);
+            t_ob[r] = now() - t0;
+#ifndef NO_DNNL
+            if (have_dnnl) {
+                t0 = now();
+                if (bf16) dnnl_mm_run(&dm);
+                else dnnl_sgemm('N', 'N', M, N, K, 1.0f, a, K, b, N, 0.0f, c2, N);
+                t_dn[r] = now() - t0;
+            }
+#endif
+        }
+        qsort(t_ours, (size_t)reps, sizeof(double), cmp_d);
+        qsort(t_ob, (size_t)reps, sizeof(double), cmp_d);
+        qsort(t_dn, (size_t)reps, sizeof(double), cmp_d);
+        const double fl = 2.0 * M * N * K * 1e-9;
+        double g_ours = fl / t_ours[reps / 2], g_ob = fl / t_ob[reps / 2], g_dn = have_dnnl ? fl / t_dn[reps / 2] : 0;
+        char dncol[64] = "n/a", dnratio[32] = "n/a";
+        if (have_dnnl) {
+            snprintf(dncol, sizeof dncol, "%.1f", g_dn);
+            snprintf(dnratio, sizeof dnratio, "%.2f", g_ours / g_dn);
+        }
+        printf("| %s | %lld | %d | %.1f | %.1f | **%.2f** | %s (%s) | %s | %s (%.1e) |\n", bf16 ? "bf16->f32" : "f32",
+               (long long)n, threads, g_ours, g_ob, g_ours / g_ob, dncol, dn_impl, dnratio, ok, err);
+        fflush(stdout);
+#ifndef NO_DNNL
+        if (bf16 && have_dnnl) dnnl_mm_fini(&dm);
+#endif
+        free(t_ours);
+        free(t_ob);
+        free(t_dn);
+        free(a);
+        free(b);
+        free(c1);
+        free(c2);
+        free(ah);
+        free(bh);
+    }
+    pool_fini(&P);
+    return failed;
+}
