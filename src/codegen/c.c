@@ -228,10 +228,13 @@ static void put_int_const(tile_strbuf *sb, tile_dtype dt, int64_t v) {
 static void put_conv(tile_strbuf *sb, tile_dtype from, tile_dtype to, const char *x) {
     if (from == to || (ISNARROWF(from) && to == TILE_DT_F32)) { tile_sb_printf(sb, "(%s)", x); return; }
     if (ISF(to)) {
-        const char *dx = ISF(from) ? "(double)" : (from == TILE_DT_U64 ? "(double)(uint64_t)" : "(double)");
+        /* integers round once from the exact value (C's conversion does for f32/f64) */
         if (to == TILE_DT_F64) tile_sb_printf(sb, "((double)(%s))", x);
-        else if (to == TILE_DT_F32) tile_sb_printf(sb, "((float)%s(%s))", dx, x);
-        else tile_sb_printf(sb, "tile_rnd_%s(%s(%s))", nsfx(to), dx, x);
+        else if (to == TILE_DT_F32) tile_sb_printf(sb, "((float)(%s))", x);
+        else if (ISF(from)) tile_sb_printf(sb, "tile_rnd_%s((double)(%s))", nsfx(to), x);
+        else if (DBITS[from] <= 32) tile_sb_printf(sb, "tile_rnd_%s((double)(%s))", nsfx(to), x);
+        else if (from == TILE_DT_U64) tile_sb_printf(sb, "tile_u2n(TDT_%s, (uint64_t)(%s))", DNAME[to], x);
+        else tile_sb_printf(sb, "tile_i2n(TDT_%s, (int64_t)(%s))", DNAME[to], x);
         return;
     }
     if (ISB(to)) { tile_sb_printf(sb, "((%s) != 0)", x); return; }
@@ -828,14 +831,14 @@ static void copy_value(tile_strbuf *sb, const ir_buffer *src, const ir_buffer *d
     if (ISNARROWF(dd)) {
         /* stores round once from the exact source value */
         if (ISF(sd)) tile_sb_puts(sb, x.data);
-        else tile_sb_printf(sb, "(double)(%s)", x.data);
+        else put_conv(sb, sd, dd, x.data);
     } else {
         put_conv(sb, sd, dd, x.data);
     }
     tile_sb_free(&x);
 }
 static tile_dtype copy_value_dt(const ir_buffer *src, const ir_buffer *dst) {
-    if (ISNARROWF(dst->dtype)) return ISF(src->dtype) && src->dtype != TILE_DT_F64 ? TILE_DT_F32 : TILE_DT_F64;
+    if (ISNARROWF(dst->dtype)) return src->dtype == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32;
     return dst->dtype;
 }
 
@@ -1191,6 +1194,7 @@ static void gstmt(gen *G, const ir_stmt *s) {
     }
     case IR_S_IF: {
         char *c = expr_str(G, s->cond, M_VALUE);
+        bool extra = G->may_fail;
         if (G->may_fail) {
             line(G, "{");
             G->indent++;
@@ -1211,6 +1215,10 @@ static void gstmt(gen *G, const ir_stmt *s) {
             G->indent--;
         }
         line(G, "}");
+        if (extra) {
+            G->indent--;
+            line(G, "}");
+        }
         return;
     }
     case IR_S_ASSIGN: {

@@ -207,6 +207,23 @@ static inline double tile_bits_fval(int dt, uint64_t b) {
     }
 }
 
+/* integer -> float rounds once from the exact integer (C's int64 -> float conversion does;
+ * for the narrow formats the shared encoder does) */
+static inline const tcv_fmt *tile_fmt(int dt) {
+    switch (dt) {
+    case TDT_F16: return &TCV_F16;
+    case TDT_BF16: return &TCV_BF16;
+    case TDT_FP8_E4M3: return &TCV_E4M3;
+    case TDT_FP8_E5M2: return &TCV_E5M2;
+    case TDT_F32: return &TCV_F32;
+    default: return &TCV_E2M1;
+    }
+}
+static inline float tile_i2n(int dt, int64_t v) { return (float)tile_bits_fval(dt, tcv_encode_i64(tile_fmt(dt), v)); }
+static inline float tile_u2n(int dt, uint64_t v) {
+    return v ? (float)tile_bits_fval(dt, tcv_encode_exact(tile_fmt(dt), false, v, 0)) : 0.0f;
+}
+
 /* ---------- generic values (any dtype), mirroring the interpreter ---------- */
 typedef union tile_val { int64_t i; double f; } tile_val;
 static const signed char tile_dt_kind[TDT_COUNT] = TILE_DT_KINDS; /* 'B' 'I' 'U' 'F' */
@@ -249,8 +266,10 @@ static inline double tile_rnd(int dt, double x) {
 static inline tile_val tile_conv(tile_val v, int from, int to) {
     tile_val r;
     if (TILE_ISF(to)) {
-        double x = TILE_ISF(from) ? v.f : (from == TDT_U64 ? (double)(uint64_t)v.i : (double)v.i);
-        r.f = tile_rnd(to, x);
+        if (TILE_ISF(from)) r.f = tile_rnd(to, v.f);
+        else if (to == TDT_F64) r.f = from == TDT_U64 ? (double)(uint64_t)v.i : (double)v.i;
+        else if (to == TDT_F32) r.f = from == TDT_U64 ? (double)(float)(uint64_t)v.i : (double)(float)v.i;
+        else r.f = from == TDT_U64 ? tile_u2n(to, (uint64_t)v.i) : tile_i2n(to, v.i);
     } else if (to == TDT_BOOL) {
         r.i = TILE_ISF(from) ? (v.f != 0) : (v.i != 0);
     } else {

@@ -5,9 +5,12 @@ Usage:
     run_tests.py [--tile PATH] NAME        run one test (what CTest does: programs.NAME)
     run_tests.py [--tile PATH] --all       run every test, print a summary
     run_tests.py --list                    list the test names
+    run_tests.py --list-programs           list the program tests (those that run on any target)
+    run_tests.py --target cpu NAME         run a program test on another target (default interp)
 
 Each program test makes seeded random inputs (never all zeros), writes them as .npy files,
-runs `tile run FILE --target interp --in ... --out ...`, and compares the output with a
+runs `tile run FILE --target interp --in ... --out ...` (or the target given with --target),
+and compares the output with a
 reference computed here in float64 from the exact values of the inputs (after they were
 rounded to their storage dtype), never by the interpreter. The comparison is norm-wise:
     relerr = ||out - ref||_2 / ||ref||_2
@@ -34,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 EXAMPLES = os.path.join(ROOT, "examples")
 DATA = os.path.join(HERE, "data")
+TARGET = "interp"  # the target program tests run on (--target); CLI tests always use interp
 RUN_TIMEOUT = 60  # seconds for one `tile` invocation; each test is meant to take < 20 s
 
 try:
@@ -110,9 +114,9 @@ class Ctx:
         return r
 
     def run_program(self, example, defines=(), ins=(), outs=(), extra=()):
-        """tile run EXAMPLE --target interp -D k=v... --in k=arr... --out k=...; returns
+        """tile run EXAMPLE --target TARGET -D k=v... --in k=arr... --out k=...; returns
         {out name: np.ndarray as stored in the .npy file}."""
-        args = ["run", example, "--target", "interp"]
+        args = ["run", example, "--target", TARGET]
         for k, v in defines:
             args += ["-D", "%s=%s" % (k, v)]
         for k, arr in ins:
@@ -1367,12 +1371,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tile", help="path of the tile binary (default: $TILE or build*/bin/tile)")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--list-programs", action="store_true",
+                    help="list the program tests (not the CLI-contract tests)")
+    ap.add_argument("--target", default="interp",
+                    help="target the program tests run on (interp, cpu, ...; default interp)")
     ap.add_argument("--all", action="store_true")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     if a.list:
         print("\n".join(TESTS))
         return 0
+    if a.list_programs:
+        print("\n".join(n for n in TESTS if not n.startswith("cli_")))
+        return 0
+    global TARGET
+    TARGET = a.target
     unknown = [n for n in a.names if n not in TESTS]
     if unknown:
         print("unknown test(s): %s (see --list)" % " ".join(unknown))
