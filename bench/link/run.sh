@@ -7,7 +7,8 @@
 # Environment knobs: BUILD (build dir, default build-bench-link), MAXSIZE (64M),
 # MAXSIZE_TCP (16M), WARM (3), ITERS (10), RANKS ("2 4"), REPEAT (2: each pair of runs is
 # repeated, interleaved, and each size keeps its fastest time — a shared machine's noise only
-# ever slows a run down), NO_TCP=1 (skip namespaces), OUT (the report file).
+# ever slows a run down), SMALL_MAX (64K), WARM_SMALL (20), ITERS_SMALL (200): sizes up to
+# SMALL_MAX run with these iteration counts instead, NO_TCP=1 (skip namespaces), OUT (the report file).
 # Installs openmpi-bin and libopenmpi-dev with apt-get if missing.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,6 +19,9 @@ WARM=${WARM:-3}
 ITERS=${ITERS:-10}
 RANKS=${RANKS:-"2 4"}
 REPEAT=${REPEAT:-2}
+SMALL_MAX=${SMALL_MAX:-64K}
+WARM_SMALL=${WARM_SMALL:-20}
+ITERS_SMALL=${ITERS_SMALL:-200}
 DATE=$(date +%Y-%m-%d)
 OUT=${OUT:-$ROOT/bench/results/link-allreduce-$DATE.md}
 NSP=tlb$$
@@ -52,31 +56,36 @@ mpicc -O2 -o "$BUILD/mpi_allreduce" "$ROOT/bench/link/mpi_allreduce.c" -lm
 MPIB="$BUILD/mpi_allreduce"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# best FILES... > OUT: keeps, per size, the row with the smallest time (column 6)
+# best FILES... > OUT: the first file's header, then per size (ascending) the row with the
+# smallest time (column 6)
 best() {
-    awk '/^ +[0-9]+ +[0-9]+ / { if (!($1 in t) || $6 < t[$1]) { t[$1] = $6; row[$1] = $0 }; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }; next }
-         FNR == NR && !/^ +[0-9]/ { hdr[++h] = $0 }
-         END { for (i = 1; i <= h; i++) if (hdr[i] !~ /Out of bounds|Avg bus/) print hdr[i]
-               for (i = 1; i <= n; i++) print row[order[i]] }' "$@"
+    awk 'FNR == NR && /^#/ && !/Out of bounds|Avg bus/ { print }' "$@"
+    awk '/^ +[0-9]+ +[0-9]+ / { if (!($1 in t) || $6 < t[$1]) { t[$1] = $6; row[$1] = $0 } }
+         END { for (s in row) print row[s] }' "$@" | sort -n -k1,1
 }
 
-# pair NAME CMD1 CMD2 [FILTER]: runs both REPEAT times, interleaved; keeps the best per size
+# pair NAME CMD1 CMD2 MAX: runs both REPEAT times, interleaved, each in two segments: small
+# sizes (8 B .. SMALL_MAX) with WARM_SMALL/ITERS_SMALL iterations, so that one descheduling
+# does not decide a latency, and the rest up to MAX with WARM/ITERS; keeps the best per size.
 pair() {
-    local name=$1 c1=$2 c2=$3 r
+    local name=$1 c1=$2 c2=$3 max=$4 r seg args
     for r in $(seq "$REPEAT"); do
-        say "[$r/$REPEAT] $c1"; $c1 | sed 's/^\[0\] //' >"$TMP/tl-$name.$r" || say "TileLink run failed"
-        say "[$r/$REPEAT] $c2"; $c2 >"$TMP/mpi-$name.$r" || say "Open MPI run failed"
+        for seg in small large; do
+            if [ $seg = small ]; then args="-b 8 -e $SMALL_MAX -f 2 -w $WARM_SMALL -i $ITERS_SMALL"
+            else args="-b $((2 * $(numfmt --from=iec "$SMALL_MAX"))) -e $max -f 2 -w $WARM -i $ITERS"; fi
+            say "[$r/$REPEAT] $c1 $args"; $c1 $args | sed 's/^\[0\] //' >"$TMP/tl-$name.$r.$seg" || say "TileLink run failed"
+            say "[$r/$REPEAT] $c2 $args"; $c2 $args >"$TMP/mpi-$name.$r.$seg" || say "Open MPI run failed"
+            [ "$r" = 1 ] && CMDS+=("$c1 $args" "$c2 $args")
+        done
     done
     best "$TMP"/tl-"$name".* >"$TMP/tl-$name.txt"
     best "$TMP"/mpi-"$name".* >"$TMP/mpi-$name.txt"
-    CMDS+=("$c1" "$c2")
 }
 
 # ---- 3. shared memory ---------------------------------------------------------------------
 CMDS=()
 for n in $RANKS; do
-    pair "shm-$n" "$TILE link-bench -n $n -b 8 -e $MAXSIZE -f 2 -w $WARM -i $ITERS" \
-                  "$MPIRUN -n $n $MPIB -b 8 -e $MAXSIZE -f 2 -w $WARM -i $ITERS"
+    pair "shm-$n" "$TILE link-bench -n $n" "$MPIRUN -n $n $MPIB" "$MAXSIZE"
 done
 
 # ---- 4. TCP across network namespaces -----------------------------------------------------
@@ -95,8 +104,9 @@ else
     for n in $RANKS; do
         hosts=""
         for i in $(seq 0 $((n - 1))); do hosts="$hosts${hosts:+,}$NSP$i:1"; done
-        pair "tcp-$n" "$TILE launch --netns --hosts $hosts -- $TILE link-bench -b 8 -e $MAXSIZE_TCP -f 2 -w $WARM -i $ITERS" \
-            "ip netns exec ${NSP}0 $MPIRUN --mca plm_rsh_agent $BUILD/netns-agent.sh --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 --host $hosts -n $n $MPIB -b 8 -e $MAXSIZE_TCP -f 2 -w $WARM -i $ITERS"
+        pair "tcp-$n" "$TILE launch --netns --hosts $hosts -- $TILE link-bench" \
+            "ip netns exec ${NSP}0 $MPIRUN --mca plm_rsh_agent $BUILD/netns-agent.sh --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 --host $hosts -n $n $MPIB" \
+            "$MAXSIZE_TCP"
     done
 fi
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -138,7 +148,8 @@ mkdir -p "$(dirname "$OUT")"
     echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores usable ($(grep -c ^processor /proc/cpuinfo) online)"
     echo "- Open MPI: $(mpirun --version 2>&1 | head -1)"
     echo "- load average before / after: $LOAD0 / $LOAD1 (the machine is shared: other jobs may run)"
-    echo "- f32 sum, out of place; time = slowest rank's mean per call over $ITERS iterations after $WARM warm-up,"
+    echo "- f32 sum, out of place; time = slowest rank's mean per call over $ITERS_SMALL iterations after $WARM_SMALL"
+    echo "  warm-up (sizes up to $SMALL_MAX), $ITERS iterations after $WARM warm-up (larger sizes),"
     echo "  best of $REPEAT interleaved runs per size and library;"
     echo "  busbw = algbw x 2(n-1)/n (nccl-tests). Ratios: busbw TileLink / Open MPI (higher is better),"
     echo "  time TileLink / Open MPI (lower is better)."
