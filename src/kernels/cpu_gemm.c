@@ -273,6 +273,28 @@ static void compute_task(void *arg, int64_t t) {
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Small f32 problems with unit-stride B rows and C rows: no packing at all. */
+#define TK_DIRECT_MAX_FLOPS (2.0 * 128 * 128 * 128)
+#define TK_DIRECT_MAX_K 512
+
+static int direct_ok(const tk_isa *isa, const tk_src *a, const tk_src *b, int64_t c_cs, int64_t M, int64_t N, int64_t K) {
+    return isa->ukr_direct && a->dt == TILE_DT_F32 && b->dt == TILE_DT_F32 && b->sp == 1 && c_cs == 1 &&
+           K <= TK_DIRECT_MAX_K && 2.0 * (double)M * (double)N * (double)K <= TK_DIRECT_MAX_FLOPS;
+}
+
+static void gemm_direct(const tk_isa *isa, const tk_src *a, const tk_src *b, float *c, int64_t c_rs, int64_t M,
+                        int64_t N, int64_t K, int beta) {
+    const int MR = isa->direct_mr, NR = isa->direct_nr;
+    const float *A = (const float *)a->p, *B = (const float *)b->p;
+    for (int64_t j = 0; j < N; j += NR) {
+        const int n = (int)(N - j < NR ? N - j : NR);
+        for (int64_t i = 0; i < M; i += MR) {
+            const int m = (int)(M - i < MR ? M - i : MR);
+            isa->ukr_direct(K, A + i * a->sp, a->sp, a->sk, B + j, b->sk, c + i * c_rs + j, c_rs, beta, m, n);
+        }
+    }
+}
+
 /* C (f32, element strides c_rs/c_cs) (+)= A @ B with the packed kernels. */
 static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_rs, int64_t c_cs,
                     int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool) {
@@ -287,6 +309,10 @@ static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_r
         s = M;
         M = N;
         N = s;
+    }
+    if (direct_ok(isa, &a, &b, c_cs, M, N, K)) {
+        gemm_direct(isa, &a, &b, c, c_rs, M, N, K, accumulate);
+        return TK_GEMM_OK;
     }
     gctx x;
     memset(&x, 0, sizeof x);

@@ -62,6 +62,59 @@ static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int
     ALL12(ACC_STORE)
 }
 
+/* The no-pack kernel for small f32 problems: C[0..m)[0..n) (m <= 8, n <= 32, row stride
+ * ldc, unit column stride) (+)= A[0..m)[0..kc) @ B[0..kc)[0..n), reading A with any strides
+ * (broadcasts) and B rows (unit column stride, row stride ldb) straight from the operands.
+ * Ragged n is masked (no access beyond column n); ragged m repeats the last row and drops it. */
+static void ukr_direct_avx512(int64_t kc, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb,
+                              float *c, int64_t ldc, int beta, int m, int n) {
+    const float *ap[8];
+    for (int i = 0; i < 8; i++) ap[i] = a + (i < m ? i : m - 1) * a_rs;
+    const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+    const __mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF : n > 16 ? (1u << (n - 16)) - 1 : 0);
+    __m512 c0a = _mm512_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a, c3a = c0a, c3b = c0a;
+    __m512 c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a, c6a = c0a, c6b = c0a, c7a = c0a, c7b = c0a;
+    const float *a0 = ap[0], *a1 = ap[1], *a2 = ap[2], *a3 = ap[3], *a4 = ap[4], *a5 = ap[5], *a6 = ap[6], *a7 = ap[7];
+#define DFMA(i)                                              \
+    {                                                        \
+        const __m512 ai = _mm512_set1_ps(a##i[ko]);          \
+        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);          \
+        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);          \
+    }
+    int64_t ko = 0;
+    if (n == 32) {
+        for (int64_t k = 0; k < kc; k++, ko += a_cs, b += ldb) {
+            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+            DFMA(0) DFMA(1) DFMA(2) DFMA(3) DFMA(4) DFMA(5) DFMA(6) DFMA(7)
+        }
+    } else if (n > 16) {
+        for (int64_t k = 0; k < kc; k++, ko += a_cs, b += ldb) {
+            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+            DFMA(0) DFMA(1) DFMA(2) DFMA(3) DFMA(4) DFMA(5) DFMA(6) DFMA(7)
+        }
+    } else {
+#define DFMA1(i) c##i##a = _mm512_fmadd_ps(_mm512_set1_ps(a##i[ko]), b0, c##i##a);
+        for (int64_t k = 0; k < kc; k++, ko += a_cs, b += ldb) {
+            const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+            DFMA1(0) DFMA1(1) DFMA1(2) DFMA1(3) DFMA1(4) DFMA1(5) DFMA1(6) DFMA1(7)
+        }
+#undef DFMA1
+    }
+#undef DFMA
+#define DSTORE(i)                                                                       \
+    if (i < m) {                                                                        \
+        float *ci = c + (i) * ldc;                                                      \
+        if (beta) {                                                                     \
+            c##i##a = _mm512_add_ps(c##i##a, _mm512_maskz_loadu_ps(m0, ci));            \
+            c##i##b = _mm512_add_ps(c##i##b, _mm512_maskz_loadu_ps(m1, ci + 16));       \
+        }                                                                               \
+        _mm512_mask_storeu_ps(ci, m0, c##i##a);                                         \
+        _mm512_mask_storeu_ps(ci + 16, m1, c##i##b);                                    \
+    }
+    DSTORE(0) DSTORE(1) DSTORE(2) DSTORE(3) DSTORE(4) DSTORE(5) DSTORE(6) DSTORE(7)
+#undef DSTORE
+}
+
 static float sum_avx512(const float *x, int64_t n) {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
     int64_t i = 0;
@@ -107,6 +160,7 @@ static float max_avx512(const float *x, int64_t n) {
 const tk_isa tk_isa_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR,
     .ukr = ukr_avx512, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,
+    .direct_mr = 8, .direct_nr = 32, .ukr_direct = ukr_direct_avx512,
     .sum = sum_avx512, .max = max_avx512,
 };
 #endif

@@ -33,6 +33,12 @@ typedef struct tk_isa {
     void (*cvt_to_f32)(float *dst, tile_dtype dt, const void *src, int64_t first, int64_t n);
     float (*sum)(const float *x, int64_t n);
     float (*max)(const float *x, int64_t n);
+    /* optional no-pack kernel for small f32 problems (NULL if none): a tile of m <= direct_mr
+     * rows and n <= direct_nr columns of C (unit column stride), A with any strides, B rows
+     * with unit column stride; see cpu_gemm_avx512.c */
+    int direct_mr, direct_nr;
+    void (*ukr_direct)(int64_t kc, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb, float *c,
+                       int64_t ldc, int beta, int m, int n);
 } tk_isa;
 
 extern const tk_isa tk_isa_generic;
