@@ -393,10 +393,11 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
     double t0 = tlt_now();
     const size_t sizes[] = {0, 1, 1023};
     const tlink_algo ar_algos[] = {TLINK_ALGO_AUTO, TLINK_ALGO_RING, TLINK_ALGO_RECURSIVE_DOUBLING, TLINK_ALGO_RABENSEIFNER,
-                                   TLINK_ALGO_BINOMIAL_TREE, TLINK_ALGO_DOUBLE_BINARY_TREE, TLINK_ALGO_HIERARCHICAL};
+                                   TLINK_ALGO_BINOMIAL_TREE, TLINK_ALGO_DOUBLE_BINARY_TREE, TLINK_ALGO_HIERARCHICAL,
+                                   TLINK_ALGO_DIRECT};
     const tlink_algo tree_algos[] = {TLINK_ALGO_BINOMIAL_TREE, TLINK_ALGO_RING, TLINK_ALGO_DOUBLE_BINARY_TREE};
     const tlink_algo rs_algos[] = {TLINK_ALGO_RING, TLINK_ALGO_RECURSIVE_DOUBLING, TLINK_ALGO_PAIRWISE};
-    int nal = g_quick ? 3 : 7;
+    int nal = g_quick ? 3 : 8;
     for (int a = 0; a < nal; a++)
         for (int d = 0; d < NDT; d++)
             for (int op = 0; op < TLINK_OP_COUNT; op++)
@@ -439,8 +440,17 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
     double t2 = tlt_now();
     t_alltoallv();
     t_p2p();
-    st = tlink_barrier(g_comm);
-    if (st) st_fail(st, "barrier");
+    for (int k = 0; k < 2; k++) {
+        tlink_comm_set_algo(g_comm, TLINK_COLL_BARRIER, k ? TLINK_ALGO_DIRECT : TLINK_ALGO_DISSEMINATION);
+        for (int i = 0; i < 3; i++) {
+            st = tlink_barrier(g_comm);
+            if (st) st_fail(st, "barrier");
+        }
+    }
+    tlink_comm_set_algo(g_comm, TLINK_COLL_BARRIER, TLINK_ALGO_AUTO);
+    /* direct allreduce at the slot size limit and just above it (falls back) */
+    t_allreduce(TLINK_ALGO_DIRECT, TLINK_F32, TLINK_SUM, 8192, 0);
+    t_allreduce(TLINK_ALGO_DIRECT, TLINK_F32, TLINK_SUM, 8193, 1);
     t_nonblocking();
     t_split();
     st = tlink_comm_destroy(g_comm);

@@ -4,7 +4,8 @@
  *  3. the same over TCP;
  *  4. tlink_comm_abort wakes a peer blocked in a collective;
  *  5. init from torchrun-style variables with rank 0 hosting the store (TCP forced), then
- *     rank 0 - the store's host - dies: the others still fail fast. */
+ *     rank 0 - the store's host - dies: the others still fail fast;
+ *  6. like 2 with the direct shared-memory allreduce (small messages). */
 #include "tl_launch.h"
 
 static int scenario;
@@ -60,9 +61,9 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         fprintf(stderr, "rank %d: init: %s\n", rank, tlink_last_error(NULL));
         return 1;
     }
-    size_t n = 1 << 18;
+    size_t n = scenario == 6 ? 1000 : 1 << 18;
     float *x = calloc(n, sizeof(float));
-    tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_RING);
+    tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, scenario == 6 ? TLINK_ALGO_DIRECT : TLINK_ALGO_RING);
     for (int i = 0; i < 3; i++) {
         st = tlink_allreduce(c, x, x, n, TLINK_F32, TLINK_SUM);
         if (st) {
@@ -82,7 +83,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         _exit(7); /* dies without a word */
     }
     double t0 = tlt_now();
-    for (int i = 0; i < 1000 && !st; i++) st = tlink_allreduce(c, x, x, n, TLINK_F32, TLINK_SUM);
+    for (int i = 0; i < 100000 && !st; i++) st = tlink_allreduce(c, x, x, n, TLINK_F32, TLINK_SUM);
     double dt = tlt_now() - t0;
     const char *msg = tlink_last_error(c);
     char want[32];
@@ -104,7 +105,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
 int main(void) {
     setenv("TLINK_TIMEOUT", "30", 1);
     int fails = 0;
-    for (scenario = 1; scenario <= 5; scenario++) {
+    for (scenario = 1; scenario <= 6; scenario++) {
         int n = scenario == 1 ? 3 : 4;
         if (scenario == 3 || scenario == 5) setenv("TLINK_TRANSPORT", "tcp", 1);
         else unsetenv("TLINK_TRANSPORT");
@@ -115,7 +116,7 @@ int main(void) {
         int failed = tlt_launch(n, rank_main, port, 40, codes);
         int bad = failed < 0;
         for (int r = 0; r < n; r++) {
-            int want = ((scenario == 2 || scenario == 3) && r == n - 1) || (scenario == 5 && r == 0) ? 7 : 0;
+            int want = ((scenario == 2 || scenario == 3 || scenario == 6) && r == n - 1) || (scenario == 5 && r == 0) ? 7 : 0;
             if (codes[r] != want) {
                 fprintf(stderr, "scenario %d: rank %d exited %d, expected %d\n", scenario, r, codes[r], want);
                 bad = 1;

@@ -196,7 +196,8 @@ int tl_algo_valid(const tlink_comm *c, tlink_coll coll, tlink_algo a) {
     switch (coll) {
     case TLINK_COLL_ALLREDUCE:
         return a == TLINK_ALGO_RING || a == TLINK_ALGO_RECURSIVE_DOUBLING || a == TLINK_ALGO_RABENSEIFNER ||
-               a == TLINK_ALGO_BINOMIAL_TREE || a == TLINK_ALGO_DOUBLE_BINARY_TREE || a == TLINK_ALGO_HIERARCHICAL;
+               a == TLINK_ALGO_BINOMIAL_TREE || a == TLINK_ALGO_DOUBLE_BINARY_TREE || a == TLINK_ALGO_HIERARCHICAL ||
+               (a == TLINK_ALGO_DIRECT && c->dslots && c->nhosts == 1);
     case TLINK_COLL_REDUCE:
     case TLINK_COLL_BROADCAST:
         return a == TLINK_ALGO_BINOMIAL_TREE || a == TLINK_ALGO_RING || a == TLINK_ALGO_DOUBLE_BINARY_TREE;
@@ -206,7 +207,7 @@ int tl_algo_valid(const tlink_comm *c, tlink_coll coll, tlink_algo a) {
         return a == TLINK_ALGO_RING || a == TLINK_ALGO_PAIRWISE || (a == TLINK_ALGO_RECURSIVE_DOUBLING && is_pow2(c->size));
     case TLINK_COLL_ALLTOALL:
     case TLINK_COLL_ALLTOALLV: return a == TLINK_ALGO_PAIRWISE;
-    case TLINK_COLL_BARRIER: return a == TLINK_ALGO_DISSEMINATION;
+    case TLINK_COLL_BARRIER: return a == TLINK_ALGO_DISSEMINATION || (a == TLINK_ALGO_DIRECT && c->dslots && c->nhosts == 1);
     default: return 0;
     }
 }
@@ -236,6 +237,10 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
             t = 2 * (depth + half - 1) * (a + chunk * b * (B < chunk ? B / chunk : 1)) * 1.0 + B * g;
             break;
         }
+        case TLINK_ALGO_DIRECT:
+            if (bytes > TL_DIRECT_SLOT) return -1;
+            t = 2 * a + N * B * b + (N - 1) * B * g;
+            break;
         case TLINK_ALGO_HIERARCHICAL: {
             int lmax = 1;
             for (int h = 0; h < c->nhosts; h++) lmax = TL_MAX(lmax, c->host_nranks[h]);
@@ -277,7 +282,7 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
         break;
     case TLINK_COLL_ALLTOALL:
     case TLINK_COLL_ALLTOALLV: t = (N - 1) * (a + B / N * b); break;
-    case TLINK_COLL_BARRIER: t = L * a; break;
+    case TLINK_COLL_BARRIER: t = algo == TLINK_ALGO_DIRECT ? 2 * a : L * a; break;
     default: return -1;
     }
     return t * 1e6;
@@ -285,11 +290,12 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
 
 static const tlink_algo candidates[] = {TLINK_ALGO_RING, TLINK_ALGO_RECURSIVE_DOUBLING, TLINK_ALGO_RABENSEIFNER,
                                         TLINK_ALGO_BINOMIAL_TREE, TLINK_ALGO_DOUBLE_BINARY_TREE,
-                                        TLINK_ALGO_HIERARCHICAL, TLINK_ALGO_PAIRWISE, TLINK_ALGO_DISSEMINATION};
+                                        TLINK_ALGO_HIERARCHICAL, TLINK_ALGO_PAIRWISE, TLINK_ALGO_DISSEMINATION,
+                                        TLINK_ALGO_DIRECT};
 
 static tlink_algo choose(const tlink_comm *c, tlink_coll coll, size_t bytes, double *pred, char *why, size_t whylen) {
     tlink_algo f = c->forced[coll];
-    if (f != TLINK_ALGO_AUTO && tl_algo_valid(c, coll, f)) {
+    if (f != TLINK_ALGO_AUTO && tl_algo_valid(c, coll, f) && tl_predict(c, coll, f, bytes) >= 0) {
         *pred = tl_predict(c, coll, f, bytes);
         if (why) snprintf(why, whylen, "forced");
         return f;
@@ -307,7 +313,7 @@ static tlink_algo choose(const tlink_comm *c, tlink_coll coll, size_t bytes, dou
             off += snprintf(why + off, whylen - (size_t)off, "%s%s %.1f us", off ? ", " : "", tlink_algo_name(a), t);
         if (best == TLINK_ALGO_AUTO || t < bt) { best = a; bt = t; }
     }
-    if (best == TLINK_ALGO_AUTO) best = TLINK_ALGO_DIRECT;
+    if (best == TLINK_ALGO_AUTO) best = coll == TLINK_COLL_BARRIER ? TLINK_ALGO_DISSEMINATION : TLINK_ALGO_RING;
     *pred = bt;
     return best;
 }

@@ -452,3 +452,47 @@ tlink_status tl_xchg(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int
     if (!n) return TLINK_OK;
     return tl_p2p_run(c, ops, n);
 }
+
+/* ---------- waiting on a shared-memory condition (direct collectives) ---------- */
+void tl_ring_all_local(tlink_comm *c) {
+    tl_doorbell *bells = c->my_bell - c->local_rank;
+    for (int i = 0; i < c->local_size; i++)
+        if (i != c->local_rank) ring_bell(&bells[i]);
+}
+
+tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
+    if (ready(c, arg)) return TLINK_OK;
+    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
+    int spins = 0, sleeping = 0;
+    for (;;) {
+        if (ready(c, arg)) return TLINK_OK;
+        if (atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) return shm_abort_seen(c);
+        if (!sleeping) {
+            if ((++spins & 31) != 0) {
+                if (tl_now() - t0 < c->spin_s) cpu_relax();
+                else sched_yield();
+                continue;
+            }
+            if (tl_now() - t0 < c->spin_s + c->yield_s) { sched_yield(); continue; }
+            sleeping = 1;
+        }
+        double now = tl_now();
+        if (now >= next_live) {
+            next_live = now + 0.1;
+            for (int i = 0; i < c->local_size; i++) {
+                int r = c->local_ranks[i];
+                if (r != c->rank && !peer_alive(&c->peers[r])) return peer_failed(c, r, "exited");
+            }
+        }
+        if (now >= deadline) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "timeout after %.1f s waiting for the ranks of this host", c->timeout);
+            tl_comm_break(c, TLINK_ERR_TIMEOUT, -1, msg);
+            return tl_err(c, TLINK_ERR_TIMEOUT, "%s: %s", c->cur_coll ? c->cur_coll : "shm", msg);
+        }
+        atomic_fetch_add(&c->my_bell->waiters, 1);
+        uint32_t seq = atomic_load(&c->my_bell->seq);
+        if (!ready(c, arg)) futex_wait(&c->my_bell->seq, seq, 20);
+        atomic_fetch_sub(&c->my_bell->waiters, 1);
+    }
+}

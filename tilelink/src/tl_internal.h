@@ -65,6 +65,15 @@ typedef struct tl_doorbell {        /* per local rank: bumped whenever its chann
     char pad[56];
 } tl_doorbell;
 
+typedef struct tl_direct_seq {     /* per local rank: progress through "direct" collectives */
+    _Atomic uint64_t arrived;       /* last op whose input is in my slot */
+    char pad0[56];
+    _Atomic uint64_t done;          /* last op for which I finished reading everyone's slots */
+    char pad1[56];
+} tl_direct_seq;
+
+#define TL_DIRECT_SLOT (32u * 1024u)
+
 typedef struct tl_shm_hdr {
     uint64_t magic;
     uint32_t nlocal;
@@ -113,6 +122,9 @@ struct tlink_comm {
     tl_shm_hdr *shm;
     tl_doorbell *my_bell;
     uint64_t shm_cap;
+    tl_direct_seq *dseq;            /* [local_size] */
+    char *dslots;                   /* [local_size][2][TL_DIRECT_SLOT] */
+    uint64_t direct_op;             /* direct collectives issued so far */
     /* tcp */
     int epfd;
     int listen_fd;
@@ -183,6 +195,11 @@ tlink_status tl_xchg(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int
                      size_t rbytes, tl_reduce_fn red, size_t esize);
 void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *msg);
 tlink_status tl_check_broken(tlink_comm *c);
+/* wait (spin, yield, futex on my doorbell) until ready(c, arg) != 0; checks the deadline,
+ * local peers' liveness and the abort flag */
+typedef int (*tl_ready_fn)(tlink_comm *c, void *arg);
+tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg);
+void tl_ring_all_local(tlink_comm *c);
 
 /* ---------- transport setup (transport.c) ---------- */
 tlink_status tl_shm_setup(tlink_comm *c);

@@ -31,7 +31,9 @@ tlink_status tl_shm_setup(tlink_comm *c) {
     size_t hdr = page_round(sizeof(tl_shm_hdr));
     size_t bells = page_round(sizeof(tl_doorbell) * (size_t)nl);
     size_t chans = page_round(sizeof(tl_chan) * (size_t)nl * (size_t)nl);
-    size_t total = hdr + bells + chans + (size_t)cap * (size_t)nl * (size_t)nl;
+    size_t dseq = page_round(sizeof(tl_direct_seq) * (size_t)nl);
+    size_t dslots = (size_t)TL_DIRECT_SLOT * 2 * (size_t)nl;
+    size_t total = hdr + bells + chans + dseq + dslots + (size_t)cap * (size_t)nl * (size_t)nl;
     char name[96], key[256];
     snprintf(key, sizeof key, "%s/shm/%d", c->prefix, c->host_idx);
     int fd = -1;
@@ -94,7 +96,10 @@ tlink_status tl_shm_setup(tlink_comm *c) {
     if ((int)atomic_fetch_add(&c->shm->attached, 1) + 1 == nl) shm_unlink(name);
     tl_doorbell *bell = (tl_doorbell *)((char *)base + hdr);
     tl_chan *ch = (tl_chan *)((char *)base + hdr + bells);
-    char *data = (char *)base + hdr + bells + chans;
+    c->dseq = (tl_direct_seq *)((char *)base + hdr + bells + chans);
+    c->dslots = (char *)base + hdr + bells + chans + dseq;
+    c->direct_op = 0;
+    char *data = (char *)base + hdr + bells + chans + dseq + dslots;
     int me = c->local_rank;
     c->my_bell = &bell[me];
     for (int r = 0; r < c->size; r++) {
@@ -125,6 +130,8 @@ void tl_shm_teardown(tlink_comm *c) {
     c->shm_base = NULL;
     c->shm = NULL;
     c->my_bell = NULL;
+    c->dseq = NULL;
+    c->dslots = NULL;
 }
 
 /* ---------- TCP ---------- */
