@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Tests of the cpu backend through the `tile` CLI (label "cpu").
+
+Usage:
+    run_cpu_tests.py [--tile PATH] NAME     run one test (what CTest does: cpu.NAME)
+    run_cpu_tests.py [--tile PATH] --all    run every test
+    run_cpu_tests.py --list
+
+What is checked:
+  - every example program passes `tile run --target cpu --check` (compared with the
+    interpreter within the tolerances of docs/cli.md);
+  - the disk cache: a second run is a hit; a corrupt entry (truncated .so) and a stale one
+    (another kernel's object under this key: stamp mismatch) are detected and rebuilt; two
+    processes compiling the same kernel at once both succeed; TILE_CACHE_DIR is honoured;
+  - the compiler: CC=clang and CC=gcc both give checked results; a failing compiler is an
+    error that names it and shows its output; a missing one makes the target unavailable;
+  - run-time errors in generated code (integer division by zero, assert) are messages
+    with the source line, never crashes; TILE_CPU_CHECKS=1 reports out-of-bounds accesses;
+  - TILE_NUM_THREADS=1 and =3 give the same results as the default pool.
+Needs only Python 3. Exit status 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+EX = os.path.join(ROOT, "examples")
+DATA = os.path.join(HERE, "data")
+TIMEOUT = 120
+
+
+class Fail(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+TESTS = {}
+
+
+def test(fn):
+    TESTS[fn.__name__[len("test_"):]] = fn
+    return fn
+
+
+class Ctx:
+    def __init__(self, tile, tmp):
+        self.tile = tile
+        self.tmp = tmp
+        self.cache = os.path.join(tmp, "cache")
+
+    def env(self, **kw):
+        e = dict(os.environ)
+        e["TILE_CACHE_DIR"] = self.cache
+        e.pop("TILE_LOG", None)
+        for k, v in kw.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = str(v)
+        return e
+
+    def run(self, args, env=None, expect=0):
+        cmd = [self.tile] + [str(a) for a in args]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env or self.env())
+        except subprocess.TimeoutExpired:
+            raise Fail("timed out: " + " ".join(cmd))
+        if r.returncode < 0:
+            raise Fail("`%s` crashed (signal %d)\n%s" % (" ".join(cmd), -r.returncode, r.stderr))
+        if expect is not None and r.returncode != expect:
+            raise Fail("`%s` exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s"
+                       % (" ".join(cmd), r.returncode, expect, r.stdout[-3000:], r.stderr[-3000:]))
+        return r
+
+    def sos(self):
+        return sorted(glob.glob(os.path.join(self.cache, "cpu-*.so")))
+
+
+def check_ok(r, what):
+    lines = [l for l in r.stdout.splitlines() if l.startswith("check ")]
+    if not lines:
+        raise Fail("%s: no check line in\n%s" % (what, r.stdout))
+    for l in lines:
+        if not l.rstrip().endswith(")") or ": ok (" not in l:
+            raise Fail("%s: %s" % (what, l))
+    print("  %-60s %s" % (what, lines[0][:110]))
+
+
+# the example programs with small sizes (the interpreter computes the reference)
+EXAMPLES = [
+    ("add.tl", ["-D", "M=100", "-D", "N=37"]),
+    ("batched_matmul.tl", ["-D", "Bt=3", "-D", "M=33", "-D", "N=20", "-D", "K=17"]),
+    ("flash_attention.tl", ["-D", "batch=1", "-D", "heads=2", "-D", "seq_len=100", "-D", "dim=32",
+                            "-D", "is_causal=True"]),
+    ("gemm.tl", ["-D", "M=100", "-D", "N=72", "-D", "K=52"]),
+    ("gemm.tl", ["-D", "M=70", "-D", "N=65", "-D", "K=40", "-D", "dtype=bfloat16", "-D", "trans_B=True"]),
+    ("gemm_fp4.tl", ["-f", "matmul_fp4", "-D", "M=64", "-D", "N=64", "-D", "K=128"]),
+    ("gemm_fp4.tl", ["-f", "matmul_fp4_mx", "-D", "M=64", "-D", "N=64", "-D", "K=128"]),
+    ("gemm_fp8.tl", ["-D", "M=100", "-D", "N=96", "-D", "K=160", "-D", "out_dtype=bfloat16"]),
+    ("matvec.tl", ["-D", "M=300", "-D", "N=129"]),
+    ("rmsnorm.tl", ["-D", "M=100", "-D", "N=96", "-D", "dtype=bfloat16"]),
+    ("seed_matmul_000.tl", ["-D", "M=31", "-D", "N=17", "-D", "K=23"]),
+    ("seed_matmul_002.tl", ["--shape", "A=40x24", "--shape", "B=24x33", "--shape", "C=40x33"]),
+    ("seed_matmul_004.tl", ["-D", "M=31", "-D", "N=17", "-D", "K=23"]),
+    ("softmax.tl", ["-D", "M=100", "-D", "N=300"]),
+    ("softmax_plain.tl", ["-D", "M=64", "-D", "N=100"]),
+]
+
+
+@test
+def test_examples_check(ctx):
+    """tile run --target cpu --check on every example program."""
+    names = {os.path.basename(p) for p in glob.glob(os.path.join(EX, "*.tl"))}
+    missing = names - {e for e, _ in EXAMPLES}
+    if missing:
+        raise Fail("examples without a cpu check here: %s" % " ".join(sorted(missing)))
+    for ex, args in EXAMPLES:
+        r = ctx.run(["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"] + args)
+        check_ok(r, "%s %s" % (ex, " ".join(args)))
+
+
+def seed_args():
+    return ["run", os.path.join(EX, "seed_matmul_000.tl"), "--target", "cpu", "-D", "M=8", "-D", "N=9",
+            "-D", "K=10", "--quiet"]
+
+
+@test
+def test_cache_hit(ctx):
+    r = ctx.run(seed_args(), env=ctx.env(TILE_LOG="info"))
+    if "compiled" not in r.stderr:
+        raise Fail("first run in an empty cache did not compile:\n" + r.stderr)
+    if len(ctx.sos()) != 1:
+        raise Fail("expected one shared object in TILE_CACHE_DIR, found %s" % ctx.sos())
+    if not glob.glob(os.path.join(ctx.cache, "cpu-*.c")):
+        raise Fail("the generated source is not kept next to the object")
+    r = ctx.run(seed_args(), env=ctx.env(TILE_LOG="info"))
+    if "cache hit" not in r.stderr:
+        raise Fail("second run was not a cache hit:\n" + r.stderr)
+    left = [f for f in os.listdir(ctx.cache) if f.startswith("tmp-")]
+    if left:
+        raise Fail("temporary files left in the cache: %s" % left)
+    print("  compile then hit, no temporaries left")
+
+
+@test
+def test_cache_dir_env(ctx):
+    """TILE_CACHE_DIR, else XDG_CACHE_HOME/tile."""
+    ctx.run(seed_args())
+    if not ctx.sos():
+        raise Fail("nothing written to TILE_CACHE_DIR=%s" % ctx.cache)
+    xdg = os.path.join(ctx.tmp, "xdg")
+    ctx.run(seed_args(), env=ctx.env(TILE_CACHE_DIR=None, XDG_CACHE_HOME=xdg))
+    if not glob.glob(os.path.join(xdg, "tile", "cpu-*.so")):
+        raise Fail("nothing written to XDG_CACHE_HOME/tile")
+    print("  TILE_CACHE_DIR and XDG_CACHE_HOME/tile honoured")
+
+
+@test
+def test_cache_corrupt(ctx):
+    ctx.run(seed_args())
+    (so,) = ctx.sos()
+    with open(so, "r+b") as f:
+        f.truncate(100)
+    r = ctx.run(seed_args() + ["--check"], env=ctx.env(TILE_LOG="info"))
+    if "corrupt or stale" not in r.stderr or "compiled" not in r.stderr:
+        raise Fail("a truncated object was not detected and rebuilt:\n" + r.stderr)
+    check_ok(r, "after rebuilding a truncated entry")
+    with open(so, "wb") as f:
+        f.write(b"garbage" * 10)
+    r = ctx.run(seed_args() + ["--check"], env=ctx.env(TILE_LOG="info"))
+    check_ok(r, "after rebuilding a garbage entry")
+
+
+@test
+def test_cache_stale(ctx):
+    """Another kernel's object under this key: its stamp does not match."""
+    ctx.run(seed_args())
+    (so,) = ctx.sos()
+    other = ["run", os.path.join(EX, "add.tl"), "--target", "cpu", "-D", "M=4", "-D", "N=4", "--quiet"]
+    ctx.run(other)
+    so2 = [s for s in ctx.sos() if s != so][0]
+    shutil.copyfile(so2, so)
+    r = ctx.run(seed_args() + ["--check"], env=ctx.env(TILE_LOG="info"))
+    if "stamp mismatch" not in r.stderr:
+        raise Fail("a stale entry was not detected:\n" + r.stderr)
+    check_ok(r, "after rebuilding a stale entry")
+
+
+@test
+def test_cache_concurrent(ctx):
+    """Two processes compile the same kernel into an empty cache at once."""
+    procs = []
+    for i in range(3):
+        procs.append(subprocess.Popen([ctx.tile] + seed_args()[0:] + ["--check"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env=ctx.env()))
+    for p in procs:
+        out, err = p.communicate(timeout=TIMEOUT)
+        if p.returncode != 0:
+            raise Fail("a concurrent compile failed (exit %d):\n%s%s" % (p.returncode, out, err))
+        check_ok(subprocess.CompletedProcess([], 0, out, err), "concurrent compile")
+    if len(ctx.sos()) != 1:
+        raise Fail("expected one object after concurrent compiles, found %s" % ctx.sos())
+    left = [f for f in os.listdir(ctx.cache) if f.startswith("tmp-")]
+    if left:
+        raise Fail("temporary files left in the cache: %s" % left)
+
+
+def have(cc):
+    return shutil.which(cc) is not None
+
+
+@test
+def test_compilers(ctx):
+    """CC=gcc and CC=clang both compile the generated code; results are checked."""
+    ran = 0
+    for cc in ("gcc", "clang"):
+        if not have(cc):
+            print("  %s: not installed, skipped" % cc)
+            continue
+        for ex, args in [("gemm.tl", ["-D", "M=70", "-D", "N=65", "-D", "K=40"]),
+                         ("softmax.tl", ["-D", "M=10", "-D", "N=300", "-D", "dtype=bfloat16"]),
+                         ("seed_matmul_000.tl", ["-D", "M=13", "-D", "N=7", "-D", "K=9"])]:
+            r = ctx.run(["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"] + args,
+                        env=ctx.env(CC=cc))
+            check_ok(r, "CC=%s %s" % (cc, ex))
+        ran += 1
+    if not ran:
+        raise Skip("neither gcc nor clang is installed")
+    if len(ctx.sos()) < 2 * ran:
+        raise Fail("the compiler is not part of the cache key: %s" % ctx.sos())
+
+
+@test
+def test_compiler_error(ctx):
+    fake = os.path.join(ctx.tmp, "fakecc")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'fakecc 1.0'; exit 0; fi\n"
+                "echo 'fakecc: internal compiler error: nothing works' >&2\nexit 3\n")
+    os.chmod(fake, 0o755)
+    r = ctx.run(seed_args(), env=ctx.env(CC=fake), expect=1)
+    for want in ("fakecc", "nothing works", "exit 3"):
+        if want not in r.stderr:
+            raise Fail("the compile error does not show %r:\n%s" % (want, r.stderr))
+    print("  " + r.stderr.splitlines()[0][:150])
+    r = ctx.run(seed_args(), env=ctx.env(CC="no-such-compiler-xyz"), expect=None)
+    if r.returncode == 0 or "no-such-compiler-xyz" not in r.stderr:
+        raise Fail("a missing compiler was not reported:\n%s" % r.stderr)
+    r = ctx.run(["devices"], env=ctx.env(CC="no-such-compiler-xyz"))
+    if "unavailable" not in r.stdout:
+        raise Fail("tile devices does not say the cpu target is unavailable:\n" + r.stdout)
+    print("  missing compiler: " + r.stderr.strip().splitlines()[0][:120] if r.stderr.strip() else "  missing compiler reported")
+
+
+@test
+def test_runtime_errors(ctx):
+    r = ctx.run(["run", os.path.join(ROOT, "tests", "checks", "cases", "int_div_zero.tl"), "--target", "cpu",
+                 "-D", "N=8"], expect=1)
+    if "division by zero" not in r.stderr or "int_div_zero.tl:9:" not in r.stderr:
+        raise Fail("integer division by zero: unclear message:\n" + r.stderr)
+    print("  " + r.stderr.splitlines()[0])
+    r = ctx.run(["run", os.path.join(DATA, "oob.tl"), "--target", "cpu", "-D", "N=8"],
+                env=ctx.env(TILE_CPU_CHECKS=1), expect=1)
+    if "out-of-bounds" not in r.stderr or "oob.tl:" not in r.stderr:
+        raise Fail("TILE_CPU_CHECKS=1 did not report the out-of-bounds write:\n" + r.stderr)
+    print("  " + r.stderr.splitlines()[0])
+    r = ctx.run(["run", os.path.join(DATA, "assert.tl"), "--target", "cpu", "-D", "N=8"], expect=1)
+    if "assertion failed" not in r.stderr:
+        raise Fail("a failed assert: unclear message:\n" + r.stderr)
+    print("  " + r.stderr.splitlines()[0])
+
+
+@test
+def test_threads(ctx):
+    """TILE_NUM_THREADS=1 and 3 give the same (checked) results."""
+    for n in ("1", "3"):
+        for ex, args in [("gemm.tl", ["-D", "M=130", "-D", "N=65", "-D", "K=40", "-D", "block_M=32"]),
+                         ("add.tl", ["-D", "M=100", "-D", "N=37"]),
+                         ("flash_attention.tl", ["-D", "batch=1", "-D", "heads=3", "-D", "seq_len=70", "-D", "dim=16"])]:
+            r = ctx.run(["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"] + args,
+                        env=ctx.env(TILE_NUM_THREADS=n))
+            check_ok(r, "TILE_NUM_THREADS=%s %s" % (n, ex))
+    r = ctx.run(["devices"], env=ctx.env(TILE_NUM_THREADS="3"))
+    if "TILE_NUM_THREADS=3" not in r.stdout:
+        raise Fail("tile devices does not mention TILE_NUM_THREADS:\n" + r.stdout)
+
+
+@test
+def test_emit(ctx):
+    """tile emit --target cpu prints a translation unit that compiles warning-free at -Wall."""
+    r = ctx.run(["emit", os.path.join(EX, "gemm.tl"), "--target", "cpu", "-D", "M=64", "-D", "N=64", "-D", "K=64"])
+    src = r.stdout
+    for want in ("tile_entry", "tile_gemm_rgn", "tcv_f32_to_bf16_bits", "TILE_LOAD_STATE"):
+        if want not in src:
+            raise Fail("emitted C lacks %s" % want)
+    path = os.path.join(ctx.tmp, "k.c")
+    with open(path, "w") as f:
+        f.write(src)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler")
+    p = subprocess.run([cc, "-std=gnu11", "-O1", "-fsyntax-only", "-Wall", "-Wno-unused-function",
+                        "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable", path],
+                       capture_output=True, text=True)
+    if p.returncode != 0 or "warning" in p.stderr:
+        raise Fail("the emitted C does not compile cleanly:\n" + p.stderr[-3000:])
+    print("  %d lines, compiles with -Wall" % src.count("\n"))
+
+
+def find_tile(arg):
+    if arg:
+        return arg
+    if os.environ.get("TILE"):
+        return os.environ["TILE"]
+    for d in sorted(os.listdir(ROOT)):
+        p = os.path.join(ROOT, d, "bin", "tile")
+        if d.startswith("build") and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def run_one(name, tile):
+    with tempfile.TemporaryDirectory(prefix="tile-cpu-") as tmp:
+        try:
+            TESTS[name](Ctx(tile, tmp))
+        except Skip as e:
+            print("SKIP %s: %s" % (name, e))
+            return SKIP
+        except Fail as e:
+            print("FAIL %s: %s" % (name, e))
+            return 1
+    print("PASS %s" % name)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tile")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("names", nargs="*")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(TESTS))
+        return 0
+    tile = find_tile(a.tile)
+    if not tile:
+        print("SKIP: no tile binary")
+        return SKIP
+    names = list(TESTS) if a.all or not a.names else a.names
+    res = [run_one(n, tile) for n in names]
+    if 1 in res:
+        return 1
+    return SKIP if set(res) == {SKIP} else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

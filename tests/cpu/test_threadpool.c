@@ -1,0 +1,121 @@
+/* test_threadpool.c — the CPU runtime's thread pool (src/runtime/threadpool.c).
+ *
+ * Checks: every iteration runs exactly once (many sizes, automatic and fixed chunks);
+ * worker ids stay below the pool size; a nested call runs inline on the calling worker;
+ * calls from several application threads at once all complete, and the number of threads
+ * running tasks at any moment never exceeds the pool size (no oversubscription). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/threadpool.h"
+
+static int failures;
+#define CHECK(c, ...)                                                      \
+    do {                                                                   \
+        if (!(c)) {                                                        \
+            fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fprintf(stderr, "\n");                                         \
+            failures++;                                                    \
+        }                                                                  \
+    } while (0)
+
+static int g_size;
+static int g_active, g_max_active, g_bad_worker;
+
+static void enter(void) {
+    int a = __atomic_add_fetch(&g_active, 1, __ATOMIC_SEQ_CST);
+    int m = __atomic_load_n(&g_max_active, __ATOMIC_SEQ_CST);
+    while (a > m && !__atomic_compare_exchange_n(&g_max_active, &m, a, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+}
+static void leave(void) { __atomic_sub_fetch(&g_active, 1, __ATOMIC_SEQ_CST); }
+
+typedef struct counts {
+    int *hits;
+} counts;
+
+static void count_task(void *arg, int64_t b, int64_t e, int worker) {
+    counts *c = arg;
+    enter();
+    if (worker < 0 || worker >= g_size) __atomic_add_fetch(&g_bad_worker, 1, __ATOMIC_SEQ_CST);
+    for (int64_t i = b; i < e; i++) __atomic_add_fetch(&c->hits[i], 1, __ATOMIC_RELAXED);
+    volatile double x = 0;
+    for (int k = 0; k < 2000; k++) x += k; /* some work so that tasks overlap */
+    leave();
+}
+
+static void check_once(int64_t n, int64_t chunk) {
+    counts c = {calloc((size_t)n + 1, sizeof(int))};
+    tile_parallel_for(n, chunk, count_task, &c);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += c.hits[i] != 1;
+    CHECK(bad == 0, "n=%lld chunk=%lld: %lld iterations did not run exactly once", (long long)n, (long long)chunk, (long long)bad);
+    free(c.hits);
+}
+
+/* nested: each outer iteration runs an inner parallel_for, which must run inline */
+static void inner_task(void *arg, int64_t b, int64_t e, int worker) {
+    int *sum = arg;
+    (void)worker;
+    for (int64_t i = b; i < e; i++) __atomic_add_fetch(sum, 1, __ATOMIC_RELAXED);
+}
+static void outer_task(void *arg, int64_t b, int64_t e, int worker) {
+    int *sum = arg;
+    enter();
+    for (int64_t i = b; i < e; i++) {
+        int64_t p0, i0, p1, i1;
+        tile_pool_stats(&p0, &i0);
+        tile_parallel_for(100, 0, inner_task, sum);
+        tile_pool_stats(&p1, &i1);
+        (void)p0; (void)p1;
+        CHECK(i1 > i0, "a nested call did not run inline (worker %d)", worker);
+    }
+    leave();
+}
+
+static void *app_thread(void *arg) {
+    (void)arg;
+    for (int r = 0; r < 20; r++) check_once(997, 0);
+    return NULL;
+}
+
+int main(void) {
+    g_size = tile_pool_size();
+    printf("pool size %d\n", g_size);
+    CHECK(g_size >= 1, "pool size %d", g_size);
+    const char *want = getenv("EXPECT_THREADS");
+    if (want) CHECK(g_size == atoi(want), "TILE_NUM_THREADS: pool size %d, expected %s", g_size, want);
+
+    int64_t sizes[] = {0, 1, 2, 3, 7, 64, 1000, 100003};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        check_once(sizes[i], 0);
+        check_once(sizes[i], 1);
+        check_once(sizes[i], 5);
+    }
+    CHECK(g_bad_worker == 0, "%d tasks saw a worker id outside [0, %d)", g_bad_worker, g_size);
+
+    int sum = 0;
+    tile_parallel_for(16, 1, outer_task, &sum);
+    CHECK(sum == 1600, "nested parallel_for: sum %d, expected 1600", sum);
+
+    /* several application threads at once */
+    g_max_active = 0;
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, app_thread, NULL);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    int64_t pooled, inlined;
+    tile_pool_stats(&pooled, &inlined);
+    printf("concurrent callers: at most %d threads ran tasks at once (pool %d); %lld pooled, %lld inline calls\n", g_max_active, g_size,
+           (long long)pooled, (long long)inlined);
+    /* each application thread runs tasks itself, plus at most the pool's other workers */
+    CHECK(g_max_active <= g_size + 3, "oversubscription: %d threads ran tasks at once with a pool of %d and 4 callers", g_max_active,
+          g_size);
+    if (failures) {
+        fprintf(stderr, "%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
