@@ -18,7 +18,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,8 +141,6 @@ typedef struct tk_buf {
 
 typedef struct tk_tls {
     tk_buf a, b, w;
-    uint64_t bkey_call; /* which B block t.b holds: (call, pc, jn) */
-    int64_t bkey_pc, bkey_jn;
     int registered;
 } tk_tls;
 
@@ -185,9 +182,11 @@ static void buf_trim(tk_buf *b) {
     }
 }
 
-static atomic_uint_fast64_t g_call_id = 1;
 
 /* ---------- the f32 loop nest ---------- */
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 typedef struct gctx {
     const tk_isa *isa;
@@ -197,26 +196,30 @@ typedef struct gctx {
     int64_t M, N, K;
     int accumulate;
     int64_t KC, NCb, MCa;
-    uint64_t call;
-    /* state of the current (pc, ic) step */
-    int64_t pc, kc, ic, mlen;
-    int beta;
-    float *apack;
+    /* the current A block: rows [ic, ic+mlen) x all of K, packed */
+    int64_t ic, mlen, mpad; /* mpad = mlen rounded up to MR */
+    float *apack;           /* K-block at pc starts at apack + mpad*pc */
+    int64_t npc, napan, apan_per_task;
     int64_t nN, nMt, mchunk;
-    int64_t apan_per_task, napan;
     int failed;
 } gctx;
 
+/* pack A panels: task t = (K block, group of panels) */
 static void pack_a_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
     const int MR = x->isa->mr;
-    int64_t q0 = t * x->apan_per_task, q1 = q0 + x->apan_per_task;
+    const int64_t ngroups = cdiv(x->napan, x->apan_per_task);
+    const int64_t pb = t / ngroups, grp = t % ngroups;
+    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+    const int64_t q0 = grp * x->apan_per_task;
+    int64_t q1 = q0 + x->apan_per_task;
     if (q1 > x->napan) q1 = x->napan;
     if (q0 >= q1) return;
-    int64_t r0 = q0 * MR, rl = q1 * MR < x->mlen ? q1 * MR - r0 : x->mlen - r0;
-    x->isa->pack(&x->a, x->ic + r0, rl, x->pc, x->kc, MR, x->apack + r0 * x->kc);
+    const int64_t r0 = q0 * MR, rl = (q1 * MR < x->mlen ? q1 * MR : x->mlen) - r0;
+    x->isa->pack(&x->a, x->ic + r0, rl, pc, kc, MR, x->apack + x->mpad * pc + r0 * kc);
 }
 
+/* compute task t = (N block jn, chunk im of the A block's rows), all of K */
 static void compute_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
     const tk_isa *isa = x->isa;
@@ -227,51 +230,45 @@ static void compute_task(void *arg, int64_t t) {
     const int64_t i0 = im * x->mchunk;
     if (i0 >= x->mlen || nl <= 0) return;
     const int64_t ml = x->mlen - i0 < x->mchunk ? x->mlen - i0 : x->mchunk;
-    const int64_t kc = x->kc;
 
     tk_tls *tl = &t_tls;
-    const int64_t npan = (nl + NR - 1) / NR;
-    float *bp = (float *)buf_get(&tl->b, (size_t)(npan * NR * kc) * sizeof(float));
+    const int64_t npan = cdiv(nl, NR);
+    float *bp = (float *)buf_get(&tl->b, (size_t)(npan * NR * x->KC) * sizeof(float));
     if (!bp) {
         x->failed = 1;
         return;
     }
-    if (!(tl->bkey_call == x->call && tl->bkey_pc == x->pc && tl->bkey_jn == jn)) {
-        isa->pack(&x->b, j0, nl, x->pc, kc, NR, bp);
-        tl->bkey_call = x->call;
-        tl->bkey_pc = x->pc;
-        tl->bkey_jn = jn;
-    }
-
     float tmp[TK_MAX_TILE] __attribute__((aligned(64)));
-    const int beta = x->beta;
-    for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
-        const float *ap = x->apack + ir * kc; /* panel ir/MR */
-        const int64_t mr = x->mlen - ir < MR ? x->mlen - ir : MR;
-        const int64_t ci = x->ic + ir;
-        for (int64_t jr = 0; jr < nl; jr += NR) {
-            const float *bpj = bp + jr * kc;
-            const int64_t nr = nl - jr < NR ? nl - jr : NR;
-            float *c = x->c + ci * x->c_rs + (j0 + jr) * x->c_cs;
-            if (mr == MR && nr == NR && x->c_cs == 1) {
-                isa->ukr(kc, ap, bpj, c, x->c_rs, beta);
-            } else {
-                isa->ukr(kc, ap, bpj, tmp, NR, 0);
-                for (int64_t i = 0; i < mr; i++) {
-                    float *crow = c + i * x->c_rs;
-                    const float *trow = tmp + i * NR;
-                    if (beta)
-                        for (int64_t j = 0; j < nr; j++) crow[j * x->c_cs] += trow[j];
-                    else
-                        for (int64_t j = 0; j < nr; j++) crow[j * x->c_cs] = trow[j];
+    for (int64_t pc = 0; pc < x->K; pc += x->KC) {
+        const int64_t kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+        const int beta = pc == 0 ? x->accumulate : 1;
+        isa->pack(&x->b, j0, nl, pc, kc, NR, bp);
+        const float *ablk = x->apack + x->mpad * pc;
+        for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
+            const float *ap = ablk + ir * kc; /* panel ir/MR */
+            const int64_t mr = x->mlen - ir < MR ? x->mlen - ir : MR;
+            const int64_t ci = x->ic + ir;
+            for (int64_t jr = 0; jr < nl; jr += NR) {
+                const float *bpj = bp + jr * kc;
+                const int64_t nr = nl - jr < NR ? nl - jr : NR;
+                float *c = x->c + ci * x->c_rs + (j0 + jr) * x->c_cs;
+                if (mr == MR && nr == NR && x->c_cs == 1) {
+                    isa->ukr(kc, ap, bpj, c, x->c_rs, beta);
+                } else {
+                    isa->ukr(kc, ap, bpj, tmp, NR, 0);
+                    for (int64_t i = 0; i < mr; i++) {
+                        float *crow = c + i * x->c_rs;
+                        const float *trow = tmp + i * NR;
+                        if (beta)
+                            for (int64_t j = 0; j < nr; j++) crow[j * x->c_cs] += trow[j];
+                        else
+                            for (int64_t j = 0; j < nr; j++) crow[j * x->c_cs] = trow[j];
+                    }
                 }
             }
         }
     }
 }
-
-static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Small f32 problems with unit-stride B rows and C rows: no packing at all. */
 #define TK_DIRECT_MAX_FLOPS (2.0 * 128 * 128 * 128)
@@ -295,7 +292,10 @@ static void gemm_direct(const tk_isa *isa, const tk_src *a, const tk_src *b, flo
     }
 }
 
-/* C (f32, element strides c_rs/c_cs) (+)= A @ B with the packed kernels. */
+/* C (f32, element strides c_rs/c_cs) (+)= A @ B with the packed kernels.
+ * Two parallel steps per A block (normally one A block: all of M): pack the block's A
+ * panels for every K block, then the compute tasks, each looping over K with its own B
+ * packing. */
 static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_rs, int64_t c_cs,
                     int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool) {
     /* orientation: the micro-kernel writes rows of C with unit stride */
@@ -326,72 +326,67 @@ static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_r
     x.N = N;
     x.K = K;
     x.accumulate = accumulate;
-    x.call = atomic_fetch_add(&g_call_id, 1);
     const int MR = isa->mr, NR = isa->nr;
+
+    const int nthreads = tk_cpu_count() > 1 ? tk_cpu_count() : 2;
+    const double flops = 2.0 * (double)M * (double)N * (double)K;
+    const int par = pfor != NULL && flops >= 4.0e6;
+    const int64_t want_tasks = 4 * (int64_t)nthreads;
 
     /* KC: the A micro-panel (MR x KC floats) takes about half of L1 */
     int64_t KC = g_env_kc ? g_env_kc : (g_l1 / 2) / (MR * 4);
-    KC = KC < 64 ? 64 : KC > 1024 ? 1024 : KC;
-    int64_t nk = cdiv(K, KC);
-    KC = round_up(cdiv(K, nk), 8);
-    /* NCb: the B block (KC x NCb) takes about half of L2 */
+    KC = KC < 16 ? 16 : KC > 2048 ? 2048 : KC;
+    KC = round_up(cdiv(K, cdiv(K, KC)), 4); /* equal K blocks */
+    /* NCb: the B block (KC x NCb) takes about half of L2; in parallel, N is split further
+     * (down to 2 NR columns) to make about 4 tasks per thread */
     int64_t NCb = g_env_nc ? round_up(g_env_nc, NR) : ((g_l2 / 2) / (KC * 4)) / NR * NR;
     if (NCb < NR) NCb = NR;
-    if (NCb > round_up(N, NR)) NCb = round_up(N, NR);
-    /* MCa: the shared A block (MCa x KC) takes at most a quarter of L3 */
-    int64_t MCa = g_env_mc ? round_up(g_env_mc, MR) : ((g_l3 / 4) / (KC * 4)) / MR * MR;
-    if (MCa < 16 * MR) MCa = 16 * MR;
-    if (MCa > round_up(M, MR)) MCa = round_up(M, MR);
-    {
-        int64_t nm = cdiv(M, MCa);
-        MCa = round_up(cdiv(M, nm), MR);
-        int64_t nn = cdiv(N, NCb);
-        NCb = round_up(cdiv(N, nn), NR);
+    NCb = round_up(cdiv(N, cdiv(N, NCb)), NR);
+    if (par && !g_env_nc && cdiv(N, NCb) < want_tasks) {
+        int64_t nb = round_up(cdiv(N, want_tasks), NR);
+        NCb = nb < 2 * NR ? (NCb < 2 * NR ? NCb : 2 * NR) : nb;
     }
+    /* MCa: the packed A block (MCa x K) stays under 64 MiB and each of its K blocks under
+     * half of L3 */
+    int64_t MCa = g_env_mc ? round_up(g_env_mc, MR) : ((g_l3 / 2) / (KC * 4)) / MR * MR;
+    int64_t cap = ((int64_t)(64 << 20) / (4 * (K > 0 ? K : 1))) / MR * MR;
+    if (!g_env_mc && MCa > cap) MCa = cap;
+    if (MCa < MR) MCa = MR;
+    MCa = round_up(cdiv(M, cdiv(M, MCa)), MR);
     x.KC = KC;
     x.NCb = NCb;
     x.MCa = MCa;
-
-    int nthreads = tk_cpu_count();
-    const double flops = 2.0 * (double)M * (double)N * (double)K;
-    const int par = pfor != NULL && nthreads > 1 && flops >= 4.0e6;
+    x.npc = cdiv(K, KC);
 
     tk_tls *tl = &t_tls;
-    float *apack = (float *)buf_get(&tl->a, (size_t)(MCa * KC) * sizeof(float));
+    float *apack = (float *)buf_get(&tl->a, (size_t)(MCa * K) * sizeof(float));
     if (!apack) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing A",
-                            (long long)(MCa * KC * 4));
+                            (long long)(MCa * K * 4));
     x.apack = apack;
 
-    for (int64_t pc = 0; pc < K; pc += KC) {
-        x.pc = pc;
-        x.kc = K - pc < KC ? K - pc : KC;
-        x.beta = pc == 0 ? accumulate : 1;
-        for (int64_t ic = 0; ic < M; ic += MCa) {
-            x.ic = ic;
-            x.mlen = M - ic < MCa ? M - ic : MCa;
-            x.napan = cdiv(x.mlen, MR);
-            x.nN = cdiv(N, NCb);
-            if (par) {
-                /* A: pack in parallel, a few panels per task */
-                int64_t ntask = 4 * (int64_t)nthreads;
-                x.apan_per_task = cdiv(x.napan, ntask);
-                pfor(pool, cdiv(x.napan, x.apan_per_task), pack_a_task, &x);
-                /* compute: (N blocks) x (chunks of the A block), about 4 tasks per thread */
-                int64_t want = cdiv(4 * (int64_t)nthreads, x.nN);
-                if (want > x.napan) want = x.napan;
-                if (want < 1) want = 1;
-                x.mchunk = round_up(cdiv(x.mlen, want), MR);
-                x.nMt = cdiv(x.mlen, x.mchunk);
-                pfor(pool, x.nN * x.nMt, compute_task, &x);
-            } else {
-                x.apan_per_task = x.napan;
-                pack_a_task(&x, 0);
-                x.mchunk = round_up(x.mlen, MR);
-                x.nMt = 1;
-                for (int64_t t = 0; t < x.nN; t++) compute_task(&x, t);
-            }
-            if (x.failed) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
+    for (int64_t ic = 0; ic < M; ic += MCa) {
+        x.ic = ic;
+        x.mlen = M - ic < MCa ? M - ic : MCa;
+        x.mpad = round_up(x.mlen, MR);
+        x.napan = cdiv(x.mlen, MR);
+        x.nN = cdiv(N, NCb);
+        if (par) {
+            x.apan_per_task = cdiv(x.napan * x.npc, want_tasks);
+            if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
+            pfor(pool, x.npc * cdiv(x.napan, x.apan_per_task), pack_a_task, &x);
+            int64_t nm = x.nN >= want_tasks ? 1 : cdiv(want_tasks, x.nN);
+            if (nm > x.napan) nm = x.napan;
+            x.mchunk = round_up(cdiv(x.mlen, nm), MR);
+            x.nMt = cdiv(x.mlen, x.mchunk);
+            pfor(pool, x.nN * x.nMt, compute_task, &x);
+        } else {
+            x.apan_per_task = x.napan;
+            for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);
+            x.mchunk = x.mpad;
+            x.nMt = 1;
+            for (int64_t t = 0; t < x.nN; t++) compute_task(&x, t);
         }
+        if (x.failed) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
     }
     buf_trim(&tl->a);
     buf_trim(&tl->b);
