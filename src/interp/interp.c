@@ -736,6 +736,14 @@ static inline void odo_next(const rgn *g, int64_t *t) {
     }
 }
 
+/* Tile operations count one step per element (or multiply-add) they process, so that
+ * max_steps also bounds the time spent in huge tile operations. */
+static void charge(ist *S, tile_loc loc, double work) {
+    if (S->opt->max_steps <= 0) return;
+    if (work > (double)S->opt->max_steps || (S->steps += (long)work) > S->opt->max_steps)
+        fail(S, loc, true, "step limit exceeded (%ld statements executed)", S->opt->max_steps);
+}
+
 static void exec_copy(ist *S, const ir_stmt *s) {
     rgn src, dst;
     eval_region(S, &s->regions[0], &src, s->loc);
@@ -749,6 +757,7 @@ static void exec_copy(ist *S, const ir_stmt *s) {
         tile_sb_printf(&m, " has %lld", (long long)dst.count);
         fail_sb(S, s->loc, true, &m);
     }
+    charge(S, s->loc, (double)src.count);
     int64_t ts[8] = {0}, td[8] = {0};
     tile_dtype sd = src.b->dt, dd = dst.b->dt;
     val zero = {0};
@@ -772,14 +781,30 @@ static void exec_fill(ist *S, const ir_stmt *s) {
     rgn g;
     eval_region(S, &s->regions[0], &g, s->loc);
     val v = convert(S, eval(S, s->value), s->value->dtype, g.b->dt);
-    int64_t t[8] = {0};
-    for (int64_t k = 0; k < g.count; k++) {
+    /* only the part of the box inside the buffer: the rest is dropped anyway */
+    int64_t lo[8], hi[8], t[8];
+    double n = 1;
+    for (int d = 0; d < g.rank; d++) {
+        lo[d] = g.start[d] < 0 ? -g.start[d] : 0;
+        hi[d] = g.b->shape[d] - g.start[d];
+        if (hi[d] > g.ext[d]) hi[d] = g.ext[d];
+        if (lo[d] >= hi[d]) return;
+        t[d] = lo[d];
+        n *= (double)(hi[d] - lo[d]);
+    }
+    charge(S, s->loc, n);
+    for (;;) {
         size_t off;
         if (rgn_off(&g, t, &off)) {
             st(g.b, off, v);
             note_write(S, g.b, off, ACC_WRITE, s->loc);
         }
-        odo_next(&g, t);
+        int d = g.rank - 1;
+        for (; d >= 0; d--) {
+            if (++t[d] < hi[d]) break;
+            t[d] = lo[d];
+        }
+        if (d < 0) break;
     }
 }
 
@@ -833,6 +858,7 @@ static void exec_gemm(ist *S, const ir_stmt *s) {
     if ((K > 0 && (M > ((int64_t)1 << 28) / K || N > ((int64_t)1 << 28) / K)))
         fail(S, s->loc, true, "gemm: operands of %lldx%lld and %lldx%lld elements are too large for the interpreter",
              (long long)M, (long long)K, (long long)K, (long long)N);
+    charge(S, s->loc, (double)M * (double)N * (double)K + (double)ar * (double)ac + (double)br * (double)bc);
     size_t na = (size_t)(M * K), nb = (size_t)(K * N);
     val *va = scratch(S, na + nb + 1);
     if (!va) fail(S, s->loc, true, "gemm: out of memory");
@@ -926,6 +952,7 @@ static void exec_reduce(ist *S, const ir_stmt *s) {
         tile_sb_printf(&m, " has %lld", (long long)dst.count);
         fail_sb(S, s->loc, true, &m);
     }
+    charge(S, s->loc, (double)nout * (double)(len + 1));
     tile_dtype dd = dst.b->dt, ct = compute_dt(S, dd), sd = src.b->dt;
     bool fl = ISF(ct);
     int op = s->reduce_op;
