@@ -52,10 +52,30 @@ typedef struct interp_args {
 
 /* Runs f. Returns 0 on success. On a run-time error (a failed check, division by zero, a
  * failed assert, max_steps exceeded) returns 1 and writes one message into err such as
- *   prog.tl:12:17: error: out-of-bounds read of A[64, 3] (shape 64x32) in block (1, 0), at i=64, k=3
- *   prog.tl:9:13: error: read of uninitialised shared memory A_shared[3, 0] in block (0, 0)
- *   prog.tl:15:9: error: data race on B_shared[0, 5]: written by iteration (i=0, j=5) and read by iteration (i=1, j=5) of the T.Parallel at prog.tl:14:18
- * followed by the source line and a caret (tile_diag_format). */
+ *   prog.tl:12:17: error: out-of-bounds read of A[64, 3]: A has shape 64x32 (block (1, 0), i=64, k=3)
+ *   prog.tl:9:13: error: read of uninitialised shared memory A_shared[3, 0] by copy (block (0, 0), k=1)
+ *   prog.tl:15:9: error: data race on B_shared[0, 5]: written by iteration (i=0, j=5) and read by iteration (i=1, j=5) of the T.Parallel at prog.tl:14:18 (block (0, 0), i=1, j=5)
+ *   prog.tl:22:26: error: data race on Out[0]: written by block (0) and read by block (1) of the kernel at prog.tl:16:9 (block (1), j=0)
+ * followed by the source line and a caret (tile_diag_format). The trailing parenthesis
+ * names the current block and the values of the enclosing loop variables (innermost last,
+ * at most 8).
+ *
+ * Details every backend must match:
+ *   - f is verified first (ir_verify_func); IR that does not verify is refused with the
+ *     verifier's messages.
+ *   - T.copy pairs element k of the source box with element k of the destination box
+ *     (row-major); source elements outside the buffer read as 0, destination elements
+ *     outside are dropped; the two boxes must have the same number of elements.
+ *   - GEMM and REDUCE accumulate in the destination's dtype, except that sub-32-bit float
+ *     destinations accumulate in float32 (rounded once on store). REDUCE skips source
+ *     elements outside the buffer (so a clipped max is the max of the elements present);
+ *     sum/abssum start at 0, max at -inf, min at +inf, absmax at 0 (clear=true).
+ *   - fma on float32 is a single-rounding fmaf; other math is libm on doubles, rounded.
+ *   - max_steps counts statements, and tile operations count one step per element (GEMM:
+ *     per multiply-add) they process.
+ *   - Race shadows cost 12 bytes per element of a buffer touched inside a T.Parallel or a
+ *     kernel (calloc'ed lazily: untouched pages cost nothing); the uninitialised-read
+ *     shadow 1 bit per element of non-parameter buffers. */
 int interp_run(const ir_func *f, const interp_args *args, const interp_options *opt, tile_strbuf *err);
 
 /* ---------- helpers (additive; for tests and the runtime) ---------- */
