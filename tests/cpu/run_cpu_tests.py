@@ -52,10 +52,12 @@ def test(fn):
 
 
 class Ctx:
-    def __init__(self, tile, tmp):
+    def __init__(self, tile, tmp, fresh):
         self.tile = tile
         self.tmp = tmp
-        self.cache = os.path.join(tmp, "cache")
+        # the cache tests need an empty cache; the others may share TILE_CPU_TEST_CACHE
+        shared = os.environ.get("TILE_CPU_TEST_CACHE")
+        self.cache = shared if shared and not fresh else os.path.join(tmp, "cache")
 
     def env(self, **kw):
         e = dict(os.environ)
@@ -330,7 +332,7 @@ def find_tile(arg):
 def run_one(name, tile):
     with tempfile.TemporaryDirectory(prefix="tile-cpu-") as tmp:
         try:
-            TESTS[name](Ctx(tile, tmp))
+            TESTS[name](Ctx(tile, tmp, name.startswith("cache_") or name == "compilers"))
         except Skip as e:
             print("SKIP %s: %s" % (name, e))
             return SKIP
