@@ -13,9 +13,9 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         return 1;
     }
     float *x = calloc(maxb / 4 + 1, 4);
-    const char *algos[] = {"auto", "ring", "recursive_doubling", "rabenseifner", "binomial_tree", "double_binary_tree"};
+    const char *algos[] = {"auto", "ring", "recursive_doubling", "rabenseifner", "binomial_tree", "double_binary_tree", "direct"};
     if (rank == 0) printf("%-20s %10s %12s %10s  %s\n", "algorithm", "bytes", "time_us", "busbw_GBs", "chosen (predicted us)");
-    for (int a = 0; a < 6; a++) {
+    for (int a = 0; a < 7; a++) {
         tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, (tlink_algo)tlink_algo_from_name(algos[a]));
         for (size_t b = 8; b <= maxb; b *= 8) {
             size_t n = b / 4;

@@ -10,13 +10,18 @@
 
 static int scenario;
 
-/* a port that was free a moment ago (for the rank-0-hosted store) */
+/* a port that was free a moment ago (for the rank-0-hosted store), below Linux's ephemeral
+ * range so that no other socket is handed it in between */
 static int free_port(void) {
-    tlink_store_server *s;
-    if (tlink_store_server_start("127.0.0.1", 0, &s)) return 29500;
-    int p = tlink_store_server_port(s);
-    tlink_store_server_stop(s);
-    return p;
+    for (int i = 0; i < 500; i++) {
+        int p = 21000 + (int)(((unsigned)getpid() * 7919u + (unsigned)i * 104729u) % 11000u);
+        tlink_store_server *s;
+        if (tlink_store_server_start("0.0.0.0", p, &s) == TLINK_OK) {
+            tlink_store_server_stop(s);
+            return p;
+        }
+    }
+    return 29500;
 }
 
 static int rank_main(int rank, int size, const char *addr, void *arg) {

@@ -393,7 +393,9 @@ tlink_status tl_coll_run(tlink_comm *c, tl_args *a) {
     double pred = 0;
     tlink_algo algo = TLINK_ALGO_DIRECT;
     if (a->coll != TLINK_COLL_SENDRECV) {
-        algo = n > 1 ? tl_choose(c, a->coll, model_bytes(a, es, n), &pred, tlink_dtype_name(a->dt)) : TLINK_ALGO_DIRECT;
+        algo = n > 1 ? tl_choose(c, a->coll, model_bytes(a, es, n), &pred,
+                                 a->coll == TLINK_COLL_BARRIER ? "-" : tlink_dtype_name(a->dt))
+                     : TLINK_ALGO_DIRECT;
         const char *an = tlink_algo_name(algo);
         size_t al = strlen(an);
         if (al >= sizeof c->last_algo) al = sizeof c->last_algo - 1;

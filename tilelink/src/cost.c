@@ -20,6 +20,17 @@ static int parse_cost_file(const char *path, double *alpha, double *beta, int *h
         char name[32];
         double a, b;
         if (line[0] == '#') continue;
+        /* topology files (docs/tilelink-topology.md): "cost shm alpha_us=2 beta_gbps=4",
+         * "reduce gbps=4" (key value or key=value) */
+        if (sscanf(line, " cost %31s alpha_us%*[ =]%lf beta_gbps%*[ =]%lf", name, &a, &b) == 3) {
+            for (int t = 0; t < TLINK_TRANSPORT_COUNT; t++)
+                if (!strcmp(name, tname[t]) && a >= 0 && b > 0) { alpha[t] = a * 1e-6; beta[t] = 1e-9 / b; have[t] = 1; }
+            continue;
+        }
+        if (sscanf(line, " reduce gbps%*[ =]%lf", &a) == 1) {
+            if (a > 0) *gamma = 1e-9 / a;
+            continue;
+        }
         if (sscanf(line, "gamma %lf", &a) == 1) { *gamma = a; continue; }
         if (sscanf(line, "%31s %lf %lf", name, &a, &b) != 3) continue;
         for (int t = 0; t < TLINK_TRANSPORT_COUNT; t++)
@@ -239,7 +250,7 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
         }
         case TLINK_ALGO_DIRECT:
             if (bytes > TL_DIRECT_SLOT) return -1;
-            t = 2 * a + N * B * b + (N - 1) * B * g;
+            t = a + N * B * b + (N - 1) * B * g; /* one synchronisation among the host's ranks */
             break;
         case TLINK_ALGO_HIERARCHICAL: {
             int lmax = 1;
