@@ -1,0 +1,1710 @@
+/* simt.c — Tile IR -> OpenCL C / CUDA C (see simt.h for the lowering, docs/backends-gpu.md).
+ *
+ * The generator walks the IR in two contexts:
+ *   - block context (gen_block): every thread of the block executes the statement with the
+ *     same control flow, so barriers are legal; tile ops and T.Parallel nests live here;
+ *   - thread context (gen_thread): ordinary serial code run by one thread (a T.Parallel
+ *     iteration, the thread-0 region of a block-level store, or a serial launch).
+ * Expressions are emitted fully parenthesised, with the IR's integer rules (wrapping in
+ * unsigned types, floor division, shift ranges) through the prelude's helpers, and the
+ * sub-32-bit floats as f32 values holding exactly the rounded value.
+ */
+#include "simt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simt_prelude_text.h"
+
+const char *simt_convert_text(void) { return simt_convert_h; }
+const char *simt_prelude_text(void) { return simt_prelude_h; }
+
+void simt_options_default(simt_options *o, simt_dialect d) {
+    memset(o, 0, sizeof *o);
+    o->dialect = d;
+    o->fp64 = true;
+    o->atom64 = true;
+    o->checks = tile_env_long("TILE_GPU_CHECKS", 1) != 0;
+}
+
+/* ---------- state ---------- */
+enum { SP_NONE = 0, SP_GLOBAL = 1, SP_SHARED = 2, SP_PRIVATE = 3 };
+
+typedef struct gen {
+    const ir_func *f;
+    const simt_options *o;
+    simt_program *P;
+    tile_strbuf *err;
+    bool failed;
+    bool cuda;
+    int ind;
+    int tmp;
+    /* per kernel */
+    int threads;
+    unsigned char *space; /* per buffer id */
+    size_t *soff;         /* per buffer id: shared offset */
+    int *bufarg;          /* per buffer id: index in P->bufs or -1 */
+    long *slot;           /* per var id: broadcast slot offset or -1 */
+    size_t smem;
+    bool barrier_fresh;
+    bool uses_f64;
+    tile_vec sites;       /* simt_site* */
+} gen;
+
+__attribute__((format(printf, 3, 4)))
+static void gfail(gen *G, tile_loc loc, const char *fmt, ...) {
+    if (G->failed) return; /* one message is enough */
+    G->failed = true;
+    tile_strbuf m = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    tile_sb_vprintf(&m, fmt, ap);
+    va_end(ap);
+    tile_diag dg = {TILE_DIAG_ERROR, loc, m.data ? m.data : (char *)""};
+    tile_diag_format(&dg, G->err);
+    tile_sb_free(&m);
+}
+
+static int add_site(gen *G, tile_loc loc, int kind, const char *what) {
+    simt_site *s = tile_xcalloc(1, sizeof *s);
+    s->loc = loc;
+    s->kind = kind;
+    s->what = what;
+    tile_vec_push(&G->sites, s);
+    return G->sites.len - 1;
+}
+
+static void ind(gen *G, tile_strbuf *o) {
+    for (int i = 0; i < G->ind; i++) tile_sb_puts(o, "    ");
+}
+__attribute__((format(printf, 3, 4)))
+static void line(gen *G, tile_strbuf *o, const char *fmt, ...) {
+    ind(G, o);
+    va_list ap;
+    va_start(ap, fmt);
+    tile_sb_vprintf(o, fmt, ap);
+    va_end(ap);
+    tile_sb_putc(o, '\n');
+    G->barrier_fresh = false;
+}
+
+/* ---------- dtypes ---------- */
+static bool is_float(tile_dtype d) { return tile_dtype_is_float(d); }
+static bool is_narrow(tile_dtype d) { return is_float(d) && d != TILE_DT_F32 && d != TILE_DT_F64; }
+static bool is_uns(tile_dtype d) { return d == TILE_DT_U8 || d == TILE_DT_U16 || d == TILE_DT_U32 || d == TILE_DT_U64; }
+static int bits_of(tile_dtype d) { return tile_dtype_bits(d); }
+
+/* C type of a value of dtype d in registers */
+static const char *vtype(tile_dtype d) {
+    switch (d) {
+    case TILE_DT_BOOL: return "int";
+    case TILE_DT_I8: return "int8_t";
+    case TILE_DT_I16: return "int16_t";
+    case TILE_DT_I32: return "int32_t";
+    case TILE_DT_I64: return "int64_t";
+    case TILE_DT_U8: return "uint8_t";
+    case TILE_DT_U16: return "uint16_t";
+    case TILE_DT_U32: return "uint32_t";
+    case TILE_DT_U64: return "uint64_t";
+    case TILE_DT_F64: return "double";
+    default: return "float";
+    }
+}
+/* C type of an element in memory */
+static const char *stype(tile_dtype d) {
+    switch (d) {
+    case TILE_DT_BOOL: case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2: case TILE_DT_FP4_E2M1: return "uint8_t";
+    case TILE_DT_F16: case TILE_DT_BF16: return "uint16_t";
+    default: return vtype(d);
+    }
+}
+/* OpenCL type name for convert_T_sat_rtz */
+static const char *cltype(tile_dtype d) {
+    switch (d) {
+    case TILE_DT_I8: return "char";
+    case TILE_DT_I16: return "short";
+    case TILE_DT_I32: return "int";
+    case TILE_DT_I64: return "long";
+    case TILE_DT_U8: return "uchar";
+    case TILE_DT_U16: return "ushort";
+    case TILE_DT_U32: return "uint";
+    default: return "ulong";
+    }
+}
+static const char *fmt_of(tile_dtype d) {
+    switch (d) {
+    case TILE_DT_F16: return "TCV_F16";
+    case TILE_DT_BF16: return "TCV_BF16";
+    case TILE_DT_FP8_E4M3: return "TCV_E4M3";
+    case TILE_DT_FP8_E5M2: return "TCV_E5M2";
+    default: return "TCV_E2M1";
+    }
+}
+static const char *uwide(tile_dtype d) { return bits_of(d) > 32 ? "uint64_t" : "uint32_t"; }
+
+/* ---------- names ---------- */
+static void var_name(tile_strbuf *o, const ir_var *v) {
+    tile_sb_puts(o, "v");
+    tile_sb_printf(o, "%d_", v->id);
+    for (const char *p = v->name ? v->name : ""; *p; p++)
+        tile_sb_putc(o, ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')) ? *p : '_');
+}
+static void buf_name(tile_strbuf *o, const ir_buffer *b) {
+    tile_sb_printf(o, "b%d_", b->id);
+    for (const char *p = b->name ? b->name : ""; *p; p++)
+        tile_sb_putc(o, ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')) ? *p : '_');
+}
+static const char *sp_sfx(gen *G, const ir_buffer *b) {
+    switch (G->space[b->id]) {
+    case SP_SHARED: return "l";
+    case SP_PRIVATE: return "p";
+    default: return "g";
+    }
+}
+static const char *sp_qual(gen *G, int sp) {
+    if (sp == SP_GLOBAL) return "TL_GLOBAL ";
+    if (sp == SP_SHARED) return "TL_LOCAL ";
+    (void)G;
+    return "";
+}
+
+/* ---------- constants ---------- */
+static void f32_lit(tile_strbuf *o, float x) {
+    if (isfinite(x)) tile_sb_printf(o, "%af", (double)x);
+    else {
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        tile_sb_printf(o, "TL_F32_BITS(0x%08xu)", u);
+    }
+}
+static void f64_lit(tile_strbuf *o, double x) {
+    if (isfinite(x)) tile_sb_printf(o, "%a", x);
+    else {
+        uint64_t u;
+        memcpy(&u, &x, 8);
+        tile_sb_printf(o, "TL_F64_BITS(0x%016llxull)", (unsigned long long)u);
+    }
+}
+static void int_lit(tile_strbuf *o, tile_dtype d, int64_t v) {
+    v = tile_wrap_int(d == TILE_DT_BOOL ? TILE_DT_I64 : d, v);
+    if (d == TILE_DT_BOOL) { tile_sb_puts(o, v ? "1" : "0"); return; }
+    if (v >= -2147483647LL && v <= 2147483647LL) tile_sb_printf(o, "((%s)%lld)", vtype(d), (long long)v);
+    else tile_sb_printf(o, "((%s)0x%llxull)", vtype(d), (unsigned long long)v);
+}
+
+/* ---------- expressions ---------- */
+static void ex(gen *G, tile_strbuf *o, const ir_expr *e);
+
+/* The value `v` (a C expression of dtype from) converted to dtype to, by the IR's rules. */
+static void conv(gen *G, tile_strbuf *o, tile_dtype from, tile_dtype to, const char *v) {
+    if (from == to || (is_narrow(from) && to == TILE_DT_F32)) { tile_sb_printf(o, "(%s)", v); return; }
+    if (from == TILE_DT_F64 || to == TILE_DT_F64) G->uses_f64 = true;
+    if (to == TILE_DT_BOOL) { tile_sb_printf(o, "((%s) != 0)", v); return; }
+    if (to == TILE_DT_F32) {
+        if ((from == TILE_DT_I64 || from == TILE_DT_U64) && G->o->fp64) tile_sb_printf(o, "((float)(double)(%s))", v);
+        else tile_sb_printf(o, "((float)(%s))", v);
+        return;
+    }
+    if (to == TILE_DT_F64) { tile_sb_printf(o, "((double)(%s))", v); return; }
+    if (is_narrow(to)) {
+        if (from == TILE_DT_F32 || is_narrow(from)) {
+            if (to == TILE_DT_F16) tile_sb_printf(o, "tl_round_f16(%s)", v);
+            else if (to == TILE_DT_BF16) tile_sb_printf(o, "tl_round_bf16(%s)", v);
+            else tile_sb_printf(o, "tl_round_f32(&%s, %s)", fmt_of(to), v);
+        } else if (from == TILE_DT_F64) {
+            tile_sb_printf(o, "tl_f64_to_small(&%s, %s)", fmt_of(to), v);
+        } else if (from == TILE_DT_U64 && G->o->fp64) {
+            tile_sb_printf(o, "tl_f64_to_small(&%s, (double)(%s))", fmt_of(to), v);
+        } else {
+            tile_sb_printf(o, "tl_i64_to_small(&%s, (int64_t)(%s))", fmt_of(to), v);
+        }
+        return;
+    }
+    /* to an integer */
+    if (!is_float(from)) { tile_sb_printf(o, "((%s)(%s))", vtype(to), v); return; }
+    if (!G->cuda) { tile_sb_printf(o, "convert_%s_sat_rtz(%s)", cltype(to), v); return; }
+    if (is_uns(to)) {
+        uint64_t hi = bits_of(to) >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits_of(to)) - 1);
+        tile_sb_printf(o, "((%s)tl_f2u((double)(%s), 0x%llxull))", vtype(to), v, (unsigned long long)hi);
+    } else {
+        int b = bits_of(to);
+        long long hi = b >= 64 ? INT64_MAX : (long long)(((uint64_t)1 << (b - 1)) - 1);
+        tile_sb_printf(o, "((%s)tl_f2s((double)(%s), (-%lldll - 1), %lldll))", vtype(to), v, hi, hi);
+    }
+}
+
+static void conv_e(gen *G, tile_strbuf *o, tile_dtype to, const ir_expr *e) {
+    tile_strbuf t = {0};
+    ex(G, &t, e);
+    conv(G, o, e->dtype, to, t.data ? t.data : "0");
+    tile_sb_free(&t);
+}
+
+/* Row-major element offset of b[idx...] (bounds-checked when checks are on). */
+static void elem_offset(gen *G, tile_strbuf *o, const ir_buffer *b, ir_expr *const *idx, int site) {
+    if (b->rank == 0) { tile_sb_puts(o, "0"); return; }
+    if (G->o->checks) {
+        for (int d = 0; d < b->rank; d++) tile_sb_puts(o, "tl_ix(");
+        tile_sb_puts(o, "0");
+        for (int d = 0; d < b->rank; d++) {
+            tile_sb_puts(o, ", (int64_t)(");
+            ex(G, o, idx[d]);
+            tile_sb_puts(o, "), (int64_t)(");
+            ex(G, o, b->shape[d]);
+            tile_sb_printf(o, "), %d, tl_err, %d)", d, site);
+        }
+        return;
+    }
+    for (int d = 0; d < b->rank; d++) tile_sb_puts(o, "(");
+    tile_sb_puts(o, "(int64_t)0");
+    for (int d = 0; d < b->rank; d++) {
+        tile_sb_puts(o, " * (int64_t)(");
+        ex(G, o, b->shape[d]);
+        tile_sb_puts(o, ") + (int64_t)(");
+        ex(G, o, idx[d]);
+        tile_sb_puts(o, "))");
+    }
+}
+
+/* Load of element `off` (a C expression) of b, as a value of b's dtype. */
+static void load_at(gen *G, tile_strbuf *o, const ir_buffer *b, const char *off) {
+    tile_strbuf n = {0};
+    buf_name(&n, b);
+    switch (b->dtype) {
+    case TILE_DT_BOOL: tile_sb_printf(o, "(%s[%s] != 0)", n.data, off); break;
+    case TILE_DT_F16: tile_sb_printf(o, "tcv_f16_bits_to_f32(%s[%s])", n.data, off); break;
+    case TILE_DT_BF16: tile_sb_printf(o, "tcv_bf16_bits_to_f32(%s[%s])", n.data, off); break;
+    case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2:
+        tile_sb_printf(o, "tl_decode_f32(&%s, %s[%s])", fmt_of(b->dtype), n.data, off);
+        break;
+    case TILE_DT_FP4_E2M1: tile_sb_printf(o, "tl_decode_f32(&TCV_E2M1, tl_ld4_%s(%s, %s))", sp_sfx(G, b), n.data, off); break;
+    default:
+        if (b->dtype == TILE_DT_F64) G->uses_f64 = true;
+        tile_sb_printf(o, "%s[%s]", n.data, off);
+        break;
+    }
+    tile_sb_free(&n);
+}
+
+/* Statement: b[off] = v, where v is a C expression of dtype vd (converted to b's dtype;
+ * sub-32-bit floats are rounded once from v). */
+static void store_at(gen *G, tile_strbuf *o, const ir_buffer *b, const char *off, const char *v, tile_dtype vd) {
+    tile_strbuf n = {0};
+    buf_name(&n, b);
+    tile_dtype bd = b->dtype;
+    ind(G, o);
+    G->barrier_fresh = false;
+    if (vd == TILE_DT_F64) G->uses_f64 = true;
+    if (is_narrow(bd)) {
+        tile_strbuf code = {0};
+        bool f32src = vd == TILE_DT_F32 || is_narrow(vd);
+        if (f32src && bd == TILE_DT_F16) tile_sb_printf(&code, "tcv_f32_to_f16_bits(%s)", v);
+        else if (f32src && bd == TILE_DT_BF16) tile_sb_printf(&code, "tcv_f32_to_bf16_bits(%s)", v);
+        else if (f32src) tile_sb_printf(&code, "tl_encode_f32(&%s, %s)", fmt_of(bd), v);
+        else if (vd == TILE_DT_F64 || (vd == TILE_DT_U64 && G->o->fp64)) tile_sb_printf(&code, "tcv_encode_f64(&%s, (double)(%s))", fmt_of(bd), v);
+        else tile_sb_printf(&code, "tcv_encode_i64(&%s, (int64_t)(%s))", fmt_of(bd), v);
+        if (bd == TILE_DT_FP4_E2M1) tile_sb_printf(o, "tl_st4_%s(%s, %s, (uint32_t)%s);\n", sp_sfx(G, b), n.data, off, code.data);
+        else tile_sb_printf(o, "%s[%s] = (%s)%s;\n", n.data, off, stype(bd), code.data);
+        tile_sb_free(&code);
+    } else if (bd == TILE_DT_BOOL) {
+        tile_sb_printf(o, "%s[%s] = (uint8_t)((%s) != 0);\n", n.data, off, v);
+    } else {
+        tile_strbuf c = {0};
+        conv(G, &c, vd, bd, v);
+        tile_sb_printf(o, "%s[%s] = %s;\n", n.data, off, c.data);
+        tile_sb_free(&c);
+    }
+    tile_sb_free(&n);
+}
+
+static const char *math_name(gen *G, int fn, bool f64) {
+    static const char *const cl[] = {[IR_I_EXP] = "exp", [IR_I_EXP2] = "exp2", [IR_I_LOG] = "log", [IR_I_LOG2] = "log2",
+                                     [IR_I_SQRT] = "sqrt", [IR_I_RSQRT] = "rsqrt", [IR_I_TANH] = "tanh", [IR_I_ABS] = "fabs",
+                                     [IR_I_SIN] = "sin", [IR_I_COS] = "cos", [IR_I_FLOOR] = "floor", [IR_I_CEIL] = "ceil",
+                                     [IR_I_ROUND] = "rint", [IR_I_TRUNC] = "trunc", [IR_I_ERF] = "erf", [IR_I_FMA] = "fma",
+                                     [IR_I_ISNAN] = "isnan", [IR_I_ISINF] = "isinf"};
+    static const char *const cuf[] = {[IR_I_EXP] = "expf", [IR_I_EXP2] = "exp2f", [IR_I_LOG] = "logf", [IR_I_LOG2] = "log2f",
+                                      [IR_I_SQRT] = "sqrtf", [IR_I_RSQRT] = "rsqrtf", [IR_I_TANH] = "tanhf", [IR_I_ABS] = "fabsf",
+                                      [IR_I_SIN] = "sinf", [IR_I_COS] = "cosf", [IR_I_FLOOR] = "floorf", [IR_I_CEIL] = "ceilf",
+                                      [IR_I_ROUND] = "rintf", [IR_I_TRUNC] = "truncf", [IR_I_ERF] = "erff", [IR_I_FMA] = "fmaf",
+                                      [IR_I_ISNAN] = "isnan", [IR_I_ISINF] = "isinf"};
+    if (fn < 0 || fn > IR_I_FMA) return NULL;
+    if (!G->cuda || f64) return cl[fn];
+    return cuf[fn];
+}
+
+static void ex_binary(gen *G, tile_strbuf *o, const ir_expr *e) {
+    int op = e->op;
+    const ir_expr *A = e->args[0], *B = e->args[1];
+    tile_dtype ot = A->dtype, rt = e->dtype;
+    tile_strbuf a = {0}, b = {0};
+    ex(G, &a, A);
+    ex(G, &b, B);
+    const char *sa = a.data ? a.data : "0", *sb = b.data ? b.data : "0";
+    static const char *const cops[IR_B_COUNT] = {[IR_B_ADD] = "+", [IR_B_SUB] = "-", [IR_B_MUL] = "*", [IR_B_DIV] = "/",
+                                                 [IR_B_LT] = "<", [IR_B_LE] = "<=", [IR_B_GT] = ">", [IR_B_GE] = ">=",
+                                                 [IR_B_EQ] = "==", [IR_B_NE] = "!=", [IR_B_BITAND] = "&", [IR_B_BITOR] = "|",
+                                                 [IR_B_BITXOR] = "^"};
+    if (op == IR_B_AND || op == IR_B_OR) {
+        tile_sb_printf(o, "((%s) %s (%s))", sa, op == IR_B_AND ? "&&" : "||", sb);
+    } else if (ir_binop_is_compare((ir_binop)op)) {
+        tile_sb_printf(o, "((%s) %s (%s))", sa, cops[op], sb);
+    } else if (is_float(ot)) {
+        bool d = ot == TILE_DT_F64;
+        if (d) G->uses_f64 = true;
+        switch (op) {
+        case IR_B_ADD: case IR_B_SUB: case IR_B_MUL: case IR_B_DIV:
+            tile_sb_printf(o, "((%s) %s (%s))", sa, cops[op], sb);
+            break;
+        case IR_B_FLOORDIV: case IR_B_FLOORMOD: {
+            const char *nm = op == IR_B_FLOORDIV ? "floordiv" : "floormod";
+            if (d) tile_sb_printf(o, "tl_%s_f64(%s, %s)", nm, sa, sb);
+            else if (G->o->fp64) tile_sb_printf(o, "((float)tl_%s_f64((double)(%s), (double)(%s)))", nm, sa, sb);
+            else tile_sb_printf(o, "tl_%s_f32(%s, %s)", nm, sa, sb);
+            break;
+        }
+        case IR_B_MIN: case IR_B_MAX:
+            tile_sb_printf(o, "%s%s(%s, %s)", op == IR_B_MIN ? "fmin" : "fmax", G->cuda && !d ? "f" : "", sa, sb);
+            break;
+        case IR_B_POW:
+            if (d) tile_sb_printf(o, "pow(%s, %s)", sa, sb);
+            else if (G->o->fp64) tile_sb_printf(o, "((float)pow((double)(%s), (double)(%s)))", sa, sb);
+            else tile_sb_printf(o, "%s(%s, %s)", G->cuda ? "powf" : "pow", sa, sb);
+            break;
+        default: gfail(G, e->loc, "internal: operator %d on floats", op);
+        }
+    } else {
+        /* integers (and bool, as int 0/1) */
+        const char *T = vtype(rt), *U = uwide(ot);
+        bool u = is_uns(ot), w64 = bits_of(ot) > 32;
+        int site = -1;
+        switch (op) {
+        case IR_B_ADD: case IR_B_SUB: case IR_B_MUL:
+            tile_sb_printf(o, "((%s)((%s)(%s) %s (%s)(%s)))", T, U, sa, cops[op], U, sb);
+            break;
+        case IR_B_DIV: case IR_B_FLOORDIV: case IR_B_FLOORMOD: {
+            site = add_site(G, e->loc, SIMT_SITE_DIV, NULL);
+            const char *fn;
+            if (u) fn = op == IR_B_FLOORMOD ? (w64 ? "tl_mod_u64" : "tl_mod_u32") : (w64 ? "tl_div_u64" : "tl_div_u32");
+            else if (op == IR_B_DIV) fn = w64 ? "tl_div_i64" : "tl_div_i32";
+            else if (op == IR_B_FLOORDIV) fn = w64 ? "tl_floordiv_i64" : "tl_floordiv_i32";
+            else fn = w64 ? "tl_floormod_i64" : "tl_floormod_i32";
+            const char *at = u ? (w64 ? "uint64_t" : "uint32_t") : (w64 ? "int64_t" : "int32_t");
+            tile_sb_printf(o, "((%s)%s((%s)(%s), (%s)(%s), tl_err, %d))", T, fn, at, sa, at, sb, site);
+            break;
+        }
+        case IR_B_MIN: case IR_B_MAX:
+            tile_sb_printf(o, "((%s)tl_%c%s((%s)(%s), (%s)(%s)))", T, u ? 'u' : 'i', op == IR_B_MIN ? "min" : "max",
+                           u ? "uint64_t" : "int64_t", sa, u ? "uint64_t" : "int64_t", sb);
+            break;
+        case IR_B_POW:
+            site = add_site(G, e->loc, SIMT_SITE_DIV, NULL);
+            tile_sb_printf(o, "((%s)tl_ipow((int64_t)(%s), (int64_t)(%s), %d, tl_err, %d))", T, sa, sb, u, site);
+            break;
+        case IR_B_SHL:
+            tile_sb_printf(o, "((%s)tl_shl((int64_t)(%s), (int64_t)(%s), %d, %d))", T, sa, sb, bits_of(ot), u);
+            break;
+        case IR_B_SHR:
+            tile_sb_printf(o, "((%s)tl_shr((int64_t)(%s), (int64_t)(%s), %d, %d))", T, sa, sb, bits_of(ot), u);
+            break;
+        case IR_B_BITAND: case IR_B_BITOR: case IR_B_BITXOR:
+            tile_sb_printf(o, "((%s)((%s) %s (%s)))", T, sa, cops[op], sb);
+            break;
+        default: gfail(G, e->loc, "internal: operator %d on integers", op);
+        }
+    }
+    tile_sb_free(&a);
+    tile_sb_free(&b);
+}
+
+static void ex_call(gen *G, tile_strbuf *o, const ir_expr *e) {
+    tile_dtype at = e->args[0]->dtype;
+    int fn = e->op;
+    tile_strbuf a[3] = {{0}, {0}, {0}};
+    for (int i = 0; i < e->nargs && i < 3; i++) ex(G, &a[i], e->args[i]);
+    const char *s0 = a[0].data ? a[0].data : "0";
+    if (!is_float(at)) {
+        if (fn == IR_I_ABS) {
+            if (is_uns(at)) tile_sb_printf(o, "(%s)", s0);
+            else tile_sb_printf(o, "((%s)tl_iabs((int64_t)(%s)))", vtype(at), s0);
+        } else if (fn == IR_I_FLOOR || fn == IR_I_CEIL || fn == IR_I_ROUND || fn == IR_I_TRUNC) {
+            tile_sb_printf(o, "(%s)", s0);
+        } else gfail(G, e->loc, "internal: %s on integers", ir_intrinsic_name((ir_intrinsic)fn));
+    } else {
+        bool d = at == TILE_DT_F64;
+        if (d) G->uses_f64 = true;
+        if (fn == IR_I_SIGMOID) tile_sb_printf(o, "tl_sigmoid_%s(%s)", d ? "f64" : "f32", s0);
+        else if (fn == IR_I_ISNAN || fn == IR_I_ISINF) tile_sb_printf(o, "(%s(%s) != 0)", math_name(G, fn, d), s0);
+        else if (fn == IR_I_FMA)
+            tile_sb_printf(o, "%s(%s, %s, %s)", math_name(G, fn, d), s0, a[1].data ? a[1].data : "0", a[2].data ? a[2].data : "0");
+        else {
+            const char *nm = math_name(G, fn, d);
+            if (!nm) gfail(G, e->loc, "internal: bad intrinsic %d", fn);
+            else tile_sb_printf(o, "%s(%s)", nm, s0);
+        }
+    }
+    for (int i = 0; i < 3; i++) tile_sb_free(&a[i]);
+}
+
+static void ex_reinterpret(gen *G, tile_strbuf *o, const ir_expr *e) {
+    tile_dtype from = e->args[0]->dtype, to = e->dtype;
+    tile_strbuf a = {0}, bits = {0};
+    ex(G, &a, e->args[0]);
+    const char *s = a.data ? a.data : "0";
+    switch (from) {
+    case TILE_DT_F32: tile_sb_printf(&bits, "((uint64_t)TL_BITS_F32(%s))", s); break;
+    case TILE_DT_F64: G->uses_f64 = true; tile_sb_printf(&bits, "((uint64_t)TL_BITS_F64(%s))", s); break;
+    case TILE_DT_F16: tile_sb_printf(&bits, "((uint64_t)tcv_f32_to_f16_bits(%s))", s); break;
+    case TILE_DT_BF16: tile_sb_printf(&bits, "((uint64_t)tcv_f32_to_bf16_bits(%s))", s); break;
+    case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2: case TILE_DT_FP4_E2M1:
+        tile_sb_printf(&bits, "((uint64_t)tl_encode_f32(&%s, %s))", fmt_of(from), s);
+        break;
+    default:
+        if (bits_of(from) >= 64) tile_sb_printf(&bits, "((uint64_t)(%s))", s);
+        else tile_sb_printf(&bits, "((uint64_t)(%s) & 0x%llxull)", s, (unsigned long long)(((uint64_t)1 << bits_of(from)) - 1));
+        break;
+    }
+    switch (to) {
+    case TILE_DT_F32: tile_sb_printf(o, "TL_F32_BITS((uint32_t)%s)", bits.data); break;
+    case TILE_DT_F64: G->uses_f64 = true; tile_sb_printf(o, "TL_F64_BITS(%s)", bits.data); break;
+    case TILE_DT_F16: tile_sb_printf(o, "tcv_f16_bits_to_f32((uint16_t)%s)", bits.data); break;
+    case TILE_DT_BF16: tile_sb_printf(o, "tcv_bf16_bits_to_f32((uint16_t)%s)", bits.data); break;
+    case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2: case TILE_DT_FP4_E2M1:
+        tile_sb_printf(o, "tl_decode_f32(&%s, (uint32_t)%s)", fmt_of(to), bits.data);
+        break;
+    case TILE_DT_BOOL: tile_sb_printf(o, "(%s != 0)", bits.data); break;
+    default: tile_sb_printf(o, "((%s)%s)", vtype(to), bits.data); break;
+    }
+    tile_sb_free(&a);
+    tile_sb_free(&bits);
+}
+
+static void ex(gen *G, tile_strbuf *o, const ir_expr *e) {
+    if (!e) { tile_sb_puts(o, "0"); return; }
+    switch (e->kind) {
+    case IR_E_CONST:
+        if (e->dtype == TILE_DT_F64) { G->uses_f64 = true; f64_lit(o, e->fval); }
+        else if (e->dtype == TILE_DT_F32) f32_lit(o, (float)e->fval);
+        else if (is_narrow(e->dtype)) f32_lit(o, (float)tile_round_to(e->dtype, e->fval));
+        else int_lit(o, e->dtype, e->ival);
+        return;
+    case IR_E_VAR:
+        if (e->var->dtype == TILE_DT_F64) G->uses_f64 = true;
+        var_name(o, e->var);
+        return;
+    case IR_E_LOAD: {
+        if (G->space[e->buf->id] == SP_NONE) {
+            gfail(G, e->loc, "buffer '%s' is used where the GPU code generator cannot place it", e->buf->name);
+            tile_sb_puts(o, "0");
+            return;
+        }
+        tile_strbuf off = {0};
+        elem_offset(G, &off, e->buf, e->args, G->o->checks ? add_site(G, e->loc, SIMT_SITE_READ, e->buf->name) : 0);
+        load_at(G, o, e->buf, off.data);
+        tile_sb_free(&off);
+        return;
+    }
+    case IR_E_UNARY: {
+        tile_strbuf a = {0};
+        ex(G, &a, e->args[0]);
+        const char *s = a.data ? a.data : "0";
+        if (e->op == IR_U_NOT) tile_sb_printf(o, "(!(%s))", s);
+        else if (e->op == IR_U_NEG) {
+            if (is_float(e->dtype)) tile_sb_printf(o, "(-(%s))", s);
+            else if (e->dtype == TILE_DT_BOOL) tile_sb_printf(o, "((%s) != 0)", s);
+            else tile_sb_printf(o, "((%s)((%s)0 - (%s)(%s)))", vtype(e->dtype), uwide(e->dtype), uwide(e->dtype), s);
+        } else {
+            if (e->dtype == TILE_DT_BOOL) tile_sb_printf(o, "(~(%s) != 0)", s);
+            else tile_sb_printf(o, "((%s)~(%s))", vtype(e->dtype), s);
+        }
+        tile_sb_free(&a);
+        return;
+    }
+    case IR_E_BINARY:
+        if (e->dtype == TILE_DT_BOOL && !ir_binop_is_compare((ir_binop)e->op) && e->op != IR_B_AND && e->op != IR_B_OR) {
+            tile_sb_puts(o, "(");
+            ex_binary(G, o, e);
+            tile_sb_puts(o, " != 0)");
+        } else ex_binary(G, o, e);
+        return;
+    case IR_E_SELECT: {
+        tile_sb_puts(o, "((");
+        ex(G, o, e->args[0]);
+        tile_sb_puts(o, ") ? (");
+        ex(G, o, e->args[1]);
+        tile_sb_puts(o, ") : (");
+        ex(G, o, e->args[2]);
+        tile_sb_puts(o, "))");
+        return;
+    }
+    case IR_E_CAST: conv_e(G, o, e->dtype, e->args[0]); return;
+    case IR_E_REINTERPRET: ex_reinterpret(G, o, e); return;
+    case IR_E_CALL: ex_call(G, o, e); return;
+    default: gfail(G, e->loc, "internal: bad expression kind %d", (int)e->kind); tile_sb_puts(o, "0");
+    }
+}
+
+/* ---------- analysis ---------- */
+static bool is_tileop(const ir_stmt *s) {
+    return s->kind == IR_S_COPY || s->kind == IR_S_FILL || s->kind == IR_S_GEMM || s->kind == IR_S_REDUCE;
+}
+/* Does s need all threads of the block (tile ops, T.Parallel)? */
+static bool has_sync(const ir_stmt *s) {
+    if (!s) return false;
+    if (is_tileop(s) || s->kind == IR_S_KERNEL) return true;
+    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (has_sync(s->body[i])) return true;
+    return false;
+}
+static bool writes_mem(const ir_stmt *s) {
+    if (!s) return false;
+    if (s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (writes_mem(s->body[i])) return true;
+    return false;
+}
+static void assigned_vars(const ir_stmt *s, bool *mark) {
+    if (!s) return;
+    if (s->kind == IR_S_ASSIGN && s->var) mark[s->var->id] = true;
+    for (int i = 0; i < s->nbody; i++) assigned_vars(s->body[i], mark);
+}
+
+static bool const_shape(const ir_buffer *b, int64_t *n) {
+    int64_t c = 1;
+    for (int d = 0; d < b->rank; d++) {
+        int64_t v;
+        if (!ir_const_int_value(b->shape[d], &v) || v < 0) return false;
+        c *= v;
+        if (c > ((int64_t)1 << 40)) return false;
+    }
+    *n = c;
+    return true;
+}
+
+/* Decide where each buffer ALLOCated in a kernel (block = block context) lives. */
+static void place(gen *G, const ir_stmt *s, bool block) {
+    if (!s) return;
+    if (block && s->kind != IR_S_ALLOC && !has_sync(s)) block = false;
+    if (s->kind == IR_S_ALLOC) {
+        const ir_buffer *b = s->buf;
+        if (b->scope == IR_SCOPE_GLOBAL) {
+            gfail(G, s->loc, "global buffer '%s' allocated inside a kernel: the GPU targets cannot allocate device memory from a kernel", b->name);
+            return;
+        }
+        int64_t n;
+        if (!const_shape(b, &n)) {
+            gfail(G, s->loc, "%s buffer '%s' needs a constant shape on the GPU targets", ir_scope_name(b->scope), b->name);
+            return;
+        }
+        if (block) {
+            if (G->space[b->id] != SP_SHARED) {
+                G->space[b->id] = SP_SHARED;
+                G->smem = (G->smem + 15) & ~(size_t)15;
+                G->soff[b->id] = G->smem;
+                G->smem += tile_dtype_storage_bytes(b->dtype, (size_t)n) + 4;
+            }
+        } else {
+            G->space[b->id] = SP_PRIVATE;
+        }
+        return;
+    }
+    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) block = false;
+    for (int i = 0; i < s->nbody; i++) place(G, s->body[i], block);
+}
+
+/* ---------- statements ---------- */
+static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s);
+static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s);
+static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid, const char *nth);
+
+static void barrier(gen *G, tile_strbuf *o) {
+    if (G->threads <= 1 || G->barrier_fresh) return;
+    ind(G, o);
+    tile_sb_puts(o, "TL_BARRIER();\n");
+    G->barrier_fresh = true;
+}
+
+static void gen_alloc_private(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    const ir_buffer *b = s->buf;
+    int64_t n = 0;
+    if (!const_shape(b, &n)) {
+        gfail(G, s->loc, "%s buffer '%s' needs a constant shape on the GPU targets", ir_scope_name(b->scope), b->name);
+        return;
+    }
+    if (n > 65536) {
+        gfail(G, s->loc, "per-thread buffer '%s' has %lld elements: too large for private memory", b->name, (long long)n);
+        return;
+    }
+    tile_strbuf nm = {0};
+    buf_name(&nm, b);
+    size_t bytes = tile_dtype_storage_bytes(b->dtype, (size_t)n);
+    line(G, o, "uint64_t %s_raw[%zu];", nm.data, (bytes + 7) / 8 + 1);
+    line(G, o, "%s *%s = (%s *)%s_raw;", stype(b->dtype), nm.data, stype(b->dtype), nm.data);
+    tile_sb_free(&nm);
+    if (b->dtype == TILE_DT_F64) G->uses_f64 = true;
+}
+
+static void gen_for_serial(gen *G, tile_strbuf *o, const ir_stmt *s, bool block) {
+    int t = G->tmp++;
+    tile_strbuf lo = {0}, ext = {0}, v = {0};
+    ex(G, &lo, s->lo);
+    ex(G, &ext, s->extent);
+    var_name(&v, s->var);
+    line(G, o, "for (int64_t tl_i%d = (int64_t)(%s), tl_e%d = tl_i%d + (int64_t)(%s); tl_i%d < tl_e%d; tl_i%d++) {", t, lo.data, t, t,
+         ext.data, t, t, t);
+    G->ind++;
+    line(G, o, "%s = (int32_t)tl_i%d;", v.data, t);
+    if (block) gen_block(G, o, s->body[0]);
+    else gen_thread(G, o, s->body[0]);
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&lo);
+    tile_sb_free(&ext);
+    tile_sb_free(&v);
+}
+
+static void gen_atomic(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    const ir_buffer *b = s->buf;
+    tile_dtype bd = b->dtype;
+    int sp = G->space[b->id];
+    const char *q = sp_qual(G, sp), *sfx = sp_sfx(G, b);
+    tile_dtype ct = is_float(bd) ? (bd == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32) : bd;
+    int t = G->tmp++;
+    tile_strbuf off = {0}, x = {0}, nm = {0};
+    elem_offset(G, &off, b, s->idx, G->o->checks ? add_site(G, s->loc, SIMT_SITE_WRITE, b->name) : 0);
+    conv_e(G, &x, ct, s->value);
+    buf_name(&nm, b);
+    line(G, o, "{");
+    G->ind++;
+    line(G, o, "%s tl_x%d = %s;", vtype(ct), t, x.data);
+    line(G, o, "int64_t tl_o%d = %s;", t, off.data);
+    int bits = bits_of(bd);
+    bool w64 = bits == 64;
+    if (w64 && !G->cuda && !G->o->atom64 && sp != SP_PRIVATE) {
+        gfail(G, s->loc, "a 64-bit atomic update needs cl_khr_int64_base_atomics, which this OpenCL device does not support");
+    }
+    const char *W = w64 ? "uint64_t" : "uint32_t";
+    if (w64) {
+        line(G, o, "%s%s *tl_w%d = (%s%s *)(%s + tl_o%d);", q, W, t, q, W, nm.data, t);
+        line(G, o, "const uint32_t tl_sh%d = 0; const uint64_t tl_m%d = ~(uint64_t)0;", t, t);
+    } else {
+        /* the aligned 32-bit word holding the element, and the element's bit position */
+        if (bits == 4) line(G, o, "int64_t tl_by%d = tl_o%d >> 1; uint32_t tl_sh%d = (uint32_t)((tl_by%d & 3) * 8 + (tl_o%d & 1) * 4);", t, t, t, t, t);
+        else line(G, o, "int64_t tl_by%d = tl_o%d * %d; uint32_t tl_sh%d = (uint32_t)((tl_by%d & 3) * 8);", t, t, bits / 8, t, t);
+        line(G, o, "%suint32_t *tl_w%d = (%suint32_t *)((%suint8_t *)%s + (tl_by%d & ~(int64_t)3));", q, t, q, q, nm.data, t);
+        line(G, o, "const uint32_t tl_m%d = 0x%xu;", t, bits == 32 ? 0xFFFFFFFFu : ((1u << bits) - 1));
+    }
+    line(G, o, "%s tl_old%d = *tl_w%d;", W, t, t);
+    line(G, o, "for (;;) {");
+    G->ind++;
+    /* the current element value */
+    line(G, o, "%s tl_cb%d = (tl_old%d >> tl_sh%d) & tl_m%d;", W, t, t, t, t);
+    tile_strbuf cur = {0};
+    switch (bd) {
+    case TILE_DT_F32: tile_sb_printf(&cur, "TL_F32_BITS((uint32_t)tl_cb%d)", t); break;
+    case TILE_DT_F64: tile_sb_printf(&cur, "TL_F64_BITS(tl_cb%d)", t); break;
+    case TILE_DT_F16: tile_sb_printf(&cur, "tcv_f16_bits_to_f32((uint16_t)tl_cb%d)", t); break;
+    case TILE_DT_BF16: tile_sb_printf(&cur, "tcv_bf16_bits_to_f32((uint16_t)tl_cb%d)", t); break;
+    case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2: case TILE_DT_FP4_E2M1:
+        tile_sb_printf(&cur, "tl_decode_f32(&%s, (uint32_t)tl_cb%d)", fmt_of(bd), t);
+        break;
+    case TILE_DT_BOOL: tile_sb_printf(&cur, "(tl_cb%d != 0)", t); break;
+    default: tile_sb_printf(&cur, "((%s)tl_cb%d)", vtype(bd), t); break;
+    }
+    line(G, o, "%s tl_c%d = %s;", vtype(ct), t, cur.data);
+    tile_sb_free(&cur);
+    const char *T = vtype(ct);
+    if (is_float(ct)) {
+        const char *f = G->cuda && ct == TILE_DT_F32 ? "f" : "";
+        if (s->atomic_op == IR_ATOMIC_ADD) line(G, o, "%s tl_n%d = tl_c%d + tl_x%d;", T, t, t, t);
+        else line(G, o, "%s tl_n%d = %s%s(tl_c%d, tl_x%d);", T, t, s->atomic_op == IR_ATOMIC_MAX ? "fmax" : "fmin", f, t, t);
+    } else {
+        bool u = is_uns(ct);
+        if (s->atomic_op == IR_ATOMIC_ADD) line(G, o, "%s tl_n%d = (%s)((%s)tl_c%d + (%s)tl_x%d);", T, t, T, uwide(ct), t, uwide(ct), t);
+        else line(G, o, "%s tl_n%d = (%s)tl_%c%s((%s)tl_c%d, (%s)tl_x%d);", T, t, T, u ? 'u' : 'i', s->atomic_op == IR_ATOMIC_MAX ? "max" : "min",
+                  u ? "uint64_t" : "int64_t", t, u ? "uint64_t" : "int64_t", t);
+    }
+    /* encode the new element */
+    tile_strbuf nb = {0};
+    switch (bd) {
+    case TILE_DT_F32: tile_sb_printf(&nb, "(%s)TL_BITS_F32(tl_n%d)", W, t); break;
+    case TILE_DT_F64: tile_sb_printf(&nb, "(%s)TL_BITS_F64(tl_n%d)", W, t); break;
+    case TILE_DT_F16: tile_sb_printf(&nb, "(%s)tcv_f32_to_f16_bits(tl_n%d)", W, t); break;
+    case TILE_DT_BF16: tile_sb_printf(&nb, "(%s)tcv_f32_to_bf16_bits(tl_n%d)", W, t); break;
+    case TILE_DT_FP8_E4M3: case TILE_DT_FP8_E5M2: case TILE_DT_FP4_E2M1:
+        tile_sb_printf(&nb, "(%s)tl_encode_f32(&%s, tl_n%d)", W, fmt_of(bd), t);
+        break;
+    case TILE_DT_BOOL: tile_sb_printf(&nb, "(%s)(tl_n%d != 0)", W, t); break;
+    default: tile_sb_printf(&nb, "(%s)(%s)tl_n%d", W, bits == 64 ? "uint64_t" : bits == 32 ? "uint32_t" : bits == 16 ? "uint16_t" : "uint8_t", t); break;
+    }
+    line(G, o, "%s tl_nw%d = (tl_old%d & ~(tl_m%d << tl_sh%d)) | ((%s & tl_m%d) << tl_sh%d);", W, t, t, t, t, nb.data, t, t);
+    tile_sb_free(&nb);
+    line(G, o, "%s tl_pv%d = tl_cas%d_%s(tl_w%d, tl_old%d, tl_nw%d);", W, t, w64 ? 64 : 32, sfx, t, t, t);
+    line(G, o, "if (tl_pv%d == tl_old%d) break;", t, t);
+    line(G, o, "tl_old%d = tl_pv%d;", t, t);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&off);
+    tile_sb_free(&x);
+    tile_sb_free(&nm);
+}
+
+/* Serial code of one thread. */
+static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    if (!s || G->failed) return;
+    switch (s->kind) {
+    case IR_S_SEQ:
+        line(G, o, "{");
+        G->ind++;
+        for (int i = 0; i < s->nbody; i++) gen_thread(G, o, s->body[i]);
+        G->ind--;
+        line(G, o, "}");
+        return;
+    case IR_S_FOR: gen_for_serial(G, o, s, false); return;
+    case IR_S_WHILE: {
+        tile_strbuf c = {0};
+        ex(G, &c, s->cond);
+        line(G, o, "while (%s) {", c.data);
+        tile_sb_free(&c);
+        G->ind++;
+        gen_thread(G, o, s->body[0]);
+        G->ind--;
+        line(G, o, "}");
+        return;
+    }
+    case IR_S_IF: {
+        tile_strbuf c = {0};
+        ex(G, &c, s->cond);
+        line(G, o, "if (%s) {", c.data);
+        tile_sb_free(&c);
+        G->ind++;
+        gen_thread(G, o, s->body[0]);
+        G->ind--;
+        if (s->nbody >= 2 && s->body[1]) {
+            line(G, o, "} else {");
+            G->ind++;
+            gen_thread(G, o, s->body[1]);
+            G->ind--;
+        }
+        line(G, o, "}");
+        return;
+    }
+    case IR_S_ASSIGN: {
+        tile_strbuf v = {0}, x = {0};
+        var_name(&v, s->var);
+        conv_e(G, &x, s->var->dtype, s->value);
+        line(G, o, "%s = %s;", v.data, x.data);
+        tile_sb_free(&v);
+        tile_sb_free(&x);
+        return;
+    }
+    case IR_S_STORE: {
+        if (G->space[s->buf->id] == SP_NONE) {
+            gfail(G, s->loc, "buffer '%s' is used where the GPU code generator cannot place it", s->buf->name);
+            return;
+        }
+        int t = G->tmp++;
+        tile_strbuf x = {0}, off = {0};
+        ex(G, &x, s->value);
+        elem_offset(G, &off, s->buf, s->idx, G->o->checks ? add_site(G, s->loc, SIMT_SITE_WRITE, s->buf->name) : 0);
+        /* value first, then the index (the interpreter's order) */
+        line(G, o, "{");
+        G->ind++;
+        line(G, o, "%s tl_v%d = %s;", vtype(s->value->dtype), t, x.data);
+        char vn[32];
+        snprintf(vn, sizeof vn, "tl_v%d", t);
+        store_at(G, o, s->buf, off.data, vn, s->value->dtype);
+        G->ind--;
+        line(G, o, "}");
+        tile_sb_free(&x);
+        tile_sb_free(&off);
+        return;
+    }
+    case IR_S_ATOMIC: gen_atomic(G, o, s); return;
+    case IR_S_ALLOC:
+        if (s->buf->scope == IR_SCOPE_GLOBAL || s->buf->role != IR_BUF_TEMP) return; /* allocated by the runtime */
+        if (G->space[s->buf->id] == SP_SHARED) return;
+        G->space[s->buf->id] = SP_PRIVATE;
+        gen_alloc_private(G, o, s);
+        return;
+    case IR_S_KERNEL: gfail(G, s->loc, "a kernel inside a loop or a branch is not supported on the GPU targets"); return;
+    case IR_S_COPY: case IR_S_FILL: case IR_S_GEMM: case IR_S_REDUCE: gen_tileop(G, o, s, "0", "1"); return;
+    case IR_S_BREAK: line(G, o, "break;"); return;
+    case IR_S_CONTINUE: line(G, o, "continue;"); return;
+    case IR_S_ASSERT: {
+        tile_strbuf c = {0};
+        ex(G, &c, s->cond);
+        int site = add_site(G, s->loc, SIMT_SITE_ASSERT, s->msg ? s->msg : "(no message)");
+        line(G, o, "if (!(%s)) tl_fail(tl_err, %d, 0, 0, 0);", c.data, site);
+        tile_sb_free(&c);
+        return;
+    }
+    default: gfail(G, s->loc, "internal: bad statement kind %d", (int)s->kind);
+    }
+}
+
+static const ir_stmt *single_child(const ir_stmt *s) {
+    const ir_stmt *c = (s->body && s->nbody >= 1) ? s->body[0] : NULL;
+    while (c && c->kind == IR_S_SEQ && c->nbody == 1 && c->body) c = c->body[0];
+    return c;
+}
+static bool expr_uses_var(const ir_expr *e, const ir_var *v) {
+    if (!e) return false;
+    if (e->kind == IR_E_VAR && e->var == v) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_uses_var(e->args[i], v)) return true;
+    return false;
+}
+/* A BREAK that would leave the loop s itself (not a loop nested in it). */
+static bool breaks_out(const ir_stmt *s, bool top) {
+    if (!s) return false;
+    if (s->kind == IR_S_BREAK) return true;
+    if (!top && (s->kind == IR_S_FOR || s->kind == IR_S_WHILE)) return false;
+    for (int i = 0; i < s->nbody; i++)
+        if (breaks_out(s->body[i], false)) return true;
+    return false;
+}
+
+/* A T.Parallel nest: flattened, iterations strided over the threads, barrier after. */
+static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    const ir_stmt *loops[16];
+    int n = 1;
+    loops[0] = s;
+    int want = s->par_group_depth < 1 ? 1 : s->par_group_depth > 16 ? 16 : s->par_group_depth;
+    while (n < want) {
+        const ir_stmt *c = single_child(loops[n - 1]);
+        if (!c || c->kind != IR_S_FOR) break;
+        bool dep = false;
+        for (int k = 0; k < n; k++)
+            if (expr_uses_var(c->lo, loops[k]->var) || expr_uses_var(c->extent, loops[k]->var)) dep = true;
+        if (dep) break;
+        loops[n++] = c;
+    }
+    for (int k = 0; k < n; k++)
+        if (breaks_out(loops[k]->body[0], true)) {
+            gfail(G, s->loc, "'break' out of a T.Parallel loop is not supported on the GPU targets");
+            return;
+        }
+    barrier(G, o);
+    int t = G->tmp++;
+    line(G, o, "{");
+    G->ind++;
+    for (int k = 0; k < n; k++) {
+        tile_strbuf lo = {0}, ext = {0};
+        ex(G, &lo, loops[k]->lo);
+        ex(G, &ext, loops[k]->extent);
+        line(G, o, "const int64_t tl_lo%d_%d = (int64_t)(%s), tl_n%d_%d = (int64_t)(%s);", t, k, lo.data, t, k, ext.data);
+        tile_sb_free(&lo);
+        tile_sb_free(&ext);
+    }
+    tile_strbuf tot = {0}, pos = {0};
+    for (int k = 0; k < n; k++) tile_sb_printf(&tot, "%stl_n%d_%d > 0", k ? " && " : "", t, k);
+    tile_sb_puts(&tot, " ? ");
+    for (int k = 0; k < n; k++) tile_sb_printf(&tot, "%stl_n%d_%d", k ? " * " : "", t, k);
+    line(G, o, "const int64_t tl_tot%d = %s : 0;", t, tot.data);
+    line(G, o, "for (int64_t tl_it%d = tl_tid; tl_it%d < tl_tot%d; tl_it%d += %d) {", t, t, t, t, G->threads);
+    G->ind++;
+    line(G, o, "int64_t tl_r%d = tl_it%d;", t, t);
+    for (int k = n - 1; k >= 0; k--) {
+        tile_strbuf v = {0};
+        var_name(&v, loops[k]->var);
+        if (k > 0) line(G, o, "%s = (int32_t)(tl_lo%d_%d + tl_r%d %% tl_n%d_%d); tl_r%d /= tl_n%d_%d;", v.data, t, k, t, t, k, t, t, k);
+        else line(G, o, "%s = (int32_t)(tl_lo%d_%d + tl_r%d);", v.data, t, k, t);
+        tile_sb_free(&v);
+    }
+    gen_thread(G, o, loops[n - 1]->body[0]);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&tot);
+    tile_sb_free(&pos);
+    barrier(G, o);
+}
+
+/* Block-level statement without tile ops: redundantly in every thread if it writes no
+ * memory, else in thread 0 with the scalars it assigns broadcast through shared memory. */
+static void gen_leaf(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    if (G->threads <= 1 || !writes_mem(s)) {
+        gen_thread(G, o, s);
+        return;
+    }
+    bool *mark = tile_xcalloc((size_t)G->f->nvars + 1, sizeof(bool));
+    assigned_vars(s, mark);
+    barrier(G, o);
+    line(G, o, "if (tl_tid == 0) {");
+    G->ind++;
+    gen_thread(G, o, s);
+    for (int i = 0; i < G->f->nvars; i++) {
+        if (!mark[i]) continue;
+        if (G->slot[i] < 0) {
+            G->smem = (G->smem + 7) & ~(size_t)7;
+            G->slot[i] = (long)G->smem;
+            G->smem += 8;
+        }
+        tile_strbuf v = {0};
+        var_name(&v, G->f->vars[i]);
+        line(G, o, "*(TL_LOCAL %s *)(tl_smem + %ld) = %s;", vtype(G->f->vars[i]->dtype), G->slot[i], v.data);
+        tile_sb_free(&v);
+    }
+    G->ind--;
+    line(G, o, "}");
+    barrier(G, o);
+    for (int i = 0; i < G->f->nvars; i++) {
+        if (!mark[i]) continue;
+        tile_strbuf v = {0};
+        var_name(&v, G->f->vars[i]);
+        line(G, o, "%s = *(TL_LOCAL %s *)(tl_smem + %ld);", v.data, vtype(G->f->vars[i]->dtype), G->slot[i]);
+        tile_sb_free(&v);
+    }
+    free(mark);
+}
+
+static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    if (!s || G->failed) return;
+    if (s->kind == IR_S_SEQ) {
+        for (int i = 0; i < s->nbody; i++) gen_block(G, o, s->body[i]);
+        return;
+    }
+    if (s->kind == IR_S_ALLOC) {
+        if (G->space[s->buf->id] == SP_SHARED) return;
+        gen_thread(G, o, s);
+        return;
+    }
+    if (!has_sync(s)) {
+        gen_leaf(G, o, s);
+        return;
+    }
+    switch (s->kind) {
+    case IR_S_FOR:
+        if (s->loop_kind == IR_LOOP_PARALLEL) gen_parallel(G, o, s);
+        else gen_for_serial(G, o, s, true);
+        return;
+    case IR_S_WHILE: {
+        tile_strbuf c = {0};
+        ex(G, &c, s->cond);
+        line(G, o, "while (%s) {", c.data);
+        tile_sb_free(&c);
+        G->ind++;
+        gen_block(G, o, s->body[0]);
+        G->ind--;
+        line(G, o, "}");
+        return;
+    }
+    case IR_S_IF: {
+        tile_strbuf c = {0};
+        ex(G, &c, s->cond);
+        line(G, o, "if (%s) {", c.data);
+        tile_sb_free(&c);
+        G->ind++;
+        gen_block(G, o, s->body[0]);
+        G->ind--;
+        if (s->nbody >= 2 && s->body[1]) {
+            line(G, o, "} else {");
+            G->ind++;
+            gen_block(G, o, s->body[1]);
+            G->ind--;
+        }
+        line(G, o, "}");
+        return;
+    }
+    case IR_S_KERNEL: gfail(G, s->loc, "kernels cannot be nested"); return;
+    default:
+        barrier(G, o);
+        gen_tileop(G, o, s, "tl_tid", G->threads > 1 ? "tl_nth" : "1");
+        barrier(G, o);
+        return;
+    }
+}
+
+/* ---------- tile operations ---------- */
+/* Declares tl_s<N>_d, tl_e<N>_d, tl_d<N>_d (start, extent, dimension) and tl_c<N> (count). */
+static void region_prep(gen *G, tile_strbuf *o, const ir_region *r, int N) {
+    const ir_buffer *b = r->buf;
+    tile_strbuf cnt = {0};
+    for (int d = 0; d < b->rank; d++) {
+        tile_strbuf s = {0}, e = {0}, dd = {0};
+        ex(G, &s, r->start[d]);
+        ex(G, &e, r->extent[d]);
+        ex(G, &dd, b->shape[d]);
+        line(G, o, "const int64_t tl_s%d_%d = (int64_t)(%s), tl_e%d_%d = (int64_t)(%s), tl_d%d_%d = (int64_t)(%s);", N, d, s.data, N, d,
+             e.data, N, d, dd.data);
+        tile_sb_printf(&cnt, " * tl_e%d_%d", N, d);
+        tile_sb_free(&s);
+        tile_sb_free(&e);
+        tile_sb_free(&dd);
+    }
+    line(G, o, "const int64_t tl_c%d = (int64_t)1%s;", N, cnt.data ? cnt.data : "");
+    tile_sb_free(&cnt);
+}
+
+/* Declares tl_p<N>_d (positions) from linear index `k` over the box, tl_in<N>, tl_o<N>. */
+static void region_pos(gen *G, tile_strbuf *o, const ir_region *r, int N, const char *k) {
+    int R = r->buf->rank;
+    line(G, o, "int64_t tl_r%d = %s;", N, k);
+    for (int d = R - 1; d >= 0; d--) {
+        if (d > 0) line(G, o, "const int64_t tl_p%d_%d = tl_s%d_%d + tl_r%d %% tl_e%d_%d; tl_r%d /= tl_e%d_%d;", N, d, N, d, N, N, d, N, N, d);
+        else line(G, o, "const int64_t tl_p%d_%d = tl_s%d_%d + tl_r%d;", N, d, N, d, N);
+    }
+    tile_strbuf in = {0}, off = {0};
+    tile_sb_puts(&in, "1");
+    tile_sb_puts(&off, "(int64_t)0");
+    for (int d = 0; d < R; d++) {
+        tile_sb_printf(&in, " && (uint64_t)tl_p%d_%d < (uint64_t)tl_d%d_%d", N, d, N, d);
+        tile_strbuf t = {0};
+        tile_sb_printf(&t, "(%s) * tl_d%d_%d + tl_p%d_%d", off.data, N, d, N, d);
+        tile_sb_free(&off);
+        off = t;
+    }
+    line(G, o, "const int tl_in%d = %s;", N, in.data);
+    line(G, o, "const int64_t tl_o%d = tl_in%d ? %s : 0;", N, N, off.data);
+    tile_sb_free(&in);
+    tile_sb_free(&off);
+}
+
+/* Offset and in-bounds test of a GEMM operand at (row, col) of its last two dims. */
+static void gemm_pos(gen *G, tile_strbuf *o, const ir_region *r, int N, const char *row, const char *col) {
+    int R = r->buf->rank;
+    tile_strbuf in = {0}, off = {0};
+    tile_sb_puts(&in, "1");
+    tile_sb_puts(&off, "(int64_t)0");
+    for (int d = 0; d < R; d++) {
+        char p[96];
+        if (d == R - 2) snprintf(p, sizeof p, "(tl_s%d_%d + %s)", N, d, row);
+        else if (d == R - 1) snprintf(p, sizeof p, "(tl_s%d_%d + %s)", N, d, col);
+        else snprintf(p, sizeof p, "tl_s%d_%d", N, d);
+        tile_sb_printf(&in, " && (uint64_t)%s < (uint64_t)tl_d%d_%d", p, N, d);
+        tile_strbuf t = {0};
+        tile_sb_printf(&t, "(%s) * tl_d%d_%d + %s", off.data, N, d, p);
+        tile_sb_free(&off);
+        off = t;
+    }
+    line(G, o, "const int tl_in%d = %s;", N, in.data);
+    line(G, o, "const int64_t tl_o%d = tl_in%d ? %s : 0;", N, N, off.data);
+    tile_sb_free(&in);
+    tile_sb_free(&off);
+}
+
+static tile_dtype compute_dt(tile_dtype d) {
+    if (!is_float(d)) return d;
+    return d == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32;
+}
+
+static void loaded_as(gen *G, tile_strbuf *o, const ir_buffer *b, const char *off, tile_dtype to) {
+    tile_strbuf l = {0};
+    load_at(G, &l, b, off);
+    conv(G, o, b->dtype, to, l.data);
+    tile_sb_free(&l);
+}
+
+static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid, const char *nth) {
+    for (int i = 0; i < s->nregions; i++)
+        if (G->space[s->regions[i].buf->id] == SP_NONE) {
+            gfail(G, s->loc, "buffer '%s' is used where the GPU code generator cannot place it", s->regions[i].buf->name);
+            return;
+        }
+    line(G, o, "{");
+    G->ind++;
+    switch (s->kind) {
+    case IR_S_COPY: {
+        const ir_region *src = &s->regions[0], *dst = &s->regions[1];
+        region_prep(G, o, src, 0);
+        region_prep(G, o, dst, 1);
+        int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "copy: the source has %lld elements but the destination has %lld");
+        line(G, o, "if (tl_c0 != tl_c1) tl_fail(tl_err, %d, tl_c0, tl_c1, 0);", site);
+        line(G, o, "else for (int64_t tl_k = %s; tl_k < tl_c0; tl_k += %s) {", tid, nth);
+        G->ind++;
+        region_pos(G, o, src, 0, "tl_k");
+        region_pos(G, o, dst, 1, "tl_k");
+        line(G, o, "if (tl_in1) {");
+        G->ind++;
+        tile_strbuf l = {0};
+        load_at(G, &l, src->buf, "tl_o0");
+        line(G, o, "%s tl_v = tl_in0 ? %s : (%s)0;", vtype(src->buf->dtype), l.data, vtype(src->buf->dtype));
+        tile_sb_free(&l);
+        store_at(G, o, dst->buf, "tl_o1", "tl_v", src->buf->dtype);
+        G->ind--;
+        line(G, o, "}");
+        G->ind--;
+        line(G, o, "}");
+        break;
+    }
+    case IR_S_FILL: {
+        const ir_region *r = &s->regions[0];
+        region_prep(G, o, r, 0);
+        tile_strbuf v = {0};
+        ex(G, &v, s->value);
+        line(G, o, "const %s tl_fv = %s;", vtype(s->value->dtype), v.data);
+        tile_sb_free(&v);
+        line(G, o, "for (int64_t tl_k = %s; tl_k < tl_c0; tl_k += %s) {", tid, nth);
+        G->ind++;
+        region_pos(G, o, r, 0, "tl_k");
+        line(G, o, "if (tl_in0) {");
+        G->ind++;
+        store_at(G, o, r->buf, "tl_o0", "tl_fv", s->value->dtype);
+        G->ind--;
+        line(G, o, "}");
+        G->ind--;
+        line(G, o, "}");
+        break;
+    }
+    case IR_S_GEMM: {
+        const ir_region *A = &s->regions[0], *B = &s->regions[1], *C = &s->regions[2];
+        if (A->buf->rank < 2 || B->buf->rank < 2 || C->buf->rank < 2) {
+            gfail(G, s->loc, "gemm: operands must be 2-D");
+            break;
+        }
+        region_prep(G, o, A, 0);
+        region_prep(G, o, B, 1);
+        region_prep(G, o, C, 2);
+        int ra = A->buf->rank, rb = B->buf->rank, rc = C->buf->rank;
+        line(G, o, "const int64_t tl_M = tl_e0_%d, tl_K = tl_e0_%d, tl_KB = tl_e1_%d, tl_N = tl_e1_%d;", s->trans_a ? ra - 1 : ra - 2,
+             s->trans_a ? ra - 2 : ra - 1, s->trans_b ? rb - 1 : rb - 2, s->trans_b ? rb - 2 : rb - 1);
+        tile_strbuf lead = {0};
+        tile_sb_puts(&lead, "0");
+        for (int d = 0; d < ra - 2; d++) tile_sb_printf(&lead, " || tl_e0_%d != 1", d);
+        for (int d = 0; d < rb - 2; d++) tile_sb_printf(&lead, " || tl_e1_%d != 1", d);
+        for (int d = 0; d < rc - 2; d++) tile_sb_printf(&lead, " || tl_e2_%d != 1", d);
+        int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "gemm: shapes do not match (M x K = %lld x %lld)");
+        line(G, o, "if (tl_M != tl_e2_%d || tl_N != tl_e2_%d || tl_K != tl_KB || %s) tl_fail(tl_err, %d, tl_M, tl_K, 0);", rc - 2, rc - 1,
+             lead.data, site);
+        tile_sb_free(&lead);
+        tile_dtype ct = compute_dt(C->buf->dtype);
+        const char *T = vtype(ct);
+        line(G, o, "else for (int64_t tl_q = %s; tl_q < tl_M * tl_N; tl_q += %s) {", tid, nth);
+        G->ind++;
+        line(G, o, "const int64_t tl_i = tl_q / tl_N, tl_j = tl_q %% tl_N;");
+        gemm_pos(G, o, C, 2, "tl_i", "tl_j");
+        line(G, o, "if (!tl_in2) continue;");
+        if (s->clear) line(G, o, "%s tl_acc = (%s)0;", T, T);
+        else {
+            tile_strbuf l = {0};
+            loaded_as(G, &l, C->buf, "tl_o2", ct);
+            line(G, o, "%s tl_acc = %s;", T, l.data);
+            tile_sb_free(&l);
+        }
+        line(G, o, "for (int64_t tl_kk = 0; tl_kk < tl_K; tl_kk++) {");
+        G->ind++;
+        gemm_pos(G, o, A, 0, s->trans_a ? "tl_kk" : "tl_i", s->trans_a ? "tl_i" : "tl_kk");
+        gemm_pos(G, o, B, 1, s->trans_b ? "tl_j" : "tl_kk", s->trans_b ? "tl_kk" : "tl_j");
+        tile_strbuf la = {0}, lb = {0};
+        loaded_as(G, &la, A->buf, "tl_o0", ct);
+        loaded_as(G, &lb, B->buf, "tl_o1", ct);
+        line(G, o, "const %s tl_a = tl_in0 ? %s : (%s)0;", T, la.data, T);
+        line(G, o, "const %s tl_b = tl_in1 ? %s : (%s)0;", T, lb.data, T);
+        tile_sb_free(&la);
+        tile_sb_free(&lb);
+        if (is_float(ct)) {
+            line(G, o, "const %s tl_p = tl_a * tl_b;", T);
+            line(G, o, "tl_acc = tl_acc + tl_p;");
+        } else {
+            const char *U = uwide(ct);
+            line(G, o, "tl_acc = (%s)((%s)tl_acc + (%s)tl_a * (%s)tl_b);", T, U, U, U);
+        }
+        G->ind--;
+        line(G, o, "}");
+        store_at(G, o, C->buf, "tl_o2", "tl_acc", ct);
+        G->ind--;
+        line(G, o, "}");
+        break;
+    }
+    case IR_S_REDUCE: {
+        const ir_region *src = &s->regions[0], *dst = &s->regions[1];
+        int R = src->buf->rank, dim = s->dim;
+        if (dim < 0 || dim >= R) {
+            gfail(G, s->loc, "reduce: dim %d out of range", dim);
+            break;
+        }
+        region_prep(G, o, src, 0);
+        region_prep(G, o, dst, 1);
+        tile_strbuf nout = {0};
+        tile_sb_puts(&nout, "(int64_t)1");
+        for (int d = 0; d < R; d++)
+            if (d != dim) tile_sb_printf(&nout, " * tl_e0_%d", d);
+        line(G, o, "const int64_t tl_nout = %s, tl_len = tl_e0_%d;", nout.data, dim);
+        tile_sb_free(&nout);
+        int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "reduce: the reduction gives %lld elements but the destination has %lld");
+        line(G, o, "if (tl_nout != tl_c1) tl_fail(tl_err, %d, tl_nout, tl_c1, 0);", site);
+        line(G, o, "else for (int64_t tl_q = %s; tl_q < tl_nout; tl_q += %s) {", tid, nth);
+        G->ind++;
+        region_pos(G, o, dst, 1, "tl_q");
+        line(G, o, "if (!tl_in1) continue;");
+        /* source positions of the other dims, row-major */
+        line(G, o, "int64_t tl_rr = tl_q;");
+        for (int d = R - 1; d >= 0; d--) {
+            if (d == dim) continue;
+            line(G, o, "const int64_t tl_t%d = tl_s0_%d + tl_rr %% tl_e0_%d; tl_rr /= tl_e0_%d;", d, d, d, d);
+        }
+        tile_dtype ct = compute_dt(dst->buf->dtype);
+        const char *T = vtype(ct);
+        bool fl = is_float(ct), u = is_uns(ct);
+        int op = s->reduce_op;
+        if (!s->clear) {
+            tile_strbuf l = {0};
+            loaded_as(G, &l, dst->buf, "tl_o1", ct);
+            line(G, o, "%s tl_acc = %s;", T, l.data);
+            tile_sb_free(&l);
+        } else if (fl) {
+            const char *init = op == IR_RED_MAX ? "-INFINITY" : op == IR_RED_MIN ? "INFINITY" : "0";
+            if (op == IR_RED_MAX || op == IR_RED_MIN) {
+                tile_strbuf lit = {0};
+                if (ct == TILE_DT_F64) f64_lit(&lit, op == IR_RED_MAX ? -INFINITY : INFINITY);
+                else f32_lit(&lit, op == IR_RED_MAX ? -INFINITY : INFINITY);
+                line(G, o, "%s tl_acc = %s;", T, lit.data);
+                tile_sb_free(&lit);
+            } else line(G, o, "%s tl_acc = (%s)%s;", T, T, init);
+        } else {
+            int b = bits_of(ct);
+            int64_t imin = u ? 0 : (b >= 64 ? INT64_MIN : -((int64_t)1 << (b - 1)));
+            int64_t imax = u ? (b >= 64 ? -1 : (int64_t)(((uint64_t)1 << b) - 1)) : (b >= 64 ? INT64_MAX : ((int64_t)1 << (b - 1)) - 1);
+            if (ct == TILE_DT_BOOL) { imin = 0; imax = 1; }
+            tile_strbuf lit = {0};
+            int_lit(&lit, ct, op == IR_RED_MAX ? imin : op == IR_RED_MIN ? imax : 0);
+            line(G, o, "%s tl_acc = %s;", T, lit.data);
+            tile_sb_free(&lit);
+        }
+        line(G, o, "for (int64_t tl_kk = 0; tl_kk < tl_len; tl_kk++) {");
+        G->ind++;
+        tile_strbuf in = {0}, off = {0};
+        tile_sb_puts(&in, "1");
+        tile_sb_puts(&off, "(int64_t)0");
+        for (int d = 0; d < R; d++) {
+            char p[64];
+            if (d == dim) snprintf(p, sizeof p, "(tl_s0_%d + tl_kk)", d);
+            else snprintf(p, sizeof p, "tl_t%d", d);
+            tile_sb_printf(&in, " && (uint64_t)%s < (uint64_t)tl_d0_%d", p, d);
+            tile_strbuf t = {0};
+            tile_sb_printf(&t, "(%s) * tl_d0_%d + %s", off.data, d, p);
+            tile_sb_free(&off);
+            off = t;
+        }
+        line(G, o, "if (!(%s)) continue;", in.data);
+        line(G, o, "const int64_t tl_o0 = %s;", off.data);
+        tile_sb_free(&in);
+        tile_sb_free(&off);
+        tile_strbuf l = {0};
+        loaded_as(G, &l, src->buf, "tl_o0", ct);
+        line(G, o, "%s tl_x = %s;", T, l.data);
+        tile_sb_free(&l);
+        bool isabs = op == IR_RED_ABSSUM || op == IR_RED_ABSMAX;
+        bool sum = op == IR_RED_SUM || op == IR_RED_ABSSUM;
+        const char *f = G->cuda && ct == TILE_DT_F32 ? "f" : "";
+        if (fl) {
+            if (isabs) line(G, o, "tl_x = fabs%s(tl_x);", f);
+            if (sum) line(G, o, "tl_acc = tl_acc + tl_x;");
+            else line(G, o, "tl_acc = %s%s(tl_acc, tl_x);", op == IR_RED_MIN ? "fmin" : "fmax", f);
+        } else {
+            if (isabs && !u) line(G, o, "if (tl_x < 0) tl_x = (%s)((%s)0 - (%s)tl_x);", T, uwide(ct), uwide(ct));
+            if (sum) line(G, o, "tl_acc = (%s)((%s)tl_acc + (%s)tl_x);", T, uwide(ct), uwide(ct));
+            else line(G, o, "tl_acc = (tl_x %s tl_acc) ? tl_x : tl_acc;", op == IR_RED_MIN ? "<" : ">");
+        }
+        G->ind--;
+        line(G, o, "}");
+        store_at(G, o, dst->buf, "tl_o1", "tl_acc", ct);
+        G->ind--;
+        line(G, o, "}");
+        break;
+    }
+    default: gfail(G, s->loc, "internal: not a tile op");
+    }
+    G->ind--;
+    line(G, o, "}");
+}
+
+/* ---------- kernels ---------- */
+static void dialect_header(gen *G, tile_strbuf *o) {
+    if (G->cuda) {
+        tile_sb_puts(o,
+                     "#define TL_CUDA 1\n#define TL_FP64 1\n"
+                     "typedef signed char int8_t; typedef unsigned char uint8_t; typedef short int16_t; typedef unsigned short uint16_t;\n"
+                     "typedef int int32_t; typedef unsigned int uint32_t; typedef long long int64_t; typedef unsigned long long uint64_t;\n"
+                     "#define TL_FN static __device__ inline\n#define TL_GLOBAL\n#define TL_LOCAL\n"
+                     "#define TL_FMT_DECL static const\n#define TL_FMT_PTR const tcv_fmt *\n"
+                     "#define TL_EXPF(x) expf(x)\n#define TL_FLOORF(x) floorf(x)\n"
+                     "#define TL_F32_BITS(u) __uint_as_float((unsigned int)(u))\n"
+                     "#define TL_F64_BITS(u) __longlong_as_double((long long)(u))\n"
+                     "#define TL_BITS_F32(x) __float_as_uint(x)\n"
+                     "#define TL_BITS_F64(x) ((uint64_t)__double_as_longlong(x))\n"
+                     "#define TL_BARRIER() __syncthreads()\n"
+                     "#define INFINITY __int_as_float(0x7f800000)\n"
+                     "#define __builtin_clzll(x) __clzll((long long)(x))\n#define __builtin_clz(x) __clz((int)(x))\n");
+    } else {
+        tile_sb_puts(o, "#define TL_OPENCL 1\n");
+        if (G->o->fp64) tile_sb_puts(o, "#define TL_FP64 1\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+        if (G->o->atom64) tile_sb_puts(o, "#define TL_ATOM64 1\n#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n");
+        tile_sb_puts(o,
+                     "#pragma OPENCL FP_CONTRACT OFF\n"
+                     "typedef char int8_t; typedef uchar uint8_t; typedef short int16_t; typedef ushort uint16_t;\n"
+                     "typedef int int32_t; typedef uint uint32_t; typedef long int64_t; typedef ulong uint64_t;\n"
+                     "#define TL_FN static inline\n#define TL_GLOBAL __global\n#define TL_LOCAL __local\n"
+                     "#define TL_FMT_DECL __constant\n#define TL_FMT_PTR __constant tcv_fmt *\n"
+                     "#define TL_EXPF(x) exp(x)\n#define TL_FLOORF(x) floor(x)\n"
+                     "#define TL_F32_BITS(u) as_float((uint)(u))\n#define TL_F64_BITS(u) as_double((ulong)(u))\n"
+                     "#define TL_BITS_F32(x) as_uint(x)\n#define TL_BITS_F64(x) as_ulong(x)\n"
+                     "#define TL_BARRIER() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
+                     "static inline void tl_memcpy_p(void *d, const void *s, size_t n) {\n"
+                     "    for (size_t i = 0; i < n; i++) ((uchar *)d)[i] = ((const uchar *)s)[i];\n}\n"
+                     "#define memcpy(d, s, n) tl_memcpy_p((void *)(d), (const void *)(s), (n))\n"
+                     "#define __builtin_clzll(x) ((int)clz((ulong)(x)))\n#define __builtin_clz(x) ((int)clz((uint)(x)))\n"
+                     "#define half tcv_half_ /* a type name in OpenCL C; a variable of convert.h */\n");
+    }
+}
+
+/* convert.h adapted to the device: #include lines dropped, format tables in constant
+ * memory, and (without fp64) every top-level declaration that mentions double left out. */
+static void adapted_convert(gen *G, tile_strbuf *o) {
+    const char *p = simt_convert_h;
+    tile_strbuf chunk = {0};
+    int depth = 0;
+    bool drop_double = !G->o->fp64;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        tile_strbuf ln = {0};
+        for (size_t i = 0; i < n; i++) tile_sb_putc(&ln, p[i]);
+        const char *L = ln.data ? ln.data : "";
+        p += n + (nl ? 1 : 0);
+        if (!strncmp(L, "#include", 8)) { tile_sb_free(&ln); continue; }
+        if (L[0] == '#' && depth == 0 && !chunk.len) {
+            tile_sb_printf(o, "%s\n", L);
+            tile_sb_free(&ln);
+            continue;
+        }
+        /* rewrite the table declarations and parameters */
+        tile_strbuf fixed = {0};
+        for (const char *q = L; *q;) {
+            if (!strncmp(q, "static const tcv_fmt ", 21)) { tile_sb_puts(&fixed, "TL_FMT_DECL tcv_fmt "); q += 21; }
+            else if (!strncmp(q, "const tcv_fmt *", 15)) { tile_sb_puts(&fixed, "TL_FMT_PTR "); q += 15; }
+            else tile_sb_putc(&fixed, *q++);
+        }
+        tile_sb_printf(&chunk, "%s\n", fixed.data ? fixed.data : "");
+        for (const char *q = L; *q; q++) {
+            if (*q == '{') depth++;
+            else if (*q == '}') depth--;
+        }
+        size_t len = strlen(L);
+        while (len && (L[len - 1] == ' ' || L[len - 1] == '\t')) len--;
+        bool ends = depth == 0 && len && (L[len - 1] == '}' || L[len - 1] == ';');
+        bool blank = len == 0 && depth == 0;
+        if (ends || blank) {
+            if (!(drop_double && strstr(chunk.data, "double"))) tile_sb_puts(o, chunk.data);
+            tile_sb_free(&chunk);
+        }
+        tile_sb_free(&fixed);
+        tile_sb_free(&ln);
+    }
+    if (chunk.len && !(drop_double && strstr(chunk.data, "double"))) tile_sb_puts(o, chunk.data);
+    tile_sb_free(&chunk);
+}
+
+static int buf_index(simt_program *P, const ir_buffer *b) {
+    for (int i = 0; i < P->nbufs; i++)
+        if (P->bufs[i].buf == b) return i;
+    return -1;
+}
+
+static bool size_expr(const ir_expr *e) {
+    if (!e) return false;
+    if (e->kind == IR_E_VAR) return e->var->kind == IR_VAR_SIZE;
+    if (e->kind == IR_E_LOAD || e->kind == IR_E_CALL || e->kind == IR_E_REINTERPRET) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!size_expr(e->args[i])) return false;
+    return true;
+}
+
+static void collect_temps(gen *G, const ir_stmt *s, bool in_kernel) {
+    if (!s || G->failed) return;
+    if (s->kind == IR_S_KERNEL) in_kernel = true;
+    if (s->kind == IR_S_ALLOC && s->buf->scope == IR_SCOPE_GLOBAL && !in_kernel && buf_index(G->P, s->buf) < 0) {
+        for (int d = 0; d < s->buf->rank; d++)
+            if (!size_expr(s->buf->shape[d])) {
+                gfail(G, s->loc, "the shape of '%s' depends on run-time values: the GPU targets allocate global buffers before the launch", s->buf->name);
+                return;
+            }
+        simt_program *P = G->P;
+        P->bufs = tile_xrealloc(P->bufs, sizeof(simt_buf) * (size_t)(P->nbufs + 1));
+        P->bufs[P->nbufs++] = (simt_buf){s->buf, -1, -1};
+    }
+    for (int i = 0; i < s->nbody; i++) collect_temps(G, s->body[i], in_kernel);
+}
+
+/* One device kernel: `body` run on a grid (kernel statement k) or by one thread (k NULL). */
+static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt *const *stmts, int nstmts) {
+    const ir_func *f = G->f;
+    simt_program *P = G->P;
+    P->launches = tile_xrealloc(P->launches, sizeof(simt_launch) * (size_t)(P->nlaunches + 1));
+    simt_launch *L = &P->launches[P->nlaunches];
+    memset(L, 0, sizeof *L);
+    snprintf(L->name, sizeof L->name, "tile_k%d", P->nlaunches);
+    P->nlaunches++;
+    L->threads = k ? (k->threads > 0 ? k->threads : 128) : 1;
+    L->loc = k ? k->loc : (nstmts ? stmts[0]->loc : f->loc);
+    if (k)
+        for (int d = 0; d < k->ngrid && d < 3; d++) L->grid[d] = k->grid[d];
+    if (k)
+        for (int d = 0; d < k->ngrid; d++)
+            if (!size_expr(k->grid[d])) {
+                gfail(G, k->loc, "the kernel grid depends on run-time values: the GPU targets compute it before the launch");
+                return;
+            }
+    G->threads = L->threads;
+    G->smem = 0;
+    G->barrier_fresh = true; /* nothing ran before the kernel's first statement */
+    for (int i = 0; i < f->nbuffers; i++) {
+        int a = buf_index(P, f->buffers[i]);
+        G->space[i] = a >= 0 ? SP_GLOBAL : SP_NONE;
+        G->soff[i] = 0;
+    }
+    for (int i = 0; i < f->nvars; i++) G->slot[i] = -1;
+    if (k) place(G, k->body[0], true);
+    else
+        for (int i = 0; i < nstmts; i++) place(G, stmts[i], false);
+    if (G->failed) return;
+
+    tile_strbuf body = {0};
+    G->ind = 1;
+    if (k) gen_block(G, &body, k->body[0]);
+    else
+        for (int i = 0; i < nstmts; i++) gen_thread(G, &body, stmts[i]);
+    if (G->failed) {
+        tile_sb_free(&body);
+        return;
+    }
+    L->smem = G->smem ? (G->smem + 15) & ~(size_t)15 : 16;
+
+    /* signature */
+    tile_sb_printf(src, "\nTL_KERNEL void %s(", L->name);
+    for (int i = 0; i < P->nbufs; i++) tile_sb_printf(src, "TL_GLOBAL uint8_t *tl_b%d, ", i);
+    tile_sb_puts(src, "TL_GLOBAL const int64_t *tl_scal, TL_GLOBAL int64_t *tl_err");
+    if (!G->cuda) tile_sb_puts(src, ", __local uint8_t *tl_smem");
+    tile_sb_puts(src, ") {\n");
+    if (G->cuda)
+        tile_sb_puts(src, "    extern __shared__ __align__(16) uint8_t tl_smem[];\n"
+                          "    const int tl_tid = (int)threadIdx.x; const int64_t tl_blk = (int64_t)blockIdx.x;\n");
+    else tile_sb_puts(src, "    const int tl_tid = (int)get_local_id(0); const int64_t tl_blk = (int64_t)get_group_id(0);\n");
+    tile_sb_printf(src, "    const int tl_nth = %d;\n    (void)tl_nth; (void)tl_blk; (void)tl_smem;\n", L->threads);
+    for (int i = 0; i < P->nbufs; i++) {
+        const ir_buffer *b = P->bufs[i].buf;
+        tile_strbuf n = {0};
+        buf_name(&n, b);
+        tile_sb_printf(src, "    TL_GLOBAL %s *%s = (TL_GLOBAL %s *)tl_b%d; (void)%s;\n", stype(b->dtype), n.data, stype(b->dtype), i, n.data);
+        tile_sb_free(&n);
+    }
+    for (int i = 0; i < f->nsizes; i++) {
+        tile_strbuf n = {0};
+        var_name(&n, f->sizes[i]);
+        tile_sb_printf(src, "    const %s %s = (%s)tl_scal[%d]; (void)%s;\n", vtype(f->sizes[i]->dtype), n.data, vtype(f->sizes[i]->dtype), i, n.data);
+        tile_sb_free(&n);
+    }
+    for (int i = 0; i < f->nparams; i++) {
+        const ir_var *v = f->params[i].var;
+        if (!v) continue;
+        tile_strbuf n = {0};
+        var_name(&n, v);
+        int slot = f->nsizes + i;
+        if (v->dtype == TILE_DT_F64) {
+            G->uses_f64 = true;
+            tile_sb_printf(src, "    const double %s = TL_F64_BITS((uint64_t)tl_scal[%d]);", n.data, slot);
+        } else if (is_float(v->dtype))
+            tile_sb_printf(src, "    const float %s = TL_F32_BITS((uint32_t)tl_scal[%d]);", n.data, slot);
+        else if (v->dtype == TILE_DT_BOOL)
+            tile_sb_printf(src, "    const int %s = tl_scal[%d] != 0;", n.data, slot);
+        else tile_sb_printf(src, "    const %s %s = (%s)tl_scal[%d];", vtype(v->dtype), n.data, vtype(v->dtype), slot);
+        tile_sb_printf(src, " (void)%s;\n", n.data);
+        tile_sb_free(&n);
+    }
+    /* locals and loop variables (per thread) */
+    for (int i = 0; i < f->nvars; i++) {
+        const ir_var *v = f->vars[i];
+        if (v->kind != IR_VAR_LOCAL && v->kind != IR_VAR_LOOP) continue;
+        tile_strbuf n = {0};
+        var_name(&n, v);
+        if (v->dtype == TILE_DT_F64) G->uses_f64 = true;
+        tile_sb_printf(src, "    %s %s = 0; (void)%s;\n", vtype(v->dtype), n.data, n.data);
+        tile_sb_free(&n);
+    }
+    if (k) {
+        tile_sb_puts(src, "    int64_t tl_rb = tl_blk; (void)tl_rb;\n");
+        for (int d = 0; d < k->ngrid; d++) {
+            tile_strbuf g = {0}, n = {0};
+            ex(G, &g, k->grid[d]);
+            var_name(&n, k->block_vars[d]);
+            tile_sb_printf(src, "    const int64_t tl_g%d = (int64_t)(%s);\n", d, g.data);
+            tile_sb_printf(src, "    const int32_t %s = (int32_t)(tl_rb %% tl_g%d); tl_rb /= tl_g%d; (void)%s;\n", n.data, d, d, n.data);
+            tile_sb_free(&g);
+            tile_sb_free(&n);
+        }
+    }
+    for (int i = 0; i < f->nbuffers; i++) {
+        if (G->space[i] != SP_SHARED) continue;
+        const ir_buffer *b = f->buffers[i];
+        tile_strbuf n = {0};
+        buf_name(&n, b);
+        if (b->dtype == TILE_DT_F64) G->uses_f64 = true;
+        tile_sb_printf(src, "    TL_LOCAL %s *%s = (TL_LOCAL %s *)(tl_smem + %zu);\n", stype(b->dtype), n.data, stype(b->dtype), G->soff[i]);
+        tile_sb_free(&n);
+    }
+    tile_sb_puts(src, body.data ? body.data : "");
+    tile_sb_puts(src, "}\n");
+    tile_sb_free(&body);
+}
+
+int simt_generate(const ir_func *f, const simt_options *o, simt_program *out, tile_strbuf *err) {
+    memset(out, 0, sizeof *out);
+    simt_options dflt;
+    if (!o) {
+        simt_options_default(&dflt, SIMT_OPENCL);
+        o = &dflt;
+    }
+    gen G;
+    memset(&G, 0, sizeof G);
+    G.f = f;
+    G.o = o;
+    G.P = out;
+    G.err = err;
+    G.cuda = o->dialect == SIMT_CUDA;
+    size_t nb = (size_t)f->nbuffers + 1, nv = (size_t)f->nvars + 1;
+    G.space = tile_xcalloc(nb, 1);
+    G.soff = tile_xcalloc(nb, sizeof(size_t));
+    G.bufarg = tile_xcalloc(nb, sizeof(int));
+    G.slot = tile_xcalloc(nv, sizeof(long));
+    out->nscalars = f->nsizes + f->nparams;
+    /* buffers the kernels take: tensor parameters, returned tensors, global temporaries */
+    for (int i = 0; i < f->nparams; i++)
+        if (f->params[i].buf) {
+            out->bufs = tile_xrealloc(out->bufs, sizeof(simt_buf) * (size_t)(out->nbufs + 1));
+            out->bufs[out->nbufs++] = (simt_buf){f->params[i].buf, i, -1};
+        }
+    for (int i = 0; i < f->nrets; i++) {
+        out->bufs = tile_xrealloc(out->bufs, sizeof(simt_buf) * (size_t)(out->nbufs + 1));
+        out->bufs[out->nbufs++] = (simt_buf){f->rets[i], -1, i};
+    }
+    collect_temps(&G, f->body, false);
+
+    tile_strbuf src = {0};
+    tile_sb_printf(&src, "/* Generated by tile (src/codegen/simt.c) from '%s' for %s. */\n", f->name, G.cuda ? "CUDA" : "OpenCL");
+    dialect_header(&G, &src);
+    tile_sb_puts(&src, "/* ---- src/core/convert.h (adapted) ---- */\n");
+    adapted_convert(&G, &src);
+    if (!G.cuda) tile_sb_puts(&src, "#undef half\n");
+    tile_sb_puts(&src, "/* ---- src/codegen/simt_prelude.h ---- */\n");
+    tile_sb_puts(&src, G.cuda ? "#define TL_KERNEL extern \"C\" __global__\n" : "#define TL_KERNEL __kernel\n");
+    tile_sb_puts(&src, simt_prelude_h);
+    tile_sb_puts(&src, "/* ---- kernels ---- */\n");
+
+    /* top level: each T.Kernel is a launch; runs of other statements are serial launches */
+    const ir_stmt *top = f->body;
+    const ir_stmt *one[1] = {top};
+    const ir_stmt *const *items = one;
+    int nitems = 1;
+    if (top && top->kind == IR_S_SEQ) {
+        items = (const ir_stmt *const *)top->body;
+        nitems = top->nbody;
+    }
+    int run = -1;
+    for (int i = 0; i <= nitems && !G.failed; i++) {
+        bool kernel = i < nitems && items[i] && items[i]->kind == IR_S_KERNEL;
+        if (i == nitems || kernel) {
+            if (run >= 0) {
+                /* skip runs that do nothing on the device (only global ALLOCs) */
+                bool work = false;
+                for (int j = run; j < i; j++)
+                    if (items[j] && !(items[j]->kind == IR_S_ALLOC && items[j]->buf->scope == IR_SCOPE_GLOBAL)) work = true;
+                if (work) gen_kernel(&G, &src, NULL, items + run, i - run);
+                run = -1;
+            }
+            if (kernel) gen_kernel(&G, &src, items[i], NULL, 0);
+        } else if (run < 0) run = i;
+    }
+    if (!G.failed && G.uses_f64 && !o->fp64)
+        gfail(&G, f->loc, "'%s' computes in float64, but this device does not support double precision (OpenCL: cl_khr_fp64)", f->name);
+    out->nsites = G.sites.len;
+    out->sites = tile_xcalloc((size_t)G.sites.len + 1, sizeof(simt_site));
+    for (int i = 0; i < G.sites.len; i++) {
+        out->sites[i] = *(simt_site *)G.sites.items[i];
+        free(G.sites.items[i]);
+    }
+    tile_vec_free(&G.sites);
+    free(G.space);
+    free(G.soff);
+    free(G.bufarg);
+    free(G.slot);
+    out->source = src.data ? src.data : tile_xstrdup("");
+    if (G.failed) {
+        simt_program_free(out);
+        return 1;
+    }
+    return 0;
+}
+
+void simt_program_free(simt_program *p) {
+    if (!p) return;
+    free(p->source);
+    free(p->bufs);
+    free(p->launches);
+    free(p->sites);
+    memset(p, 0, sizeof *p);
+}
+
+void simt_pack_scalars(const ir_func *f, const int64_t *sizes, const double *scalars, int64_t *table) {
+    for (int i = 0; i < f->nsizes; i++) table[i] = sizes ? sizes[i] : 0;
+    for (int i = 0; i < f->nparams; i++) {
+        int64_t *t = &table[f->nsizes + i];
+        *t = 0;
+        const ir_var *v = f->params[i].var;
+        if (!v) continue;
+        double x = scalars ? scalars[i] : 0.0;
+        if (v->dtype == TILE_DT_F64) memcpy(t, &x, 8);
+        else if (is_float(v->dtype)) {
+            float y = (float)tile_round_to(v->dtype, x);
+            uint32_t u;
+            memcpy(&u, &y, 4);
+            *t = (int64_t)u;
+        } else if (v->dtype == TILE_DT_BOOL) *t = x != 0;
+        else *t = tile_f64_to_int(v->dtype, x);
+    }
+}
+
+void simt_format_error(const simt_program *p, const int64_t *err, tile_strbuf *out) {
+    int site = (int)err[1];
+    if (site < 0 || site >= p->nsites) {
+        tile_sb_printf(out, "error: a kernel reported an error at an unknown place (%d)\n", site);
+        return;
+    }
+    const simt_site *s = &p->sites[site];
+    tile_strbuf m = {0};
+    switch (s->kind) {
+    case SIMT_SITE_READ:
+    case SIMT_SITE_WRITE:
+        tile_sb_printf(&m, "out-of-bounds %s of %s: index %lld in dimension %lld, which has size %lld", s->kind == SIMT_SITE_READ ? "read" : "write",
+                       s->what ? s->what : "?", (long long)err[3], (long long)err[2], (long long)err[4]);
+        break;
+    case SIMT_SITE_DIV:
+        tile_sb_puts(&m, err[2] == 0 ? "integer division by zero" : err[2] == 1 ? "integer modulo by zero" : "integer zero raised to a negative power");
+        break;
+    case SIMT_SITE_ASSERT: tile_sb_printf(&m, "assertion failed: %s", s->what ? s->what : "(no message)"); break;
+    default:
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wformat-nonliteral"
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#endif
+        tile_sb_printf(&m, s->what ? s->what : "shape mismatch (%lld, %lld)", (long long)err[2], (long long)err[3]);
+#ifdef __clang__
+#pragma clang diagnostic pop
+#else
+#pragma GCC diagnostic pop
+#endif
+        break;
+    }
+    tile_sb_puts(&m, " (on the device)");
+    tile_diag dg = {TILE_DIAG_ERROR, s->loc, m.data};
+    tile_diag_format(&dg, out);
+    tile_sb_free(&m);
+}

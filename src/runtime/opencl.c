@@ -1,0 +1,533 @@
+/* opencl.c — the "opencl" backend: generated OpenCL C (src/codegen/simt.c) built with
+ * clBuildProgram and run through the ICD loader, opened with dlopen("libOpenCL.so.1") so that
+ * the library builds and runs without OpenCL headers or libraries.
+ *
+ *   TILE_OPENCL_DEVICE   "P:D" (platform and device indices) or a substring of the device
+ *                        name; default: the first device of the first platform that has one.
+ * Program binaries are cached on disk (simt_rt.h: $TILE_CACHE_DIR, ...), keyed by the
+ * source, the device name, the driver version and the build options. Device buffers come
+ * from a small per-kernel cache (reused while large enough).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "simt_rt.h"
+
+/* ---------- the few OpenCL types and constants we need ---------- */
+typedef int32_t cl_int;
+typedef uint32_t cl_uint;
+typedef uint64_t cl_ulong;
+typedef cl_ulong cl_bitfield;
+typedef struct _cl_platform_id *cl_platform_id;
+typedef struct _cl_device_id *cl_device_id;
+typedef struct _cl_context *cl_context;
+typedef struct _cl_command_queue *cl_command_queue;
+typedef struct _cl_mem *cl_mem;
+typedef struct _cl_program *cl_program;
+typedef struct _cl_kernel *cl_kernel;
+typedef struct _cl_event *cl_event;
+
+#define CL_SUCCESS 0
+#define CL_DEVICE_TYPE_ALL 0xFFFFFFFF
+#define CL_PLATFORM_VERSION 0x0901
+#define CL_PLATFORM_NAME 0x0902
+#define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
+#define CL_DEVICE_SINGLE_FP_CONFIG 0x101B
+#define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
+#define CL_DEVICE_NAME 0x102B
+#define CL_DRIVER_VERSION 0x102D
+#define CL_DEVICE_VERSION 0x102F
+#define CL_DEVICE_EXTENSIONS 0x1030
+#define CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (1 << 7)
+#define CL_MEM_READ_WRITE (1 << 0)
+#define CL_PROGRAM_BINARY_SIZES 0x1165
+#define CL_PROGRAM_BINARIES 0x1166
+#define CL_PROGRAM_BUILD_LOG 0x1183
+#define CL_KERNEL_WORK_GROUP_SIZE 0x11B0
+
+static struct {
+    cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
+    cl_int (*GetPlatformInfo)(cl_platform_id, cl_uint, size_t, void *, size_t *);
+    cl_int (*GetDeviceIDs)(cl_platform_id, cl_bitfield, cl_uint, cl_device_id *, cl_uint *);
+    cl_int (*GetDeviceInfo)(cl_device_id, cl_uint, size_t, void *, size_t *);
+    cl_context (*CreateContext)(const intptr_t *, cl_uint, const cl_device_id *, void *, void *, cl_int *);
+    cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_bitfield, cl_int *);
+    cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *, cl_int *);
+    cl_program (*CreateProgramWithBinary)(cl_context, cl_uint, const cl_device_id *, const size_t *, const unsigned char **, cl_int *, cl_int *);
+    cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *, void *, void *);
+    cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_uint, size_t, void *, size_t *);
+    cl_int (*GetProgramInfo)(cl_program, cl_uint, size_t, void *, size_t *);
+    cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
+    cl_int (*GetKernelWorkGroupInfo)(cl_kernel, cl_device_id, cl_uint, size_t, void *, size_t *);
+    cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
+    cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *, cl_uint, const cl_event *, cl_event *);
+    cl_mem (*CreateBuffer)(cl_context, cl_bitfield, size_t, void *, cl_int *);
+    cl_int (*EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_uint, size_t, size_t, const void *, cl_uint, const cl_event *, cl_event *);
+    cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_uint, size_t, size_t, void *, cl_uint, const cl_event *, cl_event *);
+    cl_int (*Finish)(cl_command_queue);
+    cl_int (*ReleaseMemObject)(cl_mem);
+    cl_int (*ReleaseKernel)(cl_kernel);
+    cl_int (*ReleaseProgram)(cl_program);
+} cl;
+
+/* ---------- the device (opened once per process) ---------- */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool g_tried, g_ok;
+static char g_why[512];
+static cl_device_id g_dev;
+static cl_context g_ctx;
+static cl_command_queue g_q;
+static char g_name[256], g_driver[128], g_platform[512], g_version[128];
+static bool g_fp64, g_atom64, g_crdiv;
+static size_t g_maxwg;
+static cl_ulong g_localmem;
+
+static const char *cl_errname(cl_int e) {
+    switch (e) {
+    case -1: return "CL_DEVICE_NOT_FOUND";
+    case -2: return "CL_DEVICE_NOT_AVAILABLE";
+    case -4: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case -5: return "CL_OUT_OF_RESOURCES";
+    case -6: return "CL_OUT_OF_HOST_MEMORY";
+    case -11: return "CL_BUILD_PROGRAM_FAILURE";
+    case -30: return "CL_INVALID_VALUE";
+    case -33: return "CL_INVALID_DEVICE";
+    case -38: return "CL_INVALID_MEM_OBJECT";
+    case -42: return "CL_INVALID_BINARY";
+    case -45: return "CL_INVALID_PROGRAM_EXECUTABLE";
+    case -46: return "CL_INVALID_KERNEL_NAME";
+    case -48: return "CL_INVALID_KERNEL";
+    case -51: return "CL_INVALID_ARG_SIZE";
+    case -52: return "CL_INVALID_KERNEL_ARGS";
+    case -54: return "CL_INVALID_WORK_GROUP_SIZE";
+    case -55: return "CL_INVALID_WORK_ITEM_SIZE";
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    default: return "error";
+    }
+}
+
+static bool load_api(void) {
+    void *h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(g_why, sizeof g_why, "cannot load the OpenCL ICD loader libOpenCL.so.1 (install ocl-icd-libopencl1 and a driver, e.g. pocl-opencl-icd)");
+        return false;
+    }
+#define LOAD(field, sym)                                                                      \
+    do {                                                                                      \
+        *(void **)(&cl.field) = dlsym(h, sym);                                                \
+        if (!cl.field) {                                                                      \
+            snprintf(g_why, sizeof g_why, "libOpenCL.so.1 has no %s", sym);                   \
+            return false;                                                                     \
+        }                                                                                     \
+    } while (0)
+    LOAD(GetPlatformIDs, "clGetPlatformIDs");
+    LOAD(GetPlatformInfo, "clGetPlatformInfo");
+    LOAD(GetDeviceIDs, "clGetDeviceIDs");
+    LOAD(GetDeviceInfo, "clGetDeviceInfo");
+    LOAD(CreateContext, "clCreateContext");
+    LOAD(CreateCommandQueue, "clCreateCommandQueue");
+    LOAD(CreateProgramWithSource, "clCreateProgramWithSource");
+    LOAD(CreateProgramWithBinary, "clCreateProgramWithBinary");
+    LOAD(BuildProgram, "clBuildProgram");
+    LOAD(GetProgramBuildInfo, "clGetProgramBuildInfo");
+    LOAD(GetProgramInfo, "clGetProgramInfo");
+    LOAD(CreateKernel, "clCreateKernel");
+    LOAD(GetKernelWorkGroupInfo, "clGetKernelWorkGroupInfo");
+    LOAD(SetKernelArg, "clSetKernelArg");
+    LOAD(EnqueueNDRangeKernel, "clEnqueueNDRangeKernel");
+    LOAD(CreateBuffer, "clCreateBuffer");
+    LOAD(EnqueueWriteBuffer, "clEnqueueWriteBuffer");
+    LOAD(EnqueueReadBuffer, "clEnqueueReadBuffer");
+    LOAD(Finish, "clFinish");
+    LOAD(ReleaseMemObject, "clReleaseMemObject");
+    LOAD(ReleaseKernel, "clReleaseKernel");
+    LOAD(ReleaseProgram, "clReleaseProgram");
+#undef LOAD
+    return true;
+}
+
+static void dev_str(cl_device_id d, cl_uint what, char *buf, size_t n) {
+    buf[0] = 0;
+    if (cl.GetDeviceInfo(d, what, n, buf, NULL) != CL_SUCCESS) buf[0] = 0;
+    buf[n - 1] = 0;
+}
+
+static bool open_device(void) {
+    if (!load_api()) return false;
+    cl_uint np = 0;
+    cl_int e = cl.GetPlatformIDs(0, NULL, &np);
+    if (e != CL_SUCCESS || np == 0) {
+        snprintf(g_why, sizeof g_why, "no OpenCL platform (clGetPlatformIDs: %s); install a driver such as pocl-opencl-icd",
+                 e != CL_SUCCESS ? cl_errname(e) : "0 platforms");
+        return false;
+    }
+    cl_platform_id plats[16];
+    if (np > 16) np = 16;
+    cl.GetPlatformIDs(np, plats, NULL);
+    const char *sel = tile_env("TILE_OPENCL_DEVICE");
+    int want_p = -1, want_d = -1;
+    if (sel && *sel) {
+        char *end;
+        long p = strtol(sel, &end, 10);
+        if (end != sel && *end == ':') {
+            char *end2;
+            long d = strtol(end + 1, &end2, 10);
+            if (end2 != end + 1 && !*end2) { want_p = (int)p; want_d = (int)d; }
+        }
+    }
+    for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        if (cl.GetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0) continue;
+        cl_device_id devs[32];
+        if (nd > 32) nd = 32;
+        cl.GetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
+        for (cl_uint d = 0; d < nd; d++) {
+            char name[256];
+            dev_str(devs[d], CL_DEVICE_NAME, name, sizeof name);
+            bool take;
+            if (want_p >= 0) take = (int)p == want_p && (int)d == want_d;
+            else if (sel && *sel) take = strstr(name, sel) != NULL;
+            else take = true;
+            if (!take) continue;
+            g_dev = devs[d];
+            snprintf(g_name, sizeof g_name, "%s", name);
+            char pn[200] = "", pv[100] = "";
+            cl.GetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pn, pn, NULL);
+            cl.GetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof pv, pv, NULL);
+            pn[sizeof pn - 1] = pv[sizeof pv - 1] = 0;
+            snprintf(g_platform, sizeof g_platform, "%s (%s)", pn, pv);
+            goto found;
+        }
+    }
+    if (sel && *sel) snprintf(g_why, sizeof g_why, "no OpenCL device matches TILE_OPENCL_DEVICE=%s (give P:D indices or a part of the device name)", sel);
+    else snprintf(g_why, sizeof g_why, "the OpenCL platforms have no device");
+    return false;
+found:
+    dev_str(g_dev, CL_DRIVER_VERSION, g_driver, sizeof g_driver);
+    dev_str(g_dev, CL_DEVICE_VERSION, g_version, sizeof g_version);
+    {
+        size_t n = 0;
+        cl.GetDeviceInfo(g_dev, CL_DEVICE_EXTENSIONS, 0, NULL, &n);
+        char *ext = tile_xcalloc(n + 1, 1);
+        cl.GetDeviceInfo(g_dev, CL_DEVICE_EXTENSIONS, n, ext, NULL);
+        g_fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+        g_atom64 = strstr(ext, "cl_khr_int64_base_atomics") != NULL;
+        free(ext);
+    }
+    cl_ulong fp = 0;
+    cl.GetDeviceInfo(g_dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+    g_crdiv = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+    cl.GetDeviceInfo(g_dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof g_maxwg, &g_maxwg, NULL);
+    cl.GetDeviceInfo(g_dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof g_localmem, &g_localmem, NULL);
+    g_ctx = cl.CreateContext(NULL, 1, &g_dev, NULL, NULL, &e);
+    if (!g_ctx || e != CL_SUCCESS) {
+        snprintf(g_why, sizeof g_why, "clCreateContext failed on '%s': %s (%d)", g_name, cl_errname(e), e);
+        return false;
+    }
+    g_q = cl.CreateCommandQueue(g_ctx, g_dev, 0, &e);
+    if (!g_q || e != CL_SUCCESS) {
+        snprintf(g_why, sizeof g_why, "clCreateCommandQueue failed on '%s': %s (%d)", g_name, cl_errname(e), e);
+        return false;
+    }
+    return true;
+}
+
+static bool ensure_device(void) {
+    pthread_mutex_lock(&g_lock);
+    if (!g_tried) {
+        g_tried = true;
+        g_ok = open_device();
+    }
+    pthread_mutex_unlock(&g_lock);
+    return g_ok;
+}
+
+static bool ocl_available(tile_strbuf *why) {
+    if (ensure_device()) return true;
+    if (why) tile_sb_puts(why, g_why);
+    return false;
+}
+
+static void ocl_device_name(tile_strbuf *out) {
+    if (!ensure_device()) return;
+    tile_sb_printf(out, "%s, %s, driver %s%s", g_name, g_platform, g_driver, g_fp64 ? "" : " (no fp64)");
+}
+
+/* ---------- compile ---------- */
+typedef struct dbuf {
+    cl_mem mem;
+    size_t cap;
+} dbuf;
+
+typedef struct ocl_exe {
+    simt_program P;
+    cl_program prog;
+    cl_kernel *kernels;
+    dbuf *bufs;      /* one per P.bufs */
+    dbuf scal, err;
+} ocl_exe;
+
+static void ocl_release(void *p) {
+    ocl_exe *x = p;
+    if (!x) return;
+    for (int i = 0; i < x->P.nlaunches; i++)
+        if (x->kernels && x->kernels[i]) cl.ReleaseKernel(x->kernels[i]);
+    for (int i = 0; i < x->P.nbufs; i++)
+        if (x->bufs && x->bufs[i].mem) cl.ReleaseMemObject(x->bufs[i].mem);
+    if (x->scal.mem) cl.ReleaseMemObject(x->scal.mem);
+    if (x->err.mem) cl.ReleaseMemObject(x->err.mem);
+    if (x->prog) cl.ReleaseProgram(x->prog);
+    free(x->kernels);
+    free(x->bufs);
+    simt_program_free(&x->P);
+    free(x);
+}
+
+static void options_for_device(simt_options *o) {
+    simt_options_default(o, SIMT_OPENCL);
+    o->fp64 = g_fp64;
+    o->atom64 = g_atom64;
+}
+
+static int ocl_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
+    simt_options o;
+    simt_options_default(&o, SIMT_OPENCL);
+    if (ensure_device()) options_for_device(&o); /* else: a generic OpenCL device with fp64 */
+    simt_program P;
+    if (simt_generate(f, &o, &P, err)) return 1;
+    tile_sb_puts(out, P.source);
+    simt_program_free(&P);
+    return 0;
+}
+
+static void build_log(cl_program prog, tile_strbuf *err) {
+    size_t n = 0;
+    cl.GetProgramBuildInfo(prog, g_dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    char *log = tile_xcalloc(n + 1, 1);
+    cl.GetProgramBuildInfo(prog, g_dev, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+    tile_sb_printf(err, "%s", log);
+    free(log);
+}
+
+static int ocl_compile(const ir_func *f, void **exe, tile_strbuf *err) {
+    *exe = NULL;
+    if (!ensure_device()) {
+        tile_sb_printf(err, "OpenCL is not available: %s", g_why);
+        return 1;
+    }
+    ocl_exe *x = tile_xcalloc(1, sizeof *x);
+    simt_options o;
+    options_for_device(&o);
+    if (simt_generate(f, &o, &x->P, err)) {
+        free(x);
+        return 1;
+    }
+    for (int i = 0; i < x->P.nlaunches; i++) {
+        const simt_launch *L = &x->P.launches[i];
+        if ((size_t)L->threads > g_maxwg) {
+            tile_diag dg = {TILE_DIAG_ERROR, L->loc, NULL};
+            tile_strbuf m = {0};
+            tile_sb_printf(&m, "the kernel has %d threads per block, but OpenCL device '%s' allows at most %zu work-items per work-group", L->threads, g_name, g_maxwg);
+            dg.msg = m.data;
+            tile_diag_format(&dg, err);
+            tile_sb_free(&m);
+            ocl_release(x);
+            return 1;
+        }
+        if (L->smem > g_localmem) {
+            tile_sb_printf(err, "error: the kernel needs %zu bytes of shared memory, but OpenCL device '%s' has %llu bytes of local memory\n", L->smem, g_name,
+                           (unsigned long long)g_localmem);
+            ocl_release(x);
+            return 1;
+        }
+    }
+    tile_strbuf opts = {0};
+    tile_sb_puts(&opts, "-cl-std=CL1.2 -w");
+    if (g_crdiv) tile_sb_puts(&opts, " -cl-fp32-correctly-rounded-divide-sqrt");
+    /* disk cache */
+    tile_strbuf key = {0}, path = {0};
+    tile_sb_printf(&key, "opencl\n%s\n%s\n%s\n%s\n%s\n", g_name, g_driver, g_platform, opts.data, x->P.source);
+    bool cache = simt_cache_path("opencl", key.data, key.len, ".bin", &path);
+    double t0 = tile_now();
+    cl_int e = CL_SUCCESS;
+    bool built = false;
+    if (cache) {
+        size_t n = 0;
+        unsigned char *bin = simt_read_file(path.data, &n);
+        if (bin) {
+            const unsigned char *bins[1] = {bin};
+            cl_int st = 0;
+            x->prog = cl.CreateProgramWithBinary(g_ctx, 1, &g_dev, &n, bins, &st, &e);
+            if (x->prog && e == CL_SUCCESS && st == CL_SUCCESS && cl.BuildProgram(x->prog, 1, &g_dev, opts.data, NULL, NULL) == CL_SUCCESS) {
+                built = true;
+                tile_log(TILE_LOG_DEBUG, "opencl: program binary from the cache %s", path.data);
+            } else if (x->prog) {
+                cl.ReleaseProgram(x->prog);
+                x->prog = NULL;
+            }
+            free(bin);
+        }
+    }
+    if (!built) {
+        const char *src = x->P.source;
+        size_t len = strlen(src);
+        x->prog = cl.CreateProgramWithSource(g_ctx, 1, &src, &len, &e);
+        if (!x->prog || e != CL_SUCCESS) {
+            tile_sb_printf(err, "error: clCreateProgramWithSource failed: %s (%d)\n", cl_errname(e), e);
+            goto fail;
+        }
+        e = cl.BuildProgram(x->prog, 1, &g_dev, opts.data, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            tile_sb_printf(err, "error: internal: the generated OpenCL C of '%s' does not build on '%s' (clBuildProgram: %s); build log:\n", f->name, g_name,
+                           cl_errname(e));
+            build_log(x->prog, err);
+            goto fail;
+        }
+        tile_log(TILE_LOG_INFO, "opencl: built '%s' on %s in %.1f ms", f->name, g_name, (tile_now() - t0) * 1e3);
+        if (cache) {
+            size_t n = 0;
+            if (cl.GetProgramInfo(x->prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) == CL_SUCCESS && n > 0) {
+                unsigned char *bin = malloc(n);
+                unsigned char *bins[1] = {bin};
+                if (bin && cl.GetProgramInfo(x->prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) simt_write_file(path.data, bin, n);
+                free(bin);
+            }
+        }
+    }
+    x->kernels = tile_xcalloc((size_t)x->P.nlaunches + 1, sizeof(cl_kernel));
+    for (int i = 0; i < x->P.nlaunches; i++) {
+        x->kernels[i] = cl.CreateKernel(x->prog, x->P.launches[i].name, &e);
+        if (!x->kernels[i] || e != CL_SUCCESS) {
+            tile_sb_printf(err, "error: clCreateKernel(%s) failed: %s (%d)\n", x->P.launches[i].name, cl_errname(e), e);
+            goto fail;
+        }
+        size_t wg = 0;
+        if (cl.GetKernelWorkGroupInfo(x->kernels[i], g_dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) == CL_SUCCESS && wg &&
+            (size_t)x->P.launches[i].threads > wg) {
+            tile_sb_printf(err, "error: kernel %s needs %d work-items per work-group, but '%s' can run at most %zu for it\n", x->P.launches[i].name,
+                           x->P.launches[i].threads, g_name, wg);
+            goto fail;
+        }
+    }
+    x->bufs = tile_xcalloc((size_t)x->P.nbufs + 1, sizeof(dbuf));
+    tile_sb_free(&key);
+    tile_sb_free(&path);
+    tile_sb_free(&opts);
+    *exe = x;
+    return 0;
+fail:
+    tile_sb_free(&key);
+    tile_sb_free(&path);
+    tile_sb_free(&opts);
+    ocl_release(x);
+    return 1;
+}
+
+/* ---------- run ---------- */
+static bool dbuf_reserve(dbuf *b, size_t n, tile_strbuf *err) {
+    if (n < 16) n = 16;
+    if (b->mem && b->cap >= n) return true;
+    if (b->mem) cl.ReleaseMemObject(b->mem);
+    b->mem = NULL;
+    b->cap = 0;
+    cl_int e;
+    size_t cap = (n + 255) & ~(size_t)255;
+    b->mem = cl.CreateBuffer(g_ctx, CL_MEM_READ_WRITE, cap, NULL, &e);
+    if (!b->mem || e != CL_SUCCESS) {
+        b->mem = NULL;
+        tile_sb_printf(err, "clCreateBuffer of %zu bytes failed on '%s': %s (%d)", cap, g_name, cl_errname(e), e);
+        return false;
+    }
+    b->cap = cap;
+    return true;
+}
+
+static int ocl_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars, tile_strbuf *err) {
+    ocl_exe *x = exe;
+    simt_program *P = &x->P;
+    size_t *bytes = tile_xcalloc((size_t)P->nbufs + 1, sizeof(size_t));
+    int64_t *tab = tile_xcalloc((size_t)P->nscalars + 1, sizeof(int64_t));
+    int64_t errrec[8] = {0};
+    int rc = 1;
+    cl_int e;
+    for (int i = 0; i < P->nbufs; i++) {
+        if (!simt_buf_bytes(P, i, f, sizes, params, rets, &bytes[i], err)) goto done;
+        /* +8: the CAS of sub-word stores works on whole aligned words */
+        if (!dbuf_reserve(&x->bufs[i], bytes[i] + 8, err)) goto done;
+        const simt_buf *b = &P->bufs[i];
+        void *host = b->param >= 0 ? params[b->param].data : b->ret >= 0 ? rets[b->ret].data : NULL;
+        if (host && bytes[i]) {
+            e = cl.EnqueueWriteBuffer(g_q, x->bufs[i].mem, 0, 0, bytes[i], host, 0, NULL, NULL);
+            if (e != CL_SUCCESS) {
+                tile_sb_printf(err, "clEnqueueWriteBuffer of '%s' failed: %s (%d)", b->buf->name, cl_errname(e), e);
+                goto done;
+            }
+        }
+    }
+    simt_pack_scalars(f, sizes, scalars, tab);
+    if (!dbuf_reserve(&x->scal, sizeof(int64_t) * (size_t)(P->nscalars + 1), err) || !dbuf_reserve(&x->err, sizeof errrec, err)) goto done;
+    if ((e = cl.EnqueueWriteBuffer(g_q, x->scal.mem, 0, 0, sizeof(int64_t) * (size_t)(P->nscalars + 1), tab, 0, NULL, NULL)) != CL_SUCCESS ||
+        (e = cl.EnqueueWriteBuffer(g_q, x->err.mem, 0, 0, sizeof errrec, errrec, 0, NULL, NULL)) != CL_SUCCESS) {
+        tile_sb_printf(err, "clEnqueueWriteBuffer failed: %s (%d)", cl_errname(e), e);
+        goto done;
+    }
+    for (int l = 0; l < P->nlaunches; l++) {
+        const simt_launch *L = &P->launches[l];
+        int64_t blocks;
+        if (!simt_blocks(L, f, sizes, &blocks, err)) goto done;
+        if (blocks == 0) continue;
+        cl_kernel k = x->kernels[l];
+        cl_uint a = 0;
+        for (int i = 0; i < P->nbufs; i++) cl.SetKernelArg(k, a++, sizeof(cl_mem), &x->bufs[i].mem);
+        cl.SetKernelArg(k, a++, sizeof(cl_mem), &x->scal.mem);
+        cl.SetKernelArg(k, a++, sizeof(cl_mem), &x->err.mem);
+        e = cl.SetKernelArg(k, a++, L->smem, NULL);
+        size_t local = (size_t)L->threads, global = (size_t)blocks * local;
+        if (e == CL_SUCCESS) e = cl.EnqueueNDRangeKernel(g_q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            tile_sb_printf(err, "launching %s of '%s' (%lld work-groups of %d work-items, %zu bytes of local memory) failed: %s (%d)", L->name, f->name,
+                           (long long)blocks, L->threads, L->smem, cl_errname(e), e);
+            goto done;
+        }
+    }
+    e = cl.EnqueueReadBuffer(g_q, x->err.mem, 1, 0, sizeof errrec, errrec, 0, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        tile_sb_printf(err, "running '%s' on '%s' failed (clEnqueueReadBuffer: %s (%d))", f->name, g_name, cl_errname(e), e);
+        goto done;
+    }
+    if (errrec[0]) {
+        simt_format_error(P, errrec, err);
+        goto done;
+    }
+    for (int i = 0; i < P->nbufs; i++) {
+        const simt_buf *b = &P->bufs[i];
+        void *host = b->param >= 0 ? params[b->param].data : b->ret >= 0 ? rets[b->ret].data : NULL;
+        if (!host || !bytes[i]) continue;
+        e = cl.EnqueueReadBuffer(g_q, x->bufs[i].mem, 1, 0, bytes[i], host, 0, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            tile_sb_printf(err, "clEnqueueReadBuffer of '%s' failed: %s (%d)", b->buf->name, cl_errname(e), e);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    if (rc) cl.Finish(g_q);
+    free(bytes);
+    free(tab);
+    return rc;
+}
+
+const tile_backend tile_backend_opencl = {
+    .name = "opencl",
+    .available = ocl_available,
+    .device_name = ocl_device_name,
+    .pipeline = "opencl",
+    .emit = ocl_emit,
+    .compile = ocl_compile,
+    .run = ocl_run,
+    .release = ocl_release,
+};
