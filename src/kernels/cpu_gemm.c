@@ -52,6 +52,7 @@ static const tk_isa *g_isa_auto;
 static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
 static int64_t g_env_kc, g_env_nc, g_env_mc;
+static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_tls_key;
 
@@ -88,6 +89,8 @@ static void init_once(void) {
     g_env_kc = env_int("TILE_GEMM_KC");
     g_env_nc = env_int("TILE_GEMM_NC");
     g_env_mc = env_int("TILE_GEMM_MC");
+    const char *bm = getenv("TILE_GEMM_BF16");
+    g_bf16_mode = !bm ? 0 : strcmp(bm, "off") == 0 ? 1 : strcmp(bm, "emulate") == 0 ? 2 : 0;
 
     g_isa_auto = tk_isa_supported("avx512") ? isa_by_name("avx512")
                  : tk_isa_supported("avx2") ? isa_by_name("avx2")
@@ -113,9 +116,26 @@ static void init_once(void) {
 
 static void ensure_init(void) { pthread_once(&g_once, init_once); }
 
+/* The bf16 x bf16 kernel to use with the current ISA, or NULL (dequantise to f32).
+ * TILE_GEMM_BF16=off disables it, =emulate forces the portable model (for tests). */
+static const tk_bf16_kernel *bf16_kernel(void) {
+    if (g_bf16_mode == 1) return NULL;
+    if (g_bf16_mode == 2) return &tk_bf16_emulated;
+#if defined(__x86_64__) || defined(__i386__)
+    if (g_isa == &tk_isa_avx512 && (tk_cpu_features() & TK_CPU_AVX512BF16)) return &tk_bf16_avx512;
+#endif
+    return NULL;
+}
+
 const char *tk_cpu_isa(void) {
     ensure_init();
     return g_isa ? g_isa->name : "invalid";
+}
+
+const char *tk_cpu_bf16_kernel(void) {
+    ensure_init();
+    const tk_bf16_kernel *k = g_isa ? bf16_kernel() : NULL;
+    return k ? k->name : "f32";
 }
 
 int tk_cpu_set_isa(const char *name) {
@@ -188,8 +208,39 @@ static void buf_trim(tk_buf *b) {
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* The kernel set a GEMM runs with: f32 panels (kdiv 1) or bf16 k-pair panels (kdiv 2). */
+typedef struct kset {
+    int mr, nr, kdiv;
+    tk_ukr_fn ukr;
+    tk_pack_fn pack;
+} kset;
+
+/* Pack bf16 k-pairs: word (p, kq) = bits(p, k0+2kq) | bits(p, k0+2kq+1) << 16, the odd tail
+ * padded with zero; panel q at dst + q*R*ceil(klen/2) words. */
+static void pack_bf16_pairs(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, float *dstf) {
+    const uint16_t *src = (const uint16_t *)s->p;
+    const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2;
+    uint32_t *dst = (uint32_t *)(void *)dstf;
+    for (int64_t r0 = 0; r0 < plen; r0 += R) {
+        const int rl = (int)(plen - r0 < R ? plen - r0 : R);
+        uint32_t *d = dst + r0 * kp;
+        for (int64_t q = 0; q < kp; q++) {
+            const int64_t k = k0 + 2 * q;
+            const int hi = 2 * q + 1 < klen;
+            uint32_t *dq = d + q * R;
+            const uint16_t *lo = src + (p0 + r0) * sp + k * sk;
+            if (hi)
+                for (int r = 0; r < rl; r++) dq[r] = (uint32_t)lo[r * sp] | (uint32_t)lo[r * sp + sk] << 16;
+            else
+                for (int r = 0; r < rl; r++) dq[r] = lo[r * sp];
+            for (int r = rl; r < R; r++) dq[r] = 0;
+        }
+    }
+}
+
 typedef struct gctx {
     const tk_isa *isa;
+    kset ks;
     tk_src a, b;
     float *c;
     int64_t c_rs, c_cs;
@@ -207,7 +258,7 @@ typedef struct gctx {
 /* pack A panels: task t = (K block, group of panels) */
 static void pack_a_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
-    const int MR = x->isa->mr;
+    const int MR = x->ks.mr, kdiv = x->ks.kdiv;
     const int64_t ngroups = cdiv(x->napan, x->apan_per_task);
     const int64_t pb = t / ngroups, grp = t % ngroups;
     const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
@@ -216,14 +267,14 @@ static void pack_a_task(void *arg, int64_t t) {
     if (q1 > x->napan) q1 = x->napan;
     if (q0 >= q1) return;
     const int64_t r0 = q0 * MR, rl = (q1 * MR < x->mlen ? q1 * MR : x->mlen) - r0;
-    x->isa->pack(&x->a, x->ic + r0, rl, pc, kc, MR, x->apack + x->mpad * pc + r0 * kc);
+    x->ks.pack(&x->a, x->ic + r0, rl, pc, kc, MR, x->apack + x->mpad * (pc / kdiv) + r0 * cdiv(kc, kdiv));
 }
 
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */
 static void compute_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
-    const tk_isa *isa = x->isa;
-    const int MR = isa->mr, NR = isa->nr;
+    const kset *ks = &x->ks;
+    const int MR = ks->mr, NR = ks->nr, kdiv = ks->kdiv;
     const int64_t jn = t / x->nMt, im = t % x->nMt;
     const int64_t j0 = jn * x->NCb;
     const int64_t nl = x->N - j0 < x->NCb ? x->N - j0 : x->NCb;
@@ -233,7 +284,7 @@ static void compute_task(void *arg, int64_t t) {
 
     tk_tls *tl = &t_tls;
     const int64_t npan = cdiv(nl, NR);
-    float *bp = (float *)buf_get(&tl->b, (size_t)(npan * NR * x->KC) * sizeof(float));
+    float *bp = (float *)buf_get(&tl->b, (size_t)(npan * NR * cdiv(x->KC, kdiv)) * sizeof(float));
     if (!bp) {
         x->failed = 1;
         return;
@@ -241,21 +292,22 @@ static void compute_task(void *arg, int64_t t) {
     float tmp[TK_MAX_TILE] __attribute__((aligned(64)));
     for (int64_t pc = 0; pc < x->K; pc += x->KC) {
         const int64_t kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+        const int64_t kst = cdiv(kc, kdiv); /* panel rows stored: k steps or k pairs */
         const int beta = pc == 0 ? x->accumulate : 1;
-        isa->pack(&x->b, j0, nl, pc, kc, NR, bp);
-        const float *ablk = x->apack + x->mpad * pc;
+        ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
+        const float *ablk = x->apack + x->mpad * (pc / kdiv);
         for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
-            const float *ap = ablk + ir * kc; /* panel ir/MR */
+            const float *ap = ablk + ir * kst; /* panel ir/MR */
             const int64_t mr = x->mlen - ir < MR ? x->mlen - ir : MR;
             const int64_t ci = x->ic + ir;
             for (int64_t jr = 0; jr < nl; jr += NR) {
-                const float *bpj = bp + jr * kc;
+                const float *bpj = bp + jr * kst;
                 const int64_t nr = nl - jr < NR ? nl - jr : NR;
                 float *c = x->c + ci * x->c_rs + (j0 + jr) * x->c_cs;
                 if (mr == MR && nr == NR && x->c_cs == 1) {
-                    isa->ukr(kc, ap, bpj, c, x->c_rs, beta);
+                    ks->ukr(kst, ap, bpj, c, x->c_rs, beta);
                 } else {
-                    isa->ukr(kc, ap, bpj, tmp, NR, 0);
+                    ks->ukr(kst, ap, bpj, tmp, NR, 0);
                     for (int64_t i = 0; i < mr; i++) {
                         float *crow = c + i * x->c_rs;
                         const float *trow = tmp + i * NR;
@@ -296,8 +348,8 @@ static void gemm_direct(const tk_isa *isa, const tk_src *a, const tk_src *b, flo
  * Two parallel steps per A block (normally one A block: all of M): pack the block's A
  * panels for every K block, then the compute tasks, each looping over K with its own B
  * packing. */
-static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_rs, int64_t c_cs,
-                    int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool) {
+static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_src b, float *c, int64_t c_rs,
+                    int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool) {
     /* orientation: the micro-kernel writes rows of C with unit stride */
     if (c_cs != 1 && c_rs == 1) {
         tk_src t = a;
@@ -310,7 +362,7 @@ static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_r
         M = N;
         N = s;
     }
-    if (direct_ok(isa, &a, &b, c_cs, M, N, K)) {
+    if (!bk && direct_ok(isa, &a, &b, c_cs, M, N, K)) {
         gemm_direct(isa, &a, &b, c, c_rs, M, N, K, accumulate);
         return TK_GEMM_OK;
     }
@@ -326,7 +378,12 @@ static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_r
     x.N = N;
     x.K = K;
     x.accumulate = accumulate;
-    const int MR = isa->mr, NR = isa->nr;
+    if (bk) {
+        x.ks = (kset){bk->mr, bk->nr, 2, bk->ukr, pack_bf16_pairs};
+    } else {
+        x.ks = (kset){isa->mr, isa->nr, 1, isa->ukr, isa->pack};
+    }
+    const int MR = x.ks.mr, NR = x.ks.nr;
 
     const int nthreads = tk_cpu_count() > 1 ? tk_cpu_count() : 2;
     const double flops = 2.0 * (double)M * (double)N * (double)K;
@@ -336,7 +393,8 @@ static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_r
     /* KC: the A micro-panel (MR x KC floats) takes about half of L1 */
     int64_t KC = g_env_kc ? g_env_kc : (g_l1 / 2) / (MR * 4);
     KC = KC < 16 ? 16 : KC > 2048 ? 2048 : KC;
-    KC = round_up(cdiv(K, cdiv(K, KC)), 4); /* equal K blocks */
+    if (bk) KC *= 2; /* a bf16 pair panel of 2 KC k-steps takes the room of KC f32 ones */
+    KC = round_up(cdiv(K, cdiv(K, KC)), 4); /* equal K blocks (a multiple of 4: whole pairs) */
     /* NCb: the B block (KC x NCb) takes about half of L2; in parallel, N is split further
      * (down to 2 NR columns) to make about 4 tasks per thread */
     int64_t NCb = g_env_nc ? round_up(g_env_nc, NR) : ((g_l2 / 2) / (KC * 4)) / NR * NR;
@@ -359,7 +417,7 @@ static int gemm_f32(const tk_isa *isa, tk_src a, tk_src b, float *c, int64_t c_r
     x.npc = cdiv(K, KC);
 
     tk_tls *tl = &t_tls;
-    float *apack = (float *)buf_get(&tl->a, (size_t)(MCa * K) * sizeof(float));
+    float *apack = (float *)buf_get(&tl->a, (size_t)(MCa * (cdiv(K, x.ks.kdiv) + x.npc)) * sizeof(float));
     if (!apack) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing A",
                             (long long)(MCa * K * 4));
     x.apack = apack;
@@ -515,8 +573,9 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
     }
     tk_src a = {g->A, g->a_dtype, g->a_rs, g->a_cs};
     tk_src b = {g->B, g->b_dtype, g->b_cs, g->b_rs};
+    const tk_bf16_kernel *bk = (g->a_dtype == TILE_DT_BF16 && g->b_dtype == TILE_DT_BF16) ? bf16_kernel() : NULL;
     if (g->c_dtype == TILE_DT_F32)
-        return gemm_f32(isa, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool);
+        return gemm_f32(isa, bk, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool);
 
     /* other C dtypes: accumulate in an f32 workspace, round once */
     tk_tls *tl = &t_tls;
@@ -526,7 +585,7 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
                 w[i * N + j] = (float)ld_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs);
-    int rc = gemm_f32(isa, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool);
+    int rc = gemm_f32(isa, bk, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool);
     if (rc == TK_GEMM_OK) {
         if (g->c_cs == 1 && g->c_dtype != TILE_DT_FP4_E2M1) {
             for (int64_t i = 0; i < M; i++) tk_cvt_from_f32(g->c_dtype, g->C, i * g->c_rs, w + i * N, N);

@@ -87,6 +87,10 @@ TILE_API const char *tk_cpu_gemm_error(void);
 /* The ISA in use: "avx512" | "avx2" | "generic", or "invalid" when TILE_CPU_ISA / the last
  * tk_cpu_set_isa asked for one this CPU lacks (tk_cpu_gemm then fails with TK_GEMM_EISA). */
 TILE_API const char *tk_cpu_isa(void);
+/* The kernel a bf16 x bf16 GEMM uses: "avx512_bf16" (vdpbf16ps, on CPUs with AVX512-BF16),
+ * "bf16_emulated" (TILE_GEMM_BF16=emulate: a portable model of it, for tests) or "f32"
+ * (operands dequantised to f32 while packing; also with TILE_GEMM_BF16=off). */
+TILE_API const char *tk_cpu_bf16_kernel(void);
 /* Force an ISA ("avx512", "avx2", "generic"), or NULL / "" / "auto" to go back to the best
  * one (TILE_CPU_ISA is read only once, at first use; this overrides it). Returns 0, or -1
  * with a message in tk_cpu_gemm_error() if the name is unknown or the CPU cannot run it

@@ -50,6 +50,32 @@ static float max_generic(const float *x, int64_t n) {
     return nan ? NAN : m;
 }
 
+/* A portable model of the vdpbf16ps kernel (12 x 32 on k-pair panels), used to test the
+ * bf16 packing and loop nest on CPUs without AVX512-BF16 (TILE_GEMM_BF16=emulate). Like the
+ * instruction: per pair, acc += a_hi*b_hi, then acc += a_lo*b_lo (bf16 products are exact in
+ * f32; subnormals are NOT flushed here). */
+static void ukr_bf16_emulated(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc, int beta) {
+    const uint32_t *a = (const uint32_t *)(const void *)af, *b = (const uint32_t *)(const void *)bf;
+    float acc[12][32];
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 32; j++) acc[i][j] = 0.0f;
+    for (int64_t k = 0; k < kp; k++, a += 12, b += 32)
+        for (int i = 0; i < 12; i++) {
+            const float alo = tkp_bits_f32(a[i] << 16), ahi = tkp_bits_f32(a[i] & 0xFFFF0000u);
+            for (int j = 0; j < 32; j++) {
+                const float blo = tkp_bits_f32(b[j] << 16), bhi = tkp_bits_f32(b[j] & 0xFFFF0000u);
+                acc[i][j] = fmaf(ahi, bhi, acc[i][j]);
+                acc[i][j] = fmaf(alo, blo, acc[i][j]);
+            }
+        }
+    for (int i = 0; i < 12; i++) {
+        float *ci = c + i * ldc;
+        for (int j = 0; j < 32; j++) ci[j] = beta ? ci[j] + acc[i][j] : acc[i][j];
+    }
+}
+
+const tk_bf16_kernel tk_bf16_emulated = {.name = "bf16_emulated", .mr = 12, .nr = 32, .ukr = ukr_bf16_emulated};
+
 const tk_isa tk_isa_generic = {
     .name = "generic", .mr = G_MR, .nr = G_NR,
     .ukr = ukr_generic, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,

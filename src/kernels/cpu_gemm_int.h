@@ -41,10 +41,21 @@ typedef struct tk_isa {
                        int64_t ldc, int beta, int m, int n);
 } tk_isa;
 
+/* A bf16 x bf16 -> f32 micro-kernel on k-PAIR panels (32-bit words holding two bf16 of
+ * consecutive k, lower k in the low half): a[kp*mr + i], b[kp*nr + j]; kp = number of pairs.
+ * Same C contract as tk_ukr_fn (the float pointers are reinterpreted). */
+typedef struct tk_bf16_kernel {
+    const char *name;
+    int mr, nr;
+    tk_ukr_fn ukr;
+} tk_bf16_kernel;
+extern const tk_bf16_kernel tk_bf16_emulated; /* portable C model of vdpbf16ps, for tests */
+
 extern const tk_isa tk_isa_generic;
 #if defined(__x86_64__) || defined(__i386__)
 extern const tk_isa tk_isa_avx2;
 extern const tk_isa tk_isa_avx512;
+extern const tk_bf16_kernel tk_bf16_avx512; /* vdpbf16ps */
 #endif
 
 /* Exact dequantisation tables, filled once before any ISA routine runs. */

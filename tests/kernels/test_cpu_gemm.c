@@ -289,6 +289,14 @@ static int test_gemm(void) {
                 run_case(13, 5, 700, TILE_DT_F16, TILE_DT_F32, cdts[dc], 0, 1, lc, acc, 0);
             }
     run_case(17, 9, 11, TILE_DT_F32, TILE_DT_F64, TILE_DT_F32, 1, 0, 0, 1, 0);
+    /* bf16 x bf16: the k-pair kernel where there is one (odd K pads a pair) */
+    printf("bf16 kernel %s\n", tk_cpu_bf16_kernel());
+    static const int64_t bshapes[][3] = {{1, 1, 1}, {7, 13, 17}, {64, 64, 32}, {33, 47, 1101}, {12, 32, 2}, {25, 65, 3}};
+    for (int s = 0; s < 6; s++)
+        for (int l = 0; l < 4; l++)
+            run_case(bshapes[s][0], bshapes[s][1], bshapes[s][2], TILE_DT_BF16, TILE_DT_BF16, l == 3 ? TILE_DT_BF16 : TILE_DT_F32,
+                     l, (l + s) % 4, (l + 2 * s) % 3, (l + s) & 1, 0);
+    run_case(150, 301, 97, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, 0, 0, 1, 1);
     /* large-ish and threaded (the pfor path), including a non-f32 C */
     int before = g_pfor_calls;
     run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 0, 1);
