@@ -43,6 +43,7 @@ static void count_task(void *arg, int64_t b, int64_t e, int worker) {
     for (int64_t i = b; i < e; i++) __atomic_add_fetch(&c->hits[i], 1, __ATOMIC_RELAXED);
     volatile double x = 0;
     for (int k = 0; k < 2000; k++) x += k; /* some work so that tasks overlap */
+    (void)x;
     leave();
 }
 
