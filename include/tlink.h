@@ -33,7 +33,7 @@
  *    matching arguments (count, dtype, op, root).
  *  - send == recv means in place. count 0 is a no-op (still a valid call).
  *  - Every blocking call has a deadline: the communicator timeout (env TLINK_TIMEOUT,
- *    seconds, default 300; tlink_comm_set_timeout). It returns TLINK_ERR_TIMEOUT or
+ *    seconds without progress, default 300; tlink_comm_set_timeout). It returns TLINK_ERR_TIMEOUT or
  *    TLINK_ERR_PEER_FAILED naming the rank instead of hanging; tlink_last_error() has the
  *    detailed message. After a peer failure the communicator is broken: every later call
  *    returns TLINK_ERR_PEER_FAILED; destroy it.
@@ -168,13 +168,14 @@ typedef enum {
 /* Which algorithms apply where (an inapplicable forced choice falls back to AUTO's pick;
  * tlink_last_algo() tells what ran):
  *   allreduce:      ring, recursive_doubling, rabenseifner, binomial_tree (reduce+bcast),
- *                   double_binary_tree, hierarchical
+ *                   double_binary_tree, hierarchical, direct (all ranks on one host,
+ *                   <= 32 KiB: one step through shared memory)
  *   reduce:         binomial_tree, ring (reduce-scatter ring + gather), double_binary_tree
  *   broadcast:      binomial_tree, ring (pipelined chain), double_binary_tree
  *   allgather:      ring, recursive_doubling (power-of-two sizes)
  *   reduce_scatter: ring, recursive_doubling (= recursive halving, power-of-two), pairwise
  *   alltoall(v):    pairwise
- *   barrier:        dissemination */
+ *   barrier:        dissemination, direct (one host) */
 #define TLINK_ALGO_LIST(X)                                     \
     X(TLINK_ALGO_AUTO, 0, "auto")                              \
     X(TLINK_ALGO_RING, 1, "ring")                              \
@@ -210,9 +211,10 @@ TLINK_API int tlink_algo_from_name(const char *name);
  *   > MPICH/Hydra (PMI): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS
  *   > Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE
  * Store address: TLINK_STORE > MASTER_ADDR:MASTER_PORT > SLURM_LAUNCH_NODE_IPADDR or the
- * first host of SLURM_JOB_NODELIST (Slurm) > 127.0.0.1 (single host) ; the port, when not
- * given, defaults to 29500 + (OMPI_MCA_orte_hnp_uri / PMI / Slurm job id derived offset,
- * see docs/tilelink.md). Rank and size are taken from the same source. */
+ * first host of SLURM_JOB_NODELIST (Slurm), the first tcp:// address of
+ * OMPI_MCA_orte_hnp_uri (Open MPI) > 127.0.0.1 (single host); without an explicit port,
+ * 20000 + hash(job id) % 20000 (job id from TLINK_JOB_ID, PMIX_NAMESPACE, Open MPI, PMI or
+ * Slurm), else 29500. Rank and size are taken from the same source. See docs/tilelink.md. */
 TLINK_API tlink_status tlink_comm_init_env(tlink_comm **out);
 
 /* Explicit: rank in [0,size), store_addr "host:port" (NULL: use the environment's). */
