@@ -212,11 +212,26 @@ static inline double i2f(tile_dtype from, int64_t v) {
     return from == TILE_DT_U64 ? (double)(uint64_t)v : (double)v;
 }
 
+/* Integer -> float dtype `to` with ONE rounding (going through double first would round
+ * twice for integers wider than 53 bits). */
+static double int_to_float(tile_dtype to, tile_dtype from, int64_t v) {
+    bool u = from == TILE_DT_U64;
+    if (to == TILE_DT_F64) return u ? (double)(uint64_t)v : (double)v;
+    if (to == TILE_DT_F32) return u ? (double)(float)(uint64_t)v : (double)(float)v;
+    if (u && v < 0) { /* >= 2^63: halve keeping a sticky bit (exact for rounding), scale back */
+        uint64_t x = (uint64_t)v;
+        return tile_round_to(to, 2.0 * int_to_float(to, TILE_DT_I64, (int64_t)((x >> 1) | (x & 1))));
+    }
+    uint64_t tmp = 0;
+    tile_store_i(to, &tmp, 0, v);
+    return tile_load_f(to, &tmp, 0);
+}
+
 static val convert(const ist *S, val v, tile_dtype from, tile_dtype to) {
     val r;
     if (ISF(to)) {
-        double x = ISF(from) ? v.f : i2f(from, v.i);
-        r.f = rnd(S, to, x);
+        if (ISF(from)) r.f = rnd(S, to, v.f);
+        else r.f = S->f64 ? i2f(from, v.i) : int_to_float(to, from, v.i);
     } else if (to == TILE_DT_BOOL) {
         r.i = ISF(from) ? (v.f != 0) : (v.i != 0);
     } else {
@@ -1149,7 +1164,7 @@ static int exec(ist *S, const ir_stmt *s) {
         inst *b = live(S, s->buf, s->loc);
         size_t off;
         if (!elem_offset(S, b, s->idx, "write", s->loc, &off)) return FLOW_NORMAL;
-        if (ISF(b->dt) && !ISF(s->value->dtype)) v.f = i2f(s->value->dtype, v.i);
+        if (ISF(b->dt) && !ISF(s->value->dtype)) v = convert(S, v, s->value->dtype, b->dt);
         st(b, off, v);
         note_write(S, b, off, ACC_WRITE, s->loc);
         return FLOW_NORMAL;

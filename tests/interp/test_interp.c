@@ -419,6 +419,18 @@ static void test_casts_and_floats(void) {
     CHECK(eval_i(CAST(TILE_DT_BOOL, I32(7))) == 1);
     BEGIN();
     CHECK(eval_f(CAST(TILE_DT_F32, I32(16777217)), false) == 16777216.0);
+    /* int64 -> float32 rounds once: 2^60 + 2^36 + 1 is just above the halfway point
+     * between two floats, but rounding to double first lands exactly on it (ties to even) */
+    BEGIN();
+    CHECK(eval_f(CAST(TILE_DT_F32, CI(TILE_DT_I64, (1LL << 60) + (1LL << 36) + 1)), false) == (double)(float)((1LL << 60) + (1LL << 36) + 1),
+          "int64 -> float32 single rounding");
+    BEGIN();
+    CHECK(eval_f(CAST(TILE_DT_BF16, CI(TILE_DT_I64, (1LL << 40) + (1LL << 32) + 1)), false) == (double)((1LL << 40) + (1LL << 33)),
+          "int64 -> bfloat16 single rounding");
+    BEGIN();
+    CHECK(eval_f(CAST(TILE_DT_F32, CI(TILE_DT_U64, -1)), false) == 18446744073709551616.0, "uint64 max -> float32");
+    BEGIN();
+    CHECK(eval_f(CAST(TILE_DT_FP8_E4M3, CI(TILE_DT_U64, -1)), false) == 448.0, "uint64 max -> e4m3 saturates");
     BEGIN();
     CHECK(eval_i(ir_reinterpret(M, TILE_DT_I32, F32(1.0), L0)) == 0x3f800000);
     BEGIN();
