@@ -427,7 +427,8 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         t_allreduce(TLINK_ALGO_RING, TLINK_F32, TLINK_SUM, 1 << 20, 0);
         t_allreduce(TLINK_ALGO_RABENSEIFNER, TLINK_F32, TLINK_SUM, (1 << 20) + 1, 1);
     }
-    for (int a = 1; a < 7; a++) t_allreduce(ar_algos[a], TLINK_F32, TLINK_SUM, big, a % 2);
+    for (int a = 1; a < 8; a++) t_allreduce(ar_algos[a], TLINK_F32, TLINK_SUM, big, a % 2);
+    t_allreduce(TLINK_ALGO_DIRECT, TLINK_BF16, TLINK_MAX, big * 3 + 1, 0);
     t_allreduce(TLINK_ALGO_AUTO, TLINK_BF16, TLINK_MAX, big + 1, 0);
     t_allreduce(TLINK_ALGO_RING, TLINK_I32, TLINK_AVG, big, 1);
     for (int a = 0; a < 3; a++) {

@@ -355,6 +355,56 @@ static tlink_status direct_allreduce(tlink_comm *c, char *buf, size_t count, siz
     return TLINK_OK;
 }
 
+/* Segmented direct allreduce for larger messages on one host: per segment, every rank copies
+ * its input into its slot, reduces its own block of the segment from all slots (rank order),
+ * publishes it, and copies every rank's reduced block back: three synchronisations per
+ * segment whatever the rank count, each byte copied in once and out once. */
+static int direct_all_reduced(tlink_comm *c, void *arg) {
+    uint64_t op = *(uint64_t *)arg;
+    for (int i = 0; i < c->local_size; i++)
+        if (atomic_load_explicit(&c->dseq[i].reduced, memory_order_acquire) < op) return 0;
+    return 1;
+}
+
+static tlink_status direct_big_allreduce(tlink_comm *c, char *buf, size_t count, size_t es, tl_reduce_fn red) {
+    int nl = c->local_size, me = c->local_rank;
+    size_t segel = c->dseg / es, seg = c->dseg;
+    tlink_status st;
+    for (size_t off = 0; off < count; off += segel) {
+        size_t sc = TL_MIN(segel, count - off);
+        char *ub = buf + off * es;
+        uint64_t op = ++c->direct_op;
+        size_t b = op & 1;
+#define IN(i) (c->dbig + ((size_t)(i) * 2 + b) * seg)
+#define OUT(i) (c->dbig + ((size_t)(nl + (i)) * 2 + b) * seg)
+        if (op > 2) {
+            uint64_t need = op - 2;
+            if ((st = tl_shm_wait(c, direct_all_done, &need))) return st;
+        }
+        memcpy(IN(me), ub, sc * es);
+        atomic_store_explicit(&c->dseq[me].arrived, op, memory_order_release);
+        tl_ring_all_local(c);
+        if ((st = tl_shm_wait(c, direct_all_arrived, &op))) return st;
+        size_t bo = blk_off(sc, nl, me), bn = blk_cnt(sc, nl, me);
+        if (bn) {
+            memcpy(OUT(me), IN(0) + bo * es, bn * es);
+            for (int i = 1; i < nl; i++) red(OUT(me), IN(i) + bo * es, bn);
+        }
+        atomic_store_explicit(&c->dseq[me].reduced, op, memory_order_release);
+        tl_ring_all_local(c);
+        if ((st = tl_shm_wait(c, direct_all_reduced, &op))) return st;
+        for (int i = 0; i < nl; i++) {
+            size_t n_i = blk_cnt(sc, nl, i);
+            if (n_i) memcpy(ub + blk_off(sc, nl, i) * es, OUT(i), n_i * es);
+        }
+        atomic_store_explicit(&c->dseq[me].done, op, memory_order_release);
+        tl_ring_all_local(c);
+#undef IN
+#undef OUT
+    }
+    return TLINK_OK;
+}
+
 /* ---------- dispatcher ---------- */
 static tlink_status hier_allreduce(tlink_comm *c, char *buf, size_t count, size_t es, tl_reduce_fn red) {
     grp local = {c->local_size, c->local_rank, c->local_ranks};
@@ -416,7 +466,8 @@ tlink_status tl_coll_run(tlink_comm *c, tl_args *a) {
         case TLINK_ALGO_HIERARCHICAL: st = hier_allreduce(c, buf, a->count, es, red); break;
         case TLINK_ALGO_DIRECT:
             if (c->dslots && c->nhosts == 1 && bytes <= TL_DIRECT_SLOT) st = direct_allreduce(c, buf, a->count, es, red);
-            else st = rd_allreduce(c, g, buf, a->count, es, red);
+            else if (c->dbig && c->nhosts == 1) st = direct_big_allreduce(c, buf, a->count, es, red);
+            else st = ring_allreduce(c, g, buf, a->count, es, red);
             break;
         case TLINK_ALGO_DOUBLE_BINARY_TREE:
             st = dbt_run(c, g, 0, buf, a->count, es, red, 1);

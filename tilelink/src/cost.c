@@ -249,8 +249,14 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
             break;
         }
         case TLINK_ALGO_DIRECT:
-            if (bytes > TL_DIRECT_SLOT) return -1;
-            t = a + N * B * b + (N - 1) * B * g; /* one synchronisation among the host's ranks */
+            if (bytes <= TL_DIRECT_SLOT) {
+                t = a + N * B * b + (N - 1) * B * g; /* one synchronisation among the host's ranks */
+            } else {
+                /* per segment three synchronisations; each byte copied in and out once (beta,
+                 * from a ping-pong, prices two copies) plus reading the blocks to reduce */
+                double nseg = ceil(B / (double)(c->dseg ? c->dseg : 1));
+                t = nseg * 3 * a + 1.5 * B * b + (N - 1) / N * B * g;
+            }
             break;
         case TLINK_ALGO_HIERARCHICAL: {
             int lmax = 1;

@@ -70,6 +70,8 @@ typedef struct tl_direct_seq {     /* per local rank: progress through "direct" 
     char pad0[56];
     _Atomic uint64_t done;          /* last op for which I finished reading everyone's slots */
     char pad1[56];
+    _Atomic uint64_t reduced;       /* last (segmented) op whose block I have reduced */
+    char pad2[56];
 } tl_direct_seq;
 
 #define TL_DIRECT_SLOT (32u * 1024u)
@@ -124,6 +126,8 @@ struct tlink_comm {
     uint64_t shm_cap;
     tl_direct_seq *dseq;            /* [local_size] */
     char *dslots;                   /* [local_size][2][TL_DIRECT_SLOT] */
+    char *dbig;                     /* [2 (in, out)][local_size][2][dseg] */
+    size_t dseg;                    /* segment size of the segmented direct allreduce */
     uint64_t direct_op;             /* direct collectives issued so far */
     /* tcp */
     int epfd;

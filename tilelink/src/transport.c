@@ -33,7 +33,11 @@ tlink_status tl_shm_setup(tlink_comm *c) {
     size_t chans = page_round(sizeof(tl_chan) * (size_t)nl * (size_t)nl);
     size_t dseq = page_round(sizeof(tl_direct_seq) * (size_t)nl);
     size_t dslots = (size_t)TL_DIRECT_SLOT * 2 * (size_t)nl;
-    size_t total = hdr + bells + chans + dseq + dslots + (size_t)cap * (size_t)nl * (size_t)nl;
+    size_t dseg = (size_t)tl_env_long("TLINK_SHM_DIRECT_SEGMENT", nl <= 4 ? (1 << 20) : (512 << 10));
+    if (dseg < 4096) dseg = 4096;
+    dseg = (dseg + 4095) & ~(size_t)4095;
+    size_t dbig = dseg * 2 * 2 * (size_t)nl;
+    size_t total = hdr + bells + chans + dseq + dslots + dbig + (size_t)cap * (size_t)nl * (size_t)nl;
     char name[96], key[256];
     snprintf(key, sizeof key, "%s/shm/%d", c->prefix, c->host_idx);
     int fd = -1;
@@ -98,8 +102,10 @@ tlink_status tl_shm_setup(tlink_comm *c) {
     tl_chan *ch = (tl_chan *)((char *)base + hdr + bells);
     c->dseq = (tl_direct_seq *)((char *)base + hdr + bells + chans);
     c->dslots = (char *)base + hdr + bells + chans + dseq;
+    c->dbig = c->dslots + dslots;
+    c->dseg = dseg;
     c->direct_op = 0;
-    char *data = (char *)base + hdr + bells + chans + dseq + dslots;
+    char *data = (char *)base + hdr + bells + chans + dseq + dslots + dbig;
     int me = c->local_rank;
     c->my_bell = &bell[me];
     for (int r = 0; r < c->size; r++) {
@@ -132,6 +138,7 @@ void tl_shm_teardown(tlink_comm *c) {
     c->my_bell = NULL;
     c->dseq = NULL;
     c->dslots = NULL;
+    c->dbig = NULL;
 }
 
 /* ---------- TCP ---------- */
