@@ -5,7 +5,8 @@
  *  4. tlink_comm_abort wakes a peer blocked in a collective;
  *  5. init from torchrun-style variables with rank 0 hosting the store (TCP forced), then
  *     rank 0 - the store's host - dies: the others still fail fast;
- *  6. like 2 with the direct shared-memory allreduce (small messages). */
+ *  6. like 2 with the direct shared-memory allreduce (small messages);
+ *  7. one rank sizes shared memory differently: a clear error, no crash (SIGBUS). */
 #include "tl_launch.h"
 
 static int scenario;
@@ -49,6 +50,22 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
     }
     tlink_comm *c = NULL;
     tlink_status st;
+    if (scenario == 7) {
+        if (rank == 1) setenv("TLINK_SHM_DIRECT_SEGMENT", "65536", 1);
+        tlink_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.rank = rank;
+        cfg.size = size;
+        cfg.store_addr = addr;
+        cfg.host_store = -1;
+        cfg.timeout_s = 2.0;
+        st = tlink_comm_init_config(&c, &cfg);
+        const char *msg = tlink_last_error(NULL);
+        int ok = st != TLINK_OK && (rank != 1 || (st == TLINK_ERR_BOOTSTRAP && strstr(msg, "TLINK_SHM_DIRECT_SEGMENT")));
+        fprintf(stderr, "scenario 7 rank %d: %s: %s -> %s\n", rank, tlink_error_string(st), msg, ok ? "ok" : "WRONG");
+        if (c) tlink_comm_destroy(c);
+        return ok ? 0 : 1;
+    }
     if (scenario == 5) {
         char v[32];
         snprintf(v, sizeof v, "%d", rank);
@@ -110,8 +127,8 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
 int main(void) {
     setenv("TLINK_TIMEOUT", "30", 1);
     int fails = 0;
-    for (scenario = 1; scenario <= 6; scenario++) {
-        int n = scenario == 1 ? 3 : 4;
+    for (scenario = 1; scenario <= 7; scenario++) {
+        int n = scenario == 1 || scenario == 7 ? 3 : 4;
         if (scenario == 3 || scenario == 5) setenv("TLINK_TRANSPORT", "tcp", 1);
         else unsetenv("TLINK_TRANSPORT");
         int codes[8] = {0};

@@ -67,6 +67,15 @@ tlink_status tl_shm_setup(tlink_comm *c) {
         free(v);
         fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
         if (fd < 0) return tl_err(c, TLINK_ERR_SYSTEM, "shm_open(%s): %s", name, strerror(errno));
+        struct stat sb;
+        if (fstat(fd, &sb) != 0 || (size_t)sb.st_size != total) {
+            close(fd);
+            shm_unlink(name);
+            return tl_err(c, TLINK_ERR_BOOTSTRAP,
+                          "shared memory segment %s has %lld bytes, this rank expects %zu: set "
+                          "TLINK_SHM_CHANNEL_BYTES and TLINK_SHM_DIRECT_SEGMENT identically on all ranks",
+                          name, (long long)sb.st_size, total);
+        }
     }
     void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
