@@ -969,8 +969,13 @@ static void gcopy(gen *G, const ir_stmt *s) {
         put_store(&st, bd, dof.data, ISF(vdt) ? vdt : bd->dtype, "0");
         line(G, "for (int64_t c%d_%d = dlo%d_%d; c%d_%d < a%d; c%d_%d++) %s", ts, k, ts, k, ts, k, ts, ts, k, st.data);
         tile_sb_free(&st);
-        copy_value(&v, bs, bd, so.data);
-        put_store(&st, bd, dof.data, vdt, v.data);
+        if (bs->dtype == bd->dtype && bd->dtype != TILE_DT_FP4_E2M1) {
+            /* same dtype: copy the stored bits */
+            tile_sb_printf(&st, "b%d[%s] = b%d[%s];", bd->id, dof.data, bs->id, so.data);
+        } else {
+            copy_value(&v, bs, bd, so.data);
+            put_store(&st, bd, dof.data, vdt, v.data);
+        }
         if (bd->dtype != TILE_DT_FP4_E2M1) line(G, "TILE_IVDEP");
         line(G, "for (int64_t c%d_%d = a%d; c%d_%d < z%d; c%d_%d++) %s", ts, k, ts, ts, k, ts, ts, k, st.data);
         tile_sb_free(&st);
