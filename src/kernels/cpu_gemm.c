@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/core.h"
 #include "kernels/cpu_gemm.h"
@@ -166,7 +167,8 @@ typedef struct tk_tls {
 
 static __thread tk_tls t_tls;
 
-#define TK_RETAIN_BYTES ((size_t)16 << 20) /* larger buffers are freed after each call */
+#define TK_RETAIN_BYTES ((size_t)80 << 20) /* larger buffers are freed after each call */
+#define TK_HUGE_BYTES ((size_t)4 << 20)    /* buffers from here on ask for huge pages */
 
 static void tls_destroy(void *p) {
     tk_tls *t = (tk_tls *)p;
@@ -186,9 +188,16 @@ static void *buf_get(tk_buf *b, size_t bytes) {
     free(b->p);
     b->p = NULL;
     b->cap = 0;
-    size_t sz = (bytes + 4095) & ~(size_t)4095;
+    /* room to grow a little without reallocating, whole pages; big ones 2 MiB aligned and
+     * backed by transparent huge pages where the kernel allows (fewer TLB misses) */
+    size_t sz = bytes + bytes / 8;
+    const size_t align = sz >= TK_HUGE_BYTES ? ((size_t)2 << 20) : 4096;
+    sz = (sz + align - 1) & ~(align - 1);
     void *p = NULL;
-    if (posix_memalign(&p, 4096, sz) != 0) return NULL;
+    if (posix_memalign(&p, align, sz) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (align > 4096) madvise(p, sz, MADV_HUGEPAGE);
+#endif
     b->p = p;
     b->cap = sz;
     return p;
@@ -304,6 +313,15 @@ static void compute_task(void *arg, int64_t t) {
                 const float *bpj = bp + jr * kst;
                 const int64_t nr = nl - jr < NR ? nl - jr : NR;
                 float *c = x->c + ci * x->c_rs + (j0 + jr) * x->c_cs;
+                if (kc >= 64 && x->c_cs == 1) {
+                    /* bring the next C tile towards L2 while this one computes: big C
+                     * matrices come from memory, in rows far apart */
+                    const float *cn = jr + NR < nl ? c + NR : c + MR * x->c_rs - jr;
+                    for (int i = 0; i < MR; i++) {
+                        __builtin_prefetch(cn + i * x->c_rs, 1, 2);
+                        __builtin_prefetch(cn + i * x->c_rs + NR - 1, 1, 2);
+                    }
+                }
                 if (mr == MR && nr == NR && x->c_cs == 1) {
                     ks->ukr(kst, ap, bpj, c, x->c_rs, beta);
                 } else {
@@ -388,7 +406,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     const int nthreads = tk_cpu_count() > 1 ? tk_cpu_count() : 2;
     const double flops = 2.0 * (double)M * (double)N * (double)K;
     const int par = pfor != NULL && flops >= 4.0e6;
-    const int64_t want_tasks = 4 * (int64_t)nthreads;
+    const int64_t want_tasks = 8 * (int64_t)nthreads; /* dynamic scheduling evens them out */
 
     /* KC: the A micro-panel (MR x KC floats) takes about half of L1 */
     int64_t KC = g_env_kc ? g_env_kc : (g_l1 / 2) / (MR * 4);
@@ -396,7 +414,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     if (bk) KC *= 2; /* a bf16 pair panel of 2 KC k-steps takes the room of KC f32 ones */
     KC = round_up(cdiv(K, cdiv(K, KC)), 4); /* equal K blocks (a multiple of 4: whole pairs) */
     /* NCb: the B block (KC x NCb) takes about half of L2; in parallel, N is split further
-     * (down to 2 NR columns) to make about 4 tasks per thread */
+     * (down to 2 NR columns) to make about 8 tasks per thread */
     int64_t NCb = g_env_nc ? round_up(g_env_nc, NR) : ((g_l2 / 2) / (KC * 4)) / NR * NR;
     if (NCb < NR) NCb = NR;
     NCb = round_up(cdiv(N, cdiv(N, NCb)), NR);
