@@ -406,7 +406,40 @@ static tlink_status direct_big_allreduce(tlink_comm *c, char *buf, size_t count,
 }
 
 /* ---------- dispatcher ---------- */
+/* allgather of the n blocks of a count-element buffer split as blk_off/blk_cnt */
+static tlink_status ring_allgather_blocks(tlink_comm *c, const grp *g, char *buf, size_t count, size_t es) {
+    int n = g->n, r = g->me;
+    int right = G((r + 1) % n), left = G((r - 1 + n) % n);
+    for (int s = 0; s < n - 1; s++) {
+        int sb = (r - s + n) % n, rb = (r - s - 1 + n) % n;
+        tlink_status st = tl_xchg(c, right, buf + blk_off(count, n, sb) * es, blk_cnt(count, n, sb) * es, left,
+                                  buf + blk_off(count, n, rb) * es, blk_cnt(count, n, rb) * es, NULL, es);
+        if (st) return st;
+    }
+    return TLINK_OK;
+}
+
+/* striped: reduce-scatter inside each host, each local rank allreduces its slice with the
+ * ranks of the same local index on the other hosts (all NICs / streams busy at once), then
+ * allgather inside each host. Needs the same number of ranks on every host. */
+static tlink_status hier_striped(tlink_comm *c, char *buf, size_t count, size_t es, tl_reduce_fn red) {
+    grp local = {c->local_size, c->local_rank, c->local_ranks};
+    grp cross = {c->nhosts, c->host_idx, c->cross};
+    tlink_status st = TLINK_OK;
+    if (local.n > 1) st = ring_reduce_scatter(c, &local, buf, count, es, red);
+    if (st) return st;
+    size_t bo = blk_off(count, local.n, local.me), bn = blk_cnt(count, local.n, local.me);
+    if (bn) {
+        if (bn * es >= (64u << 10) && bn >= (size_t)cross.n) st = ring_allreduce(c, &cross, buf + bo * es, bn, es, red);
+        else st = rd_allreduce(c, &cross, buf + bo * es, bn, es, red);
+        if (st) return st;
+    }
+    return local.n > 1 ? ring_allgather_blocks(c, &local, buf, count, es) : TLINK_OK;
+}
+
 static tlink_status hier_allreduce(tlink_comm *c, char *buf, size_t count, size_t es, tl_reduce_fn red) {
+    if (c->cross && count * es >= (64u << 10) && count >= (size_t)c->local_size)
+        return hier_striped(c, buf, count, es, red);
     grp local = {c->local_size, c->local_rank, c->local_ranks};
     tlink_status st = binomial_reduce(c, &local, 0, buf, count, es, red);
     if (st) return st;

@@ -253,6 +253,7 @@ static void comm_free(tlink_comm *c) {
     free(c->host_nranks);
     free(c->local_ranks);
     free(c->world);
+    free(c->cross);
     free(c->peers);
     free(c->scratch);
     pthread_mutex_destroy(&c->exec_mu);
@@ -356,6 +357,18 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
         return tl_err(c, TLINK_ERR_NO_MEMORY, "out of memory");
     }
     for (int r = 0; r < n; r++) c->world[r] = r;
+    int uniform = 1;
+    for (int h = 1; h < c->nhosts; h++) uniform &= c->host_nranks[h] == c->host_nranks[0];
+    if (uniform && c->nhosts > 1) {
+        c->cross = calloc((size_t)c->nhosts, sizeof(int));
+        if (!c->cross) {
+            free(all);
+            free(addrs);
+            return tl_err(c, TLINK_ERR_NO_MEMORY, "out of memory");
+        }
+        for (int r = 0; r < n; r++)
+            if (c->peers[r].local_idx == c->peers[c->rank].local_idx) c->cross[c->host_of[r]] = r;
+    }
     for (int r = 0, k = 0; r < n; r++)
         if (c->host_of[r] == c->host_idx) c->local_ranks[k++] = r;
     for (int r = 0; r < n; r++) {

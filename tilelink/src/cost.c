@@ -265,8 +265,15 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
             double at = c->alpha[TLINK_TRANSPORT_TCP], bt = c->beta[TLINK_TRANSPORT_TCP], H = c->nhosts;
             if (c->force_tcp) { as = at; bs = bt; }
             double ll = clog2(lmax);
-            t = ll * (as + B * bs + B * g) + ll * (as + B * bs);
-            if (H > 1) t += 2 * (H - 1) * (at + B / H * bt) + B * g;
+            if (c->cross && B >= 65536) {
+                /* striped: local reduce-scatter + allgather rings, slices across hosts */
+                double Lr = lmax;
+                t = 2 * (Lr - 1) * (as + B / Lr * bs) + (Lr - 1) / Lr * B * g;
+                if (H > 1) t += 2 * (H - 1) * (at + B / (H * Lr) * bt) + B / Lr * g;
+            } else {
+                t = ll * (as + B * bs + B * g) + ll * (as + B * bs);
+                if (H > 1) t += 2 * (H - 1) * (at + B / H * bt) + B * g;
+            }
             break;
         }
         default: return -1;

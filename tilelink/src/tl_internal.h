@@ -117,6 +117,8 @@ struct tlink_comm {
     int *host_nranks;               /* [nhosts] */
     int *local_ranks;               /* [local_size] global ranks of my host */
     int *world;                     /* [size] identity map 0..size-1 (the flat group) */
+    int *cross;                     /* [nhosts] ranks with my local index on every host, or NULL
+                                       when hosts hold different numbers of ranks */
     tl_peer *peers;                 /* [size] */
     /* shm */
     void *shm_base;
