@@ -216,9 +216,12 @@ static inline double i2f(tile_dtype from, int64_t v) {
  * twice for integers wider than 53 bits). */
 static double int_to_float(tile_dtype to, tile_dtype from, int64_t v) {
     bool u = from == TILE_DT_U64;
-    if (to == TILE_DT_F64) return u ? (double)(uint64_t)v : (double)v;
-    if (to == TILE_DT_F32) return u ? (double)(float)(uint64_t)v : (double)(float)v;
-    if (u && v < 0) { /* >= 2^63: halve keeping a sticky bit (exact for rounding), scale back */
+    /* exact ranges take the fast path; beyond, the software conversion of core (the
+     * hardware one is exact too, but emulators such as valgrind round via double) */
+    bool huge = u && v < 0; /* a uint64 value >= 2^63 */
+    if (!huge && v >= -(1 << 24) && v <= (1 << 24) && (to == TILE_DT_F32 || to == TILE_DT_F64)) return (double)v;
+    if (!huge && to == TILE_DT_F64 && v >= -((int64_t)1 << 53) && v <= ((int64_t)1 << 53)) return (double)v;
+    if (huge) { /* >= 2^63: halve keeping a sticky bit (exact for rounding), scale back */
         uint64_t x = (uint64_t)v;
         return tile_round_to(to, 2.0 * int_to_float(to, TILE_DT_I64, (int64_t)((x >> 1) | (x & 1))));
     }
