@@ -202,8 +202,7 @@ static void conv(gen *G, tile_strbuf *o, tile_dtype from, tile_dtype to, const c
     if (from == TILE_DT_F64 || to == TILE_DT_F64) G->uses_f64 = true;
     if (to == TILE_DT_BOOL) { tile_sb_printf(o, "((%s) != 0)", v); return; }
     if (to == TILE_DT_F32) {
-        if ((from == TILE_DT_I64 || from == TILE_DT_U64) && G->o->fp64) tile_sb_printf(o, "((float)(double)(%s))", v);
-        else tile_sb_printf(o, "((float)(%s))", v);
+        tile_sb_printf(o, "((float)(%s))", v); /* one rounding, also from 64-bit integers */
         return;
     }
     if (to == TILE_DT_F64) { tile_sb_printf(o, "((double)(%s))", v); return; }
