@@ -213,8 +213,8 @@ static void conv(gen *G, tile_strbuf *o, tile_dtype from, tile_dtype to, const c
             else tile_sb_printf(o, "tl_round_f32(&%s, %s)", fmt_of(to), v);
         } else if (from == TILE_DT_F64) {
             tile_sb_printf(o, "tl_f64_to_small(&%s, %s)", fmt_of(to), v);
-        } else if (from == TILE_DT_U64 && G->o->fp64) {
-            tile_sb_printf(o, "tl_f64_to_small(&%s, (double)(%s))", fmt_of(to), v);
+        } else if (from == TILE_DT_U64) {
+            tile_sb_printf(o, "tl_u64_to_small(&%s, (uint64_t)(%s))", fmt_of(to), v);
         } else {
             tile_sb_printf(o, "tl_i64_to_small(&%s, (int64_t)(%s))", fmt_of(to), v);
         }
@@ -301,7 +301,8 @@ static void store_at(gen *G, tile_strbuf *o, const ir_buffer *b, const char *off
         if (f32src && bd == TILE_DT_F16) tile_sb_printf(&code, "tcv_f32_to_f16_bits(%s)", v);
         else if (f32src && bd == TILE_DT_BF16) tile_sb_printf(&code, "tcv_f32_to_bf16_bits(%s)", v);
         else if (f32src) tile_sb_printf(&code, "tl_encode_f32(&%s, %s)", fmt_of(bd), v);
-        else if (vd == TILE_DT_F64 || (vd == TILE_DT_U64 && G->o->fp64)) tile_sb_printf(&code, "tcv_encode_f64(&%s, (double)(%s))", fmt_of(bd), v);
+        else if (vd == TILE_DT_F64) tile_sb_printf(&code, "tcv_encode_f64(&%s, (double)(%s))", fmt_of(bd), v);
+        else if (vd == TILE_DT_U64) tile_sb_printf(&code, "tl_encode_u64(&%s, (uint64_t)(%s))", fmt_of(bd), v);
         else tile_sb_printf(&code, "tcv_encode_i64(&%s, (int64_t)(%s))", fmt_of(bd), v);
         if (bd == TILE_DT_FP4_E2M1) tile_sb_printf(o, "tl_st4_%s(%s, %s, (uint32_t)%s);\n", sp_sfx(G, b), n.data, off, code.data);
         else tile_sb_printf(o, "%s[%s] = (%s)%s;\n", n.data, off, stype(bd), code.data);

@@ -88,6 +88,14 @@ TL_FN float tl_i64_to_small(TL_FMT_PTR f, int64_t v) {
     if (f->M == 7) return tcv_bf16_bits_to_f32((uint16_t)b);
     return tl_decode_f32(f, b);
 }
+/* uint64 -> narrow format, one rounding (values >= 2^63 included) */
+TL_FN uint32_t tl_encode_u64(TL_FMT_PTR f, uint64_t v) { return v ? (uint32_t)tcv_encode_exact(f, false, v, 0) : 0u; }
+TL_FN float tl_u64_to_small(TL_FMT_PTR f, uint64_t v) {
+    uint32_t b = tl_encode_u64(f, v);
+    if (f->M == 10) return tcv_f16_bits_to_f32((uint16_t)b);
+    if (f->M == 7) return tcv_bf16_bits_to_f32((uint16_t)b);
+    return tl_decode_f32(f, b);
+}
 #ifdef TL_FP64
 TL_FN float tl_f64_to_small(TL_FMT_PTR f, double d) {
     uint32_t b = (uint32_t)tcv_encode_f64(f, d);
