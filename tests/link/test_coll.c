@@ -1,7 +1,8 @@
 /* test_coll.c — every collective x dtype x op x algorithm x sizes for one rank count, all in
  * one launch. Usage: test_coll NRANKS [--tcp] [--hosts H] [--quick]
  *   --tcp      force the TCP transport between all pairs
- *   --hosts H  pretend the ranks live on H hosts (TLINK_HOST_ID), mixing shm and TCP */
+ *   --hosts H  pretend the ranks live on H hosts (TLINK_HOST_ID), mixing shm and TCP
+ *   --ifname I TLINK_SOCKET_IFNAME;  --streams N  TLINK_SOCKET_NSTREAMS */
 #include "tl_launch.h"
 
 #include <math.h>
@@ -464,7 +465,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s NRANKS [--tcp] [--hosts H] [--quick]\n", argv[0]);
+        fprintf(stderr, "usage: %s NRANKS [--tcp] [--hosts H] [--quick] [--ifname I] [--streams N]\n", argv[0]);
         return 2;
     }
     int n = atoi(argv[1]);
@@ -472,6 +473,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--tcp")) g_tcp = 1;
         else if (!strcmp(argv[i], "--quick")) g_quick = 1;
         else if (!strcmp(argv[i], "--hosts") && i + 1 < argc) g_hosts = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ifname") && i + 1 < argc) setenv("TLINK_SOCKET_IFNAME", argv[++i], 1);
+        else if (!strcmp(argv[i], "--streams") && i + 1 < argc) setenv("TLINK_SOCKET_NSTREAMS", argv[++i], 1);
     }
     if (g_tcp) setenv("TLINK_TRANSPORT", "tcp", 1);
     if (!getenv("TLINK_TIMEOUT")) setenv("TLINK_TIMEOUT", "60", 1);

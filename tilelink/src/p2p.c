@@ -295,6 +295,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
     }
     double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
     int spins = 0, armed = 0, spinning = 1, sleeping = 0;
+    unsigned progress_events = 0;
     double t_idle = t0;
     uint32_t bell_seq = 0;
     for (;;) {
@@ -351,8 +352,8 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
                 /* we had slowed down: measure idleness afresh */
                 t_idle = tl_now();
                 deadline = t_idle + c->timeout;
-            } else if ((spins & 1023) == 1023) {
-                deadline = tl_now() + c->timeout;
+            } else if ((++progress_events & 63) == 0) {
+                deadline = tl_now() + c->timeout; /* the deadline counts time without progress */
             }
             spins = 0;
             spinning = 1;
