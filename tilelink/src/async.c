@@ -18,6 +18,7 @@ struct tl_req_queue {
     pthread_mutex_t mu;
     pthread_cond_t cv, done_cv;
     tlink_request *head, *tail;
+    int busy;                       /* the progress thread is running an operation */
     int stop;
     pthread_t thr;
 };
@@ -32,6 +33,7 @@ static void *progress_main(void *arg) {
         tlink_request *r = q->head;
         q->head = r->next;
         if (!q->head) q->tail = NULL;
+        q->busy = 1;
         pthread_mutex_unlock(&q->mu);
         pthread_mutex_lock(&c->exec_mu);
         tlink_status st = tl_coll_run(c, &r->a);
@@ -39,6 +41,7 @@ static void *progress_main(void *arg) {
         pthread_mutex_lock(&q->mu);
         r->st = st;
         r->done = 1;
+        q->busy = 0;
         pthread_cond_broadcast(&q->done_cv);
     }
     pthread_mutex_unlock(&q->mu);
@@ -96,6 +99,18 @@ static tlink_status wait_req(tlink_request *r) {
 
 tlink_status tl_execute(tlink_comm *c, tl_args *a) {
     if (c->q) {
+        /* nothing queued or running: run here (no thread hand-off); only the thread that uses
+         * the communicator queues work, so nothing can be queued meanwhile */
+        tl_req_queue *q = c->q;
+        pthread_mutex_lock(&q->mu);
+        int idle = !q->head && !q->busy;
+        pthread_mutex_unlock(&q->mu);
+        if (idle) {
+            pthread_mutex_lock(&c->exec_mu);
+            tlink_status st = tl_coll_run(c, a);
+            pthread_mutex_unlock(&c->exec_mu);
+            return st;
+        }
         tlink_request r;
         memset(&r, 0, sizeof r);
         r.a = *a;
