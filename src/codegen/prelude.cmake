@@ -1,7 +1,6 @@
 # prelude.cmake — builds the CPU backend's prelude string (generated/codegen/prelude_text.h)
 # from the real C files convert.h, cpu_abi.h and prelude.h, and makes libtile's objects
-# depend on it. Included once (from tests/cpu/CMakeLists.txt for now; it belongs in the
-# top-level CMakeLists next to tile_obj).
+# depend on it. Included once, by the top-level CMakeLists next to tile_obj.
 if(TARGET tile_cpu_prelude)
   return()
 endif()

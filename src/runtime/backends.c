@@ -3,8 +3,10 @@
 
 #include "backend.h"
 
-/* Each backend defines its table in its own folder; weak so a build without it links. */
-extern const tile_backend tile_backend_cpu __attribute__((weak));
+/* Each backend defines its table in its own folder. The cpu backend is always built (it
+ * needs only a C compiler at run time), so it is referenced strongly: that also pulls its
+ * object out of the static libtile.a. The GPU backends are weak until they land. */
+extern const tile_backend tile_backend_cpu;
 extern const tile_backend tile_backend_cuda __attribute__((weak));
 extern const tile_backend tile_backend_opencl __attribute__((weak));
 

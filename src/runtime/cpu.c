@@ -24,10 +24,8 @@
 #include "cpu_cache.h"
 #include "threadpool.h"
 
-/* The GEMM library, when linked in (weak: the backend works without it). */
-#pragma weak tk_cpu_gemm
-#pragma weak tk_cpu_gemm_error
-#pragma weak tk_cpu_isa
+/* The GEMM library (src/kernels) is part of libtile; TILE_CPU_GEMM_FALLBACK=1 selects the
+ * portable loop instead (for testing). */
 
 typedef struct cpu_exe {
     void *handle;
@@ -100,12 +98,12 @@ static void fb_rows(void *a, int64_t i0, int64_t i1, int worker) {
 static int svc_gemm(const tile_cpu_services *svc, const tile_cpu_gemm *g) {
     (void)svc;
     if (g->M <= 0 || g->N <= 0) return 0;
-    if (tk_cpu_gemm && !tile_env("TILE_CPU_GEMM_FALLBACK")) {
+    if (!tile_env("TILE_CPU_GEMM_FALLBACK")) {
         tk_gemm t = {g->M, g->N, g->K, (tile_dtype)g->a_dtype, (tile_dtype)g->b_dtype, (tile_dtype)g->c_dtype,
                      g->A, g->a_rs, g->a_cs, g->B, g->b_rs, g->b_cs, g->C, g->c_rs, g->c_cs, g->accumulate};
         int rc = tk_cpu_gemm(&t, g->parallel ? tk_pfor : NULL, NULL);
         if (rc != TK_GEMM_OK) {
-            snprintf(t_gemm_err, sizeof t_gemm_err, "%s", tk_cpu_gemm_error ? tk_cpu_gemm_error() : "tk_cpu_gemm failed");
+            snprintf(t_gemm_err, sizeof t_gemm_err, "%s", tk_cpu_gemm_error());
             return 1;
         }
         return 0;
@@ -131,12 +129,11 @@ static int affinity_count(void) {
 
 static void cpu_device_name(tile_strbuf *out) {
     char model[256] = "unknown CPU";
-    bool avx512 = false, avx2 = false;
     FILE *fp = fopen("/proc/cpuinfo", "r");
     if (fp) {
         char ln[8192];
-        bool got_model = false, got_flags = false;
-        while (fgets(ln, sizeof ln, fp) && !(got_model && got_flags)) {
+        bool got_model = false;
+        while (fgets(ln, sizeof ln, fp) && !got_model) {
             if (!got_model && !strncmp(ln, "model name", 10)) {
                 char *c = strchr(ln, ':');
                 if (c) {
@@ -148,15 +145,11 @@ static void cpu_device_name(tile_strbuf *out) {
                     model[n] = 0;
                     got_model = true;
                 }
-            } else if (!got_flags && !strncmp(ln, "flags", 5)) {
-                avx512 = strstr(ln, " avx512f") != NULL;
-                avx2 = strstr(ln, " avx2") != NULL;
-                got_flags = true;
             }
         }
         fclose(fp);
     }
-    const char *isa = tk_cpu_isa ? tk_cpu_isa() : avx512 ? "avx512" : avx2 ? "avx2" : "generic";
+    const char *isa = tk_cpu_isa(); /* cpuid, or TILE_CPU_ISA */
     int n = affinity_count();
     long t = tile_env_long("TILE_NUM_THREADS", 0);
     tile_sb_printf(out, "%s, %d core%s (%s)", model, n, n == 1 ? "" : "s", isa);

@@ -385,7 +385,7 @@ int cpu_cache_load(const char *src, size_t len, const char *name, cpu_loaded *ou
         char *log = read_all(logp, 16000);
         tile_strbuf cmd = {0};
         for (int i = 0; i < w.n; i++) tile_sb_printf(&cmd, "%s%s", i ? " " : "", w.v[i]);
-        tile_sb_printf(err, "error: the C compiler failed on kernel '%s' (exit %d): %s\n%s", name, rc, cmd.data, log ? log : "");
+        tile_sb_printf(err, "error: the C compiler failed on kernel '%s' (exit %d): %s\n%s", name, rc, cmd.data ? cmd.data : "", log ? log : "");
         tile_sb_printf(err, "(the generated source is kept in %s; `tile emit --target cpu` prints it)\n", tmpc);
         tile_sb_free(&cmd);
         free(log);
