@@ -237,6 +237,7 @@ static tlink_comm *comm_alloc(void) {
     c->timeout = tl_default_timeout();
     c->spin_s = 0;
     c->yield_s = 2000e-6;
+    c->yield_every = 16;
     pthread_mutex_init(&c->exec_mu, NULL);
     return c;
 }
@@ -395,6 +396,8 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     int over = c->local_size > ncpu;
     c->spin_s = tl_env_double("TLINK_SPIN_US", 0) * 1e-6;
     c->yield_s = tl_env_double("TLINK_YIELD_US", over ? 50 : 2000) * 1e-6;
+    c->yield_every = (int)tl_env_long("TLINK_POLLS_PER_YIELD", over ? 1 : 16);
+    if (c->yield_every < 1) c->yield_every = 1;
     c->tcp_chunk = (size_t)tl_env_long("TLINK_SOCKET_CHUNK", 128 << 10);
     if (c->tcp_chunk < 4096) c->tcp_chunk = 4096;
     st = tl_shm_setup(c);

@@ -364,9 +364,9 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         /* spin (the peer is running on another core), then yield (let it run on ours), then
          * sleep; the budgets are times since the last progress, checked every 32 rounds */
         if (!sleeping) {
-            if ((++spins & 31) != 0) {
-                if (spinning) cpu_relax();
-                else sched_yield();
+            /* between yields poll c->yield_every times (1 when ranks outnumber cores) */
+            if ((++spins % c->yield_every) != 0) {
+                cpu_relax();
                 continue;
             }
             double el = tl_now() - t_idle;
@@ -469,9 +469,8 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
         if (ready(c, arg)) return TLINK_OK;
         if (atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) return shm_abort_seen(c);
         if (!sleeping) {
-            if ((++spins & 31) != 0) {
-                if (tl_now() - t0 < c->spin_s) cpu_relax();
-                else sched_yield();
+            if ((++spins % c->yield_every) != 0) {
+                cpu_relax();
                 continue;
             }
             if (tl_now() - t0 < c->spin_s + c->yield_s) { sched_yield(); continue; }

@@ -138,6 +138,7 @@ struct tlink_comm {
     int nstreams;
     int force_tcp;
     double spin_s, yield_s;         /* busy-wait budgets before sleeping (smaller when oversubscribed) */
+    int yield_every;                /* polls per sched_yield in the yield phase */
     /* store */
     tlink_store *store;
     tlink_store_server *server;     /* ref held if this process hosts the store */
