@@ -1,0 +1,487 @@
+/* cuda.c — the "cuda" backend: generated CUDA C (src/codegen/simt.c) compiled by NVRTC for
+ * the device's architecture (sm_90a on Hopper) and run through the driver API. Both
+ * libcuda.so.1 and NVRTC (libnvrtc.so.13, .so.12, .so; also under /usr/local/cuda/lib64)
+ * are opened with dlopen: the library builds without CUDA headers and runs everywhere;
+ * without a driver or a GPU, available() says why.
+ *
+ *   TILE_CUDA_DEVICE   device ordinal (default 0)
+ *   TILE_CUDA_ARCH     compile for this architecture instead of the device's (e.g. sm_80)
+ * Cubins are cached on disk (simt_rt.h), keyed by the source, the architecture and the
+ * NVRTC version; compile time is logged at TILE_LOG=info. Device buffers come from a small
+ * per-kernel cache (reused while large enough). Errors name the CUDA call, the kernel and
+ * the launch shape.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cuda_rt.h"
+#include "simt_rt.h"
+
+/* ---------- the few driver / NVRTC declarations we need ---------- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+
+static struct {
+    CUresult (*Init)(unsigned);
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} cu;
+
+static struct {
+    nvrtcResult (*Version)(int *, int *);
+    nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *);
+    nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
+    nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+    nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+    const char *(*GetErrorString)(nvrtcResult);
+} nv;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool g_nv_tried, g_nv_ok, g_cu_tried, g_cu_ok;
+static char g_nv_why[512], g_why[512];
+static int g_nv_major, g_nv_minor;
+static CUdevice g_dev;
+static CUcontext g_ctx;
+static char g_name[256], g_arch[32];
+static int g_cc_major, g_cc_minor, g_driver, g_smem_optin;
+
+static const char *cu_err(CUresult r) {
+    const char *s = NULL;
+    if (cu.GetErrorName && cu.GetErrorName(r, &s) == 0 && s) return s;
+    return "CUDA_ERROR";
+}
+
+/* ---------- NVRTC ---------- */
+static bool load_nvrtc_locked(void) {
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
+                                        "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
+    void *h = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(g_nv_why, sizeof g_nv_why, "cannot load NVRTC (libnvrtc.so.13/.12/.so, also tried /usr/local/cuda/lib64): install the CUDA toolkit's NVRTC");
+        return false;
+    }
+#define LOADN(field, sym)                                                                     \
+    do {                                                                                      \
+        *(void **)(&nv.field) = dlsym(h, sym);                                                \
+        if (!nv.field) {                                                                      \
+            snprintf(g_nv_why, sizeof g_nv_why, "NVRTC has no %s", sym);                      \
+            return false;                                                                     \
+        }                                                                                     \
+    } while (0)
+    LOADN(Version, "nvrtcVersion");
+    LOADN(CreateProgram, "nvrtcCreateProgram");
+    LOADN(CompileProgram, "nvrtcCompileProgram");
+    LOADN(GetProgramLogSize, "nvrtcGetProgramLogSize");
+    LOADN(GetProgramLog, "nvrtcGetProgramLog");
+    LOADN(GetCUBINSize, "nvrtcGetCUBINSize");
+    LOADN(GetCUBIN, "nvrtcGetCUBIN");
+    LOADN(DestroyProgram, "nvrtcDestroyProgram");
+    LOADN(GetErrorString, "nvrtcGetErrorString");
+#undef LOADN
+    nv.Version(&g_nv_major, &g_nv_minor);
+    return true;
+}
+
+bool tile_cuda_nvrtc_available(tile_strbuf *why) {
+    pthread_mutex_lock(&g_lock);
+    if (!g_nv_tried) {
+        g_nv_tried = true;
+        g_nv_ok = load_nvrtc_locked();
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!g_nv_ok && why) tile_sb_puts(why, g_nv_why);
+    return g_nv_ok;
+}
+
+int tile_cuda_nvrtc_compile(const char *src, const char *name, const char *arch, void **cubin, size_t *n, tile_strbuf *err) {
+    *cubin = NULL;
+    *n = 0;
+    if (!tile_cuda_nvrtc_available(err)) return 1;
+    nvrtcProgram prog;
+    nvrtcResult r = nv.CreateProgram(&prog, src, name ? name : "tile.cu", 0, NULL, NULL);
+    if (r != 0) {
+        tile_sb_printf(err, "nvrtcCreateProgram failed: %s", nv.GetErrorString(r));
+        return 1;
+    }
+    char archopt[64];
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
+    const char *opts[] = {archopt, "-default-device", "--fmad=false", "--std=c++17", "-diag-suppress=177,550"};
+    r = nv.CompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    if (r != 0) {
+        size_t ln = 0;
+        nv.GetProgramLogSize(prog, &ln);
+        char *log = tile_xcalloc(ln + 1, 1);
+        nv.GetProgramLog(prog, log);
+        tile_sb_printf(err, "nvrtcCompileProgram (%s) failed: %s; log:\n%s", arch, nv.GetErrorString(r), log);
+        free(log);
+        nv.DestroyProgram(&prog);
+        return 1;
+    }
+    size_t sz = 0;
+    if (nv.GetCUBINSize(prog, &sz) != 0 || sz == 0) {
+        tile_sb_printf(err, "nvrtcGetCUBINSize failed for %s", arch);
+        nv.DestroyProgram(&prog);
+        return 1;
+    }
+    char *bin = tile_xmalloc(sz);
+    nv.GetCUBIN(prog, bin);
+    nv.DestroyProgram(&prog);
+    *cubin = bin;
+    *n = sz;
+    return 0;
+}
+
+/* ---------- the driver ---------- */
+static bool open_device(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(g_why, sizeof g_why, "no CUDA driver (cannot load libcuda.so.1)");
+        return false;
+    }
+#define LOADC(field, sym)                                                                     \
+    do {                                                                                      \
+        *(void **)(&cu.field) = dlsym(h, sym);                                                \
+        if (!cu.field) {                                                                      \
+            snprintf(g_why, sizeof g_why, "libcuda.so.1 has no %s", sym);                     \
+            return false;                                                                     \
+        }                                                                                     \
+    } while (0)
+    LOADC(Init, "cuInit");
+    LOADC(DriverGetVersion, "cuDriverGetVersion");
+    LOADC(DeviceGetCount, "cuDeviceGetCount");
+    LOADC(DeviceGet, "cuDeviceGet");
+    LOADC(DeviceGetName, "cuDeviceGetName");
+    LOADC(DeviceGetAttribute, "cuDeviceGetAttribute");
+    LOADC(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    LOADC(CtxSetCurrent, "cuCtxSetCurrent");
+    LOADC(CtxSynchronize, "cuCtxSynchronize");
+    LOADC(ModuleLoadData, "cuModuleLoadData");
+    LOADC(ModuleUnload, "cuModuleUnload");
+    LOADC(ModuleGetFunction, "cuModuleGetFunction");
+    LOADC(FuncSetAttribute, "cuFuncSetAttribute");
+    LOADC(LaunchKernel, "cuLaunchKernel");
+    LOADC(MemAlloc, "cuMemAlloc_v2");
+    LOADC(MemFree, "cuMemFree_v2");
+    LOADC(MemcpyHtoD, "cuMemcpyHtoD_v2");
+    LOADC(MemcpyDtoH, "cuMemcpyDtoH_v2");
+    LOADC(GetErrorName, "cuGetErrorName");
+    LOADC(GetErrorString, "cuGetErrorString");
+#undef LOADC
+    CUresult r = cu.Init(0);
+    if (r != 0) {
+        snprintf(g_why, sizeof g_why, "cuInit failed: %s (no usable GPU?)", cu_err(r));
+        return false;
+    }
+    int count = 0;
+    if ((r = cu.DeviceGetCount(&count)) != 0 || count == 0) {
+        snprintf(g_why, sizeof g_why, "no CUDA device (cuDeviceGetCount: %s, %d devices)", r ? cu_err(r) : "ok", count);
+        return false;
+    }
+    long ord = tile_env_long("TILE_CUDA_DEVICE", 0);
+    if (ord < 0 || ord >= count) {
+        snprintf(g_why, sizeof g_why, "TILE_CUDA_DEVICE=%ld, but there are %d CUDA devices", ord, count);
+        return false;
+    }
+    if ((r = cu.DeviceGet(&g_dev, (int)ord)) != 0) {
+        snprintf(g_why, sizeof g_why, "cuDeviceGet(%ld) failed: %s", ord, cu_err(r));
+        return false;
+    }
+    cu.DeviceGetName(g_name, sizeof g_name, g_dev);
+    cu.DeviceGetAttribute(&g_cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g_dev);
+    cu.DeviceGetAttribute(&g_cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g_dev);
+    cu.DeviceGetAttribute(&g_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g_dev);
+    cu.DriverGetVersion(&g_driver);
+    const char *force = tile_env("TILE_CUDA_ARCH");
+    if (force && *force) snprintf(g_arch, sizeof g_arch, "%s", force);
+    else snprintf(g_arch, sizeof g_arch, "sm_%d%d%s", g_cc_major, g_cc_minor, g_cc_major == 9 && g_cc_minor == 0 ? "a" : "");
+    if ((r = cu.DevicePrimaryCtxRetain(&g_ctx, g_dev)) != 0) {
+        snprintf(g_why, sizeof g_why, "cuDevicePrimaryCtxRetain failed on '%s': %s", g_name, cu_err(r));
+        return false;
+    }
+    if (!tile_cuda_nvrtc_available(NULL)) {
+        snprintf(g_why, sizeof g_why, "%s", g_nv_why);
+        return false;
+    }
+    return true;
+}
+
+static bool ensure_device(void) {
+    pthread_mutex_lock(&g_lock);
+    if (!g_cu_tried) {
+        g_cu_tried = true;
+        g_cu_ok = open_device();
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (g_cu_ok) cu.CtxSetCurrent(g_ctx);
+    return g_cu_ok;
+}
+
+static bool cuda_available(tile_strbuf *why) {
+    if (ensure_device()) return true;
+    if (why) tile_sb_puts(why, g_why);
+    return false;
+}
+
+static void cuda_device_name(tile_strbuf *out) {
+    if (!ensure_device()) return;
+    tile_sb_printf(out, "%s (%s, driver %d.%d, NVRTC %d.%d)", g_name, g_arch, g_driver / 1000, (g_driver % 1000) / 10, g_nv_major, g_nv_minor);
+}
+
+/* ---------- compile ---------- */
+typedef struct dbuf {
+    CUdeviceptr ptr;
+    size_t cap;
+} dbuf;
+
+typedef struct cuda_exe {
+    simt_program P;
+    CUmodule mod;
+    CUfunction *fns;
+    dbuf *bufs;
+    dbuf scal, err;
+} cuda_exe;
+
+static void dbuf_free(dbuf *b) {
+    if (b->ptr) cu.MemFree(b->ptr);
+    b->ptr = 0;
+    b->cap = 0;
+}
+
+static void cuda_release(void *p) {
+    cuda_exe *x = p;
+    if (!x) return;
+    if (g_cu_ok) {
+        cu.CtxSetCurrent(g_ctx);
+        for (int i = 0; x->bufs && i < x->P.nbufs; i++) dbuf_free(&x->bufs[i]);
+        dbuf_free(&x->scal);
+        dbuf_free(&x->err);
+        if (x->mod) cu.ModuleUnload(x->mod);
+    }
+    free(x->fns);
+    free(x->bufs);
+    simt_program_free(&x->P);
+    free(x);
+}
+
+static int cuda_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
+    simt_options o;
+    simt_options_default(&o, SIMT_CUDA);
+    simt_program P;
+    if (simt_generate(f, &o, &P, err)) return 1;
+    tile_sb_puts(out, P.source);
+    simt_program_free(&P);
+    return 0;
+}
+
+static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
+    *exe = NULL;
+    if (!ensure_device()) {
+        tile_sb_printf(err, "CUDA is not available: %s", g_why);
+        return 1;
+    }
+    cuda_exe *x = tile_xcalloc(1, sizeof *x);
+    simt_options o;
+    simt_options_default(&o, SIMT_CUDA);
+    if (simt_generate(f, &o, &x->P, err)) {
+        free(x);
+        return 1;
+    }
+    for (int i = 0; i < x->P.nlaunches; i++) {
+        const simt_launch *L = &x->P.launches[i];
+        if (L->threads > 1024) {
+            tile_diag dg = {TILE_DIAG_ERROR, L->loc, NULL};
+            tile_strbuf m = {0};
+            tile_sb_printf(&m, "the kernel has %d threads per block; CUDA allows at most 1024", L->threads);
+            dg.msg = m.data;
+            tile_diag_format(&dg, err);
+            tile_sb_free(&m);
+            cuda_release(x);
+            return 1;
+        }
+        if (g_smem_optin > 0 && L->smem > (size_t)g_smem_optin) {
+            tile_sb_printf(err, "error: kernel %s needs %zu bytes of shared memory, but '%s' allows %d per block\n", L->name, L->smem, g_name, g_smem_optin);
+            cuda_release(x);
+            return 1;
+        }
+    }
+    tile_strbuf key = {0}, path = {0};
+    tile_sb_printf(&key, "cuda\n%s\nnvrtc %d.%d\n%s", g_arch, g_nv_major, g_nv_minor, x->P.source);
+    bool cache = simt_cache_path("cuda", key.data, key.len, ".cubin", &path);
+    void *bin = NULL;
+    size_t n = 0;
+    if (cache) bin = simt_read_file(path.data, &n);
+    if (!bin) {
+        double t0 = tile_now();
+        if (tile_cuda_nvrtc_compile(x->P.source, f->name, g_arch, &bin, &n, err)) {
+            tile_sb_printf(err, "\n(internal error: the generated CUDA C of '%s' does not compile)\n", f->name);
+            goto fail;
+        }
+        tile_log(TILE_LOG_INFO, "cuda: NVRTC compiled '%s' for %s in %.1f ms", f->name, g_arch, (tile_now() - t0) * 1e3);
+        if (cache) simt_write_file(path.data, bin, n);
+    }
+    CUresult r = cu.ModuleLoadData(&x->mod, bin);
+    free(bin);
+    if (r != 0) {
+        tile_sb_printf(err, "cuModuleLoadData for '%s' (%s) failed: %s", f->name, g_arch, cu_err(r));
+        goto fail;
+    }
+    x->fns = tile_xcalloc((size_t)x->P.nlaunches + 1, sizeof(CUfunction));
+    for (int i = 0; i < x->P.nlaunches; i++) {
+        const simt_launch *L = &x->P.launches[i];
+        if ((r = cu.ModuleGetFunction(&x->fns[i], x->mod, L->name)) != 0) {
+            tile_sb_printf(err, "cuModuleGetFunction(%s) failed: %s", L->name, cu_err(r));
+            goto fail;
+        }
+        if (L->smem > 48 * 1024 && (r = cu.FuncSetAttribute(x->fns[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)L->smem)) != 0) {
+            tile_sb_printf(err, "cuFuncSetAttribute(%s, max dynamic shared memory = %zu) failed: %s", L->name, L->smem, cu_err(r));
+            goto fail;
+        }
+    }
+    x->bufs = tile_xcalloc((size_t)x->P.nbufs + 1, sizeof(dbuf));
+    tile_sb_free(&key);
+    tile_sb_free(&path);
+    *exe = x;
+    return 0;
+fail:
+    tile_sb_free(&key);
+    tile_sb_free(&path);
+    cuda_release(x);
+    return 1;
+}
+
+/* ---------- run ---------- */
+static bool dbuf_reserve(dbuf *b, size_t n, tile_strbuf *err) {
+    if (n < 16) n = 16;
+    if (b->ptr && b->cap >= n) return true;
+    dbuf_free(b);
+    size_t cap = (n + 255) & ~(size_t)255;
+    CUresult r = cu.MemAlloc(&b->ptr, cap);
+    if (r != 0) {
+        b->ptr = 0;
+        tile_sb_printf(err, "cuMemAlloc of %zu bytes failed on '%s': %s", cap, g_name, cu_err(r));
+        return false;
+    }
+    b->cap = cap;
+    return true;
+}
+
+static int cuda_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars, tile_strbuf *err) {
+    cuda_exe *x = exe;
+    simt_program *P = &x->P;
+    cu.CtxSetCurrent(g_ctx);
+    size_t *bytes = tile_xcalloc((size_t)P->nbufs + 1, sizeof(size_t));
+    int64_t *tab = tile_xcalloc((size_t)P->nscalars + 1, sizeof(int64_t));
+    void **args = tile_xcalloc((size_t)P->nbufs + 3, sizeof(void *));
+    int64_t errrec[8] = {0};
+    int rc = 1;
+    CUresult r;
+    for (int i = 0; i < P->nbufs; i++) {
+        if (!simt_buf_bytes(P, i, f, sizes, params, rets, &bytes[i], err)) goto done;
+        if (!dbuf_reserve(&x->bufs[i], bytes[i] + 8, err)) goto done;
+        const simt_buf *b = &P->bufs[i];
+        void *host = b->param >= 0 ? params[b->param].data : b->ret >= 0 ? rets[b->ret].data : NULL;
+        if (host && bytes[i] && (r = cu.MemcpyHtoD(x->bufs[i].ptr, host, bytes[i])) != 0) {
+            tile_sb_printf(err, "cuMemcpyHtoD of '%s' (%zu bytes) failed: %s", b->buf->name, bytes[i], cu_err(r));
+            goto done;
+        }
+        args[i] = &x->bufs[i].ptr;
+    }
+    simt_pack_scalars(f, sizes, scalars, tab);
+    size_t tb = sizeof(int64_t) * (size_t)(P->nscalars + 1);
+    if (!dbuf_reserve(&x->scal, tb, err) || !dbuf_reserve(&x->err, sizeof errrec, err)) goto done;
+    if ((r = cu.MemcpyHtoD(x->scal.ptr, tab, tb)) != 0 || (r = cu.MemcpyHtoD(x->err.ptr, errrec, sizeof errrec)) != 0) {
+        tile_sb_printf(err, "cuMemcpyHtoD failed: %s", cu_err(r));
+        goto done;
+    }
+    args[P->nbufs] = &x->scal.ptr;
+    args[P->nbufs + 1] = &x->err.ptr;
+    for (int l = 0; l < P->nlaunches; l++) {
+        const simt_launch *L = &P->launches[l];
+        int64_t blocks;
+        if (!simt_blocks(L, f, sizes, &blocks, err)) goto done;
+        if (blocks == 0) continue;
+        r = cu.LaunchKernel(x->fns[l], (unsigned)blocks, 1, 1, (unsigned)L->threads, 1, 1, (unsigned)L->smem, NULL, args, NULL);
+        if (r != 0) {
+            tile_sb_printf(err, "cuLaunchKernel(%s of '%s', %lld blocks of %d threads, %zu bytes of shared memory) failed: %s", L->name, f->name,
+                           (long long)blocks, L->threads, L->smem, cu_err(r));
+            goto done;
+        }
+    }
+    if ((r = cu.CtxSynchronize()) != 0) {
+        const char *s = NULL;
+        cu.GetErrorString(r, &s);
+        tile_sb_printf(err, "running '%s' on '%s' failed (cuCtxSynchronize: %s: %s)", f->name, g_name, cu_err(r), s ? s : "");
+        goto done;
+    }
+    if ((r = cu.MemcpyDtoH(errrec, x->err.ptr, sizeof errrec)) != 0) {
+        tile_sb_printf(err, "cuMemcpyDtoH of the error record failed: %s", cu_err(r));
+        goto done;
+    }
+    if (errrec[0]) {
+        simt_format_error(P, errrec, err);
+        goto done;
+    }
+    for (int i = 0; i < P->nbufs; i++) {
+        const simt_buf *b = &P->bufs[i];
+        void *host = b->param >= 0 ? params[b->param].data : b->ret >= 0 ? rets[b->ret].data : NULL;
+        if (!host || !bytes[i]) continue;
+        if ((r = cu.MemcpyDtoH(host, x->bufs[i].ptr, bytes[i])) != 0) {
+            tile_sb_printf(err, "cuMemcpyDtoH of '%s' failed: %s", b->buf->name, cu_err(r));
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(bytes);
+    free(tab);
+    free(args);
+    return rc;
+}
+
+const tile_backend tile_backend_cuda = {
+    .name = "cuda",
+    .available = cuda_available,
+    .device_name = cuda_device_name,
+    .pipeline = "cuda",
+    .emit = cuda_emit,
+    .compile = cuda_compile,
+    .run = cuda_run,
+    .release = cuda_release,
+};
