@@ -3,17 +3,19 @@
  *
  * Loop nest (C row-major after orientation; A = the broadcast side, B = the vector side):
  *
- *   for pc in K by KC:                     beta = (pc == 0 ? accumulate : 1)
- *     for ic in M by MCa:                  pack A[ic.., pc..] into MR-row panels (shared, L3)
- *       parallel for (jn, im) tasks:       N by NCb x the A block's rows in chunks
- *         pack B[pc.., jn..] into NR-column panels (thread-local, L2; skipped if this
- *         thread packed the same block last)
- *         for each A panel (MR x KC, stays in L1):
+ *   for ic in M by MCa:                    (one step unless A is huge)
+ *     parallel: pack A[ic.., all K] into MR-row panels, K block by K block (shared)
+ *     parallel for (jn, im) tasks:         N by NCb x chunks of the A block's rows
+ *       for pc in K by KC:                 beta = (pc == 0 ? accumulate : 1)
+ *         pack B[pc.., jn..] into NR-column panels (thread-local, ~half of L2)
+ *         for each A panel (MR x KC, ~half of L1, stays there):
  *           for each B panel (KC x NR, streams from L2): micro-kernel MR x NR
  *
- * Edge tiles (and C with a non-unit column stride) go through a small tile buffer.
- * A C that is column-major is handled by computing C^T = B^T A^T (swap the operands).
- * Non-f32 C: an f32 workspace accumulates, then one rounding into C. */
+ * So a GEMM makes two parallel-for calls. Edge tiles (and C with a non-unit column stride)
+ * go through a small tile buffer. A column-major C is handled by computing C^T = B^T A^T
+ * (swapping the operands). Small f32 problems use the ISA's no-pack kernel. bf16 x bf16 uses
+ * k-pair panels and a vdpbf16ps kernel where the CPU has one. Non-f32 C: an f32 workspace
+ * accumulates, then one rounding into C. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
