@@ -358,7 +358,10 @@ static void dims_match(vctx *c, tile_loc loc, const ir_expr *a, const ir_expr *b
 static void check_tile_op(vctx *c, const ir_stmt *s) {
     static const int want[IR_S_COUNT] = {[IR_S_COPY] = 2, [IR_S_FILL] = 1, [IR_S_GEMM] = 3, [IR_S_REDUCE] = 2};
     const char *op = s->kind == IR_S_COPY ? "copy" : s->kind == IR_S_FILL ? "fill" : s->kind == IR_S_GEMM ? "gemm" : "reduce";
-    if (c->par_depth > 0) VERR(c, s->loc, "%s inside a T.Parallel loop (tile operations act on the whole block)", op);
+    /* Inside a kernel a tile operation acts on the whole block, so it cannot sit in a
+     * T.Parallel loop. Outside kernels (TileOpt's plain-form schedules) a parallel loop of
+     * tile operations is fine: e.g. one GEMM per batch, iterations independent. */
+    if (c->par_depth > 0 && c->kernel_depth > 0) VERR(c, s->loc, "%s inside a T.Parallel loop (tile operations act on the whole block)", op);
     if (s->nregions != want[s->kind] || !s->regions) {
         VERR(c, s->loc, "%s has %d regions, expected %d", op, s->nregions, want[s->kind]);
         return;

@@ -25,11 +25,10 @@
 #include "deps.h"
 #include "opt.h"
 
-/* A batch loop around a GEMM could be PARALLEL, but the IR verifier does not allow tile
- * operations inside a parallel loop (T.Parallel semantics); set to 1 once it does for the
- * plain form. */
+/* The batch loop around a GEMM becomes PARALLEL (the verifier allows tile operations in a
+ * parallel loop outside kernels); 0 keeps it serial. */
 #ifndef OPT_PARALLEL_BATCH_GEMM
-#define OPT_PARALLEL_BATCH_GEMM 0
+#define OPT_PARALLEL_BATCH_GEMM 1
 #endif
 
 enum { NEST_MAX = 8 };
