@@ -2,6 +2,7 @@
 # setup.sh — install what building and testing Tile needs, on a fresh Debian machine.
 # Idempotent and quick when everything is there already. Run as root (or with sudo).
 #   Debian: cmake ninja-build gcc clang python3 (pip) iproute2 openmpi-bin libopenmpi-dev
+#           pocl-opencl-icd ocl-icd-opencl-dev (OpenCL)
 #   PyPI:   numpy ml_dtypes (independent references for the tests)
 set -euo pipefail
 
@@ -13,6 +14,9 @@ command -v clang >/dev/null || need_apt+=(clang)
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v ip >/dev/null || need_apt+=(iproute2)
 command -v mpirun >/dev/null || need_apt+=(openmpi-bin libopenmpi-dev)
+# OpenCL: the ICD loader and PoCL (an OpenCL device on any CPU) for the opencl target's tests
+[ -e /etc/OpenCL/vendors/pocl.icd ] || need_apt+=(pocl-opencl-icd)
+ldconfig -p 2>/dev/null | grep -q "libOpenCL.so " || need_apt+=(ocl-icd-opencl-dev)
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
