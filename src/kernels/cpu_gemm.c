@@ -315,15 +315,6 @@ static void compute_task(void *arg, int64_t t) {
                 const float *bpj = bp + jr * kst;
                 const int64_t nr = nl - jr < NR ? nl - jr : NR;
                 float *c = x->c + ci * x->c_rs + (j0 + jr) * x->c_cs;
-                if (kc >= 64 && x->c_cs == 1) {
-                    /* bring the next C tile towards L2 while this one computes: big C
-                     * matrices come from memory, in rows far apart */
-                    const float *cn = jr + NR < nl ? c + NR : c + MR * x->c_rs - jr;
-                    for (int i = 0; i < MR; i++) {
-                        __builtin_prefetch(cn + i * x->c_rs, 1, 2);
-                        __builtin_prefetch(cn + i * x->c_rs + NR - 1, 1, 2);
-                    }
-                }
                 if (mr == MR && nr == NR && x->c_cs == 1) {
                     ks->ukr(kst, ap, bpj, c, x->c_rs, beta);
                 } else {
