@@ -46,6 +46,8 @@ typedef struct gen {
     size_t *soff;         /* per buffer id: shared offset */
     int *bufarg;          /* per buffer id: index in P->bufs or -1 */
     long *slot;           /* per var id: broadcast slot offset or -1 */
+    bool *priv;           /* per var id: assigned per thread (inside a T.Parallel body) */
+    bool guard;           /* redundant block-level code: stores by thread 0, barrier before break/continue */
     size_t smem;
     bool barrier_fresh;
     bool uses_f64;
@@ -812,7 +814,7 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         ex(G, &x, s->value);
         elem_offset(G, &off, s->buf, s->idx, G->o->checks ? add_site(G, s->loc, SIMT_SITE_WRITE, s->buf->name) : 0);
         /* value first, then the index (the interpreter's order) */
-        line(G, o, "{");
+        line(G, o, G->guard ? "if (tl_tid == 0) {" : "{");
         G->ind++;
         line(G, o, "%s tl_v%d = %s;", vtype(s->value->dtype), t, x.data);
         char vn[32];
@@ -824,7 +826,16 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         tile_sb_free(&off);
         return;
     }
-    case IR_S_ATOMIC: gen_atomic(G, o, s); return;
+    case IR_S_ATOMIC:
+        if (G->guard) {
+            line(G, o, "if (tl_tid == 0)");
+            G->ind++;
+            gen_atomic(G, o, s);
+            G->ind--;
+            return;
+        }
+        gen_atomic(G, o, s);
+        return;
     case IR_S_ALLOC:
         if (s->buf->scope == IR_SCOPE_GLOBAL || s->buf->role != IR_BUF_TEMP) return; /* allocated by the runtime */
         if (G->space[s->buf->id] == SP_SHARED) return;
@@ -833,8 +844,11 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         return;
     case IR_S_KERNEL: gfail(G, s->loc, "a kernel inside a loop or a branch is not supported on the GPU targets"); return;
     case IR_S_COPY: case IR_S_FILL: case IR_S_GEMM: case IR_S_REDUCE: gen_tileop(G, o, s, "0", "1"); return;
-    case IR_S_BREAK: line(G, o, "break;"); return;
-    case IR_S_CONTINUE: line(G, o, "continue;"); return;
+    case IR_S_BREAK:
+    case IR_S_CONTINUE:
+        if (G->guard) line(G, o, "TL_BARRIER();");
+        line(G, o, s->kind == IR_S_BREAK ? "break;" : "continue;");
+        return;
     case IR_S_ASSERT: {
         tile_strbuf c = {0};
         ex(G, &c, s->cond);
@@ -926,11 +940,33 @@ static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
     barrier(G, o);
 }
 
+/* A BREAK or CONTINUE in s that leaves s (not inside a loop of s). */
+static bool escapes(const ir_stmt *s, bool top) {
+    if (!s) return false;
+    if (s->kind == IR_S_BREAK || s->kind == IR_S_CONTINUE) return true;
+    if (!top && (s->kind == IR_S_FOR || s->kind == IR_S_WHILE)) return false;
+    for (int i = 0; i < s->nbody; i++)
+        if (escapes(s->body[i], false)) return true;
+    return false;
+}
+
 /* Block-level statement without tile ops: redundantly in every thread if it writes no
  * memory, else in thread 0 with the scalars it assigns broadcast through shared memory. */
 static void gen_leaf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     if (G->threads <= 1 || !writes_mem(s)) {
         gen_thread(G, o, s);
+        return;
+    }
+    if (escapes(s, s->kind == IR_S_FOR || s->kind == IR_S_WHILE)) {
+        /* it leaves the enclosing uniform loop: every thread must take the same path, so
+         * run it in all threads with its stores made by thread 0 only, and a barrier
+         * before the break / continue and after the statement */
+        barrier(G, o);
+        bool was = G->guard;
+        G->guard = true;
+        gen_thread(G, o, s);
+        G->guard = was;
+        barrier(G, o);
         return;
     }
     bool *mark = tile_xcalloc((size_t)G->f->nvars + 1, sizeof(bool));
@@ -964,6 +1000,36 @@ static void gen_leaf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     free(mark);
 }
 
+/* Variables whose value differs between threads: assigned inside a T.Parallel body. */
+static void mark_private(gen *G, const ir_stmt *s, bool par) {
+    if (!s) return;
+    if (par && s->var && (s->kind == IR_S_ASSIGN || s->kind == IR_S_FOR)) G->priv[s->var->id] = true;
+    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) {
+        G->priv[s->var->id] = true;
+        par = true;
+    }
+    for (int i = 0; i < s->nbody; i++) mark_private(G, s->body[i], par);
+}
+static const ir_var *private_use(gen *G, const ir_expr *e) {
+    if (!e) return NULL;
+    if (e->kind == IR_E_VAR && G->priv[e->var->id]) return e->var;
+    for (int i = 0; i < e->nargs; i++) {
+        const ir_var *v = private_use(G, e->args[i]);
+        if (v) return v;
+    }
+    return NULL;
+}
+/* A condition or trip count around barriers must be the same in all threads. */
+static bool uniform_check(gen *G, const ir_stmt *s, const ir_expr *e) {
+    const ir_var *v = private_use(G, e);
+    if (!v) return true;
+    gfail(G, e->loc.src ? e->loc : s->loc,
+          "this condition depends on '%s', which each thread computes separately inside a T.Parallel loop; it controls tile operations or "
+          "T.Parallel loops (barriers), so it must be the same in all threads: compute it outside the T.Parallel loop",
+          v->name);
+    return false;
+}
+
 static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
     if (!s || G->failed) return;
     if (s->kind == IR_S_SEQ) {
@@ -979,6 +1045,7 @@ static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
         gen_leaf(G, o, s);
         return;
     }
+    if (!uniform_check(G, s, s->kind == IR_S_FOR ? s->lo : s->cond) || (s->kind == IR_S_FOR && !uniform_check(G, s, s->extent))) return;
     switch (s->kind) {
     case IR_S_FOR:
         if (s->loop_kind == IR_LOOP_PARALLEL) gen_parallel(G, o, s);
@@ -1460,6 +1527,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
         G->soff[i] = 0;
     }
     for (int i = 0; i < f->nvars; i++) G->slot[i] = -1;
+    for (int i = 0; i < f->nvars; i++) G->priv[i] = false;
+    if (k) mark_private(G, k->body[0], false);
     if (k) place(G, k->body[0], true);
     else
         for (int i = 0; i < nstmts; i++) place(G, stmts[i], false);
@@ -1572,6 +1641,7 @@ int simt_generate(const ir_func *f, const simt_options *o, simt_program *out, ti
     G.soff = tile_xcalloc(nb, sizeof(size_t));
     G.bufarg = tile_xcalloc(nb, sizeof(int));
     G.slot = tile_xcalloc(nv, sizeof(long));
+    G.priv = tile_xcalloc(nv, sizeof(bool));
     out->nscalars = f->nsizes + f->nparams;
     /* buffers the kernels take: tensor parameters, returned tensors, global temporaries */
     for (int i = 0; i < f->nparams; i++)
@@ -1633,6 +1703,7 @@ int simt_generate(const ir_func *f, const simt_options *o, simt_program *out, ti
     free(G.soff);
     free(G.bufarg);
     free(G.slot);
+    free(G.priv);
     out->source = src.data ? src.data : tile_xstrdup("");
     if (G.failed) {
         simt_program_free(out);

@@ -4,6 +4,7 @@
  *
  *   TILE_OPENCL_DEVICE   "P:D" (platform and device indices) or a substring of the device
  *                        name; default: the first device of the first platform that has one.
+ *   TILE_OPENCL_OPTIONS  extra clBuildProgram options (e.g. -cl-opt-disable)
  * Program binaries are cached on disk (simt_rt.h: $TILE_CACHE_DIR, ...), keyed by the
  * source, the device name, the driver version and the build options. Device buffers come
  * from a small per-kernel cache (reused while large enough).
@@ -348,6 +349,8 @@ static int ocl_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     tile_strbuf opts = {0};
     tile_sb_puts(&opts, "-cl-std=CL1.2 -w");
     if (g_crdiv) tile_sb_puts(&opts, " -cl-fp32-correctly-rounded-divide-sqrt");
+    const char *extra = tile_env("TILE_OPENCL_OPTIONS");
+    if (extra && *extra) tile_sb_printf(&opts, " %s", extra);
     /* disk cache */
     tile_strbuf key = {0}, path = {0};
     tile_sb_printf(&key, "opencl\n%s\n%s\n%s\n%s\n%s\n", g_name, g_driver, g_platform, opts.data, x->P.source);
