@@ -5,6 +5,7 @@
  *   TILE_OPENCL_DEVICE   "P:D" (platform and device indices) or a substring of the device
  *                        name; default: the first device of the first platform that has one.
  *   TILE_OPENCL_OPTIONS  extra clBuildProgram options (e.g. -cl-opt-disable)
+ *   TILE_OPENCL_NO_FP64  1: generate code as for a device without cl_khr_fp64 (tests)
  * Program binaries are cached on disk (simt_rt.h: $TILE_CACHE_DIR, ...), keyed by the
  * source, the device name, the driver version and the build options. Device buffers come
  * from a small per-kernel cache (reused while large enough).
@@ -290,7 +291,8 @@ static void ocl_release(void *p) {
 
 static void options_for_device(simt_options *o) {
     simt_options_default(o, SIMT_OPENCL);
-    o->fp64 = g_fp64;
+    /* TILE_OPENCL_NO_FP64=1 generates code as for a device without cl_khr_fp64 (tests) */
+    o->fp64 = g_fp64 && !tile_env_long("TILE_OPENCL_NO_FP64", 0);
     o->atom64 = g_atom64;
 }
 
