@@ -346,8 +346,19 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     bool cache = simt_cache_path("cuda", key.data, key.len, ".cubin", &path);
     void *bin = NULL;
     size_t n = 0;
-    if (cache) bin = simt_read_file(path.data, &n);
-    if (!bin) {
+    CUresult r;
+    if (cache && (bin = simt_read_file(path.data, &n)) != NULL) {
+        if (cu.ModuleLoadData(&x->mod, bin) == 0) {
+            tile_log(TILE_LOG_DEBUG, "cuda: cubin from the cache %s", path.data);
+            free(bin);
+            goto loaded;
+        }
+        free(bin); /* a damaged cache entry: compile again */
+        bin = NULL;
+        x->mod = NULL;
+        remove(path.data);
+    }
+    {
         double t0 = tile_now();
         if (tile_cuda_nvrtc_compile(x->P.source, f->name, g_arch, &bin, &n, err)) {
             tile_sb_printf(err, "\n(internal error: the generated CUDA C of '%s' does not compile)\n", f->name);
@@ -356,12 +367,13 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
         tile_log(TILE_LOG_INFO, "cuda: NVRTC compiled '%s' for %s in %.1f ms", f->name, g_arch, (tile_now() - t0) * 1e3);
         if (cache) simt_write_file(path.data, bin, n);
     }
-    CUresult r = cu.ModuleLoadData(&x->mod, bin);
+    r = cu.ModuleLoadData(&x->mod, bin);
     free(bin);
     if (r != 0) {
         tile_sb_printf(err, "cuModuleLoadData for '%s' (%s) failed: %s", f->name, g_arch, cu_err(r));
         goto fail;
     }
+loaded:
     x->fns = tile_xcalloc((size_t)x->P.nlaunches + 1, sizeof(CUfunction));
     for (int i = 0; i < x->P.nlaunches; i++) {
         const simt_launch *L = &x->P.launches[i];
