@@ -407,13 +407,25 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     if (bk) KC *= 2; /* a bf16 pair panel of 2 KC k-steps takes the room of KC f32 ones */
     KC = round_up(cdiv(K, cdiv(K, KC)), 4); /* equal K blocks (a multiple of 4: whole pairs) */
     /* NCb: the B block (KC x NCb) takes about half of L2; in parallel, N is split further
-     * (down to 2 NR columns) to make about 8 tasks per thread */
+     * into equal blocks whose count is a multiple of the thread count (at least 4 per
+     * thread); failing that, down to 2 NR columns, then the rows are split too */
     int64_t NCb = g_env_nc ? round_up(g_env_nc, NR) : ((g_l2 / 2) / (KC * 4)) / NR * NR;
     if (NCb < NR) NCb = NR;
     NCb = round_up(cdiv(N, cdiv(N, NCb)), NR);
-    if (par && !g_env_nc && cdiv(N, NCb) < want_tasks) {
-        int64_t nb = round_up(cdiv(N, want_tasks), NR);
-        NCb = nb < 2 * NR ? (NCb < 2 * NR ? NCb : 2 * NR) : nb;
+    if (par && !g_env_nc) {
+        int64_t found = 0;
+        int64_t n0 = cdiv(N, NCb) > 4 * (int64_t)nthreads ? cdiv(N, NCb) : 4 * (int64_t)nthreads;
+        for (int64_t nn = n0; nn <= cdiv(N, NR) && !found; nn++) {
+            if (nn % nthreads) continue;
+            const int64_t nb = round_up(cdiv(N, nn), NR);
+            if (cdiv(N, nb) == nn) found = nb;
+        }
+        if (found) {
+            NCb = found;
+        } else if (cdiv(N, NCb) < want_tasks) {
+            int64_t nb = round_up(cdiv(N, want_tasks), NR);
+            NCb = nb < 2 * NR ? (NCb < 2 * NR ? NCb : 2 * NR) : nb;
+        }
     }
     /* MCa: the packed A block (MCa x K) stays under 64 MiB and each of its K blocks under
      * half of L3 */
@@ -443,7 +455,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             x.apan_per_task = cdiv(x.napan * x.npc, want_tasks);
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
             pfor(pool, x.npc * cdiv(x.napan, x.apan_per_task), pack_a_task, &x);
-            int64_t nm = x.nN >= want_tasks ? 1 : cdiv(want_tasks, x.nN);
+            int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
             if (nm > x.napan) nm = x.napan;
             x.mchunk = round_up(cdiv(x.mlen, nm), MR);
             x.nMt = cdiv(x.mlen, x.mchunk);
