@@ -3,6 +3,7 @@
 # in the same process, and a markdown report in bench/results/cpu-gemm-<date>.md.
 #
 #   bench/cpu_gemm/run.sh                 f32 at 1024, 2048, 4096 (all cores, then 1 thread),
+#                                         small f32 (64x64x32, 64, 128; 1 thread),
 #                                         bf16 -> f32 at 1024, 2048
 #   SIZES=512,1024 BF16_SIZES= REPS=3 bench/cpu_gemm/run.sh     a quicker run
 #   OUT=/tmp/x.md bench/cpu_gemm/run.sh   write the report elsewhere
@@ -16,6 +17,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-bench-gemm}
 SIZES=${SIZES:-1024,2048,4096}
 BF16_SIZES=${BF16_SIZES-1024,2048}
+SMALL_SIZES=${SMALL_SIZES-64x64x32,64,128}   # tile-form block GEMMs, 1 thread
 REPS=${REPS:-5}
 DATE=$(date +%F)
 OUT=${OUT:-$ROOT/bench/results/cpu-gemm-$DATE.md}
@@ -75,6 +77,9 @@ status=0
 for t in "$NCPU" 1; do
   run "$t" --sizes "$SIZES" >>"$ROWS" 2>>"$LOG" || status=1
 done
+if [ -n "$SMALL_SIZES" ]; then
+  run 1 --sizes "$SMALL_SIZES" >>"$ROWS" 2>>"$LOG" || status=1
+fi
 if [ -n "$BF16_SIZES" ]; then
   for t in "$NCPU" 1; do
     run "$t" --bf16 --sizes "$BF16_SIZES" >>"$ROWS" 2>>"$LOG" || status=1
@@ -95,12 +100,12 @@ mkdir -p "$(dirname "$OUT")"
   echo "- CPU: $CPU, $NCPU cores usable by this process (\`nproc\`); features: $FLAGS"
   echo "- Tile ISA path: $ISA; OpenBLAS kernel: $OBCORE ($OBCONF); $DNNL_NOTE"
   echo "- Build: $BUILD_NOTE"
-  echo "- Command: \`bench/cpu_gemm/run.sh\` (SIZES=$SIZES BF16_SIZES=$BF16_SIZES REPS=$REPS), each run as"
+  echo "- Command: \`bench/cpu_gemm/run.sh\` (SIZES=$SIZES SMALL_SIZES=$SMALL_SIZES BF16_SIZES=$BF16_SIZES REPS=$REPS), each run as"
   echo "  \`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=T OMP_NUM_THREADS=T gemm_bench --threads T ...\`"
   echo "- Load average when the run ended: $LOAD (the machine is shared: absolute GFLOP/s move with"
   echo "  the load; the ratios come from interleaved runs in one process and are what to read)"
   echo
-  echo "Row-major C = A @ B, M = N = K = size, random uniform(-1, 1) data; ours checked against"
+  echo "Row-major C = A @ B, M = N = K = size (or MxNxK), random uniform(-1, 1) data; ours checked against"
   echo "OpenBLAS first (max |difference| / (K/4), bound 2 K 2^-24); one warm-up, then $REPS timed runs of"
   echo "each library interleaved (rotating order, 150 ms pause before each run so that threads a"
   echo "library leaves spinning are idle); median GFLOP/s, and the ratio of the best times too."
