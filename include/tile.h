@@ -155,6 +155,9 @@ TILE_API size_t tile_tensor_bytes(const tile_tensor *t);
 TILE_API void tile_tensor_free(tile_tensor *t);
 TILE_API void tile_free(void *p);
 TILE_API const char *tile_version(void);
+/* Is `target` usable here? TILE_OK with *device (its name), or TILE_ERR_UNAVAILABLE with
+ * *why. Strings are freed with tile_free; either pointer may be NULL. */
+TILE_API tile_status tile_target_info(const char *target, char **device, char **why);
 /* The targets this build knows and whether each is usable here; a line per target. */
 TILE_API char *tile_devices_report(void);
 

@@ -13,3 +13,10 @@ echo
 echo "== the seed matmul (examples/seed_matmul_000.tl), M=N=K=64, on the best target, checked"
 set -x
 ./build/bin/tile run examples/seed_matmul_000.tl -D M=64 -D N=64 -D K=64 --target auto --check "$@"
+set +x
+# more than one target here: the portability table (every target against the interpreter)
+if [ "$(./build/bin/tile devices | grep -c ' available ')" -gt 1 ]; then
+  echo
+  echo "== the same program on every target"
+  ./build/bin/tile run examples/seed_matmul_000.tl -D M=64 -D N=64 -D K=64 --target all "$@"
+fi

@@ -736,6 +736,31 @@ tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *params, in
     return st;
 }
 
+tile_status tile_target_info(const char *target, char **device, char **why) {
+    if (device) *device = NULL;
+    if (why) *why = NULL;
+    if (!target) return TILE_ERR_USER;
+    if (!strcmp(target, "interp")) {
+        if (device) *device = tile_xstrdup("reference interpreter");
+        return TILE_OK;
+    }
+    if (!target_known(target)) {
+        if (why) { tile_strbuf sb = {0}; tile_sb_printf(&sb, "unknown target '%s'", target); *why = sb_take(&sb); }
+        return TILE_ERR_USER;
+    }
+    const tile_backend *b = tile_backend_find(target);
+    tile_strbuf w = {0}, d = {0};
+    tile_status st = TILE_OK;
+    if (!b) { tile_sb_puts(&w, "not built into this tile"); st = TILE_ERR_UNAVAILABLE; }
+    else if (b->available && !b->available(&w)) st = TILE_ERR_UNAVAILABLE;
+    else if (b->device_name) b->device_name(&d);
+    if (device && st == TILE_OK) *device = sb_take(&d);
+    else tile_sb_free(&d);
+    if (why && st != TILE_OK) *why = sb_take(&w);
+    else tile_sb_free(&w);
+    return st;
+}
+
 char *tile_devices_report(void) {
     tile_strbuf sb = {0};
     tile_sb_puts(&sb, "interp   available     the reference interpreter (bounds, uninitialised-read and race checks)\n");

@@ -390,6 +390,102 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* ---------- --target all: the portability table ---------- */
+typedef struct target_result {
+    tile_tensor *params, *rets; /* outputs of one run from the initial inputs */
+    double median_s;
+    int ok;
+} target_result;
+
+static void free_result(target_result *r, int np, int nr) {
+    for (int i = 0; r->params && i < np; i++) free(r->params[i].data);
+    for (int i = 0; r->rets && i < nr; i++) free(r->rets[i].data);
+    free(r->params);
+    free(r->rets);
+}
+
+/* Run k on target from copies of the initial inputs; time the median of iters runs. */
+static tile_status run_target_once(tile_kernel *k, const char *target, const tile_tensor *initial, int np, int nr,
+                                   const tile_run_options *ro, int iters, target_result *r, char **err) {
+    r->params = tile_xcalloc((size_t)np + 1, sizeof(tile_tensor));
+    r->rets = tile_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
+    double *times = tile_xcalloc((size_t)iters + 1, sizeof(double));
+    tile_status st = TILE_OK;
+    for (int it = 0; it <= iters && st == TILE_OK; it++) { /* run 0 warms up (compiles) */
+        for (int i = 0; i < np; i++) {
+            free(r->params[i].data);
+            r->params[i] = initial[i];
+            if (initial[i].data) {
+                r->params[i].data = tile_xmalloc(tile_tensor_bytes(&initial[i]) + 8);
+                memcpy(r->params[i].data, initial[i].data, tile_tensor_bytes(&initial[i]));
+            }
+        }
+        for (int i = 0; i < nr; i++) tile_tensor_free(&r->rets[i]);
+        memset(r->rets, 0, sizeof(tile_tensor) * (size_t)nr);
+        double t0 = tile_now();
+        st = tile_run(k, target, r->params, np, r->rets, nr, ro, err);
+        if (it > 0) times[it - 1] = tile_now() - t0;
+    }
+    if (st == TILE_OK) {
+        qsort(times, (size_t)iters, sizeof(double), cmp_double);
+        r->median_s = times[iters / 2];
+    }
+    free(times);
+    return st;
+}
+
+static int run_all_targets(tile_kernel *k, const tile_tensor *initial, int np, int nr, const tile_run_options *ro, int iters_opt) {
+    static const char *const targets[] = {"interp", "cpu", "opencl", "cuda"};
+    enum { NT = 4 };
+    target_result res[NT];
+    memset(res, 0, sizeof res);
+    int rc = EXIT_OK;
+    int iters = iters_opt ? iters_opt : 3;
+    printf("%-8s %-58s %-14s %s\n", "target", "device", "max rel error", "median time");
+    for (int t = 0; t < NT; t++) {
+        char *dev = NULL, *why = NULL, *err = NULL;
+        if (tile_target_info(targets[t], &dev, &why) != TILE_OK) {
+            printf("%-8s %-58.58s %-14s %s\n", targets[t], why ? why : "unavailable", "-", "-");
+            tile_free(why);
+            continue;
+        }
+        tile_status st = run_target_once(k, targets[t], initial, np, nr, ro, iters, &res[t], &err);
+        if (st != TILE_OK) {
+            printf("%-8s %-58.58s %-14s %s\n", targets[t], dev, "FAILED", "-");
+            fprintf(stderr, "tile run --target all: %s: %s\n", targets[t], err ? err : "failed");
+            if (t == 0) rc = EXIT_USER; /* no reference */
+            else if (rc == EXIT_OK) rc = EXIT_CHECK;
+            tile_free(err);
+            tile_free(dev);
+            continue;
+        }
+        res[t].ok = 1;
+        /* error against the interpreter over every output (returned tensors, changed params) */
+        double worst = 0;
+        bool pass = true;
+        if (t > 0 && res[0].ok) {
+            for (int i = 0; i < np + nr; i++) {
+                bool is_ret = i >= np;
+                tile_tensor *a = is_ret ? &res[t].rets[i - np] : &res[t].params[i];
+                tile_tensor *ref = is_ret ? &res[0].rets[i - np] : &res[0].params[i];
+                if (!a->data || !ref->data) continue;
+                if (!is_ret && !memcmp(initial[i].data, ref->data, tile_tensor_bytes(ref))) continue;
+                err_stats s = compare(a, ref, false);
+                if (s.norm_rel > worst) worst = s.norm_rel;
+                if (s.nonfinite || s.norm_rel > tolerance_for(a->dtype)) pass = false;
+            }
+        }
+        char errtxt[32];
+        if (t == 0) snprintf(errtxt, sizeof errtxt, "(reference)");
+        else snprintf(errtxt, sizeof errtxt, "%.3g%s", worst, pass ? "" : " FAIL");
+        if (!pass && rc == EXIT_OK) rc = EXIT_CHECK;
+        printf("%-8s %-58.58s %-14s %.4g ms\n", targets[t], dev, errtxt, res[t].median_s * 1e3);
+        tile_free(dev);
+    }
+    for (int t = 0; t < NT; t++) free_result(&res[t], np, nr);
+    return rc;
+}
+
 static int cmd_run(int argc, char **argv) {
     options o;
     if (parse_options(argc, argv, &o, "run")) return EXIT_USER;
@@ -468,6 +564,10 @@ static int cmd_run(int argc, char **argv) {
     }
     tile_run_options ro = {-1, -1, -1, 0, scalars};
     if (o.no_checks) ro.check_bounds = ro.check_uninit = ro.check_races = 0;
+    if (!strcmp(target, "all")) {
+        rc = run_all_targets(k, initial, np, nr, &ro, o.iters);
+        goto out;
+    }
     double t0 = tile_now();
     tile_status st = tile_run(k, target, params, np, rets, nr, &ro, &err);
     double first_run = tile_now() - t0;
