@@ -24,9 +24,9 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || {
 if ! ninja -C "$build" -j "$jobs" >"$build/gpu-check-build.log" 2>&1; then
   echo "the full build failed (see $build/gpu-check-build.log); building the GPU test tools only"
   status=1
-  ninja -C "$build" -j "$jobs" tile_gpu_cli nvrtc_check || { echo "the GPU tools do not build"; exit 1; }
+  ninja -C "$build" -j "$jobs" tile_cli nvrtc_check || { echo "the GPU tools do not build"; exit 1; }
 fi
-tile=$build/bin/tile-gpu
+tile=$build/bin/tile
 echo "== devices"
 "$tile" devices
 if ! "$tile" devices | grep -q "^cuda .* available "; then

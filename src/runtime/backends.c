@@ -3,12 +3,13 @@
 
 #include "backend.h"
 
-/* Each backend defines its table in its own folder. The cpu backend is always built (it
- * needs only a C compiler at run time), so it is referenced strongly: that also pulls its
- * object out of the static libtile.a. The GPU backends are weak until they land. */
+/* Each backend defines its table in its own folder. Every backend is always built: each
+ * opens its toolkit (a C compiler, libcuda/NVRTC, libOpenCL) only at run time and says from
+ * available() when it is missing. Strong references also pull the objects out of the static
+ * libtile.a. */
 extern const tile_backend tile_backend_cpu;
-extern const tile_backend tile_backend_cuda __attribute__((weak));
-extern const tile_backend tile_backend_opencl __attribute__((weak));
+extern const tile_backend tile_backend_cuda;
+extern const tile_backend tile_backend_opencl;
 
 const tile_backend *tile_backend_find(const char *name) {
     const tile_backend *all[] = {&tile_backend_cpu, &tile_backend_cuda, &tile_backend_opencl};
