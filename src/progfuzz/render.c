@@ -1,0 +1,611 @@
+/* render.c — a pf_prog as TileLang source text (plain form or tile form). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "progfuzz/progfuzz_int.h"
+
+typedef struct rctx {
+    tile_strbuf *sb;
+    const pf_op *op;
+    char leaf[PF_MAX_IN][160];
+    char idx[3][64];
+    const char *bug_op;
+} rctx;
+
+static void put_float(tile_strbuf *sb, double v) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.17g", v);
+    if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
+    if (v < 0) tile_sb_printf(sb, "(%s)", buf);
+    else tile_sb_puts(sb, buf);
+}
+
+static void expr(rctx *c, int e) {
+    tile_strbuf *sb = c->sb;
+    const pf_node *n = &c->op->nodes[e];
+    static const char *bops[] = {"+", "-", "*", "/", "max", "min", "&", "|", "^", "<<", ">>", "//", "%"};
+    static const char *cmps[] = {"<", "<=", ">", ">=", "==", "!="};
+    switch (n->kind) {
+    case PF_N_LOAD: tile_sb_puts(sb, c->leaf[n->arg]); break;
+    case PF_N_IDX: tile_sb_puts(sb, c->idx[n->arg]); break;
+    case PF_N_CONST:
+        if (n->flt) put_float(sb, n->cv);
+        else tile_sb_printf(sb, n->cv < 0 ? "(%.0f)" : "%.0f", n->cv);
+        break;
+    case PF_N_UN:
+        tile_sb_puts(sb, n->op == PF_U_NEG ? "(-" : "(~");
+        expr(c, n->a);
+        tile_sb_putc(sb, ')');
+        break;
+    case PF_N_BIN:
+        if (n->op == PF_B_MAX || n->op == PF_B_MIN) {
+            tile_sb_printf(sb, "T.%s(", bops[n->op]);
+            expr(c, n->a);
+            tile_sb_puts(sb, ", ");
+            expr(c, n->b);
+            tile_sb_putc(sb, ')');
+        } else if (n->op == PF_B_DIV) {
+            tile_sb_putc(sb, '(');
+            expr(c, n->a);
+            tile_sb_puts(sb, " / (T.abs(");
+            expr(c, n->b);
+            tile_sb_puts(sb, ") + 1.0))");
+        } else {
+            tile_sb_putc(sb, '(');
+            expr(c, n->a);
+            tile_sb_printf(sb, " %s ", bops[n->op]);
+            expr(c, n->b);
+            tile_sb_putc(sb, ')');
+        }
+        break;
+    case PF_N_CALL1: {
+        const char *nm = pf_fn1_name(n->op);
+        bool bug = c->bug_op && !strcmp(c->bug_op, nm);
+        if (bug) tile_sb_putc(sb, '(');
+        switch (n->op) {
+        case PF_F1_LOG: case PF_F1_LOG2:
+            tile_sb_printf(sb, "T.%s(T.abs(", nm);
+            expr(c, n->a);
+            tile_sb_puts(sb, ") + 1.0)");
+            break;
+        case PF_F1_SQRT:
+            tile_sb_puts(sb, "T.sqrt(T.abs(");
+            expr(c, n->a);
+            tile_sb_puts(sb, "))");
+            break;
+        case PF_F1_RSQRT:
+            tile_sb_puts(sb, "T.rsqrt(T.abs(");
+            expr(c, n->a);
+            tile_sb_puts(sb, ") + 1.0)");
+            break;
+        case PF_F1_NEG:
+            tile_sb_puts(sb, "(-");
+            expr(c, n->a);
+            tile_sb_putc(sb, ')');
+            break;
+        default:
+            tile_sb_printf(sb, "T.%s(", nm);
+            expr(c, n->a);
+            tile_sb_putc(sb, ')');
+        }
+        if (bug) tile_sb_puts(sb, " * 1.015625)");
+        break;
+    }
+    case PF_N_POW:
+        tile_sb_puts(sb, "T.pow(T.abs(");
+        expr(c, n->a);
+        tile_sb_puts(sb, ") + 1.0, ");
+        put_float(sb, n->cv);
+        tile_sb_putc(sb, ')');
+        break;
+    case PF_N_FMA:
+        tile_sb_puts(sb, "T.fma(");
+        expr(c, n->a);
+        tile_sb_puts(sb, ", ");
+        expr(c, n->b);
+        tile_sb_puts(sb, ", ");
+        expr(c, n->c);
+        tile_sb_putc(sb, ')');
+        break;
+    case PF_N_CAST:
+        tile_sb_puts(sb, "T.cast(");
+        expr(c, n->a);
+        tile_sb_printf(sb, ", \"%s\")", tile_dtype_name(n->cast_to));
+        break;
+    case PF_N_SEL:
+        if (n->op == 0) {
+            tile_sb_puts(sb, "T.if_then_else(");
+            expr(c, n->a);
+            tile_sb_puts(sb, ", ");
+            expr(c, n->b);
+            tile_sb_puts(sb, ", ");
+            expr(c, n->c);
+            tile_sb_putc(sb, ')');
+        } else {
+            tile_sb_putc(sb, '(');
+            expr(c, n->b);
+            tile_sb_puts(sb, " if ");
+            expr(c, n->a);
+            tile_sb_puts(sb, " else ");
+            expr(c, n->c);
+            tile_sb_putc(sb, ')');
+        }
+        break;
+    case PF_N_CMP:
+        tile_sb_putc(sb, '(');
+        expr(c, n->a);
+        tile_sb_printf(sb, " %s ", cmps[n->op % 6]);
+        expr(c, n->b);
+        tile_sb_putc(sb, ')');
+        break;
+    case PF_N_LOGIC:
+        if (n->op == 2) {
+            tile_sb_puts(sb, "(not ");
+            expr(c, n->a);
+            tile_sb_putc(sb, ')');
+        } else {
+            tile_sb_putc(sb, '(');
+            expr(c, n->a);
+            tile_sb_puts(sb, n->op ? " or " : " and ");
+            expr(c, n->b);
+            tile_sb_putc(sb, ')');
+        }
+        break;
+    }
+}
+
+static void ind(tile_strbuf *sb, int n) {
+    for (int i = 0; i < n; i++) tile_sb_puts(sb, "    ");
+}
+
+/* one line: indentation + printf */
+static void line(tile_strbuf *sb, int n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void line(tile_strbuf *sb, int n, const char *fmt, ...) {
+    ind(sb, n);
+    va_list ap;
+    va_start(ap, fmt);
+    tile_sb_vprintf(sb, fmt, ap);
+    va_end(ap);
+    tile_sb_putc(sb, '\n');
+}
+
+static void stmt_expr(rctx *c, int n, const char *pre, int e, const char *post) {
+    ind(c->sb, n);
+    tile_sb_puts(c->sb, pre);
+    expr(c, e);
+    tile_sb_puts(c->sb, post);
+    tile_sb_putc(c->sb, '\n');
+}
+
+static const char *dn(tile_dtype d) { return tile_dtype_name(d); }
+
+static void shape_text(char *buf, size_t n, int rank, const int *shape) {
+    size_t l = 0;
+    l += (size_t)snprintf(buf + l, n - l, "(");
+    for (int d = 0; d < rank; d++) l += (size_t)snprintf(buf + l, n - l, "%s%d", d ? ", " : "", shape[d]);
+    snprintf(buf + l, n - l, rank == 1 ? ",)" : ")");
+}
+
+/* shape of an op's output */
+static int out_shape(const pf_op *op, int *s) {
+    switch (op->kind) {
+    case PF_OP_MAP: case PF_OP_GATHER: case PF_OP_TMAP: case PF_OP_TELEM:
+        for (int d = 0; d < op->rank; d++) s[d] = op->dims[d];
+        return op->rank;
+    case PF_OP_ROWRED: case PF_OP_GENSUM: s[0] = op->dims[0]; return 1;
+    case PF_OP_MATMUL:
+        if (op->batch) { s[0] = op->batch; s[1] = op->dims[0]; s[2] = op->dims[1]; return 3; }
+        s[0] = op->dims[0]; s[1] = op->dims[1];
+        return 2;
+    case PF_OP_TGEMM: s[0] = op->dims[0]; s[1] = op->dims[1]; return 2;
+    case PF_OP_TRED: s[0] = op->rdim ? op->dims[0] : op->dims[1]; return 1;
+    }
+    return 0;
+}
+
+static void params(tile_strbuf *sb, const pf_prog *p) {
+    bool first = true;
+    char sh[96];
+    for (int o = 0; o < p->nops; o++) {
+        const pf_op *op = &p->ops[o];
+        for (int k = 0; k < op->nin; k++) {
+            const pf_input *in = &op->in[k];
+            if (in->gdt == TILE_DT_INVALID) continue;
+            shape_text(sh, sizeof sh, in->rank, in->shape);
+            if (p->form == PF_FORM_PLAIN) tile_sb_printf(sb, "%sA%d_%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, k, sh, dn(in->gdt));
+            else tile_sb_printf(sb, "%sA%d_%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, k, sh, dn(in->gdt));
+            first = false;
+        }
+        int s[3];
+        int r = out_shape(op, s);
+        shape_text(sh, sizeof sh, r, s);
+        if (p->form == PF_FORM_PLAIN) tile_sb_printf(sb, "%sO%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, sh, dn(op->out_dt));
+        else tile_sb_printf(sb, "%sO%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, sh, dn(op->out_dt));
+        first = false;
+    }
+}
+
+/* ---------- plain form ---------- */
+static void plain_leaves(rctx *c, const char *const *iv) {
+    const pf_op *op = c->op;
+    int id = op->id;
+    for (int k = 0; k < op->nin; k++) {
+        const pf_input *in = &op->in[k];
+        char *b = c->leaf[k];
+        size_t n = sizeof c->leaf[k];
+        switch (in->mode) {
+        case 0:
+            if (in->rank == 1) snprintf(b, n, "A%d_%d[%s]", id, k, iv[0]);
+            else if (in->rank == 2) snprintf(b, n, "A%d_%d[%s, %s]", id, k, iv[0], iv[1]);
+            else snprintf(b, n, "A%d_%d[%s, %s, %s]", id, k, iv[0], iv[1], iv[2]);
+            break;
+        case 1: snprintf(b, n, "A%d_%d[%s]", id, k, iv[op->rank - 1]); break;
+        case 2: snprintf(b, n, "A%d_%d[%s]", id, k, iv[0]); break;
+        case 3: {
+            size_t l = (size_t)snprintf(b, n, "A%d_%d[", id, k);
+            for (int d = 0; d < in->rank; d++)
+                l += (size_t)snprintf(b + l, n - l, "%s(%s * %d + %d) %% %d", d ? ", " : "", iv[d], in->gather_a, in->gather_b + d, in->shape[d]);
+            snprintf(b + l, n - l, "]");
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+static void render_plain_op(rctx *c, int n0) {
+    const pf_op *op = c->op;
+    tile_strbuf *sb = c->sb;
+    int id = op->id;
+    char iv[3][16];
+    const char *ivp[3];
+    static const char names[] = "ijl";
+    for (int d = 0; d < 3; d++) { snprintf(iv[d], sizeof iv[d], "%c%d", names[d], id); ivp[d] = iv[d]; }
+    char kv[16];
+    snprintf(kv, sizeof kv, "k%d", id);
+    switch (op->kind) {
+    case PF_OP_MAP: {
+        plain_leaves(c, ivp);
+        for (int d = 0; d < op->rank; d++) snprintf(c->idx[d], sizeof c->idx[d], "%s", iv[d]);
+        int n = n0;
+        for (int d = 0; d < op->rank; d++, n++) {
+            if (op->reverse && d == 0) line(sb, n, "for %s in range(%d, -1, -1):", iv[d], op->dims[d] - 1);
+            else line(sb, n, "for %s in range(%d):", iv[d], op->dims[d]);
+        }
+        if (op->guard >= 0) { stmt_expr(c, n, "if ", op->guard, ":"); n++; }
+        char tgt[96];
+        if (op->rank == 1) snprintf(tgt, sizeof tgt, "O%d[%s] = ", id, iv[0]);
+        else if (op->rank == 2) snprintf(tgt, sizeof tgt, "O%d[%s, %s] = ", id, iv[0], iv[1]);
+        else snprintf(tgt, sizeof tgt, "O%d[%s, %s, %s] = ", id, iv[0], iv[1], iv[2]);
+        stmt_expr(c, n, tgt, op->root, "");
+        break;
+    }
+    case PF_OP_ROWRED: case PF_OP_GENSUM: {
+        const char *kiv[2] = {iv[0], kv};
+        plain_leaves(c, kiv);
+        snprintf(c->idx[0], sizeof c->idx[0], "%s", iv[0]);
+        snprintf(c->idx[1], sizeof c->idx[1], "%s", kv);
+        line(sb, n0, "for %s in range(%d):", iv[0], op->dims[0]);
+        if (op->kind == PF_OP_GENSUM) {
+            static const char *fn[] = {"sum", "max", "min"};
+            char pre[96];
+            snprintf(pre, sizeof pre, "O%d[%s] = %s(", id, iv[0], fn[op->redop % 3]);
+            char post[96];
+            snprintf(post, sizeof post, " for %s in range(%d))", kv, op->K);
+            stmt_expr(c, n0 + 1, pre, op->root, post);
+            break;
+        }
+        static const char *finit[] = {"0.0", "-T.infinity(\"float32\")", "T.infinity(\"float32\")"};
+        static const char *iinit[] = {"0", "-1000000", "1000000"};
+        line(sb, n0 + 1, "acc%d = %s", id, op->acc_int ? iinit[op->redop % 3] : finit[op->redop % 3]);
+        line(sb, n0 + 1, "for %s in range(%d):", kv, op->K);
+        char pre[64];
+        if (op->redop == 0) snprintf(pre, sizeof pre, "acc%d += ", id);
+        else snprintf(pre, sizeof pre, "acc%d = %s(acc%d, ", id, op->redop == 1 ? "max" : "T.min", id);
+        stmt_expr(c, n0 + 2, pre, op->root, op->redop == 0 ? "" : ")");
+        line(sb, n0 + 1, "O%d[%s] = acc%d", id, iv[0], id);
+        break;
+    }
+    case PF_OP_MATMUL: {
+        char bi[16] = "", a_ix[64], b_ix[64], c_ix[64];
+        int n = n0;
+        if (op->batch) {
+            snprintf(bi, sizeof bi, "b%d, ", id);
+            line(sb, n++, "for b%d in range(%d):", id, op->batch);
+        }
+        snprintf(a_ix, sizeof a_ix, "%s%s, %s", bi, op->transA ? kv : iv[0], op->transA ? iv[0] : kv);
+        snprintf(b_ix, sizeof b_ix, "%s%s, %s", bi, op->transB ? iv[1] : kv, op->transB ? kv : iv[1]);
+        snprintf(c_ix, sizeof c_ix, "%s%s, %s", bi, iv[0], iv[1]);
+        line(sb, n, "for %s in range(%d):", iv[0], op->dims[0]);
+        line(sb, n + 1, "for %s in range(%d):", iv[1], op->dims[1]);
+        if (op->variant == 0) {
+            line(sb, n + 2, "acc%d = %s", id, op->acc_int ? "0" : "0.0");
+            line(sb, n + 2, "for %s in range(%d):", kv, op->K);
+            line(sb, n + 3, "acc%d += A%d_0[%s] * A%d_1[%s]", id, id, a_ix, id, b_ix);
+            line(sb, n + 2, "O%d[%s] = acc%d", id, c_ix, id);
+        } else if (op->variant == 1) {
+            line(sb, n + 2, "O%d[%s] = 0", id, c_ix);
+            line(sb, n, "for %s in range(%d):", iv[0], op->dims[0]);
+            line(sb, n + 1, "for %s in range(%d):", iv[1], op->dims[1]);
+            line(sb, n + 2, "for %s in range(%d):", kv, op->K);
+            line(sb, n + 3, "O%d[%s] += A%d_0[%s] * A%d_1[%s]", id, c_ix, id, a_ix, id, b_ix);
+        } else {
+            line(sb, n + 2, "O%d[%s] = sum(A%d_0[%s] * A%d_1[%s] for %s in range(%d))", id, c_ix, id, a_ix, id, b_ix, kv, op->K);
+        }
+        break;
+    }
+    case PF_OP_GATHER: {
+        const pf_input *in = &op->in[0];
+        char ix[128] = "", cond[128] = "";
+        size_t l = 0, lc = 0;
+        for (int d = 0; d < op->rank; d++) {
+            int sd = in->shape[d];
+            if (op->gather[d].shift) {
+                l += (size_t)snprintf(ix + l, sizeof ix - l, "%s%s + %d", d ? ", " : "", iv[d], op->gather[d].c);
+                lc += (size_t)snprintf(cond + lc, sizeof cond - lc, "%s%s + %d < %d", lc ? " and " : "", iv[d], op->gather[d].c, sd);
+            } else if (op->rank == 2)
+                l += (size_t)snprintf(ix + l, sizeof ix - l, "%s(%s * %d + %s * %d + %d) %% %d", d ? ", " : "", iv[d], op->gather[d].a, iv[1 - d], op->gather[d].b, op->gather[d].c, sd);
+            else
+                l += (size_t)snprintf(ix + l, sizeof ix - l, "%s(%s * %d + %d) %% %d", d ? ", " : "", iv[d], op->gather[d].a, op->gather[d].c, sd);
+        }
+        snprintf(c->leaf[0], sizeof c->leaf[0], "A%d_0[%s]", id, ix);
+        for (int d = 0; d < op->rank; d++) snprintf(c->idx[d], sizeof c->idx[d], "%s", iv[d]);
+        int n = n0;
+        for (int d = 0; d < op->rank; d++, n++) line(sb, n, "for %s in range(%d):", iv[d], op->dims[d]);
+        char tgt[64];
+        if (op->rank == 1) snprintf(tgt, sizeof tgt, "O%d[%s] = ", id, iv[0]);
+        else snprintf(tgt, sizeof tgt, "O%d[%s, %s] = ", id, iv[0], iv[1]);
+        if (lc) {
+            line(sb, n, "if %s:", cond);
+            stmt_expr(c, n + 1, tgt, op->root, "");
+            if (op->alt >= 0) {
+                line(sb, n, "else:");
+                snprintf(c->leaf[0], sizeof c->leaf[0], op->rank == 1 ? "A%d_0[0]" : "A%d_0[0, 0]", id);
+                stmt_expr(c, n + 1, tgt, op->alt, "");
+            }
+        } else stmt_expr(c, n, tgt, op->root, "");
+        break;
+    }
+    default: break;
+    }
+}
+
+/* ---------- tile form ---------- */
+/* spelling variants, fixed per op so a program renders the same every time */
+static bool chance_clear_style(const pf_op *op) { return (op->id + op->dims[0]) % 2 == 0; }
+static bool chance_dim_style(const pf_op *op) { return (op->id + op->dims[1]) % 2 == 0; }
+
+static const char *scope_fn(int s) { return s == 0 ? "T.alloc_shared" : s == 1 ? "T.alloc_fragment" : "T.alloc_local"; }
+
+static void red_init(const pf_op *op, char *b, size_t n) {
+    bool fl = tile_dtype_is_float(op->acc_dt);
+    switch (op->redop) {
+    case 1: snprintf(b, n, fl ? "-T.infinity(\"%s\")" : "T.min_value(\"%s\")", dn(op->acc_dt)); break;
+    case 2: snprintf(b, n, fl ? "T.infinity(\"%s\")" : "T.max_value(\"%s\")", dn(op->acc_dt)); break;
+    default: snprintf(b, n, "0"); break;
+    }
+}
+
+static void render_tile_op(rctx *c, int n0) {
+    const pf_op *op = c->op;
+    tile_strbuf *sb = c->sb;
+    int id = op->id;
+    char bx[16], by[16], bz[16], i[16], j[16];
+    snprintf(bx, sizeof bx, "bx%d", id);
+    snprintf(by, sizeof by, "by%d", id);
+    snprintf(bz, sizeof bz, "bz%d", id);
+    snprintf(i, sizeof i, "i%d", id);
+    snprintf(j, sizeof j, "j%d", id);
+    int n = n0 + 1;
+    switch (op->kind) {
+    case PF_OP_TMAP: {
+        int bm = op->blk[0], bn = op->blk[1], r = op->rank;
+        int M = r >= 2 ? op->dims[r - 2] : 1, N = op->dims[r - 1];
+        char lead[32] = "";
+        if (r == 3) snprintf(lead, sizeof lead, "%s, ", bz);
+        if (r == 1) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=128) as %s:", N, bn, bx);
+        else if (r == 2) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=128) as (%s, %s):", N, bn, M, bm, bx, by);
+        else line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), %d, threads=128) as (%s, %s, %s):", N, bn, M, bm, op->dims[0], bx, by, bz);
+        char full[32], row[32];
+        if (r == 1) snprintf(full, sizeof full, "(%d,)", bn);
+        else snprintf(full, sizeof full, "(%d, %d)", bm, bn);
+        snprintf(row, sizeof row, "(%d,)", bn);
+        for (int k = 0; k < op->nin; k++) {
+            const pf_input *in = &op->in[k];
+            bool b1 = in->rank == 1;
+            line(sb, n, "S%d_%d = %s(%s, \"%s\")", id, k, scope_fn(in->scope), b1 ? row : full, dn(in->ldt));
+        }
+        line(sb, n, "F%d = T.alloc_fragment(%s, \"%s\")", id, full, dn(op->buf_dt));
+        for (int k = 0; k < op->nin; k++) {
+            const pf_input *in = &op->in[k];
+            if (in->rank == 1) {
+                if (in->slice) line(sb, n, "T.copy(A%d_%d[%s * %d:(%s + 1) * %d], S%d_%d)", id, k, bx, bn, bx, bn, id, k);
+                else line(sb, n, "T.copy(A%d_%d[%s * %d], S%d_%d)", id, k, bx, bn, id, k);
+                if (r == 1) snprintf(c->leaf[k], sizeof c->leaf[k], "S%d_%d[%s]", id, k, j);
+                else snprintf(c->leaf[k], sizeof c->leaf[k], "S%d_%d[%s]", id, k, j);
+            } else {
+                if (r == 2 && in->slice)
+                    line(sb, n, "T.copy(A%d_%d[%s * %d:(%s + 1) * %d, %s * %d:(%s + 1) * %d], S%d_%d)", id, k, by, bm, by, bm, bx, bn, bx, bn, id, k);
+                else if (r == 3 && in->slice)
+                    line(sb, n, "T.copy(A%d_%d[%s, %s * %d:(%s + 1) * %d, %s * %d:(%s + 1) * %d], S%d_%d)", id, k, bz, by, bm, by, bm, bx, bn, bx, bn, id, k);
+                else if (r >= 2) line(sb, n, "T.copy(A%d_%d[%s%s * %d, %s * %d], S%d_%d)", id, k, lead, by, bm, bx, bn, id, k);
+                else line(sb, n, "T.copy(A%d_%d[%s * %d], S%d_%d)", id, k, bx, bn, id, k);
+                if (r == 1) snprintf(c->leaf[k], sizeof c->leaf[k], "S%d_%d[%s]", id, k, j);
+                else snprintf(c->leaf[k], sizeof c->leaf[k], "S%d_%d[%s, %s]", id, k, i, j);
+            }
+        }
+        if (op->pipelined && op->guard >= 0) line(sb, n, "T.clear(F%d)", id);
+        char tgt[64];
+        if (r == 1) {
+            snprintf(c->idx[0], sizeof c->idx[0], "%s", j);
+            line(sb, n, "for %s in T.Parallel(%d):", j, bn);
+            snprintf(tgt, sizeof tgt, "F%d[%s] = ", id, j);
+        } else {
+            snprintf(c->idx[0], sizeof c->idx[0], "%s", i);
+            snprintf(c->idx[1], sizeof c->idx[1], "%s", j);
+            line(sb, n, "for %s, %s in T.Parallel(%d, %d):", i, j, bm, bn);
+            snprintf(tgt, sizeof tgt, "F%d[%s, %s] = ", id, i, j);
+        }
+        if (op->pipelined && op->guard >= 0) {
+            /* cleared first, then a guarded write: every element is initialised */
+            stmt_expr(c, n + 1, "if ", op->guard, ":");
+            stmt_expr(c, n + 2, tgt, op->root, "");
+        } else stmt_expr(c, n + 1, tgt, op->root, "");
+        if (r == 1) line(sb, n, "T.copy(F%d, O%d[%s * %d])", id, id, bx, bn);
+        else line(sb, n, "T.copy(F%d, O%d[%s%s * %d, %s * %d])", id, id, lead, by, bm, bx, bn);
+        break;
+    }
+    case PF_OP_TGEMM: {
+        int bm = op->blk[0], bn = op->blk[1], bk = op->blk[2];
+        int M = op->dims[0], N = op->dims[1], K = op->K;
+        line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=128) as (%s, %s):", N, bn, M, bm, bx, by);
+        if (op->transA) line(sb, n, "As%d = %s((%d, %d), \"%s\")", id, scope_fn(op->in[0].scope), bk, bm, dn(op->in[0].ldt));
+        else line(sb, n, "As%d = %s((%d, %d), \"%s\")", id, scope_fn(op->in[0].scope), bm, bk, dn(op->in[0].ldt));
+        if (op->transB) line(sb, n, "Bs%d = %s((%d, %d), \"%s\")", id, scope_fn(op->in[1].scope), bn, bk, dn(op->in[1].ldt));
+        else line(sb, n, "Bs%d = %s((%d, %d), \"%s\")", id, scope_fn(op->in[1].scope), bk, bn, dn(op->in[1].ldt));
+        line(sb, n, "C%d = T.alloc_fragment((%d, %d), \"%s\")", id, bm, bn, dn(op->acc_dt));
+        if (op->variant == 1) line(sb, n, "T.fill(C%d, 0)", id);
+        else line(sb, n, "T.clear(C%d)", id);
+        if (op->pipelined) line(sb, n, "for k%d in T.Pipelined(T.ceildiv(%d, %d), num_stages=%d):", id, K, bk, op->stages);
+        else line(sb, n, "for k%d in T.serial(T.ceildiv(%d, %d)):", id, K, bk);
+        if (op->transA) line(sb, n + 1, "T.copy(A%d_0[k%d * %d, %s * %d], As%d)", id, id, bk, by, bm, id);
+        else line(sb, n + 1, "T.copy(A%d_0[%s * %d, k%d * %d], As%d)", id, by, bm, id, bk, id);
+        if (op->transB) line(sb, n + 1, "T.copy(A%d_1[%s * %d, k%d * %d], Bs%d)", id, bx, bn, id, bk, id);
+        else line(sb, n + 1, "T.copy(A%d_1[k%d * %d, %s * %d], Bs%d)", id, id, bk, bx, bn, id);
+        if (op->transA || op->transB)
+            line(sb, n + 1, "T.gemm(As%d, Bs%d, C%d, transpose_A=%s, transpose_B=%s)", id, id, id, op->transA ? "True" : "False", op->transB ? "True" : "False");
+        else line(sb, n + 1, "T.gemm(As%d, Bs%d, C%d)", id, id, id);
+        if (op->variant == 2 && op->root >= 0) {
+            snprintf(c->leaf[2], sizeof c->leaf[2], "C%d[%s, %s]", id, i, j);
+            snprintf(c->idx[0], sizeof c->idx[0], "%s", i);
+            snprintf(c->idx[1], sizeof c->idx[1], "%s", j);
+            line(sb, n, "for %s, %s in T.Parallel(%d, %d):", i, j, bm, bn);
+            char tgt[64];
+            snprintf(tgt, sizeof tgt, "C%d[%s, %s] = ", id, i, j);
+            stmt_expr(c, n + 1, tgt, op->root, "");
+        }
+        line(sb, n, "T.copy(C%d, O%d[%s * %d, %s * %d])", id, id, by, bm, bx, bn);
+        break;
+    }
+    case PF_OP_TRED: {
+        static const char *rn[] = {"reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax"};
+        int bm = op->blk[0], bn = op->blk[1], M = op->dims[0], N = op->dims[1];
+        bool rows = op->rdim; /* reduce along dim 1: one result per row */
+        int rlen = rows ? bm : bn;
+        const char *g = rows ? by : bx;
+        if (rows) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=128) as %s:", M, bm, by);
+        else line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=128) as %s:", N, bn, bx);
+        line(sb, n, "S%d = T.alloc_fragment((%d, %d), \"%s\")", id, bm, bn, dn(op->in[0].ldt));
+        line(sb, n, "R%d = T.alloc_fragment((%d,), \"%s\")", id, rlen, dn(op->acc_dt));
+        if (op->clear) line(sb, n, "Rt%d = T.alloc_fragment((%d,), \"%s\")", id, rlen, dn(op->acc_dt));
+        char init[64];
+        red_init(op, init, sizeof init);
+        if (!strcmp(init, "0") && chance_clear_style(op)) line(sb, n, "T.clear(R%d)", id);
+        else line(sb, n, "T.fill(R%d, %s)", id, init);
+        char kk[16];
+        snprintf(kk, sizeof kk, "k%d", id);
+        int tiles = rows ? (N + bn - 1) / bn : (M + bm - 1) / bm;
+        if (op->pipelined) line(sb, n, "for %s in T.Pipelined(%d, num_stages=%d):", kk, tiles, op->stages);
+        else line(sb, n, "for %s in T.serial(T.ceildiv(%d, %d)):", kk, rows ? N : M, rows ? bn : bm);
+        if (rows) line(sb, n + 1, "T.copy(A%d_0[%s * %d, %s * %d], S%d)", id, by, bm, kk, bn, id);
+        else line(sb, n + 1, "T.copy(A%d_0[%s * %d, %s * %d], S%d)", id, kk, bm, bx, bn, id);
+        if (op->variant >= 1 && op->root >= 0) {
+            snprintf(c->leaf[0], sizeof c->leaf[0], "S%d[%s, %s]", id, i, j);
+            snprintf(c->idx[0], sizeof c->idx[0], "%s", i);
+            snprintf(c->idx[1], sizeof c->idx[1], "%s", j);
+            line(sb, n + 1, "for %s, %s in T.Parallel(%d, %d):", i, j, bm, bn);
+            char tgt[64];
+            snprintf(tgt, sizeof tgt, "S%d[%s, %s] = ", id, i, j);
+            if (op->variant == 2) {
+                /* mask the ragged tail with the reduction's neutral value */
+                static const char *neutral[] = {"0.0", "-T.infinity(\"float32\")", "T.infinity(\"float32\")", "0.0", "0.0"};
+                char pre[160], post[96];
+                if (rows) snprintf(pre, sizeof pre, "%sT.if_then_else(%s * %d + %s < %d, ", tgt, kk, bn, j, N);
+                else snprintf(pre, sizeof pre, "%sT.if_then_else(%s * %d + %s < %d, ", tgt, kk, bm, i, M);
+                snprintf(post, sizeof post, ", %s)", neutral[op->redop % 5]);
+                stmt_expr(c, n + 2, pre, op->root, post);
+            } else stmt_expr(c, n + 2, tgt, op->root, "");
+        }
+        if (op->clear) {
+            line(sb, n + 1, "T.%s(S%d, Rt%d, dim=%d)", rn[op->redop % 5], id, id, rows ? 1 : 0);
+            line(sb, n + 1, "for %s in T.Parallel(%d):", i, rlen);
+            if (op->redop == 0 || op->redop == 3) line(sb, n + 2, "R%d[%s] = R%d[%s] + Rt%d[%s]", id, i, id, i, id, i);
+            else line(sb, n + 2, "R%d[%s] = T.%s(R%d[%s], Rt%d[%s])", id, i, op->redop == 2 ? "min" : "max", id, i, id, i);
+        } else line(sb, n + 1, "T.%s(S%d, R%d, dim=%d, clear=False)", rn[op->redop % 5], id, id, rows ? 1 : (chance_dim_style(op) ? 0 : -2));
+        line(sb, n, "T.copy(R%d, O%d[%s * %d])", id, id, g, rlen);
+        break;
+    }
+    case PF_OP_TELEM: {
+        int r = op->rank, bm = op->blk[0], bn = op->blk[1];
+        int M = r == 2 ? op->dims[0] : 1, N = op->dims[r - 1];
+        char rw[16], cl[16];
+        snprintf(rw, sizeof rw, "row%d", id);
+        snprintf(cl, sizeof cl, "col%d", id);
+        const char *iv[2] = {r == 2 ? rw : cl, cl};
+        for (int k = 0; k < op->nin; k++) {
+            const pf_input *in = &op->in[k];
+            char *b = c->leaf[k];
+            size_t bl = sizeof c->leaf[k];
+            switch (in->mode) {
+            case 0: if (r == 2) snprintf(b, bl, "A%d_%d[%s, %s]", id, k, rw, cl); else snprintf(b, bl, "A%d_%d[%s]", id, k, cl); break;
+            case 1: snprintf(b, bl, "A%d_%d[%s]", id, k, cl); break;
+            case 2: snprintf(b, bl, "A%d_%d[%s]", id, k, rw); break;
+            default:
+                if (r == 2) snprintf(b, bl, "A%d_%d[(%s * %d + %d) %% %d, (%s * %d + %d) %% %d]", id, k, rw, in->gather_a, in->gather_b, M, cl, in->gather_a, in->gather_b + 1, N);
+                else snprintf(b, bl, "A%d_%d[(%s * %d + %d) %% %d]", id, k, cl, in->gather_a, in->gather_b, N);
+            }
+        }
+        snprintf(c->idx[0], sizeof c->idx[0], "%s", iv[0]);
+        snprintf(c->idx[1], sizeof c->idx[1], "%s", iv[1]);
+        if (r == 2) {
+            line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=128) as (%s, %s):", N, bn, M, bm, bx, by);
+            line(sb, n, "for %s, %s in T.Parallel(%d, %d):", i, j, bm, bn);
+            line(sb, n + 1, "%s = %s * %d + %s", rw, by, bm, i);
+            line(sb, n + 1, "%s = %s * %d + %s", cl, bx, bn, j);
+            line(sb, n + 1, "if %s < %d and %s < %d:", rw, M, cl, N);
+            char tgt[64];
+            snprintf(tgt, sizeof tgt, "O%d[%s, %s] = ", id, rw, cl);
+            stmt_expr(c, n + 2, tgt, op->root, "");
+        } else {
+            line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=128) as %s:", N, bn, bx);
+            line(sb, n, "for %s in T.Parallel(%d):", j, bn);
+            line(sb, n + 1, "%s = %s * %d + %s", cl, bx, bn, j);
+            line(sb, n + 1, "if %s < %d:", cl, N);
+            char tgt[64];
+            snprintf(tgt, sizeof tgt, "O%d[%s] = ", id, cl);
+            stmt_expr(c, n + 2, tgt, op->root, "");
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
+char *pf_render(const pf_prog *p, const char *bug_op) {
+    tile_strbuf sb = {0};
+    tile_sb_puts(&sb, "import tilelang\nimport tilelang.language as T\n\n\n");
+    if (p->form == PF_FORM_PLAIN) {
+        tile_sb_puts(&sb, "@tile_op\ndef fuzz(");
+        params(&sb, p);
+        tile_sb_puts(&sb, "):\n");
+    } else {
+        tile_sb_puts(&sb, "@T.prim_func\ndef fuzz(");
+        params(&sb, p);
+        tile_sb_puts(&sb, "):\n");
+    }
+    for (int o = 0; o < p->nops; o++) {
+        rctx c;
+        memset(&c, 0, sizeof c);
+        c.sb = &sb;
+        c.op = &p->ops[o];
+        c.bug_op = bug_op;
+        if (p->form == PF_FORM_PLAIN) render_plain_op(&c, 1);
+        else render_tile_op(&c, 1);
+    }
+    if (!p->nops) tile_sb_puts(&sb, "    pass\n");
+    return sb.data;
+}
