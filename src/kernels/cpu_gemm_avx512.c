@@ -59,12 +59,13 @@ static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int
     ALL12(ACC_STORE)
 }
 
-/* The no-pack kernel for small f32 problems: C[0..m)[0..n) (m <= 8, n <= 32, row stride
+/* The no-pack kernel for small f32 problems: C[0..m)[0..n) (m <= 8 here, n <= 32, row stride
  * ldc, unit column stride) (+)= A[0..m)[0..kc) @ B[0..kc)[0..n), reading A with any strides
  * (broadcasts) and B rows (unit column stride, row stride ldb) straight from the operands.
  * Ragged n is masked (no access beyond column n); ragged m repeats the last row and drops it. */
-static void ukr_direct_avx512(int64_t kc, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb,
-                              float *c, int64_t ldc, int beta, int m, int n) {
+static inline __attribute__((always_inline)) void direct_block(int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
+                                                               const float *b, int64_t ldb, float *c, int64_t ldc,
+                                                               int beta, int m, int n) {
     const float *ap[8];
     for (int i = 0; i < 8; i++) ap[i] = a + (i < m ? i : m - 1) * a_rs;
     const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
@@ -79,7 +80,33 @@ static void ukr_direct_avx512(int64_t kc, const float *a, int64_t a_rs, int64_t 
         c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);          \
     }
     int64_t ko = 0;
-    if (n == 32) {
+    if (n == 32 && a_cs == 1) {
+        /* the common case (row-major A): unrolled by 4 so each row pointer moves once per
+         * 4 steps (the loads use displacements) */
+        int64_t k = 0;
+        const float *b1p = b + ldb, *b2p = b + 2 * ldb, *b3p = b + 3 * ldb;
+#define DFMA4(i, u)                                          \
+    {                                                        \
+        const __m512 ai = _mm512_set1_ps(a##i[k + u]);       \
+        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);          \
+        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);          \
+    }
+#define STEP(u, bp)                                                                          \
+    {                                                                                        \
+        const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps((bp) + 16);              \
+        DFMA4(0, u) DFMA4(1, u) DFMA4(2, u) DFMA4(3, u) DFMA4(4, u) DFMA4(5, u) DFMA4(6, u) DFMA4(7, u) \
+    }
+        for (; k + 4 <= kc; k += 4) {
+            STEP(0, b) STEP(1, b1p) STEP(2, b2p) STEP(3, b3p)
+            b += 4 * ldb;
+            b1p += 4 * ldb;
+            b2p += 4 * ldb;
+            b3p += 4 * ldb;
+        }
+        for (; k < kc; k++, b += ldb) STEP(0, b)
+#undef STEP
+#undef DFMA4
+    } else if (n == 32) {
         for (int64_t k = 0; k < kc; k++, ko += a_cs, b += ldb) {
             const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
             DFMA(0) DFMA(1) DFMA(2) DFMA(3) DFMA(4) DFMA(5) DFMA(6) DFMA(7)
@@ -110,6 +137,14 @@ static void ukr_direct_avx512(int64_t kc, const float *a, int64_t a_rs, int64_t 
     }
     DSTORE(0) DSTORE(1) DSTORE(2) DSTORE(3) DSTORE(4) DSTORE(5) DSTORE(6) DSTORE(7)
 #undef DSTORE
+}
+
+/* one column panel (n <= 32 columns) of C, all m rows, 8 rows at a time */
+static void ukr_direct_avx512(int64_t kc, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb,
+                              float *c, int64_t ldc, int beta, int m, int n) {
+    int i = 0;
+    for (; i + 8 <= m; i += 8) direct_block(kc, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, beta, 8, n);
+    if (i < m) direct_block(kc, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, beta, m - i, n);
 }
 
 static float sum_avx512(const float *x, int64_t n) {
@@ -157,7 +192,7 @@ static float max_avx512(const float *x, int64_t n) {
 const tk_isa tk_isa_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR,
     .ukr = ukr_avx512, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,
-    .direct_mr = 8, .direct_nr = 32, .ukr_direct = ukr_direct_avx512,
+    .direct_mr = 1 << 20, .direct_nr = 32, .ukr_direct = ukr_direct_avx512,
     .sum = sum_avx512, .max = max_avx512,
 };
 #endif

@@ -34,7 +34,7 @@ typedef struct tk_isa {
     float (*sum)(const float *x, int64_t n);
     float (*max)(const float *x, int64_t n);
     /* optional no-pack kernel for small f32 problems (NULL if none): a tile of m <= direct_mr
-     * rows and n <= direct_nr columns of C (unit column stride), A with any strides, B rows
+     * rows (any m for AVX-512) and n <= direct_nr columns of C (unit column stride), A with any strides, B rows
      * with unit column stride; see cpu_gemm_avx512.c */
     int direct_mr, direct_nr;
     void (*ukr_direct)(int64_t kc, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb, float *c,
