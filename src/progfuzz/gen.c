@@ -572,6 +572,10 @@ static bool gen_op(pf_rng *r, pf_op *op, int form, int id) {
         int k = rnd(r, 100);
         op->kind = k < 35 ? PF_OP_TMAP : k < 65 ? PF_OP_TGEMM : k < 85 ? PF_OP_TRED : PF_OP_TELEM;
     }
+    if (op->kind == PF_OP_MAP || op->kind == PF_OP_ROWRED || op->kind == PF_OP_GENSUM || op->kind == PF_OP_MATMUL) {
+        uint64_t t = r->s ^ 0x5bd1e995ull; /* a side stream: the main stream stays as before */
+        op->symbolic = pf_splitmix(&t) % 100 < 30;
+    }
     switch (op->kind) {
     case PF_OP_MAP: case PF_OP_TELEM: {
         op->rank = op->kind == PF_OP_TELEM ? 1 + rnd(r, 2) : 1 + rnd(r, 3);

@@ -63,6 +63,7 @@ typedef struct pf_op {
     int nin;
     pf_input in[PF_MAX_IN];
     tile_dtype out_dt, acc_dt, buf_dt, tol_dt;
+    uint8_t symbolic; /* plain form: sizes are symbolic dimensions bound from the tensors */
     uint8_t transA, transB, reverse, pipelined, stages, variant, redop, rdim, clear, acc_int;
     struct { uint8_t a, b, c, shift; } gather[3];
     int nidx, idx_max[3];
@@ -79,5 +80,8 @@ struct pf_prog {
     int nops;
     pf_op ops[PF_MAX_OPS];
 };
+
+/* the concrete shape of the program's tensor parameter `name` */
+bool pf_param_shape(const pf_prog *p, const char *name, tile_tensor *t);
 
 #endif

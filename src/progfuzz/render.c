@@ -181,6 +181,45 @@ static void stmt_expr(rctx *c, int n, const char *pre, int e, const char *post) 
     tile_sb_putc(c->sb, '\n');
 }
 
+/* size `which` of an op (0..2 dims, 3 K, 4 batch) as text: a literal, or the symbolic
+ * dimension's name */
+static const char *D(const pf_op *op, int which) {
+    static char bufs[8][24];
+    static int next;
+    char *b = bufs[next++ % 8];
+    int v = which < 3 ? op->dims[which] : which == 3 ? op->K : op->batch;
+    static const char nm[] = "MNLKB";
+    if (op->symbolic) snprintf(b, sizeof bufs[0], "%c%d", nm[which], op->id);
+    else snprintf(b, sizeof bufs[0], "%d", v);
+    return b;
+}
+
+/* the sizes (0..4 as in D) making up input k's shape */
+static int in_shape_ids(const pf_op *op, int k, int *ids) {
+    const pf_input *in = &op->in[k];
+    switch (op->kind) {
+    case PF_OP_MAP:
+        if (in->mode == 1) { ids[0] = op->rank - 1; return 1; }
+        if (in->mode == 2) { ids[0] = 0; return 1; }
+        for (int d = 0; d < op->rank; d++) ids[d] = d;
+        return op->rank;
+    case PF_OP_ROWRED: case PF_OP_GENSUM:
+        if (in->mode == 1) { ids[0] = 3; return 1; }
+        ids[0] = 0; ids[1] = 3;
+        return 2;
+    case PF_OP_MATMUL: {
+        int n = 0;
+        if (op->batch) ids[n++] = 4;
+        bool tr = k == 0 ? op->transA : op->transB;
+        int outer = k == 0 ? 0 : 1;
+        if (k == 0) { ids[n] = tr ? 3 : outer; ids[n + 1] = tr ? outer : 3; }
+        else { ids[n] = tr ? outer : 3; ids[n + 1] = tr ? 3 : outer; }
+        return n + 2;
+    }
+    default: return 0;
+    }
+}
+
 static const char *dn(tile_dtype d) { return tile_dtype_name(d); }
 
 static void shape_text(char *buf, size_t n, int rank, const int *shape) {
@@ -216,6 +255,12 @@ static void params(tile_strbuf *sb, const pf_prog *p) {
             const pf_input *in = &op->in[k];
             if (in->gdt == TILE_DT_INVALID) continue;
             shape_text(sh, sizeof sh, in->rank, in->shape);
+            if (op->symbolic) {
+                int ids[3], r = in_shape_ids(op, k, ids);
+                size_t l = (size_t)snprintf(sh, sizeof sh, "(");
+                for (int d = 0; d < r; d++) l += (size_t)snprintf(sh + l, sizeof sh - l, "%s%s", d ? ", " : "", D(op, ids[d]));
+                snprintf(sh + l, sizeof sh - l, r == 1 ? ",)" : ")");
+            }
             if (p->form == PF_FORM_PLAIN) tile_sb_printf(sb, "%sA%d_%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, k, sh, dn(in->gdt));
             else tile_sb_printf(sb, "%sA%d_%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, k, sh, dn(in->gdt));
             first = false;
@@ -223,6 +268,13 @@ static void params(tile_strbuf *sb, const pf_prog *p) {
         int s[3];
         int r = out_shape(op, s);
         shape_text(sh, sizeof sh, r, s);
+        if (op->symbolic) {
+            int ids[3] = {0, 1, 2}, rr = r;
+            if (op->kind == PF_OP_MATMUL && op->batch) ids[0] = 4, ids[1] = 0, ids[2] = 1;
+            size_t l = (size_t)snprintf(sh, sizeof sh, "(");
+            for (int d = 0; d < rr; d++) l += (size_t)snprintf(sh + l, sizeof sh - l, "%s%s", d ? ", " : "", D(op, ids[d]));
+            snprintf(sh + l, sizeof sh - l, rr == 1 ? ",)" : ")");
+        }
         if (p->form == PF_FORM_PLAIN) tile_sb_printf(sb, "%sO%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, sh, dn(op->out_dt));
         else tile_sb_printf(sb, "%sO%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, sh, dn(op->out_dt));
         first = false;
@@ -248,7 +300,7 @@ static void plain_leaves(rctx *c, const char *const *iv) {
         case 3: {
             size_t l = (size_t)snprintf(b, n, "A%d_%d[", id, k);
             for (int d = 0; d < in->rank; d++)
-                l += (size_t)snprintf(b + l, n - l, "%s(%s * %d + %d) %% %d", d ? ", " : "", iv[d], in->gather_a, in->gather_b + d, in->shape[d]);
+                l += (size_t)snprintf(b + l, n - l, "%s(%s * %d + %d) %% %s", d ? ", " : "", iv[d], in->gather_a, in->gather_b + d, D(op, d));
             snprintf(b + l, n - l, "]");
             break;
         }
@@ -273,8 +325,8 @@ static void render_plain_op(rctx *c, int n0) {
         for (int d = 0; d < op->rank; d++) snprintf(c->idx[d], sizeof c->idx[d], "%s", iv[d]);
         int n = n0;
         for (int d = 0; d < op->rank; d++, n++) {
-            if (op->reverse && d == 0) line(sb, n, "for %s in range(%d, -1, -1):", iv[d], op->dims[d] - 1);
-            else line(sb, n, "for %s in range(%d):", iv[d], op->dims[d]);
+            if (op->reverse && d == 0) line(sb, n, "for %s in range(%s - 1, -1, -1):", iv[d], D(op, d));
+            else line(sb, n, "for %s in range(%s):", iv[d], D(op, d));
         }
         if (op->guard >= 0) { stmt_expr(c, n, "if ", op->guard, ":"); n++; }
         char tgt[96];
@@ -289,20 +341,20 @@ static void render_plain_op(rctx *c, int n0) {
         plain_leaves(c, kiv);
         snprintf(c->idx[0], sizeof c->idx[0], "%s", iv[0]);
         snprintf(c->idx[1], sizeof c->idx[1], "%s", kv);
-        line(sb, n0, "for %s in range(%d):", iv[0], op->dims[0]);
+        line(sb, n0, "for %s in range(%s):", iv[0], D(op, 0));
         if (op->kind == PF_OP_GENSUM) {
             static const char *fn[] = {"sum", "max", "min"};
             char pre[96];
             snprintf(pre, sizeof pre, "O%d[%s] = %s(", id, iv[0], fn[op->redop % 3]);
             char post[96];
-            snprintf(post, sizeof post, " for %s in range(%d))", kv, op->K);
+            snprintf(post, sizeof post, " for %s in range(%s))", kv, D(op, 3));
             stmt_expr(c, n0 + 1, pre, op->root, post);
             break;
         }
         static const char *finit[] = {"0.0", "-T.infinity(\"float32\")", "T.infinity(\"float32\")"};
         static const char *iinit[] = {"0", "-1000000", "1000000"};
         line(sb, n0 + 1, "acc%d = %s", id, op->acc_int ? iinit[op->redop % 3] : finit[op->redop % 3]);
-        line(sb, n0 + 1, "for %s in range(%d):", kv, op->K);
+        line(sb, n0 + 1, "for %s in range(%s):", kv, D(op, 3));
         char pre[64];
         if (op->redop == 0) snprintf(pre, sizeof pre, "acc%d += ", id);
         else snprintf(pre, sizeof pre, "acc%d = %s(acc%d, ", id, op->redop == 1 ? "max" : "T.min", id);
@@ -315,26 +367,26 @@ static void render_plain_op(rctx *c, int n0) {
         int n = n0;
         if (op->batch) {
             snprintf(bi, sizeof bi, "b%d, ", id);
-            line(sb, n++, "for b%d in range(%d):", id, op->batch);
+            line(sb, n++, "for b%d in range(%s):", id, D(op, 4));
         }
         snprintf(a_ix, sizeof a_ix, "%s%s, %s", bi, op->transA ? kv : iv[0], op->transA ? iv[0] : kv);
         snprintf(b_ix, sizeof b_ix, "%s%s, %s", bi, op->transB ? iv[1] : kv, op->transB ? kv : iv[1]);
         snprintf(c_ix, sizeof c_ix, "%s%s, %s", bi, iv[0], iv[1]);
-        line(sb, n, "for %s in range(%d):", iv[0], op->dims[0]);
-        line(sb, n + 1, "for %s in range(%d):", iv[1], op->dims[1]);
+        line(sb, n, "for %s in range(%s):", iv[0], D(op, 0));
+        line(sb, n + 1, "for %s in range(%s):", iv[1], D(op, 1));
         if (op->variant == 0) {
             line(sb, n + 2, "acc%d = %s", id, op->acc_int ? "0" : "0.0");
-            line(sb, n + 2, "for %s in range(%d):", kv, op->K);
+            line(sb, n + 2, "for %s in range(%s):", kv, D(op, 3));
             line(sb, n + 3, "acc%d += A%d_0[%s] * A%d_1[%s]", id, id, a_ix, id, b_ix);
             line(sb, n + 2, "O%d[%s] = acc%d", id, c_ix, id);
         } else if (op->variant == 1) {
             line(sb, n + 2, "O%d[%s] = 0", id, c_ix);
-            line(sb, n, "for %s in range(%d):", iv[0], op->dims[0]);
-            line(sb, n + 1, "for %s in range(%d):", iv[1], op->dims[1]);
-            line(sb, n + 2, "for %s in range(%d):", kv, op->K);
+            line(sb, n, "for %s in range(%s):", iv[0], D(op, 0));
+            line(sb, n + 1, "for %s in range(%s):", iv[1], D(op, 1));
+            line(sb, n + 2, "for %s in range(%s):", kv, D(op, 3));
             line(sb, n + 3, "O%d[%s] += A%d_0[%s] * A%d_1[%s]", id, c_ix, id, a_ix, id, b_ix);
         } else {
-            line(sb, n + 2, "O%d[%s] = sum(A%d_0[%s] * A%d_1[%s] for %s in range(%d))", id, c_ix, id, a_ix, id, b_ix, kv, op->K);
+            line(sb, n + 2, "O%d[%s] = sum(A%d_0[%s] * A%d_1[%s] for %s in range(%s))", id, c_ix, id, a_ix, id, b_ix, kv, D(op, 3));
         }
         break;
     }
@@ -608,4 +660,27 @@ char *pf_render(const pf_prog *p, const char *bug_op) {
     }
     if (!p->nops) tile_sb_puts(&sb, "    pass\n");
     return sb.data;
+}
+
+bool pf_param_shape(const pf_prog *p, const char *name, tile_tensor *t) {
+    for (int o = 0; o < p->nops; o++) {
+        const pf_op *op = &p->ops[o];
+        for (int k = 0; k < op->nin; k++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "A%d_%d", op->id, k);
+            if (op->in[k].gdt == TILE_DT_INVALID || strcmp(nm, name)) continue;
+            t->rank = op->in[k].rank;
+            for (int d = 0; d < t->rank; d++) t->shape[d] = op->in[k].shape[d];
+            return true;
+        }
+        char nm[32];
+        snprintf(nm, sizeof nm, "O%d", op->id);
+        if (!strcmp(nm, name)) {
+            int s[3];
+            t->rank = out_shape(op, s);
+            for (int d = 0; d < t->rank; d++) t->shape[d] = s[d];
+            return true;
+        }
+    }
+    return false;
 }

@@ -310,6 +310,8 @@ pf_result pf_check(const pf_prog *p, const pf_config *cfg) {
     tile_tensor *rsh = tile_xcalloc((size_t)nr + 1, sizeof *rsh);
     char *err = NULL;
     run_out ref = {0};
+    for (int i = 0; i < np; i++)
+        if (tile_kernel_param_is_tensor(k, i)) pf_param_shape(p, tile_kernel_param_name(k, i), &init[i]);
     if (tile_infer_shapes(k, init, np, rsh, nr, &err) != TILE_OK) {
         res.verdict = PF_REJECT;
         snprintf(res.msg, sizeof res.msg, "shape inference: %s", err ? err : "?");

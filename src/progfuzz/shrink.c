@@ -189,7 +189,7 @@ static bool pass_types(sctx *s, pf_prog *c) {
 static bool pass_flags(sctx *s, pf_prog *c) {
     bool any = false;
     for (int o = 0; o < s->best->nops; o++) {
-        for (int f = 0; f < 9 && budget_left(s); f++) {
+        for (int f = 0; f < 10 && budget_left(s); f++) {
             memcpy(c, s->best, sizeof *c);
             pf_op *op = &c->ops[o];
             uint8_t *p = NULL;
@@ -202,6 +202,7 @@ static bool pass_flags(sctx *s, pf_prog *c) {
             case 5: if (op->guard >= 0) { op->guard = -1; op->pipelined = 0; } break;
             case 6: if (op->alt >= 0) op->alt = -1; break;
             case 7: for (int k = 0; k < op->nin; k++) op->in[k].slice = 0, op->in[k].scope = op->in[k].scope == 2 ? 1 : op->in[k].scope; break;
+            case 9: p = &op->symbolic; break;
             case 8: if (op->kind == PF_OP_MATMUL || op->kind == PF_OP_TGEMM) { if (op->variant == 2) op->root = -1; op->variant = 0; } break;
             }
             if (p) {
