@@ -6,6 +6,7 @@
  *                           sum / max, CPU feature and cache reporting
  *   test_cpu_gemm badargs   error codes and messages for bad arguments
  *   test_cpu_gemm badisa    TILE_CPU_ISA names an unsupported/unknown ISA: a clear error
+ *   test_cpu_gemm concurrent  4 threads calling at once get bit-identical results
  *
  * Tolerance. Every C element is a dot product of K terms (plus C's old value when
  * accumulating) summed in f32 in SOME order (blocked by KC, FMA or not). For any order,
@@ -304,6 +305,7 @@ static int test_gemm(void) {
     run_case(211, 263, 130, TILE_DT_BF16, TILE_DT_FP8_E4M3, TILE_DT_F32, 0, 1, 0, 1, 1);
     run_case(150, 301, 97, TILE_DT_F16, TILE_DT_FP4_E2M1, TILE_DT_BF16, 1, 0, 0, 0, 1);
     run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 1, 0);
+    run_case(100, 512, 64, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 0, 1); /* N in equal blocks per thread */
     CHECK(g_pfor_calls > before, "the threaded cases never called the parallel-for");
     printf("%d cases, %d failures\n", g_cases, g_fail);
     return g_fail ? 1 : 0;
@@ -411,6 +413,58 @@ static int test_helpers(void) {
     return g_fail ? 1 : 0;
 }
 
+/* ---------- several threads calling at once (thread-local buffers) ---------- */
+typedef struct conc_arg {
+    int id;
+    const float *a, *b, *ref;
+    int64_t M, N, K;
+    int mismatches;
+} conc_arg;
+
+static void *conc_main(void *p) {
+    conc_arg *x = (conc_arg *)p;
+    float *c = (float *)malloc((size_t)(x->M * x->N) * sizeof(float));
+    for (int it = 0; it < 30; it++) {
+        /* alternate with a different shape so the buffers are resized under the others */
+        int64_t M = (it & 1) ? x->M / 2 + x->id : x->M;
+        tk_gemm g = {.M = M, .N = x->N, .K = x->K, .a_dtype = TILE_DT_F32, .b_dtype = TILE_DT_F32,
+                     .c_dtype = TILE_DT_F32, .A = x->a, .a_rs = x->K, .a_cs = 1, .B = x->b, .b_rs = x->N, .b_cs = 1,
+                     .C = c, .c_rs = x->N, .c_cs = 1};
+        if (tk_cpu_gemm(&g, NULL, NULL) != TK_GEMM_OK) x->mismatches++;
+        /* same sizes, same code path: the rows computed must equal the reference bit for bit */
+        if (memcmp(c, x->ref, (size_t)(M * x->N) * sizeof(float)) != 0) x->mismatches++;
+    }
+    free(c);
+    return NULL;
+}
+
+static int test_concurrent(void) {
+    if (strcmp(tk_cpu_isa(), "invalid") == 0) return 77;
+    const int64_t M = 150, N = 170, K = 600; /* two K blocks, packed path */
+    float *a = malloc((size_t)(M * K) * 4), *b = malloc((size_t)(K * N) * 4), *ref = malloc((size_t)(M * N) * 4);
+    for (int64_t i = 0; i < M * K; i++) a[i] = (float)uniform();
+    for (int64_t i = 0; i < K * N; i++) b[i] = (float)uniform();
+    tk_gemm g = {.M = M, .N = N, .K = K, .a_dtype = TILE_DT_F32, .b_dtype = TILE_DT_F32, .c_dtype = TILE_DT_F32,
+                 .A = a, .a_rs = K, .a_cs = 1, .B = b, .b_rs = N, .b_cs = 1, .C = ref, .c_rs = N, .c_cs = 1};
+    CHECK(tk_cpu_gemm(&g, NULL, NULL) == TK_GEMM_OK, "reference");
+    enum { NT = 4 };
+    pthread_t th[NT];
+    conc_arg args[NT];
+    for (int t = 0; t < NT; t++) {
+        args[t] = (conc_arg){t, a, b, ref, M, N, K, 0};
+        pthread_create(&th[t], NULL, conc_main, &args[t]);
+    }
+    for (int t = 0; t < NT; t++) {
+        pthread_join(th[t], NULL);
+        CHECK(args[t].mismatches == 0, "thread %d: %d mismatching results", t, args[t].mismatches);
+    }
+    free(a);
+    free(b);
+    free(ref);
+    printf("concurrent: %d failures\n", g_fail);
+    return g_fail ? 1 : 0;
+}
+
 static int test_badargs(void) {
     if (strcmp(tk_cpu_isa(), "invalid") == 0) return 77;
     float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4];
@@ -487,6 +541,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "helpers") == 0) return test_helpers();
     if (strcmp(mode, "badargs") == 0) return test_badargs();
     if (strcmp(mode, "badisa") == 0) return test_badisa();
-    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa\n", argv[0]);
+    if (strcmp(mode, "concurrent") == 0) return test_concurrent();
+    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent\n", argv[0]);
     return 2;
 }
