@@ -54,6 +54,64 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
     ALL6(ACC_STORE)
 }
 
+/* The no-pack kernel for small f32 problems (see cpu_gemm_avx512.c): one column panel of
+ * n <= 16 columns, all m rows, 6 rows at a time; ragged n through maskload/maskstore. */
+static inline __attribute__((always_inline)) void direct_block2(int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
+                                                                const float *b, int64_t ldb, float *c, int64_t ldc,
+                                                                int beta, int m, __m256i k0, __m256i k1, int full) {
+    const float *a0 = a, *a1 = a + (m > 1 ? 1 : 0) * a_rs, *a2 = a + (m > 2 ? 2 : m - 1) * a_rs;
+    const float *a3 = a + (m > 3 ? 3 : m - 1) * a_rs, *a4 = a + (m > 4 ? 4 : m - 1) * a_rs, *a5 = a + (m > 5 ? 5 : m - 1) * a_rs;
+    ALL6(ACC_DECL)
+    int64_t ko = 0;
+    for (int64_t k = 0; k < kc; k++, ko += a_cs, b += ldb) {
+        const __m256 b0 = full ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, k0);
+        const __m256 b1 = full ? _mm256_loadu_ps(b + 8) : _mm256_maskload_ps(b + 8, k1);
+#define DF(i)                                                \
+        {                                                    \
+            const __m256 ai = _mm256_broadcast_ss(a##i + ko); \
+            c##i##a = _mm256_fmadd_ps(ai, b0, c##i##a);      \
+            c##i##b = _mm256_fmadd_ps(ai, b1, c##i##b);      \
+        }
+        ALL6(DF)
+#undef DF
+    }
+#define DS(i)                                                                                   \
+    if (i < m) {                                                                                \
+        float *ci = c + (i) * ldc;                                                              \
+        if (full) {                                                                             \
+            if (beta) {                                                                         \
+                c##i##a = _mm256_add_ps(c##i##a, _mm256_loadu_ps(ci));                          \
+                c##i##b = _mm256_add_ps(c##i##b, _mm256_loadu_ps(ci + 8));                      \
+            }                                                                                   \
+            _mm256_storeu_ps(ci, c##i##a);                                                      \
+            _mm256_storeu_ps(ci + 8, c##i##b);                                                  \
+        } else {                                                                                \
+            if (beta) {                                                                         \
+                c##i##a = _mm256_add_ps(c##i##a, _mm256_maskload_ps(ci, k0));                   \
+                c##i##b = _mm256_add_ps(c##i##b, _mm256_maskload_ps(ci + 8, k1));               \
+            }                                                                                   \
+            _mm256_maskstore_ps(ci, k0, c##i##a);                                               \
+            _mm256_maskstore_ps(ci + 8, k1, c##i##b);                                           \
+        }                                                                                       \
+    }
+    ALL6(DS)
+#undef DS
+}
+
+static void ukr_direct_avx2(int64_t kc, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb, float *c,
+                            int64_t ldc, int beta, int m, int n) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+    const __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lane);
+    const int full = n == 16;
+    int i = 0;
+    for (; i + 6 <= m; i += 6) {
+        if (full) direct_block2(kc, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, beta, 6, k0, k1, 1);
+        else direct_block2(kc, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, beta, 6, k0, k1, 0);
+    }
+    if (i < m) direct_block2(kc, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, beta, m - i, k0, k1, full);
+}
+
 static float hsum256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -99,6 +157,7 @@ static float max_avx2(const float *x, int64_t n) {
 const tk_isa tk_isa_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR,
     .ukr = ukr_avx2, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,
+    .direct_mr = 1 << 20, .direct_nr = 16, .ukr_direct = ukr_direct_avx2,
     .sum = sum_avx2, .max = max_avx2,
 };
 #endif
