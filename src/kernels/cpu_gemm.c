@@ -71,7 +71,7 @@ static const tk_isa *isa_by_name(const char *name) {
 static void tls_destroy(void *p);
 
 static int64_t env_int(const char *name) {
-    const char *s = getenv(name);
+    const char *s = tile_env(name);
     if (!s || !*s) return 0;
     char *end = NULL;
     long long v = strtoll(s, &end, 10);
@@ -92,14 +92,14 @@ static void init_once(void) {
     g_env_kc = env_int("TILE_GEMM_KC");
     g_env_nc = env_int("TILE_GEMM_NC");
     g_env_mc = env_int("TILE_GEMM_MC");
-    const char *bm = getenv("TILE_GEMM_BF16");
+    const char *bm = tile_env("TILE_GEMM_BF16");
     g_bf16_mode = !bm ? 0 : strcmp(bm, "off") == 0 ? 1 : strcmp(bm, "emulate") == 0 ? 2 : 0;
 
     g_isa_auto = tk_isa_supported("avx512") ? isa_by_name("avx512")
                  : tk_isa_supported("avx2") ? isa_by_name("avx2")
                                             : &tk_isa_generic;
     g_isa = g_isa_auto;
-    const char *want = getenv("TILE_CPU_ISA");
+    const char *want = tile_env("TILE_CPU_ISA");
     if (want && *want && strcmp(want, "auto") != 0) {
         const tk_isa *w = isa_by_name(want);
         if (!w) {
