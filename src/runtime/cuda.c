@@ -72,7 +72,9 @@ static struct {
     const char *(*GetErrorString)(nvrtcResult);
 } nv;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;    /* opening the driver and device */
+static pthread_mutex_t g_nv_lock = PTHREAD_MUTEX_INITIALIZER; /* opening NVRTC: open_device() calls it
+                                                                 while holding g_lock */
 static bool g_nv_tried, g_nv_ok, g_cu_tried, g_cu_ok;
 static char g_nv_why[512], g_why[512];
 static int g_nv_major, g_nv_minor;
@@ -120,12 +122,12 @@ static bool load_nvrtc_locked(void) {
 }
 
 bool tile_cuda_nvrtc_available(tile_strbuf *why) {
-    pthread_mutex_lock(&g_lock);
+    pthread_mutex_lock(&g_nv_lock);
     if (!g_nv_tried) {
         g_nv_tried = true;
         g_nv_ok = load_nvrtc_locked();
     }
-    pthread_mutex_unlock(&g_lock);
+    pthread_mutex_unlock(&g_nv_lock);
     if (!g_nv_ok && why) tile_sb_puts(why, g_nv_why);
     return g_nv_ok;
 }
