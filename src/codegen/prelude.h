@@ -482,14 +482,6 @@ static void tile_gemm_rgn(tile_ctx *ctx, tile_rgn *A, tile_rgn *B, tile_rgn *C, 
     int64_t crs = C->s[rc - 2], ccs = C->s[rc - 1];
     int64_t cbase = co + C->st[rc - 2] * crs + C->st[rc - 1] * ccs;
     int full = !empty && i0 == ci0 && i1 == ci1 && j0 == cj0 && j1 == cj1;
-    if (clear && !(full && TILE_ISF(ct))) {
-        tile_val z;
-        z.i = 0;
-        if (TILE_ISF(cdt)) z.f = 0.0;
-        for (int64_t i = ci0; i < ci1; i++)
-            for (int64_t j = cj0; j < cj1; j++) tile_gst(cdt, C->base, cbase + i * crs + j * ccs, z);
-    }
-    if (empty) return;
     int64_t ars = A->s[ra - 2], acs = A->s[ra - 1], brs = B->s[rb - 2], bcs = B->s[rb - 1];
     int64_t abase = ao + A->st[ra - 2] * ars + A->st[ra - 1] * acs;
     int64_t bbase = bo + B->st[rb - 2] * brs + B->st[rb - 1] * bcs;
@@ -498,7 +490,19 @@ static void tile_gemm_rgn(tile_ctx *ctx, tile_rgn *A, tile_rgn *B, tile_rgn *C, 
     int64_t aoff = abase + i0 * a_rs + k0 * a_cs, boff = bbase + k0 * b_rs + j0 * b_cs, coff = cbase + i0 * crs + j0 * ccs;
     int floats = TILE_ISF(A->dt) && TILE_ISF(B->dt) && TILE_ISF(cdt);
     const tile_cpu_services *svc = ctx->a->svc;
-    if (floats && svc->gemm && tile_elem_ptr_ok(A->dt, aoff) && tile_elem_ptr_ok(B->dt, boff) && tile_elem_ptr_ok(cdt, coff)) {
+    /* the packed GEMM library takes whole-byte element pointers (fp4 at an odd element cannot
+     * be addressed): decide the path first, since only the library overwrites C by itself */
+    int use_lib = !empty && floats && svc->gemm && tile_elem_ptr_ok(A->dt, aoff) && tile_elem_ptr_ok(B->dt, boff) &&
+                  tile_elem_ptr_ok(cdt, coff);
+    if (clear && !(full && TILE_ISF(ct) && use_lib)) {
+        tile_val z;
+        z.i = 0;
+        if (TILE_ISF(cdt)) z.f = 0.0;
+        for (int64_t i = ci0; i < ci1; i++)
+            for (int64_t j = cj0; j < cj1; j++) tile_gst(cdt, C->base, cbase + i * crs + j * ccs, z);
+    }
+    if (empty) return;
+    if (use_lib) {
         tile_cpu_gemm g;
         g.M = i1 - i0; g.N = j1 - j0; g.K = k1 - k0;
         g.a_dtype = A->dt; g.b_dtype = B->dt; g.c_dtype = cdt;

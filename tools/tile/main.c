@@ -22,6 +22,8 @@ extern int tile_cmd_launch(int argc, char **argv) __attribute__((weak));
 extern int tile_cmd_link_bench(int argc, char **argv) __attribute__((weak));
 extern int tile_cmd_link_topo(int argc, char **argv) __attribute__((weak));
 extern int tile_cmd_store(int argc, char **argv) __attribute__((weak));
+/* `tile fuzz` lives in cli_fuzz.c (random programs, every target against the interpreter). */
+extern int tile_cmd_fuzz(int argc, char **argv) __attribute__((weak));
 
 enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_CHECK = 2, EXIT_INTERNAL = 3 };
 
@@ -38,6 +40,8 @@ static void usage(FILE *out) {
           "                                         run a kernel on random or given inputs\n"
           "  emit FILE --target cpu|cuda|opencl     print the generated source\n"
           "  devices                                list the targets available here\n"
+          "  fuzz --seconds N [--targets interp,cpu] random programs on every target against the\n"
+          "                                         interpreter; mismatches shrunk to reproducers\n"
           "  launch -n N -- CMD ARGS                start N ranks of a TileLink program\n"
           "  link-bench, link-topo, store           TileLink benchmark, topology, key-value store\n"
           "  version                                print the version\n"
@@ -705,6 +709,10 @@ int main(int argc, char **argv) {
         fputs(s, stdout);
         tile_free(s);
         return EXIT_OK;
+    }
+    if (!strcmp(cmd, "fuzz")) {
+        if (!tile_cmd_fuzz) { fprintf(stderr, "tile fuzz: not part of this build\n"); return EXIT_USER; }
+        return tile_cmd_fuzz(argc - 1, argv + 1);
     }
     int (*link_cmd)(int, char **) = !strcmp(cmd, "launch") ? tile_cmd_launch
                                   : !strcmp(cmd, "link-bench") ? tile_cmd_link_bench
