@@ -53,8 +53,8 @@ static const char *const DNAME[TILE_DT_COUNT] = {
 
 static bool dt_ok(tile_dtype dt) { return (int)dt >= 0 && (int)dt < TILE_DT_COUNT; }
 
-/* C type of a value of dt */
-static const char *vtype(tile_dtype dt) {
+/* C type of a value of dt (shared with the SIMT generator: codegen.h) */
+const char *codegen_value_ctype(tile_dtype dt) {
     switch (dt) {
     case TILE_DT_BOOL: return "int";
     case TILE_DT_I8: return "int8_t";
@@ -69,6 +69,7 @@ static const char *vtype(tile_dtype dt) {
     default: return "float";
     }
 }
+static const char *vtype(tile_dtype dt) { return codegen_value_ctype(dt); }
 /* C type of one stored element of dt (fp4: bytes holding two) */
 static const char *stype(tile_dtype dt) {
     switch (dt) {

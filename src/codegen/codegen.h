@@ -26,4 +26,8 @@ int tile_codegen_c(const ir_func *f, const tile_codegen_c_options *opt, tile_str
 /* The prelude text every generated unit starts with (for tests and docs). */
 const char *tile_codegen_c_prelude(void);
 
+/* The C type that holds a value of dtype dt in generated code (C, OpenCL C and CUDA C alike):
+ * int for bool, the <stdint.h> names for integers, double for f64, float for every other float. */
+const char *codegen_value_ctype(tile_dtype dt);
+
 #endif

@@ -10,6 +10,7 @@
  * sub-32-bit floats as f32 values holding exactly the rounded value.
  */
 #include "simt.h"
+#include "codegen.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -97,22 +98,8 @@ static bool is_narrow(tile_dtype d) { return is_float(d) && d != TILE_DT_F32 && 
 static bool is_uns(tile_dtype d) { return d == TILE_DT_U8 || d == TILE_DT_U16 || d == TILE_DT_U32 || d == TILE_DT_U64; }
 static int bits_of(tile_dtype d) { return tile_dtype_bits(d); }
 
-/* C type of a value of dtype d in registers */
-static const char *vtype(tile_dtype d) {
-    switch (d) {
-    case TILE_DT_BOOL: return "int";
-    case TILE_DT_I8: return "int8_t";
-    case TILE_DT_I16: return "int16_t";
-    case TILE_DT_I32: return "int32_t";
-    case TILE_DT_I64: return "int64_t";
-    case TILE_DT_U8: return "uint8_t";
-    case TILE_DT_U16: return "uint16_t";
-    case TILE_DT_U32: return "uint32_t";
-    case TILE_DT_U64: return "uint64_t";
-    case TILE_DT_F64: return "double";
-    default: return "float";
-    }
-}
+/* C type of a value of dtype d in registers (shared with the C generator) */
+static const char *vtype(tile_dtype d) { return codegen_value_ctype(d); }
 /* C type of an element in memory */
 static const char *stype(tile_dtype d) {
     switch (d) {
