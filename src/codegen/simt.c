@@ -635,6 +635,38 @@ static void gen_alloc_private(gen *G, tile_strbuf *o, const ir_stmt *s) {
     if (b->dtype == TILE_DT_F64) G->uses_f64 = true;
 }
 
+/* `while` and `if` read the same at thread and block level; `body` generates the nested
+ * statements at the caller's level. */
+typedef void (*gen_fn)(gen *G, tile_strbuf *o, const ir_stmt *s);
+
+static void gen_while(gen *G, tile_strbuf *o, const ir_stmt *s, gen_fn body) {
+    tile_strbuf c = {0};
+    ex(G, &c, s->cond);
+    line(G, o, "while (%s) {", c.data);
+    tile_sb_free(&c);
+    G->ind++;
+    body(G, o, s->body[0]);
+    G->ind--;
+    line(G, o, "}");
+}
+
+static void gen_if(gen *G, tile_strbuf *o, const ir_stmt *s, gen_fn body) {
+    tile_strbuf c = {0};
+    ex(G, &c, s->cond);
+    line(G, o, "if (%s) {", c.data);
+    tile_sb_free(&c);
+    G->ind++;
+    body(G, o, s->body[0]);
+    G->ind--;
+    if (s->nbody >= 2 && s->body[1]) {
+        line(G, o, "} else {");
+        G->ind++;
+        body(G, o, s->body[1]);
+        G->ind--;
+    }
+    line(G, o, "}");
+}
+
 static void gen_for_serial(gen *G, tile_strbuf *o, const ir_stmt *s, bool block) {
     int t = G->tmp++;
     tile_strbuf lo = {0}, ext = {0}, v = {0};
@@ -754,34 +786,8 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         line(G, o, "}");
         return;
     case IR_S_FOR: gen_for_serial(G, o, s, false); return;
-    case IR_S_WHILE: {
-        tile_strbuf c = {0};
-        ex(G, &c, s->cond);
-        line(G, o, "while (%s) {", c.data);
-        tile_sb_free(&c);
-        G->ind++;
-        gen_thread(G, o, s->body[0]);
-        G->ind--;
-        line(G, o, "}");
-        return;
-    }
-    case IR_S_IF: {
-        tile_strbuf c = {0};
-        ex(G, &c, s->cond);
-        line(G, o, "if (%s) {", c.data);
-        tile_sb_free(&c);
-        G->ind++;
-        gen_thread(G, o, s->body[0]);
-        G->ind--;
-        if (s->nbody >= 2 && s->body[1]) {
-            line(G, o, "} else {");
-            G->ind++;
-            gen_thread(G, o, s->body[1]);
-            G->ind--;
-        }
-        line(G, o, "}");
-        return;
-    }
+    case IR_S_WHILE: gen_while(G, o, s, gen_thread); return;
+    case IR_S_IF: gen_if(G, o, s, gen_thread); return;
     case IR_S_ASSIGN: {
         tile_strbuf v = {0}, x = {0};
         var_name(&v, s->var);
@@ -1038,34 +1044,8 @@ static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
         if (s->loop_kind == IR_LOOP_PARALLEL) gen_parallel(G, o, s);
         else gen_for_serial(G, o, s, true);
         return;
-    case IR_S_WHILE: {
-        tile_strbuf c = {0};
-        ex(G, &c, s->cond);
-        line(G, o, "while (%s) {", c.data);
-        tile_sb_free(&c);
-        G->ind++;
-        gen_block(G, o, s->body[0]);
-        G->ind--;
-        line(G, o, "}");
-        return;
-    }
-    case IR_S_IF: {
-        tile_strbuf c = {0};
-        ex(G, &c, s->cond);
-        line(G, o, "if (%s) {", c.data);
-        tile_sb_free(&c);
-        G->ind++;
-        gen_block(G, o, s->body[0]);
-        G->ind--;
-        if (s->nbody >= 2 && s->body[1]) {
-            line(G, o, "} else {");
-            G->ind++;
-            gen_block(G, o, s->body[1]);
-            G->ind--;
-        }
-        line(G, o, "}");
-        return;
-    }
+    case IR_S_WHILE: gen_while(G, o, s, gen_block); return;
+    case IR_S_IF: gen_if(G, o, s, gen_block); return;
     case IR_S_KERNEL: gfail(G, s->loc, "kernels cannot be nested"); return;
     default:
         barrier(G, o);
