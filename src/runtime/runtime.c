@@ -3,7 +3,8 @@
  *
  * In:  source text, -D bindings, host tensors.
  * Out: results in the tensors; diagnostics and run-time errors as strings.
- * Targets: only the interpreter exists so far; the others answer TILE_ERR_UNAVAILABLE. */
+ * Targets: the interpreter, and the backends of backend.h (cpu, opencl, cuda); a target whose
+ * toolkit or device is missing answers TILE_ERR_UNAVAILABLE with the reason. */
 #include "runtime.h"
 
 #include <stdlib.h>

@@ -3,7 +3,8 @@
  *   tile check FILE [-D NAME=VALUE ...]              parse and check; exit 1 on error
  *   tile ir FILE [-f FUNC] [-D ...] [--after PASS]    print the Tile IR
  *   tile run FILE [options]                           run a kernel (see usage)
- *   tile emit FILE --target T                         print generated source (no code generator yet)
+ *   tile emit FILE --target T                         print the generated source (C, OpenCL C, CUDA C)
+ *   tile fuzz --seconds N [--targets ...]             random programs on every target vs the interpreter
  *   tile devices                                      the targets this machine has
  *   tile launch / link-bench / link-topo / store      TileLink tools (tools/tile/cli_link.c)
  *
