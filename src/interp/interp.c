@@ -850,6 +850,26 @@ static void gemm_view(ist *S, const ir_stmt *s, const rgn *g, const char *which,
     *cols = g->ext[g->rank - 1];
 }
 
+/* Copy a rows x cols operand region into dst (row-major, `width` columns; transposed when
+ * `trans`), converted to ct; elements outside the buffer read as zero (tile-op clipping). */
+static void gemm_gather(ist *S, const rgn *g, int64_t rows, int64_t cols, bool trans, int64_t width, tile_dtype ct, val *dst,
+                        tile_loc loc) {
+    int64_t t[8] = {0};
+    bool fl = ISF(ct);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            t[g->rank - 2] = i;
+            t[g->rank - 1] = j;
+            size_t off;
+            val v = {0};
+            if (rgn_off(g, t, &off)) {
+                check_read(S, g->b, off, " by gemm", loc);
+                v = convert(S, ld(g->b, off), g->b->dt, ct);
+            } else if (fl) v.f = 0;
+            dst[trans ? j * width + i : i * width + j] = v;
+        }
+}
+
 static void exec_gemm(ist *S, const ir_stmt *s) {
     rgn A, B, C;
     eval_region(S, &s->regions[0], &A, s->loc);
@@ -881,34 +901,10 @@ static void exec_gemm(ist *S, const ir_stmt *s) {
     val *va = scratch(S, na + nb + 1);
     if (!va) fail(S, s->loc, true, "gemm: out of memory");
     val *vb = va + na;
-    int64_t t[8] = {0};
     /* gather op(A) as M x K and op(B) as K x N, converted to the accumulator type */
-    for (int64_t i = 0; i < ar; i++)
-        for (int64_t j = 0; j < ac; j++) {
-            t[A.rank - 2] = i;
-            t[A.rank - 1] = j;
-            size_t off;
-            val v = {0};
-            if (rgn_off(&A, t, &off)) {
-                check_read(S, A.b, off, " by gemm", s->loc);
-                v = convert(S, ld(A.b, off), A.b->dt, ct);
-            } else if (fl) v.f = 0;
-            va[s->trans_a ? j * K + i : i * K + j] = v;
-        }
-    memset(t, 0, sizeof t);
-    for (int64_t i = 0; i < br; i++)
-        for (int64_t j = 0; j < bc; j++) {
-            t[B.rank - 2] = i;
-            t[B.rank - 1] = j;
-            size_t off;
-            val v = {0};
-            if (rgn_off(&B, t, &off)) {
-                check_read(S, B.b, off, " by gemm", s->loc);
-                v = convert(S, ld(B.b, off), B.b->dt, ct);
-            } else if (fl) v.f = 0;
-            vb[s->trans_b ? j * N + i : i * N + j] = v;
-        }
-    memset(t, 0, sizeof t);
+    gemm_gather(S, &A, ar, ac, s->trans_a, K, ct, va, s->loc);
+    gemm_gather(S, &B, br, bc, s->trans_b, N, ct, vb, s->loc);
+    int64_t t[8] = {0};
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             t[C.rank - 2] = i;
