@@ -770,15 +770,19 @@ static ast_stmt *parse_if(parser *p) {
     }
 }
 
+/* the optional `else:` of a while or for loop (sema rejects it, but it parses) */
+static void parse_loop_else(parser *p, ast_stmt *s) {
+    if (kind(p) != TOK_KW_ELSE) return;
+    token *et = advance(p);
+    s->orelse = parse_suite(p, "'else'", et, "'else'");
+}
+
 static ast_stmt *parse_while(parser *p) {
     token *t = advance(p);
     ast_stmt *s = mk_stmt(p, AST_S_WHILE, t->loc);
     s->cond = parse_test(p);
     s->body = parse_suite(p, "'while' condition", t, "'while' statement");
-    if (kind(p) == TOK_KW_ELSE) {
-        token *et = advance(p);
-        s->orelse = parse_suite(p, "'else'", et, "'else'");
-    }
+    parse_loop_else(p, s);
     return s;
 }
 
@@ -792,10 +796,7 @@ static ast_stmt *parse_for(parser *p) {
     if (!accept(p, TOK_KW_IN)) expected(p, "'in' after for-loop target");
     s->iter = parse_testlist_star(p);
     s->body = parse_suite(p, "'for' header", t, "'for' statement");
-    if (kind(p) == TOK_KW_ELSE) {
-        token *et = advance(p);
-        s->orelse = parse_suite(p, "'else'", et, "'else'");
-    }
+    parse_loop_else(p, s);
     return s;
 }
 
