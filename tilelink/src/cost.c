@@ -250,7 +250,10 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
         }
         case TLINK_ALGO_DIRECT:
             if (bytes <= TL_DIRECT_SLOT) {
-                t = a + N * B * b + (N - 1) * B * g; /* one synchronisation among the host's ranks */
+                /* one synchronisation among the host's ranks: a flag store and poll, about half
+                 * of alpha (the ping-pong's message also moves the ring's tail, head and
+                 * doorbell lines); one copy in, one out (beta prices two copies) */
+                t = 0.5 * a + B * b + (N - 1) * B * g;
             } else {
                 /* per segment three synchronisations; each byte copied in and out once (beta,
                  * from a ping-pong, prices two copies) plus reading the blocks to reduce */

@@ -473,7 +473,9 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
                 cpu_relax();
                 continue;
             }
-            if (tl_now() - t0 < c->spin_s + c->yield_s) { sched_yield(); continue; }
+            double el = tl_now() - t0;
+            if (el < c->spin_s) continue; /* pure polling: no system call */
+            if (el < c->spin_s + c->yield_s) { sched_yield(); continue; }
             sleeping = 1;
         }
         double now = tl_now();
