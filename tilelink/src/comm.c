@@ -395,8 +395,8 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     if (ncpu <= 0) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int over = c->local_size > ncpu;
     /* not oversubscribed: poll without system calls for a while first (a yield is a system
-     * call; an 8-byte exchange takes well under a microsecond) */
-    c->spin_s = tl_env_double("TLINK_SPIN_US", over ? 0 : 20) * 1e-6;
+     * call, and on a busy machine it hands the core to another job for a whole time slice) */
+    c->spin_s = tl_env_double("TLINK_SPIN_US", over ? 0 : 2000) * 1e-6;
     c->yield_s = tl_env_double("TLINK_YIELD_US", over ? 50 : 2000) * 1e-6;
     c->yield_every = (int)tl_env_long("TLINK_POLLS_PER_YIELD", over ? 1 : 16);
     if (c->yield_every < 1) c->yield_every = 1;
