@@ -369,10 +369,13 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
                 cpu_relax();
                 continue;
             }
-            double el = tl_now() - t_idle;
-            if (el < c->spin_s) continue;
+            /* pure polling only while waiting on shared memory: a rank spinning on sockets
+             * that never enters the kernel's scheduler can hold off the softirq work
+             * (ksoftirqd) that delivers its peer's packets on this machine (veth, loopback) */
+            double el = tl_now() - t_idle, spin = want_tcp ? 0 : c->spin_s;
+            if (el < spin) continue;
             spinning = 0;
-            if (el < c->spin_s + c->yield_s) { sched_yield(); continue; }
+            if (el < spin + c->yield_s) { sched_yield(); continue; }
             sleeping = 1;
         }
         /* blocking phase */
