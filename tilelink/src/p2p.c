@@ -38,6 +38,48 @@ static inline void ring_bell(tl_doorbell *b) {
 
 static inline uint64_t round_up64(uint64_t v) { return (v + TL_SHM_ALIGN - 1) & ~(uint64_t)(TL_SHM_ALIGN - 1); }
 
+/* Is a same-host peer runnable but waiting for the CPU this rank is polling on? Then polling
+ * only delays it: the kernel's optimistic spinning makes the same test (spin while the owner
+ * runs on another CPU). /proc/PID/stat: state is field 3, the CPU last run on field 39. */
+static int peer_queued_here(const tl_peer *p) {
+    if (!p->same_pidns || p->pid <= 0) return 0;
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", p->pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *q = strrchr(buf, ')');
+    if (!q || q[1] != ' ' || q[2] != 'R') return 0;
+    q += 2;
+    for (int field = 3; field < 39 && q; field++) {
+        q = strchr(q, ' ');
+        if (q) q++;
+    }
+    return q && atoi(q) == sched_getcpu();
+}
+
+/* keep polling? 1: yes; 0: the budget is spent (yield next); -1: an awaited local peer waits
+ * for our CPU (sleep at once: a yield would let other jobs run before it, a futex sleep takes
+ * us off the CPU and the peer's doorbell wakes us). The peers are looked at after 20 us of
+ * polling and then every 200 us. */
+static int keep_spinning(tlink_comm *c, double el, double spin, double *next_look, const tl_op *ops, int n) {
+    if (el >= spin) return 0;
+    if (el < *next_look) return 1;
+    *next_look = el + 200e-6;
+    if (ops) {
+        for (int i = 0; i < n; i++)
+            if (!ops[i].finished && c->peers[ops[i].peer].transport == TLINK_TRANSPORT_SHM &&
+                peer_queued_here(&c->peers[ops[i].peer]))
+                return -1;
+    } else {
+        for (int i = 0; i < c->local_size; i++)
+            if (c->local_ranks[i] != c->rank && peer_queued_here(&c->peers[c->local_ranks[i]])) return -1;
+    }
+    return 1;
+}
+
 /* ---------- failure ---------- */
 void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *msg) {
     if (c->broken) return;
@@ -295,6 +337,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
     }
     double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
     int spins = 0, armed = 0, spinning = 1, sleeping = 0;
+    double next_look = 20e-6, t_yield = 0;
     unsigned progress_events = 0;
     double t_idle = t0;
     uint32_t bell_seq = 0;
@@ -358,6 +401,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
             spins = 0;
             spinning = 1;
             sleeping = 0;
+            next_look = tl_now() - t_idle + 20e-6;
             if (armed) { atomic_fetch_sub(&c->my_bell->waiters, 1); armed = 0; }
             continue;
         }
@@ -373,9 +417,10 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
              * that never enters the kernel's scheduler can hold off the softirq work
              * (ksoftirqd) that delivers its peer's packets on this machine (veth, loopback) */
             double el = tl_now() - t_idle, spin = want_tcp ? 0 : c->spin_s;
-            if (el < spin) continue;
-            spinning = 0;
-            if (el < spin + c->yield_s) { sched_yield(); continue; }
+            int k = spinning && spin > 0 ? keep_spinning(c, el, spin, &next_look, ops, n) : 0;
+            if (k > 0) continue;
+            if (spinning) { spinning = 0; t_yield = k < 0 ? el - c->yield_s : el; }
+            if (el < t_yield + c->yield_s) { sched_yield(); continue; }
             sleeping = 1;
         }
         /* blocking phase */
@@ -467,7 +512,8 @@ void tl_ring_all_local(tlink_comm *c) {
 tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
     if (ready(c, arg)) return TLINK_OK;
     double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
-    int spins = 0, sleeping = 0;
+    int spins = 0, sleeping = 0, spinning = 1;
+    double next_look = 20e-6, t_yield = 0;
     for (;;) {
         if (ready(c, arg)) return TLINK_OK;
         if (atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) return shm_abort_seen(c);
@@ -477,8 +523,11 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
                 continue;
             }
             double el = tl_now() - t0;
-            if (el < c->spin_s) continue; /* pure polling: no system call */
-            if (el < c->spin_s + c->yield_s) { sched_yield(); continue; }
+            /* pure polling: no system call */
+            int k = spinning && c->spin_s > 0 ? keep_spinning(c, el, c->spin_s, &next_look, NULL, 0) : 0;
+            if (k > 0) continue;
+            if (spinning) { spinning = 0; t_yield = k < 0 ? el - c->yield_s : el; }
+            if (el < t_yield + c->yield_s) { sched_yield(); continue; }
             sleeping = 1;
         }
         double now = tl_now();
