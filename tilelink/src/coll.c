@@ -340,7 +340,7 @@ static tlink_status direct_allreduce(tlink_comm *c, char *buf, size_t count, siz
         tl_ring_all_local(c);
         if (!direct_all_arrived(c, &op) && (st = tl_shm_wait(c, direct_all_arrived, &op))) return st;
         if (bytes) {
-            char acc[TL_DIRECT_INLINE];
+            uint64_t acc[TL_DIRECT_INLINE / 8]; /* aligned for any element type */
             memcpy(acc, c->dseq[0].inl[par], bytes);
             for (int i = 1; i < nl; i++) red(acc, c->dseq[i].inl[par], count);
             memcpy(buf, acc, bytes);

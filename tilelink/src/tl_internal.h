@@ -65,7 +65,8 @@ typedef struct tl_doorbell {        /* per local rank: bumped whenever its chann
     char pad[56];
 } tl_doorbell;
 
-/* inputs this small travel in the cache line of the arrival flag (one line transfer per peer) */
+/* inputs this small travel in the cache line of the arrival flag (one line transfer per peer);
+ * a multiple of 8, so both halves stay 8-byte aligned */
 #define TL_DIRECT_INLINE 24
 
 typedef struct tl_direct_seq {     /* per local rank: progress through "direct" collectives */
