@@ -74,7 +74,8 @@ typedef struct tl_direct_seq {     /* per local rank: progress through "direct" 
     char inl[2][TL_DIRECT_INLINE];  /* tiny inputs beside the flag, by the op's parity */
     char pad0[56 - 2 * TL_DIRECT_INLINE];
     _Atomic uint64_t done;          /* unused (slot reuse is ordered by the arrivals, coll.c) */
-    char pad1[56];
+    _Atomic int32_t cpu;            /* CPU this rank last started waiting on, plus 1 (0: unknown) */
+    char pad1[52];
     _Atomic uint64_t reduced;       /* last (segmented) op whose block I have reduced */
     char pad2[56];
 } tl_direct_seq;
