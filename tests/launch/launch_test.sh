@@ -192,7 +192,21 @@ err_case "twice" "listed twice" --hosts localhost:1,localhost:1 -- true
 err_case "remote" "remote launch (ssh) is not implemented" --hosts localhost:1,far.example.org:1 -- true
 err_case "netns without hosts" "--netns needs --hosts" --netns -n 2 -- true
 err_case "missing netns" "network namespace 'tile-no-such-ns' not found" --netns --hosts tile-no-such-ns:1 -- true
-err_case "restarts" "--max-restarts is not implemented" --max-restarts 2 -n 1 -- true
+err_case "restarts" "--max-restarts: bad value '-1'" --max-restarts -1 -n 1 -- true
+
+# elastic: rank 1 fails on its first run (killed by SIGKILL), its replacement succeeds
+out=$(launch --max-restarts 2 -n 3 -- sh -c 'echo "run $TLINK_RESTART_COUNT of rank $RANK max $TLINK_MAX_RESTARTS store $MASTER_PORT"; if [ "$RANK" = 1 ] && [ "$TLINK_RESTART_COUNT" = 0 ]; then kill -9 $$; fi; exit 0' 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && grep -q "rank 1 was killed by signal 9 (Killed): restarting it (restart 1 of 2)" <<<"$out" \
+   && grep -q '^\[1\] run 1 of rank 1 max 2' <<<"$out" && [ "$(grep -c '^\[.\] run 0' <<<"$out")" -eq 3 ]; then
+    ok "elastic: a killed rank is restarted and the job succeeds"
+else bad "elastic restart (rc $rc)"; echo "$out"; fi
+# the restarts run out: the job fails with the rank's status
+out=$(launch --max-restarts 1 -n 2 -- sh -c 'if [ "$RANK" = 0 ]; then exit 3; fi; sleep 5' 2>&1)
+rc=$?
+if [ $rc -eq 3 ] && grep -q "restarting it (restart 1 of 1)" <<<"$out" && grep -q "rank 0 exited with status 3$" <<<"$out"; then
+    ok "elastic: after K restarts the job fails with the rank's status"
+else bad "elastic exhaustion (rc $rc)"; echo "$out"; fi
 err_case "unknown option" "unknown option '--bogus'" --bogus -- true
 
 echo "$fails failure(s)"

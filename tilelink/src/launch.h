@@ -38,7 +38,8 @@ typedef struct tlink_launch_options {
     int prefix;               /* prefix output lines with "[rank] " (default 1) */
     double grace_s;           /* SIGTERM -> SIGKILL delay (default 3) */
     double timeout_s;         /* kill everything after this long; 0 = no limit. Exit 124. */
-    int max_restarts;         /* placeholder for elastic restarts: only 0 is accepted */
+    int max_restarts;         /* elastic: restart failed ranks, this many restarts in all (0: none);
+                                 with K > 0 the launcher hosts the store (not with netns) */
     int verbose;              /* print what is started */
     char *const *argv;        /* the command, NULL-terminated */
 } tlink_launch_options;
