@@ -489,7 +489,7 @@ int tlink_launch_run(const tlink_launch_options *o) {
     if (master_endpoint(hosts[0].nsfd, maddr, sizeof maddr, &mport) != 0) goto out;
     /* elastic mode: the store must outlive any rank, so the launcher hosts it (rank 0 finds
      * the port taken and uses it); inside network namespaces rank 0 keeps hosting it */
-    if (o->max_restarts > 0 && !o->netns) {
+    if ((o->max_restarts > 0 || o->keep_going) && !o->netns) {
         if (tlink_store_server_start(NULL, mport, &store) != TLINK_OK) {
             lerr("cannot host the store on port %d: %s", mport, tl_thread_error());
             goto out;
@@ -660,7 +660,9 @@ supervise:;
                         lnote("rank %d exited with status %d", r, WEXITSTATUS(st));
                     else
                         lnote("rank %d was killed by signal %d (%s)", r, WTERMSIG(st), signame(WTERMSIG(st)));
-                    if (alive > 0) {
+                    if (alive > 0 && o->keep_going) {
+                        lnote("--keep-going: the other %d rank(s) continue", alive);
+                    } else if (alive > 0) {
                         lnote("terminating the other %d rank(s)", alive);
                         for (int q = 0; q < world; q++)
                             if (ranks[q].pid > 0 && q != r) kill(-ranks[q].pid, SIGTERM);
@@ -738,6 +740,8 @@ static void usage(FILE *f) {
         "  --timeout S            stop all ranks after S seconds and exit 124\n"
         "  --max-restarts K       elastic: restart a failed rank, K restarts in all; the\n"
         "                         launcher hosts the store so that it outlives any rank\n"
+        "  --keep-going           a failed rank does not stop the others (they may shrink);\n"
+        "                         the launcher hosts the store; exit status as usual\n"
         "  -v, --verbose          say what is started\n"
         "Exit status: 0, or that of the first rank that failed (128+signal if killed).\n");
 }
@@ -796,7 +800,8 @@ int tlink_launch_main(int argc, char **argv) {
         } else if (!strcmp(a, "--max-restarts")) {
             if (parse_num(a, NEXT(), 0, 1e6, &v)) return 2;
             o.max_restarts = (int)v;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
+        } else if (!strcmp(a, "--keep-going")) o.keep_going = 1;
+        else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
         else {
             lerr("unknown option '%s' (see tile launch --help)", argv[i]);
             return 2;

@@ -40,6 +40,9 @@ typedef struct tlink_launch_options {
     double timeout_s;         /* kill everything after this long; 0 = no limit. Exit 124. */
     int max_restarts;         /* elastic: restart failed ranks, this many restarts in all (0: none);
                                  with K > 0 the launcher hosts the store (not with netns) */
+    int keep_going;           /* a failed rank does not stop the others (the launcher hosts the
+                                 store, not with netns); the exit status is still the first
+                                 failure's */
     int verbose;              /* print what is started */
     char *const *argv;        /* the command, NULL-terminated */
 } tlink_launch_options;
