@@ -19,7 +19,8 @@
  * with --verbose.
  *
  * Options: --steps N (300), --step-ms MS (sleep per step to stand in for a longer forward/
- * backward pass, 10), --pid-dir DIR (write DIR/rank<R>.pid, for a killer script),
+ * backward pass, 10), --pid-dir DIR (write DIR/rank<R>.pid and DIR/all.<pid>, for a killer
+ * script),
  * --verbose (a line per completed step). */
 #define _GNU_SOURCE
 #include <math.h>
@@ -197,6 +198,9 @@ int main(int argc, char **argv) {
         snprintf(path, sizeof path, "%s/rank%d.pid", pid_dir, g_rank0);
         FILE *f = fopen(path, "w");
         if (f) { fprintf(f, "%d\n", (int)getpid()); fclose(f); }
+        snprintf(path, sizeof path, "%s/all.%d", pid_dir, (int)getpid()); /* every process ever */
+        f = fopen(path, "w");
+        if (f) fclose(f);
     }
     tlink_ckpt *ck;
     tlink_ckpt_create(&ck);

@@ -491,10 +491,12 @@ int tlink_launch_run(const tlink_launch_options *o) {
      * the port taken and uses it); inside network namespaces rank 0 keeps hosting it */
     if ((o->max_restarts > 0 || o->keep_going) && !o->netns) {
         if (tlink_store_server_start(NULL, mport, &store) != TLINK_OK) {
-            lerr("cannot host the store on port %d: %s", mport, tl_thread_error());
-            goto out;
+            /* a store already listens there (`tile store --port P` and --master-port P) */
+            store = NULL;
+            if (o->verbose) lnote("port %d is taken: the ranks use the store listening there", mport);
+        } else if (o->verbose) {
+            lnote("hosting the store on port %d (elastic mode)", mport);
         }
-        if (o->verbose) lnote("hosting the store on port %d (elastic mode)", mport);
     }
 
     ranks = calloc((size_t)world, sizeof *ranks);
