@@ -18,6 +18,11 @@
  * matched) is printed: detected, shrink/rejoin, restore, resume, and every completed step
  * with --verbose.
  *
+ * On disk: --ckpt-file PATH makes rank 0 write the model there every --ckpt-every steps (10)
+ * with tlink_ckpt_write_file (atomic, checksummed), and a job that finds the file at start
+ * resumes from it (the whole-job restart that in-place recovery is compared with in
+ * bench/link/ft_recovery.sh).
+ *
  * Options: --steps N (300), --step-ms MS (sleep per step to stand in for a longer forward/
  * backward pass, 10), --pid-dir DIR (write DIR/rank<R>.pid and DIR/all.<pid>, for a killer
  * script),
@@ -161,6 +166,13 @@ static uint64_t checksum(const void *p, size_t n) {
 }
 
 static int g_rank0 = -1; /* rank at start, for the timeline */
+
+/* one summation order before and after a recovery (the cost model could pick another
+ * algorithm on a new communicator): with rejoin the run is then bit-identical to one
+ * without failure. TLINK_ALGO in the environment wins. */
+static void fix_algo(tlink_comm *c) {
+    if (!getenv("TLINK_ALGO")) tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_RING);
+}
 static void tl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void tl(const char *fmt, ...) {
     char buf[600];
@@ -175,24 +187,28 @@ static void tl(const char *fmt, ...) {
 int main(int argc, char **argv) {
     int64_t steps = 300;
     int step_ms = 10, verbose = 0;
-    const char *pid_dir = NULL;
+    const char *pid_dir = NULL, *ckpt_file = NULL;
+    int ckpt_every = 10;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--step-ms") && i + 1 < argc) step_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--pid-dir") && i + 1 < argc) pid_dir = argv[++i];
+        else if (!strcmp(argv[i], "--ckpt-file") && i + 1 < argc) ckpt_file = argv[++i];
+        else if (!strcmp(argv[i], "--ckpt-every") && i + 1 < argc) ckpt_every = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--verbose")) verbose = 1;
         else {
-            fprintf(stderr, "usage: ft_train [--steps N] [--step-ms MS] [--pid-dir DIR] [--verbose]\n");
+            fprintf(stderr, "usage: ft_train [--steps N] [--step-ms MS] [--pid-dir DIR] [--ckpt-file PATH] [--ckpt-every N] [--verbose]\n");
             return 2;
         }
     }
-    if (steps < 1 || step_ms < 0) { fprintf(stderr, "ft_train: bad --steps or --step-ms\n"); return 2; }
+    if (steps < 1 || step_ms < 0 || ckpt_every < 1) { fprintf(stderr, "ft_train: bad --steps or --step-ms\n"); return 2; }
     const char *mr = getenv("TLINK_MAX_RESTARTS"), *rc = getenv("TLINK_RESTART_COUNT");
     int elastic = mr && atoi(mr) > 0, restarted = rc && atoi(rc) > 0;
     make_data();
     tlink_comm *comm;
     if (tlink_comm_init_env(&comm)) { fprintf(stderr, "init: %s\n", tlink_last_error(NULL)); return 1; }
     g_rank0 = tlink_comm_rank(comm);
+    fix_algo(comm);
     if (pid_dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/rank%d.pid", pid_dir, g_rank0);
@@ -216,8 +232,22 @@ int main(int argc, char **argv) {
         if (s < 0) init_model(&m);
         tl("replacement joined; restored step %lld", (long long)m.step);
     }
-    const float lr = 0.1f;
     int failures = 0;
+    if (ckpt_file && !restarted && access(ckpt_file, F_OK) == 0) {
+        void *buf = NULL;
+        size_t nb = 0;
+        int64_t s = 0;
+        tlink_status st = tlink_ckpt_read_file(ckpt_file, &s, &buf, &nb);
+        if (st || nb != sizeof m) {
+            fprintf(stderr, "ft_train: %s\n", st ? tlink_last_error(NULL) : "checkpoint file of the wrong size");
+            return 1;
+        }
+        memcpy(&m, buf, sizeof m);
+        tlink_free(buf);
+        tl("loaded step %lld from %s", (long long)m.step, ckpt_file);
+        failures = 1; /* report the first step done */
+    }
+    const float lr = 0.1f;
     while (m.step < steps) {
         int rank = tlink_comm_rank(comm), size = tlink_comm_size(comm);
         gradient(m.p, m.step, rank, size, g);
@@ -227,6 +257,10 @@ int main(int argc, char **argv) {
             for (int i = 0; i < NPARAM; i++) m.p[i] -= lr * g[i];
             m.step++;
             st = tlink_ckpt_save(ck, comm, m.step, &m, sizeof m);
+        }
+        if (!st && ckpt_file && rank == 0 && m.step % ckpt_every == 0) {
+            if (tlink_ckpt_write_file(ckpt_file, m.step, &m, sizeof m))
+                fprintf(stderr, "ft_train: %s\n", tlink_last_error(NULL));
         }
         if (!st) {
             if (verbose || failures) tl("step %lld done (%d ranks)", (long long)m.step, size);
@@ -255,6 +289,7 @@ int main(int argc, char **argv) {
         }
         tlink_comm_destroy(comm);
         comm = next;
+        fix_algo(comm);
         size_t nb = 0;
         int64_t s = -1;
         st = tlink_ckpt_restore(ck, comm, &m, sizeof m, &nb, &s);

@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #define SHM_CHUNK (64u * 1024u)
+/* while sleeping on a peer: how often to look at local peers' /proc entries and at the
+ * heartbeat thread's findings (a /proc read costs ~10 us; only idle waits pay it) */
+#define TL_LIVE_CHECK_S 0.025
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -352,7 +355,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
             return tl_err(c, TLINK_ERR_INTERNAL, "p2p: bad peer %d", op->peer);
         if (!op->esize) op->esize = 1;
     }
-    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
+    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + TL_LIVE_CHECK_S;
     int spins = 0, armed = 0, spinning = 1, sleeping = 0;
     unsigned progress_events = 0;
     double t_idle = t0;
@@ -437,7 +440,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         /* blocking phase */
         double now = tl_now();
         if (now >= next_live) {
-            next_live = now + 0.1;
+            next_live = now + TL_LIVE_CHECK_S;
             tlink_status fst = ft_poll(c);
             if (fst) {
                 if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
@@ -528,7 +531,7 @@ void tl_ring_all_local(tlink_comm *c) {
 
 tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
     if (ready(c, arg)) return TLINK_OK;
-    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
+    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + TL_LIVE_CHECK_S;
     int spins = 0, sleeping = 0;
     for (;;) {
         if (ready(c, arg)) return TLINK_OK;
@@ -543,7 +546,7 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
         }
         double now = tl_now();
         if (now >= next_live) {
-            next_live = now + 0.1;
+            next_live = now + TL_LIVE_CHECK_S;
             tlink_status fst = ft_poll(c);
             if (fst) return fst;
             for (int i = 0; i < c->local_size; i++) {
