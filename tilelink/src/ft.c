@@ -195,6 +195,15 @@ void tl_ft_close(tlink_comm *c) {
     if (!f) return;
     if (f->running) {
         atomic_store(&f->stop, 1);
+        /* wake the thread from its poll at once: a datagram to ourselves (it is dropped as
+         * too short) */
+        struct sockaddr_in self;
+        socklen_t sl = sizeof self;
+        if (getsockname(f->fd, (struct sockaddr *)&self, &sl) == 0) {
+            if (self.sin_addr.s_addr == htonl(INADDR_ANY)) self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            char z = 0;
+            sendto(f->fd, &z, 1, MSG_DONTWAIT, (struct sockaddr *)&self, sizeof self);
+        }
         pthread_join(f->thr, NULL);
     }
     close(f->fd);
