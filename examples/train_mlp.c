@@ -136,6 +136,7 @@ typedef struct train_config {
     const char *data;
     int ft;                 /* --ft: buddy checkpoint each step, recover from rank failures */
     const char *pid_dir;
+    const char *ckpt_file;  /* --ckpt-file: rank 0 saves there every 10 steps; resume from it */
 } train_config;
 
 /* parameter tensors, in this order, in one flat array */
@@ -337,12 +338,14 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: train_mlp [--compress none|sign1|int4|int8|fp8] [--no-ef] [--chunk N] [--epochs N]\n"
             "                 [--batch N] [--lr X] [--momentum X] [--hidden N] [--seed N] [--data FILE] [--quiet]\n"
-            "                 [--ft [--pid-dir DIR]]\n"
+            "                 [--ft [--pid-dir DIR]] [--ckpt-file PATH]\n"
             "Run it under a launcher: tile launch -n 4 -- train_mlp ... (a single process trains alone).\n"
             "--compress none (default) all-reduces f32 with tlink_allreduce; the others use\n"
             "tlink_compressed_allreduce with error feedback (--no-ef: without). --data defaults to\n"
             "build/data/digits.bin (make it with scripts/prepare_digits.py). --ft survives the loss of a\n"
-            "rank (buddy checkpoint each step; rejoin under tile launch --max-restarts, else shrink).\n");
+            "rank (buddy checkpoint each step; rejoin under tile launch --max-restarts, else shrink).\n"
+            "--ckpt-file PATH: rank 0 writes the state there every 10 steps (atomic, checksummed) and\n"
+            "a run that finds the file resumes from it.\n");
 }
 
 static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
@@ -391,6 +394,9 @@ static int parse_args(int argc, char **argv, train_config *cfg) {
             cfg->quiet = 1;
         } else if (!strcmp(a, "--ft")) {
             cfg->ft = 1;
+        } else if (!strcmp(a, "--ckpt-file")) {
+            if (!v) { fprintf(stderr, "train_mlp: --ckpt-file wants a path\n"); return -1; }
+            cfg->ckpt_file = v, i++;
         } else if (!strcmp(a, "--pid-dir")) {
             if (!v) { fprintf(stderr, "train_mlp: --pid-dir wants a directory\n"); return -1; }
             cfg->pid_dir = v, i++;
@@ -589,17 +595,30 @@ int main(int argc, char **argv) {
     char *ftbuf = NULL;
     const char *mr = getenv("TLINK_MAX_RESTARTS"), *rcnt = getenv("TLINK_RESTART_COUNT");
     int elastic = mr && atoi(mr) > 0, announce = 0;
-    if (cx.cfg.ft) {
+    if (cx.cfg.ft || cx.cfg.ckpt_file) {
         ftbuf = malloc(ft_bytes(&st));
         if (!ftbuf || tlink_ckpt_create(&ck) != TLINK_OK) {
             fprintf(stderr, "train_mlp: out of memory\n");
             return 1;
         }
-        if (rcnt && atoi(rcnt) > 0) {
+        if (cx.cfg.ft && rcnt && atoi(rcnt) > 0) {
             /* a replacement started by the launcher: the survivors rejoin; our state is in
              * our buddy's copy */
             if (ft_restore(&cx, ck, &st, ftbuf)) return 1;
             ft_log("replacement joined; restored step %lld", st.step);
+        } else if (cx.cfg.ckpt_file && access(cx.cfg.ckpt_file, F_OK) == 0) {
+            /* a whole-job restart: every rank reads the file rank 0 wrote */
+            void *fb = NULL;
+            size_t nb = 0;
+            int64_t fs = 0;
+            if (tlink_ckpt_read_file(cx.cfg.ckpt_file, &fs, &fb, &nb) != TLINK_OK || ft_unpack(&st, fb, nb)) {
+                fprintf(stderr, "train_mlp: %s: %s\n", cx.cfg.ckpt_file,
+                        fb ? "does not fit this model" : tlink_last_error(NULL));
+                return 1;
+            }
+            tlink_free(fb);
+            ft_log("loaded step %lld from %s", st.step, cx.cfg.ckpt_file);
+            announce = 1;
         }
     }
     double t0 = now_s();
@@ -630,6 +649,11 @@ int main(int argc, char **argv) {
                 ft_log("step %lld done (%d ranks)", st.step, cx.size);
                 announce = 0;
             }
+        }
+        if (cx.cfg.ckpt_file && cx.rank == 0 && st.step % 10 == 0) {
+            ft_pack(&st, ftbuf);
+            if (tlink_ckpt_write_file(cx.cfg.ckpt_file, st.step, ftbuf, ft_bytes(&st)) != TLINK_OK)
+                fprintf(stderr, "train_mlp: %s\n", tlink_last_error(NULL));
         }
         if (st.epoch != e) { /* an epoch ended */
             acc = evaluate(&cx, &st, &cx.test);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench/link/ft_recovery.sh — how fast training recovers from `kill -9` of a rank, measured on
-# examples/ft_train.c (4 ranks, one host) and compared, in the same run, with the restart
-# people do without in-place recovery: the whole job is stopped and relaunched from its last
-# on-disk checkpoint (torchrun-style).
+# the training example examples/train_mlp.c --ft (scikit-learn's digits; WORKLOAD=train_mlp,
+# the default) or on examples/ft_train.c (WORKLOAD=ft_train: synthetic data, a sleep per
+# step), 4 ranks on one host, and compared, in the same run, with the restart people do
+# without in-place recovery: the whole job is stopped and relaunched from its last on-disk
+# checkpoint (torchrun-style).
 #
 # For each trial a random rank is killed at a random time (0.6..2.0 s into training):
 #   rejoin    tile launch --max-restarts 1: the launcher restarts the rank, the survivors
@@ -19,14 +21,15 @@
 # Times are wall-clock, from the kill (taken by this script just before kill -9) to the
 # first "detected" line and to the first completed step afterwards.
 #
-# Environment: BUILD (build dir with bin/tile and tests/chaos/ft_train; default build),
-# TRIALS (5), STEPS (400), STEPMS (10), SEED, OUT (report file, default
-# bench/results/link-ft-<date>.md).
+# Environment: BUILD (build dir with bin/tile, bin/train_mlp and tests/chaos/ft_train;
+# default build), WORKLOAD, TRIALS (5), EPOCHS (train_mlp: 30), STEPS/STEPMS (ft_train: 400,
+# 10), SEED, OUT (report file, default bench/results/link-ft-<date>.md).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 TILE=$BUILD/bin/tile
-FT=$BUILD/tests/chaos/ft_train
+WORKLOAD=${WORKLOAD:-train_mlp}
+EPOCHS=${EPOCHS:-30}
 TRIALS=${TRIALS:-5}
 STEPS=${STEPS:-400}
 STEPMS=${STEPMS:-10}
@@ -34,7 +37,31 @@ SEED=${SEED:-$(( $(date +%s) % 32768 ))}
 RANDOM=$SEED
 DATE=$(date +%Y-%m-%d)
 OUT=${OUT:-$ROOT/bench/results/link-ft-$DATE.md}
+DATA=$BUILD/data/digits.bin
+case $WORKLOAD in
+    train_mlp)
+        FT=$BUILD/bin/train_mlp
+        [ -s "$DATA" ] || python3 "$ROOT/scripts/prepare_digits.py" "$DATA" >&2
+        FTARGS=(--data "$DATA" --epochs "$EPOCHS" --quiet --ft)
+        DESC="examples/train_mlp.c --ft: MLP 64-64-10 on scikit-learn's digits (1437 train / 360 test), batch 64, $EPOCHS epochs (690 steps at 30), f32 ring all-reduce"
+        ;;
+    ft_train)
+        FT=$BUILD/tests/chaos/ft_train
+        FTARGS=(--steps "$STEPS" --step-ms "$STEPMS")
+        DESC="examples/ft_train.c: MLP 32-32-4 on synthetic clusters, $STEPS steps with a ${STEPMS} ms sleep each (standing in for a longer forward/backward)"
+        ;;
+    *) echo "WORKLOAD is train_mlp or ft_train" >&2; exit 2 ;;
+esac
 [ -x "$TILE" ] && [ -x "$FT" ] || { echo "build first: $TILE and $FT are needed" >&2; exit 1; }
+final_of() { grep -h 'final' "$@" | grep -v 'ft [0-9]' | tail -1 | sed 's/^\[[0-9]*\] //' || true; }
+sum_of() { grep -h 'checksum\|params hash' "$@" | tail -1 | sed -n 's/.*\(checksum\|params hash\) \([0-9a-f]*\).*/\2/p' || true; }
+acc_of() { final_of "$@" | sed -n 's/.*accuracy \([0-9.]*\)%.*/\1%/p; s/.*test_acc \([0-9.]*\) .*/\1/p'; }
+ranks_of() { # the size of the communicator that finished: "on N ranks", or the last "(N ranks)"
+    local r
+    r=$(final_of "$@" | sed -n 's/.*on \([0-9]*\) ranks.*/\1/p')
+    [ -z "$r" ] && r=$(grep -ho '([0-9]* ranks)' "$@" | tail -1 | tr -dc 0-9)
+    echo "${r:-4}"
+}
 T=$(mktemp -d /tmp/tile-ft-bench.XXXXXX)
 NSP=""
 cleanup() { [ -n "$NSP" ] && bash "$ROOT/scripts/netns.sh" down -p "$NSP" >/dev/null 2>&1; rm -rf "$T"; }
@@ -50,10 +77,10 @@ CMDS=""
 run_cmd() { CMDS="$CMDS$*"$'\n'; }
 
 # failure-free reference
-"$TILE" launch -n $N -- "$FT" --steps "$STEPS" --step-ms "$STEPMS" >"$T/ref.out" 2>&1
-REF=$(grep -m1 'final:' "$T/ref.out" | sed 's/^\[[0-9]*\] //')
-REF_SUM=$(sed -n 's/.*checksum \([0-9a-f]*\).*/\1/p' <<<"$REF")
-run_cmd "$TILE launch -n $N -- $FT --steps $STEPS --step-ms $STEPMS"
+"$TILE" launch -n $N -- "$FT" "${FTARGS[@]}" >"$T/ref.out" 2>&1
+REF="$(final_of "$T/ref.out") (params $(sum_of "$T/ref.out"))"
+REF_SUM=$(sum_of "$T/ref.out")
+run_cmd "$TILE launch -n $N -- $FT ${FTARGS[*]}"
 echo "reference: $REF" >&2
 
 rows=""
@@ -61,7 +88,7 @@ declare -A SUMS
 trial() { # MODE I
     local mode=$1 i=$2 d="$T/$1.$2"
     mkdir -p "$d"
-    local args=() ftargs=(--steps "$STEPS" --step-ms "$STEPMS" --pid-dir "$d")
+    local args=() ftargs=("${FTARGS[@]}" --pid-dir "$d")
     local n=$N
     case $mode in
         rejoin) args=(-n $N --max-restarts 1) ;;
@@ -94,18 +121,25 @@ trial() { # MODE I
     fi
     local td ts det rec final sum
     td=$(after "$d/out" "$tk" "detected")
-    ts=$(after "$d/out" "$tk" "step [0-9]+ done")
+    if [ "$mode" = restart ]; then
+        # only the relaunched job counts (the first one's ranks may still step before the
+        # launcher's SIGTERM reaches them)
+        ts=$(after "$d/out2" "$tk" "step [0-9]+ done")
+        td=""
+    else
+        ts=$(after "$d/out" "$tk" "step [0-9]+ done")
+    fi
     det=$([ -n "$td" ] && sub "$td" "$tk" || echo "-")
     rec=$([ -n "$ts" ] && sub "$ts" "$tk" || echo "FAILED")
-    final=$(grep 'final:' "$d/out" | tail -1 | sed 's/^\[[0-9]*\] //' || true)
-    sum=$(sed -n 's/.*checksum \([0-9a-f]*\).*/\1/p' <<<"$final")
+    final=$(final_of "$d/out")
+    sum=$(sum_of "$d/out")
     local same="no"
     [ "$sum" = "$REF_SUM" ] && same="yes"
     local step
     step=$(grep -m1 -o 'detected at step [0-9]*' "$d/out" | awk '{ print $4 }' || true)
     if [ -z "$step" ]; then step=$(grep -m1 -o 'loaded step [0-9]*' "$d/out" | awk '{ print "(file " $3 ")" }' || true); fi
     echo "$mode $i: rank $victim killed at ${delay}s (step ${step:-?}): detected after $det s, next step after $rec s; $final" >&2
-    rows="$rows| $mode | $i | $victim | ${step:-?} | $det | $rec | $(sed -n 's/.*accuracy \([0-9.]*%\).*/\1/p' <<<"$final") | $(sed -n 's/.*on \([0-9]*\) ranks.*/\1/p' <<<"$final") | $same |"$'\n'
+    rows="$rows| $mode | $i | $victim | ${step:-?} | $det | $rec | $(acc_of "$d/out") | $(ranks_of "$d/out") | $same |"$'\n'
     echo "$mode $rec" >>"$T/rec"
     if [ "$i" = 1 ]; then
         run_cmd "$TILE launch --timeout 120 ${args[*]} -- $FT ${ftargs[*]}   # then kill -9 of a random rank's pid (cut: ip link set eth0 down in host 2)"
@@ -148,10 +182,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else
     echo "- commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores usable"
     echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg) (shared machine)"
-    echo "- workload: examples/ft_train.c, $N ranks on one host (shared memory), $STEPS steps of ${STEPMS} ms"
-    echo "  (an MLP 32-32-4 on synthetic clusters; the sleep stands in for a longer forward/backward);"
-    echo "  buddy checkpoint (tlink_ckpt_save) after every step; restart mode: rank 0 writes a file"
-    echo "  checkpoint every 10 steps. $TRIALS trials per mode, random victim and kill time, seed $SEED."
+    echo "- workload: $DESC; $N ranks on one host (shared memory)"
+    echo "  (cut: 6 ranks on 3 namespace hosts); buddy checkpoint (tlink_ckpt_save) after every step;"
+    echo "  restart mode: rank 0 writes a file checkpoint every 10 steps. $TRIALS trials per mode,"
+    echo "  random victim and kill time, seed $SEED."
     echo "- reference (no failure): $REF"
     echo
     echo "## Summary: time from kill -9 to the next completed training step"
@@ -169,7 +203,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else
     echo "times above include; detection in the in-place modes is the shared-memory liveness"
     echo "check (the victim's /proc entry, polled every 25 ms while waiting)."
     echo
-    echo "This toy job starts in ~0.1 s (no data loading, no model build, no GPU context), so a"
+    echo "These small jobs start in ~0.1 s (a 0.1 MB data set, no model build, no GPU context), so a"
     echo "whole-job restart costs little here; in a real job the restart pays all of that again"
     echo "(seconds to minutes), while in-place recovery's cost does not depend on it. The cut rows"
     echo "run without netem (the kernel here has no sch_netem); their time is the heartbeat timeout"
@@ -184,7 +218,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else
     echo "## Commands"
     echo
     echo '```'
-    echo "bench/link/ft_recovery.sh   # TRIALS=$TRIALS STEPS=$STEPS STEPMS=$STEPMS SEED=$SEED"
+    echo "bench/link/ft_recovery.sh   # WORKLOAD=$WORKLOAD TRIALS=$TRIALS SEED=$SEED (EPOCHS=$EPOCHS | STEPS=$STEPS STEPMS=$STEPMS)"
     printf "%s" "$CMDS"
     echo '```'
 } >"$OUT"
