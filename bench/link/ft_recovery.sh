@@ -137,7 +137,13 @@ trial() { # MODE I
     [ "$sum" = "$REF_SUM" ] && same="yes"
     local step
     step=$(grep -m1 -o 'detected at step [0-9]*' "$d/out" | awk '{ print $4 }' || true)
-    if [ -z "$step" ]; then step=$(grep -m1 -o 'loaded step [0-9]*' "$d/out" | awk '{ print "(file " $3 ")" }' || true); fi
+    if [ "$mode" = restart ]; then
+        # where the killed job was (its survivors' "detected at step", when they got to say
+        # it before the launcher stopped them) and where the relaunch resumed
+        local fstep
+        fstep=$(grep -m1 -o 'loaded step [0-9]*' "$d/out2" | awk '{ print $3 }' || true)
+        step="${step:-?} (file: ${fstep:-?})"
+    fi
     echo "$mode $i: rank $victim killed at ${delay}s (step ${step:-?}): detected after $det s, next step after $rec s; $final" >&2
     rows="$rows| $mode | $i | $victim | ${step:-?} | $det | $rec | $(acc_of "$d/out") | $(ranks_of "$d/out") | $same |"$'\n'
     echo "$mode $rec" >>"$T/rec"
@@ -199,8 +205,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else
         echo "| cut: host 2 of 3 loses its link (6 ranks, TCP between namespaces; heartbeats) | $ct_med | $ct_max | - |"
     fi
     echo
-    echo "Restart mode also redoes the steps since the last file checkpoint (up to 9), which the"
-    echo "times above include; detection in the in-place modes is the shared-memory liveness"
+    echo "Restart is timed to the first step the relaunched job completes; it then redoes the"
+    echo "steps since its file checkpoint (\"killed at step\" vs \"file\" below), which the times"
+    echo "above do not include. Detection in the in-place modes is the shared-memory liveness"
     echo "check (the victim's /proc entry, polled every 25 ms while waiting)."
     echo
     echo "These small jobs start in ~0.1 s (a 0.1 MB data set, no model build, no GPU context), so a"

@@ -139,6 +139,13 @@ int tl_ft_open(tlink_comm *c, const char *tcp_addr) {
     f->dead = calloc((size_t)n, sizeof *f->dead);
     f->failed = calloc((size_t)n, sizeof *f->failed);
     atomic_init(&f->first_dead, -1);
+    f->fd = -1;
+    if (!f->addr || !f->last || !f->heard || !f->dead || !f->failed) {
+        tl_log(TL_LOG_WARN, "rank %d: out of memory for heartbeats: only the transports detect failures", c->rank);
+        free(f->addr); free(f->last); free(f->heard); free(f->dead); free(f->failed);
+        free(f);
+        return 0;
+    }
     f->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     char host[128] = "0.0.0.0";
     int port = 0;
@@ -146,8 +153,7 @@ int tl_ft_open(tlink_comm *c, const char *tcp_addr) {
     struct sockaddr_in sa = {0};
     sa.sin_family = AF_INET;
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (!f->addr || !f->last || !f->heard || !f->dead || !f->failed || f->fd < 0 ||
-        bind(f->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         sa.sin_addr.s_addr = htonl(INADDR_ANY);
         if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
             tl_log(TL_LOG_WARN, "rank %d: no heartbeat socket (%s): only the transports detect failures", c->rank,
