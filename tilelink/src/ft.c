@@ -54,6 +54,7 @@ struct tl_ft {
     _Atomic int stop;
     double interval, timeout, t_start;
     int running;
+    int warned;                     /* the "never heard from" warning was given */
     pthread_t thr;
     tlink_comm *c;
 };
@@ -110,10 +111,19 @@ static void *hb_main(void *arg) {
         now = tl_now();
         for (int r = 0; r < f->n; r++) {
             if (r == f->me || !f->addr[r].sin_port || atomic_load(&f->dead[r])) continue;
-            /* a peer not heard from yet may still be finishing its bootstrap: give it longer */
-            double since = f->heard[r] ? now - f->last[r] : now - f->t_start;
-            double limit = f->heard[r] ? f->timeout : TL_MAX(5 * f->timeout, 10.0);
-            if (since <= limit) continue;
+            if (!f->heard[r]) {
+                /* never heard from: maybe still bootstrapping, maybe UDP is filtered between
+                 * us. Silence means nothing then: say so once and leave that peer to the
+                 * transports' detection */
+                if (!f->warned && now - f->t_start > TL_MAX(5 * f->timeout, 10.0)) {
+                    f->warned = 1;
+                    tl_log(TL_LOG_WARN, "rank %d: no heartbeat ever arrived from rank %d (UDP filtered?): silent "
+                                        "peers are not detected, dead ones still are", f->me, r);
+                }
+                continue;
+            }
+            double since = now - f->last[r];
+            if (since <= f->timeout) continue;
             atomic_store(&f->dead[r], 1);
             atomic_store(&f->failed[r], 1);
             int none = -1;
