@@ -75,6 +75,24 @@ static void hb_send_all(tl_ft *f, uint64_t seq) {
     }
 }
 
+/* 'A' when peer r is a process of this machine that runs or sleeps, 0 otherwise (other
+ * machine or pid namespace, unknown, or stopped/traced/zombie/gone) */
+static char local_state(tlink_comm *c, int r) {
+    tl_peer *p = &c->peers[r];
+    if (!p->same_pidns || p->pid <= 0) return 0;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", p->pid);
+    FILE *fp = fopen(path, "re");
+    if (!fp) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')');
+    if (!rp || !rp[1] || !rp[2]) return 0;
+    char st = rp[2];
+    return st == 'R' || st == 'S' || st == 'D' || st == 'I' ? 'A' : 0;
+}
+
 static void *hb_main(void *arg) {
     tl_ft *f = arg;
     double next = 0;
@@ -124,6 +142,11 @@ static void *hb_main(void *arg) {
             }
             double since = now - f->last[r];
             if (since <= f->timeout) continue;
+            /* a peer on this machine whose process is running or sleeping is alive: its
+             * heartbeat thread is only starved of CPU (an overloaded machine); stopped,
+             * traced, zombie or gone counts. A hung process of this host is left to the
+             * deadline. */
+            if (local_state(f->c, r) == 'A') continue;
             atomic_store(&f->dead[r], 1);
             atomic_store(&f->failed[r], 1);
             int none = -1;

@@ -100,7 +100,7 @@ static tlink_status ft_poll(tlink_comm *c) {
     int d = tl_ft_dead(c);
     if (d >= 0) {
         char why[160];
-        snprintf(why, sizeof why, "sent no heartbeat for %.1f s (host down or cut off, or the process hung)",
+        snprintf(why, sizeof why, "sent no heartbeat for %.1f s (host down or cut off, or the process stopped or hung)",
                  tl_ft_timeout(c));
         return peer_failed(c, d, why);
     }
