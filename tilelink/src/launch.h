@@ -14,7 +14,10 @@
  * another launcher is not misread. Every line a rank writes to stdout/stderr is written by
  * the launcher to its own stdout/stderr prefixed with "[rank] ". SIGINT, SIGTERM and SIGHUP
  * are forwarded to every rank (each rank is its own process group, so its children get
- * them too); when one rank fails the others get SIGTERM, and SIGKILL after a grace period.
+ * them too); when one rank fails the others get SIGTERM, and SIGKILL after a grace period —
+ * unless max_restarts allows restarting it (elastic: the same rank is started again with
+ * TLINK_RESTART_COUNT set, the others keep running) or keep_going is set (the others keep
+ * running). In both modes the launcher hosts the store on MASTER_PORT (not with netns).
  *
  * This file is part of libtilelink and does not depend on libtile.
  */
