@@ -53,6 +53,8 @@ struct tl_ft {
     _Atomic int revoked;            /* 0, or 1 + the rank that revoked */
     _Atomic int stop;
     double interval, timeout, t_start;
+    double drop;                    /* TLINK_FAULT_HB_DROP: probability of not sending one */
+    uint64_t rng;                   /* for drop (heartbeat thread only) */
     int running;
     int warned;                     /* the "never heard from" warning was given */
     pthread_t thr;
@@ -71,6 +73,14 @@ static void hb_send_all(tl_ft *f, uint64_t seq) {
     hb_pkt p = {HB_MAGIC, rv ? HB_REVOKED : 0u, f->comm_id, f->me, rv ? rv - 1 : -1, seq};
     for (int r = 0; r < f->n; r++) {
         if (r == f->me || !f->addr[r].sin_port) continue;
+        /* fault injection for tests (TLINK_FAULT_HB_DROP): lose heartbeats at random, as a
+         * lossy network would (revokes are sent regardless: seq 0) */
+        if (seq && f->drop > 0) {
+            f->rng ^= f->rng << 13;
+            f->rng ^= f->rng >> 7;
+            f->rng ^= f->rng << 17;
+            if ((double)(f->rng >> 11) * (1.0 / 9007199254740992.0) < f->drop) continue;
+        }
         sendto(f->fd, &p, sizeof p, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&f->addr[r], sizeof f->addr[r]);
     }
 }
@@ -223,6 +233,8 @@ void tl_ft_start(tlink_comm *c) {
     if (f->interval < 0.005) f->interval = 0.005;
     f->timeout = tl_env_double("TLINK_HEARTBEAT_TIMEOUT", 1.5);
     if (f->timeout > 0 && f->timeout < 3 * f->interval) f->timeout = 3 * f->interval;
+    f->drop = tl_env_double("TLINK_FAULT_HB_DROP", 0);
+    f->rng = tl_random64();
     f->t_start = tl_now();
     for (int r = 0; r < f->n; r++) f->last[r] = f->t_start;
     if (pthread_create(&f->thr, NULL, hb_main, f) == 0) f->running = 1;
