@@ -554,9 +554,10 @@ typedef struct CUstream_st *tlink_cuda_stream;
 
 typedef struct tlink_gpu_config {
     int device;                 /* CUDA ordinal; -1 (or a NULL config): local rank % device count */
-    size_t buffer_bytes;        /* per-rank IPC buffer; 0: TLINK_GPU_BUFFER or 64 MiB */
-    int blocks;                 /* thread blocks per collective; 0: TLINK_GPU_BLOCKS or 32 */
-    int threads;                /* threads per block; 0: TLINK_GPU_THREADS or 512 */
+    size_t slot_bytes;          /* SM path: bytes per block, source and step; 0: TLINK_GPU_SLOT or 256 KiB */
+    size_t ce_chunk_bytes;      /* copy-engine path: bytes per column and step; 0: TLINK_GPU_CE_CHUNK or 16 MiB */
+    int blocks;                 /* thread blocks per collective (at most one per SM); 0: TLINK_GPU_BLOCKS or 64 */
+    int threads;                /* threads per block, at most 512; 0: TLINK_GPU_THREADS or 512 */
     int reserved[8];
 } tlink_gpu_config;
 

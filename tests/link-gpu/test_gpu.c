@@ -179,8 +179,8 @@ static int coll_main(int rank, int size, const char *addr, void *arg) {
     tlink_comm *c;
     if (tlt_init(&c, rank, size, addr)) { fprintf(stderr, "rank %d: init: %s\n", rank, tlink_last_error(NULL)); return 1; }
     tlink_comm_set_timeout(c, 60);
-    /* a small buffer and few blocks: many rounds per operation, slots reused */
-    tlink_gpu_config cfg = {.device = -1, .buffer_bytes = 1u << 20, .blocks = 4, .threads = 256};
+    /* small slots and chunks, few blocks: many rounds per operation, slots reused */
+    tlink_gpu_config cfg = {.device = -1, .slot_bytes = 8192, .ce_chunk_bytes = 65536, .blocks = 4, .threads = 256};
     if (tlink_gpu_comm_init(c, &cfg, &g_gc)) {
         fprintf(stderr, "rank %d: gpu init: %s\n", rank, tlink_last_error(NULL));
         tlink_comm_destroy(c);

@@ -268,30 +268,53 @@ __device__ __forceinline__ void signal(u64 *p, u64 v) {
 __device__ __forceinline__ int al16(const void *p) { return (((unsigned long long)p) & 15) == 0; }
 
 /* dst[k] (k < nd) = src, bytes */
-__device__ void copy_bytes(char *const *dst, int nd, const char *src, i64 bytes) {
+/* (loops over the pointer arrays are unrolled to MAXR so that the arrays live in registers) */
+__device__ __forceinline__ void copy_bytes(char *const *dst, int nd, const char *src, i64 bytes) {
     int aligned = al16(src) && (bytes & 15) == 0;
-    for (int k = 0; k < nd; k++) aligned &= al16(dst[k]);
+#pragma unroll
+    for (int k = 0; k < MAXR; k++)
+        if (k < nd) aligned &= al16(dst[k]);
     if (aligned) {
         i64 nv = bytes >> 4;
         const uint4 *s = (const uint4 *)src;
-        for (i64 i = threadIdx.x; i < nv; i += blockDim.x) {
+        i64 i = threadIdx.x;
+        for (; i + 3 * (i64)blockDim.x < nv; i += 4 * (i64)blockDim.x) { /* 4 loads in flight */
+            uint4 v0 = s[i], v1 = s[i + blockDim.x], v2 = s[i + 2 * blockDim.x], v3 = s[i + 3 * blockDim.x];
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) {
+                    uint4 *d = (uint4 *)dst[k];
+                    d[i] = v0;
+                    d[i + blockDim.x] = v1;
+                    d[i + 2 * blockDim.x] = v2;
+                    d[i + 3 * blockDim.x] = v3;
+                }
+        }
+        for (; i < nv; i += blockDim.x) {
             uint4 v = s[i];
-            for (int k = 0; k < nd; k++) ((uint4 *)dst[k])[i] = v;
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) ((uint4 *)dst[k])[i] = v;
         }
     } else {
         for (i64 i = threadIdx.x; i < bytes; i += blockDim.x) {
             char v = src[i];
-            for (int k = 0; k < nd; k++) dst[k][i] = v;
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) dst[k][i] = v;
         }
     }
 }
 
 /* dst[k] (k < nd) = finish(src[0] op src[1] op ... src[ns-1]), cnt elements */
-__device__ void reduce_elems(char *const *dst, int nd, const char *const *src, int ns, i64 cnt, int n, int avg) {
+__device__ __forceinline__ void reduce_elems(char *const *dst, int nd, const char *const *src, int ns, i64 cnt, int n, int avg) {
     const int E = 16 / (int)sizeof(T);
     int aligned = ((cnt * (i64)sizeof(T)) & 15) == 0;
-    for (int k = 0; k < nd; k++) aligned &= al16(dst[k]);
-    for (int k = 0; k < ns; k++) aligned &= al16(src[k]);
+#pragma unroll
+    for (int k = 0; k < MAXR; k++) {
+        if (k < nd) aligned &= al16(dst[k]);
+        if (k < ns) aligned &= al16(src[k]);
+    }
     if (aligned) {
         i64 nv = cnt / E;
         for (i64 i = threadIdx.x; i < nv; i += blockDim.x) {
@@ -300,21 +323,29 @@ __device__ void reduce_elems(char *const *dst, int nd, const char *const *src, i
             u.v = ((const uint4 *)src[0])[i];
 #pragma unroll
             for (int j = 0; j < E; j++) acc[j] = ld(u.e[j]);
-            for (int k = 1; k < ns; k++) {
-                u.v = ((const uint4 *)src[k])[i];
 #pragma unroll
-                for (int j = 0; j < E; j++) acc[j] = red(acc[j], ld(u.e[j]));
-            }
+            for (int k = 1; k < MAXR; k++)
+                if (k < ns) {
+                    u.v = ((const uint4 *)src[k])[i];
+#pragma unroll
+                    for (int j = 0; j < E; j++) acc[j] = red(acc[j], ld(u.e[j]));
+                }
 #pragma unroll
             for (int j = 0; j < E; j++) w.e[j] = st(avg ? finish(acc[j], n) : acc[j]);
-            for (int k = 0; k < nd; k++) ((uint4 *)dst[k])[i] = w.v;
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) ((uint4 *)dst[k])[i] = w.v;
         }
     } else {
         for (i64 i = threadIdx.x; i < cnt; i += blockDim.x) {
             A acc = ld(((const T *)src[0])[i]);
-            for (int k = 1; k < ns; k++) acc = red(acc, ld(((const T *)src[k])[i]));
+#pragma unroll
+            for (int k = 1; k < MAXR; k++)
+                if (k < ns) acc = red(acc, ld(((const T *)src[k])[i]));
             T w = st(avg ? finish(acc, n) : acc);
-            for (int k = 0; k < nd; k++) ((T *)dst[k])[i] = w;
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) ((T *)dst[k])[i] = w;
         }
     }
 }
@@ -333,7 +364,7 @@ __device__ __forceinline__ int push_ready(const Args &a, int inbox, u64 step, i6
     return wait_ge(a, flag(a, a.me, F_ACK0 + inbox, blockIdx.x, dst), need, dst);
 }
 
-extern "C" __global__ void __launch_bounds__(1024) tl_coll(Args a) {
+extern "C" __global__ void __launch_bounds__(512) tl_coll(Args a) {
     const int me = a.me, n = a.n, b = blockIdx.x;
     const int es = (int)sizeof(T);
     const int avg = TL_OP == 4;
@@ -354,20 +385,24 @@ extern "C" __global__ void __launch_bounds__(1024) tl_coll(Args a) {
             }
             /* phase 2: reduce my column in rank order */
             i64 c = col_count(a, me, off);
-            for (int k = 0; k < n; k++) {
+#pragma unroll
+            for (int k = 0; k < MAXR; k++) {
+                if (k >= n) break;
                 if (k == me) { src[k] = a.in + ((i64)me * a.L + off) * es; continue; }
                 if (!wait_ge(a, flag(a, me, F_DATA0, b, k), step, k)) return;
                 src[k] = slotp(a, me, 0, step, b, k);
             }
-            int nd = 0;
-            dst[nd++] = a.out + (a.mode == M_RS ? off : (i64)me * a.L + off) * es;
-            if (a.mode == M_AR2)
-                for (int k = 1; k < n; k++) {
+            dst[0] = a.out + (a.mode == M_RS ? off : (i64)me * a.L + off) * es;
+            if (a.mode == M_AR2) {
+#pragma unroll
+                for (int k = 1; k < MAXR; k++) {
+                    if (k >= n) break;
                     int p = (me + k) % n;
                     if (!push_ready(a, 1, step, r, p)) return;
-                    dst[nd++] = slotp(a, p, 1, step, b, me);
+                    dst[k] = slotp(a, p, 1, step, b, me);
                 }
-            reduce_elems(dst, nd, src, n, c, n, avg);
+            }
+            reduce_elems(dst, a.mode == M_AR2 ? n : 1, src, n, c, n, avg);
             __syncthreads();
             for (int k = 1; k < n; k++) {
                 int p = (me + k) % n;
@@ -387,15 +422,18 @@ extern "C" __global__ void __launch_bounds__(1024) tl_coll(Args a) {
         } else if (a.mode == M_AR1) {
             /* one shot: everything to everyone, everyone reduces in rank order */
             i64 c = col_count(a, 0, off);
-            int nd = 0;
-            for (int k = 1; k < n; k++) {
+#pragma unroll
+            for (int k = 1; k < MAXR; k++) {
+                if (k >= n) break;
                 int p = (me + k) % n;
                 if (!push_ready(a, 0, step, r, p)) return;
-                dst[nd++] = slotp(a, p, 0, step, b, me);
+                dst[k - 1] = slotp(a, p, 0, step, b, me);
             }
-            copy_bytes(dst, nd, a.in + off * es, c * es);
+            copy_bytes(dst, n - 1, a.in + off * es, c * es);
             for (int k = 1; k < n; k++) signal(flag(a, (me + k) % n, F_DATA0, b, me), step);
-            for (int k = 0; k < n; k++) {
+#pragma unroll
+            for (int k = 0; k < MAXR; k++) {
+                if (k >= n) break;
                 if (k == me) { src[k] = a.in + off * es; continue; }
                 if (!wait_ge(a, flag(a, me, F_DATA0, b, k), step, k)) return;
                 src[k] = slotp(a, me, 0, step, b, k);
@@ -416,17 +454,18 @@ extern "C" __global__ void __launch_bounds__(1024) tl_coll(Args a) {
                         signal(flag(a, p, F_DATA1, b, me), step);
                     }
                 } else {
-                    int nd = 0;
-                    for (int k = 1; k < n; k++) {
+#pragma unroll
+                    for (int k = 1; k < MAXR; k++) {
+                        if (k >= n) break;
                         int p = (me + k) % n;
                         if (!push_ready(a, 1, step, r, p)) return;
-                        dst[nd++] = slotp(a, p, 1, step, b, me);
+                        dst[k - 1] = slotp(a, p, 1, step, b, me);
                     }
                     /* my own block too (allgather; broadcast's root unless in place) */
                     i64 oo = a.mode == M_AG ? (i64)me * a.L + off : off;
                     char *mine = a.out + oo * es;
-                    if (mine != a.in + off * es) dst[nd++] = mine;
-                    copy_bytes(dst, nd, a.in + off * es, col_count(a, 0, off) * es);
+                    dst[n - 1] = mine;
+                    copy_bytes(dst, mine != a.in + off * es ? n : n - 1, a.in + off * es, col_count(a, 0, off) * es);
                     for (int k = 1; k < n; k++) signal(flag(a, (me + k) % n, F_DATA1, b, me), step);
                 }
                 if (a.mode == M_A2A) {

@@ -349,7 +349,6 @@ struct tlink_gpu_comm {
     uint64_t step;             /* SM path: steps used so far */
     uint64_t prev[2][2][GPU_MAXR];
     uint64_t ce_step;          /* CE path */
-    uint64_t ce_prev[2][GPU_MAXR];
     int forced;
     int ce_ok;                 /* stream memory operations usable */
     double alpha_s, beta_link, beta_mem; /* cost model */
@@ -490,8 +489,8 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
                     comm->nhosts);
     if (cfg && (cfg->blocks < 0 || cfg->blocks > 1024))
         return gerr(NULL, TLINK_ERR_INVALID_ARG, "tlink_gpu_comm_init: cfg->blocks %d out of range [0,1024]", cfg->blocks);
-    if (cfg && (cfg->threads < 0 || cfg->threads > 1024 || cfg->threads % 32))
-        return gerr(NULL, TLINK_ERR_INVALID_ARG, "tlink_gpu_comm_init: cfg->threads %d: expected a multiple of 32 up to 1024",
+    if (cfg && (cfg->threads < 0 || cfg->threads > 512 || cfg->threads % 32))
+        return gerr(NULL, TLINK_ERR_INVALID_ARG, "tlink_gpu_comm_init: cfg->threads %d: expected a multiple of 32 up to 512",
                     cfg->threads);
     char why[256];
     if (!tlink_gpu_available(why, sizeof why)) return gerr(NULL, TLINK_ERR_UNSUPPORTED, "tlink_gpu_comm_init: %s", why);
@@ -509,11 +508,12 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
         return st;
     }
     g->device = want >= 0 ? want : comm->local_rank % ndev;
-    g->nb = cfg && cfg->blocks ? cfg->blocks : (int)tl_env_long("TLINK_GPU_BLOCKS", 32);
+    g->nb = cfg && cfg->blocks ? cfg->blocks : (int)tl_env_long("TLINK_GPU_BLOCKS", 64);
     g->threads = cfg && cfg->threads ? cfg->threads : (int)tl_env_long("TLINK_GPU_THREADS", 512);
-    if (g->nb < 1 || g->nb > 1024) g->nb = 32;
-    if (g->threads < 32 || g->threads > 1024 || g->threads % 32) g->threads = 512;
-    size_t want_bytes = cfg && cfg->buffer_bytes ? cfg->buffer_bytes : env_size("TLINK_GPU_BUFFER", 64u << 20);
+    if (g->nb < 1 || g->nb > 1024) g->nb = 64;
+    if (g->threads < 32 || g->threads > 512 || g->threads % 32) g->threads = 512;
+    size_t want_slot = cfg && cfg->slot_bytes ? cfg->slot_bytes : env_size("TLINK_GPU_SLOT", 256u << 10);
+    size_t want_ce = cfg && cfg->ce_chunk_bytes ? cfg->ce_chunk_bytes : env_size("TLINK_GPU_CE_CHUNK", 16u << 20);
     tlink_status st = TLINK_OK;
     CUresult r;
 #define FAIL(code, ...) do { st = gerr(g, code, __VA_ARGS__); goto fail; } while (0)
@@ -531,13 +531,13 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     /* layout: flags | SM inboxes [2][2][nb][n] slots | CE regions [2][n] */
     g->flag_bytes = (size_t)F_KINDS * (size_t)g->nb * GPU_MAXR * 8;
     g->flag_bytes = (g->flag_bytes + 4095) & ~(size_t)4095;
-    size_t half = want_bytes / 2;
-    g->slot = half / (4 * (size_t)g->nb * (size_t)g->size) & ~(size_t)255;
+    /* SM slots (double-buffered, two inboxes, per block and source) and CE chunks */
+    g->slot = want_slot & ~(size_t)255;
     if (g->slot < 4096) g->slot = 4096;
-    g->ce_chunk = half / (2 * (size_t)g->size) & ~(size_t)4095;
+    g->ce_chunk = want_ce & ~(size_t)4095;
     if (g->ce_chunk < 65536) g->ce_chunk = 65536;
     g->sm_bytes = 4 * (size_t)g->nb * (size_t)g->size * g->slot;
-    g->total = g->flag_bytes + g->sm_bytes + 2 * (size_t)g->size * g->ce_chunk;
+    g->total = g->flag_bytes + g->sm_bytes + (2 * (size_t)g->size + 1) * g->ce_chunk;
     CK(cu.MemAlloc(&g->buf, g->total), "cuMemAlloc (IPC buffer)");
     CK(cu.MemsetD8(g->buf, 0, g->flag_bytes), "cuMemsetD8");
     CK(cu.MemAlloc(&g->scal, 64), "cuMemAlloc (scalars)");
@@ -724,9 +724,6 @@ static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *ou
 static CUdeviceptr flag_addr(const tlink_gpu_comm *g, int owner, int kind, int src) {
     return g->peer[owner] + (CUdeviceptr)(((size_t)kind * (size_t)g->nb) * GPU_MAXR + (size_t)src) * 8;
 }
-static CUdeviceptr ce_region(const tlink_gpu_comm *g, int owner, int inbox, int src) {
-    return g->peer[owner] + g->flag_bytes + g->sm_bytes + ((size_t)inbox * (size_t)g->size + (size_t)src) * g->ce_chunk;
-}
 
 static tlink_status reduce_launch(tlink_gpu_comm *g, tlink_dtype dt, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, size_t n,
                                   CUstream s) {
@@ -738,46 +735,68 @@ static tlink_status reduce_launch(tlink_gpu_comm *g, tlink_dtype dt, CUdeviceptr
     return TLINK_OK;
 }
 
-/* two-shot allreduce (sum) with copy engines and stream memory operations */
+/* two-shot allreduce (sum) with copy engines and stream memory operations. Every byte crosses
+ * the link as a *pull*: a rank writes only into its own memory (staging its columns, its
+ * reduced column), then signals with cuStreamWriteValue64 into the peer's flags; the peer waits
+ * (cuStreamWaitValue64) and copies from the owner's memory with its own copy engine. (Pushing
+ * with cuMemcpyAsync and then writing the flag let a receiver see the flag before all the
+ * data: seen with 3 ranks on 2 H200s.) CE regions of rank r: stage[n] | recv[n] | result. */
+static CUdeviceptr ce_stage(const tlink_gpu_comm *g, int owner, int col) {
+    return g->peer[owner] + g->flag_bytes + g->sm_bytes + (size_t)col * g->ce_chunk;
+}
+static CUdeviceptr ce_recv(const tlink_gpu_comm *g, int src) {
+    return g->peer[g->rank] + g->flag_bytes + g->sm_bytes + ((size_t)g->size + (size_t)src) * g->ce_chunk;
+}
+static CUdeviceptr ce_result(const tlink_gpu_comm *g, int owner) {
+    return g->peer[owner] + g->flag_bytes + g->sm_bytes + 2 * (size_t)g->size * g->ce_chunk;
+}
+
 static tlink_status ce_allreduce(tlink_gpu_comm *g, const void *in, void *out, size_t count, tlink_dtype dt, CUstream s) {
     tlink_status st = load_reduce(g, dt);
     if (st) return st;
     size_t es = tlink_dtype_size(dt), n = (size_t)g->size, me = (size_t)g->rank;
     size_t L = (count + n - 1) / n, C = g->ce_chunk / es;
     CUdeviceptr ib = (CUdeviceptr)(uintptr_t)in, ob = (CUdeviceptr)(uintptr_t)out;
+    const unsigned GEQ = CU_STREAM_WAIT_VALUE_GEQ;
     for (size_t off = 0; off < L; off += C) {
-        uint64_t step = ++g->ce_step;
+        uint64_t step = ++g->ce_step, prev = step - 1;
         size_t cnt[GPU_MAXR];
         for (size_t p = 0; p < n; p++) {
-            size_t start = p * L + off;
-            size_t c = L - off < C ? L - off : C;
+            size_t start = p * L + off, c = L - off < C ? L - off : C;
             cnt[p] = start >= count ? 0 : (count - start < c ? count - start : c);
+        }
+        /* 1. stage my piece of every other column, once every peer has pulled the last one */
+        for (size_t k = 1; k < n; k++) {
+            int p = (int)((me + k) % n);
+            CUCHK(g, cu.StreamWaitValue64(s, flag_addr(g, g->rank, F_CE_ACK0, p), prev, GEQ), "cuStreamWaitValue64");
         }
         for (size_t k = 1; k < n; k++) {
             int p = (int)((me + k) % n);
-            CUCHK(g, cu.StreamWaitValue64(s, flag_addr(g, g->rank, F_CE_ACK0, p), g->ce_prev[0][p], CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64");
-            if (cnt[p]) CUCHK(g, cu.MemcpyAsync(ce_region(g, p, 0, g->rank), ib + (p * L + off) * es, cnt[p] * es, s), "cuMemcpyAsync");
-            CUCHK(g, cu.StreamWriteValue64(s, flag_addr(g, p, F_CE_DATA0, g->rank), step, 0), "cuStreamWriteValue64");
-            g->ce_prev[0][p] = step;
+            if (cnt[p]) CUCHK(g, cu.MemcpyAsync(ce_stage(g, g->rank, p), ib + (p * L + off) * es, cnt[p] * es, s), "cuMemcpyAsync");
         }
+        for (size_t k = 1; k < n; k++)
+            CUCHK(g, cu.StreamWriteValue64(s, flag_addr(g, (int)((me + k) % n), F_CE_DATA0, g->rank), step, 0), "cuStreamWriteValue64");
+        /* 2. pull my column from every peer, then reduce (TileLang kernel), rank order of arrival */
         CUdeviceptr mycol = ob + (me * L + off) * es, mysrc = ib + (me * L + off) * es;
         for (size_t k = 1; k < n; k++) {
             int p = (int)((me + k) % n);
-            CUCHK(g, cu.StreamWaitValue64(s, flag_addr(g, g->rank, F_CE_DATA0, p), step, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64");
-            if (cnt[me] && (st = reduce_launch(g, dt, k == 1 ? mysrc : mycol, ce_region(g, g->rank, 0, p), mycol, cnt[me], s))) return st;
-        }
-        for (size_t k = 1; k < n; k++) {
-            int p = (int)((me + k) % n);
+            CUCHK(g, cu.StreamWaitValue64(s, flag_addr(g, g->rank, F_CE_DATA0, p), step, GEQ), "cuStreamWaitValue64");
+            if (cnt[me]) CUCHK(g, cu.MemcpyAsync(ce_recv(g, p), ce_stage(g, p, g->rank), cnt[me] * es, s), "cuMemcpyAsync");
             CUCHK(g, cu.StreamWriteValue64(s, flag_addr(g, p, F_CE_ACK0, g->rank), step, 0), "cuStreamWriteValue64");
-            CUCHK(g, cu.StreamWaitValue64(s, flag_addr(g, g->rank, F_CE_ACK1, p), g->ce_prev[1][p], CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64");
-            if (cnt[me]) CUCHK(g, cu.MemcpyAsync(ce_region(g, p, 1, g->rank), mycol, cnt[me] * es, s), "cuMemcpyAsync");
-            CUCHK(g, cu.StreamWriteValue64(s, flag_addr(g, p, F_CE_DATA1, g->rank), step, 0), "cuStreamWriteValue64");
-            g->ce_prev[1][p] = step;
         }
+        for (size_t k = 1; k < n && cnt[me]; k++)
+            if ((st = reduce_launch(g, dt, k == 1 ? mysrc : mycol, ce_recv(g, (int)((me + k) % n)), mycol, cnt[me], s))) return st;
+        /* 3. publish my reduced column, once every peer has pulled the last one */
+        for (size_t k = 1; k < n; k++)
+            CUCHK(g, cu.StreamWaitValue64(s, flag_addr(g, g->rank, F_CE_ACK1, (int)((me + k) % n)), prev, GEQ), "cuStreamWaitValue64");
+        if (cnt[me]) CUCHK(g, cu.MemcpyAsync(ce_result(g, g->rank), mycol, cnt[me] * es, s), "cuMemcpyAsync");
+        for (size_t k = 1; k < n; k++)
+            CUCHK(g, cu.StreamWriteValue64(s, flag_addr(g, (int)((me + k) % n), F_CE_DATA1, g->rank), step, 0), "cuStreamWriteValue64");
+        /* 4. pull every other reduced column */
         for (size_t k = 1; k < n; k++) {
             int p = (int)((me + n - k) % n);
-            CUCHK(g, cu.StreamWaitValue64(s, flag_addr(g, g->rank, F_CE_DATA1, p), step, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64");
-            if (cnt[p]) CUCHK(g, cu.MemcpyAsync(ob + ((size_t)p * L + off) * es, ce_region(g, g->rank, 1, p), cnt[p] * es, s), "cuMemcpyAsync");
+            CUCHK(g, cu.StreamWaitValue64(s, flag_addr(g, g->rank, F_CE_DATA1, p), step, GEQ), "cuStreamWaitValue64");
+            if (cnt[p]) CUCHK(g, cu.MemcpyAsync(ob + ((size_t)p * L + off) * es, ce_result(g, p), cnt[p] * es, s), "cuMemcpyAsync");
             CUCHK(g, cu.StreamWriteValue64(s, flag_addr(g, p, F_CE_ACK1, g->rank), step, 0), "cuStreamWriteValue64");
         }
     }
@@ -787,13 +806,14 @@ static tlink_status ce_allreduce(tlink_gpu_comm *g, const void *in, void *out, s
 /* ---------------------------------------------------------------- the collectives */
 static double predict(const tlink_gpu_comm *g, int algo, size_t bytes) {
     double n = g->size, B = (double)bytes;
-    double chunks_sm = 1 + floor(B / (n * (double)g->slot * g->nb));
+    double tile = (double)g->slot / 1.0 * g->nb; /* bytes per round: oneshot's whole tile, twoshot's column */
+    double chunks_sm = ceil(B / (n * tile)), chunks_one = ceil(B / tile);
     switch (algo) {
-    case A_ONESHOT: return (g->alpha_s * chunks_sm + (n - 1) * B * g->beta_link + (n + 1) * B * g->beta_mem) * 1e6;
-    case A_TWOSHOT: return (3 * g->alpha_s * chunks_sm + 2 * (n - 1) / n * B * g->beta_link + 3 * B * g->beta_mem) * 1e6;
+    case A_ONESHOT: return (g->alpha_s * chunks_one + (n - 1) * B * g->beta_link + (n + 1) * B * g->beta_mem) * 1e6;
+    case A_TWOSHOT: return (3 * g->alpha_s * chunks_sm + 2 * (n - 1) / n * B * g->beta_link) * 1e6; /* reduction fused with the send */
     case A_CE: {
         double chunks = 1 + floor(B / (n * (double)g->ce_chunk));
-        return (chunks * 6 * g->alpha_s + 2 * (n - 1) / n * B * g->beta_link + 3 * B * g->beta_mem) * 1e6;
+        return (chunks * 8 * g->alpha_s + 2 * (n - 1) / n * B * g->beta_link + 3 * B * g->beta_mem) * 1e6;
     }
     default: return 1e300;
     }
