@@ -20,7 +20,7 @@ tile=$build/bin/tile
 { date -u; hostname; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nvidia-smi topo -m 2>/dev/null || true; } > "$out/machine.txt" 2>&1
 for c in ${COLLS:-allreduce allgather reduce_scatter alltoall broadcast}; do
   e=${MAXSIZE:-}
-  [ -n "$e" ] || { [ "$c" = allreduce ] && e=8G || e=1G; }
+  [ -n "$e" ] || { [ "$c" = allreduce ] && e=8G || e=${OTHERMAX:-1G}; }
   echo "== $c (8 B .. $e)"
   timeout 240 "$tile" link-bench -n 2 --device cuda -c $c -b 8 -e $e -f 2 -w 5 -i 20 > "$out/ours-$c.log" 2>&1 || echo "ours $c failed: $(tail -3 "$out/ours-$c.log")"
   timeout 240 python3 -m torch.distributed.run --nproc_per_node 2 "$here/nccl_bench.py" -c $c -b 8 -e $e -f 2 -w 5 -i 20 > "$out/nccl-$c.log" 2>&1 || echo "nccl $c failed: $(tail -3 "$out/nccl-$c.log")"
