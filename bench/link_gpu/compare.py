@@ -21,4 +21,6 @@ for s in sorted(ours):
         continue
     ot, ob, f = ours[s]
     nt, nbw, _ = nccl[s]
-    print(f"| {s} | {ot:.2f} | {nt:.2f} | {ot / nt:.2f} | {ob:.1f} | {nbw:.1f} | {ob / nbw if nbw else 0:.2f} | {f[9]} | {f[8]} |")
+    # same bytes on both sides: the busbw ratio is the inverse time ratio (exact, unlike the
+    # rounded busbw columns at small sizes)
+    print(f"| {s} | {ot:.2f} | {nt:.2f} | {ot / nt:.2f} | {ob:.1f} | {nbw:.1f} | {nt / ot:.2f} | {f[9]} | {f[8]} |")

@@ -968,6 +968,10 @@ tlink_status tlink_gpu_memcpy(tlink_gpu_comm *g, void *dst, const void *src, siz
     CUCHK(g, cu.CtxSetCurrent(g->ctx), "cuCtxSetCurrent");
     CUCHK(g, cu.CtxSynchronize(), "cuCtxSynchronize");
     CUCHK(g, cu.Memcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes), "cuMemcpy");
+    /* from pageable host memory cuMemcpy may return before the DMA to the device is done,
+     * and work on a non-blocking stream does not wait for it: wait here (seen as zeros
+     * landing after a broadcast had written its output) */
+    CUCHK(g, cu.CtxSynchronize(), "cuCtxSynchronize");
     return TLINK_OK;
 }
 tlink_status tlink_gpu_stream_create(tlink_gpu_comm *g, tlink_cuda_stream *out) {
