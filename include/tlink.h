@@ -566,8 +566,8 @@ TLINK_API int tlink_gpu_available(char *why, size_t len);
 /* 1 when NVRTC loads; else 0 and why. */
 TLINK_API int tlink_gpu_nvrtc_available(char *why, size_t len);
 /* Compiles the device kernels for `arch` ("sm_90a") with NVRTC, without a GPU: the
- * hand-written collective kernel (all != 0: every dtype x op, slow; else f32/bf16/fp8 e4m3
- * sum, f16 avg, i32 max) and the TileLang-generated reductions. Returns the number of
+ * hand-written collective kernel (all != 0: every dtype x op, slow; else f32 sum, bf16 avg,
+ * fp8 e4m3 max) and the TileLang-generated reductions. Returns the number of
  * modules compiled (>0) or -1 with the log in err. */
 TLINK_API int tlink_gpu_compile_check(const char *arch, int all, char *err, size_t errlen);
 
