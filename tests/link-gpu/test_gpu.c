@@ -322,6 +322,32 @@ static int args_rank(int rank, int size, const char *addr, void *arg) {
     return g_fail ? 1 : 0;
 }
 
+/* rank 1 asks for a GPU that does not exist: rank 0 must fail naming rank 1 (not wait for its
+ * registration until the timeout); without a GPU both fail for that reason */
+static int asym_rank(int rank, int size, const char *addr, void *arg) {
+    const char *why = arg;
+    int have = !why[0];
+    g_rank = rank;
+    tlink_comm *c;
+    if (tlt_init(&c, rank, size, addr)) { FAILF("comm: %s", tlink_last_error(NULL)); return 1; }
+    tlink_comm_set_timeout(c, 100);
+    tlink_gpu_config cfg = {.device = rank == 1 ? 99 : -1};
+    tlink_gpu_comm *g = NULL;
+    tlink_status st = tlink_gpu_comm_init(c, &cfg, &g);
+    const char *msg = tlink_last_error(NULL);
+    if (!have) {
+        if (st != TLINK_ERR_UNSUPPORTED) FAILF("no GPU: got %s: %s", tlink_error_string(st), msg);
+    } else if (rank == 1) {
+        if (st != TLINK_ERR_INVALID_ARG || !strstr(msg, "device 99")) FAILF("device 99: got %s: %s", tlink_error_string(st), msg);
+    } else if (st != TLINK_ERR_PEER_FAILED || !strstr(msg, "rank 1 could not set up") || !strstr(msg, "device 99")) {
+        FAILF("peer of device 99: got %s: %s", tlink_error_string(st), msg);
+    }
+    if (!st) tlink_gpu_comm_destroy(g);
+    printf("rank %d: %s: %s\n", rank, tlink_error_string(st), msg);
+    tlink_comm_destroy(c);
+    return g_fail ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: test_gpu nvrtc|args|coll N|fault\n"); return 2; }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -337,7 +363,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "args")) {
         if (args_test()) return 1;
         if (!gpu_present(why, sizeof why) && !why[0]) snprintf(why, sizeof why, "no GPU");
-        return tlt_launch(1, args_rank, why, 60, NULL) ? 1 : 0;
+        if (tlt_launch(1, args_rank, why, 60, NULL)) return 1;
+        return tlt_launch(2, asym_rank, why, 90, NULL) ? 1 : 0;
     }
     if (!gpu_present(why, sizeof why)) { printf("SKIP: %s\n", why); return SKIP; }
     if (!strcmp(argv[1], "coll")) {

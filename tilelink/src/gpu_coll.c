@@ -325,6 +325,8 @@ typedef struct ipc_info {
     char pci[32];
     int32_t device, pid;
     uint64_t bytes;
+    int32_t ok, pad;
+    char why[256];              /* when !ok: why this rank could not set up */
 } ipc_info;
 
 struct tlink_gpu_comm {
@@ -492,21 +494,25 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     if (cfg && (cfg->threads < 0 || cfg->threads > 512 || cfg->threads % 32))
         return gerr(NULL, TLINK_ERR_INVALID_ARG, "tlink_gpu_comm_init: cfg->threads %d: expected a multiple of 32 up to 512",
                     cfg->threads);
-    char why[256];
-    if (!tlink_gpu_available(why, sizeof why)) return gerr(NULL, TLINK_ERR_UNSUPPORTED, "tlink_gpu_comm_init: %s", why);
+    /* Local setup first; a rank that fails here still takes part in the exchange below and
+     * publishes why, so that its peers fail at once naming it instead of timing out. */
     tlink_gpu_comm *g = calloc(1, sizeof *g);
     if (!g) return gerr(NULL, TLINK_ERR_NO_MEMORY, "tlink_gpu_comm_init: out of memory");
     g->comm = comm;
     g->rank = comm->rank;
     g->size = comm->size;
+    tlink_status st = TLINK_OK;
+    CUresult r;
+    ipc_info mine;
+    memset(&mine, 0, sizeof mine);
+#define FAIL(code, ...) do { st = gerr(g, code, __VA_ARGS__); goto exchange; } while (0)
+#define CK(call, what) do { if ((r = (call)) != 0) FAIL(TLINK_ERR_SYSTEM, "%s failed: %s (CUDA error %d)", what, cu_errname(r), r); } while (0)
+    char why[256];
+    if (!tlink_gpu_available(why, sizeof why)) FAIL(TLINK_ERR_UNSUPPORTED, "tlink_gpu_comm_init: %s", why);
     int ndev = 0;
     cu.DeviceGetCount(&ndev);
     int want = cfg && cfg->device >= 0 ? cfg->device : (int)tl_env_long("TLINK_GPU_DEVICE", -1);
-    if (want >= ndev) {
-        tlink_status st = gerr(g, TLINK_ERR_INVALID_ARG, "tlink_gpu_comm_init: device %d does not exist (%d GPUs)", want, ndev);
-        free(g);
-        return st;
-    }
+    if (want >= ndev) FAIL(TLINK_ERR_INVALID_ARG, "tlink_gpu_comm_init: device %d does not exist (%d GPUs)", want, ndev);
     g->device = want >= 0 ? want : comm->local_rank % ndev;
     g->nb = cfg && cfg->blocks ? cfg->blocks : (int)tl_env_long("TLINK_GPU_BLOCKS", 64);
     g->threads = cfg && cfg->threads ? cfg->threads : (int)tl_env_long("TLINK_GPU_THREADS", 512);
@@ -514,10 +520,6 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     if (g->threads < 32 || g->threads > 512 || g->threads % 32) g->threads = 512;
     size_t want_slot = cfg && cfg->slot_bytes ? cfg->slot_bytes : env_size("TLINK_GPU_SLOT", 256u << 10);
     size_t want_ce = cfg && cfg->ce_chunk_bytes ? cfg->ce_chunk_bytes : env_size("TLINK_GPU_CE_CHUNK", 16u << 20);
-    tlink_status st = TLINK_OK;
-    CUresult r;
-#define FAIL(code, ...) do { st = gerr(g, code, __VA_ARGS__); goto fail; } while (0)
-#define CK(call, what) do { if ((r = (call)) != 0) FAIL(TLINK_ERR_SYSTEM, "%s failed: %s (CUDA error %d)", what, cu_errname(r), r); } while (0)
     CK(cu.DeviceGet(&g->dev, g->device), "cuDeviceGet");
     CK(cu.DevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain");
     CK(cu.CtxSetCurrent(g->ctx), "cuCtxSetCurrent");
@@ -547,14 +549,24 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     CK(cu.MemHostGetDevicePointer(&g->err_dev, g->err_host, 0), "cuMemHostGetDevicePointer");
     CK(cu.CtxSynchronize(), "cuCtxSynchronize");
 
-    ipc_info mine;
-    memset(&mine, 0, sizeof mine);
     CK(cu.IpcGetMemHandle(&mine.h, g->buf), "cuIpcGetMemHandle");
     tlink_host_identity(mine.host, sizeof mine.host);
     cu.DeviceGetPCIBusId(mine.pci, sizeof mine.pci, g->dev);
     mine.device = g->device;
     mine.pid = (int32_t)getpid();
     mine.bytes = g->total;
+exchange:
+#undef FAIL
+#define FAIL(code, ...) do { st = gerr(g, code, __VA_ARGS__); goto fail; } while (0)
+    mine.ok = st == TLINK_OK;
+    if (!mine.ok) {
+        size_t k = strlen(g->errmsg);
+        if (k >= sizeof mine.why) k = sizeof mine.why - 1;
+        memcpy(mine.why, g->errmsg, k);
+        mine.why[k] = 0;
+    }
+    {
+    tlink_status st_local = st;
     /* generation: several device communicators may be built on one host communicator */
     int64_t gen = 0;
     if (g->rank == 0) {
@@ -567,6 +579,10 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
         char key[256];
         snprintf(key, sizeof key, "%s/gpu/%lld/%d", comm->prefix, (long long)gen, g->rank);
         if (tlink_store_set(comm->store, key, &mine, sizeof mine)) FAIL(TLINK_ERR_BOOTSTRAP, "store: %s", tlink_store_last_error(comm->store));
+    }
+    if (st_local) {             /* my own failure: g->errmsg and the thread's error say why */
+        st = st_local;
+        goto fail;
     }
     for (int p = 0; p < g->size; p++) {
         if (p == g->rank) { g->peer[p] = g->buf; snprintf(g->link[p], sizeof g->link[p], "self"); continue; }
@@ -581,6 +597,7 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
         ipc_info pi;
         memcpy(&pi, v, sizeof pi);
         tlink_free(v);
+        if (!pi.ok) FAIL(TLINK_ERR_PEER_FAILED, "tlink_gpu_comm_init: rank %d could not set up its GPU: %s", p, pi.why);
         if (strcmp(pi.host, mine.host))
             FAIL(TLINK_ERR_UNSUPPORTED, "rank %d is on another host (%s); device collectives need one host", p, pi.host);
         if (pi.bytes != g->total)
@@ -629,6 +646,7 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     g->ce_ok = tl_env_long("TLINK_GPU_CE", 1) != 0;
     g->forced = algo_from(tl_getenv("TLINK_GPU_ALGO"));
     if (g->forced < 0) g->forced = A_AUTO;
+    }
     /* everyone has zeroed its flags and mapped everyone else's buffer */
     if ((st = tlink_barrier(comm)) != TLINK_OK) FAIL(st, "barrier: %s", tlink_last_error(comm));
     tl_log(TL_LOG_INFO, "gpu: rank %d on device %d (%s), %d blocks x %d threads, slot %zu B, buffer %zu B", g->rank,
