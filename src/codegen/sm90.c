@@ -146,6 +146,10 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     if (rows != 64 && rows != 128) return false;
     m->mt = (int)(rows / 64);
     if (m->mt * bn > 256) return false; /* accumulators: at most 128 f32 registers per thread */
+    /* fp8: wgmma accumulates fp8 products with fewer than f32's bits, so each stage's
+     * products go to a second set of registers first and are added in f32 (twice the
+     * registers: at most 64 + 64) */
+    if (m->esize == 1 && m->mt * bn > 128) return false;
     /* the store: all of C_f to a rank-2 global tensor */
     const ir_region *sr = &m->store->regions[0], *dr = &m->store->regions[1];
     if (!whole(sr, m->Cf) || dr->buf->scope != IR_SCOPE_GLOBAL || dr->buf->rank != 2 || simt_g_bufarg(G, dr->buf) < 0) return false;
@@ -213,13 +217,13 @@ static void wgmma_fn(tile_strbuf *o, tile_dtype dt, int n) {
     bool fp8 = tile_dtype_bits(dt) == 8;
     const char *t = ptx_type(dt);
     tile_sb_printf(o, "#ifdef TL_SM90_OK\n#ifndef TL_WGMMA_%s_%d\n#define TL_WGMMA_%s_%d\n", t, n, t, n);
-    tile_sb_printf(o, "static __device__ __forceinline__ void tl_wgmma_%s_n%d(float (&d)[%d], uint64_t da, uint64_t db) {\n", t, n, nr);
+    tile_sb_printf(o, "static __device__ __forceinline__ void tl_wgmma_%s_n%d(float (&d)[%d], uint64_t da, uint64_t db, int scd) {\n", t, n, nr);
     tile_sb_printf(o, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nr + 2);
     tile_sb_printf(o, "        \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", n, fp8 ? 32 : 16, t, t);
     for (int i = 0; i < nr; i++) tile_sb_printf(o, "%s%%%d", i ? ", " : "", i);
     tile_sb_printf(o, "}, %%%d, %%%d, p, 1, 1%s;\\n}\\n\"\n        : ", nr, nr + 1, fp8 ? "" : ", 0, 0");
     for (int i = 0; i < nr; i++) tile_sb_printf(o, "%s\"+f\"(d[%d])", i ? ", " : "", i);
-    tile_sb_puts(o, "\n        : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n#endif\n#endif\n");
+    tile_sb_puts(o, "\n        : \"l\"(da), \"l\"(db), \"r\"(scd));\n}\n#endif\n#endif\n");
 }
 
 /* `code` for expression e */
@@ -237,6 +241,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     const size_t aBytes = (size_t)(m.BM * m.BK) * (size_t)m.esize, bBytes = (size_t)(m.BN * m.BK) * (size_t)m.esize;
     const size_t stage = aBytes + bBytes;
     const int layout = m.swz == 128 ? 1 : m.swz == 64 ? 2 : 3;
+    const bool promote = m.esize == 1;
 
     /* the plan */
     L->threads = 128 * (C + 1);
@@ -289,6 +294,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "        float tl_acc[%d][%d];\n", MT, NR);
     tile_sb_printf(o, "        { const float v = %s;\n#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n            for (int j = 0; j < %d; j++) tl_acc[i][j] = v; }\n", fv.data, MT, NR);
     tile_sb_free(&fv);
+    if (promote) tile_sb_printf(o, "        float tl_part[%d][%d];\n", MT, NR);
     tile_sb_printf(o, "        const uint32_t tl_arow = (uint32_t)(tl_cw * %d) * %uu;\n", MT * 64, (unsigned)m.swz);
     tile_sb_puts(o, "        for (int32_t it = 0; it < tl_n; it++) {\n");
     tile_sb_printf(o, "            const uint32_t s = (uint32_t)(it %% %d), ph = (uint32_t)((it / %d) & 1);\n", S, S);
@@ -297,10 +303,15 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_puts(o, "            TL_WG_FENCE();\n");
     tile_sb_printf(o, "#pragma unroll\n            for (int kk = 0; kk < %d; kk++) {\n", m.swz / 32);
     for (int i = 0; i < MT; i++)
-        tile_sb_printf(o, "                tl_wgmma_%s_n%d(tl_acc[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), tl_wg_desc(sb + 32u * kk, %uu, %d));\n", t, (int)m.BN, i,
-                       (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, (unsigned)(8 * m.swz), layout);
+        tile_sb_printf(o, "                tl_wgmma_%s_n%d(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), tl_wg_desc(sb + 32u * kk, %uu, %d), %s);\n", t, (int)m.BN,
+                       promote ? "tl_part" : "tl_acc", i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, (unsigned)(8 * m.swz), layout,
+                       promote ? "kk > 0" : "1");
     tile_sb_puts(o, "            }\n            TL_WG_COMMIT();\n");
-    if (S >= 2) {
+    if (promote) {
+        /* the stage's partial sums are complete: free the stage, then add them in f32 */
+        tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n", S);
+        tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n        }\n", MT, NR);
+    } else if (S >= 2) {
         tile_sb_puts(o, "            TL_WG_WAIT(1);\n");
         tile_sb_printf(o, "            if (it > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (uint32_t)((it - 1) %% %d)));\n", S, S);
         tile_sb_puts(o, "        }\n        TL_WG_WAIT(0);\n");
