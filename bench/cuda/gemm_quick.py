@@ -87,7 +87,8 @@ def main():
     defs = [f"M={M}", f"N={N}", f"K={K}", "out_dtype=bfloat16"] + ([] if fp8 else [f"dtype={a.dtype}", "trans_B=True"]) + a.D
     cmd = [a.tile, "emit", ex, "--target", "cuda"] + sum((["-D", d] for d in defs), [])
     src = subprocess.run(cmd, check=True, capture_output=True, text=True, env=dict(os.environ, TILE_CUDA_ARCH="sm_90a")).stdout
-    L = re.search(r"tl-launch (\w+) threads=(\d+) smem=(\d+) lowering=(\S+) tma=(\d+)", src)
+    L = re.search(r"tl-launch (\w+) threads=(\d+) smem=(\d+) lowering=(\S+) tma=(\d+) persistent=(\d)", src)
+    persistent = L.group(6) == "1"
     name, threads, smem, lowering, ntma = L.group(1), int(L.group(2)), int(L.group(3)), L.group(4), int(L.group(5))
     g = re.search(r"sm_90a GEMM \(src/codegen/sm90.c\): (\d+)x(\d+)x(\d+) (\w+) tile, (\d+) stages", src)
     if not g:
@@ -119,6 +120,8 @@ def main():
     scal = torch.zeros(8, device=dev, dtype=torch.int64)
     err = torch.zeros(8, device=dev, dtype=torch.int64)
     grid = ((N + BN - 1) // BN) * ((M + BM - 1) // BM)
+    if persistent:  # as src/runtime/cuda.c launches it: at most one block per multiprocessor
+        grid = min(grid, torch.cuda.get_device_properties(0).multi_processor_count)
 
     def make_args(i):
         keep = []

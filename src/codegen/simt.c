@@ -1538,7 +1538,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     tile_sb_free(&helpers);
 
     /* signature (the comment is the launch plan, for tools that read the source) */
-    tile_sb_printf(src, "\n/* tl-launch %s threads=%d smem=%zu lowering=%s tma=%d */", L->name, L->threads, L->smem, L->lowering, L->ntma);
+    tile_sb_printf(src, "\n/* tl-launch %s threads=%d smem=%zu lowering=%s tma=%d persistent=%d */", L->name, L->threads, L->smem, L->lowering, L->ntma,
+                   L->persistent ? 1 : 0);
     if (arch) tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d, 1) %s(", L->threads, L->name);
     else tile_sb_printf(src, "\nTL_KERNEL void %s(", L->name);
     for (int i = 0; i < P->nbufs; i++) tile_sb_printf(src, "TL_GLOBAL uint8_t *tl_b%d, ", i);
@@ -1598,7 +1599,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
             ex(G, &g, k->grid[d]);
             var_name(&n, k->block_vars[d]);
             tile_sb_printf(src, "    const int64_t tl_g%d = (int64_t)(%s);\n", d, g.data);
-            tile_sb_printf(src, "    const int32_t %s = (int32_t)(tl_rb %% tl_g%d); tl_rb /= tl_g%d; (void)%s;\n", n.data, d, d, n.data);
+            tile_sb_printf(src, "    %sint32_t %s = (int32_t)(tl_rb %% tl_g%d); tl_rb /= tl_g%d; (void)%s;\n", L->persistent ? "" : "const ", n.data, d, d, n.data);
             tile_sb_free(&g);
             tile_sb_free(&n);
         }

@@ -71,6 +71,8 @@ typedef struct simt_launch {
     int ntma;                 /* TMA tensor maps after the standard arguments (sm_90a) */
     simt_tma tma[SIMT_MAX_TMA];
     char lowering[16];        /* "simt", or "sm90-wgmma" for the Hopper GEMM lowering */
+    bool persistent;          /* the kernel loops over the grid's blocks itself: launch at most
+                                 one block per multiprocessor (fewer when the grid is smaller) */
 } simt_launch;
 
 /* A place in the program that can fail at run time (bounds, division by zero, assert). */

@@ -250,6 +250,18 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     L->tma[0] = (simt_tma){simt_g_bufarg(G, m.A), m.esize, (int)m.BM, (int)m.BK, m.swz};
     L->tma[1] = (simt_tma){simt_g_bufarg(G, m.B), m.esize, (int)m.BN, (int)m.BK, m.swz};
     snprintf(L->lowering, sizeof L->lowering, "sm90-wgmma");
+    L->persistent = true;
+    /* persistent: each block loops over tiles tl_blk, tl_blk + gridDim.x, ... (block
+     * indices decoded like simt.c's preamble, x fastest) */
+    tile_strbuf decode = {0};
+    tile_sb_puts(&decode, "            { int64_t tl_r = tl_tile;");
+    for (int d = 0; d < k->ngrid; d++) {
+        tile_strbuf n = {0};
+        simt_g_var(&n, k->block_vars[d]);
+        tile_sb_printf(&decode, " %s = (int32_t)(tl_r %% tl_g%d); tl_r /= tl_g%d;", n.data, d, d);
+        tile_sb_free(&n);
+    }
+    tile_sb_puts(&decode, " }\n");
 
     tile_sb_puts(helpers, helpers_text);
     wgmma_fn(helpers, m.dt, (int)m.BN);
@@ -263,13 +275,15 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     char *b0 = expr_s(G, m.cpB->regions[0].start[0]), *b1 = expr_s(G, m.cpB->regions[0].start[1]);
     char *c0 = expr_s(G, m.store->regions[1].start[0]), *c1 = expr_s(G, m.store->regions[1].start[1]);
     char *cr = expr_s(G, m.C->shape[0]), *cc = expr_s(G, m.C->shape[1]);
+    tile_sb_printf(&decode, "            const int32_t tl_n = (int32_t)(%s), tl_lo = (int32_t)(%s); (void)tl_lo;\n", ext, lo);
 
     tile_sb_printf(o, "    /* sm_90a GEMM (src/codegen/sm90.c): %lldx%lldx%lld %s tile, %d stages, 1 TMA producer + %d wgmma consumer warpgroup(s) */\n",
                    (long long)m.BM, (long long)m.BN, (long long)m.BK, t, S, C);
     tile_sb_puts(o, "#ifdef TL_SM90_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
     tile_sb_printf(o, "    const uint32_t tl_s0 = tl_sa(tl_sb), tl_bar = tl_s0 + %zuu;\n", (size_t)S * stage);
-    tile_sb_printf(o, "    const int32_t tl_n = (int32_t)(%s), tl_lo = (int32_t)(%s);\n", ext, lo);
+    tile_sb_puts(o, "    int64_t tl_ntiles = 1;\n");
+    for (int d = 0; d < k->ngrid; d++) tile_sb_printf(o, "    tl_ntiles *= tl_g%d;\n", d);
     tile_sb_puts(o, "    if (tl_tid == 0) {\n");
     tile_sb_printf(o, "        for (int s = 0; s < %d; s++) { tl_mb_init(tl_bar + 8u * s, 1u); tl_mb_init(tl_bar + 8u * (%d + s), %du); }\n", S, S, C);
     tile_sb_puts(o, "        asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
@@ -277,27 +291,32 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     /* producer */
     tile_sb_puts(o, "    if (tl_tid < 128) {\n");
     if (C >= 2) tile_sb_puts(o, "        TL_SETMAXNREG_DEC(40);\n");
-    tile_sb_puts(o, "        if (tl_tid == 0) {\n");
-    tile_sb_puts(o, "            for (int32_t it = 0; it < tl_n; it++) {\n");
-    tile_sb_printf(o, "                const uint32_t s = (uint32_t)(it %% %d), ph = (uint32_t)((it / %d) & 1);\n", S, S);
+    tile_sb_puts(o, "        if (tl_tid == 0) {\n            uint32_t tl_ig = 0;\n");
+    tile_sb_puts(o, "            for (int64_t tl_tile = tl_blk; tl_tile < tl_ntiles; tl_tile += (int64_t)gridDim.x) {\n");
+    tile_sb_puts(o, decode.data);
+    tile_sb_puts(o, "            for (int32_t it = 0; it < tl_n; it++, tl_ig++) {\n");
+    tile_sb_printf(o, "                const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
     tile_sb_printf(o, "                tl_mb_wait(tl_bar + 8u * (%d + s), ph ^ 1u);\n", S);
     tile_sb_printf(o, "                %s = tl_lo + it;\n", kv.data);
     tile_sb_printf(o, "                tl_mb_expect(tl_bar + 8u * s, %zuu);\n", stage);
     tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu, &tl_tma0, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, a1, a0);
     tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, aBytes, b1, b0);
-    tile_sb_puts(o, "            }\n        }\n    } else {\n");
+    tile_sb_puts(o, "            }\n            }\n        }\n    } else {\n");
     /* consumers */
     if (C >= 2) tile_sb_printf(o, "        TL_SETMAXNREG_INC(%d);\n", C >= 3 ? 160 : 232);
     tile_sb_puts(o, "        const int tl_cw = tl_tid / 128 - 1, tl_t = tl_tid % 128;\n");
     tile_strbuf fv = {0};
     tile_sb_printf(&fv, "(float)(%s)", fillv); /* the fill converts to the fragment's f32: one rounding */
     tile_sb_printf(o, "        float tl_acc[%d][%d];\n", MT, NR);
+    tile_sb_puts(o, "        uint32_t tl_ig = 0;\n");
+    tile_sb_puts(o, "        for (int64_t tl_tile = tl_blk; tl_tile < tl_ntiles; tl_tile += (int64_t)gridDim.x) {\n");
+    tile_sb_puts(o, decode.data);
     tile_sb_printf(o, "        { const float v = %s;\n#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n            for (int j = 0; j < %d; j++) tl_acc[i][j] = v; }\n", fv.data, MT, NR);
     tile_sb_free(&fv);
     if (promote) tile_sb_printf(o, "        float tl_part[%d][%d];\n", MT, NR);
     tile_sb_printf(o, "        const uint32_t tl_arow = (uint32_t)(tl_cw * %d) * %uu;\n", MT * 64, (unsigned)m.swz);
-    tile_sb_puts(o, "        for (int32_t it = 0; it < tl_n; it++) {\n");
-    tile_sb_printf(o, "            const uint32_t s = (uint32_t)(it %% %d), ph = (uint32_t)((it / %d) & 1);\n", S, S);
+    tile_sb_puts(o, "        for (int32_t it = 0; it < tl_n; it++, tl_ig++) {\n");
+    tile_sb_printf(o, "            const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
     tile_sb_puts(o, "            tl_mb_wait(tl_bar + 8u * s, ph);\n");
     tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
     tile_sb_puts(o, "            TL_WG_FENCE();\n");
@@ -313,8 +332,11 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n        }\n", MT, NR);
     } else if (S >= 2) {
         tile_sb_puts(o, "            TL_WG_WAIT(1);\n");
-        tile_sb_printf(o, "            if (it > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (uint32_t)((it - 1) %% %d)));\n", S, S);
+        tile_sb_printf(o, "            if (it > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
         tile_sb_puts(o, "        }\n        TL_WG_WAIT(0);\n");
+        /* the tile's last stage: free it before the epilogue (the producer is already
+         * filling the next tile's stages) */
+        tile_sb_printf(o, "        if (tl_n > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
     } else {
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n        }\n", S);
     }
@@ -326,6 +348,20 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_puts(o, "            const int64_t r = tl_r0 + i * 64 + h * 8;\n            if (r < 0 || r >= tl_M) continue;\n");
     tile_sb_printf(o, "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n", (int)m.BN / 8);
     tile_sb_puts(o, "                const int64_t c = tl_c0 + j * 8;\n");
+    /* both columns inside and an even row length: one 4- or 8-byte store of the pair
+     * (the same rounding as the element stores below) */
+    tile_sb_puts(o, "                if (c >= 0 && c + 1 < tl_N && (tl_N & 1) == 0) {\n");
+    tile_sb_puts(o, "                    const float x0 = tl_acc[i][j * 4 + h * 2], x1 = tl_acc[i][j * 4 + h * 2 + 1];\n");
+    {
+        tile_strbuf cn = {0};
+        simt_g_buf(&cn, m.C);
+        if (m.C->dtype == TILE_DT_F32) tile_sb_printf(o, "                    *(float2 *)&%s[r * tl_N + c] = make_float2(x0, x1);\n", cn.data);
+        else
+            tile_sb_printf(o, "                    *(uint32_t *)&%s[r * tl_N + c] = (uint32_t)%s(x0) | ((uint32_t)%s(x1) << 16);\n", cn.data,
+                           m.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits", m.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits");
+        tile_sb_free(&cn);
+    }
+    tile_sb_puts(o, "                    continue;\n                }\n");
     for (int e = 0; e < 2; e++) {
         char off[96], val[64];
         snprintf(off, sizeof off, "r * tl_N + c + %d", e);
@@ -334,9 +370,10 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         simt_g_store(G, o, 5, m.C, off, val, TILE_DT_F32);
         tile_sb_puts(o, "                }\n");
     }
-    tile_sb_puts(o, "            }\n        }\n    }\n");
+    tile_sb_puts(o, "            }\n        }\n        }\n    }\n");
     tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without wgmma/TMA: run with sm_90a */\n#endif\n");
 
+    tile_sb_free(&decode);
     free(lo); free(ext); free(fillv); free(a0); free(a1); free(b0); free(b1); free(c0); free(c1); free(cr); free(cc);
     tile_sb_free(&kv);
     return true;

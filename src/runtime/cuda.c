@@ -82,7 +82,7 @@ static int g_nv_major, g_nv_minor;
 static CUdevice g_dev;
 static CUcontext g_ctx;
 static char g_name[256], g_arch[32];
-static int g_cc_major, g_cc_minor, g_driver, g_smem_optin;
+static int g_cc_major, g_cc_minor, g_driver, g_smem_optin, g_sms;
 static void *g_tma_encode; /* cuTensorMapEncodeTiled (optional; sm_90a TMA copies, cuda_tma.c) */
 
 static const char *cu_err(CUresult r) {
@@ -232,6 +232,7 @@ static bool open_device(void) {
     cu.DeviceGetAttribute(&g_cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g_dev);
     cu.DeviceGetAttribute(&g_cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g_dev);
     cu.DeviceGetAttribute(&g_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g_dev);
+    cu.DeviceGetAttribute(&g_sms, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */, g_dev);
     cu.DriverGetVersion(&g_driver);
     const char *force = tile_env("TILE_CUDA_ARCH");
     if (force && *force) snprintf(g_arch, sizeof g_arch, "%s", force);
@@ -459,6 +460,7 @@ static int cuda_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tens
         int64_t blocks;
         if (!simt_blocks(L, f, sizes, &blocks, err)) goto done;
         if (blocks == 0) continue;
+        if (L->persistent && g_sms > 0 && blocks > g_sms) blocks = g_sms; /* it loops over its blocks */
         /* sm_90a TMA: tensor maps after the standard arguments (cuda_tma.c) */
         tile_cuda_tmap maps[SIMT_MAX_TMA];
         void *largs[64 + SIMT_MAX_TMA], **la = args;
