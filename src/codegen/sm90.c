@@ -12,7 +12,8 @@
  *             T.gemm(A_s, B_s, C_f, transpose_B=True)
  *         T.copy(C_f, C[r'', c''])
  *
- * (dt float16, bfloat16, float8_e4m3 or float8_e5m2; A and B rank-2 global tensors whose
+ * (dt float16, bfloat16, float8_e4m3 or float8_e5m2 — fp8 only with a 16-bit result C; A
+ * and B rank-2 global tensors whose
  * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes; T a multiple of 128;
  * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256) becomes:
  *
@@ -157,6 +158,10 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     if (!cint(dr->extent[0], &e0) || !cint(dr->extent[1], &e1) || e0 != bm || e1 != bn) return false;
     if (dr->buf->dtype != TILE_DT_F32 && dr->buf->dtype != TILE_DT_F16 && dr->buf->dtype != TILE_DT_BF16) return false;
     m->C = dr->buf;
+    /* fp8 wgmma accumulates with fewer bits than f32 even within one stage (measured on an
+     * H200: 1.8e-4 norm-wise against exact f32 sums, above the 1e-5 that f32 results are
+     * checked to): only results rounded to 16 bits, which hide that, take this lowering */
+    if (m->esize == 1 && m->C->dtype == TILE_DT_F32) return false;
     /* stages: the loop's num_stages (at least 1), as many as fit in shared memory */
     size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->esize;
     int st = m->loop->loop_kind == IR_LOOP_PIPELINED && m->loop->num_stages > 0 ? m->loop->num_stages : 2;
