@@ -179,8 +179,8 @@ def main():
     res = dict(date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), device=torch.cuda.get_device_name(), shape=[M, N, K], dtype=a.dtype,
                tile=[BM, BN, BK], stages=stages, threads=threads, smem=smem, nvrtc_s=round(ctime, 3), check=ok, max_abs_err=diff,
                tile_ms=t_tile, tile_tflops=fl / t_tile / 1e9, peer=peer_name, peer_ms=t_peer, peer_tflops=fl / t_peer / 1e9,
-               ratio=t_peer / t_tile, command=" ".join(sys.argv))
-    print(f"{a.dtype} {M}x{N}x{K} tile {BM}x{BN}x{BK} s{stages}: tile {res['tile_tflops']:.0f} TFLOP/s ({t_tile:.3f} ms), "
+               ratio=t_peer / t_tile, sm90_group=os.environ.get("TILE_SM90_GROUP", "8 (default)"), command=" ".join(sys.argv))
+    print(f"{a.dtype} {M}x{N}x{K} tile {BM}x{BN}x{BK} s{stages} group {res['sm90_group']}: tile {res['tile_tflops']:.0f} TFLOP/s ({t_tile:.3f} ms), "
           f"{peer_name} {res['peer_tflops']:.0f} TFLOP/s ({t_peer:.3f} ms), ratio {res['ratio']:.3f}")
     if a.json:
         with open(a.json, "a") as f:

@@ -13,6 +13,13 @@ timeout 240 cmake -S . -B build-rel -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/nu
 timeout 300 ninja -C build-rel -j16 tile_cli nvrtc_check >/dev/null || exit 1
 T=build-rel/bin/tile
 set +x
+if [ "$mode" = quick ]; then
+  # the GPU tests of tests/cuda/sm90.txt only, with `tile run --check`
+  grep -v '^#' tests/cuda/sm90.txt | while IFS='|' read -r name expect args; do
+    [ -n "$args" ] || continue
+    echo "== $name ($expect):"; timeout 120 $T run $args --target cuda --check --quiet; echo "rc=$?"
+  done
+fi
 if [ "$mode" = full ]; then
   # every CUDA test (examples, test programs, tests/cuda/sm90.txt) against the interpreter
   timeout 300 ninja -C build-rel -j16 >/dev/null || exit 1
@@ -28,6 +35,8 @@ B="python3 bench/cuda/gemm_quick.py --tile $T --json $out/gemm.jsonl"
 for s in 4096x4096x4096 8192x8192x8192 4096x7168x2048; do
   timeout 120 $B --dtype bfloat16 --shape $s -D block_M=128 -D block_N=256 -D block_K=64 -D threads=256 -D num_stages=4
 done
+# the grid rasterisation's effect: the same kernel with blocks in plain order
+TILE_SM90_GROUP=1 timeout 120 $B --dtype bfloat16 --shape 8192x8192x8192 -D block_M=128 -D block_N=256 -D block_K=64 -D threads=256 -D num_stages=4
 for s in 4096x4096x4096 8192x8192x8192 4096x7168x2048; do
   timeout 120 $B --dtype float8_e4m3 --shape $s -D block_M=128 -D block_N=128 -D block_K=128 -D threads=256 -D num_stages=6
 done

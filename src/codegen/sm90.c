@@ -259,14 +259,39 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     /* persistent: each block loops over tiles tl_blk, tl_blk + gridDim.x, ... (block
      * indices decoded like simt.c's preamble, x fastest) */
     tile_strbuf decode = {0};
-    tile_sb_puts(&decode, "            { int64_t tl_r = tl_tile;");
-    for (int d = 0; d < k->ngrid; d++) {
-        tile_strbuf n = {0};
-        simt_g_var(&n, k->block_vars[d]);
-        tile_sb_printf(&decode, " %s = (int32_t)(tl_r %% tl_g%d); tl_r /= tl_g%d;", n.data, d, d);
-        tile_sb_free(&n);
+    long group = tile_env_long("TILE_SM90_GROUP", 8);
+    if (group < 1) group = 1;
+    if (k->ngrid >= 2 && group > 1) {
+        /* rasterised (blocks are independent, so any order is the program's meaning): groups
+         * of `group` consecutive indices of grid dimension 1, dimension 0 swept inside a
+         * group, so the blocks running together share their A and B tiles in L2 */
+        tile_strbuf n0 = {0}, n1 = {0};
+        simt_g_var(&n0, k->block_vars[0]);
+        simt_g_var(&n1, k->block_vars[1]);
+        tile_sb_printf(&decode,
+                       "            { int64_t tl_r = tl_tile %% (tl_g0 * tl_g1), tl_z = tl_tile / (tl_g0 * tl_g1); (void)tl_z;\n"
+                       "              const int64_t tl_f = tl_r / (%ld * tl_g0) * %ld, tl_gs = tl_g1 - tl_f < %ld ? tl_g1 - tl_f : %ld, tl_in = tl_r %% (%ld * tl_g0);\n"
+                       "              %s = (int32_t)(tl_f + tl_in %% tl_gs); %s = (int32_t)(tl_in / tl_gs);",
+                       group, group, group, group, group, n1.data, n0.data);
+        if (k->ngrid == 3) {
+            tile_strbuf n2 = {0};
+            simt_g_var(&n2, k->block_vars[2]);
+            tile_sb_printf(&decode, " %s = (int32_t)tl_z;", n2.data);
+            tile_sb_free(&n2);
+        }
+        tile_sb_puts(&decode, " }\n");
+        tile_sb_free(&n0);
+        tile_sb_free(&n1);
+    } else {
+        tile_sb_puts(&decode, "            { int64_t tl_r = tl_tile;");
+        for (int d = 0; d < k->ngrid; d++) {
+            tile_strbuf n = {0};
+            simt_g_var(&n, k->block_vars[d]);
+            tile_sb_printf(&decode, " %s = (int32_t)(tl_r %% tl_g%d); tl_r /= tl_g%d;", n.data, d, d);
+            tile_sb_free(&n);
+        }
+        tile_sb_puts(&decode, " }\n");
     }
-    tile_sb_puts(&decode, " }\n");
 
     tile_sb_puts(helpers, helpers_text);
     wgmma_fn(helpers, m.dt, (int)m.BN);
