@@ -28,7 +28,13 @@
  *   - the accumulator fragment lives in registers in wgmma's accumulator layout (thread t of
  *     a warpgroup holds rows 16*(t/32) + (t%32)/4 (+8) and column pairs 8j + 2(t%4)); the
  *     fill initialises them, and the final copy stores them, clipped at the tensor bounds
- *     and converted with the usual rounding.
+ *     and converted with the usual rounding;
+ *   - fp8: each stage's products are summed by wgmma into a second register set and added
+ *     to the accumulator in f32 (wgmma's fp8 sums carry fewer bits than f32); fp8 kernels
+ *     with an f32 result keep the portable lowering, which is exact;
+ *   - the kernel is persistent (simt_launch.persistent: at most one block per
+ *     multiprocessor, each looping over tiles with the mbarrier phases running on across
+ *     tiles), tiles rasterised in groups of TILE_SM90_GROUP (8) indices of grid dim 1.
  *
  * Out-of-range parts of a TMA box read as zeros (as the tile copy's clipping does). The
  * result differs from the interpreter only by the order of f32 additions inside wgmma.
