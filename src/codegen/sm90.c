@@ -14,7 +14,7 @@
  *
  * (dt float16, bfloat16, float8_e4m3 or float8_e5m2 — fp8 only with a 16-bit result C; A
  * and B rank-2 global tensors whose
- * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes; T a multiple of 128;
+ * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes; T = 128 or 256;
  * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256) becomes:
  *
  *   - one producer warpgroup (128 extra threads; setmaxnreg.dec) whose first thread issues
@@ -146,7 +146,9 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     m->swz = (int)(bk * m->esize);
     if (m->swz != 32 && m->swz != 64 && m->swz != 128) return false;
     if (bn < 8 || bn > 256 || bn % 8) return false;
-    if (k->threads <= 0 || k->threads % 128 || k->threads > 512) return false;
+    /* one or two consumer warpgroups: with more, setmaxnreg could not give each the
+     * registers of a 64 x 256 accumulator (65536 per multiprocessor) */
+    if (k->threads <= 0 || k->threads % 128 || k->threads > 256) return false;
     m->consumers = k->threads / 128;
     if (bm % m->consumers) return false;
     int64_t rows = bm / m->consumers;
@@ -339,7 +341,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, aBytes, b1, b0);
     tile_sb_puts(o, "            }\n            }\n        }\n    } else {\n");
     /* consumers */
-    if (C >= 2) tile_sb_printf(o, "        TL_SETMAXNREG_INC(%d);\n", C >= 3 ? 160 : 232);
+    if (C >= 2) tile_sb_puts(o, "        TL_SETMAXNREG_INC(232);\n"); /* 128 x 40 + 256 x 232 <= 65536 */
     tile_sb_puts(o, "        const int tl_cw = tl_tid / 128 - 1, tl_t = tl_tid % 128;\n");
     tile_strbuf fv = {0};
     tile_sb_printf(&fv, "(float)(%s)", fillv); /* the fill converts to the fragment's f32: one rounding */
