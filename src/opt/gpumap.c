@@ -44,7 +44,10 @@ static const char *loc_file(tile_loc l) { return l.src && l.src->name ? l.src->n
 static ir_expr *ci(gm *g, int64_t v, tile_loc l) { return ir_const_int(g->m, TILE_DT_I32, v, l); }
 static ir_expr *as_i32(gm *g, ir_expr *e) { return ir_cast(g->m, TILE_DT_I32, e, e->loc); }
 static ir_expr *bin(gm *g, ir_binop op, ir_expr *a, ir_expr *b) { return ir_binary(g->m, op, as_i32(g, a), as_i32(g, b), a->loc); }
-static ir_expr *ceildiv(gm *g, ir_expr *a, int64_t c) { return bin(g, IR_B_FLOORDIV, bin(g, IR_B_ADD, a, ci(g, c - 1, a->loc)), ci(g, c, a->loc)); }
+static ir_expr *ceildiv(gm *g, ir_expr *a, int64_t c) {
+    if (c == 1) return as_i32(g, a);
+    return bin(g, IR_B_FLOORDIV, bin(g, IR_B_ADD, a, ci(g, c - 1, a->loc)), ci(g, c, a->loc));
+}
 
 static bool expr_has_var(const ir_expr *e, const ir_var *v) {
     if (!e) return false;
@@ -354,9 +357,12 @@ static ir_stmt *par_kernel(gm *g, ir_stmt *loop, const char **why) {
     ir_expr *ext = as_i32(g, loop->extent);
     ks->grid[0] = ceildiv(g, ext, rows);
     ks->block_vars[0] = ir_var_new(g->m, g->f, tile_arena_printf(&g->m->arena, "bx%d", g->ntiles), IR_VAR_BLOCK, TILE_DT_I32, l);
-    ir_expr *first = bin(g, IR_B_MUL, ir_var_ref(g->m, ks->block_vars[0], l), ci(g, rows, l));
-    loop->lo = bin(g, IR_B_ADD, loop->lo, first);
-    loop->extent = bin(g, IR_B_MIN, ci(g, rows, l), bin(g, IR_B_SUB, ext, first));
+    ir_expr *b = ir_var_ref(g->m, ks->block_vars[0], l);
+    ir_expr *first = rows == 1 ? b : bin(g, IR_B_MUL, b, ci(g, rows, l));
+    int64_t lo0;
+    loop->lo = ir_const_int_value(loop->lo, &lo0) && lo0 == 0 ? first : bin(g, IR_B_ADD, loop->lo, first);
+    /* block bx runs iterations [lo + bx*rows, lo + min((bx+1)*rows, extent)) */
+    loop->extent = rows == 1 ? ci(g, 1, l) : bin(g, IR_B_MIN, ci(g, rows, l), bin(g, IR_B_SUB, ext, first));
     loop->loop_kind = IR_LOOP_PARALLEL;
     loop->par_group_depth = nest ? 2 : 1;
     ks->body = TILE_NEW_ARRAY(&g->m->arena, ir_stmt *, 1);
