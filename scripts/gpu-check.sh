@@ -20,7 +20,8 @@
 # The summary goes to stdout, to $OUT/gpu-check.md when OUT is set, and to
 # bench/results/gpu-check-<date>.md. Environment: TILE_CUDA_DEVICE, TILE_CUDA_ARCH, JOBS,
 # GPU_CHECK_ALL, GPU_CHECK_QUICK, GPU_CHECK_BENCH_TIMEOUT (seconds, default 1500),
-# GPU_CHECK_NO_BUILD=1 (use BUILD_DIR as it is). Result files that exist already are kept:
+# GPU_CHECK_NO_BUILD=1 (use BUILD_DIR as it is), GPU_CHECK_SKIP (comma-separated steps to
+# leave out, e.g. ctest,examples: recorded as skipped). Result files that exist already are kept:
 # the new one gets a -2, -3, ... suffix.
 # Exit status 0 when every step passed.
 set -u
@@ -39,6 +40,7 @@ status=0
 fresh() { local f=$1.md n=2; while [ -e "$f" ]; do f=$1-$n.md; n=$((n + 1)); done; echo "$f"; }
 record() { summary+=("$1|$2|$3"); case $2 in ok|skipped) ;; *) status=1 ;; esac; }
 step() { echo; echo "== $1 ($(date -u +%H:%M:%S))"; }
+skip() { case ",${GPU_CHECK_SKIP:-}," in *",$1,"*) record "$1" skipped "GPU_CHECK_SKIP"; return 0 ;; esac; return 1; }
 
 print_summary() {
   local f=$1
@@ -88,7 +90,8 @@ fi
 
 # ---- ctest
 step "ctest"
-if [ -x "$tile" ]; then
+if skip ctest; then :
+elif [ -x "$tile" ]; then
   if [ "${GPU_CHECK_ALL:-0}" = 1 ]; then sel=(); what="all labels"; else sel=(-L cuda); what="label cuda"; fi
   timeout 1800 ctest --test-dir "$build" "${sel[@]}" -j "$jobs" --timeout 300 >"$logdir/ctest.log" 2>&1
   rc=$?
@@ -106,7 +109,8 @@ fi
 
 # ---- examples
 step "examples on --target cuda --check --bench"
-if [ "$have_cuda" = 1 ]; then
+if skip examples; then :
+elif [ "$have_cuda" = 1 ]; then
   nok=0; nbad=0; bad=""
   printf "%-24s %-10s %-12s %s\n" "program" "status" "max rel err" "median (device time)" >"$logdir/examples.txt"
   while IFS='|' read -r name args; do
@@ -128,7 +132,8 @@ fi
 
 # ---- bench
 step "bench/cuda/run.sh"
-if [ "$have_cuda" = 1 ]; then
+if skip bench; then :
+elif [ "$have_cuda" = 1 ]; then
   q=(); [ "${GPU_CHECK_QUICK:-0}" = 1 ] && q=(--quick)
   bout=$(fresh "$root/bench/results/cuda-$date${q:+-quick}")
   TILE=$tile timeout "${GPU_CHECK_BENCH_TIMEOUT:-1500}" "$root/bench/cuda/run.sh" "${q[@]}" --out "$bout" 2>&1 | tee "$logdir/bench.log"
@@ -167,7 +172,8 @@ sass_one() { # name want args...
   printf "%-16s %-6s %6d %6d %6d %8d  %s\n" "$name" "$want" "$h" "$q" "$m" "$l" "$verdict" >>"$logdir/sass.txt"
   [ "$verdict" = ok ]
 }
-if [ "$have_cuda" = 1 ] && command -v cuobjdump >/dev/null; then
+if skip sass; then :
+elif [ "$have_cuda" = 1 ] && command -v cuobjdump >/dev/null; then
   printf "%-16s %-6s %6s %6s %6s %8s  %s\n" kernel wants HGMMA QGMMA HMMA LDL/STL verdict >"$logdir/sass.txt"
   tiles="-D block_M=128 -D block_N=128 -D num_stages=3 -D threads=128"
   nbad=0
