@@ -4,14 +4,16 @@
  * In:  a plain-form ir_func after `autoschedule` (contractions are whole-region IR_S_GEMMs,
  *      dependence-free outer loops are PARALLEL, inner ones VECTORIZED).
  * Out: the same function where, at the top level,
- *   - a GEMM whose operands are whole matrices (start 0, extent = the buffer's dimension;
- *     leading batch dimensions of extent 1), alone or as the only statement of a parallel
- *     batch loop, becomes the tile form a programmer would write: a kernel over
+ *   - a GEMM (leading batch dimensions of extent 1), alone or as the only statement of a
+ *     parallel batch loop, becomes the tile form a programmer would write: a kernel over
  *     (N/BN, M/BM[, batch]) blocks staging BM x BK and BK x BN tiles of A and B in shared
  *     memory with T.copy inside a T.Pipelined K loop, a fragment accumulator in C's compute
  *     dtype (f32 for 16-bit and 8-bit floats), T.gemm on the tiles and one T.copy of the
- *     fragment to C. The code generator then takes its tensor-core path where the dtypes
- *     allow (bf16/f16/fp8 in, f32 accumulation) and its SIMT path otherwise. The tile sizes
+ *     fragment to C. When an operand is a part of its matrix (seed_matmul_002: B[0:K, 0:N] of
+ *     a larger B), the T.copy's become element copies in T.Parallel loops guarded by the
+ *     region's bounds (a clipped T.copy would read the rest of the buffer). The code
+ *     generator then takes its tensor-core path where the dtypes allow (bf16/f16/fp8 in,
+ *     f32 accumulation) and its SIMT path otherwise. The tile sizes
  *     come from the dtypes (table below; TILE_CUDA_GEMM_TILE=BMxBNxBKxSTAGESxTHREADS
  *     overrides them);
  *   - a PARALLEL loop (whose body has no tile op, no allocation, no break, and only scalar
@@ -21,11 +23,12 @@
  *     (one row a block when rows are long), so neighbouring threads touch neighbouring
  *     elements;
  *   - everything else stays as it is (a one-thread launch: correct, slow), with the reason
- *     logged at TILE_LOG=info.
- * Same meaning: the tiles' copies clip at the buffers' bounds exactly as the whole-region
- * GEMM does (operands are whole matrices, so out-of-range elements are the zeros the GEMM
- * adds anyway), the k order of every C element is unchanged under the interpreter, and the
- * parallel loops' iterations are independent (deps.c). `tile run --target interp+cuda` runs
+ *     logged at TILE_LOG=info. Kernels must be top-level statements, so nested top-level
+ *     sequences are spliced into one.
+ * Same meaning: the tiles hold zeros outside the GEMM's regions (T.copy clips at the
+ * buffers' bounds, which are the regions' for whole matrices; the guarded copies at the
+ * regions' bounds), so they add nothing; the k order of every C element is unchanged under
+ * the interpreter; the parallel loops' iterations are independent (deps.c). `tile run --target interp+cuda` runs
  * the result in the interpreter. See docs/tileopt.md. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,12 +162,106 @@ static ir_stmt *tile_op(gm *g, ir_stmt_kind k, int nreg, tile_loc l) {
     return s;
 }
 
+/* ---------- guarded element copies (operands that are parts of matrices) ---------- */
+static tile_dtype store_type(tile_dtype dt) { return tile_dtype_is_float(dt) && tile_dtype_bits(dt) < 32 ? TILE_DT_F32 : dt; }
+
+static ir_expr *zero_of(gm *g, tile_dtype dt, tile_loc l) {
+    return tile_dtype_is_float(dt) ? ir_const_float(g->m, dt, 0.0, l) : ir_const_int(g->m, dt, 0, l);
+}
+
+static ir_stmt *par2(gm *g, int64_t n0, int64_t n1, ir_var **iv, ir_var **jv, ir_stmt *body, tile_loc l) {
+    *iv = ir_var_new(g->m, g->f, tile_arena_printf(&g->m->arena, "ti%d", g->ntiles), IR_VAR_LOOP, TILE_DT_I32, l);
+    *jv = ir_var_new(g->m, g->f, tile_arena_printf(&g->m->arena, "tj%d", g->ntiles), IR_VAR_LOOP, TILE_DT_I32, l);
+    ir_stmt *in = ir_stmt_new(g->m, IR_S_FOR, l), *out = ir_stmt_new(g->m, IR_S_FOR, l);
+    in->var = *jv;
+    in->lo = ci(g, 0, l);
+    in->extent = ci(g, n1, l);
+    in->loop_kind = IR_LOOP_PARALLEL;
+    in->body = TILE_NEW_ARRAY(&g->m->arena, ir_stmt *, 1);
+    in->body[0] = body;
+    in->nbody = 1;
+    out->var = *iv;
+    out->lo = ci(g, 0, l);
+    out->extent = ci(g, n0, l);
+    out->loop_kind = IR_LOOP_PARALLEL;
+    out->par_group_depth = 2;
+    out->body = TILE_NEW_ARRAY(&g->m->arena, ir_stmt *, 1);
+    out->body[0] = in;
+    out->nbody = 1;
+    return out;
+}
+
+/* The index vector into region r of element (row, col) of its matrix, and the condition
+ * that (row, col) lies inside the region. */
+static ir_expr **region_index(gm *g, const ir_region *r, const ir_var *bv, ir_expr *bvr, ir_expr *row, ir_expr *col, ir_expr **inside) {
+    int rank = r->buf->rank;
+    ir_expr **idx = TILE_NEW_ARRAY(&g->m->arena, ir_expr *, rank);
+    for (int d = 0; d < rank - 2; d++) idx[d] = bv ? subst(g, r->start[d], bv, bvr) : r->start[d];
+    ir_expr *s0 = bv ? subst(g, r->start[rank - 2], bv, bvr) : r->start[rank - 2], *s1 = bv ? subst(g, r->start[rank - 1], bv, bvr) : r->start[rank - 1];
+    ir_expr *e0 = bv ? subst(g, r->extent[rank - 2], bv, bvr) : r->extent[rank - 2], *e1 = bv ? subst(g, r->extent[rank - 1], bv, bvr) : r->extent[rank - 1];
+    idx[rank - 2] = bin(g, IR_B_ADD, s0, row);
+    idx[rank - 1] = bin(g, IR_B_ADD, s1, col);
+    *inside = ir_binary(g->m, IR_B_AND, bin(g, IR_B_LT, row, e0), bin(g, IR_B_LT, col, e1), row->loc);
+    return idx;
+}
+
+/* dst (a BM x BK style tile) = the part of region src at tile origin (r0, c0); elements
+ * outside the region are 0. */
+static ir_stmt *guarded_load(gm *g, const ir_region *src, const ir_var *bv, ir_expr *bvr, ir_expr *r0, ir_expr *c0, ir_buffer *dst, tile_loc l) {
+    int64_t n0, n1;
+    ir_const_int_value(dst->shape[0], &n0);
+    ir_const_int_value(dst->shape[1], &n1);
+    ir_stmt *st = ir_stmt_new(g->m, IR_S_STORE, l);
+    ir_var *iv, *jv;
+    ir_stmt *loops = par2(g, n0, n1, &iv, &jv, st, l);
+    ir_expr *i = ir_var_ref(g->m, iv, l), *j = ir_var_ref(g->m, jv, l), *inside;
+    ir_expr **idx = region_index(g, src, bv, bvr, bin(g, IR_B_ADD, r0, i), bin(g, IR_B_ADD, c0, j), &inside);
+    tile_dtype T = store_type(dst->dtype);
+    ir_expr *v = ir_cast(g->m, T, ir_load(g->m, src->buf, idx, l), l);
+    st->buf = dst;
+    st->idx = TILE_NEW_ARRAY(&g->m->arena, ir_expr *, 2);
+    st->idx[0] = i;
+    st->idx[1] = j;
+    st->value = ir_select(g->m, inside, v, zero_of(g, T, l), l);
+    return loops;
+}
+
+/* The part of tile src (at tile origin (r0, c0)) inside region dst, stored there. */
+static ir_stmt *guarded_store(gm *g, ir_buffer *src, const ir_region *dst, const ir_var *bv, ir_expr *bvr, ir_expr *r0, ir_expr *c0, tile_loc l) {
+    int64_t n0, n1;
+    ir_const_int_value(src->shape[0], &n0);
+    ir_const_int_value(src->shape[1], &n1);
+    ir_stmt *iff = ir_stmt_new(g->m, IR_S_IF, l), *st = ir_stmt_new(g->m, IR_S_STORE, l);
+    ir_var *iv, *jv;
+    ir_stmt *loops = par2(g, n0, n1, &iv, &jv, iff, l);
+    ir_expr *i = ir_var_ref(g->m, iv, l), *j = ir_var_ref(g->m, jv, l), *inside;
+    ir_expr *sidx[2] = {i, j};
+    st->buf = dst->buf;
+    st->idx = region_index(g, dst, bv, bvr, bin(g, IR_B_ADD, r0, i), bin(g, IR_B_ADD, c0, j), &inside);
+    st->value = ir_cast(g->m, store_type(dst->buf->dtype), ir_load(g->m, src, sidx, l), l);
+    iff->cond = inside;
+    iff->body = TILE_NEW_ARRAY(&g->m->arena, ir_stmt *, 2);
+    iff->nbody = 2;
+    iff->body[0] = st;
+    iff->body[1] = NULL;
+    return loops;
+}
+
+static bool expr_has_load(const ir_expr *e) {
+    if (!e) return false;
+    if (e->kind == IR_E_LOAD) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_has_load(e->args[i])) return true;
+    return false;
+}
+
 /* The kernel computing gemm statement gs (inside the batch loop `batch`, or NULL), or NULL
  * with the reason in *why. */
 static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why) {
     tile_loc l = gs->loc;
     if (gs->nregions != 3) return *why = "malformed gemm", NULL;
     ir_region *A = &gs->regions[0], *B = &gs->regions[1], *C = &gs->regions[2];
+    bool guarded = false; /* a part of a matrix: element copies guarded by the region's bounds */
     for (int i = 0; i < 3; i++) {
         const ir_region *r = &gs->regions[i];
         if (r->buf->scope != IR_SCOPE_GLOBAL) return *why = "an operand is not a global tensor", NULL;
@@ -178,8 +275,10 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
                     return *why = "a batch index depends on more than the batch loop", NULL;
             }
         }
-        for (int d = r->buf->rank - 2; d < r->buf->rank; d++)
-            if (!whole_dim(r, d)) return *why = "an operand is a part of a matrix, not a whole one", NULL;
+        for (int d = r->buf->rank - 2; d < r->buf->rank; d++) {
+            if (!whole_dim(r, d)) guarded = true;
+            if (expr_has_load(r->start[d]) || expr_has_load(r->extent[d])) return *why = "an operand's bounds read memory", NULL;
+        }
     }
     tile_dtype cd = C->buf->dtype, acc = cd;
     if (tile_dtype_is_float(cd) && tile_dtype_bits(cd) < 32) acc = TILE_DT_F32;
@@ -221,6 +320,8 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
         fl->regions[0] = whole(g, Cf);
         fl->value = tile_dtype_is_float(acc) ? ir_const_float(g->m, acc, 0.0, l) : ir_const_int(g->m, acc, 0, l);
         body[nb++] = fl;
+    } else if (guarded) {
+        body[nb++] = guarded_load(g, C, bv, bvr, row0, col0, Cf, l);
     } else {
         ir_stmt *cp = tile_op(g, IR_S_COPY, 2, l);
         cp->regions[0] = cbox;
@@ -242,6 +343,10 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     mm->trans_b = gs->trans_b;
     mm->clear = false;
     ir_stmt *kb[3] = {ca, cb, mm};
+    if (guarded) {
+        kb[0] = gs->trans_a ? guarded_load(g, A, bv, bvr, k0, row0, As, l) : guarded_load(g, A, bv, bvr, row0, k0, As, l);
+        kb[1] = gs->trans_b ? guarded_load(g, B, bv, bvr, col0, k0, Bs, l) : guarded_load(g, B, bv, bvr, k0, col0, Bs, l);
+    }
     ir_stmt *kl = ir_stmt_new(g->m, IR_S_FOR, l);
     kl->var = kv;
     kl->lo = ci(g, 0, l);
@@ -255,14 +360,14 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     ir_stmt *co = tile_op(g, IR_S_COPY, 2, l);
     co->regions[0] = whole(g, Cf);
     co->regions[1] = cbox;
-    body[nb++] = co;
+    body[nb++] = guarded ? guarded_store(g, Cf, C, bv, bvr, row0, col0, l) : co;
     ks->body = TILE_NEW_ARRAY(&g->m->arena, ir_stmt *, 1);
     ks->body[0] = ir_seq(g->m, body, nb, l);
     ks->nbody = 1;
     (void)rb;
-    tile_log(TILE_LOG_INFO, "%s:%d: gpumap: gemm %s x %s -> %s in tile form: %dx%dx%d tiles, %d stages, %d threads, %s accumulator%s", loc_file(l),
+    tile_log(TILE_LOG_INFO, "%s:%d: gpumap: gemm %s x %s -> %s in tile form: %dx%dx%d tiles, %d stages, %d threads, %s accumulator%s%s", loc_file(l),
              l.line, A->buf->name, B->buf->name, C->buf->name, t.bm, t.bn, t.bk, t.stages, t.threads, tile_dtype_name(acc),
-             batch ? ", batch loop -> grid z" : "");
+             batch ? ", batch loop -> grid z" : "", guarded ? ", parts of matrices: element copies guarded by the regions' bounds" : "");
     return ks;
 }
 
@@ -306,19 +411,28 @@ static const char *thread_unfit(const ir_stmt *s, bool top) {
     return NULL;
 }
 
-/* Scalar locals of the loop body used anywhere outside the loop (they would have to cross
- * from a one-thread launch into the kernel). */
+/* Is v used in s outside the subtree `skip`? */
+static bool used_outside(const ir_stmt *s, const ir_var *v, const ir_stmt *skip) {
+    if (!s || s == skip) return false;
+    if (s->var == v) return true;
+    if (expr_has_var(s->lo, v) || expr_has_var(s->extent, v) || expr_has_var(s->cond, v) || expr_has_var(s->value, v)) return true;
+    if (s->buf && s->idx && expr_list_has(s->idx, s->buf->rank, v)) return true;
+    for (int i = 0; i < s->nregions; i++)
+        if (expr_list_has(s->regions[i].start, s->regions[i].buf->rank, v) || expr_list_has(s->regions[i].extent, s->regions[i].buf->rank, v)) return true;
+    for (int i = 0; i < s->ngrid; i++)
+        if (expr_has_var(s->grid[i], v)) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (used_outside(s->body[i], v, skip)) return true;
+    return false;
+}
+
+/* A scalar local of the loop body used anywhere outside the loop (it would have to cross
+ * from a one-thread launch into the kernel), or NULL. */
 static const char *shared_local(gm *g, const ir_stmt *loop) {
     for (int i = 0; i < g->f->nvars; i++) {
         const ir_var *v = g->f->vars[i];
-        if (v->kind != IR_VAR_LOCAL) continue;
-        if (!has_var_use(loop->body[0], v)) continue;
-        /* used outside the loop? count uses in the whole body minus the loop */
-        const ir_stmt *top = g->f->body;
-        for (int j = 0; top && j < (top->kind == IR_S_SEQ ? top->nbody : 1); j++) {
-            const ir_stmt *s = top->kind == IR_S_SEQ ? top->body[j] : top;
-            if (s != loop && has_var_use(s, v)) return v->name;
-        }
+        if (v->kind != IR_VAR_LOCAL || !has_var_use(loop->body[0], v)) continue;
+        if (used_outside(g->f->body, v, loop)) return v->name;
     }
     return NULL;
 }
@@ -377,6 +491,10 @@ static ir_stmt *par_kernel(gm *g, ir_stmt *loop, const char **why) {
 static ir_stmt *map_top(gm *g, ir_stmt *s) {
     const char *why = NULL;
     ir_stmt *k = NULL;
+    if (s->kind == IR_S_SEQ) { /* top-level sequences (autoschedule's asserts + gemm) */
+        for (int i = 0; i < s->nbody; i++) s->body[i] = map_top(g, s->body[i]);
+        return s;
+    }
     if (s->kind == IR_S_GEMM) k = gemm_kernel(g, s, NULL, &why);
     else if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) {
         ir_stmt *b = single(s->body[0]);
@@ -394,9 +512,30 @@ static int run_gpumap(ir_module *m, ir_func *f, tile_diags *d) {
     (void)d;
     if (f->form != IR_FORM_PLAIN || !f->body) return 0;
     gm g = {m, f, 0};
-    if (f->body->kind == IR_S_SEQ) {
-        for (int i = 0; i < f->body->nbody; i++) f->body->body[i] = map_top(&g, f->body->body[i]);
-    } else f->body = map_top(&g, f->body);
+    f->body = map_top(&g, f->body);
+    /* kernels must be top-level statements of the function (src/codegen/simt.c): splice
+     * nested sequences into the top one (their allocations then live to the end of the
+     * function, which changes nothing for the program) */
+    if (f->body->kind == IR_S_SEQ || f->body->kind == IR_S_KERNEL) {
+        int n = 0, cap = 16;
+        ir_stmt **items = tile_xmalloc(sizeof(ir_stmt *) * (size_t)cap);
+        ir_stmt *stack[64];
+        int sp = 0;
+        stack[sp++] = f->body;
+        /* depth-first, in order: push children in reverse */
+        while (sp > 0) {
+            ir_stmt *s = stack[--sp];
+            if (s && s->kind == IR_S_SEQ && sp + s->nbody <= 64) {
+                for (int i = s->nbody - 1; i >= 0; i--) stack[sp++] = s->body[i];
+                continue;
+            }
+            if (!s) continue;
+            if (n == cap) items = tile_xrealloc(items, sizeof(ir_stmt *) * (size_t)(cap *= 2));
+            items[n++] = s;
+        }
+        f->body = ir_seq(m, items, n, f->body->loc);
+        free(items);
+    }
     return 0;
 }
 
