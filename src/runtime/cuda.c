@@ -335,6 +335,8 @@ static int size_class(size_t n, size_t *cap) {
     return cls < POOL_CLASSES ? cls : -1;
 }
 
+int tile_cuda_size_class(size_t n, size_t *cap) { return size_class(n, cap); }
+
 static void pool_trim_locked(void) {
     for (int c = 0; c < POOL_CLASSES; c++) {
         while (g_pool[c]) {
