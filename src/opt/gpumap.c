@@ -96,8 +96,10 @@ static gemm_tile pick_tile(tile_dtype a, tile_dtype b) {
     gemm_tile t = {64, 64, 32, 2, 128}; /* f32: the SIMT path */
     int bits = tile_dtype_bits(a) > tile_dtype_bits(b) ? tile_dtype_bits(a) : tile_dtype_bits(b);
     bool fl = tile_dtype_is_float(a) && tile_dtype_is_float(b);
-    if (fl && bits == 16) t = (gemm_tile){128, 128, 64, 3, 128};      /* bf16 / f16: wgmma m64n128k16 x 2 */
-    else if (fl && bits == 8) t = (gemm_tile){128, 128, 128, 3, 128}; /* fp8: wgmma k32 */
+    /* the configurations of the sm_90a lowering's measurements (docs/backends-gpu.md, "Hopper"):
+     * two consumer warpgroups; they also fit the portable lowering's shared memory */
+    if (fl && bits == 16) t = (gemm_tile){128, 256, 64, 4, 256};      /* bf16 / f16 */
+    else if (fl && bits == 8) t = (gemm_tile){128, 128, 128, 6, 256}; /* fp8 */
     else if (bits >= 64) t = (gemm_tile){64, 64, 16, 2, 128};
     const char *e = tile_env("TILE_CUDA_GEMM_TILE");
     gemm_tile o;
@@ -255,6 +257,60 @@ static bool expr_has_load(const ir_expr *e) {
     return false;
 }
 
+/* Bt = B^T for a whole 2-D B (K x N) of a 16- or 8-bit float dtype: an allocation of Bt
+ * (N x K, global) and a kernel of 64 x 64 tiles through a padded shared tile (coalesced reads
+ * and writes, no bank conflicts). Appended to pre[]. */
+static ir_buffer *transpose_b(gm *g, const ir_region *B, ir_stmt **pre, int *npre, tile_loc l) {
+    enum { TT = 64 };
+    ir_buffer *b = B->buf;
+    int bytes = tile_dtype_bits(b->dtype) / 8;
+    int pad = TT;
+    while ((pad * bytes) % 4 != 0 || ((pad * bytes) / 4) % 2 == 0) pad++;
+    ir_expr *K = b->shape[0], *N = b->shape[1];
+    ir_expr **sh = TILE_NEW_ARRAY(&g->m->arena, ir_expr *, 2);
+    sh[0] = N;
+    sh[1] = K;
+    ir_buffer *bt = ir_buffer_new(g->m, g->f, tile_arena_printf(&g->m->arena, "%s_T%d", b->name, g->ntiles), b->dtype, IR_SCOPE_GLOBAL, 2, sh, IR_BUF_TEMP, l);
+    pre[(*npre)++] = alloc_of(g, bt);
+    ir_stmt *ks = ir_stmt_new(g->m, IR_S_KERNEL, l);
+    ks->ngrid = 2;
+    ks->threads = 256;
+    ks->grid[0] = ceildiv(g, K, TT);
+    ks->grid[1] = ceildiv(g, N, TT);
+    ks->block_vars[0] = ir_var_new(g->m, g->f, tile_arena_printf(&g->m->arena, "tx%d", g->ntiles), IR_VAR_BLOCK, TILE_DT_I32, l);
+    ks->block_vars[1] = ir_var_new(g->m, g->f, tile_arena_printf(&g->m->arena, "ty%d", g->ntiles), IR_VAR_BLOCK, TILE_DT_I32, l);
+    ir_expr *k0 = bin(g, IR_B_MUL, ir_var_ref(g->m, ks->block_vars[0], l), ci(g, TT, l));
+    ir_expr *n0 = bin(g, IR_B_MUL, ir_var_ref(g->m, ks->block_vars[1], l), ci(g, TT, l));
+    ir_buffer *ts = new_buf(g, "T_tile", b->dtype, IR_SCOPE_SHARED, TT, pad, l);
+    ir_stmt *cp = tile_op(g, IR_S_COPY, 2, l);
+    cp->regions[0] = box(g, B, NULL, NULL, k0, TT, n0, TT);
+    cp->regions[1] = whole(g, ts);
+    cp->regions[1].extent[1] = ci(g, TT, l);
+    /* for i, j in parallel(64, 64): if n0 + i < N and k0 + j < K: Bt[n0 + i, k0 + j] = T[j, i] */
+    ir_stmt *iff = ir_stmt_new(g->m, IR_S_IF, l), *st = ir_stmt_new(g->m, IR_S_STORE, l);
+    ir_var *iv, *jv;
+    ir_stmt *loops = par2(g, TT, TT, &iv, &jv, iff, l);
+    ir_expr *i = ir_var_ref(g->m, iv, l), *j = ir_var_ref(g->m, jv, l);
+    ir_expr *row = bin(g, IR_B_ADD, n0, i), *col = bin(g, IR_B_ADD, k0, j);
+    iff->cond = ir_binary(g->m, IR_B_AND, bin(g, IR_B_LT, row, N), bin(g, IR_B_LT, col, K), l);
+    iff->body = TILE_NEW_ARRAY(&g->m->arena, ir_stmt *, 2);
+    iff->nbody = 2;
+    iff->body[0] = st;
+    iff->body[1] = NULL;
+    ir_expr *tidx[2] = {j, i};
+    st->buf = bt;
+    st->idx = TILE_NEW_ARRAY(&g->m->arena, ir_expr *, 2);
+    st->idx[0] = row;
+    st->idx[1] = col;
+    st->value = ir_cast(g->m, store_type(b->dtype), ir_load(g->m, ts, tidx, l), l);
+    ir_stmt *kb[3] = {alloc_of(g, ts), cp, loops};
+    ks->body = TILE_NEW_ARRAY(&g->m->arena, ir_stmt *, 1);
+    ks->body[0] = ir_seq(g->m, kb, 3, l);
+    ks->nbody = 1;
+    pre[(*npre)++] = ks;
+    return bt;
+}
+
 /* The kernel computing gemm statement gs (inside the batch loop `batch`, or NULL), or NULL
  * with the reason in *why. */
 static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why) {
@@ -287,6 +343,23 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     ir_expr *M = C->extent[rc - 2], *N = C->extent[rc - 1], *K = A->extent[gs->trans_a ? ra - 2 : ra - 1];
     gemm_tile t = pick_tile(A->buf->dtype, B->buf->dtype);
     g->ntiles++;
+    /* B stored K x N with 16- or 8-bit floats: the tensor-core lowering reads B as N x K
+     * tiles (src/codegen/sm90.c), so B is transposed once into a temporary first
+     * (TILE_CUDA_GEMM_PRETRANSPOSE=0: not) */
+    ir_stmt *pre[3];
+    int npre = 0;
+    bool tb = gs->trans_b;
+    ir_region Bw = *B;
+    int bbits = tile_dtype_bits(B->buf->dtype);
+    if (!tb && !guarded && !batch && B->buf->rank == 2 && tile_dtype_is_float(B->buf->dtype) && (bbits == 16 || bbits == 8) &&
+        tile_dtype_is_float(A->buf->dtype) && tile_env_long("TILE_CUDA_GEMM_PRETRANSPOSE", 1) != 0) {
+        ir_buffer *bt = transpose_b(g, B, pre, &npre, l);
+        Bw = whole(g, bt);
+        tb = true;
+        tile_log(TILE_LOG_INFO, "%s:%d: gpumap: %s (K x N) is transposed into %s (N x K) first, for the tensor-core lowering", loc_file(l), l.line, B->buf->name,
+                 bt->name);
+    }
+    B = &Bw;
 
     ir_stmt *ks = ir_stmt_new(g->m, IR_S_KERNEL, l);
     ks->ngrid = batch ? 3 : 2;
@@ -306,7 +379,7 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     ir_expr *row0 = bin(g, IR_B_MUL, by, ci(g, t.bm, l)), *col0 = bin(g, IR_B_MUL, bx, ci(g, t.bn, l));
 
     ir_buffer *As = gs->trans_a ? new_buf(g, "A_tile", A->buf->dtype, IR_SCOPE_SHARED, t.bk, t.bm, l) : new_buf(g, "A_tile", A->buf->dtype, IR_SCOPE_SHARED, t.bm, t.bk, l);
-    ir_buffer *Bs = gs->trans_b ? new_buf(g, "B_tile", B->buf->dtype, IR_SCOPE_SHARED, t.bn, t.bk, l) : new_buf(g, "B_tile", B->buf->dtype, IR_SCOPE_SHARED, t.bk, t.bn, l);
+    ir_buffer *Bs = tb ? new_buf(g, "B_tile", B->buf->dtype, IR_SCOPE_SHARED, t.bn, t.bk, l) : new_buf(g, "B_tile", B->buf->dtype, IR_SCOPE_SHARED, t.bk, t.bn, l);
     ir_buffer *Cf = new_buf(g, "C_acc", acc, IR_SCOPE_FRAGMENT, t.bm, t.bn, l);
 
     ir_stmt *body[6];
@@ -334,18 +407,18 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     ir_stmt *ca = tile_op(g, IR_S_COPY, 2, l), *cb = tile_op(g, IR_S_COPY, 2, l), *mm = tile_op(g, IR_S_GEMM, 3, l);
     ca->regions[0] = gs->trans_a ? box(g, A, bv, bvr, k0, t.bk, row0, t.bm) : box(g, A, bv, bvr, row0, t.bm, k0, t.bk);
     ca->regions[1] = whole(g, As);
-    cb->regions[0] = gs->trans_b ? box(g, B, bv, bvr, col0, t.bn, k0, t.bk) : box(g, B, bv, bvr, k0, t.bk, col0, t.bn);
+    cb->regions[0] = tb ? box(g, B, bv, bvr, col0, t.bn, k0, t.bk) : box(g, B, bv, bvr, k0, t.bk, col0, t.bn);
     cb->regions[1] = whole(g, Bs);
     mm->regions[0] = whole(g, As);
     mm->regions[1] = whole(g, Bs);
     mm->regions[2] = whole(g, Cf);
     mm->trans_a = gs->trans_a;
-    mm->trans_b = gs->trans_b;
+    mm->trans_b = tb;
     mm->clear = false;
     ir_stmt *kb[3] = {ca, cb, mm};
     if (guarded) {
         kb[0] = gs->trans_a ? guarded_load(g, A, bv, bvr, k0, row0, As, l) : guarded_load(g, A, bv, bvr, row0, k0, As, l);
-        kb[1] = gs->trans_b ? guarded_load(g, B, bv, bvr, col0, k0, Bs, l) : guarded_load(g, B, bv, bvr, k0, col0, Bs, l);
+        kb[1] = tb ? guarded_load(g, B, bv, bvr, col0, k0, Bs, l) : guarded_load(g, B, bv, bvr, k0, col0, Bs, l);
     }
     ir_stmt *kl = ir_stmt_new(g->m, IR_S_FOR, l);
     kl->var = kv;
@@ -365,6 +438,10 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     ks->body[0] = ir_seq(g->m, body, nb, l);
     ks->nbody = 1;
     (void)rb;
+    if (npre) {
+        pre[npre++] = ks;
+        ks = ir_seq(g->m, pre, npre, l);
+    }
     tile_log(TILE_LOG_INFO, "%s:%d: gpumap: gemm %s x %s -> %s in tile form: %dx%dx%d tiles, %d stages, %d threads, %s accumulator%s%s", loc_file(l),
              l.line, A->buf->name, B->buf->name, C->buf->name, t.bm, t.bn, t.bk, t.stages, t.threads, tile_dtype_name(acc),
              batch ? ", batch loop -> grid z" : "", guarded ? ", parts of matrices: element copies guarded by the regions' bounds" : "");
