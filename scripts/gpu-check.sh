@@ -175,11 +175,13 @@ sass_one() { # name want args...
 if skip sass; then :
 elif [ "$have_cuda" = 1 ] && command -v cuobjdump >/dev/null; then
   printf "%-16s %-6s %6s %6s %6s %8s  %s\n" kernel wants HGMMA QGMMA HMMA LDL/STL verdict >"$logdir/sass.txt"
-  tiles="-D block_M=128 -D block_N=128 -D num_stages=3 -D threads=128"
+  # the configurations bench/cuda/bench.py times (the sm_90a lowering's)
   nbad=0
-  sass_one gemm_bf16 HGMMA examples/gemm.tl -D M=256 -D N=256 -D K=256 -D dtype=bfloat16 -D out_dtype=bfloat16 $tiles -D block_K=64 || nbad=$((nbad + 1))
-  sass_one gemm_fp8 QGMMA examples/gemm_fp8.tl -D M=256 -D N=256 -D K=256 -D out_dtype=bfloat16 $tiles -D block_K=128 || nbad=$((nbad + 1))
-  sass_one plain_mm_bf16 HGMMA tests/cuda/data/plain_matmul_bf16.tl -D M=256 -D N=256 -D K=256 || nbad=$((nbad + 1))
+  sass_one gemm_bf16 HGMMA examples/gemm.tl -D M=512 -D N=512 -D K=512 -D dtype=bfloat16 -D out_dtype=bfloat16 -D trans_B=True \
+    -D block_M=128 -D block_N=256 -D block_K=64 -D num_stages=4 -D threads=256 || nbad=$((nbad + 1))
+  sass_one gemm_fp8 QGMMA examples/gemm_fp8.tl -D M=512 -D N=512 -D K=512 -D out_dtype=bfloat16 \
+    -D block_M=128 -D block_N=128 -D block_K=128 -D num_stages=6 -D threads=256 || nbad=$((nbad + 1))
+  sass_one plain_mm_bf16 HGMMA tests/cuda/data/plain_matmul_bf16.tl -D M=512 -D N=512 -D K=512 || nbad=$((nbad + 1))
   cat "$logdir/sass.txt"
   if [ $nbad -eq 0 ]; then record sass ok "GEMM kernels use HGMMA/QGMMA, no LDL/STL"; else record sass FAILED "$nbad of 3 GEMM kernels lack wgmma or spill (table below)"; fi
 else record sass skipped "no cuda target or no cuobjdump"
