@@ -72,7 +72,10 @@ static int rank_stop(int rank, int size, const char *addr) {
     double dt = tlt_now() - t0;
     char want[32];
     snprintf(want, sizeof want, "rank %d", size - 1);
-    int ok = st == TLINK_ERR_PEER_FAILED && strstr(tlink_last_error(c), want) && dt < 4.0;
+    /* Detected by the heartbeats (the error says so), not by the 30 s deadline: the
+     * mechanism is checked, the time is only reported (no timed assertions in tests). */
+    int ok = st == TLINK_ERR_PEER_FAILED && strstr(tlink_last_error(c), want) &&
+             strstr(tlink_last_error(c), "heartbeat") && dt < 30.0;
     fprintf(stderr, "scenario %d rank %d: pending iallreduce -> %s after %.2f s: %s -> %s\n", scenario, rank,
             tlink_error_string(st), dt, tlink_last_error(c), ok ? "ok" : "WRONG");
     /* later calls fail fast too */
