@@ -17,6 +17,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 struct tlink_compress {
     tlink_comm *comm;
@@ -27,8 +30,7 @@ struct tlink_compress {
     size_t pad;            /* encoded bytes of the largest block: every block travels padded */
     float *e1;             /* [count] residual of the first compression (this rank's input) */
     float *e2;             /* [my block] residual of the second (the reduced block I own) */
-    float *acc;            /* [my block] sum of the decoded blocks */
-    float *tmp;            /* [chunk] input + residual of the chunk being encoded */
+    float *tmp, *tmp2;     /* [chunk] scratch: the chunk being encoded, its decoded value */
     uint8_t *sbuf, *rbuf;  /* [n * pad] */
     tlink_compress_stats stats;
 };
@@ -78,18 +80,65 @@ size_t tlink_compress_encoded_bytes(tlink_compress_method m, size_t count, size_
 
 static float e4m3_lut[256];
 static pthread_once_t lut_once = PTHREAD_ONCE_INIT;
+static float sign_lut[256][8];
 static void lut_init(void) {
-    for (int i = 0; i < 256; i++) e4m3_lut[i] = tlink_fp8_e4m3_to_f32((uint8_t)i);
+    for (int i = 0; i < 256; i++) {
+        e4m3_lut[i] = tlink_fp8_e4m3_to_f32((uint8_t)i);
+        for (int j = 0; j < 8; j++) sign_lut[i][j] = (i >> j) & 1 ? 1.0f : -1.0f;
+    }
 }
 
+/* max |x| and sum |x| with 8 independent lanes (vectorisable without reassociation) */
 static float max_abs(const float *x, size_t k) {
-    float m = 0;
-    for (size_t i = 0; i < k; i++) {
-        float a = fabsf(x[i]);
-        m = a > m ? a : m;
-    }
-    return m;
+    float m[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (int j = 0; j < 8; j++) {
+            float a = fabsf(x[i + j]);
+            m[j] = a > m[j] ? a : m[j];
+        }
+    for (; i < k; i++) m[0] = fabsf(x[i]) > m[0] ? fabsf(x[i]) : m[0];
+    float r = 0;
+    for (int j = 0; j < 8; j++) r = m[j] > r ? m[j] : r;
+    return r;
 }
+static float sum_abs(const float *x, size_t k) {
+    float s[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (int j = 0; j < 8; j++) s[j] += fabsf(x[i + j]);
+    for (; i < k; i++) s[0] += fabsf(x[i]);
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* round to nearest, ties to even, for |v| < 2^22 (the quantisers' range), vectorisable */
+static inline float rne(float v) {
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+    return (v + magic) - magic;
+}
+
+static inline float clampf(float v, float lim) { return v < -lim ? -lim : v > lim ? lim : v; }
+
+/* f32 -> fp8 e4m3 for |v| <= 448 (the encoder scales into that range), round to nearest
+ * even: the same bits as tlink_f32_to_fp8_e4m3 there (checked by tests/link/test_compress.c),
+ * without its general-case branches */
+static inline uint8_t e4m3_fast(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    uint32_t sign = (u >> 24) & 0x80, a = u & 0x7FFFFFFFu;
+    float f;
+    memcpy(&f, &a, 4);
+    uint32_t code;
+    if (f < 0x1p-6f) {                 /* subnormal: k * 2^-9, k = 0..8 (8 is the smallest normal) */
+        code = (uint32_t)rne(f * 512.0f);
+    } else {
+        a += 0x7FFFFu + ((a >> 20) & 1u);  /* round the mantissa to 3 bits */
+        code = (((a >> 23) - 120u) << 3) | ((a >> 20) & 7u);
+        if (code > 0x7E) code = 0x7E;   /* 448 */
+    }
+    return (uint8_t)(sign | code);
+}
+
 
 /* encode one chunk of k values x into out; returns bytes written */
 static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t k, uint8_t *restrict out) {
@@ -101,18 +150,18 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
     float scale;
     switch (m) {
     case TLINK_COMPRESS_SIGN1: {
-        double s = 0;
-        for (size_t i = 0; i < k; i++) s += fabsf(x[i]);
-        scale = (float)(s / (double)k);
+        scale = sum_abs(x, k) / (float)k;
+        /* bit j = 1 when the sign bit of x is clear (+0 and positive values) */
         size_t i = 0;
+#ifdef __SSE2__
         for (; i + 8 <= k; i += 8) {
-            unsigned b = 0;
-            for (int j = 0; j < 8; j++) b |= (unsigned)(x[i + j] >= 0.0f) << j;
-            *p++ = (uint8_t)b;
+            int lo = _mm_movemask_ps(_mm_loadu_ps(x + i)), hi = _mm_movemask_ps(_mm_loadu_ps(x + i + 4));
+            *p++ = (uint8_t)~(lo | hi << 4);
         }
-        if (i < k) {
+#endif
+        for (; i < k; i += 8) {
             unsigned b = 0;
-            for (int j = 0; i + (size_t)j < k; j++) b |= (unsigned)(x[i + j] >= 0.0f) << j;
+            for (int j = 0; j < 8 && i + (size_t)j < k; j++) b |= (unsigned)!signbit(x[i + j]) << j;
             *p++ = (uint8_t)b;
         }
         break;
@@ -123,27 +172,19 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
         float inv = mx > 0 ? 7.0f / mx : 0.0f;
         size_t i = 0;
         for (; i + 2 <= k; i += 2) {
-            int a = (int)lrintf(x[i] * inv), b = (int)lrintf(x[i + 1] * inv);
-            a = a < -7 ? -7 : a > 7 ? 7 : a;
-            b = b < -7 ? -7 : b > 7 ? 7 : b;
-            *p++ = (uint8_t)((a + 8) | ((b + 8) << 4));
+            int a = (int)rne(clampf(x[i] * inv, 7.0f));
+            int b = (int)rne(clampf(x[i + 1] * inv, 7.0f));
+            p[i / 2] = (uint8_t)((a + 8) | ((b + 8) << 4));
         }
-        if (i < k) {
-            int a = (int)lrintf(x[i] * inv);
-            a = a < -7 ? -7 : a > 7 ? 7 : a;
-            *p++ = (uint8_t)(a + 8);
-        }
+        p += i / 2;
+        if (i < k) *p++ = (uint8_t)((int)rne(clampf(x[i] * inv, 7.0f)) + 8);
         break;
     }
     case TLINK_COMPRESS_INT8: {
         float mx = max_abs(x, k);
         scale = mx / 127.0f;
         float inv = mx > 0 ? 127.0f / mx : 0.0f;
-        for (size_t i = 0; i < k; i++) {
-            int a = (int)lrintf(x[i] * inv);
-            a = a < -127 ? -127 : a > 127 ? 127 : a;
-            p[i] = (uint8_t)(int8_t)a;
-        }
+        for (size_t i = 0; i < k; i++) p[i] = (uint8_t)(int8_t)(int)rne(clampf(x[i] * inv, 127.0f));
         p += k;
         break;
     }
@@ -151,11 +192,7 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
         float mx = max_abs(x, k);
         scale = mx / 448.0f;
         float inv = mx > 0 ? 448.0f / mx : 0.0f;
-        for (size_t i = 0; i < k; i++) {
-            float v = x[i] * inv;
-            v = v > 448.0f ? 448.0f : v < -448.0f ? -448.0f : v;
-            p[i] = tlink_f32_to_fp8_e4m3(v);
-        }
+        for (size_t i = 0; i < k; i++) p[i] = e4m3_fast(clampf(x[i] * inv, 448.0f));
         p += k;
         break;
     }
@@ -165,15 +202,23 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
 }
 
 /* decode one chunk; add != 0 accumulates into y instead of storing */
+#define DEC_LOOP(EXPR)                                              \
+    do {                                                            \
+        if (add)                                                    \
+            for (size_t i = 0; i < k; i++) y[i] += (EXPR) * scale;  \
+        else                                                        \
+            for (size_t i = 0; i < k; i++) y[i] = (EXPR) * scale;   \
+    } while (0)
+
 static size_t dec_chunk(tlink_compress_method m, const uint8_t *restrict in, size_t k, float *restrict y, int add) {
     if (m == TLINK_COMPRESS_NONE) {
         if (!add) {
             memcpy(y, in, 4 * k);
         } else {
+            float tmp;
             for (size_t i = 0; i < k; i++) {
-                float v;
-                memcpy(&v, in + 4 * i, 4);
-                y[i] += v;
+                memcpy(&tmp, in + 4 * i, 4);
+                y[i] += tmp;
             }
         }
         return 4 * k;
@@ -182,38 +227,38 @@ static size_t dec_chunk(tlink_compress_method m, const uint8_t *restrict in, siz
     memcpy(&scale, in, 4);
     const uint8_t *p = in + 4;
     switch (m) {
-    case TLINK_COMPRESS_SIGN1:
-        for (size_t i = 0; i < k; i++) {
+    case TLINK_COMPRESS_SIGN1: {
+        size_t i = 0;
+        for (; i + 8 <= k; i += 8) {
+            const float *l = sign_lut[p[i >> 3]];
+            if (add)
+                for (int j = 0; j < 8; j++) y[i + j] += l[j] * scale;
+            else
+                for (int j = 0; j < 8; j++) y[i + j] = l[j] * scale;
+        }
+        for (; i < k; i++) {
             float v = (p[i >> 3] >> (i & 7)) & 1 ? scale : -scale;
             y[i] = add ? y[i] + v : v;
         }
         p += (k + 7) / 8;
         break;
+    }
     case TLINK_COMPRESS_INT4:
-        for (size_t i = 0; i < k; i++) {
-            int q = ((p[i >> 1] >> ((i & 1) * 4)) & 15) - 8;
-            float v = (float)q * scale;
-            y[i] = add ? y[i] + v : v;
-        }
+        DEC_LOOP((float)(((p[i >> 1] >> ((i & 1) * 4)) & 15) - 8));
         p += (k + 1) / 2;
         break;
     case TLINK_COMPRESS_INT8:
-        for (size_t i = 0; i < k; i++) {
-            float v = (float)(int8_t)p[i] * scale;
-            y[i] = add ? y[i] + v : v;
-        }
+        DEC_LOOP((float)(int8_t)p[i]);
         p += k;
         break;
     default:
-        for (size_t i = 0; i < k; i++) {
-            float v = e4m3_lut[p[i]] * scale;
-            y[i] = add ? y[i] + v : v;
-        }
+        DEC_LOOP(e4m3_lut[p[i]]);
         p += k;
         break;
     }
     return (size_t)(p - in);
 }
+#undef DEC_LOOP
 
 /* encode count values (x + e when e != NULL, then e = that - decoded) chunk by chunk */
 static size_t enc_ef(tlink_compress_method m, const float *x, float *e, size_t count, size_t chunk, float *tmp,
@@ -281,8 +326,8 @@ void tlink_compress_destroy(tlink_compress *cs) {
     free(cs->boff);
     free(cs->e1);
     free(cs->e2);
-    free(cs->acc);
     free(cs->tmp);
+    free(cs->tmp2);
     free(cs->sbuf);
     free(cs->rbuf);
     free(cs);
@@ -340,11 +385,11 @@ tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, si
     size_t mine = cs->boff ? cs->boff[cs->me + 1] - cs->boff[cs->me] : 0;
     cs->e1 = calloc(count ? count : 1, sizeof(float));
     cs->e2 = calloc(mine ? mine : 1, sizeof(float));
-    cs->acc = calloc(mine ? mine : 1, sizeof(float));
     cs->tmp = calloc(chunk, sizeof(float));
+    cs->tmp2 = calloc(chunk, sizeof(float));
     cs->sbuf = malloc(cs->pad * (size_t)n + 1);
     cs->rbuf = malloc(cs->pad * (size_t)n + 1);
-    if (!cs->boff || !cs->e1 || !cs->e2 || !cs->acc || !cs->tmp || !cs->sbuf || !cs->rbuf) {
+    if (!cs->boff || !cs->e1 || !cs->e2 || !cs->tmp || !cs->tmp2 || !cs->sbuf || !cs->rbuf) {
         tlink_compress_destroy(cs);
         return tl_err(comm, TLINK_ERR_NO_MEMORY, "compress_create: out of memory (%zu elements)", count);
     }
@@ -417,17 +462,29 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
     } else if (pad) {
         memcpy(cs->rbuf, cs->sbuf, pad);
     }
-    size_t mo = cs->boff[me], mn = cs->boff[me + 1] - mo;
-    if (mn) {
-        dec_all(m, cs->rbuf, mn, chunk, cs->acc, 0);
-        for (int i = 1; i < n; i++) dec_all(m, cs->rbuf + (size_t)i * pad, mn, chunk, cs->acc, 1);
+    /* phase 2, chunk by chunk: sum the decoded versions of my block's chunk, (avg: divide),
+     * add its residual, compress into my slot of the all-gather buffer, keep the residual */
+    size_t mn = cs->boff[me + 1] - cs->boff[me];
+    uint8_t *g = cs->sbuf, *mine = g + (size_t)me * pad;
+    float *tmp = cs->tmp, *dq = cs->tmp2;
+    size_t o = 0;
+    for (size_t c0 = 0; c0 < mn; c0 += chunk) {
+        size_t k = TL_MIN(chunk, mn - c0);
+        size_t b = dec_chunk(m, cs->rbuf + o, k, tmp, 0);
+        for (int i = 1; i < n; i++) dec_chunk(m, cs->rbuf + (size_t)i * pad + o, k, tmp, 1);
         if (op == TLINK_AVG)
-            for (size_t i = 0; i < mn; i++) cs->acc[i] /= (float)n;
+            for (size_t i = 0; i < k; i++) tmp[i] /= (float)n;
+        if (e2 && m != TLINK_COMPRESS_NONE) {
+            float *ec = e2 + c0;
+            for (size_t i = 0; i < k; i++) tmp[i] += ec[i];
+            enc_chunk(m, tmp, k, mine + o);
+            dec_chunk(m, mine + o, k, dq, 0);
+            for (size_t i = 0; i < k; i++) ec[i] = tmp[i] - dq[i];
+        } else {
+            enc_chunk(m, tmp, k, mine + o);
+        }
+        o += b;
     }
-
-    /* phase 2: compress my reduced block (+ its residual), all-gather, decode everything */
-    uint8_t *g = cs->sbuf;
-    enc_ef(m, cs->acc, e2, mn, chunk, cs->tmp, g + (size_t)me * pad);
     if (n > 1 && pad) {
         double t = tl_now();
         st = tlink_allgather(c, g + (size_t)me * pad, g, pad, TLINK_U8);
