@@ -30,7 +30,7 @@ struct tlink_compress {
     size_t pad;            /* encoded bytes of the largest block: every block travels padded */
     float *e1;             /* [count] residual of the first compression (this rank's input) */
     float *e2;             /* [my block] residual of the second (the reduced block I own) */
-    float *tmp, *tmp2;     /* [chunk] scratch: the chunk being encoded, its decoded value */
+    float *tmp;            /* [chunk] scratch: the chunk being encoded */
     uint8_t *sbuf, *rbuf;  /* [n * pad] */
     tlink_compress_stats stats;
 };
@@ -117,7 +117,8 @@ static inline float rne(float v) {
     return (v + magic) - magic;
 }
 
-static inline float clampf(float v, float lim) { return v < -lim ? -lim : v > lim ? lim : v; }
+/* NaN -> -lim like the SSE path (_mm_max_ps returns its second operand for NaN) */
+static inline float clampf(float v, float lim) { return !(v >= -lim) ? -lim : v > lim ? lim : v; }
 
 /* f32 -> fp8 e4m3 for |v| <= 448 (the encoder scales into that range), round to nearest
  * even: the same bits as tlink_f32_to_fp8_e4m3 there (checked by tests/link/test_compress.c),
@@ -128,17 +129,51 @@ static inline uint8_t e4m3_fast(float v) {
     uint32_t sign = (u >> 24) & 0x80, a = u & 0x7FFFFFFFu;
     float f;
     memcpy(&f, &a, 4);
-    uint32_t code;
-    if (f < 0x1p-6f) {                 /* subnormal: k * 2^-9, k = 0..8 (8 is the smallest normal) */
-        code = (uint32_t)rne(f * 512.0f);
-    } else {
-        a += 0x7FFFFu + ((a >> 20) & 1u);  /* round the mantissa to 3 bits */
-        code = (((a >> 23) - 120u) << 3) | ((a >> 20) & 7u);
-        if (code > 0x7E) code = 0x7E;   /* 448 */
-    }
-    return (uint8_t)(sign | code);
+    /* both candidates, then a select (no data-dependent branch) */
+    uint32_t sub = (uint32_t)rne(f * 512.0f); /* subnormal: k * 2^-9, k = 0..8 (8 is the smallest normal) */
+    uint32_t r = a + 0x7FFFFu + ((a >> 20) & 1u); /* normal: round the mantissa to 3 bits */
+    uint32_t norm = (((r >> 23) - 120u) << 3) | ((r >> 20) & 7u);
+    norm = norm > 0x7Eu ? 0x7Eu : norm; /* 448 */
+    return (uint8_t)(sign | (f < 0x1p-6f ? sub : norm));
 }
 
+#ifdef __SSE2__
+/* 16 values x * inv, clamped to +-lim (NaN -> -lim), rounded to nearest even (the default
+ * MXCSR mode, as rne()), as 16 signed bytes */
+static inline __m128i quant16(const float *x, float inv, float lim) {
+    __m128 vi = _mm_set1_ps(inv), lo = _mm_set1_ps(-lim), hi = _mm_set1_ps(lim);
+    __m128i q[4];
+    for (int j = 0; j < 4; j++) {
+        __m128 v = _mm_mul_ps(_mm_loadu_ps(x + 4 * j), vi);
+        v = _mm_min_ps(_mm_max_ps(v, lo), hi);
+        q[j] = _mm_cvtps_epi32(v);
+    }
+    return _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
+}
+
+/* 16 values x * inv, clamped to +-448 (NaN -> -448), as fp8 e4m3 bytes: e4m3_fast on 4 lanes */
+static inline __m128i fp8_16(const float *x, float inv) {
+    __m128 vi = _mm_set1_ps(inv), lo = _mm_set1_ps(-448.0f), hi = _mm_set1_ps(448.0f);
+    __m128i q[4];
+    for (int j = 0; j < 4; j++) {
+        __m128 v = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_loadu_ps(x + 4 * j), vi), lo), hi);
+        __m128i u = _mm_castps_si128(v);
+        __m128i sign = _mm_and_si128(_mm_srli_epi32(u, 24), _mm_set1_epi32(0x80));
+        __m128i a = _mm_and_si128(u, _mm_set1_epi32(0x7FFFFFFF));
+        __m128 f = _mm_castsi128_ps(a);
+        __m128i sub = _mm_cvtps_epi32(_mm_mul_ps(f, _mm_set1_ps(512.0f)));
+        __m128i r = _mm_add_epi32(a, _mm_add_epi32(_mm_set1_epi32(0x7FFFF),
+                                                   _mm_and_si128(_mm_srli_epi32(a, 20), _mm_set1_epi32(1))));
+        /* |v| <= 448: the rounded exponent is at most 15 and 448 stays 448, so no clamp here */
+        __m128i norm = _mm_or_si128(_mm_slli_epi32(_mm_sub_epi32(_mm_srli_epi32(r, 23), _mm_set1_epi32(120)), 3),
+                                    _mm_and_si128(_mm_srli_epi32(r, 20), _mm_set1_epi32(7)));
+        __m128i m = _mm_castps_si128(_mm_cmplt_ps(f, _mm_set1_ps(0x1p-6f)));
+        __m128i code = _mm_or_si128(_mm_and_si128(m, sub), _mm_andnot_si128(m, norm));
+        q[j] = _mm_or_si128(_mm_and_si128(code, _mm_set1_epi32(0x7F)), sign);
+    }
+    return _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
+}
+#endif
 
 /* encode one chunk of k values x into out; returns bytes written */
 static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t k, uint8_t *restrict out) {
@@ -171,6 +206,16 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
         scale = mx / 7.0f;
         float inv = mx > 0 ? 7.0f / mx : 0.0f;
         size_t i = 0;
+#ifdef __SSE2__
+        for (; i + 16 <= k; i += 16) { /* 16 values -> 8 bytes */
+            __m128i b = quant16(x + i, inv, 7.0f);          /* 16 x int8 in -7..7 */
+            b = _mm_add_epi8(b, _mm_set1_epi8(8));         /* 1..15 */
+            __m128i lo = _mm_and_si128(b, _mm_set1_epi16(0x000F));
+            __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi16(0x00F0));
+            __m128i packed = _mm_packus_epi16(_mm_or_si128(lo, hi), _mm_setzero_si128());
+            _mm_storel_epi64((__m128i *)(void *)(p + i / 2), packed);
+        }
+#endif
         for (; i + 2 <= k; i += 2) {
             int a = (int)rne(clampf(x[i] * inv, 7.0f));
             int b = (int)rne(clampf(x[i + 1] * inv, 7.0f));
@@ -184,7 +229,11 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
         float mx = max_abs(x, k);
         scale = mx / 127.0f;
         float inv = mx > 0 ? 127.0f / mx : 0.0f;
-        for (size_t i = 0; i < k; i++) p[i] = (uint8_t)(int8_t)(int)rne(clampf(x[i] * inv, 127.0f));
+        size_t i = 0;
+#ifdef __SSE2__
+        for (; i + 16 <= k; i += 16) _mm_storeu_si128((__m128i *)(void *)(p + i), quant16(x + i, inv, 127.0f));
+#endif
+        for (; i < k; i++) p[i] = (uint8_t)(int8_t)(int)rne(clampf(x[i] * inv, 127.0f));
         p += k;
         break;
     }
@@ -192,7 +241,11 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
         float mx = max_abs(x, k);
         scale = mx / 448.0f;
         float inv = mx > 0 ? 448.0f / mx : 0.0f;
-        for (size_t i = 0; i < k; i++) p[i] = e4m3_fast(clampf(x[i] * inv, 448.0f));
+        size_t i = 0;
+#ifdef __SSE2__
+        for (; i + 16 <= k; i += 16) _mm_storeu_si128((__m128i *)(void *)(p + i), fp8_16(x + i, inv));
+#endif
+        for (; i < k; i++) p[i] = e4m3_fast(clampf(x[i] * inv, 448.0f));
         p += k;
         break;
     }
@@ -243,10 +296,25 @@ static size_t dec_chunk(tlink_compress_method m, const uint8_t *restrict in, siz
         p += (k + 7) / 8;
         break;
     }
-    case TLINK_COMPRESS_INT4:
-        DEC_LOOP((float)(((p[i >> 1] >> ((i & 1) * 4)) & 15) - 8));
+    case TLINK_COMPRESS_INT4: {
+        size_t h = k / 2;
+        if (add)
+            for (size_t i = 0; i < h; i++) {
+                y[2 * i] += (float)((p[i] & 15) - 8) * scale;
+                y[2 * i + 1] += (float)((p[i] >> 4) - 8) * scale;
+            }
+        else
+            for (size_t i = 0; i < h; i++) {
+                y[2 * i] = (float)((p[i] & 15) - 8) * scale;
+                y[2 * i + 1] = (float)((p[i] >> 4) - 8) * scale;
+            }
+        if (k & 1) {
+            float v = (float)((p[h] & 15) - 8) * scale;
+            y[k - 1] = add ? y[k - 1] + v : v;
+        }
         p += (k + 1) / 2;
         break;
+    }
     case TLINK_COMPRESS_INT8:
         DEC_LOOP((float)(int8_t)p[i]);
         p += k;
@@ -259,6 +327,36 @@ static size_t dec_chunk(tlink_compress_method m, const uint8_t *restrict in, siz
     return (size_t)(p - in);
 }
 #undef DEC_LOOP
+
+/* e = t - decode(enc) for one chunk, fused (the same arithmetic as dec_chunk, so the
+ * residual is exactly what the receivers lose) */
+static void resid_chunk(tlink_compress_method m, const float *restrict t, const uint8_t *restrict enc, size_t k,
+                        float *restrict e) {
+    float scale;
+    memcpy(&scale, enc, 4);
+    const uint8_t *p = enc + 4;
+    switch (m) {
+    case TLINK_COMPRESS_SIGN1:
+        for (size_t i = 0; i < k; i++) e[i] = t[i] - copysignf(1.0f, t[i]) * scale;
+        break;
+    case TLINK_COMPRESS_INT4:
+        for (size_t i = 0; i < k / 2; i++) {
+            e[2 * i] = t[2 * i] - (float)((p[i] & 15) - 8) * scale;
+            e[2 * i + 1] = t[2 * i + 1] - (float)((p[i] >> 4) - 8) * scale;
+        }
+        if (k & 1) e[k - 1] = t[k - 1] - (float)((p[k / 2] & 15) - 8) * scale;
+        break;
+    case TLINK_COMPRESS_INT8:
+        for (size_t i = 0; i < k; i++) e[i] = t[i] - (float)(int8_t)p[i] * scale;
+        break;
+    case TLINK_COMPRESS_FP8:
+        for (size_t i = 0; i < k; i++) e[i] = t[i] - e4m3_lut[p[i]] * scale;
+        break;
+    default:
+        for (size_t i = 0; i < k; i++) e[i] = 0;
+        break;
+    }
+}
 
 /* encode count values (x + e when e != NULL, then e = that - decoded) chunk by chunk */
 static size_t enc_ef(tlink_compress_method m, const float *x, float *e, size_t count, size_t chunk, float *tmp,
@@ -273,8 +371,7 @@ static size_t enc_ef(tlink_compress_method m, const float *x, float *e, size_t c
         float *ec = e + c0;
         for (size_t i = 0; i < k; i++) tmp[i] = x[c0 + i] + ec[i];
         size_t b = enc_chunk(m, tmp, k, out + o);
-        dec_chunk(m, out + o, k, ec, 0);
-        for (size_t i = 0; i < k; i++) ec[i] = tmp[i] - ec[i];
+        resid_chunk(m, tmp, out + o, k, ec);
         o += b;
     }
     return o;
@@ -327,7 +424,6 @@ void tlink_compress_destroy(tlink_compress *cs) {
     free(cs->e1);
     free(cs->e2);
     free(cs->tmp);
-    free(cs->tmp2);
     free(cs->sbuf);
     free(cs->rbuf);
     free(cs);
@@ -386,10 +482,9 @@ tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, si
     cs->e1 = calloc(count ? count : 1, sizeof(float));
     cs->e2 = calloc(mine ? mine : 1, sizeof(float));
     cs->tmp = calloc(chunk, sizeof(float));
-    cs->tmp2 = calloc(chunk, sizeof(float));
     cs->sbuf = malloc(cs->pad * (size_t)n + 1);
     cs->rbuf = malloc(cs->pad * (size_t)n + 1);
-    if (!cs->boff || !cs->e1 || !cs->e2 || !cs->tmp || !cs->tmp2 || !cs->sbuf || !cs->rbuf) {
+    if (!cs->boff || !cs->e1 || !cs->e2 || !cs->tmp || !cs->sbuf || !cs->rbuf) {
         tlink_compress_destroy(cs);
         return tl_err(comm, TLINK_ERR_NO_MEMORY, "compress_create: out of memory (%zu elements)", count);
     }
@@ -466,7 +561,7 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
      * add its residual, compress into my slot of the all-gather buffer, keep the residual */
     size_t mn = cs->boff[me + 1] - cs->boff[me];
     uint8_t *g = cs->sbuf, *mine = g + (size_t)me * pad;
-    float *tmp = cs->tmp, *dq = cs->tmp2;
+    float *tmp = cs->tmp;
     size_t o = 0;
     for (size_t c0 = 0; c0 < mn; c0 += chunk) {
         size_t k = TL_MIN(chunk, mn - c0);
@@ -478,8 +573,7 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
             float *ec = e2 + c0;
             for (size_t i = 0; i < k; i++) tmp[i] += ec[i];
             enc_chunk(m, tmp, k, mine + o);
-            dec_chunk(m, mine + o, k, dq, 0);
-            for (size_t i = 0; i < k; i++) ec[i] = tmp[i] - dq[i];
+            resid_chunk(m, tmp, mine + o, k, ec);
         } else {
             enc_chunk(m, tmp, k, mine + o);
         }
