@@ -544,8 +544,10 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
     double t0 = tl_now(), tcomm = 0;
     tlink_status st = TLINK_OK;
 
-    /* phase 1: compress every block of (input + residual), exchange, sum my block */
+    /* phase 1: compress every other rank's block of (input + residual) and exchange; my own
+     * block stays exact (it never travels) */
     for (int j = 0; j < n; j++) {
+        if (j == me) continue;
         size_t bo = cs->boff[j], bn = cs->boff[j + 1] - bo;
         enc_ef(m, sendbuf + bo, e1 ? e1 + bo : NULL, bn, chunk, cs->tmp, cs->sbuf + (size_t)j * pad);
     }
@@ -554,8 +556,6 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
         st = tlink_alltoall(c, cs->sbuf, cs->rbuf, pad, TLINK_U8);
         tcomm += tl_now() - t;
         if (st) return st;
-    } else if (pad) {
-        memcpy(cs->rbuf, cs->sbuf, pad);
     }
     /* phase 2, chunk by chunk: sum the decoded versions of my block's chunk, (avg: divide),
      * add its residual, compress into my slot of the all-gather buffer, keep the residual */
@@ -565,8 +565,20 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
     size_t o = 0;
     for (size_t c0 = 0; c0 < mn; c0 += chunk) {
         size_t k = TL_MIN(chunk, mn - c0);
-        size_t b = dec_chunk(m, cs->rbuf + o, k, tmp, 0);
-        for (int i = 1; i < n; i++) dec_chunk(m, cs->rbuf + (size_t)i * pad + o, k, tmp, 1);
+        size_t b = header_bytes(m) + payload_bytes(m, k);
+        /* in rank order; my own contribution exact (input + its residual, now consumed) */
+        const float *xo = sendbuf + cs->boff[me] + c0;
+        float *eo = e1 ? e1 + cs->boff[me] + c0 : NULL;
+        for (int i = 0; i < n; i++) {
+            if (i != me) {
+                dec_chunk(m, cs->rbuf + (size_t)i * pad + o, k, tmp, i > 0);
+            } else if (i == 0) {
+                for (size_t q = 0; q < k; q++) tmp[q] = eo ? xo[q] + eo[q] : xo[q];
+            } else {
+                for (size_t q = 0; q < k; q++) tmp[q] += eo ? xo[q] + eo[q] : xo[q];
+            }
+        }
+        if (eo) memset(eo, 0, k * sizeof(float));
         if (op == TLINK_AVG)
             for (size_t i = 0; i < k; i++) tmp[i] /= (float)n;
         if (e2 && m != TLINK_COMPRESS_NONE) {
