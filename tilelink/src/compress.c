@@ -28,7 +28,8 @@ struct tlink_compress {
     int ef, n, me;
     size_t *boff;          /* [n+1] element offset of each rank's block (chunk aligned) */
     size_t pad;            /* encoded bytes of the largest block: every block travels padded */
-    float *e1;             /* [count] residual of the first compression (this rank's input) */
+    float *e1;             /* [count] residual of the first compression (this rank's input; the
+                              part of my own block stays 0: that block is never compressed) */
     float *e2;             /* [my block] residual of the second (the reduced block I own) */
     float *tmp;            /* [chunk] scratch: the chunk being encoded */
     uint8_t *sbuf, *rbuf;  /* [n * pad] */
@@ -566,19 +567,17 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
     for (size_t c0 = 0; c0 < mn; c0 += chunk) {
         size_t k = TL_MIN(chunk, mn - c0);
         size_t b = header_bytes(m) + payload_bytes(m, k);
-        /* in rank order; my own contribution exact (input + its residual, now consumed) */
+        /* in rank order; my own contribution exact (its part of e1 is never used: always 0) */
         const float *xo = sendbuf + cs->boff[me] + c0;
-        float *eo = e1 ? e1 + cs->boff[me] + c0 : NULL;
         for (int i = 0; i < n; i++) {
             if (i != me) {
                 dec_chunk(m, cs->rbuf + (size_t)i * pad + o, k, tmp, i > 0);
             } else if (i == 0) {
-                for (size_t q = 0; q < k; q++) tmp[q] = eo ? xo[q] + eo[q] : xo[q];
+                memcpy(tmp, xo, k * sizeof(float));
             } else {
-                for (size_t q = 0; q < k; q++) tmp[q] += eo ? xo[q] + eo[q] : xo[q];
+                for (size_t q = 0; q < k; q++) tmp[q] += xo[q];
             }
         }
-        if (eo) memset(eo, 0, k * sizeof(float));
         if (op == TLINK_AVG)
             for (size_t i = 0; i < k; i++) tmp[i] /= (float)n;
         if (e2 && m != TLINK_COMPRESS_NONE) {
