@@ -313,7 +313,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: train_mlp [--compress none|sign1|int4|int8|fp8] [--no-ef] [--chunk N] [--epochs N]\n"
             "                 [--batch N] [--lr X] [--momentum X] [--hidden N] [--seed N] [--data FILE] [--quiet]\n"
-            "Run it under a launcher: tile launch -n 4 -- train_mlp ... (a single process trains alone).\n"
+            "Run it under a launcher: tile launch -n 4 -- train_mlp ... (started alone, it is one rank).\n"
             "--compress none (default) all-reduces f32 with tlink_allreduce; the others use\n"
             "tlink_compressed_allreduce with error feedback (--no-ef: without). --data defaults to\n"
             "build/data/digits.bin (make it with scripts/prepare_digits.py).\n");
@@ -405,7 +405,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "train_mlp: %s\n", err);
         return 1;
     }
-    if (tlink_comm_init_env(&cx.comm) != TLINK_OK) {
+    /* under a launcher: from its variables; started by hand: one rank alone */
+    tlink_env_info env;
+    tlink_status ist = tlink_env_parse(&env) == TLINK_OK && env.size > 0 ? tlink_comm_init_env(&cx.comm)
+                                                                         : tlink_comm_init(&cx.comm, 0, 1, NULL);
+    if (ist != TLINK_OK) {
         fprintf(stderr, "train_mlp: %s\n", tlink_last_error(NULL));
         return 1;
     }
