@@ -73,8 +73,8 @@ int main(int argc, char **argv) {
     job j = {c, NULL, g, ref, n};
     double *t = malloc((size_t)iters * sizeof(double));
     if (rank == 0) {
-        printf("| method | best s | median s | MB sent per rank | speed-up vs best f32 | codec s (rank 0, last call) | exchange s (rank 0, last call) | max error vs f32 result |\n");
-        printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        printf("| method | best s | median s | MB sent per rank | Gbit/s sent per rank (best) | speed-up vs best f32 | codec s (rank 0, last call) | exchange s (rank 0, last call) | max error vs f32 result |\n");
+        printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     }
     /* the uncompressed peer: tlink_allreduce with the algorithm the cost model picks, and
      * with the ring forced (bandwidth-optimal: 2 (N-1)/N of the buffer per rank); the
@@ -93,12 +93,17 @@ int main(int argc, char **argv) {
             while ((1 << lg) < size) lg++;
             sent = (double)lg * n * 4 / 1e6;
         }
-        char sb[32];
-        if (sent >= 0) snprintf(sb, sizeof sb, "%.2f", sent);
-        else snprintf(sb, sizeof sb, "-");
+        char sb[32], gb[32];
+        if (sent >= 0) {
+            snprintf(sb, sizeof sb, "%.2f", sent);
+            snprintf(gb, sizeof gb, "%.3f", sent * 8e-3 / t[0]);
+        } else {
+            snprintf(sb, sizeof sb, "-");
+            snprintf(gb, sizeof gb, "-");
+        }
         if (rank == 0)
-            printf("| f32 (tlink_allreduce, %s%s) | %.4f | %.4f | %s | - | - | - | 0 |\n", pass ? "forced " : "auto: ", algo,
-                   t[0], t[iters / 2], sb);
+            printf("| f32 (tlink_allreduce, %s%s) | %.4f | %.4f | %s | %s | - | - | - | 0 |\n", pass ? "forced " : "auto: ",
+                   algo, t[0], t[iters / 2], sb, gb);
         fflush(stdout);
     }
     tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_AUTO);
@@ -127,8 +132,9 @@ int main(int argc, char **argv) {
         tlink_compress_get_stats(j.cs, &st);
         qsort(t, (size_t)iters, sizeof(double), cmpd);
         if (rank == 0)
-            printf("| %s (compressed, error feedback) | %.4f | %.4f | %.2f | %.1f | %.4f | %.4f | %.3g |\n", tok, t[0],
-                   t[iters / 2], st.last_wire_bytes / 1e6, f32best / t[0], st.last_codec_s, st.last_comm_s, err);
+            printf("| %s (compressed, error feedback) | %.4f | %.4f | %.2f | %.3f | %.1f | %.4f | %.4f | %.3g |\n", tok,
+                   t[0], t[iters / 2], st.last_wire_bytes / 1e6, st.last_wire_bytes * 8e-9 / t[0], f32best / t[0],
+                   st.last_codec_s, st.last_comm_s, err);
         fflush(stdout);
         tlink_compress_destroy(j.cs);
         j.cs = NULL;
