@@ -3,7 +3,7 @@
  * every rank (compression, decompression and error-feedback bookkeeping included; the
  * one-time tlink_compress_create is not), the time of a call being the slowest rank's.
  * The f32 peer runs twice: the cost model's choice and the ring forced; the speed-up is
- * against the faster.
+ * against the faster. ITERS rounds, every variant once per round (interleaved).
  * Run under a launcher: tile launch -n N [--netns --hosts ...] -- compress_bench [MB] [ITERS] [METHODS]
  * METHODS: comma-separated list (default sign1,int4,int8,fp8). Prints a Markdown table on
  * rank 0: method, best and median time, wire bytes per rank, speed-up against f32, and the
@@ -70,75 +70,83 @@ int main(int argc, char **argv) {
         float u = (float)(s >> 40) / 16777216.0f - 0.5f;
         g[i] = u * ((i & 63) == 0 ? 1.0f : 0.01f);
     }
-    job j = {c, NULL, g, ref, n};
-    double *t = malloc((size_t)iters * sizeof(double));
-    if (rank == 0) {
-        printf("| method | best s | median s | MB sent per rank | Gbit/s sent per rank (best) | speed-up vs best f32 | codec s (rank 0, last call) | exchange s (rank 0, last call) | max error vs f32 result |\n");
-        printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    }
-    /* the uncompressed peer: tlink_allreduce with the algorithm the cost model picks, and
-     * with the ring forced (bandwidth-optimal: 2 (N-1)/N of the buffer per rank); the
-     * speed-up is against the faster of the two */
-    double f32best = 1e30;
-    for (int pass = 0; pass < 2; pass++) {
-        tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, pass ? TLINK_ALGO_RING : TLINK_ALGO_AUTO);
-        for (int k = 0; k < iters; k++) t[k] = timed(c, run_f32, &j);
-        qsort(t, (size_t)iters, sizeof(double), cmpd);
-        if (t[0] < f32best) f32best = t[0];
-        const char *algo = tlink_last_algo(c);
-        size_t per = (n + (size_t)size - 1) / (size_t)size;
-        double sent = !strcmp(algo, "ring") ? 2.0 * (size - 1) * per * 4 / 1e6 : -1;
-        if (!strcmp(algo, "recursive_doubling") && (size & (size - 1)) == 0) {
-            int lg = 0;
-            while ((1 << lg) < size) lg++;
-            sent = (double)lg * n * 4 / 1e6;
-        }
-        char sb[32], gb[32];
-        if (sent >= 0) {
-            snprintf(sb, sizeof sb, "%.2f", sent);
-            snprintf(gb, sizeof gb, "%.3f", sent * 8e-3 / t[0]);
-        } else {
-            snprintf(sb, sizeof sb, "-");
-            snprintf(gb, sizeof gb, "-");
-        }
-        if (rank == 0)
-            printf("| f32 (tlink_allreduce, %s%s) | %.4f | %.4f | %s | %s | - | - | - | 0 |\n", pass ? "forced " : "auto: ",
-                   algo, t[0], t[iters / 2], sb, gb);
-        fflush(stdout);
-    }
-    tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_AUTO);
-    double mx = 0;
-    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs((double)ref[i]));
-    if (rank == 0) printf("<!-- largest |mean| element: %.3g -->\n", mx);
+    /* variants: f32 with the cost model's algorithm, f32 with the ring forced (bandwidth
+     * optimal: 2 (N-1)/N of the buffer per rank), then each method; ITERS rounds, each round
+     * runs every variant once (interleaved, so a change in the machine's load hits all
+     * alike); per variant the best and the median; speed-ups against the faster f32 */
+    enum { MAXV = 16 };
+    int nv = 2, meth[MAXV];
+    tlink_compress *cs[MAXV] = {0};
     char list[256];
     snprintf(list, sizeof list, "%s", methods);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int m = tlink_compress_from_name(tok);
-        if (m < 0) { fprintf(stderr, "compress_bench: unknown method '%s'\n", tok); return 2; }
-        if (tlink_compress_create(c, (tlink_compress_method)m, n, 0, 1, &j.cs) != TLINK_OK) {
+        if (m < 0 || nv == MAXV) { fprintf(stderr, "compress_bench: unknown method '%s' (or too many)\n", tok); return 2; }
+        meth[nv] = m;
+        if (tlink_compress_create(c, (tlink_compress_method)m, n, 0, 1, &cs[nv]) != TLINK_OK) {
             fprintf(stderr, "compress_bench: %s\n", tlink_last_error(c));
             return 1;
         }
-        j.out = out;
-        double err = 0;
-        for (int k = 0; k < iters; k++) {
-            t[k] = timed(c, run_cmp, &j);
-            if (k == 0) { /* the first call has no residual yet: compare with the f32 result */
-                for (size_t i = 0; i < n; i++) err = fmax(err, fabs((double)out[i] - ref[i]));
-                tlink_allreduce(c, &err, &err, 1, TLINK_F64, TLINK_MAX);
+        nv++;
+    }
+    double *t = calloc((size_t)nv * (size_t)iters, sizeof(double)), err[MAXV] = {0};
+    char algo[2][32] = {"", ""};
+    tlink_compress_stats st[MAXV];
+    job j = {c, NULL, g, ref, n};
+    for (int k = 0; k < iters; k++) {
+        for (int v = 0; v < nv; v++) {
+            if (v < 2) {
+                tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, v ? TLINK_ALGO_RING : TLINK_ALGO_AUTO);
+                j.cs = NULL;
+                j.out = ref;
+                t[v * iters + k] = timed(c, run_f32, &j);
+                snprintf(algo[v], sizeof algo[v], "%s", tlink_last_algo(c));
+                tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_AUTO);
+            } else {
+                j.cs = cs[v];
+                j.out = out;
+                t[v * iters + k] = timed(c, run_cmp, &j);
+                tlink_compress_get_stats(cs[v], &st[v]);
+                if (k == 0) { /* the first call has no residual yet: compare with the f32 result */
+                    for (size_t i = 0; i < n; i++) err[v] = fmax(err[v], fabs((double)out[i] - ref[i]));
+                    tlink_allreduce(c, &err[v], &err[v], 1, TLINK_F64, TLINK_MAX);
+                }
             }
         }
-        tlink_compress_stats st;
-        tlink_compress_get_stats(j.cs, &st);
-        qsort(t, (size_t)iters, sizeof(double), cmpd);
-        if (rank == 0)
-            printf("| %s (compressed, error feedback) | %.4f | %.4f | %.2f | %.3f | %.1f | %.4f | %.4f | %.3g |\n", tok,
-                   t[0], t[iters / 2], st.last_wire_bytes / 1e6, st.last_wire_bytes * 8e-9 / t[0], f32best / t[0],
-                   st.last_codec_s, st.last_comm_s, err);
-        fflush(stdout);
-        tlink_compress_destroy(j.cs);
-        j.cs = NULL;
     }
+    for (int v = 0; v < nv; v++) qsort(t + v * iters, (size_t)iters, sizeof(double), cmpd);
+    double f32best = fmin(t[0], t[iters]);
+    double mx = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs((double)ref[i]));
+    if (rank == 0) {
+        printf("| method | best s | median s | MB sent per rank | Gbit/s sent per rank (best) | speed-up vs best f32 | codec s (rank 0, last call) | exchange s (rank 0, last call) | max error vs f32 result |\n");
+        printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (int v = 0; v < nv; v++) {
+            double *tv = t + v * iters;
+            if (v < 2) {
+                size_t per = (n + (size_t)size - 1) / (size_t)size;
+                double sent = !strcmp(algo[v], "ring") ? 2.0 * (size - 1) * per * 4 / 1e6 : -1;
+                if (!strcmp(algo[v], "recursive_doubling") && (size & (size - 1)) == 0) {
+                    int lg = 0;
+                    while ((1 << lg) < size) lg++;
+                    sent = (double)lg * n * 4 / 1e6;
+                }
+                if (sent >= 0)
+                    printf("| f32 (tlink_allreduce, %s%s) | %.4f | %.4f | %.2f | %.3f | %.2f | - | - | 0 |\n",
+                           v ? "forced " : "auto: ", algo[v], tv[0], tv[iters / 2], sent, sent * 8e-3 / tv[0], f32best / tv[0]);
+                else
+                    printf("| f32 (tlink_allreduce, %s%s) | %.4f | %.4f | - | - | %.2f | - | - | 0 |\n", v ? "forced " : "auto: ",
+                           algo[v], tv[0], tv[iters / 2], f32best / tv[0]);
+            } else {
+                printf("| %s (compressed, error feedback) | %.4f | %.4f | %.2f | %.3f | %.1f | %.4f | %.4f | %.3g |\n",
+                       tlink_compress_name((tlink_compress_method)meth[v]), tv[0], tv[iters / 2],
+                       st[v].last_wire_bytes / 1e6, st[v].last_wire_bytes * 8e-9 / tv[0], f32best / tv[0],
+                       st[v].last_codec_s, st[v].last_comm_s, err[v]);
+            }
+        }
+        printf("<!-- %d rounds; largest |mean| element: %.3g -->\n", iters, mx);
+    }
+    for (int v = 2; v < nv; v++) tlink_compress_destroy(cs[v]);
     free(t);
     free(g);
     free(ref);
