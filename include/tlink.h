@@ -528,6 +528,83 @@ TLINK_API int tlink_topo_predict(const tlink_topo *t, tlink_coll coll, size_t by
 
 TLINK_API void tlink_topo_free(tlink_topo *t);
 
+/* ---------- device collectives (CUDA GPUs of one host; tilelink/src/gpu_*.c) ----------
+ * Collectives on device pointers, one process per GPU (several processes may share one GPU).
+ * Built on a host communicator (bootstrap through its store); every rank must be on the same
+ * host and able to map its peers' memory (CUDA IPC; peer access over NVLink/PCIe or the same
+ * GPU). libcuda.so.1 and NVRTC are opened with dlopen: no CUDA headers are needed, and
+ * without a GPU tlink_gpu_available() says why. docs/tilelink-gpu.md has the protocol.
+ *
+ *     tlink_gpu_comm *g;
+ *     tlink_gpu_comm_init(comm, NULL, &g);            // collective over comm; device = local rank
+ *     tlink_gpu_allreduce(g, dsend, drecv, n, TLINK_BF16, TLINK_SUM, stream);  // enqueued
+ *     tlink_gpu_sync(g, stream);                      // waits, reports a peer's timeout
+ *
+ * Every call is stream-ordered: it only enqueues work on `stream` (a CUstream; NULL: the
+ * legacy default stream) and returns; kernels already on the stream run first, later ones
+ * after it, so collectives overlap compute running on other streams. Errors in flight (a
+ * peer that never arrives within the communicator's timeout) are reported by the next call
+ * or by tlink_gpu_sync as TLINK_ERR_PEER_FAILED naming the rank. Algorithms (allreduce):
+ * "oneshot" (every rank pushes everything to every peer and reduces locally; one
+ * synchronisation), "twoshot" (reduce-scatter then all-gather through the peers' inboxes),
+ * "ce" (copy engines move the data, a TileLang-generated kernel reduces; sum of f32/f16/bf16);
+ * chosen by an α–β model (TLINK_GPU_ALGO forces one). */
+typedef struct tlink_gpu_comm tlink_gpu_comm;
+typedef struct CUstream_st *tlink_cuda_stream;
+
+typedef struct tlink_gpu_config {
+    int device;                 /* CUDA ordinal; -1 (or a NULL config): local rank % device count */
+    size_t slot_bytes;          /* SM path: bytes per block, source and step; 0: TLINK_GPU_SLOT or 256 KiB */
+    size_t ce_chunk_bytes;      /* copy-engine path: bytes per column and step; 0: TLINK_GPU_CE_CHUNK or 16 MiB */
+    int blocks;                 /* thread blocks per collective (at most one per SM); 0: TLINK_GPU_BLOCKS or 64 */
+    int threads;                /* threads per block, at most 512; 0: TLINK_GPU_THREADS or 512 */
+    int reserved[8];
+} tlink_gpu_config;
+
+/* 1 when libcuda.so.1 loads and shows a GPU; else 0 and why (may be NULL). */
+TLINK_API int tlink_gpu_available(char *why, size_t len);
+/* 1 when NVRTC loads; else 0 and why. */
+TLINK_API int tlink_gpu_nvrtc_available(char *why, size_t len);
+/* Compiles the device kernels for `arch` ("sm_90a") with NVRTC, without a GPU: the
+ * hand-written collective kernel (all != 0: every dtype x op, slow; else f32 sum, bf16 avg,
+ * fp8 e4m3 max) and the TileLang-generated reductions. Returns the number of
+ * modules compiled (>0) or -1 with the log in err. */
+TLINK_API int tlink_gpu_compile_check(const char *arch, int all, char *err, size_t errlen);
+
+TLINK_API tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, tlink_gpu_comm **out);
+/* Collective: synchronises, unmaps the peers' buffers and frees. NULL is OK. */
+TLINK_API tlink_status tlink_gpu_comm_destroy(tlink_gpu_comm *g);
+TLINK_API int tlink_gpu_comm_device(const tlink_gpu_comm *g);
+/* "ipc-nvlink", "ipc-pcie" or "ipc-same-gpu": how this rank reaches peer (or "self"). */
+TLINK_API const char *tlink_gpu_comm_link(const tlink_gpu_comm *g, int peer);
+/* Force an algorithm for allreduce: "auto", "oneshot", "twoshot", "ce". Same on all ranks. */
+TLINK_API tlink_status tlink_gpu_set_algo(tlink_gpu_comm *g, const char *algo);
+TLINK_API const char *tlink_gpu_last_algo(const tlink_gpu_comm *g);
+TLINK_API double tlink_gpu_last_predicted_us(const tlink_gpu_comm *g);
+
+/* Semantics and buffer layouts as the host collectives above (in place: same rules). */
+TLINK_API tlink_status tlink_gpu_allreduce(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                           tlink_dtype dt, tlink_op op, tlink_cuda_stream stream);
+TLINK_API tlink_status tlink_gpu_reduce_scatter(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf,
+                                                size_t recvcount, tlink_dtype dt, tlink_op op,
+                                                tlink_cuda_stream stream);
+TLINK_API tlink_status tlink_gpu_allgather(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                           tlink_dtype dt, tlink_cuda_stream stream);
+TLINK_API tlink_status tlink_gpu_broadcast(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                           tlink_dtype dt, int root, tlink_cuda_stream stream);
+TLINK_API tlink_status tlink_gpu_alltoall(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                          tlink_dtype dt, tlink_cuda_stream stream);
+/* Waits for the stream; TLINK_ERR_PEER_FAILED if a collective on it gave up on a peer. */
+TLINK_API tlink_status tlink_gpu_sync(tlink_gpu_comm *g, tlink_cuda_stream stream);
+TLINK_API const char *tlink_gpu_last_error(const tlink_gpu_comm *g);
+
+/* Small helpers so that programs need no CUDA headers (tests, tile link-bench). memcpy
+ * copies between any host and device pointers (unified addressing) and waits. */
+TLINK_API tlink_status tlink_gpu_malloc(tlink_gpu_comm *g, size_t bytes, void **ptr);
+TLINK_API tlink_status tlink_gpu_free(tlink_gpu_comm *g, void *ptr);
+TLINK_API tlink_status tlink_gpu_memcpy(tlink_gpu_comm *g, void *dst, const void *src, size_t bytes);
+TLINK_API tlink_status tlink_gpu_stream_create(tlink_gpu_comm *g, tlink_cuda_stream *out);
+TLINK_API tlink_status tlink_gpu_stream_destroy(tlink_gpu_comm *g, tlink_cuda_stream s);
 
 /* ---------- gradient compression (compress.c; docs/tilelink-compression.md) ----------
  * An all-reduce of an f32 gradient that puts compressed data on the wire, with error

@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "cuda_rt.h"
+#include "cuda_tma.h"
 #include "simt_rt.h"
 
 /* ---------- the few driver / NVRTC declarations we need ---------- */
@@ -81,7 +82,8 @@ static int g_nv_major, g_nv_minor;
 static CUdevice g_dev;
 static CUcontext g_ctx;
 static char g_name[256], g_arch[32];
-static int g_cc_major, g_cc_minor, g_driver, g_smem_optin;
+static int g_cc_major, g_cc_minor, g_driver, g_smem_optin, g_sms;
+static void *g_tma_encode; /* cuTensorMapEncodeTiled (optional; sm_90a TMA copies, cuda_tma.c) */
 
 static const char *cu_err(CUresult r) {
     const char *s = NULL;
@@ -205,6 +207,7 @@ static bool open_device(void) {
     LOADC(MemcpyDtoH, "cuMemcpyDtoH_v2");
     LOADC(GetErrorName, "cuGetErrorName");
     LOADC(GetErrorString, "cuGetErrorString");
+    g_tma_encode = dlsym(h, "cuTensorMapEncodeTiled");
 #undef LOADC
     CUresult r = cu.Init(0);
     if (r != 0) {
@@ -229,6 +232,7 @@ static bool open_device(void) {
     cu.DeviceGetAttribute(&g_cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g_dev);
     cu.DeviceGetAttribute(&g_cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g_dev);
     cu.DeviceGetAttribute(&g_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g_dev);
+    cu.DeviceGetAttribute(&g_sms, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */, g_dev);
     cu.DriverGetVersion(&g_driver);
     const char *force = tile_env("TILE_CUDA_ARCH");
     if (force && *force) snprintf(g_arch, sizeof g_arch, "%s", force);
@@ -302,9 +306,13 @@ static void cuda_release(void *p) {
     free(x);
 }
 
+/* The architecture-specific lowering for arch (src/codegen/sm90.c for sm_90a). */
+static int arch_sm(const char *arch) { return arch && !strcmp(arch, "sm_90a") ? 90 : 0; }
+
 static int cuda_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
     simt_options o;
     simt_options_default(&o, SIMT_CUDA);
+    o.sm = arch_sm(tile_env("TILE_CUDA_ARCH")); /* emit has no device: the arch comes from the environment */
     simt_program P;
     if (simt_generate(f, &o, &P, err)) return 1;
     tile_sb_puts(out, P.source);
@@ -321,6 +329,7 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     cuda_exe *x = tile_xcalloc(1, sizeof *x);
     simt_options o;
     simt_options_default(&o, SIMT_CUDA);
+    o.sm = arch_sm(g_arch);
     if (simt_generate(f, &o, &x->P, err)) {
         free(x);
         return 1;
@@ -451,7 +460,20 @@ static int cuda_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tens
         int64_t blocks;
         if (!simt_blocks(L, f, sizes, &blocks, err)) goto done;
         if (blocks == 0) continue;
-        r = cu.LaunchKernel(x->fns[l], (unsigned)blocks, 1, 1, (unsigned)L->threads, 1, 1, (unsigned)L->smem, NULL, args, NULL);
+        if (L->persistent && g_sms > 0 && blocks > g_sms) blocks = g_sms; /* it loops over its blocks */
+        /* sm_90a TMA: tensor maps after the standard arguments (cuda_tma.c) */
+        tile_cuda_tmap maps[SIMT_MAX_TMA];
+        void *largs[64 + SIMT_MAX_TMA], **la = args;
+        if (L->ntma) {
+            CUdeviceptr ptrs[64];
+            if (P->nbufs > 64) { tile_sb_printf(err, "kernel %s: too many buffers for TMA", L->name); goto done; }
+            for (int i = 0; i < P->nbufs; i++) ptrs[i] = x->bufs[i].ptr;
+            if (tile_cuda_tma_encode(g_tma_encode, P, L, f, sizes, ptrs, maps, err)) goto done;
+            for (int i = 0; i < P->nbufs + 2; i++) largs[i] = args[i];
+            for (int i = 0; i < L->ntma; i++) largs[P->nbufs + 2 + i] = &maps[i];
+            la = largs;
+        }
+        r = cu.LaunchKernel(x->fns[l], (unsigned)blocks, 1, 1, (unsigned)L->threads, 1, 1, (unsigned)L->smem, NULL, la, NULL);
         if (r != 0) {
             tile_sb_printf(err, "cuLaunchKernel(%s of '%s', %lld blocks of %d threads, %zu bytes of shared memory) failed: %s", L->name, f->name,
                            (long long)blocks, L->threads, L->smem, cu_err(r));
