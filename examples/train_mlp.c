@@ -233,8 +233,10 @@ static void make_order(train_ctx *cx, int epoch) {
 }
 
 /* One global step: this rank's shard of the batch, gradient exchange, update, counters.
- * Returns 0, or -1 with the error printed (the communicator's message). */
-static int train_step(train_ctx *cx, train_state *st) {
+ * Returns TLINK_OK, or the status of the failed gradient exchange (message printed; e.g.
+ * TLINK_ERR_PEER_FAILED). On failure *st is unchanged, so the step can be retried after
+ * recovery (with a rebuilt context: communicator, rank/size, compression states). */
+static tlink_status train_step(train_ctx *cx, train_state *st) {
     double t0 = now_s();
     make_order(cx, st->epoch);
     int B = cx->cfg.batch, H = cx->cfg.hidden;
@@ -247,13 +249,13 @@ static int train_step(train_ctx *cx, train_state *st) {
     float *gW1 = g + cx->off[P_W1], *gb1 = g + cx->off[P_B1], *gW2 = g + cx->off[P_W2], *gb2 = g + cx->off[P_B2];
     const float *W2 = w + cx->off[P_W2];
     float p[NCLASS], dh[1024];
+    double loss = 0;
     for (int s = s0; s < s1; s++) {
         int idx = cx->order[s];
         const float *x = cx->train.x + (size_t)idx * NFEAT;
         int y = cx->train.y[idx];
         forward(cx, w, x, cx->h, p);
-        st->loss_sum += -log(p[y] > 1e-30f ? p[y] : 1e-30f);
-        st->loss_n++;
+        loss += -log(p[y] > 1e-30f ? p[y] : 1e-30f);
         /* d loss / d logits = p - onehot, averaged over the global batch */
         for (int c = 0; c < NCLASS; c++) p[c] = (p[c] - (c == y)) / (float)nb;
         for (int j = 0; j < H; j++) dh[j] = 0;
@@ -291,7 +293,7 @@ static int train_step(train_ctx *cx, train_state *st) {
             if (!cx->cfg.ft)
                 fprintf(stderr, "rank %d: step %lld: gradient all-reduce: %s\n", cx->rank, st->step,
                         tlink_last_error(cx->comm));
-            return -1;
+            return rc;
         }
     }
     double t2 = now_s();
@@ -301,6 +303,8 @@ static int train_step(train_ctx *cx, train_state *st) {
         st->velocity[i] = mu * st->velocity[i] + g[i];
         w[i] -= lr * st->velocity[i];
     }
+    st->loss_sum += loss;
+    st->loss_n += s1 - s0;
     st->step++;
     if (++st->batch_idx >= steps_per_epoch(cx)) {
         st->batch_idx = 0;
@@ -308,7 +312,7 @@ static int train_step(train_ctx *cx, train_state *st) {
     }
     cx->compute_s += (t1 - t0) + (now_s() - t2);
     cx->comm_s += t2 - t1;
-    return 0;
+    return TLINK_OK;
 }
 
 static double evaluate(const train_ctx *cx, const train_state *st, const dataset *d) {
@@ -549,7 +553,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "train_mlp: %s\n", err);
         return 1;
     }
-    if (tlink_comm_init_env(&cx.comm) != TLINK_OK) {
+    /* under a launcher: from its variables; started by hand: one rank alone */
+    tlink_env_info env;
+    tlink_status ist = tlink_env_parse(&env) == TLINK_OK && env.size > 0 ? tlink_comm_init_env(&cx.comm)
+                                                                         : tlink_comm_init(&cx.comm, 0, 1, NULL);
+    if (ist != TLINK_OK) {
         fprintf(stderr, "train_mlp: %s\n", tlink_last_error(NULL));
         return 1;
     }

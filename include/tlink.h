@@ -708,8 +708,8 @@ TLINK_API tlink_status tlink_gpu_stream_destroy(tlink_gpu_comm *g, tlink_cuda_st
  *   fp8    fp8 e4m3 of x / s, s = max|x| / 448 (relative precision 2^-4)
  * Algorithm (every rank count, 1..N): each rank adds its residual, compresses its buffer in
  * N blocks (aligned to chunks), and sends block j to rank j (pairwise exchange); rank j
- * decodes and sums the N versions of its block (divides by N for avg), compresses that sum
- * again (with a second residual of its own), and the compressed blocks are all-gathered.
+ * sums the decoded blocks and its own (exact) block (divides by N for avg), compresses that
+ * sum again (with a second residual of its own), and the compressed blocks are all-gathered.
  * Every rank decodes the same bytes, so all ranks get bit-identical results. Bytes sent by
  * each rank per call: 2 (N-1) x (compressed block size), against about 2 (N-1)/N x 4 count
  * for an f32 ring all-reduce. */
