@@ -28,6 +28,7 @@ void simt_options_default(simt_options *o, simt_dialect d) {
     o->fp64 = true;
     o->atom64 = true;
     o->checks = tile_env_long("TILE_GPU_CHECKS", 1) != 0;
+    o->mem_opt = tile_env_long("TILE_SIMT_MEMOPT", 1) != 0;
 }
 
 /* ---------- state ---------- */
@@ -55,6 +56,7 @@ struct gen {
     bool uses_f64;
     tile_vec sites;       /* simt_site* */
     bool sm90_helpers;    /* sm90.c's device helpers already written */
+    long red_off;         /* OpenCL: shared offset of the warp-reduction scratch (threads floats), or -1 */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -1137,6 +1139,119 @@ static void loaded_as(gen *G, tile_strbuf *o, const ir_buffer *b, const char *of
     tile_sb_free(&l);
 }
 
+/* T.reduce_* of f32 values by warps (simt_options.mem_opt): each output (a row of the other
+ * dims) belongs to one warp of 32 threads; lane l folds elements l, l+32, ... of the row,
+ * then the lanes combine with an xor butterfly (CUDA: __shfl_xor_sync; OpenCL 1.2 has no
+ * shuffles, so the same butterfly goes through shared memory with barriers: the same
+ * arithmetic, so PoCL checks the CUDA lowering's order). Every thread runs the same number of
+ * iterations (barriers stay uniform). The sum is in a different order than the
+ * interpreter's sequential one (float rounding differs within the usual tolerance); max and
+ * min are exact. */
+static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid) {
+    const ir_region *src = &s->regions[0], *dst = &s->regions[1];
+    int R = src->buf->rank, dim = s->dim, op = s->reduce_op;
+    if (!G->o->mem_opt || strcmp(tid, "tl_tid") != 0 || G->threads < 32 || G->threads % 32 != 0) return false;
+    if (dim < 0 || dim >= R || compute_dt(dst->buf->dtype) != TILE_DT_F32 || !is_float(src->buf->dtype) || src->buf->dtype == TILE_DT_F64) return false;
+    if (op != IR_RED_SUM && op != IR_RED_MAX && op != IR_RED_MIN && op != IR_RED_ABSSUM && op != IR_RED_ABSMAX) return false;
+    bool sum = op == IR_RED_SUM || op == IR_RED_ABSSUM, isabs = op == IR_RED_ABSSUM || op == IR_RED_ABSMAX;
+    const char *comb = sum ? NULL : op == IR_RED_MIN ? "fminf" : "fmaxf";
+    if (!G->cuda) comb = sum ? NULL : op == IR_RED_MIN ? "fmin" : "fmax";
+    tile_strbuf idl = {0};
+    if (sum) tile_sb_puts(&idl, "0.0f");
+    else f32_lit(&idl, op == IR_RED_MIN ? INFINITY : -INFINITY);
+    if (!G->cuda && G->red_off < 0) {
+        G->smem = (G->smem + 15) & ~(size_t)15;
+        G->red_off = (long)G->smem;
+        G->smem += (size_t)G->threads * 4;
+    }
+    region_prep(G, o, src, 0);
+    region_prep(G, o, dst, 1);
+    tile_strbuf nout = {0};
+    tile_sb_puts(&nout, "(int64_t)1");
+    for (int d = 0; d < R; d++)
+        if (d != dim) tile_sb_printf(&nout, " * tl_e0_%d", d);
+    line(G, o, "const int64_t tl_nout = %s, tl_len = tl_e0_%d;", nout.data, dim);
+    tile_sb_free(&nout);
+    int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "reduce: the reduction gives %lld elements but the destination has %lld");
+    line(G, o, "if (tl_nout != tl_c1) tl_fail(tl_err, %d, tl_nout, tl_c1, 0);", site);
+    line(G, o, "else for (int64_t tl_qb = 0; tl_qb < tl_nout; tl_qb += %d) {", G->threads / 32);
+    G->ind++;
+    line(G, o, "const int64_t tl_q = tl_qb + (tl_tid >> 5);");
+    line(G, o, "const int tl_lane = tl_tid & 31;");
+    line(G, o, "float tl_acc = %s;", idl.data);
+    line(G, o, "if (tl_q < tl_nout) {");
+    G->ind++;
+    line(G, o, "int64_t tl_rr = tl_q;");
+    for (int d = R - 1; d >= 0; d--) {
+        if (d == dim) continue;
+        line(G, o, "const int64_t tl_t%d = tl_s0_%d + tl_rr %% tl_e0_%d; tl_rr /= tl_e0_%d;", d, d, d, d);
+    }
+    line(G, o, "for (int64_t tl_kk = tl_lane; tl_kk < tl_len; tl_kk += 32) {");
+    G->ind++;
+    tile_strbuf in = {0}, off = {0};
+    tile_sb_puts(&in, "1");
+    tile_sb_puts(&off, "(int64_t)0");
+    for (int d = 0; d < R; d++) {
+        char p[64];
+        if (d == dim) snprintf(p, sizeof p, "(tl_s0_%d + tl_kk)", d);
+        else snprintf(p, sizeof p, "tl_t%d", d);
+        tile_sb_printf(&in, " && (uint64_t)%s < (uint64_t)tl_d0_%d", p, d);
+        tile_strbuf t = {0};
+        tile_sb_printf(&t, "(%s) * tl_d0_%d + %s", off.data, d, p);
+        tile_sb_free(&off);
+        off = t;
+    }
+    line(G, o, "if (!(%s)) continue;", in.data);
+    line(G, o, "const int64_t tl_o0 = %s;", off.data);
+    tile_sb_free(&in);
+    tile_sb_free(&off);
+    tile_strbuf l = {0};
+    loaded_as(G, &l, src->buf, "tl_o0", TILE_DT_F32);
+    line(G, o, "float tl_x = %s;", l.data);
+    tile_sb_free(&l);
+    if (isabs) line(G, o, "tl_x = %s(tl_x);", G->cuda ? "fabsf" : "fabs");
+    if (sum) line(G, o, "tl_acc = tl_acc + tl_x;");
+    else line(G, o, "tl_acc = %s(tl_acc, tl_x);", comb);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    for (int m = 16; m >= 1; m /= 2) {
+        if (G->cuda) {
+            if (sum) line(G, o, "tl_acc = tl_acc + __shfl_xor_sync(0xffffffffu, tl_acc, %d);", m);
+            else line(G, o, "tl_acc = %s(tl_acc, __shfl_xor_sync(0xffffffffu, tl_acc, %d));", comb, m);
+        } else {
+            line(G, o, "tl_red[tl_tid] = tl_acc;");
+            line(G, o, "TL_BARRIER();");
+            line(G, o, "{ const float tl_y = tl_red[tl_tid ^ %d];", m);
+            line(G, o, "  TL_BARRIER();");
+            if (sum) line(G, o, "  tl_acc = tl_acc + tl_y; }");
+            else line(G, o, "  tl_acc = %s(tl_acc, tl_y); }", comb);
+        }
+    }
+    line(G, o, "if (tl_q < tl_nout && tl_lane == 0) {");
+    G->ind++;
+    region_pos(G, o, dst, 1, "tl_q");
+    line(G, o, "if (tl_in1) {");
+    G->ind++;
+    if (!s->clear) {
+        tile_strbuf d0 = {0};
+        loaded_as(G, &d0, dst->buf, "tl_o1", TILE_DT_F32);
+        if (sum) line(G, o, "tl_acc = %s + tl_acc;", d0.data);
+        else line(G, o, "tl_acc = %s(%s, tl_acc);", comb, d0.data);
+        tile_sb_free(&d0);
+    }
+    store_at(G, o, dst->buf, "tl_o1", "tl_acc", TILE_DT_F32);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&idl);
+    return true;
+}
+
 static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid, const char *nth) {
     for (int i = 0; i < s->nregions; i++)
         if (G->space[s->regions[i].buf->id] == SP_NONE) {
@@ -1249,6 +1364,7 @@ static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid
         break;
     }
     case IR_S_REDUCE: {
+        if (gen_reduce_warp(G, o, s, tid)) break;
         const ir_region *src = &s->regions[0], *dst = &s->regions[1];
         int R = src->buf->rank, dim = s->dim;
         if (dim < 0 || dim >= R) {
@@ -1513,6 +1629,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     }
     for (int i = 0; i < f->nvars; i++) G->slot[i] = -1;
     for (int i = 0; i < f->nvars; i++) G->priv[i] = false;
+    G->red_off = -1;
     snprintf(L->lowering, sizeof L->lowering, "simt");
 
     tile_strbuf body = {0}, helpers = {0};
@@ -1613,6 +1730,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
         tile_sb_printf(src, "    TL_LOCAL %s *%s = (TL_LOCAL %s *)(tl_smem + %zu);\n", stype(b->dtype), n.data, stype(b->dtype), G->soff[i]);
         tile_sb_free(&n);
     }
+    if (G->red_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_red = (TL_LOCAL float *)(tl_smem + %ld);\n", G->red_off);
     tile_sb_puts(src, body.data ? body.data : "");
     tile_sb_puts(src, "}\n");
     tile_sb_free(&body);
