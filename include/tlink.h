@@ -36,7 +36,8 @@
  *    seconds without progress, default 300; tlink_comm_set_timeout). It returns TLINK_ERR_TIMEOUT or
  *    TLINK_ERR_PEER_FAILED naming the rank instead of hanging; tlink_last_error() has the
  *    detailed message. After a peer failure the communicator is broken: every later call
- *    returns TLINK_ERR_PEER_FAILED; destroy it.
+ *    returns TLINK_ERR_PEER_FAILED; destroy it, or recover with tlink_comm_shrink /
+ *    tlink_comm_rejoin (see "fault tolerance" below).
  *  - A communicator is used by one thread at a time (nonblocking calls are queued and run by
  *    the communicator's progress thread in issue order).
  */
@@ -74,7 +75,8 @@ typedef struct tlink_request tlink_request;  /* a queued nonblocking operation *
     X(TLINK_ERR_INTERNAL, 9, "internal error")                                      \
     X(TLINK_ERR_ABORTED, 10, "communicator aborted")                                \
     X(TLINK_ERR_TRUNCATED, 11, "message truncated (receive buffer smaller than message)") \
-    X(TLINK_IN_PROGRESS, 12, "operation in progress")
+    X(TLINK_IN_PROGRESS, 12, "operation in progress")                             \
+    X(TLINK_ERR_CORRUPT, 13, "data corrupt (checksum mismatch)")
 
 typedef enum {
 #define TLINK_X_(name, val, msg) name = val,
@@ -325,6 +327,84 @@ TLINK_API tlink_status tlink_wait(tlink_request *req);
 /* *done = 1 when finished: then the return value is the operation's status and the request
  * is freed. *done = 0: returns TLINK_IN_PROGRESS. */
 TLINK_API tlink_status tlink_test(tlink_request *req, int *done);
+
+/* ---------- fault tolerance ----------
+ * Detection: a peer on this host that exits is seen within ~0.1 s (/proc), a TCP peer whose
+ * process dies within moments (its kernel closes the connections), and any peer — also a host
+ * cut off without a RST, or a hung/stopped process — within TLINK_HEARTBEAT_TIMEOUT seconds
+ * (1.5; heartbeats every TLINK_HEARTBEAT_INTERVAL = 0.1 s over UDP; 0 turns them off). Every
+ * pending and later call on every survivor then returns TLINK_ERR_PEER_FAILED and
+ * tlink_last_error names the rank.
+ *
+ * Recovery, two ways:
+ *  - shrink: the survivors form a smaller communicator (ranks keep their order);
+ *  - rejoin: the failed rank is replaced by a new process (e.g. `tile launch --max-restarts K`
+ *    restarts it) that calls tlink_comm_init_env as usual; the survivors call
+ *    tlink_comm_rejoin; together they form a communicator of the original size with the
+ *    original rank numbers (re-initialisation through the store: every rank's generation
+ *    counter advances by one, so old and new ranks meet under a fresh key prefix).
+ * Both need the store to outlive the failure: a standalone store (`tile store`, or the one
+ * `tile launch --max-restarts` hosts), not one hosted by a rank that may die. */
+
+/* Local and thread-safe (may be called while another thread is inside a call on comm):
+ * every pending and later call on comm, on every rank, fails with TLINK_ERR_REVOKED. The
+ * revoke reaches other ranks through shared memory, the heartbeats and the store. */
+TLINK_API tlink_status tlink_comm_revoke(tlink_comm *comm);
+/* 1 when comm was revoked (here or by another rank). */
+TLINK_API int tlink_comm_is_revoked(const tlink_comm *comm);
+/* The ranks of comm this rank knows to have failed (after tlink_comm_shrink: the agreed set).
+ * Writes up to max of them to ranks (ascending) and returns how many there are; -1 on bad
+ * arguments. */
+TLINK_API int tlink_comm_failed_ranks(const tlink_comm *comm, int *ranks, int max);
+/* Collective over the survivors of comm (revokes comm first if it is not broken yet): they
+ * agree through the store on who is alive — ranks that joined the shrink, excluding those
+ * that failed, also when different ranks noticed the failure at different times — and form
+ * *out with the survivors in their old order. Waits for a rank that neither joined nor is
+ * known failed until the communicator timeout. A rank that was declared failed but is
+ * alive gets TLINK_ERR_PEER_FAILED. comm stays valid (broken) until destroyed. */
+TLINK_API tlink_status tlink_comm_shrink(tlink_comm *comm, tlink_comm **out);
+/* Collective over all `size` ranks of the original communicator, replacement ranks included
+ * (those call tlink_comm_init_env/init_config instead): a new communicator with the same rank,
+ * size and store. Only for communicators made by tlink_comm_init* (not split/shrunk ones).
+ * comm stays valid (broken) until destroyed. */
+TLINK_API tlink_status tlink_comm_rejoin(tlink_comm *comm, tlink_comm **out);
+
+/* ---------- checkpoints ----------
+ * In-memory buddy checkpoint: each rank keeps its last two saved states and a copy of its
+ * buddy's (the previous rank in the ring), so losing any one rank loses nothing.
+ *
+ *     tlink_ckpt *ck; tlink_ckpt_create(&ck);
+ *     for (step...) { train(); tlink_ckpt_save(ck, comm, step, &state, sizeof state); }
+ *     on failure: tlink_comm_shrink(comm, &c2) or tlink_comm_rejoin(comm, &c2);
+ *                 tlink_ckpt_restore(ck, c2, &state, sizeof state, &bytes, &step);
+ *
+ * A rank's identity in the checkpoint is its rank in the communicator of its first save or
+ * restore (with rejoin: the original rank, so a replacement process finds its state). */
+typedef struct tlink_ckpt tlink_ckpt;
+TLINK_API tlink_status tlink_ckpt_create(tlink_ckpt **out);
+TLINK_API void tlink_ckpt_free(tlink_ckpt *ck);
+/* Collective: keep a copy of state (bytes may differ between ranks) tagged with step
+ * (increasing) and exchange copies with the ring neighbours. */
+TLINK_API tlink_status tlink_ckpt_save(tlink_ckpt *ck, tlink_comm *comm, int64_t step, const void *state,
+                                       size_t bytes);
+/* Collective over a new communicator (after shrink or rejoin): the ranks agree on the newest
+ * step that every member can restore — from its own copy or from a buddy's — move the copies
+ * that are needed, and write this rank's state into state (capacity cap bytes). *step = -1
+ * and *bytes = 0 when nobody has saved anything yet (start from scratch). A state lost with
+ * its buddy gives TLINK_ERR_PEER_FAILED naming the rank. */
+TLINK_API tlink_status tlink_ckpt_restore(tlink_ckpt *ck, tlink_comm *comm, void *state, size_t cap,
+                                          size_t *bytes, int64_t *step);
+/* The buddy copy this rank holds (owner = the checkpoint identity of the rank it belongs
+ * to); NULL/-1 when none. Lets survivors of a shrink take over a failed rank's state. */
+TLINK_API const void *tlink_ckpt_buddy(const tlink_ckpt *ck, int *owner, int64_t *step, size_t *bytes);
+
+/* On disk: written to PATH.tmp.PID, flushed (fsync) and renamed over path, so a crash
+ * leaves the old file or the new one, never a torn one. The file has a header (magic,
+ * version, step, size) and a 64-bit checksum over header and data; read verifies both and
+ * returns TLINK_ERR_CORRUPT with a message naming the file on a mismatch or truncation.
+ * Errors: tlink_last_error(NULL). *state is malloc'd (tlink_free). */
+TLINK_API tlink_status tlink_ckpt_write_file(const char *path, int64_t step, const void *state, size_t bytes);
+TLINK_API tlink_status tlink_ckpt_read_file(const char *path, int64_t *step, void **state, size_t *bytes);
 
 /* ---------- introspection and the cost model (used by `tile link-bench`) ---------- */
 /* Algorithm that ran in this communicator's last collective ("ring"), "" before any. */
@@ -628,8 +708,8 @@ TLINK_API tlink_status tlink_gpu_stream_destroy(tlink_gpu_comm *g, tlink_cuda_st
  *   fp8    fp8 e4m3 of x / s, s = max|x| / 448 (relative precision 2^-4)
  * Algorithm (every rank count, 1..N): each rank adds its residual, compresses its buffer in
  * N blocks (aligned to chunks), and sends block j to rank j (pairwise exchange); rank j
- * decodes and sums the N versions of its block (divides by N for avg), compresses that sum
- * again (with a second residual of its own), and the compressed blocks are all-gathered.
+ * sums the decoded blocks and its own (exact) block (divides by N for avg), compresses that
+ * sum again (with a second residual of its own), and the compressed blocks are all-gathered.
  * Every rank decodes the same bytes, so all ranks get bit-identical results. Bytes sent by
  * each rank per call: 2 (N-1) x (compressed block size), against about 2 (N-1)/N x 4 count
  * for an f32 ring all-reduce. */
