@@ -57,6 +57,7 @@ struct gen {
     tile_vec sites;       /* simt_site* */
     bool sm90_helpers;    /* sm90.c's device helpers already written */
     long red_off;         /* OpenCL: shared offset of the warp-reduction scratch (2 x threads floats), or -1 */
+    long redw_off;        /* shared offset of the per-warp partials (threads / 32 floats), or -1 */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -1168,6 +1169,24 @@ static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char
         G->red_off = (long)G->smem;
         G->smem += (size_t)G->threads * 8;
     }
+    /* fewer rows than warps (a constant count): WPR warps share a row, their partials meet
+     * in shared memory (one step across warps) */
+    int NW = G->threads / 32, WPR = 1;
+    int64_t nconst = 1;
+    bool isconst = true;
+    for (int d = 0; d < R; d++) {
+        int64_t v;
+        if (d == dim) continue;
+        if (!ir_const_int_value(src->extent[d], &v) || v < 1) isconst = false;
+        else nconst *= v;
+    }
+    if (isconst && G->o->mem_opt)
+        while (NW % (WPR * 2) == 0 && nconst * WPR * 2 <= NW) WPR *= 2;
+    if (WPR > 1 && G->redw_off < 0) {
+        G->smem = (G->smem + 15) & ~(size_t)15;
+        G->redw_off = (long)G->smem;
+        G->smem += (size_t)NW * 4;
+    }
     region_prep(G, o, src, 0);
     region_prep(G, o, dst, 1);
     tile_strbuf nout = {0};
@@ -1178,16 +1197,16 @@ static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char
     tile_sb_free(&nout);
     int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "reduce: the reduction gives %lld elements but the destination has %lld");
     line(G, o, "if (tl_nout != tl_c1) tl_fail(tl_err, %d, tl_nout, tl_c1, 0);", site);
-    line(G, o, "else for (int64_t tl_qb = 0; tl_qb < tl_nout; tl_qb += %d) {", G->threads / 32);
+    line(G, o, "else for (int64_t tl_qb = 0; tl_qb < tl_nout; tl_qb += %d) {", NW / WPR);
     G->ind++;
-    line(G, o, "const int64_t tl_q = tl_qb + (tl_tid >> 5);");
-    line(G, o, "const int tl_lane = tl_tid & 31;");
+    line(G, o, "const int64_t tl_q = tl_qb + (tl_tid / %d);", 32 * WPR);
+    line(G, o, "const int tl_lane = tl_tid & 31, tl_sub = (tl_tid >> 5) %% %d; (void)tl_sub;", WPR);
     line(G, o, "float tl_acc = %s;", idl.data);
     line(G, o, "if (tl_q < tl_nout) {");
     G->ind++;
     if (!s->clear) {
         /* lane 0 starts from the destination's value (clear=False) */
-        line(G, o, "if (tl_lane == 0) {");
+        line(G, o, "if (tl_lane == 0 && tl_sub == 0) {");
         G->ind++;
         region_pos(G, o, dst, 1, "tl_q");
         tile_strbuf d0 = {0};
@@ -1202,7 +1221,7 @@ static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char
         if (d == dim) continue;
         line(G, o, "const int64_t tl_t%d = tl_s0_%d + tl_rr %% tl_e0_%d; tl_rr /= tl_e0_%d;", d, d, d, d);
     }
-    line(G, o, "for (int64_t tl_kk = tl_lane; tl_kk < tl_len; tl_kk += 32) {");
+    line(G, o, "for (int64_t tl_kk = tl_tid %% %d; tl_kk < tl_len; tl_kk += %d) {", 32 * WPR, 32 * WPR);
     G->ind++;
     tile_strbuf in = {0}, off = {0};
     tile_sb_puts(&in, "1");
@@ -1245,7 +1264,19 @@ static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char
             else line(G, o, "tl_acc = %s(tl_acc, tl_red[%d + (tl_tid ^ %d)]);", comb, h, m);
         }
     }
-    line(G, o, "if (tl_q < tl_nout && tl_lane == 0) {");
+    if (WPR > 1) {
+        line(G, o, "if (tl_lane == 0) tl_redw[tl_tid >> 5] = tl_acc;");
+        line(G, o, "TL_BARRIER();");
+        line(G, o, "if (tl_sub == 0) {");
+        G->ind++;
+        for (int w = 1; w < WPR; w++) {
+            if (sum) line(G, o, "tl_acc = tl_acc + tl_redw[(tl_tid >> 5) + %d];", w);
+            else line(G, o, "tl_acc = %s(tl_acc, tl_redw[(tl_tid >> 5) + %d]);", comb, w);
+        }
+        G->ind--;
+        line(G, o, "}");
+    }
+    line(G, o, "if (tl_q < tl_nout && tl_lane == 0 && tl_sub == 0) {");
     G->ind++;
     region_pos(G, o, dst, 1, "tl_q");
     line(G, o, "if (tl_in1) {");
@@ -1255,6 +1286,7 @@ static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char
     line(G, o, "}");
     G->ind--;
     line(G, o, "}");
+    if (WPR > 1) line(G, o, "TL_BARRIER(); /* tl_redw is written again by the next rows */");
     G->ind--;
     line(G, o, "}");
     tile_sb_free(&idl);
@@ -1715,6 +1747,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     for (int i = 0; i < f->nvars; i++) G->slot[i] = -1;
     for (int i = 0; i < f->nvars; i++) G->priv[i] = false;
     G->red_off = -1;
+    G->redw_off = -1;
     snprintf(L->lowering, sizeof L->lowering, "simt");
 
     tile_strbuf body = {0}, helpers = {0};
@@ -1816,6 +1849,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
         tile_sb_free(&n);
     }
     if (G->red_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_red = (TL_LOCAL float *)(tl_smem + %ld);\n", G->red_off);
+    if (G->redw_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_redw = (TL_LOCAL float *)(tl_smem + %ld);\n", G->redw_off);
     tile_sb_puts(src, body.data ? body.data : "");
     tile_sb_puts(src, "}\n");
     tile_sb_free(&body);

@@ -15,6 +15,9 @@ cl=$("$tile" emit examples/rmsnorm.tl -D M=64 -D N=512 --target opencl) || fail 
 echo "$cl" | grep -q "tl_red\[" || fail "no butterfly reduction in rmsnorm (opencl)"
 off=$(TILE_SIMT_MEMOPT=0 "$tile" emit examples/rmsnorm.tl -D M=64 -D N=512 --target cuda) || fail "tile emit with TILE_SIMT_MEMOPT=0"
 echo "$off" | grep -q "__shfl_xor_sync\|uint4 tl_u" && fail "TILE_SIMT_MEMOPT=0 still emits the memory-bound lowerings"
+# fewer rows than warps: the warps of a row meet in shared memory
+rb=$("$tile" emit examples/rmsnorm.tl -D M=64 -D N=512 -D block_M=1 --target cuda) || fail "tile emit block_M=1"
+echo "$rb" | grep -q "tl_acc = tl_acc + tl_redw\[(tl_tid >> 5) + 3\];" || fail "block_M=1, 4 warps: no cross-warp step"
 # threads not a multiple of 32: the per-row serial reduction
 t48=$("$tile" emit examples/rmsnorm.tl -D M=64 -D N=512 -D threads=48 --target cuda) || fail "tile emit threads=48"
 echo "$t48" | grep -q "__shfl_xor_sync" && fail "a warp reduction with 48 threads a block"
