@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "prelude_text.h"
+#include "../opt/deps.h"
 
 const char *tile_codegen_c_prelude(void) { return tile_cpu_prelude_text; }
 
@@ -353,13 +354,16 @@ static void gbinary(gen *G, tile_strbuf *sb, const ir_expr *e, int mode) {
         case IR_B_FLOORDIV: case IR_B_FLOORMOD: case IR_B_MIN: case IR_B_MAX: case IR_B_POW: {
             const char *fn = op == IR_B_FLOORDIV ? "tile_floordiv_" : op == IR_B_FLOORMOD ? "tile_floormod_" : NULL;
             if (fn) tile_sb_printf(sb, "%s%s(", fn, sfx);
+            else if (f32 && op != IR_B_POW) tile_sb_printf(sb, "%s((float)(", op == IR_B_MIN ? "tile_fminf" : "tile_fmaxf");
             else if (f32) tile_sb_printf(sb, "((float)%s((double)(", op == IR_B_MIN ? "fmin" : op == IR_B_MAX ? "fmax" : "pow");
             else tile_sb_printf(sb, "(%s((", op == IR_B_MIN ? "fmin" : op == IR_B_MAX ? "fmax" : "pow");
             gexpr(G, sb, a, M_VALUE);
+            bool sel = !fn && f32 && op != IR_B_POW;
             if (fn) tile_sb_puts(sb, ", ");
+            else if (sel) tile_sb_puts(sb, "), (float)(");
             else tile_sb_puts(sb, f32 ? "), (double)(" : "), (");
             gexpr(G, sb, b, M_VALUE);
-            tile_sb_puts(sb, fn ? ")" : ")))");
+            tile_sb_puts(sb, fn ? ")" : sel ? "))" : ")))");
             return;
         }
         default: gfail(G, e->loc, "internal: the C generator got a float operator it does not know"); return;
@@ -459,6 +463,14 @@ static void gcall(gen *G, tile_strbuf *sb, const ir_expr *e) {
         tile_sb_printf(sb, "(%s((double)(", fn == IR_I_ISNAN ? "isnan" : "isinf");
         gexpr(G, sb, e->args[0], M_VALUE);
         tile_sb_puts(sb, ")) != 0)");
+        return;
+    }
+    /* f32 exp: the vectorisable tile_expf of the prelude (at most 1 ulp from the correctly
+     * rounded value, where libm's double exp rounded to float is within half an ulp) */
+    if (fn == IR_I_EXP && dt == TILE_DT_F32 && at != TILE_DT_F64) {
+        tile_sb_puts(sb, "tile_expf((float)(");
+        gexpr(G, sb, e->args[0], M_VALUE);
+        tile_sb_puts(sb, "))");
         return;
     }
     /* computed in double, rounded once to dt */
@@ -1063,6 +1075,61 @@ static void gatomic(gen *G, const ir_stmt *s) {
     check_fail(G);
 }
 
+/* ---------- reduction loops of the plain form ----------
+ * A serial innermost loop whose only carried dependences are sums (f32/f64) or f32 max/min
+ * into scalar locals (deps.h) is emitted under `#pragma omp simd reduction(...)` (the
+ * compiler runs with -fopenmp-simd): the lanes keep partial results that are combined after
+ * the loop. Sums are reassociated (the tolerance of a reduction, docs/cli.md); max/min use
+ * the prelude's tile_fmaxf/tile_fminf as the combiner, so NaN elements still do not count.
+ * Locals assigned in the body are private to an iteration (deps proved it). */
+static bool simd_body_ok(const ir_stmt *s) {
+    if (!s) return true;
+    switch (s->kind) {
+    case IR_S_SEQ: case IR_S_IF:
+        for (int i = 0; i < s->nbody; i++)
+            if (!simd_body_ok(s->body[i])) return false;
+        return true;
+    case IR_S_ASSIGN: case IR_S_STORE: return true;
+    default: return false;
+    }
+}
+static void simd_assigned(const ir_stmt *s, bool *seen) {
+    if (!s) return;
+    if (s->kind == IR_S_ASSIGN && s->var) seen[s->var->id] = true;
+    for (int i = 0; i < s->nbody; i++) simd_assigned(s->body[i], seen);
+}
+/* the pragma for loop s, or false */
+static bool simd_reduction_pragma(gen *G, const ir_stmt *s, tile_strbuf *out) {
+    if (G->f->form != IR_FORM_PLAIN || s->loop_kind != IR_LOOP_SERIAL || contains_loop(s->body[0]) || !simd_body_ok(s->body[0]))
+        return false;
+    opt_loop_deps d;
+    opt_deps_analyze(G->f, s, &d);
+    if (d.kind != OPT_DEP_REDUCTION || d.has_continue || d.nred < 1) return false;
+    bool *seen = tile_xcalloc((size_t)G->f->nvars + 1, sizeof(bool));
+    simd_assigned(s->body[0], seen);
+    tile_sb_puts(out, "_Pragma(\"omp simd");
+    bool ok = true;
+    for (int i = 0; i < d.nred && ok; i++) {
+        const ir_var *v = d.red[i].var;
+        if (!v || d.red[i].buf || var_is_i64(v) || v->kind == IR_VAR_SIZE) { ok = false; break; }
+        tile_dtype dt = v->dtype;
+        if (d.red[i].op == IR_RED_SUM && (dt == TILE_DT_F32 || dt == TILE_DT_F64))
+            tile_sb_printf(out, " reduction(+:v%d)", v->id);
+        else if ((d.red[i].op == IR_RED_MAX || d.red[i].op == IR_RED_MIN) && dt == TILE_DT_F32)
+            tile_sb_printf(out, " reduction(%s:v%d)", d.red[i].op == IR_RED_MAX ? "tile_fmax" : "tile_fmin", v->id);
+        else ok = false;
+        seen[v->id] = false;
+    }
+    for (int i = 0; ok && i < G->f->nvars; i++)
+        if (seen[i]) {
+            if (var_is_i64(G->f->vars[i])) ok = false;
+            else tile_sb_printf(out, " private(v%d)", i);
+        }
+    tile_sb_puts(out, "\")");
+    free(seen);
+    return ok;
+}
+
 static void gfor(gen *G, const ir_stmt *s) {
     int t = tmp(G);
     int id = s->var->id;
@@ -1109,13 +1176,30 @@ static void gfor(gen *G, const ir_stmt *s) {
     free(lo);
     free(ext);
     check_fail(G);
+    tile_strbuf red = {0};
+    bool simd_red = simd_reduction_pragma(G, s, &red);
     if ((s->loop_kind == IR_LOOP_PARALLEL || s->loop_kind == IR_LOOP_VECTORIZED) && !contains_loop(s->body[0])) line(G, "TILE_IVDEP");
     else if (s->loop_kind == IR_LOOP_UNROLLED) line(G, "_Pragma(\"GCC unroll 4\")");
+    size_t at = B(G)->len;
     line(G, "for (int64_t v%d = lo%d; v%d < hi%d; v%d++) {", id, t, id, t, id);
     G->indent++;
     gstmt(G, s->body[0]);
     G->indent--;
     line(G, "}");
+    if (simd_red && B(G)->data && !strstr(B(G)->data + at, "goto ") && !strstr(B(G)->data + at, "break;") &&
+        !strstr(B(G)->data + at, "continue;")) {
+        /* no jump out of the loop body (checked builds, failing operations): put the pragma
+         * in front of the `for` */
+        char *tail = tile_xstrdup(B(G)->data + at);
+        B(G)->len = at;
+        B(G)->data[at] = 0;
+        ind(G);
+        tile_sb_puts(B(G), red.data);
+        tile_sb_putc(B(G), '\n');
+        tile_sb_puts(B(G), tail);
+        free(tail);
+    }
+    tile_sb_free(&red);
     G->indent--;
     line(G, "}");
 }
