@@ -109,6 +109,7 @@ static const char *uwide(tile_dtype dt) { return DBITS[dt] > 32 ? "uint64_t" : "
 /* ---------- generator state ---------- */
 typedef struct fnctx {
     tile_strbuf body;
+    bool kernel_body;    /* a kernel's block function: big buffers come from the worker's scratch */
     bool *heap;          /* per buffer id: this function allocates it on the heap */
     size_t stack_bytes;
     struct fnctx *parent;
@@ -726,8 +727,23 @@ static void galloc(gen *G, const ir_stmt *s) {
         line(G, "b%d = b%d_stk;", id, id);
         return;
     }
-    G->fn->heap[id] = true;
     tile_strbuf cnt = {0};
+    if (G->fn->kernel_body) {
+        /* the worker's scratch slot for this buffer (prelude: tile_scratch_get) */
+        if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
+        else {
+            tile_sb_puts(&cnt, "(size_t)(1");
+            for (int d = 0; d < b->rank; d++) tile_sb_printf(&cnt, " * b%d_n%d", id, d);
+            if (b->dtype == TILE_DT_FP4_E2M1) tile_sb_puts(&cnt, " / 2 + 1)");
+            else tile_sb_printf(&cnt, " * %d)", DBITS[b->dtype] / 8);
+        }
+        int m = msg_at(G, s->loc, "cannot allocate memory for '%s'", b->name);
+        line(G, "b%d = (%s *)tile_scratch_get(%d, %s + 64);", id, stype(b->dtype), id, cnt.data);
+        line(G, "if (!b%d) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", id, m);
+        tile_sb_free(&cnt);
+        return;
+    }
+    G->fn->heap[id] = true;
     if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
     else {
         tile_sb_puts(&cnt, "(size_t)(1");
@@ -1230,12 +1246,13 @@ static void gkernel(gen *G, const ir_stmt *s) {
     line(G, "if (%s) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", neg.data, m);
     tile_sb_free(&neg);
     line(G, "TILE_SAVE_STATE(&Sl);");
-    line(G, "if (tile_run_grid(ctx, &Sl, tile_fn%d, g%d_0, g%d_1, g%d_2)) { rc = 1; goto tile_out; }", fnid, t, t, t);
+    line(G, "if (tile_run_grid(ctx, &Sl, tile_fn%d, g%d_0, g%d_1, g%d_2, %d)) { rc = 1; goto tile_out; }", fnid, t, t, t, G->f->nbuffers);
     G->indent--;
     line(G, "}");
     tile_sb_printf(&G->decls, "static int tile_fn%d(tile_ctx *ctx, void *st_, int64_t b0_, int64_t b1_, int64_t b2_);\n", fnid);
     int saved_indent = G->indent;
     begin_fn(G);
+    G->fn->kernel_body = true;
     G->in_parallel++;
     G->indent = 1;
     static const char *bn[3] = {"b0_", "b1_", "b2_"};

@@ -717,42 +717,85 @@ static void tile_atomic(int dt, void *base, int64_t i, tile_val x, int op) {
 }
 
 /* ---------- parallel loops and kernel launches on the runtime's pool ---------- */
+/* Scratch memory of kernel blocks: a buffer a kernel body allocates on the heap (too big for
+ * the stack) comes from its worker's slot for that buffer, kept for the whole launch and
+ * reused by the worker's next blocks (no malloc/free, and no fresh pages, per block). */
+typedef struct tile_scratch {
+    void **p;
+    size_t *cap;
+    int n;
+} tile_scratch;
+static __thread tile_scratch *tile_cur_scratch;
+static void *tile_scratch_get(int slot, size_t bytes) {
+    tile_scratch *s = tile_cur_scratch;
+    if (!s || slot < 0 || slot >= s->n) return NULL;
+    if (s->cap[slot] < bytes) {
+        free(s->p[slot]);
+        s->p[slot] = malloc(bytes);
+        s->cap[slot] = s->p[slot] ? bytes : 0;
+    }
+    return s->p[slot];
+}
+
 typedef struct tile_launch {
     tile_ctx *ctx;
     void *st;
     int (*block)(tile_ctx *ctx, void *st, int64_t b0, int64_t b1, int64_t b2);
     int (*range)(tile_ctx *ctx, void *st, int64_t begin, int64_t end);
     int64_t g0, g1;
+    tile_scratch *scratch; /* one per worker, or NULL */
+    int nscratch;
 } tile_launch;
 
 static void tile_launch_task(void *arg, int64_t begin, int64_t end, int worker) {
     tile_launch *L = (tile_launch *)arg;
-    (void)worker;
     if (L->range) {
         if (!tile_failed(L->ctx) && L->range(L->ctx, L->st, begin, end)) tile_fail(L->ctx, "error: a parallel loop failed\n");
         return;
     }
+    tile_scratch *prev = tile_cur_scratch;
+    tile_cur_scratch = L->scratch && worker >= 0 && worker < L->nscratch ? &L->scratch[worker] : NULL;
     for (int64_t lin = begin; lin < end; lin++) {
-        if (tile_failed(L->ctx)) return;
+        if (tile_failed(L->ctx)) break;
         int64_t b0 = lin % L->g0, r = lin / L->g0, b1 = r % L->g1, b2 = r / L->g1;
         if (L->block(L->ctx, L->st, b0, b1, b2)) tile_fail(L->ctx, "error: a kernel block failed\n");
     }
+    tile_cur_scratch = prev;
 }
 
+/* nslots: the scratch slots a block may ask for (the function's buffer count; 0: none) */
 static int tile_run_grid(tile_ctx *ctx, void *st, int (*block)(tile_ctx *, void *, int64_t, int64_t, int64_t),
-                         int64_t g0, int64_t g1, int64_t g2) {
+                         int64_t g0, int64_t g1, int64_t g2, int nslots) {
     if (g0 <= 0 || g1 <= 0 || g2 <= 0) return tile_failed(ctx);
-    tile_launch L = {ctx, st, block, 0, g0, g1};
+    tile_launch L = {ctx, st, block, 0, g0, g1, NULL, 0};
     int64_t n = g0 * g1 * g2;
     const tile_cpu_services *svc = ctx->a->svc;
+    int nw = svc->nworkers > 0 ? svc->nworkers : 1;
+    if (nslots > 0) {
+        L.scratch = (tile_scratch *)calloc((size_t)nw, sizeof(tile_scratch));
+        if (L.scratch) {
+            L.nscratch = nw;
+            for (int w = 0; w < nw; w++) {
+                L.scratch[w].p = (void **)calloc((size_t)nslots, sizeof(void *));
+                L.scratch[w].cap = (size_t *)calloc((size_t)nslots, sizeof(size_t));
+                L.scratch[w].n = L.scratch[w].p && L.scratch[w].cap ? nslots : 0;
+            }
+        }
+    }
     if (n == 1 || !svc->parallel_for) tile_launch_task(&L, 0, n, 0);
     else svc->parallel_for(svc, n, tile_launch_task, &L);
+    for (int w = 0; w < L.nscratch; w++) {
+        for (int i = 0; i < L.scratch[w].n; i++) free(L.scratch[w].p[i]);
+        free(L.scratch[w].p);
+        free(L.scratch[w].cap);
+    }
+    free(L.scratch);
     return tile_failed(ctx);
 }
 
 static int tile_run_range(tile_ctx *ctx, void *st, int (*range)(tile_ctx *, void *, int64_t, int64_t), int64_t n) {
     if (n <= 0) return tile_failed(ctx);
-    tile_launch L = {ctx, st, 0, range, 1, 1};
+    tile_launch L = {ctx, st, 0, range, 1, 1, NULL, 0};
     const tile_cpu_services *svc = ctx->a->svc;
     if (n == 1 || !svc->parallel_for) tile_launch_task(&L, 0, n, 0);
     else svc->parallel_for(svc, n, tile_launch_task, &L);
