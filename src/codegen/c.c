@@ -1027,6 +1027,26 @@ static void gcopy(gen *G, const ir_stmt *s) {
     line(G, "}");
 }
 
+/* region r is the whole of its constant-shape buffer */
+static bool region_whole(gen *G, const ir_region *r) {
+    const ir_buffer *b = r->buf;
+    if (!G->constshape[b->id]) return false;
+    for (int d = 0; d < b->rank; d++) {
+        int64_t v;
+        if (!ir_const_int_value(r->start[d], &v) || v != 0) return false;
+        if (!ir_const_int_value(r->extent[d], &v) || v != G->cdims[b->id][d]) return false;
+    }
+    return true;
+}
+/* REDUCE of a whole f32 [R, L] buffer along dim 1 into a whole f32 [R] buffer (T.reduce_*
+ * over fragments: the softmax and norm pattern) */
+static bool reduce_rows_fast(gen *G, const ir_stmt *s) {
+    const ir_region *rs = &s->regions[0], *rd = &s->regions[1];
+    return s->dim == 1 && rs->buf->rank == 2 && rd->buf->rank == 1 && rs->buf->dtype == TILE_DT_F32 && rd->buf->dtype == TILE_DT_F32 &&
+           rs->buf != rd->buf && region_whole(G, rs) && region_whole(G, rd) && G->cdims[rs->buf->id][0] == G->cdims[rd->buf->id][0] &&
+           G->cdims[rs->buf->id][1] > 0;
+}
+
 static void greduce(gen *G, const ir_stmt *s) {
     const ir_region *rs = &s->regions[0], *rd = &s->regions[1];
     line(G, "{");
@@ -1038,6 +1058,20 @@ static void greduce(gen *G, const ir_stmt *s) {
     if (s->dim < 0 || s->dim >= rs->buf->rank) {
         int m = msg_at(G, s->loc, "reduce: dim %d out of range", s->dim);
         line(G, "tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out;", m);
+    } else if (reduce_rows_fast(G, s)) {
+        /* whole f32 buffers [R, L] -> [R] along the contiguous dim: the rows inline */
+        const ir_buffer *bs = rs->buf, *bd = rd->buf;
+        int op = s->reduce_op;
+        const char *init = op == IR_RED_MAX ? "-INFINITY" : op == IR_RED_MIN ? "INFINITY" : "0.0f";
+        line(G, "for (int64_t r_ = 0; r_ < INT64_C(%lld); r_++) {", (long long)G->cdims[bs->id][0]);
+        line(G, "    float v_ = tile_run_f32(b%d + r_ * INT64_C(%lld), INT64_C(%lld), %d);", bs->id, (long long)G->cdims[bs->id][1],
+             (long long)G->cdims[bs->id][1], op);
+        if (s->clear) line(G, "    float a_ = %s;", init);
+        else line(G, "    float a_ = b%d[r_];", bd->id);
+        if (op == IR_RED_SUM || op == IR_RED_ABSSUM) line(G, "    b%d[r_] = a_ + v_;", bd->id);
+        else if (op == IR_RED_MIN) line(G, "    b%d[r_] = tile_fminf(a_, v_);", bd->id);
+        else line(G, "    b%d[r_] = tile_fmaxf(a_, v_);", bd->id);
+        line(G, "}");
     } else {
         int m = msg_at(G, s->loc, "reduce: the source and destination regions do not match");
         gregion_struct(G, rs, ts, "rs_");

@@ -424,7 +424,34 @@ typedef int32_t tile_v16i __attribute__((vector_size(64)));
 /* macros, not functions: vectors passed by value would change the ABI between -march levels */
 #define TILE_V16_LD(v, p) memcpy(&(v), (p), sizeof(v))
 #define TILE_V16_SEL(m, a, b) ((tile_v16f)(((m) & (tile_v16i)(a)) | (~(m) & (tile_v16i)(b))))
-static float tile_run_f32(const float *p, int64_t n, int op) {
+typedef float tile_v8f __attribute__((vector_size(32)));
+typedef float tile_v4f __attribute__((vector_size(16)));
+typedef int32_t tile_v8i __attribute__((vector_size(32)));
+typedef int32_t tile_v4i __attribute__((vector_size(16)));
+/* the 16 lanes folded in halves (16 -> 8 -> 4 -> 1): sum, or fmax/fmin (mx > 0 / mx == 0) */
+static inline float tile_hfold16(const tile_v16f *a, int sum, int mx) {
+    tile_v8f l8, h8;
+    memcpy(&l8, a, 32);
+    memcpy(&h8, (const char *)a + 32, 32);
+    if (sum) l8 += h8;
+    else {
+        tile_v8i m = mx ? (h8 > l8) : (h8 < l8);
+        l8 = (tile_v8f)((m & (tile_v8i)h8) | (~m & (tile_v8i)l8));
+    }
+    tile_v4f l4, h4;
+    memcpy(&l4, &l8, 16);
+    memcpy(&h4, (const char *)&l8 + 16, 16);
+    if (sum) l4 += h4;
+    else {
+        tile_v4i m = mx ? (h4 > l4) : (h4 < l4);
+        l4 = (tile_v4f)((m & (tile_v4i)h4) | (~m & (tile_v4i)l4));
+    }
+    if (sum) return (l4[0] + l4[1]) + (l4[2] + l4[3]);
+    float x = mx ? tile_fmaxf(l4[0], l4[1]) : tile_fminf(l4[0], l4[1]);
+    float y = mx ? tile_fmaxf(l4[2], l4[3]) : tile_fminf(l4[2], l4[3]);
+    return mx ? tile_fmaxf(x, y) : tile_fminf(x, y);
+}
+static inline __attribute__((always_inline)) float tile_run_f32(const float *p, int64_t n, int op) {
     int64_t k = 0;
     int abs_ = op == TILE_RED_ABSSUM || op == TILE_RED_ABSMAX;
     tile_v16i nosign = {0};
@@ -440,8 +467,7 @@ static float tile_run_f32(const float *p, int64_t n, int op) {
             a1 += x1;
         }
         a0 += a1;
-        float s = 0.0f;
-        for (int l = 0; l < 16; l++) s += a0[l];
+        float s = tile_hfold16(&a0, 1, 0);
         for (; k < n; k++) s += abs_ ? fabsf(p[k]) : p[k];
         return s;
     }
@@ -456,8 +482,7 @@ static float tile_run_f32(const float *p, int64_t n, int op) {
         tile_v16i m = mx ? (x > a) : (x < a); /* a NaN x compares false */
         a = TILE_V16_SEL(m, x, a);
     }
-    float r = init;
-    for (int l = 0; l < 16; l++) r = mx ? tile_fmaxf(r, a[l]) : tile_fminf(r, a[l]);
+    float r = tile_hfold16(&a, 0, mx); /* lanes are never NaN: the selects are exact */
     for (; k < n; k++) {
         float x = abs_ ? fabsf(p[k]) : p[k];
         r = mx ? tile_fmaxf(r, x) : tile_fminf(r, x);
