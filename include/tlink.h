@@ -528,6 +528,85 @@ TLINK_API int tlink_topo_predict(const tlink_topo *t, tlink_coll coll, size_t by
 
 TLINK_API void tlink_topo_free(tlink_topo *t);
 
+
+/* ---------- gradient compression (compress.c; docs/tilelink-compression.md) ----------
+ * An all-reduce of an f32 gradient that puts compressed data on the wire, with error
+ * feedback: what compression dropped in one call is kept by the library (per buffer, per
+ * rank) and added to the next call's input, so over many steps nothing is lost.
+ *
+ *     tlink_compress *cs;
+ *     tlink_compress_create(comm, TLINK_COMPRESS_SIGN1, nparams, 0, 1, &cs);  // once per buffer
+ *     for (step...) {
+ *         ... compute grad ...
+ *         tlink_compressed_allreduce(cs, grad, grad, nparams, TLINK_AVG);       // collective
+ *     }
+ *     tlink_compress_destroy(cs);
+ *
+ * Methods (each chunk of `chunk` consecutive elements has its own f32 scale):
+ *   none   f32 as is (the same two-phase path, exact values; for comparisons)
+ *   sign1  1 bit per element (its sign) and scale = mean |x| of the chunk: 32x less than f32
+ *          up to the scale (31x at the default chunk of 1024)
+ *   int4   round(x / s), s = max|x| / 7, two per byte (values -7..7)
+ *   int8   round(x / s), s = max|x| / 127
+ *   fp8    fp8 e4m3 of x / s, s = max|x| / 448 (relative precision 2^-4)
+ * Algorithm (every rank count, 1..N): each rank adds its residual, compresses its buffer in
+ * N blocks (aligned to chunks), and sends block j to rank j (pairwise exchange); rank j
+ * decodes and sums the N versions of its block (divides by N for avg), compresses that sum
+ * again (with a second residual of its own), and the compressed blocks are all-gathered.
+ * Every rank decodes the same bytes, so all ranks get bit-identical results. Bytes sent by
+ * each rank per call: 2 (N-1) x (compressed block size), against about 2 (N-1)/N x 4 count
+ * for an f32 ring all-reduce. */
+typedef enum {
+    TLINK_COMPRESS_NONE = 0,
+    TLINK_COMPRESS_SIGN1 = 1,
+    TLINK_COMPRESS_INT4 = 2,
+    TLINK_COMPRESS_INT8 = 3,
+    TLINK_COMPRESS_FP8 = 4,
+    TLINK_COMPRESS_COUNT
+} tlink_compress_method;
+#define TLINK_COMPRESS_DEFAULT_CHUNK 1024
+#define TLINK_COMPRESS_MAX_CHUNK (1u << 20)
+
+TLINK_API const char *tlink_compress_name(tlink_compress_method m);   /* "sign1", ..., "?" */
+/* "none", "sign1" (also "1bit", "sign"), "int4", "int8", "fp8" (also "fp8_e4m3"); -1 if unknown. */
+TLINK_API int tlink_compress_from_name(const char *name);
+
+/* Encoded size of count elements: per chunk a 4-byte scale (none: no scale) and the packed
+ * values. 0 for an invalid method or chunk (chunk 0 = the default). */
+TLINK_API size_t tlink_compress_encoded_bytes(tlink_compress_method m, size_t count, size_t chunk);
+/* Local codec (no communication): out must hold tlink_compress_encoded_bytes() bytes. */
+TLINK_API tlink_status tlink_compress_encode(tlink_compress_method m, const float *x, size_t count,
+                                             size_t chunk, void *out);
+TLINK_API tlink_status tlink_compress_decode(tlink_compress_method m, const void *in, size_t count,
+                                             size_t chunk, float *out);
+
+typedef struct tlink_compress tlink_compress;  /* per gradient buffer, per rank */
+/* Local (not a collective). Creates the state for a buffer of count f32 elements on
+ * this communicator (the communicator must outlive it). chunk 0 = the default (1024);
+ * error_feedback 1 keeps residuals (recommended), 0 drops what compression loses. */
+TLINK_API tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, size_t count,
+                                             size_t chunk, int error_feedback, tlink_compress **out);
+TLINK_API void tlink_compress_destroy(tlink_compress *cs);   /* NULL is OK */
+/* Zero the residuals (e.g. after restoring parameters from a checkpoint). */
+TLINK_API void tlink_compress_reset(tlink_compress *cs);
+
+/* Collective: every rank calls it with its state for the same buffer. count must equal the
+ * state's; op TLINK_SUM or TLINK_AVG; sendbuf == recvbuf is in place. */
+TLINK_API tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf, float *recvbuf,
+                                                  size_t count, tlink_op op);
+
+typedef struct tlink_compress_stats {
+    uint64_t calls;
+    uint64_t last_wire_bytes;     /* bytes this rank sent in the last call (payload, both phases) */
+    uint64_t total_wire_bytes;    /* over all calls */
+    uint64_t f32_ring_bytes;      /* what an f32 ring all-reduce of the buffer sends per rank:
+                                     2 (N-1) x ceil(count/N) x 4 */
+    double last_codec_s;          /* seconds encoding/decoding in the last call */
+    double last_comm_s;           /* seconds in the two exchanges in the last call */
+    double residual_norm;         /* L2 norm of this rank's residuals now (0 without error feedback) */
+} tlink_compress_stats;
+TLINK_API tlink_status tlink_compress_get_stats(const tlink_compress *cs, tlink_compress_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

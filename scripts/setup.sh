@@ -2,7 +2,7 @@
 # setup.sh — install what building and testing Tile needs, on a fresh Debian machine.
 # Idempotent and quick when everything is there already. Run as root (or with sudo).
 #   Debian: cmake ninja-build gcc clang python3 (pip) iproute2 openmpi-bin libopenmpi-dev
-#           pocl-opencl-icd ocl-icd-opencl-dev (OpenCL)
+#           pocl-opencl-icd ocl-icd-opencl-dev (OpenCL), python3-sklearn (digits data set)
 #   PyPI:   numpy ml_dtypes (independent references for the tests)
 set -euo pipefail
 
@@ -17,6 +17,9 @@ command -v mpirun >/dev/null || need_apt+=(openmpi-bin libopenmpi-dev)
 # OpenCL: the ICD loader and PoCL (an OpenCL device on any CPU) for the opencl target's tests
 [ -e /etc/OpenCL/vendors/pocl.icd ] || need_apt+=(pocl-opencl-icd)
 ldconfig -p 2>/dev/null | grep -q "libOpenCL.so " || need_apt+=(ocl-icd-opencl-dev)
+# scikit-learn's bundled digits data set for examples/train_mlp.c (read by scripts/prepare_digits.py)
+command -v python3 >/dev/null && python3 "$(dirname "$0")/prepare_digits.py" --find >/dev/null 2>&1 ||
+  need_apt+=(python3-sklearn)
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
