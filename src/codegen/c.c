@@ -871,6 +871,14 @@ static tile_dtype copy_value_dt(const ir_buffer *src, const ir_buffer *dst) {
     return dst->dtype;
 }
 
+/* a same-dtype f32 copy from a tile buffer into a tensor (parameter or output) whose runs are
+ * contiguous on both sides: its long runs are written with streaming stores */
+static bool copy_streams(gen *G, const ir_buffer *bs, const ir_buffer *bd, int sd, int dd) {
+    (void)G;
+    return bs->dtype == TILE_DT_F32 && bd->dtype == TILE_DT_F32 && bd->role != IR_BUF_TEMP && bs->role == IR_BUF_TEMP &&
+           bs->scope != IR_SCOPE_GLOBAL && sd == bs->rank - 1 && dd == bd->rank - 1;
+}
+
 static void gcopy(gen *G, const ir_stmt *s) {
     const ir_region *rs = &s->regions[0], *rd = &s->regions[1];
     const ir_buffer *bs = rs->buf, *bd = rd->buf;
@@ -973,6 +981,7 @@ static void gcopy(gen *G, const ir_stmt *s) {
         tile_strbuf soff = {0}, doff = {0};
         tile_sb_printf(&soff, "sb%d", ts);
         tile_sb_printf(&doff, "db%d", ts);
+        if (copy_streams(G, bs, bd, sdim[ms - 1], ddim[ms - 1])) line(G, "int nt%d_ = 0;", ts);
         line(G, "int in%d_0 = sok%d;", ts, ts);
         for (int k = 0; k < ms - 1; k++) {
             line(G, "for (int64_t c%d_%d = dlo%d_%d; c%d_%d < dhi%d_%d; c%d_%d++) {", ts, k, ts, k, ts, k, ts, k, ts, k);
@@ -1005,6 +1014,12 @@ static void gcopy(gen *G, const ir_stmt *s) {
             copy_value(&v, bs, bd, so.data);
             put_store(&st, bd, dof.data, vdt, v.data);
         }
+        bool nt = copy_streams(G, bs, bd, sdim[k], ddim[k]);
+        if (nt) {
+            /* a tile written back to a tensor: streaming stores (no read for ownership) */
+            line(G, "if (z%d - a%d >= 64) { int64_t c%d_%d = a%d; tile_copy_f32_nt(&b%d[%s], &b%d[%s], z%d - a%d); nt%d_ = 1; } else", ts, ts,
+                 ts, k, ts, bd->id, dof.data, bs->id, so.data, ts, ts, ts);
+        }
         if (bd->dtype != TILE_DT_FP4_E2M1) line(G, "TILE_IVDEP");
         line(G, "for (int64_t c%d_%d = a%d; c%d_%d < z%d; c%d_%d++) %s", ts, k, ts, ts, k, ts, ts, k, st.data);
         tile_sb_free(&st);
@@ -1020,6 +1035,7 @@ static void gcopy(gen *G, const ir_stmt *s) {
             G->indent--;
             line(G, "}");
         }
+        if (copy_streams(G, bs, bd, sdim[ms - 1], ddim[ms - 1])) line(G, "if (nt%d_) tile_sfence();", ts);
     }
     G->indent--;
     line(G, "}");
