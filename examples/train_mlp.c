@@ -24,17 +24,35 @@
  * them: both are correct, the residual is a small correction).
  *
  * Output (rank 0): "epoch E test_acc A train_loss L ..." per epoch, then a "final" line, and
- * "params identical on all ranks: yes|NO". Exit status 0, or 1 on error, 2 on bad usage. */
+ * "params identical on all ranks: yes|NO". Exit status 0, or 1 on error, 2 on bad usage.
+ *
+ * Fault tolerance (--ft): train_state is saved in libtilelink's in-memory buddy checkpoint
+ * after every step (tlink_ckpt_save: each rank keeps its state and a copy of its ring
+ * neighbour's). When a step fails with TLINK_ERR_PEER_FAILED/REVOKED (a rank was killed):
+ *   - under `tile launch --max-restarts K` (TLINK_MAX_RESTARTS > 0) the survivors call
+ *     tlink_comm_rejoin, the launcher's replacement (TLINK_RESTART_COUNT > 0) inits as the
+ *     same rank, and all restore; the run ends bit-identical to one without failure;
+ *   - otherwise (e.g. `tile launch --keep-going`) the survivors tlink_comm_shrink and go on
+ *     with fewer ranks: each global batch is the same, split into fewer shards, so only the
+ *     summation order of the gradient changes;
+ * tlink_ckpt_restore brings everyone to the newest step all can restore, the compression
+ * states are made afresh on the new communicator, training resumes. A timeline is printed
+ * ("ft <unix time> rank R: detected ... / rejoined|shrunk ... / restored step S / step S+1
+ * done"); --pid-dir DIR writes DIR/rank<R>.pid (and DIR/all.<pid>) for a killer script.
+ * In --ft mode the f32 all-reduce is pinned to the ring algorithm (one summation order on
+ * every communicator). */
 #define _GNU_SOURCE
 #include <tlink.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NFEAT 64
 #define NCLASS 10
@@ -116,6 +134,9 @@ typedef struct train_config {
     uint64_t seed;
     int method;             /* -1: plain tlink_allreduce (f32), else tlink_compress_method */
     const char *data;
+    int ft;                 /* --ft: buddy checkpoint each step, recover from rank failures */
+    const char *pid_dir;
+    const char *ckpt_file;  /* --ckpt-file: rank 0 saves there every 10 steps; resume from it */
 } train_config;
 
 /* parameter tensors, in this order, in one flat array */
@@ -145,6 +166,7 @@ typedef struct train_ctx {
     float *h;                           /* [hidden] scratch */
     uint64_t wire_bytes;                /* bytes this rank sent for gradients */
     double comm_s, compute_s;
+    tlink_status last_st;               /* status of the last failed all-reduce */
 } train_ctx;
 
 static int steps_per_epoch(const train_ctx *cx) { return (cx->train.n + cx->cfg.batch - 1) / cx->cfg.batch; }
@@ -211,8 +233,10 @@ static void make_order(train_ctx *cx, int epoch) {
 }
 
 /* One global step: this rank's shard of the batch, gradient exchange, update, counters.
- * Returns 0, or -1 with the error printed (the communicator's message). */
-static int train_step(train_ctx *cx, train_state *st) {
+ * Returns TLINK_OK, or the status of the failed gradient exchange (message printed; e.g.
+ * TLINK_ERR_PEER_FAILED). On failure *st is unchanged, so the step can be retried after
+ * recovery (with a rebuilt context: communicator, rank/size, compression states). */
+static tlink_status train_step(train_ctx *cx, train_state *st) {
     double t0 = now_s();
     make_order(cx, st->epoch);
     int B = cx->cfg.batch, H = cx->cfg.hidden;
@@ -225,13 +249,13 @@ static int train_step(train_ctx *cx, train_state *st) {
     float *gW1 = g + cx->off[P_W1], *gb1 = g + cx->off[P_B1], *gW2 = g + cx->off[P_W2], *gb2 = g + cx->off[P_B2];
     const float *W2 = w + cx->off[P_W2];
     float p[NCLASS], dh[1024];
+    double loss = 0;
     for (int s = s0; s < s1; s++) {
         int idx = cx->order[s];
         const float *x = cx->train.x + (size_t)idx * NFEAT;
         int y = cx->train.y[idx];
         forward(cx, w, x, cx->h, p);
-        st->loss_sum += -log(p[y] > 1e-30f ? p[y] : 1e-30f);
-        st->loss_n++;
+        loss += -log(p[y] > 1e-30f ? p[y] : 1e-30f);
         /* d loss / d logits = p - onehot, averaged over the global batch */
         for (int c = 0; c < NCLASS; c++) p[c] = (p[c] - (c == y)) / (float)nb;
         for (int j = 0; j < H; j++) dh[j] = 0;
@@ -265,8 +289,11 @@ static int train_step(train_ctx *cx, train_state *st) {
             cx->wire_bytes += cst.last_wire_bytes;
         }
         if (rc != TLINK_OK) {
-            fprintf(stderr, "rank %d: step %lld: gradient all-reduce: %s\n", cx->rank, st->step, tlink_last_error(cx->comm));
-            return -1;
+            cx->last_st = rc;
+            if (!cx->cfg.ft)
+                fprintf(stderr, "rank %d: step %lld: gradient all-reduce: %s\n", cx->rank, st->step,
+                        tlink_last_error(cx->comm));
+            return rc;
         }
     }
     double t2 = now_s();
@@ -276,6 +303,8 @@ static int train_step(train_ctx *cx, train_state *st) {
         st->velocity[i] = mu * st->velocity[i] + g[i];
         w[i] -= lr * st->velocity[i];
     }
+    st->loss_sum += loss;
+    st->loss_n += s1 - s0;
     st->step++;
     if (++st->batch_idx >= steps_per_epoch(cx)) {
         st->batch_idx = 0;
@@ -283,7 +312,7 @@ static int train_step(train_ctx *cx, train_state *st) {
     }
     cx->compute_s += (t1 - t0) + (now_s() - t2);
     cx->comm_s += t2 - t1;
-    return 0;
+    return TLINK_OK;
 }
 
 static double evaluate(const train_ctx *cx, const train_state *st, const dataset *d) {
@@ -313,10 +342,14 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: train_mlp [--compress none|sign1|int4|int8|fp8] [--no-ef] [--chunk N] [--epochs N]\n"
             "                 [--batch N] [--lr X] [--momentum X] [--hidden N] [--seed N] [--data FILE] [--quiet]\n"
+            "                 [--ft [--pid-dir DIR]] [--ckpt-file PATH]\n"
             "Run it under a launcher: tile launch -n 4 -- train_mlp ... (a single process trains alone).\n"
             "--compress none (default) all-reduces f32 with tlink_allreduce; the others use\n"
             "tlink_compressed_allreduce with error feedback (--no-ef: without). --data defaults to\n"
-            "build/data/digits.bin (make it with scripts/prepare_digits.py).\n");
+            "build/data/digits.bin (make it with scripts/prepare_digits.py). --ft survives the loss of a\n"
+            "rank (buddy checkpoint each step; rejoin under tile launch --max-restarts, else shrink).\n"
+            "--ckpt-file PATH: rank 0 writes the state there every 10 steps (atomic, checksummed) and\n"
+            "a run that finds the file resumes from it.\n");
 }
 
 static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
@@ -363,6 +396,14 @@ static int parse_args(int argc, char **argv, train_config *cfg) {
             cfg->ef = 0;
         } else if (!strcmp(a, "--quiet")) {
             cfg->quiet = 1;
+        } else if (!strcmp(a, "--ft")) {
+            cfg->ft = 1;
+        } else if (!strcmp(a, "--ckpt-file")) {
+            if (!v) { fprintf(stderr, "train_mlp: --ckpt-file wants a path\n"); return -1; }
+            cfg->ckpt_file = v, i++;
+        } else if (!strcmp(a, "--pid-dir")) {
+            if (!v) { fprintf(stderr, "train_mlp: --pid-dir wants a directory\n"); return -1; }
+            cfg->pid_dir = v, i++;
         } else if (!strcmp(a, "--chunk")) {
             if (parse_int(a, v, 1, TLINK_COMPRESS_MAX_CHUNK, &x)) return -1;
             cfg->chunk = (size_t)x, i++;
@@ -396,6 +437,113 @@ static int parse_args(int argc, char **argv, train_config *cfg) {
     return 0;
 }
 
+/* ---------- fault tolerance (--ft) ---------- */
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int g_rank0 = -1; /* rank at start: names this process in the timeline */
+static void ft_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void ft_log(const char *fmt, ...) {
+    char buf[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    printf("ft %.3f rank %d: %s\n", wall_s(), g_rank0, buf);
+    fflush(stdout);
+}
+
+/* train_state <-> one buffer: counters, then params and velocity */
+typedef struct ft_hdr { int64_t epoch, batch_idx, step, loss_n, nparams; double loss_sum; } ft_hdr;
+static size_t ft_bytes(const train_state *st) { return sizeof(ft_hdr) + 2 * st->nparams * sizeof(float); }
+static void ft_pack(const train_state *st, char *buf) {
+    ft_hdr h = {st->epoch, st->batch_idx, st->step, st->loss_n, (int64_t)st->nparams, st->loss_sum};
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, st->params, st->nparams * sizeof(float));
+    memcpy(buf + sizeof h + st->nparams * sizeof(float), st->velocity, st->nparams * sizeof(float));
+}
+static int ft_unpack(train_state *st, const char *buf, size_t n) {
+    ft_hdr h;
+    memcpy(&h, buf, sizeof h);
+    if (n != ft_bytes(st) || h.nparams != (int64_t)st->nparams) return -1;
+    st->epoch = (int)h.epoch;
+    st->batch_idx = (int)h.batch_idx;
+    st->step = h.step;
+    st->loss_n = h.loss_n;
+    st->loss_sum = h.loss_sum;
+    memcpy(st->params, buf + sizeof h, st->nparams * sizeof(float));
+    memcpy(st->velocity, buf + sizeof h + st->nparams * sizeof(float), st->nparams * sizeof(float));
+    return 0;
+}
+
+/* the communicator changed: rank, size, algorithm pin, compression states */
+static int ft_adopt(train_ctx *cx, tlink_comm *c, const size_t *sz) {
+    cx->comm = c;
+    cx->rank = tlink_comm_rank(c);
+    cx->size = tlink_comm_size(c);
+    tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_RING);
+    for (int t = 0; t < P_COUNT && cx->cfg.method >= 0; t++) {
+        tlink_compress_destroy(cx->cs[t]);
+        cx->cs[t] = NULL;
+        if (tlink_compress_create(c, (tlink_compress_method)cx->cfg.method, sz[t], cx->cfg.chunk, cx->cfg.ef,
+                                  &cx->cs[t]) != TLINK_OK) {
+            fprintf(stderr, "train_mlp: %s\n", tlink_last_error(c));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* restore this rank's state from the buddy checkpoint (collective over cx->comm) */
+static int ft_restore(train_ctx *cx, tlink_ckpt *ck, train_state *st, char *buf) {
+    size_t nb = 0;
+    int64_t step = -1;
+    if (tlink_ckpt_restore(ck, cx->comm, buf, ft_bytes(st), &nb, &step) != TLINK_OK) {
+        fprintf(stderr, "train_mlp: restore: %s\n", tlink_last_error(cx->comm));
+        return -1;
+    }
+    if (step >= 0 && ft_unpack(st, buf, nb)) {
+        fprintf(stderr, "train_mlp: restore: a checkpoint of %zu bytes does not fit this model\n", nb);
+        return -1;
+    }
+    return 0;
+}
+
+/* after a failed step: rejoin (launcher restarts ranks) or shrink, then restore */
+static int ft_recover(train_ctx *cx, tlink_ckpt *ck, train_state *st, char *buf, const size_t *sz, int elastic) {
+    if (cx->last_st != TLINK_ERR_PEER_FAILED && cx->last_st != TLINK_ERR_REVOKED) {
+        fprintf(stderr, "rank %d: step %lld: %s\n", cx->rank, st->step, tlink_last_error(cx->comm));
+        return -1;
+    }
+    ft_log("detected at step %lld: %s", st->step, tlink_last_error(cx->comm));
+    tlink_comm *next = NULL;
+    if (elastic) {
+        if (tlink_comm_rejoin(cx->comm, &next) != TLINK_OK) {
+            fprintf(stderr, "train_mlp: rejoin: %s\n", tlink_last_error(cx->comm));
+            return -1;
+        }
+        ft_log("rejoined: %d ranks", tlink_comm_size(next));
+    } else {
+        if (tlink_comm_shrink(cx->comm, &next) != TLINK_OK) {
+            fprintf(stderr, "train_mlp: shrink: %s\n", tlink_last_error(cx->comm));
+            return -1;
+        }
+        int failed[64], nf = tlink_comm_failed_ranks(cx->comm, failed, 64);
+        char list[256] = "";
+        for (int i = 0, off = 0; i < nf && i < 64 && off < 200; i++)
+            off += snprintf(list + off, sizeof list - (size_t)off, "%s%d", i ? "," : "", failed[i]);
+        ft_log("shrunk: %d ranks (failed: %s), now rank %d", tlink_comm_size(next), list, tlink_comm_rank(next));
+    }
+    for (int t = 0; t < P_COUNT; t++) { tlink_compress_destroy(cx->cs[t]); cx->cs[t] = NULL; }
+    tlink_comm_destroy(cx->comm);
+    if (ft_adopt(cx, next, sz) || ft_restore(cx, ck, st, buf)) return -1;
+    ft_log("restored step %lld; resuming", st->step);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     train_ctx cx;
     memset(&cx, 0, sizeof cx);
@@ -405,12 +553,27 @@ int main(int argc, char **argv) {
         fprintf(stderr, "train_mlp: %s\n", err);
         return 1;
     }
-    if (tlink_comm_init_env(&cx.comm) != TLINK_OK) {
+    /* under a launcher: from its variables; started by hand: one rank alone */
+    tlink_env_info env;
+    tlink_status ist = tlink_env_parse(&env) == TLINK_OK && env.size > 0 ? tlink_comm_init_env(&cx.comm)
+                                                                         : tlink_comm_init(&cx.comm, 0, 1, NULL);
+    if (ist != TLINK_OK) {
         fprintf(stderr, "train_mlp: %s\n", tlink_last_error(NULL));
         return 1;
     }
     cx.rank = tlink_comm_rank(cx.comm);
     cx.size = tlink_comm_size(cx.comm);
+    g_rank0 = cx.rank;
+    if (cx.cfg.ft) tlink_comm_set_algo(cx.comm, TLINK_COLL_ALLREDUCE, TLINK_ALGO_RING);
+    if (cx.cfg.pid_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank%d.pid", cx.cfg.pid_dir, cx.rank);
+        FILE *pf = fopen(path, "w");
+        if (pf) { fprintf(pf, "%d\n", (int)getpid()); fclose(pf); }
+        snprintf(path, sizeof path, "%s/all.%d", cx.cfg.pid_dir, (int)getpid());
+        pf = fopen(path, "w");
+        if (pf) fclose(pf);
+    }
     int H = cx.cfg.hidden;
     size_t sz[P_COUNT] = {(size_t)H * NFEAT, (size_t)H, (size_t)NCLASS * H, NCLASS};
     for (int t = 0; t < P_COUNT; t++) cx.off[t + 1] = cx.off[t] + sz[t];
@@ -436,14 +599,69 @@ int main(int argc, char **argv) {
                "lr %g, momentum %g, compress %s%s (chunk %zu)\n",
                cx.size, cx.train.n, cx.test.n, H, st.nparams, cx.cfg.batch, cx.cfg.lr, cx.cfg.momentum, mname,
                cx.cfg.method < 0 ? "" : cx.cfg.ef ? " with error feedback" : " without error feedback", cx.cfg.chunk);
+    tlink_ckpt *ck = NULL;
+    char *ftbuf = NULL;
+    const char *mr = getenv("TLINK_MAX_RESTARTS"), *rcnt = getenv("TLINK_RESTART_COUNT");
+    int elastic = mr && atoi(mr) > 0, announce = 0;
+    if (cx.cfg.ft || cx.cfg.ckpt_file) {
+        ftbuf = malloc(ft_bytes(&st));
+        if (!ftbuf || tlink_ckpt_create(&ck) != TLINK_OK) {
+            fprintf(stderr, "train_mlp: out of memory\n");
+            return 1;
+        }
+        if (cx.cfg.ft && rcnt && atoi(rcnt) > 0) {
+            /* a replacement started by the launcher: the survivors rejoin; our state is in
+             * our buddy's copy */
+            if (ft_restore(&cx, ck, &st, ftbuf)) return 1;
+            ft_log("replacement joined; restored step %lld", st.step);
+        } else if (cx.cfg.ckpt_file && access(cx.cfg.ckpt_file, F_OK) == 0) {
+            /* a whole-job restart: every rank reads the file rank 0 wrote */
+            void *fb = NULL;
+            size_t nb = 0;
+            int64_t fs = 0;
+            if (tlink_ckpt_read_file(cx.cfg.ckpt_file, &fs, &fb, &nb) != TLINK_OK || ft_unpack(&st, fb, nb)) {
+                fprintf(stderr, "train_mlp: %s: %s\n", cx.cfg.ckpt_file,
+                        fb ? "does not fit this model" : tlink_last_error(NULL));
+                return 1;
+            }
+            tlink_free(fb);
+            ft_log("loaded step %lld from %s", st.step, cx.cfg.ckpt_file);
+            announce = 1;
+        }
+    }
     double t0 = now_s();
     int rc = 0;
     double acc = 0;
     while (st.epoch < cx.cfg.epochs) {
         int e = st.epoch;
         if (train_step(&cx, &st)) {
+            if (cx.cfg.ft && !ft_recover(&cx, ck, &st, ftbuf, sz, elastic)) {
+                announce = 1;
+                continue;
+            }
             rc = 1;
             break;
+        }
+        if (cx.cfg.ft) {
+            ft_pack(&st, ftbuf);
+            cx.last_st = tlink_ckpt_save(ck, cx.comm, st.step, ftbuf, ft_bytes(&st));
+            if (cx.last_st != TLINK_OK) {
+                if (!ft_recover(&cx, ck, &st, ftbuf, sz, elastic)) {
+                    announce = 1;
+                    continue;
+                }
+                rc = 1;
+                break;
+            }
+            if (announce) {
+                ft_log("step %lld done (%d ranks)", st.step, cx.size);
+                announce = 0;
+            }
+        }
+        if (cx.cfg.ckpt_file && cx.rank == 0 && st.step % 10 == 0) {
+            ft_pack(&st, ftbuf);
+            if (tlink_ckpt_write_file(cx.cfg.ckpt_file, st.step, ftbuf, ft_bytes(&st)) != TLINK_OK)
+                fprintf(stderr, "train_mlp: %s\n", tlink_last_error(NULL));
         }
         if (st.epoch != e) { /* an epoch ended */
             acc = evaluate(&cx, &st, &cx.test);
@@ -482,10 +700,13 @@ int main(int argc, char **argv) {
                    (unsigned long long)f32b, cx.wire_bytes ? (double)f32b / (double)cx.wire_bytes : 1.0, now_s() - t0,
                    cx.comm_s);
             printf("params identical on all ranks: %s\n", same ? "yes" : "NO");
+            if (cx.cfg.ft) printf("params hash %016llx\n", (unsigned long long)h);
         }
         if (!same) rc = 1;
     }
     for (int t = 0; t < P_COUNT; t++) tlink_compress_destroy(cx.cs[t]);
+    tlink_ckpt_free(ck);
+    free(ftbuf);
     tlink_comm_destroy(cx.comm);
     state_free(&st);
     free(cx.order);

@@ -36,7 +36,8 @@
  *    seconds without progress, default 300; tlink_comm_set_timeout). It returns TLINK_ERR_TIMEOUT or
  *    TLINK_ERR_PEER_FAILED naming the rank instead of hanging; tlink_last_error() has the
  *    detailed message. After a peer failure the communicator is broken: every later call
- *    returns TLINK_ERR_PEER_FAILED; destroy it.
+ *    returns TLINK_ERR_PEER_FAILED; destroy it, or recover with tlink_comm_shrink /
+ *    tlink_comm_rejoin (see "fault tolerance" below).
  *  - A communicator is used by one thread at a time (nonblocking calls are queued and run by
  *    the communicator's progress thread in issue order).
  */
@@ -74,7 +75,8 @@ typedef struct tlink_request tlink_request;  /* a queued nonblocking operation *
     X(TLINK_ERR_INTERNAL, 9, "internal error")                                      \
     X(TLINK_ERR_ABORTED, 10, "communicator aborted")                                \
     X(TLINK_ERR_TRUNCATED, 11, "message truncated (receive buffer smaller than message)") \
-    X(TLINK_IN_PROGRESS, 12, "operation in progress")
+    X(TLINK_IN_PROGRESS, 12, "operation in progress")                             \
+    X(TLINK_ERR_CORRUPT, 13, "data corrupt (checksum mismatch)")
 
 typedef enum {
 #define TLINK_X_(name, val, msg) name = val,
@@ -326,6 +328,84 @@ TLINK_API tlink_status tlink_wait(tlink_request *req);
  * is freed. *done = 0: returns TLINK_IN_PROGRESS. */
 TLINK_API tlink_status tlink_test(tlink_request *req, int *done);
 
+/* ---------- fault tolerance ----------
+ * Detection: a peer on this host that exits is seen within ~0.1 s (/proc), a TCP peer whose
+ * process dies within moments (its kernel closes the connections), and any peer — also a host
+ * cut off without a RST, or a hung/stopped process — within TLINK_HEARTBEAT_TIMEOUT seconds
+ * (1.5; heartbeats every TLINK_HEARTBEAT_INTERVAL = 0.1 s over UDP; 0 turns them off). Every
+ * pending and later call on every survivor then returns TLINK_ERR_PEER_FAILED and
+ * tlink_last_error names the rank.
+ *
+ * Recovery, two ways:
+ *  - shrink: the survivors form a smaller communicator (ranks keep their order);
+ *  - rejoin: the failed rank is replaced by a new process (e.g. `tile launch --max-restarts K`
+ *    restarts it) that calls tlink_comm_init_env as usual; the survivors call
+ *    tlink_comm_rejoin; together they form a communicator of the original size with the
+ *    original rank numbers (re-initialisation through the store: every rank's generation
+ *    counter advances by one, so old and new ranks meet under a fresh key prefix).
+ * Both need the store to outlive the failure: a standalone store (`tile store`, or the one
+ * `tile launch --max-restarts` hosts), not one hosted by a rank that may die. */
+
+/* Local and thread-safe (may be called while another thread is inside a call on comm):
+ * every pending and later call on comm, on every rank, fails with TLINK_ERR_REVOKED. The
+ * revoke reaches other ranks through shared memory, the heartbeats and the store. */
+TLINK_API tlink_status tlink_comm_revoke(tlink_comm *comm);
+/* 1 when comm was revoked (here or by another rank). */
+TLINK_API int tlink_comm_is_revoked(const tlink_comm *comm);
+/* The ranks of comm this rank knows to have failed (after tlink_comm_shrink: the agreed set).
+ * Writes up to max of them to ranks (ascending) and returns how many there are; -1 on bad
+ * arguments. */
+TLINK_API int tlink_comm_failed_ranks(const tlink_comm *comm, int *ranks, int max);
+/* Collective over the survivors of comm (revokes comm first if it is not broken yet): they
+ * agree through the store on who is alive — ranks that joined the shrink, excluding those
+ * that failed, also when different ranks noticed the failure at different times — and form
+ * *out with the survivors in their old order. Waits for a rank that neither joined nor is
+ * known failed until the communicator timeout. A rank that was declared failed but is
+ * alive gets TLINK_ERR_PEER_FAILED. comm stays valid (broken) until destroyed. */
+TLINK_API tlink_status tlink_comm_shrink(tlink_comm *comm, tlink_comm **out);
+/* Collective over all `size` ranks of the original communicator, replacement ranks included
+ * (those call tlink_comm_init_env/init_config instead): a new communicator with the same rank,
+ * size and store. Only for communicators made by tlink_comm_init* (not split/shrunk ones).
+ * comm stays valid (broken) until destroyed. */
+TLINK_API tlink_status tlink_comm_rejoin(tlink_comm *comm, tlink_comm **out);
+
+/* ---------- checkpoints ----------
+ * In-memory buddy checkpoint: each rank keeps its last two saved states and a copy of its
+ * buddy's (the previous rank in the ring), so losing any one rank loses nothing.
+ *
+ *     tlink_ckpt *ck; tlink_ckpt_create(&ck);
+ *     for (step...) { train(); tlink_ckpt_save(ck, comm, step, &state, sizeof state); }
+ *     on failure: tlink_comm_shrink(comm, &c2) or tlink_comm_rejoin(comm, &c2);
+ *                 tlink_ckpt_restore(ck, c2, &state, sizeof state, &bytes, &step);
+ *
+ * A rank's identity in the checkpoint is its rank in the communicator of its first save or
+ * restore (with rejoin: the original rank, so a replacement process finds its state). */
+typedef struct tlink_ckpt tlink_ckpt;
+TLINK_API tlink_status tlink_ckpt_create(tlink_ckpt **out);
+TLINK_API void tlink_ckpt_free(tlink_ckpt *ck);
+/* Collective: keep a copy of state (bytes may differ between ranks) tagged with step
+ * (increasing) and exchange copies with the ring neighbours. */
+TLINK_API tlink_status tlink_ckpt_save(tlink_ckpt *ck, tlink_comm *comm, int64_t step, const void *state,
+                                       size_t bytes);
+/* Collective over a new communicator (after shrink or rejoin): the ranks agree on the newest
+ * step that every member can restore — from its own copy or from a buddy's — move the copies
+ * that are needed, and write this rank's state into state (capacity cap bytes). *step = -1
+ * and *bytes = 0 when nobody has saved anything yet (start from scratch). A state lost with
+ * its buddy gives TLINK_ERR_PEER_FAILED naming the rank. */
+TLINK_API tlink_status tlink_ckpt_restore(tlink_ckpt *ck, tlink_comm *comm, void *state, size_t cap,
+                                          size_t *bytes, int64_t *step);
+/* The buddy copy this rank holds (owner = the checkpoint identity of the rank it belongs
+ * to); NULL/-1 when none. Lets survivors of a shrink take over a failed rank's state. */
+TLINK_API const void *tlink_ckpt_buddy(const tlink_ckpt *ck, int *owner, int64_t *step, size_t *bytes);
+
+/* On disk: written to PATH.tmp.PID, flushed (fsync) and renamed over path, so a crash
+ * leaves the old file or the new one, never a torn one. The file has a header (magic,
+ * version, step, size) and a 64-bit checksum over header and data; read verifies both and
+ * returns TLINK_ERR_CORRUPT with a message naming the file on a mismatch or truncation.
+ * Errors: tlink_last_error(NULL). *state is malloc'd (tlink_free). */
+TLINK_API tlink_status tlink_ckpt_write_file(const char *path, int64_t step, const void *state, size_t bytes);
+TLINK_API tlink_status tlink_ckpt_read_file(const char *path, int64_t *step, void **state, size_t *bytes);
+
 /* ---------- introspection and the cost model (used by `tile link-bench`) ---------- */
 /* Algorithm that ran in this communicator's last collective ("ring"), "" before any. */
 TLINK_API const char *tlink_last_algo(const tlink_comm *comm);
@@ -528,6 +608,83 @@ TLINK_API int tlink_topo_predict(const tlink_topo *t, tlink_coll coll, size_t by
 
 TLINK_API void tlink_topo_free(tlink_topo *t);
 
+/* ---------- device collectives (CUDA GPUs of one host; tilelink/src/gpu_*.c) ----------
+ * Collectives on device pointers, one process per GPU (several processes may share one GPU).
+ * Built on a host communicator (bootstrap through its store); every rank must be on the same
+ * host and able to map its peers' memory (CUDA IPC; peer access over NVLink/PCIe or the same
+ * GPU). libcuda.so.1 and NVRTC are opened with dlopen: no CUDA headers are needed, and
+ * without a GPU tlink_gpu_available() says why. docs/tilelink-gpu.md has the protocol.
+ *
+ *     tlink_gpu_comm *g;
+ *     tlink_gpu_comm_init(comm, NULL, &g);            // collective over comm; device = local rank
+ *     tlink_gpu_allreduce(g, dsend, drecv, n, TLINK_BF16, TLINK_SUM, stream);  // enqueued
+ *     tlink_gpu_sync(g, stream);                      // waits, reports a peer's timeout
+ *
+ * Every call is stream-ordered: it only enqueues work on `stream` (a CUstream; NULL: the
+ * legacy default stream) and returns; kernels already on the stream run first, later ones
+ * after it, so collectives overlap compute running on other streams. Errors in flight (a
+ * peer that never arrives within the communicator's timeout) are reported by the next call
+ * or by tlink_gpu_sync as TLINK_ERR_PEER_FAILED naming the rank. Algorithms (allreduce):
+ * "oneshot" (every rank pushes everything to every peer and reduces locally; one
+ * synchronisation), "twoshot" (reduce-scatter then all-gather through the peers' inboxes),
+ * "ce" (copy engines move the data, a TileLang-generated kernel reduces; sum of f32/f16/bf16);
+ * chosen by an α–β model (TLINK_GPU_ALGO forces one). */
+typedef struct tlink_gpu_comm tlink_gpu_comm;
+typedef struct CUstream_st *tlink_cuda_stream;
+
+typedef struct tlink_gpu_config {
+    int device;                 /* CUDA ordinal; -1 (or a NULL config): local rank % device count */
+    size_t slot_bytes;          /* SM path: bytes per block, source and step; 0: TLINK_GPU_SLOT or 256 KiB */
+    size_t ce_chunk_bytes;      /* copy-engine path: bytes per column and step; 0: TLINK_GPU_CE_CHUNK or 16 MiB */
+    int blocks;                 /* thread blocks per collective (at most one per SM); 0: TLINK_GPU_BLOCKS or 64 */
+    int threads;                /* threads per block, at most 512; 0: TLINK_GPU_THREADS or 512 */
+    int reserved[8];
+} tlink_gpu_config;
+
+/* 1 when libcuda.so.1 loads and shows a GPU; else 0 and why (may be NULL). */
+TLINK_API int tlink_gpu_available(char *why, size_t len);
+/* 1 when NVRTC loads; else 0 and why. */
+TLINK_API int tlink_gpu_nvrtc_available(char *why, size_t len);
+/* Compiles the device kernels for `arch` ("sm_90a") with NVRTC, without a GPU: the
+ * hand-written collective kernel (all != 0: every dtype x op, slow; else f32 sum, bf16 avg,
+ * fp8 e4m3 max) and the TileLang-generated reductions. Returns the number of
+ * modules compiled (>0) or -1 with the log in err. */
+TLINK_API int tlink_gpu_compile_check(const char *arch, int all, char *err, size_t errlen);
+
+TLINK_API tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, tlink_gpu_comm **out);
+/* Collective: synchronises, unmaps the peers' buffers and frees. NULL is OK. */
+TLINK_API tlink_status tlink_gpu_comm_destroy(tlink_gpu_comm *g);
+TLINK_API int tlink_gpu_comm_device(const tlink_gpu_comm *g);
+/* "ipc-nvlink", "ipc-pcie" or "ipc-same-gpu": how this rank reaches peer (or "self"). */
+TLINK_API const char *tlink_gpu_comm_link(const tlink_gpu_comm *g, int peer);
+/* Force an algorithm for allreduce: "auto", "oneshot", "twoshot", "ce". Same on all ranks. */
+TLINK_API tlink_status tlink_gpu_set_algo(tlink_gpu_comm *g, const char *algo);
+TLINK_API const char *tlink_gpu_last_algo(const tlink_gpu_comm *g);
+TLINK_API double tlink_gpu_last_predicted_us(const tlink_gpu_comm *g);
+
+/* Semantics and buffer layouts as the host collectives above (in place: same rules). */
+TLINK_API tlink_status tlink_gpu_allreduce(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                           tlink_dtype dt, tlink_op op, tlink_cuda_stream stream);
+TLINK_API tlink_status tlink_gpu_reduce_scatter(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf,
+                                                size_t recvcount, tlink_dtype dt, tlink_op op,
+                                                tlink_cuda_stream stream);
+TLINK_API tlink_status tlink_gpu_allgather(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                           tlink_dtype dt, tlink_cuda_stream stream);
+TLINK_API tlink_status tlink_gpu_broadcast(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                           tlink_dtype dt, int root, tlink_cuda_stream stream);
+TLINK_API tlink_status tlink_gpu_alltoall(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                          tlink_dtype dt, tlink_cuda_stream stream);
+/* Waits for the stream; TLINK_ERR_PEER_FAILED if a collective on it gave up on a peer. */
+TLINK_API tlink_status tlink_gpu_sync(tlink_gpu_comm *g, tlink_cuda_stream stream);
+TLINK_API const char *tlink_gpu_last_error(const tlink_gpu_comm *g);
+
+/* Small helpers so that programs need no CUDA headers (tests, tile link-bench). memcpy
+ * copies between any host and device pointers (unified addressing) and waits. */
+TLINK_API tlink_status tlink_gpu_malloc(tlink_gpu_comm *g, size_t bytes, void **ptr);
+TLINK_API tlink_status tlink_gpu_free(tlink_gpu_comm *g, void *ptr);
+TLINK_API tlink_status tlink_gpu_memcpy(tlink_gpu_comm *g, void *dst, const void *src, size_t bytes);
+TLINK_API tlink_status tlink_gpu_stream_create(tlink_gpu_comm *g, tlink_cuda_stream *out);
+TLINK_API tlink_status tlink_gpu_stream_destroy(tlink_gpu_comm *g, tlink_cuda_stream s);
 
 /* ---------- gradient compression (compress.c; docs/tilelink-compression.md) ----------
  * An all-reduce of an f32 gradient that puts compressed data on the wire, with error
@@ -551,8 +708,8 @@ TLINK_API void tlink_topo_free(tlink_topo *t);
  *   fp8    fp8 e4m3 of x / s, s = max|x| / 448 (relative precision 2^-4)
  * Algorithm (every rank count, 1..N): each rank adds its residual, compresses its buffer in
  * N blocks (aligned to chunks), and sends block j to rank j (pairwise exchange); rank j
- * decodes and sums the N versions of its block (divides by N for avg), compresses that sum
- * again (with a second residual of its own), and the compressed blocks are all-gathered.
+ * sums the decoded blocks and its own (exact) block (divides by N for avg), compresses that
+ * sum again (with a second residual of its own), and the compressed blocks are all-gathered.
  * Every rank decodes the same bytes, so all ranks get bit-identical results. Bytes sent by
  * each rank per call: 2 (N-1) x (compressed block size), against about 2 (N-1)/N x 4 count
  * for an f32 ring all-reduce. */

@@ -10,6 +10,7 @@
  * sub-32-bit floats as f32 values holding exactly the rounded value.
  */
 #include "simt.h"
+#include "simt_gen.h"
 #include "codegen.h"
 
 #include <math.h>
@@ -32,7 +33,7 @@ void simt_options_default(simt_options *o, simt_dialect d) {
 /* ---------- state ---------- */
 enum { SP_NONE = 0, SP_GLOBAL = 1, SP_SHARED = 2, SP_PRIVATE = 3 };
 
-typedef struct gen {
+struct gen {
     const ir_func *f;
     const simt_options *o;
     simt_program *P;
@@ -53,7 +54,8 @@ typedef struct gen {
     bool barrier_fresh;
     bool uses_f64;
     tile_vec sites;       /* simt_site* */
-} gen;
+    bool sm90_helpers;    /* sm90.c's device helpers already written */
+};
 
 __attribute__((format(printf, 3, 4)))
 static void gfail(gen *G, tile_loc loc, const char *fmt, ...) {
@@ -1350,6 +1352,22 @@ static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid
 }
 
 /* ---------- kernels ---------- */
+static int buf_index(simt_program *P, const ir_buffer *b);
+
+/* ---------- the interface of simt_gen.h (architecture-specific lowerings) ---------- */
+void simt_g_expr(gen *G, tile_strbuf *o, const ir_expr *e) { ex(G, o, e); }
+void simt_g_var(tile_strbuf *o, const ir_var *v) { var_name(o, v); }
+void simt_g_buf(tile_strbuf *o, const ir_buffer *b) { buf_name(o, b); }
+void simt_g_store(gen *G, tile_strbuf *o, int indent, const ir_buffer *b, const char *off, const char *v, tile_dtype vd) {
+    int save = G->ind;
+    G->ind = indent;
+    store_at(G, o, b, off, v, vd);
+    G->ind = save;
+}
+int simt_g_bufarg(gen *G, const ir_buffer *b) { return buf_index(G->P, b); }
+const simt_options *simt_g_options(gen *G) { return G->o; }
+void simt_g_fail(gen *G, tile_loc loc, const char *msg) { gfail(G, loc, "%s", msg); }
+
 static void dialect_header(gen *G, tile_strbuf *o) {
     if (G->cuda) {
         tile_sb_puts(o,
@@ -1495,27 +1513,38 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     }
     for (int i = 0; i < f->nvars; i++) G->slot[i] = -1;
     for (int i = 0; i < f->nvars; i++) G->priv[i] = false;
-    if (k) mark_private(G, k->body[0], false);
-    if (k) place(G, k->body[0], true);
-    else
-        for (int i = 0; i < nstmts; i++) place(G, stmts[i], false);
-    if (G->failed) return;
+    snprintf(L->lowering, sizeof L->lowering, "simt");
 
-    tile_strbuf body = {0};
-    G->ind = 1;
-    if (k) gen_block(G, &body, k->body[0]);
-    else
-        for (int i = 0; i < nstmts; i++) gen_thread(G, &body, stmts[i]);
+    tile_strbuf body = {0}, helpers = {0};
+    /* Hopper: a GEMM main loop becomes TMA + mbarrier ring + warp-specialised wgmma */
+    bool arch = k && G->cuda && G->o->sm >= 90 && sm90_gemm_kernel(G, k, L, &helpers, &body);
+    if (!arch && !G->failed) {
+        if (k) mark_private(G, k->body[0], false);
+        if (k) place(G, k->body[0], true);
+        else
+            for (int i = 0; i < nstmts; i++) place(G, stmts[i], false);
+        G->ind = 1;
+        if (k && !G->failed) gen_block(G, &body, k->body[0]);
+        else if (!G->failed)
+            for (int i = 0; i < nstmts; i++) gen_thread(G, &body, stmts[i]);
+    }
     if (G->failed) {
         tile_sb_free(&body);
+        tile_sb_free(&helpers);
         return;
     }
-    L->smem = G->smem ? (G->smem + 15) & ~(size_t)15 : 16;
+    if (!arch) L->smem = G->smem ? (G->smem + 15) & ~(size_t)15 : 16;
+    tile_sb_puts(src, helpers.data ? helpers.data : "");
+    tile_sb_free(&helpers);
 
-    /* signature */
-    tile_sb_printf(src, "\nTL_KERNEL void %s(", L->name);
+    /* signature (the comment is the launch plan, for tools that read the source) */
+    tile_sb_printf(src, "\n/* tl-launch %s threads=%d smem=%zu lowering=%s tma=%d persistent=%d */", L->name, L->threads, L->smem, L->lowering, L->ntma,
+                   L->persistent ? 1 : 0);
+    if (arch) tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d, 1) %s(", L->threads, L->name);
+    else tile_sb_printf(src, "\nTL_KERNEL void %s(", L->name);
     for (int i = 0; i < P->nbufs; i++) tile_sb_printf(src, "TL_GLOBAL uint8_t *tl_b%d, ", i);
     tile_sb_puts(src, "TL_GLOBAL const int64_t *tl_scal, TL_GLOBAL int64_t *tl_err");
+    for (int i = 0; i < L->ntma; i++) tile_sb_printf(src, ", const __grid_constant__ tl_tmap tl_tma%d", i);
     if (!G->cuda) tile_sb_puts(src, ", __local uint8_t *tl_smem");
     tile_sb_puts(src, ") {\n");
     if (G->cuda)
@@ -1570,7 +1599,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
             ex(G, &g, k->grid[d]);
             var_name(&n, k->block_vars[d]);
             tile_sb_printf(src, "    const int64_t tl_g%d = (int64_t)(%s);\n", d, g.data);
-            tile_sb_printf(src, "    const int32_t %s = (int32_t)(tl_rb %% tl_g%d); tl_rb /= tl_g%d; (void)%s;\n", n.data, d, d, n.data);
+            tile_sb_printf(src, "    %sint32_t %s = (int32_t)(tl_rb %% tl_g%d); tl_rb /= tl_g%d; (void)%s;\n", L->persistent ? "" : "const ", n.data, d, d, n.data);
             tile_sb_free(&g);
             tile_sb_free(&n);
         }

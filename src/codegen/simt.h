@@ -37,6 +37,8 @@ typedef struct simt_options {
     bool fp64;          /* the device computes in double (OpenCL: cl_khr_fp64); else f64 is an error */
     bool atom64;        /* 64-bit atomics (OpenCL: cl_khr_int64_base_atomics) */
     bool checks;        /* bounds checks on element accesses (default on) */
+    int sm;             /* CUDA: 90 = sm_90a (Hopper: TMA + wgmma lowering of GEMM kernels,
+                         * src/codegen/sm90.c); 0 = the portable SIMT lowering only */
 } simt_options;
 
 /* A buffer the kernels take: parameter, returned tensor, or a global temporary that the
@@ -47,6 +49,18 @@ typedef struct simt_buf {
     int ret;            /* index in f->rets, or -1 */
 } simt_buf;
 
+/* A TMA tensor map a launch takes (sm_90a): the host encodes it for buffer `buf` of the plan
+ * (rank 2, row-major; dims from the buffer's shape) with a box of box_rows x box_cols
+ * elements and `swizzle` bytes of swizzle (32, 64 or 128; 0 = none), and passes it by value
+ * after the error record (`const __grid_constant__ tl_tmap`), in order. */
+typedef struct simt_tma {
+    int buf;            /* index in simt_program.bufs */
+    int elem_bytes;     /* 1 or 2 */
+    int box_rows, box_cols;
+    int swizzle;
+} simt_tma;
+#define SIMT_MAX_TMA 4
+
 /* One launch of the plan. */
 typedef struct simt_launch {
     char name[32];            /* kernel name in the source */
@@ -54,6 +68,11 @@ typedef struct simt_launch {
     int threads;              /* threads per block */
     size_t smem;              /* bytes of shared memory */
     tile_loc loc;
+    int ntma;                 /* TMA tensor maps after the standard arguments (sm_90a) */
+    simt_tma tma[SIMT_MAX_TMA];
+    char lowering[16];        /* "simt", or "sm90-wgmma" for the Hopper GEMM lowering */
+    bool persistent;          /* the kernel loops over the grid's blocks itself: launch at most
+                                 one block per multiprocessor (fewer when the grid is smaller) */
 } simt_launch;
 
 /* A place in the program that can fail at run time (bounds, division by zero, assert). */

@@ -33,6 +33,11 @@ typedef struct tile_backend {
      * row-major; rets already allocated); scalars[i] for scalar params (by param position). */
     int (*run)(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets,
                const double *scalars, tile_strbuf *err);
+    /* Optional (NULL: tile_bench times run() on the host). Copy the inputs to the device once,
+     * run once untimed, then `iters` times, times_s[i] the device time of run i's launches
+     * alone; the outputs of the last run written back as run() does. Returns 0 or 1. */
+    int (*bench)(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars, int iters,
+                 double *times_s, tile_strbuf *err);
     void (*release)(void *exe);
 } tile_backend;
 

@@ -6,10 +6,14 @@
  *
  *   TILE_CUDA_DEVICE   device ordinal (default 0)
  *   TILE_CUDA_ARCH     compile for this architecture instead of the device's (e.g. sm_80)
+ *   TILE_BENCH_FLUSH   0: do not flush the L2 cache between timed runs (tile_bench)
  * Cubins are cached on disk (simt_rt.h), keyed by the source, the architecture and the
- * NVRTC version; compile time is logged at TILE_LOG=info. Device buffers come from a small
- * per-kernel cache (reused while large enough). Errors name the CUDA call, the kernel and
- * the launch shape.
+ * NVRTC version; TILE_LOG=info logs the NVRTC compile time of each kernel and each cache hit.
+ * Device memory comes from a caching allocator (plain cuMemAlloc, size classes, emptied when
+ * the last compiled kernel is released); every copy and launch goes on one non-blocking
+ * stream of the backend; tile_bench (cuda_bench) keeps the tensors on the device and times
+ * the launches with CUDA events. Errors name the CUDA call, the kernel and the launch shape
+ * (grid, block, shared memory).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -18,6 +22,7 @@
 
 #include "backend.h"
 #include "cuda_rt.h"
+#include "cuda_tma.h"
 #include "simt_rt.h"
 
 /* ---------- the few driver / NVRTC declarations we need ---------- */
@@ -35,7 +40,10 @@ typedef struct _nvrtcProgram *nvrtcProgram;
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_STREAM_NON_BLOCKING 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
 
 static struct {
     CUresult (*Init)(unsigned);
@@ -58,6 +66,16 @@ static struct {
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
 } cu;
 
 static struct {
@@ -81,7 +99,9 @@ static int g_nv_major, g_nv_minor;
 static CUdevice g_dev;
 static CUcontext g_ctx;
 static char g_name[256], g_arch[32];
-static int g_cc_major, g_cc_minor, g_driver, g_smem_optin;
+static int g_cc_major, g_cc_minor, g_driver, g_smem_optin, g_l2_bytes, g_sms;
+static void *g_tma_encode; /* cuTensorMapEncodeTiled (optional; sm_90a TMA copies, cuda_tma.c) */
+static CUstream g_stream; /* every copy and launch of the backend, in order */
 
 static const char *cu_err(CUresult r) {
     const char *s = NULL;
@@ -205,6 +225,17 @@ static bool open_device(void) {
     LOADC(MemcpyDtoH, "cuMemcpyDtoH_v2");
     LOADC(GetErrorName, "cuGetErrorName");
     LOADC(GetErrorString, "cuGetErrorString");
+    LOADC(StreamCreate, "cuStreamCreate");
+    LOADC(StreamSynchronize, "cuStreamSynchronize");
+    LOADC(EventCreate, "cuEventCreate");
+    LOADC(EventRecord, "cuEventRecord");
+    LOADC(EventSynchronize, "cuEventSynchronize");
+    LOADC(EventElapsedTime, "cuEventElapsedTime");
+    LOADC(EventDestroy, "cuEventDestroy_v2");
+    LOADC(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    LOADC(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    LOADC(MemsetD32Async, "cuMemsetD32Async");
+    g_tma_encode = dlsym(h, "cuTensorMapEncodeTiled");
 #undef LOADC
     CUresult r = cu.Init(0);
     if (r != 0) {
@@ -229,12 +260,18 @@ static bool open_device(void) {
     cu.DeviceGetAttribute(&g_cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g_dev);
     cu.DeviceGetAttribute(&g_cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g_dev);
     cu.DeviceGetAttribute(&g_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g_dev);
+    cu.DeviceGetAttribute(&g_l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, g_dev);
+    cu.DeviceGetAttribute(&g_sms, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */, g_dev);
     cu.DriverGetVersion(&g_driver);
     const char *force = tile_env("TILE_CUDA_ARCH");
     if (force && *force) snprintf(g_arch, sizeof g_arch, "%s", force);
     else snprintf(g_arch, sizeof g_arch, "sm_%d%d%s", g_cc_major, g_cc_minor, g_cc_major == 9 && g_cc_minor == 0 ? "a" : "");
     if ((r = cu.DevicePrimaryCtxRetain(&g_ctx, g_dev)) != 0) {
         snprintf(g_why, sizeof g_why, "cuDevicePrimaryCtxRetain failed on '%s': %s", g_name, cu_err(r));
+        return false;
+    }
+    if ((r = cu.CtxSetCurrent(g_ctx)) != 0 || (r = cu.StreamCreate(&g_stream, CU_STREAM_NON_BLOCKING)) != 0) {
+        snprintf(g_why, sizeof g_why, "cuStreamCreate failed on '%s': %s", g_name, cu_err(r));
         return false;
     }
     if (!tile_cuda_nvrtc_available(NULL)) {
@@ -266,6 +303,103 @@ static void cuda_device_name(tile_strbuf *out) {
     tile_sb_printf(out, "%s (%s, driver %d.%d, NVRTC %d.%d)", g_name, g_arch, g_driver / 1000, (g_driver % 1000) / 10, g_nv_major, g_nv_minor);
 }
 
+/* ---------- the caching device allocator ----------
+ * Plain cuMemAlloc behind free lists of size classes: a size is rounded up to a class (256 B
+ * granules below 4 KiB, then four classes per power of two, so at most 25% is wasted), and a
+ * freed block goes back to its class's list instead of to the driver. A run that needs the
+ * same sizes again (every run of a kernel after the first, --bench, tile_bench) therefore
+ * allocates nothing. When cuMemAlloc runs out of memory, every cached block is released and
+ * the allocation tried once more. The cache is emptied when the last compiled kernel of the
+ * process is released (module teardown). TILE_LOG=debug logs the driver allocations. */
+typedef struct dblock {
+    CUdeviceptr ptr;
+    size_t cap;
+    struct dblock *next;
+} dblock;
+
+enum { POOL_CLASSES = 256 };
+static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static dblock *g_pool[POOL_CLASSES];
+static size_t g_pool_cached;  /* bytes in the free lists */
+static int g_live_exes;       /* compiled kernels alive (the pool is emptied at 0) */
+
+/* The class of n bytes and its size. */
+static int size_class(size_t n, size_t *cap) {
+    if (n <= 4096) {
+        size_t c = (n + 255) / 256;
+        if (c == 0) c = 1;
+        *cap = c * 256;
+        return (int)c - 1; /* 0..15 */
+    }
+    int p = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^p < n <= 2^(p+1) */
+    size_t q = (size_t)1 << (p - 2);                            /* an eighth of 2^(p+1) */
+    size_t k = (n + q - 1) / q;                                 /* 5..8 eighths */
+    *cap = k * q;
+    int cls = 16 + (p - 12) * 4 + (int)(k - 5);
+    return cls < POOL_CLASSES ? cls : -1;
+}
+
+int tile_cuda_size_class(size_t n, size_t *cap) { return size_class(n, cap); }
+
+static void pool_trim_locked(void) {
+    for (int c = 0; c < POOL_CLASSES; c++) {
+        while (g_pool[c]) {
+            dblock *b = g_pool[c];
+            g_pool[c] = b->next;
+            cu.MemFree(b->ptr);
+            free(b);
+        }
+    }
+    g_pool_cached = 0;
+}
+
+static bool dev_alloc(size_t n, CUdeviceptr *ptr, size_t *cap, tile_strbuf *err, const char *what) {
+    size_t c;
+    int cls = size_class(n, &c);
+    pthread_mutex_lock(&g_pool_lock);
+    if (cls >= 0 && g_pool[cls]) {
+        dblock *b = g_pool[cls];
+        g_pool[cls] = b->next;
+        g_pool_cached -= b->cap;
+        pthread_mutex_unlock(&g_pool_lock);
+        *ptr = b->ptr;
+        *cap = b->cap;
+        free(b);
+        return true;
+    }
+    CUresult r = cu.MemAlloc(ptr, c);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && g_pool_cached) {
+        tile_log(TILE_LOG_INFO, "cuda: out of device memory; releasing %zu cached bytes and trying again", g_pool_cached);
+        pool_trim_locked();
+        r = cu.MemAlloc(ptr, c);
+    }
+    pthread_mutex_unlock(&g_pool_lock);
+    if (r != 0) {
+        *ptr = 0;
+        tile_sb_printf(err, "cuMemAlloc of %zu bytes for '%s' failed on '%s': %s", c, what, g_name, cu_err(r));
+        return false;
+    }
+    tile_log(TILE_LOG_DEBUG, "cuda: cuMemAlloc %zu bytes for '%s'", c, what);
+    *cap = c;
+    return true;
+}
+
+static void dev_free(CUdeviceptr ptr, size_t cap) {
+    if (!ptr) return;
+    size_t c;
+    int cls = size_class(cap, &c);
+    pthread_mutex_lock(&g_pool_lock);
+    if (cls >= 0 && c == cap) {
+        dblock *b = tile_xcalloc(1, sizeof *b);
+        b->ptr = ptr;
+        b->cap = cap;
+        b->next = g_pool[cls];
+        g_pool[cls] = b;
+        g_pool_cached += cap;
+    } else cu.MemFree(ptr);
+    pthread_mutex_unlock(&g_pool_lock);
+}
+
 /* ---------- compile ---------- */
 typedef struct dbuf {
     CUdeviceptr ptr;
@@ -281,7 +415,7 @@ typedef struct cuda_exe {
 } cuda_exe;
 
 static void dbuf_free(dbuf *b) {
-    if (b->ptr) cu.MemFree(b->ptr);
+    dev_free(b->ptr, b->cap);
     b->ptr = 0;
     b->cap = 0;
 }
@@ -291,10 +425,14 @@ static void cuda_release(void *p) {
     if (!x) return;
     if (g_cu_ok) {
         cu.CtxSetCurrent(g_ctx);
+        cu.StreamSynchronize(g_stream);
         for (int i = 0; x->bufs && i < x->P.nbufs; i++) dbuf_free(&x->bufs[i]);
         dbuf_free(&x->scal);
         dbuf_free(&x->err);
         if (x->mod) cu.ModuleUnload(x->mod);
+        pthread_mutex_lock(&g_pool_lock);
+        if (--g_live_exes == 0) pool_trim_locked();
+        pthread_mutex_unlock(&g_pool_lock);
     }
     free(x->fns);
     free(x->bufs);
@@ -302,9 +440,13 @@ static void cuda_release(void *p) {
     free(x);
 }
 
+/* The architecture-specific lowering for arch (src/codegen/sm90.c for sm_90a). */
+static int arch_sm(const char *arch) { return arch && !strcmp(arch, "sm_90a") ? 90 : 0; }
+
 static int cuda_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
     simt_options o;
     simt_options_default(&o, SIMT_CUDA);
+    o.sm = arch_sm(tile_env("TILE_CUDA_ARCH")); /* emit has no device: the arch comes from the environment */
     simt_program P;
     if (simt_generate(f, &o, &P, err)) return 1;
     tile_sb_puts(out, P.source);
@@ -319,9 +461,16 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
         return 1;
     }
     cuda_exe *x = tile_xcalloc(1, sizeof *x);
+    pthread_mutex_lock(&g_pool_lock);
+    g_live_exes++;
+    pthread_mutex_unlock(&g_pool_lock);
     simt_options o;
     simt_options_default(&o, SIMT_CUDA);
+    o.sm = arch_sm(g_arch);
     if (simt_generate(f, &o, &x->P, err)) {
+        pthread_mutex_lock(&g_pool_lock);
+        g_live_exes--;
+        pthread_mutex_unlock(&g_pool_lock);
         free(x);
         return 1;
     }
@@ -351,7 +500,7 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     CUresult r;
     if (cache && (bin = simt_read_file(path.data, &n)) != NULL) {
         if (cu.ModuleLoadData(&x->mod, bin) == 0) {
-            tile_log(TILE_LOG_DEBUG, "cuda: cubin from the cache %s", path.data);
+            tile_log(TILE_LOG_INFO, "cuda: '%s' for %s from the cubin cache (%s)", f->name, g_arch, path.data);
             free(bin);
             goto loaded;
         }
@@ -401,92 +550,217 @@ fail:
 }
 
 /* ---------- run ---------- */
-static bool dbuf_reserve(dbuf *b, size_t n, tile_strbuf *err) {
+static bool dbuf_reserve(dbuf *b, size_t n, tile_strbuf *err, const char *what) {
     if (n < 16) n = 16;
     if (b->ptr && b->cap >= n) return true;
     dbuf_free(b);
-    size_t cap = (n + 255) & ~(size_t)255;
-    CUresult r = cu.MemAlloc(&b->ptr, cap);
-    if (r != 0) {
-        b->ptr = 0;
-        tile_sb_printf(err, "cuMemAlloc of %zu bytes failed on '%s': %s", cap, g_name, cu_err(r));
+    return dev_alloc(n, &b->ptr, &b->cap, err, what);
+}
+
+/* One line per launch of the program: "tile_k0 (4096 blocks x 128 threads, 49152 B shared)". */
+static void launch_shapes(const cuda_exe *x, const ir_func *f, const int64_t *sizes, tile_strbuf *out) {
+    for (int l = 0; l < x->P.nlaunches; l++) {
+        const simt_launch *L = &x->P.launches[l];
+        int64_t blocks = -1;
+        tile_strbuf ig = {0};
+        simt_blocks(L, f, sizes, &blocks, &ig);
+        tile_sb_free(&ig);
+        tile_sb_printf(out, "%s%s (%lld blocks x %d threads, %zu B shared)", l ? ", " : "", L->name, (long long)blocks, L->threads, L->smem);
+    }
+}
+
+static void sync_error(const cuda_exe *x, const ir_func *f, const int64_t *sizes, const char *call, CUresult r, tile_strbuf *err) {
+    const char *s = NULL;
+    cu.GetErrorString(r, &s);
+    tile_sb_printf(err, "running '%s' on '%s' failed (%s: %s: %s); its launches: ", f->name, g_name, call, cu_err(r), s ? s : "");
+    launch_shapes(x, f, sizes, err);
+}
+
+static void *host_of(const simt_buf *b, tile_tensor *params, tile_tensor *rets) {
+    return b->param >= 0 ? params[b->param].data : b->ret >= 0 ? rets[b->ret].data : NULL;
+}
+
+/* Device buffers for this run's sizes, inputs copied in, the scalar table and a clear error
+ * record; args[] set for cuLaunchKernel. */
+static bool stage_in(cuda_exe *x, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars,
+                     size_t *bytes, void **args, tile_strbuf *err) {
+    simt_program *P = &x->P;
+    CUresult r;
+    for (int i = 0; i < P->nbufs; i++) {
+        if (!simt_buf_bytes(P, i, f, sizes, params, rets, &bytes[i], err)) return false;
+        const simt_buf *b = &P->bufs[i];
+        if (!dbuf_reserve(&x->bufs[i], bytes[i] + 8, err, b->buf->name)) return false;
+        void *host = host_of(b, params, rets);
+        if (host && bytes[i] && (r = cu.MemcpyHtoDAsync(x->bufs[i].ptr, host, bytes[i], g_stream)) != 0) {
+            tile_sb_printf(err, "cuMemcpyHtoDAsync of '%s' (%zu bytes) for '%s' failed: %s", b->buf->name, bytes[i], f->name, cu_err(r));
+            return false;
+        }
+        args[i] = &x->bufs[i].ptr;
+    }
+    int64_t *tab = tile_xcalloc((size_t)P->nscalars + 1, sizeof(int64_t));
+    int64_t errrec[8] = {0};
+    simt_pack_scalars(f, sizes, scalars, tab);
+    size_t tb = sizeof(int64_t) * (size_t)(P->nscalars + 1);
+    bool ok = dbuf_reserve(&x->scal, tb, err, "scalar table") && dbuf_reserve(&x->err, sizeof errrec, err, "error record");
+    /* synchronous copies: tab and errrec are on this stack frame */
+    if (ok && ((r = cu.MemcpyHtoDAsync(x->scal.ptr, tab, tb, g_stream)) != 0 || (r = cu.MemcpyHtoDAsync(x->err.ptr, errrec, sizeof errrec, g_stream)) != 0 ||
+               (r = cu.StreamSynchronize(g_stream)) != 0)) {
+        tile_sb_printf(err, "copying the scalar table of '%s' to the device failed: %s", f->name, cu_err(r));
+        ok = false;
+    }
+    free(tab);
+    args[P->nbufs] = &x->scal.ptr;
+    args[P->nbufs + 1] = &x->err.ptr;
+    return ok;
+}
+
+/* Every launch of the program, in order, on the backend's stream. */
+static bool launch_all(cuda_exe *x, const ir_func *f, const int64_t *sizes, void **args, tile_strbuf *err) {
+    for (int l = 0; l < x->P.nlaunches; l++) {
+        const simt_launch *L = &x->P.launches[l];
+        int64_t blocks;
+        if (!simt_blocks(L, f, sizes, &blocks, err)) return false;
+        if (blocks == 0) continue;
+        if (L->persistent && g_sms > 0 && blocks > g_sms) blocks = g_sms; /* it loops over its blocks */
+        if (blocks > 0x7fffffffLL) {
+            tile_sb_printf(err, "kernel %s of '%s' needs %lld blocks; CUDA allows at most 2^31-1 in a grid", L->name, f->name, (long long)blocks);
+            return false;
+        }
+        /* sm_90a TMA: tensor maps after the standard arguments (cuda_tma.c) */
+        tile_cuda_tmap maps[SIMT_MAX_TMA];
+        void *largs[64 + SIMT_MAX_TMA], **la = args;
+        if (L->ntma) {
+            CUdeviceptr ptrs[64];
+            if (x->P.nbufs > 64) {
+                tile_sb_printf(err, "kernel %s of '%s': too many buffers for TMA", L->name, f->name);
+                return false;
+            }
+            for (int i = 0; i < x->P.nbufs; i++) ptrs[i] = x->bufs[i].ptr;
+            if (tile_cuda_tma_encode(g_tma_encode, &x->P, L, f, sizes, ptrs, maps, err)) return false;
+            for (int i = 0; i < x->P.nbufs + 2; i++) largs[i] = args[i];
+            for (int i = 0; i < L->ntma; i++) largs[x->P.nbufs + 2 + i] = &maps[i];
+            la = largs;
+        }
+        CUresult r = cu.LaunchKernel(x->fns[l], (unsigned)blocks, 1, 1, (unsigned)L->threads, 1, 1, (unsigned)L->smem, g_stream, la, NULL);
+        if (r != 0) {
+            tile_sb_printf(err, "cuLaunchKernel(%s of '%s', grid %lld x 1 x 1, block %d x 1 x 1, %zu bytes of shared memory) failed: %s", L->name, f->name,
+                           (long long)blocks, L->threads, L->smem, cu_err(r));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Wait for the stream, check the error record, copy the outputs back. */
+static bool stage_out(cuda_exe *x, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const size_t *bytes,
+                      tile_strbuf *err) {
+    simt_program *P = &x->P;
+    int64_t errrec[8] = {0};
+    CUresult r;
+    if ((r = cu.StreamSynchronize(g_stream)) != 0) {
+        sync_error(x, f, sizes, "cuStreamSynchronize", r, err);
         return false;
     }
-    b->cap = cap;
+    if ((r = cu.MemcpyDtoHAsync(errrec, x->err.ptr, sizeof errrec, g_stream)) != 0 || (r = cu.StreamSynchronize(g_stream)) != 0) {
+        tile_sb_printf(err, "cuMemcpyDtoHAsync of the error record of '%s' failed: %s", f->name, cu_err(r));
+        return false;
+    }
+    if (errrec[0]) {
+        simt_format_error(P, errrec, err);
+        return false;
+    }
+    for (int i = 0; i < P->nbufs; i++) {
+        const simt_buf *b = &P->bufs[i];
+        void *host = host_of(b, params, rets);
+        if (!host || !bytes[i]) continue;
+        if ((r = cu.MemcpyDtoHAsync(host, x->bufs[i].ptr, bytes[i], g_stream)) != 0) {
+            tile_sb_printf(err, "cuMemcpyDtoHAsync of '%s' of '%s' failed: %s", b->buf->name, f->name, cu_err(r));
+            return false;
+        }
+    }
+    if ((r = cu.StreamSynchronize(g_stream)) != 0) {
+        sync_error(x, f, sizes, "cuStreamSynchronize after the copies out", r, err);
+        return false;
+    }
     return true;
 }
 
 static int cuda_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars, tile_strbuf *err) {
     cuda_exe *x = exe;
-    simt_program *P = &x->P;
     cu.CtxSetCurrent(g_ctx);
-    size_t *bytes = tile_xcalloc((size_t)P->nbufs + 1, sizeof(size_t));
-    int64_t *tab = tile_xcalloc((size_t)P->nscalars + 1, sizeof(int64_t));
-    void **args = tile_xcalloc((size_t)P->nbufs + 3, sizeof(void *));
-    int64_t errrec[8] = {0};
-    int rc = 1;
-    CUresult r;
-    for (int i = 0; i < P->nbufs; i++) {
-        if (!simt_buf_bytes(P, i, f, sizes, params, rets, &bytes[i], err)) goto done;
-        if (!dbuf_reserve(&x->bufs[i], bytes[i] + 8, err)) goto done;
-        const simt_buf *b = &P->bufs[i];
-        void *host = b->param >= 0 ? params[b->param].data : b->ret >= 0 ? rets[b->ret].data : NULL;
-        if (host && bytes[i] && (r = cu.MemcpyHtoD(x->bufs[i].ptr, host, bytes[i])) != 0) {
-            tile_sb_printf(err, "cuMemcpyHtoD of '%s' (%zu bytes) failed: %s", b->buf->name, bytes[i], cu_err(r));
-            goto done;
-        }
-        args[i] = &x->bufs[i].ptr;
-    }
-    simt_pack_scalars(f, sizes, scalars, tab);
-    size_t tb = sizeof(int64_t) * (size_t)(P->nscalars + 1);
-    if (!dbuf_reserve(&x->scal, tb, err) || !dbuf_reserve(&x->err, sizeof errrec, err)) goto done;
-    if ((r = cu.MemcpyHtoD(x->scal.ptr, tab, tb)) != 0 || (r = cu.MemcpyHtoD(x->err.ptr, errrec, sizeof errrec)) != 0) {
-        tile_sb_printf(err, "cuMemcpyHtoD failed: %s", cu_err(r));
-        goto done;
-    }
-    args[P->nbufs] = &x->scal.ptr;
-    args[P->nbufs + 1] = &x->err.ptr;
-    for (int l = 0; l < P->nlaunches; l++) {
-        const simt_launch *L = &P->launches[l];
-        int64_t blocks;
-        if (!simt_blocks(L, f, sizes, &blocks, err)) goto done;
-        if (blocks == 0) continue;
-        r = cu.LaunchKernel(x->fns[l], (unsigned)blocks, 1, 1, (unsigned)L->threads, 1, 1, (unsigned)L->smem, NULL, args, NULL);
-        if (r != 0) {
-            tile_sb_printf(err, "cuLaunchKernel(%s of '%s', %lld blocks of %d threads, %zu bytes of shared memory) failed: %s", L->name, f->name,
-                           (long long)blocks, L->threads, L->smem, cu_err(r));
-            goto done;
-        }
-    }
-    if ((r = cu.CtxSynchronize()) != 0) {
-        const char *s = NULL;
-        cu.GetErrorString(r, &s);
-        tile_sb_printf(err, "running '%s' on '%s' failed (cuCtxSynchronize: %s: %s)", f->name, g_name, cu_err(r), s ? s : "");
-        goto done;
-    }
-    if ((r = cu.MemcpyDtoH(errrec, x->err.ptr, sizeof errrec)) != 0) {
-        tile_sb_printf(err, "cuMemcpyDtoH of the error record failed: %s", cu_err(r));
-        goto done;
-    }
-    if (errrec[0]) {
-        simt_format_error(P, errrec, err);
-        goto done;
-    }
-    for (int i = 0; i < P->nbufs; i++) {
-        const simt_buf *b = &P->bufs[i];
-        void *host = b->param >= 0 ? params[b->param].data : b->ret >= 0 ? rets[b->ret].data : NULL;
-        if (!host || !bytes[i]) continue;
-        if ((r = cu.MemcpyDtoH(host, x->bufs[i].ptr, bytes[i])) != 0) {
-            tile_sb_printf(err, "cuMemcpyDtoH of '%s' failed: %s", b->buf->name, cu_err(r));
-            goto done;
-        }
-    }
-    rc = 0;
-done:
+    size_t *bytes = tile_xcalloc((size_t)x->P.nbufs + 1, sizeof(size_t));
+    void **args = tile_xcalloc((size_t)x->P.nbufs + 3, sizeof(void *));
+    bool ok = stage_in(x, f, sizes, params, rets, scalars, bytes, args, err) && launch_all(x, f, sizes, args, err) &&
+              stage_out(x, f, sizes, params, rets, bytes, err);
+    if (!ok) cu.StreamSynchronize(g_stream);
     free(bytes);
-    free(tab);
     free(args);
-    return rc;
+    return ok ? 0 : 1;
+}
+
+/* --bench / tile_bench: the inputs are copied to the device once; one untimed run, then
+ * `iters` runs each timed with CUDA events around its launches alone (no copies); before
+ * each, unless TILE_BENCH_FLUSH=0, the L2 cache is flushed by writing a buffer of twice its
+ * size (outside the events). The outputs of the last run are copied back. */
+static int cuda_bench(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars, int iters,
+                      double *times_s, tile_strbuf *err) {
+    cuda_exe *x = exe;
+    cu.CtxSetCurrent(g_ctx);
+    size_t *bytes = tile_xcalloc((size_t)x->P.nbufs + 1, sizeof(size_t));
+    void **args = tile_xcalloc((size_t)x->P.nbufs + 3, sizeof(void *));
+    CUevent ev[2] = {NULL, NULL};
+    dbuf flush = {0, 0};
+    size_t flush_bytes = tile_env_long("TILE_BENCH_FLUSH", 1) && g_l2_bytes > 0 ? (size_t)g_l2_bytes * 2 : 0;
+    CUresult r;
+    bool ok = stage_in(x, f, sizes, params, rets, scalars, bytes, args, err);
+    if (ok && flush_bytes) ok = dbuf_reserve(&flush, flush_bytes, err, "L2 flush buffer");
+    if (ok && ((r = cu.EventCreate(&ev[0], 0)) != 0 || (r = cu.EventCreate(&ev[1], 0)) != 0)) {
+        tile_sb_printf(err, "cuEventCreate failed: %s", cu_err(r));
+        ok = false;
+    }
+    ok = ok && launch_all(x, f, sizes, args, err); /* warm-up */
+    if (ok && (r = cu.StreamSynchronize(g_stream)) != 0) {
+        sync_error(x, f, sizes, "cuStreamSynchronize after the warm-up run", r, err);
+        ok = false;
+    }
+    for (int it = 0; ok && it < iters; it++) {
+        if (flush_bytes && (r = cu.MemsetD32Async(flush.ptr, (unsigned)it, flush_bytes / 4, g_stream)) != 0) {
+            tile_sb_printf(err, "cuMemsetD32Async (L2 flush, %zu bytes) failed: %s", flush_bytes, cu_err(r));
+            ok = false;
+            break;
+        }
+        if ((r = cu.EventRecord(ev[0], g_stream)) != 0) {
+            tile_sb_printf(err, "cuEventRecord failed: %s", cu_err(r));
+            ok = false;
+            break;
+        }
+        if (!(ok = launch_all(x, f, sizes, args, err))) break;
+        if ((r = cu.EventRecord(ev[1], g_stream)) != 0) {
+            tile_sb_printf(err, "cuEventRecord failed: %s", cu_err(r));
+            ok = false;
+            break;
+        }
+        float ms = 0;
+        if ((r = cu.EventSynchronize(ev[1])) != 0) {
+            sync_error(x, f, sizes, "cuEventSynchronize", r, err);
+            ok = false;
+            break;
+        }
+        if ((r = cu.EventElapsedTime(&ms, ev[0], ev[1])) != 0) {
+            tile_sb_printf(err, "cuEventElapsedTime failed: %s", cu_err(r));
+            ok = false;
+            break;
+        }
+        times_s[it] = ms * 1e-3;
+    }
+    ok = ok && stage_out(x, f, sizes, params, rets, bytes, err);
+    if (!ok) cu.StreamSynchronize(g_stream);
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) cu.EventDestroy(ev[i]);
+    dbuf_free(&flush);
+    free(bytes);
+    free(args);
+    return ok ? 0 : 1;
 }
 
 const tile_backend tile_backend_cuda = {
@@ -497,5 +771,6 @@ const tile_backend tile_backend_cuda = {
     .emit = cuda_emit,
     .compile = cuda_compile,
     .run = cuda_run,
+    .bench = cuda_bench,
     .release = cuda_release,
 };

@@ -11,4 +11,8 @@ bool tile_cuda_nvrtc_available(tile_strbuf *why);
  * and a heap cubin (free it), or 1 with the NVRTC log in err. */
 int tile_cuda_nvrtc_compile(const char *src, const char *name, const char *arch, void **cubin, size_t *n, tile_strbuf *err);
 
+/* The caching device allocator's size class of an n-byte request and the bytes it allocates
+ * (*cap >= n); -1 when n is too large to cache. Exposed for tests. */
+int tile_cuda_size_class(size_t n, size_t *cap);
+
 #endif

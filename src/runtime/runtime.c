@@ -615,7 +615,7 @@ static tile_status prepare_target(tile_kernel *k, const tile_backend *b, target_
 }
 
 static tile_status run_backend(tile_kernel *k, const tile_backend *b, tile_tensor *params, int nparams, tile_tensor *rets, int nrets,
-                               const tile_run_options *opt, tile_strbuf *err) {
+                               const tile_run_options *opt, int bench_iters, double *times_s, tile_strbuf *err) {
     target_state *ts;
     tile_status st = prepare_target(k, b, &ts, err);
     if (st != TILE_OK) return st;
@@ -634,7 +634,9 @@ static tile_status run_backend(tile_kernel *k, const tile_backend *b, tile_tenso
         }
     double *scalars = tile_xcalloc((size_t)(nparams + 1), sizeof(double));
     if (opt && opt->scalars) memcpy(scalars, opt->scalars, sizeof(double) * (size_t)nparams);
-    if (st == TILE_OK && b->run(ts->exe, f, sizes, params, rets, scalars, err)) st = TILE_ERR_USER;
+    if (st == TILE_OK && bench_iters > 0) {
+        if (b->bench(ts->exe, f, sizes, params, rets, scalars, bench_iters, times_s, err)) st = TILE_ERR_USER;
+    } else if (st == TILE_OK && b->run(ts->exe, f, sizes, params, rets, scalars, err)) st = TILE_ERR_USER;
     free(scalars);
     free(sizes);
     return st;
@@ -729,8 +731,42 @@ tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *params, in
             st = TILE_ERR_USER;
         } else {
             const tile_backend *b = find_backend(target, &err, &st);
-            if (b) st = run_backend(k, b, params, nparams, rets, nrets, opt, &err);
+            if (b) st = run_backend(k, b, params, nparams, rets, nrets, opt, 0, NULL, &err);
         }
+    }
+    if (st != TILE_OK && error) *error = sb_take(&err);
+    else tile_sb_free(&err);
+    return st;
+}
+
+tile_status tile_bench(tile_kernel *k, const char *target, tile_tensor *params, int nparams, tile_tensor *rets, int nrets,
+                       const tile_run_options *opt, int iters, double *times_s, int *device_time, char **error) {
+    if (error) *error = NULL;
+    if (device_time) *device_time = 0;
+    tile_strbuf err = {0};
+    tile_status st = TILE_OK;
+    const tile_backend *b = NULL;
+    if (!k) tile_sb_puts(&err, "tile_bench: kernel is NULL"), st = TILE_ERR_USER;
+    else if (iters < 1) tile_sb_printf(&err, "tile_bench: iters must be at least 1, got %d", iters), st = TILE_ERR_USER;
+    else if (!times_s) tile_sb_puts(&err, "tile_bench: times_s is NULL"), st = TILE_ERR_USER;
+    if (st == TILE_OK) {
+        if (!target || !strcmp(target, "auto")) target = auto_target();
+        if (strcmp(target, "interp") && strncmp(target, "interp+", 7) && !(opt && opt->f64_reference)) b = find_backend(target, &err, &st);
+    }
+    if (st == TILE_OK && b && b->bench) {
+        st = run_backend(k, b, params, nparams, rets, nrets, opt, iters, times_s, &err);
+        if (st == TILE_OK && device_time) *device_time = 1;
+    } else if (st == TILE_OK) {
+        /* host time of whole runs (copies included where the target has any) */
+        char *e = NULL;
+        for (int it = -1; it < iters && st == TILE_OK; it++) {
+            for (int i = 0; it >= 0 && i < nrets; i++) tile_tensor_free(&rets[i]);
+            double t0 = tile_now();
+            st = tile_run(k, target, params, nparams, rets, nrets, opt, &e);
+            if (it >= 0) times_s[it] = tile_now() - t0;
+        }
+        if (e) tile_sb_puts(&err, e);
+        tile_free(e);
     }
     if (st != TILE_OK && error) *error = sb_take(&err);
     else tile_sb_free(&err);

@@ -192,7 +192,33 @@ err_case "twice" "listed twice" --hosts localhost:1,localhost:1 -- true
 err_case "remote" "remote launch (ssh) is not implemented" --hosts localhost:1,far.example.org:1 -- true
 err_case "netns without hosts" "--netns needs --hosts" --netns -n 2 -- true
 err_case "missing netns" "network namespace 'tile-no-such-ns' not found" --netns --hosts tile-no-such-ns:1 -- true
-err_case "restarts" "--max-restarts is not implemented" --max-restarts 2 -n 1 -- true
+err_case "restarts" "--max-restarts: bad value '-1'" --max-restarts -1 -n 1 -- true
+
+# elastic: rank 1 fails on its first run (killed by SIGKILL), its replacement succeeds
+out=$(launch --max-restarts 2 -n 3 -- sh -c 'echo "run $TLINK_RESTART_COUNT of rank $RANK max $TLINK_MAX_RESTARTS store $MASTER_PORT"; if [ "$RANK" = 1 ] && [ "$TLINK_RESTART_COUNT" = 0 ]; then kill -9 $$; fi; exit 0' 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && grep -q "rank 1 was killed by signal 9 (Killed): restarting it (restart 1 of 2)" <<<"$out" \
+   && grep -q '^\[1\] run 1 of rank 1 max 2' <<<"$out" && [ "$(grep -c '^\[.\] run 0' <<<"$out")" -eq 3 ]; then
+    ok "elastic: a killed rank is restarted and the job succeeds"
+else bad "elastic restart (rc $rc)"; echo "$out"; fi
+# --keep-going: a failed rank does not stop the others; the status is still the failure's
+out=$(launch --keep-going -n 3 -- sh -c 'if [ "$RANK" = 1 ]; then exit 5; fi; sleep 0.5; echo "rank $RANK finished"' 2>&1)
+rc=$?
+if [ $rc -eq 5 ] && grep -q "the other 2 rank(s) continue" <<<"$out" && grep -q '^\[0\] rank 0 finished' <<<"$out" \
+   && grep -q '^\[2\] rank 2 finished' <<<"$out"; then
+    ok "keep-going: the others finish, the exit status is the failed rank's"
+else bad "keep-going (rc $rc)"; echo "$out"; fi
+# elastic mode hosts the store on MASTER_PORT: a client can use it while the ranks run
+out=$(launch --max-restarts 1 -n 1 -- bash -c 'exec 3<>/dev/tcp/127.0.0.1/$MASTER_PORT && echo "store reachable on $MASTER_PORT"' 2>&1)
+rc=$?
+[ $rc -eq 0 ] && grep -q "store reachable" <<<"$out" && ok "elastic: the launcher hosts the store" \
+    || { bad "elastic store (rc $rc)"; echo "$out"; }
+# the restarts run out: the job fails with the rank's status
+out=$(launch --max-restarts 1 -n 2 -- sh -c 'if [ "$RANK" = 0 ]; then exit 3; fi; sleep 5' 2>&1)
+rc=$?
+if [ $rc -eq 3 ] && grep -q "restarting it (restart 1 of 1)" <<<"$out" && grep -q "rank 0 exited with status 3$" <<<"$out"; then
+    ok "elastic: after K restarts the job fails with the rank's status"
+else bad "elastic exhaustion (rc $rc)"; echo "$out"; fi
 err_case "unknown option" "unknown option '--bogus'" --bogus -- true
 
 echo "$fails failure(s)"

@@ -122,6 +122,31 @@ static int codec_tests(void) {
         for (int i = 0; i < 254; i++) bad += x[i] != y[i];
         CHECKT(!bad, "int8 grid values not exact (%d)", bad);
     }
+    /* fp8: with the chunk's max at 448 the scale is 1 and every byte must be exactly the
+     * library's converter's (round to nearest even, subnormals, ties) */
+    {
+        enum { K = 20001 };
+        static float x[K];
+        static uint8_t buf[K + 8];
+        rng_state = 99;
+        x[0] = 448.0f;
+        for (int i = 1; i < K; i++) {
+            float mag = i < 2000 ? (float)i * 0x1p-11f : i < 4000 ? (float)(i - 2000) * 0x1p-12f * 0.5f
+                      : ldexpf(1.0f + (float)(rnd() & 0xFFFF) / 65536.0f, (int)(rnd() % 18) - 9);
+            if (mag > 448.0f) mag = 448.0f;
+            x[i] = (i & 1) ? -mag : mag;
+        }
+        for (int i = 4000; i < 4100; i++) x[i] = (i & 1 ? -1.0f : 1.0f) * (1.0f + (float)(2 * (i - 4000) + 1) / 16.0f); /* ties */
+        tlink_compress_encode(TLINK_COMPRESS_FP8, x, K, K, buf);
+        float sc;
+        memcpy(&sc, buf, 4);
+        int bad = sc != 1.0f;
+        for (int i = 0; i < K; i++)
+            if (buf[4 + i] != tlink_f32_to_fp8_e4m3(x[i])) {
+                if (bad++ < 5) fprintf(stderr, "fp8 of %a: %02x, converter %02x\n", x[i], buf[4 + i], tlink_f32_to_fp8_e4m3(x[i]));
+            }
+        CHECKT(!bad, "fp8 encoder differs from tlink_f32_to_fp8_e4m3 (%d values)", bad);
+    }
     /* all-zero chunk: zero scale, zero output */
     {
         float x[9] = {0}, y[9];

@@ -41,6 +41,10 @@ done
 ratio=$(sed -n 's/^\[0\] final .* ratio \([0-9.]*\) .*/\1/p' "$T/sign1.out")
 awk -v r="${ratio:-0}" 'BEGIN { exit !(r >= 15) }' && ok "sign1 wire bytes 1/$ratio of f32" || bad "sign1 ratio '$ratio'"
 
+# started without a launcher: one rank alone
+env -u RANK -u WORLD_SIZE "$TRAIN" --data "$DATA" --epochs 1 --compress int8 >"$T/alone.out" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q '^final test_acc 0\.[5-9]' "$T/alone.out" && ok "one process alone" || { bad "alone (rc $rc)"; cat "$T/alone.out"; }
+
 # bad usage: clear messages, exit 2 / 1, no hang
 "$TRAIN" --compress int3 >"$T/u1.out" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown method 'int3'" "$T/u1.out" && ok "unknown method" || { bad "unknown method (rc $rc)"; cat "$T/u1.out"; }

@@ -160,6 +160,14 @@ void tl_async_shutdown(tlink_comm *c) {
     c->q = NULL;
 }
 
+void tl_async_drain(tlink_comm *c) {
+    tl_req_queue *q = c->q;
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    while (q->head || q->busy) pthread_cond_wait(&q->done_cv, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+}
+
 void tl_async_fail_all(tlink_comm *c, tlink_status st) {
     /* queued operations fail fast on their own: the executor sees the broken communicator */
     (void)c;

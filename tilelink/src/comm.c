@@ -245,6 +245,7 @@ static tlink_comm *comm_alloc(void) {
 static void comm_free(tlink_comm *c) {
     if (!c) return;
     tl_async_shutdown(c);
+    tl_ft_close(c);
     tl_tcp_teardown(c);
     tl_shm_teardown(c);
     if (c->store) tlink_store_close(c->store);
@@ -282,6 +283,7 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     tlink_host_identity(me.hostname[0] ? me.hostid : me.hostid, sizeof me.hostid);
     tlink_status st = tl_tcp_listen(c, me.addr, sizeof me.addr);
     if (st) return st;
+    me.pad = tl_ft_open(c, me.addr); /* heartbeat port (ft.c), 0 when none */
     char key[256];
     snprintf(key, sizeof key, "%s/rank/%d", c->prefix, c->rank);
     st = tlink_store_set(c->store, key, &me, sizeof me);
@@ -383,6 +385,7 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
         else if (p->host == c->host_idx && !c->force_tcp) p->transport = TLINK_TRANSPORT_SHM;
         else p->transport = TLINK_TRANSPORT_TCP;
         addrs[r] = all[r].addr;
+        tl_ft_set_peer(c, r, all[r].addr, all[r].pad);
     }
     tl_log(TL_LOG_INFO, "rank %d/%d: %d host(s), local rank %d/%d, transport to peers: %s, %d stream(s)", c->rank, n,
            c->nhosts, c->local_rank, c->local_size, c->force_tcp ? "tcp (forced)" : c->nhosts > 1 ? "shm+tcp" : "shm",
@@ -406,6 +409,7 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     free(all);
     if (c->listen_fd >= 0) { close(c->listen_fd); c->listen_fd = -1; }
     if (st) return st;
+    tl_ft_start(c);
     st = tl_cost_init(c);
     if (st) return st;
     tl_args a = {.coll = TLINK_COLL_BARRIER};
@@ -488,6 +492,7 @@ tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
         return TLINK_ERR_BOOTSTRAP;
     }
     snprintf(c->prefix, sizeof c->prefix, "%s/%lld", kp, (long long)gen);
+    snprintf(c->kp, sizeof c->kp, "%s", kp);
     c->comm_id = tl_random64();
     st = comm_bootstrap(c);
     if (st) {
@@ -541,27 +546,35 @@ tlink_status tlink_comm_split(tlink_comm *c, int color, int key, tlink_comm **ou
         if (ent[i].rank == c->rank) newrank = i;
     free(all);
     free(ent);
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%.120s/split%d/c%d", c->prefix, seq, color);
+    c->cur_coll = "split";
+    uint64_t id = tl_hash64(&c->comm_id, sizeof c->comm_id, 0);
+    id = tl_hash64(&seq, sizeof seq, id);
+    id = tl_hash64(&color, sizeof color, id);
+    return tl_comm_derive(c, newrank, m, prefix, id, out);
+}
+
+tlink_status tl_comm_derive(tlink_comm *c, int newrank, int m, const char *prefix, uint64_t id, tlink_comm **out) {
     tlink_comm *s = comm_alloc();
-    if (!s) return tl_err(c, TLINK_ERR_NO_MEMORY, "split: out of memory");
+    if (!s) return tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory", c->cur_coll ? c->cur_coll : "split");
     s->rank = newrank;
     s->size = m;
     s->timeout = c->timeout;
     s->force_tcp = c->force_tcp;
     memcpy(s->forced, c->forced, sizeof s->forced);
     snprintf(s->store_addr, sizeof s->store_addr, "%s", c->store_addr);
-    snprintf(s->prefix, sizeof s->prefix, "%.120s/split%d/c%d", c->prefix, seq, color);
-    uint64_t id = tl_hash64(&c->comm_id, sizeof c->comm_id, 0);
-    id = tl_hash64(&seq, sizeof seq, id);
-    s->comm_id = tl_hash64(&color, sizeof color, id);
-    st = tlink_store_connect(s->store_addr, s->timeout, &s->store);
+    snprintf(s->prefix, sizeof s->prefix, "%s", prefix);
+    s->comm_id = id;
+    tlink_status st = tlink_store_connect(s->store_addr, s->timeout, &s->store);
     if (!st) {
         if (c->server) { tl_store_server_ref(c->server); s->server = c->server; }
         st = comm_bootstrap(s);
     } else {
-        tl_err(s, st, "split: %s", tl_thread_error());
+        tl_err(s, st, "%s", tl_thread_error());
     }
     if (st) {
-        tl_err(c, st, "split: %s", s->errmsg);
+        tl_err(c, st, "%s: %s", c->cur_coll ? c->cur_coll : "split", s->errmsg);
         comm_free(s);
         return st;
     }

@@ -17,6 +17,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 struct tlink_compress {
     tlink_comm *comm;
@@ -25,10 +28,10 @@ struct tlink_compress {
     int ef, n, me;
     size_t *boff;          /* [n+1] element offset of each rank's block (chunk aligned) */
     size_t pad;            /* encoded bytes of the largest block: every block travels padded */
-    float *e1;             /* [count] residual of the first compression (this rank's input) */
+    float *e1;             /* [count] residual of the first compression (this rank's input; the
+                              part of my own block stays 0: that block is never compressed) */
     float *e2;             /* [my block] residual of the second (the reduced block I own) */
-    float *acc;            /* [my block] sum of the decoded blocks */
-    float *tmp;            /* [chunk] input + residual of the chunk being encoded */
+    float *tmp;            /* [chunk] scratch: the chunk being encoded */
     uint8_t *sbuf, *rbuf;  /* [n * pad] */
     tlink_compress_stats stats;
 };
@@ -78,18 +81,100 @@ size_t tlink_compress_encoded_bytes(tlink_compress_method m, size_t count, size_
 
 static float e4m3_lut[256];
 static pthread_once_t lut_once = PTHREAD_ONCE_INIT;
+static float sign_lut[256][8];
 static void lut_init(void) {
-    for (int i = 0; i < 256; i++) e4m3_lut[i] = tlink_fp8_e4m3_to_f32((uint8_t)i);
+    for (int i = 0; i < 256; i++) {
+        e4m3_lut[i] = tlink_fp8_e4m3_to_f32((uint8_t)i);
+        for (int j = 0; j < 8; j++) sign_lut[i][j] = (i >> j) & 1 ? 1.0f : -1.0f;
+    }
 }
 
+/* max |x| and sum |x| with 8 independent lanes (vectorisable without reassociation) */
 static float max_abs(const float *x, size_t k) {
-    float m = 0;
-    for (size_t i = 0; i < k; i++) {
-        float a = fabsf(x[i]);
-        m = a > m ? a : m;
-    }
-    return m;
+    float m[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (int j = 0; j < 8; j++) {
+            float a = fabsf(x[i + j]);
+            m[j] = a > m[j] ? a : m[j];
+        }
+    for (; i < k; i++) m[0] = fabsf(x[i]) > m[0] ? fabsf(x[i]) : m[0];
+    float r = 0;
+    for (int j = 0; j < 8; j++) r = m[j] > r ? m[j] : r;
+    return r;
 }
+static float sum_abs(const float *x, size_t k) {
+    float s[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (int j = 0; j < 8; j++) s[j] += fabsf(x[i + j]);
+    for (; i < k; i++) s[0] += fabsf(x[i]);
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* round to nearest, ties to even, for |v| < 2^22 (the quantisers' range), vectorisable */
+static inline float rne(float v) {
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+    return (v + magic) - magic;
+}
+
+/* NaN -> -lim like the SSE path (_mm_max_ps returns its second operand for NaN) */
+static inline float clampf(float v, float lim) { return !(v >= -lim) ? -lim : v > lim ? lim : v; }
+
+/* f32 -> fp8 e4m3 for |v| <= 448 (the encoder scales into that range), round to nearest
+ * even: the same bits as tlink_f32_to_fp8_e4m3 there (checked by tests/link/test_compress.c),
+ * without its general-case branches */
+static inline uint8_t e4m3_fast(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    uint32_t sign = (u >> 24) & 0x80, a = u & 0x7FFFFFFFu;
+    float f;
+    memcpy(&f, &a, 4);
+    /* both candidates, then a select (no data-dependent branch) */
+    uint32_t sub = (uint32_t)rne(f * 512.0f); /* subnormal: k * 2^-9, k = 0..8 (8 is the smallest normal) */
+    uint32_t r = a + 0x7FFFFu + ((a >> 20) & 1u); /* normal: round the mantissa to 3 bits */
+    uint32_t norm = (((r >> 23) - 120u) << 3) | ((r >> 20) & 7u);
+    norm = norm > 0x7Eu ? 0x7Eu : norm; /* 448 */
+    return (uint8_t)(sign | (f < 0x1p-6f ? sub : norm));
+}
+
+#ifdef __SSE2__
+/* 16 values x * inv, clamped to +-lim (NaN -> -lim), rounded to nearest even (the default
+ * MXCSR mode, as rne()), as 16 signed bytes */
+static inline __m128i quant16(const float *x, float inv, float lim) {
+    __m128 vi = _mm_set1_ps(inv), lo = _mm_set1_ps(-lim), hi = _mm_set1_ps(lim);
+    __m128i q[4];
+    for (int j = 0; j < 4; j++) {
+        __m128 v = _mm_mul_ps(_mm_loadu_ps(x + 4 * j), vi);
+        v = _mm_min_ps(_mm_max_ps(v, lo), hi);
+        q[j] = _mm_cvtps_epi32(v);
+    }
+    return _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
+}
+
+/* 16 values x * inv, clamped to +-448 (NaN -> -448), as fp8 e4m3 bytes: e4m3_fast on 4 lanes */
+static inline __m128i fp8_16(const float *x, float inv) {
+    __m128 vi = _mm_set1_ps(inv), lo = _mm_set1_ps(-448.0f), hi = _mm_set1_ps(448.0f);
+    __m128i q[4];
+    for (int j = 0; j < 4; j++) {
+        __m128 v = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_loadu_ps(x + 4 * j), vi), lo), hi);
+        __m128i u = _mm_castps_si128(v);
+        __m128i sign = _mm_and_si128(_mm_srli_epi32(u, 24), _mm_set1_epi32(0x80));
+        __m128i a = _mm_and_si128(u, _mm_set1_epi32(0x7FFFFFFF));
+        __m128 f = _mm_castsi128_ps(a);
+        __m128i sub = _mm_cvtps_epi32(_mm_mul_ps(f, _mm_set1_ps(512.0f)));
+        __m128i r = _mm_add_epi32(a, _mm_add_epi32(_mm_set1_epi32(0x7FFFF),
+                                                   _mm_and_si128(_mm_srli_epi32(a, 20), _mm_set1_epi32(1))));
+        /* |v| <= 448: the rounded exponent is at most 15 and 448 stays 448, so no clamp here */
+        __m128i norm = _mm_or_si128(_mm_slli_epi32(_mm_sub_epi32(_mm_srli_epi32(r, 23), _mm_set1_epi32(120)), 3),
+                                    _mm_and_si128(_mm_srli_epi32(r, 20), _mm_set1_epi32(7)));
+        __m128i m = _mm_castps_si128(_mm_cmplt_ps(f, _mm_set1_ps(0x1p-6f)));
+        __m128i code = _mm_or_si128(_mm_and_si128(m, sub), _mm_andnot_si128(m, norm));
+        q[j] = _mm_or_si128(_mm_and_si128(code, _mm_set1_epi32(0x7F)), sign);
+    }
+    return _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
+}
+#endif
 
 /* encode one chunk of k values x into out; returns bytes written */
 static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t k, uint8_t *restrict out) {
@@ -101,18 +186,18 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
     float scale;
     switch (m) {
     case TLINK_COMPRESS_SIGN1: {
-        double s = 0;
-        for (size_t i = 0; i < k; i++) s += fabsf(x[i]);
-        scale = (float)(s / (double)k);
+        scale = sum_abs(x, k) / (float)k;
+        /* bit j = 1 when the sign bit of x is clear (+0 and positive values) */
         size_t i = 0;
+#ifdef __SSE2__
         for (; i + 8 <= k; i += 8) {
-            unsigned b = 0;
-            for (int j = 0; j < 8; j++) b |= (unsigned)(x[i + j] >= 0.0f) << j;
-            *p++ = (uint8_t)b;
+            int lo = _mm_movemask_ps(_mm_loadu_ps(x + i)), hi = _mm_movemask_ps(_mm_loadu_ps(x + i + 4));
+            *p++ = (uint8_t)~(lo | hi << 4);
         }
-        if (i < k) {
+#endif
+        for (; i < k; i += 8) {
             unsigned b = 0;
-            for (int j = 0; i + (size_t)j < k; j++) b |= (unsigned)(x[i + j] >= 0.0f) << j;
+            for (int j = 0; j < 8 && i + (size_t)j < k; j++) b |= (unsigned)!signbit(x[i + j]) << j;
             *p++ = (uint8_t)b;
         }
         break;
@@ -122,28 +207,34 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
         scale = mx / 7.0f;
         float inv = mx > 0 ? 7.0f / mx : 0.0f;
         size_t i = 0;
+#ifdef __SSE2__
+        for (; i + 16 <= k; i += 16) { /* 16 values -> 8 bytes */
+            __m128i b = quant16(x + i, inv, 7.0f);          /* 16 x int8 in -7..7 */
+            b = _mm_add_epi8(b, _mm_set1_epi8(8));         /* 1..15 */
+            __m128i lo = _mm_and_si128(b, _mm_set1_epi16(0x000F));
+            __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi16(0x00F0));
+            __m128i packed = _mm_packus_epi16(_mm_or_si128(lo, hi), _mm_setzero_si128());
+            _mm_storel_epi64((__m128i *)(void *)(p + i / 2), packed);
+        }
+#endif
         for (; i + 2 <= k; i += 2) {
-            int a = (int)lrintf(x[i] * inv), b = (int)lrintf(x[i + 1] * inv);
-            a = a < -7 ? -7 : a > 7 ? 7 : a;
-            b = b < -7 ? -7 : b > 7 ? 7 : b;
-            *p++ = (uint8_t)((a + 8) | ((b + 8) << 4));
+            int a = (int)rne(clampf(x[i] * inv, 7.0f));
+            int b = (int)rne(clampf(x[i + 1] * inv, 7.0f));
+            p[i / 2] = (uint8_t)((a + 8) | ((b + 8) << 4));
         }
-        if (i < k) {
-            int a = (int)lrintf(x[i] * inv);
-            a = a < -7 ? -7 : a > 7 ? 7 : a;
-            *p++ = (uint8_t)(a + 8);
-        }
+        p += i / 2;
+        if (i < k) *p++ = (uint8_t)((int)rne(clampf(x[i] * inv, 7.0f)) + 8);
         break;
     }
     case TLINK_COMPRESS_INT8: {
         float mx = max_abs(x, k);
         scale = mx / 127.0f;
         float inv = mx > 0 ? 127.0f / mx : 0.0f;
-        for (size_t i = 0; i < k; i++) {
-            int a = (int)lrintf(x[i] * inv);
-            a = a < -127 ? -127 : a > 127 ? 127 : a;
-            p[i] = (uint8_t)(int8_t)a;
-        }
+        size_t i = 0;
+#ifdef __SSE2__
+        for (; i + 16 <= k; i += 16) _mm_storeu_si128((__m128i *)(void *)(p + i), quant16(x + i, inv, 127.0f));
+#endif
+        for (; i < k; i++) p[i] = (uint8_t)(int8_t)(int)rne(clampf(x[i] * inv, 127.0f));
         p += k;
         break;
     }
@@ -151,11 +242,11 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
         float mx = max_abs(x, k);
         scale = mx / 448.0f;
         float inv = mx > 0 ? 448.0f / mx : 0.0f;
-        for (size_t i = 0; i < k; i++) {
-            float v = x[i] * inv;
-            v = v > 448.0f ? 448.0f : v < -448.0f ? -448.0f : v;
-            p[i] = tlink_f32_to_fp8_e4m3(v);
-        }
+        size_t i = 0;
+#ifdef __SSE2__
+        for (; i + 16 <= k; i += 16) _mm_storeu_si128((__m128i *)(void *)(p + i), fp8_16(x + i, inv));
+#endif
+        for (; i < k; i++) p[i] = e4m3_fast(clampf(x[i] * inv, 448.0f));
         p += k;
         break;
     }
@@ -165,15 +256,23 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
 }
 
 /* decode one chunk; add != 0 accumulates into y instead of storing */
+#define DEC_LOOP(EXPR)                                              \
+    do {                                                            \
+        if (add)                                                    \
+            for (size_t i = 0; i < k; i++) y[i] += (EXPR) * scale;  \
+        else                                                        \
+            for (size_t i = 0; i < k; i++) y[i] = (EXPR) * scale;   \
+    } while (0)
+
 static size_t dec_chunk(tlink_compress_method m, const uint8_t *restrict in, size_t k, float *restrict y, int add) {
     if (m == TLINK_COMPRESS_NONE) {
         if (!add) {
             memcpy(y, in, 4 * k);
         } else {
+            float tmp;
             for (size_t i = 0; i < k; i++) {
-                float v;
-                memcpy(&v, in + 4 * i, 4);
-                y[i] += v;
+                memcpy(&tmp, in + 4 * i, 4);
+                y[i] += tmp;
             }
         }
         return 4 * k;
@@ -182,37 +281,82 @@ static size_t dec_chunk(tlink_compress_method m, const uint8_t *restrict in, siz
     memcpy(&scale, in, 4);
     const uint8_t *p = in + 4;
     switch (m) {
-    case TLINK_COMPRESS_SIGN1:
-        for (size_t i = 0; i < k; i++) {
+    case TLINK_COMPRESS_SIGN1: {
+        size_t i = 0;
+        for (; i + 8 <= k; i += 8) {
+            const float *l = sign_lut[p[i >> 3]];
+            if (add)
+                for (int j = 0; j < 8; j++) y[i + j] += l[j] * scale;
+            else
+                for (int j = 0; j < 8; j++) y[i + j] = l[j] * scale;
+        }
+        for (; i < k; i++) {
             float v = (p[i >> 3] >> (i & 7)) & 1 ? scale : -scale;
             y[i] = add ? y[i] + v : v;
         }
         p += (k + 7) / 8;
         break;
-    case TLINK_COMPRESS_INT4:
-        for (size_t i = 0; i < k; i++) {
-            int q = ((p[i >> 1] >> ((i & 1) * 4)) & 15) - 8;
-            float v = (float)q * scale;
-            y[i] = add ? y[i] + v : v;
+    }
+    case TLINK_COMPRESS_INT4: {
+        size_t h = k / 2;
+        if (add)
+            for (size_t i = 0; i < h; i++) {
+                y[2 * i] += (float)((p[i] & 15) - 8) * scale;
+                y[2 * i + 1] += (float)((p[i] >> 4) - 8) * scale;
+            }
+        else
+            for (size_t i = 0; i < h; i++) {
+                y[2 * i] = (float)((p[i] & 15) - 8) * scale;
+                y[2 * i + 1] = (float)((p[i] >> 4) - 8) * scale;
+            }
+        if (k & 1) {
+            float v = (float)((p[h] & 15) - 8) * scale;
+            y[k - 1] = add ? y[k - 1] + v : v;
         }
         p += (k + 1) / 2;
         break;
+    }
     case TLINK_COMPRESS_INT8:
-        for (size_t i = 0; i < k; i++) {
-            float v = (float)(int8_t)p[i] * scale;
-            y[i] = add ? y[i] + v : v;
-        }
+        DEC_LOOP((float)(int8_t)p[i]);
         p += k;
         break;
     default:
-        for (size_t i = 0; i < k; i++) {
-            float v = e4m3_lut[p[i]] * scale;
-            y[i] = add ? y[i] + v : v;
-        }
+        DEC_LOOP(e4m3_lut[p[i]]);
         p += k;
         break;
     }
     return (size_t)(p - in);
+}
+#undef DEC_LOOP
+
+/* e = t - decode(enc) for one chunk, fused (the same arithmetic as dec_chunk, so the
+ * residual is exactly what the receivers lose) */
+static void resid_chunk(tlink_compress_method m, const float *restrict t, const uint8_t *restrict enc, size_t k,
+                        float *restrict e) {
+    float scale;
+    memcpy(&scale, enc, 4);
+    const uint8_t *p = enc + 4;
+    switch (m) {
+    case TLINK_COMPRESS_SIGN1:
+        for (size_t i = 0; i < k; i++) e[i] = t[i] - copysignf(1.0f, t[i]) * scale;
+        break;
+    case TLINK_COMPRESS_INT4:
+        for (size_t i = 0; i < k / 2; i++) {
+            e[2 * i] = t[2 * i] - (float)((p[i] & 15) - 8) * scale;
+            e[2 * i + 1] = t[2 * i + 1] - (float)((p[i] >> 4) - 8) * scale;
+        }
+        if (k & 1) e[k - 1] = t[k - 1] - (float)((p[k / 2] & 15) - 8) * scale;
+        break;
+    case TLINK_COMPRESS_INT8:
+        for (size_t i = 0; i < k; i++) e[i] = t[i] - (float)(int8_t)p[i] * scale;
+        break;
+    case TLINK_COMPRESS_FP8:
+        for (size_t i = 0; i < k; i++) e[i] = t[i] - e4m3_lut[p[i]] * scale;
+        break;
+    default:
+        for (size_t i = 0; i < k; i++) e[i] = 0;
+        break;
+    }
 }
 
 /* encode count values (x + e when e != NULL, then e = that - decoded) chunk by chunk */
@@ -228,8 +372,7 @@ static size_t enc_ef(tlink_compress_method m, const float *x, float *e, size_t c
         float *ec = e + c0;
         for (size_t i = 0; i < k; i++) tmp[i] = x[c0 + i] + ec[i];
         size_t b = enc_chunk(m, tmp, k, out + o);
-        dec_chunk(m, out + o, k, ec, 0);
-        for (size_t i = 0; i < k; i++) ec[i] = tmp[i] - ec[i];
+        resid_chunk(m, tmp, out + o, k, ec);
         o += b;
     }
     return o;
@@ -281,7 +424,6 @@ void tlink_compress_destroy(tlink_compress *cs) {
     free(cs->boff);
     free(cs->e1);
     free(cs->e2);
-    free(cs->acc);
     free(cs->tmp);
     free(cs->sbuf);
     free(cs->rbuf);
@@ -340,11 +482,10 @@ tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, si
     size_t mine = cs->boff ? cs->boff[cs->me + 1] - cs->boff[cs->me] : 0;
     cs->e1 = calloc(count ? count : 1, sizeof(float));
     cs->e2 = calloc(mine ? mine : 1, sizeof(float));
-    cs->acc = calloc(mine ? mine : 1, sizeof(float));
     cs->tmp = calloc(chunk, sizeof(float));
     cs->sbuf = malloc(cs->pad * (size_t)n + 1);
     cs->rbuf = malloc(cs->pad * (size_t)n + 1);
-    if (!cs->boff || !cs->e1 || !cs->e2 || !cs->acc || !cs->tmp || !cs->sbuf || !cs->rbuf) {
+    if (!cs->boff || !cs->e1 || !cs->e2 || !cs->tmp || !cs->sbuf || !cs->rbuf) {
         tlink_compress_destroy(cs);
         return tl_err(comm, TLINK_ERR_NO_MEMORY, "compress_create: out of memory (%zu elements)", count);
     }
@@ -404,8 +545,10 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
     double t0 = tl_now(), tcomm = 0;
     tlink_status st = TLINK_OK;
 
-    /* phase 1: compress every block of (input + residual), exchange, sum my block */
+    /* phase 1: compress every other rank's block of (input + residual) and exchange; my own
+     * block stays exact (it never travels) */
     for (int j = 0; j < n; j++) {
+        if (j == me) continue;
         size_t bo = cs->boff[j], bn = cs->boff[j + 1] - bo;
         enc_ef(m, sendbuf + bo, e1 ? e1 + bo : NULL, bn, chunk, cs->tmp, cs->sbuf + (size_t)j * pad);
     }
@@ -414,20 +557,39 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
         st = tlink_alltoall(c, cs->sbuf, cs->rbuf, pad, TLINK_U8);
         tcomm += tl_now() - t;
         if (st) return st;
-    } else if (pad) {
-        memcpy(cs->rbuf, cs->sbuf, pad);
     }
-    size_t mo = cs->boff[me], mn = cs->boff[me + 1] - mo;
-    if (mn) {
-        dec_all(m, cs->rbuf, mn, chunk, cs->acc, 0);
-        for (int i = 1; i < n; i++) dec_all(m, cs->rbuf + (size_t)i * pad, mn, chunk, cs->acc, 1);
+    /* phase 2, chunk by chunk: sum the decoded versions of my block's chunk, (avg: divide),
+     * add its residual, compress into my slot of the all-gather buffer, keep the residual */
+    size_t mn = cs->boff[me + 1] - cs->boff[me];
+    uint8_t *g = cs->sbuf, *mine = g + (size_t)me * pad;
+    float *tmp = cs->tmp;
+    size_t o = 0;
+    for (size_t c0 = 0; c0 < mn; c0 += chunk) {
+        size_t k = TL_MIN(chunk, mn - c0);
+        size_t b = header_bytes(m) + payload_bytes(m, k);
+        /* in rank order; my own contribution exact (its part of e1 is never used: always 0) */
+        const float *xo = sendbuf + cs->boff[me] + c0;
+        for (int i = 0; i < n; i++) {
+            if (i != me) {
+                dec_chunk(m, cs->rbuf + (size_t)i * pad + o, k, tmp, i > 0);
+            } else if (i == 0) {
+                memcpy(tmp, xo, k * sizeof(float));
+            } else {
+                for (size_t q = 0; q < k; q++) tmp[q] += xo[q];
+            }
+        }
         if (op == TLINK_AVG)
-            for (size_t i = 0; i < mn; i++) cs->acc[i] /= (float)n;
+            for (size_t i = 0; i < k; i++) tmp[i] /= (float)n;
+        if (e2 && m != TLINK_COMPRESS_NONE) {
+            float *ec = e2 + c0;
+            for (size_t i = 0; i < k; i++) tmp[i] += ec[i];
+            enc_chunk(m, tmp, k, mine + o);
+            resid_chunk(m, tmp, mine + o, k, ec);
+        } else {
+            enc_chunk(m, tmp, k, mine + o);
+        }
+        o += b;
     }
-
-    /* phase 2: compress my reduced block (+ its residual), all-gather, decode everything */
-    uint8_t *g = cs->sbuf;
-    enc_ef(m, cs->acc, e2, mn, chunk, cs->tmp, g + (size_t)me * pad);
     if (n > 1 && pad) {
         double t = tl_now();
         st = tlink_allgather(c, g + (size_t)me * pad, g, pad, TLINK_U8);

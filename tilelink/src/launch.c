@@ -1,6 +1,7 @@
 /* launch.c — the `tile launch` process launcher (see launch.h). */
 #define _GNU_SOURCE
 #include "launch.h"
+#include "tl_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -243,6 +244,7 @@ typedef struct lstream {
 typedef struct lrank {
     pid_t pid;    /* 0 once reaped */
     int host;
+    int restarts; /* times this rank was restarted (elastic mode) */
     int status;   /* wait status once reaped */
     lstream out[2];
 } lrank;
@@ -347,7 +349,7 @@ static void setenv_int(const char *k, long v) {
 /* In the child, after fork: set the environment, enter the namespace, exec. Never returns. */
 static void child_exec(const tlink_launch_options *o, const lhost *h, int host_index, int rank,
                        int world, const char *maddr, int mport, int out_w, int err_w, int stdin_fd,
-                       pid_t launcher) {
+                       pid_t launcher, int restart) {
     /* own process group: signals reach the rank and everything it starts */
     setpgid(0, 0);
     /* die with the launcher, even when it is SIGKILLed */
@@ -373,6 +375,11 @@ static void child_exec(const tlink_launch_options *o, const lhost *h, int host_i
     setenv("MASTER_ADDR", maddr, 1);
     setenv_int("MASTER_PORT", mport);
     setenv("TLINK_LAUNCH_HOST", h->name, 1);
+    /* elastic mode: how often this rank was restarted (torchrun's names too) */
+    setenv_int("TLINK_RESTART_COUNT", restart);
+    setenv_int("TORCHELASTIC_RESTART_COUNT", restart);
+    setenv_int("TLINK_MAX_RESTARTS", o->max_restarts);
+    setenv_int("TORCHELASTIC_MAX_RESTARTS", o->max_restarts);
     /* namespaces share the hostname and boot id: make each one a host of its own */
     if (h->nsfd >= 0) setenv("TLINK_HOST_PER_NETNS", "1", 1);
     if (h->nsfd >= 0 && setns(h->nsfd, CLONE_NEWNET) != 0) {
@@ -390,16 +397,45 @@ static const char *signame(int sig) {
     return s ? s : "?";
 }
 
+/* Starts rank r (output pipes, fork, exec); 0 on success. */
+static int spawn_rank(const tlink_launch_options *o, const lhost *hosts, int hi, int r, int world,
+                      const char *maddr, int mport, int stdin_for_rank0, int devnull, pid_t self, lrank *lr,
+                      int restart) {
+    int po[2], pe[2];
+    if (pipe2(po, O_CLOEXEC) != 0) { lerr("pipe: %s", strerror(errno)); return -1; }
+    if (pipe2(pe, O_CLOEXEC) != 0) { close(po[0]); close(po[1]); lerr("pipe: %s", strerror(errno)); return -1; }
+    pid_t pid = fork();
+    if (pid < 0) {
+        lerr("fork: %s", strerror(errno));
+        close(po[0]); close(po[1]); close(pe[0]); close(pe[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        child_exec(o, &hosts[hi], hi, r, world, maddr, mport, po[1], pe[1],
+                   r == 0 && stdin_for_rank0 >= 0 && !restart ? 0 : devnull, self, restart);
+    }
+    setpgid(pid, pid); /* also in the parent, so that kill(-pid) works at once */
+    close(po[1]);
+    close(pe[1]);
+    fcntl(po[0], F_SETFL, O_NONBLOCK);
+    fcntl(pe[0], F_SETFL, O_NONBLOCK);
+    lr->pid = pid;
+    lr->host = hi;
+    lr->restarts = restart;
+    lr->out[0].fd = po[0];
+    lr->out[0].outfd = 1;
+    lr->out[1].fd = pe[0];
+    lr->out[1].outfd = 2;
+    return 0;
+}
+
 int tlink_launch_run(const tlink_launch_options *o) {
     lhost *hosts = NULL;
     int nhosts = 0;
     int world = o->nranks;
 
     if (!o->argv || !o->argv[0]) { lerr("no command given (usage: tile launch -n N -- CMD ARGS)"); return 2; }
-    if (o->max_restarts != 0) {
-        lerr("--max-restarts is not implemented yet (elastic restarts are planned for a later issue)");
-        return 2;
-    }
+    if (o->max_restarts < 0) { lerr("--max-restarts must be >= 0"); return 2; }
     if (o->hosts) {
         if (parse_hosts(o->hosts, &hosts, &nhosts) != 0) return 2;
         int sum = 0;
@@ -427,6 +463,8 @@ int tlink_launch_run(const tlink_launch_options *o) {
     }
     int rc = 2;
     lrank *ranks = NULL;
+    tlink_store_server *store = NULL;
+    int restarts = 0;
     for (int i = 0; i < nhosts; i++) {
         if (o->netns) {
             char path[512];
@@ -449,6 +487,17 @@ int tlink_launch_run(const tlink_launch_options *o) {
     if (o->master_addr) snprintf(maddr, sizeof maddr, "%s", o->master_addr);
     if (mport < 0 || mport > 65535) { lerr("bad --master-port %d", mport); goto out; }
     if (master_endpoint(hosts[0].nsfd, maddr, sizeof maddr, &mport) != 0) goto out;
+    /* elastic mode: the store must outlive any rank, so the launcher hosts it (rank 0 finds
+     * the port taken and uses it); inside network namespaces rank 0 keeps hosting it */
+    if ((o->max_restarts > 0 || o->keep_going) && !o->netns) {
+        if (tlink_store_server_start(NULL, mport, &store) != TLINK_OK) {
+            /* a store already listens there (`tile store --port P` and --master-port P) */
+            store = NULL;
+            if (o->verbose) lnote("port %d is taken: the ranks use the store listening there", mport);
+        } else if (o->verbose) {
+            lnote("hosting the store on port %d (elastic mode)", mport);
+        }
+    }
 
     ranks = calloc((size_t)world, sizeof *ranks);
     if (!ranks) { lerr("out of memory"); goto out; }
@@ -486,30 +535,8 @@ int tlink_launch_run(const tlink_launch_options *o) {
     pid_t self = getpid();
     for (int hi = 0; hi < nhosts; hi++) {
         for (int r = hosts[hi].first_rank; r < hosts[hi].first_rank + hosts[hi].nranks; r++) {
-            int po[2], pe[2];
-            if (pipe2(po, O_CLOEXEC) != 0) { lerr("pipe: %s", strerror(errno)); goto abort_start; }
-            if (pipe2(pe, O_CLOEXEC) != 0) { close(po[0]); close(po[1]); lerr("pipe: %s", strerror(errno)); goto abort_start; }
-            pid_t pid = fork();
-            if (pid < 0) {
-                lerr("fork: %s", strerror(errno));
-                close(po[0]); close(po[1]); close(pe[0]); close(pe[1]);
+            if (spawn_rank(o, hosts, hi, r, world, maddr, mport, stdin_for_rank0, devnull, self, &ranks[r], 0))
                 goto abort_start;
-            }
-            if (pid == 0) {
-                child_exec(o, &hosts[hi], hi, r, world, maddr, mport, po[1], pe[1],
-                           r == 0 && stdin_for_rank0 >= 0 ? 0 : devnull, self);
-            }
-            setpgid(pid, pid); /* also in the parent, so that kill(-pid) works at once */
-            close(po[1]);
-            close(pe[1]);
-            fcntl(po[0], F_SETFL, O_NONBLOCK);
-            fcntl(pe[0], F_SETFL, O_NONBLOCK);
-            ranks[r].pid = pid;
-            ranks[r].host = hi;
-            ranks[r].out[0].fd = po[0];
-            ranks[r].out[0].outfd = 1;
-            ranks[r].out[1].fd = pe[0];
-            ranks[r].out[1].outfd = 2;
             started++;
         }
     }
@@ -599,6 +626,35 @@ supervise:;
                 /* whatever the rank started is part of the job: end it now */
                 kill(-p, SIGTERM);
                 int failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+                if (failed && first_fail == -1 && !got_signal && !timed_out && restarts < o->max_restarts) {
+                    /* elastic: start a replacement; it rejoins through the store */
+                    restarts++;
+                    if (WIFEXITED(st))
+                        lnote("rank %d exited with status %d: restarting it (restart %d of %d)", r, WEXITSTATUS(st),
+                              restarts, o->max_restarts);
+                    else
+                        lnote("rank %d was killed by signal %d (%s): restarting it (restart %d of %d)", r,
+                              WTERMSIG(st), signame(WTERMSIG(st)), restarts, o->max_restarts);
+                    /* what the old process wrote is printed before the new one speaks */
+                    for (int k = 0; k < 2; k++) {
+                        if (ranks[r].out[k].fd < 0) continue;
+                        while (pump(r, &ranks[r].out[k]) == 0) {
+                            struct pollfd pf = {ranks[r].out[k].fd, POLLIN, 0};
+                            if (poll(&pf, 1, 0) <= 0) break;
+                        }
+                        if (ranks[r].out[k].fd >= 0) {
+                            flush_lines(r, &ranks[r].out[k], 1);
+                            close(ranks[r].out[k].fd);
+                            ranks[r].out[k].fd = -1;
+                        }
+                        ranks[r].out[k].midline = 0;
+                    }
+                    if (spawn_rank(o, hosts, ranks[r].host, r, world, maddr, mport, stdin_for_rank0, devnull, self,
+                                   &ranks[r], ranks[r].restarts + 1) == 0) {
+                        alive++;
+                        break;
+                    }
+                }
                 if (failed && first_fail == -1 && !got_signal && !timed_out) {
                     first_fail = r;
                     first_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -606,7 +662,9 @@ supervise:;
                         lnote("rank %d exited with status %d", r, WEXITSTATUS(st));
                     else
                         lnote("rank %d was killed by signal %d (%s)", r, WTERMSIG(st), signame(WTERMSIG(st)));
-                    if (alive > 0) {
+                    if (alive > 0 && o->keep_going) {
+                        lnote("--keep-going: the other %d rank(s) continue", alive);
+                    } else if (alive > 0) {
                         lnote("terminating the other %d rank(s)", alive);
                         for (int q = 0; q < world; q++)
                             if (ranks[q].pid > 0 && q != r) kill(-ranks[q].pid, SIGTERM);
@@ -657,6 +715,7 @@ supervise:;
         for (int k = 0; k < 2; k++) free(ranks[r].out[k].buf);
 
 out:
+    if (store) tlink_store_server_stop(store);
     free(ranks);
     for (int i = 0; i < nhosts; i++)
         if (hosts[i].nsfd >= 0) close(hosts[i].nsfd);
@@ -681,7 +740,10 @@ static void usage(FILE *f) {
         "  --no-prefix            do not prefix output lines with [rank]\n"
         "  --grace S              seconds between SIGTERM and SIGKILL when stopping ranks (3)\n"
         "  --timeout S            stop all ranks after S seconds and exit 124\n"
-        "  --max-restarts K       not implemented yet (only 0)\n"
+        "  --max-restarts K       elastic: restart a failed rank, K restarts in all; the\n"
+        "                         launcher hosts the store so that it outlives any rank\n"
+        "  --keep-going           a failed rank does not stop the others (they may shrink);\n"
+        "                         the launcher hosts the store; exit status as usual\n"
         "  -v, --verbose          say what is started\n"
         "Exit status: 0, or that of the first rank that failed (128+signal if killed).\n");
 }
@@ -740,7 +802,8 @@ int tlink_launch_main(int argc, char **argv) {
         } else if (!strcmp(a, "--max-restarts")) {
             if (parse_num(a, NEXT(), 0, 1e6, &v)) return 2;
             o.max_restarts = (int)v;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
+        } else if (!strcmp(a, "--keep-going")) o.keep_going = 1;
+        else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
         else {
             lerr("unknown option '%s' (see tile launch --help)", argv[i]);
             return 2;

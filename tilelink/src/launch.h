@@ -14,7 +14,10 @@
  * another launcher is not misread. Every line a rank writes to stdout/stderr is written by
  * the launcher to its own stdout/stderr prefixed with "[rank] ". SIGINT, SIGTERM and SIGHUP
  * are forwarded to every rank (each rank is its own process group, so its children get
- * them too); when one rank fails the others get SIGTERM, and SIGKILL after a grace period.
+ * them too); when one rank fails the others get SIGTERM, and SIGKILL after a grace period —
+ * unless max_restarts allows restarting it (elastic: the same rank is started again with
+ * TLINK_RESTART_COUNT set, the others keep running) or keep_going is set (the others keep
+ * running). In both modes the launcher hosts the store on MASTER_PORT (not with netns).
  *
  * This file is part of libtilelink and does not depend on libtile.
  */
@@ -38,7 +41,11 @@ typedef struct tlink_launch_options {
     int prefix;               /* prefix output lines with "[rank] " (default 1) */
     double grace_s;           /* SIGTERM -> SIGKILL delay (default 3) */
     double timeout_s;         /* kill everything after this long; 0 = no limit. Exit 124. */
-    int max_restarts;         /* placeholder for elastic restarts: only 0 is accepted */
+    int max_restarts;         /* elastic: restart failed ranks, this many restarts in all (0: none);
+                                 with K > 0 the launcher hosts the store (not with netns) */
+    int keep_going;           /* a failed rank does not stop the others (the launcher hosts the
+                                 store, not with netns); the exit status is still the first
+                                 failure's */
     int verbose;              /* print what is started */
     char *const *argv;        /* the command, NULL-terminated */
 } tlink_launch_options;

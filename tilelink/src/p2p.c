@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #define SHM_CHUNK (64u * 1024u)
+/* while sleeping on a peer: how often to look at local peers' /proc entries and at the
+ * heartbeat thread's findings (a /proc read costs ~10 us; only idle waits pay it) */
+#define TL_LIVE_CHECK_S 0.025
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -44,17 +47,25 @@ void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *
     c->broken = 1;
     c->broken_st = st;
     snprintf(c->broken_msg, sizeof c->broken_msg, "%s", msg);
+    tl_ft_note_failed(c, failed_rank);
+    if (st == TLINK_ERR_REVOKED) tl_ft_mark_revoked(c, c->rank);
     if (c->store && tl_store_fd(c->store) >= 0 && c->size > 1) {
         /* tell ranks on other hosts why, before they see our connections close */
         char key[200], val[400];
+        if (failed_rank >= 0) {
+            /* the failed set, for tlink_comm_shrink on ranks that did not see it themselves */
+            snprintf(key, sizeof key, "%.180s/failed/%d", c->prefix, failed_rank);
+            tlink_store_set(c->store, key, "1", 2);
+        }
         snprintf(key, sizeof key, "%.180s/abort", c->prefix);
-        snprintf(val, sizeof val, "rank %d failed (reported by rank %d: %s)", failed_rank, c->rank, msg);
-        if (failed_rank < 0) snprintf(val, sizeof val, "rank %d reported: %s", c->rank, msg);
+        if (st == TLINK_ERR_REVOKED) snprintf(val, sizeof val, "%s", msg);
+        else if (failed_rank >= 0) snprintf(val, sizeof val, "rank %d failed (reported by rank %d: %s)", failed_rank, c->rank, msg);
+        else snprintf(val, sizeof val, "rank %d reported: %s", c->rank, msg);
         tlink_store_set(c->store, key, val, strlen(val) + 1);
     }
     if (c->shm) {
         int32_t zero = 0;
-        if (atomic_compare_exchange_strong(&c->shm->abort_flag, &zero, 1)) {
+        if (atomic_compare_exchange_strong(&c->shm->abort_flag, &zero, st == TLINK_ERR_REVOKED ? 2 : 1)) {
             atomic_store(&c->shm->failed_rank, failed_rank);
             c->shm->reporter = c->rank;
             snprintf(c->shm->abort_msg, sizeof c->shm->abort_msg, "%s", msg);
@@ -73,21 +84,57 @@ void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *
     }
 }
 
+static tlink_status peer_failed(tlink_comm *c, int peer, const char *why);
+
+/* failures seen by the heartbeat thread (ft.c) and revokes: break here, in the thread that
+ * runs the collective */
+static tlink_status ft_poll(tlink_comm *c) {
+    if (!c->ft || c->broken) return TLINK_OK;
+    int rv = tl_ft_revoker(c);
+    if (rv >= 0) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "communicator revoked by rank %d", rv);
+        tl_comm_break(c, TLINK_ERR_REVOKED, -1, msg);
+        return tl_err(c, TLINK_ERR_REVOKED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
+    }
+    int d = tl_ft_dead(c);
+    if (d >= 0) {
+        char why[160];
+        snprintf(why, sizeof why, "sent no heartbeat for %.1f s (host down or cut off, or the process stopped or hung)",
+                 tl_ft_timeout(c));
+        return peer_failed(c, d, why);
+    }
+    return TLINK_OK;
+}
+
 tlink_status tl_check_broken(tlink_comm *c) {
+    if (!c->broken) {
+        tlink_status st = ft_poll(c);
+        if (st) return st;
+    }
     if (c->broken)
-        return tl_err(c, c->broken_st == TLINK_ERR_ABORTED ? TLINK_ERR_ABORTED : TLINK_ERR_PEER_FAILED,
+        return tl_err(c, c->broken_st == TLINK_ERR_ABORTED   ? TLINK_ERR_ABORTED
+                         : c->broken_st == TLINK_ERR_REVOKED ? TLINK_ERR_REVOKED
+                                                             : TLINK_ERR_PEER_FAILED,
                       "communicator is broken by an earlier failure: %s", c->broken_msg);
     return TLINK_OK;
 }
 
 static tlink_status shm_abort_seen(tlink_comm *c) {
     int fr = atomic_load(&c->shm->failed_rank);
+    int revoked = atomic_load(&c->shm->abort_flag) == 2;
     char msg[300];
     snprintf(msg, sizeof msg, "%s", c->shm->abort_msg);
     c->broken = 1;
-    c->broken_st = TLINK_ERR_PEER_FAILED;
-    snprintf(c->broken_msg, sizeof c->broken_msg, "rank %d failed (reported by rank %d: %s)", fr,
-             c->shm->reporter, msg);
+    c->broken_st = revoked ? TLINK_ERR_REVOKED : TLINK_ERR_PEER_FAILED;
+    if (revoked) {
+        tl_ft_mark_revoked(c, c->shm->reporter);
+        snprintf(c->broken_msg, sizeof c->broken_msg, "%s", msg);
+    } else {
+        tl_ft_note_failed(c, fr);
+        snprintf(c->broken_msg, sizeof c->broken_msg, "rank %d failed (reported by rank %d: %s)", fr,
+                 c->shm->reporter, msg);
+    }
     /* spread to other hosts */
     for (int r = 0; r < c->size; r++) {
         tl_peer *p = &c->peers[r];
@@ -95,7 +142,7 @@ static tlink_status shm_abort_seen(tlink_comm *c) {
         for (int s = 0; s < p->nfds; s++)
             if (p->fds[s] >= 0) shutdown(p->fds[s], SHUT_RDWR);
     }
-    return tl_err(c, TLINK_ERR_PEER_FAILED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", c->broken_msg);
+    return tl_err(c, c->broken_st, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", c->broken_msg);
 }
 
 /* is a same-host peer process still alive? */
@@ -246,6 +293,13 @@ static long tcp_try(tlink_comm *c, tl_peer *p, tl_op *op) {
 static tlink_status peer_failed(tlink_comm *c, int peer, const char *why) {
     tl_peer *p = &c->peers[peer];
     char msg[400];
+    int rv = tl_ft_revoker(c);
+    if (rv >= 0) {
+        /* the connection closed because the communicator was revoked */
+        snprintf(msg, sizeof msg, "communicator revoked by rank %d", rv);
+        tl_comm_break(c, TLINK_ERR_REVOKED, -1, msg);
+        return tl_err(c, TLINK_ERR_REVOKED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
+    }
     if (p->transport == TLINK_TRANSPORT_TCP && c->store && tl_store_fd(c->store) >= 0) {
         /* a closed connection may be a rank that gave up because of another failure */
         char key[200];
@@ -255,9 +309,17 @@ static tlink_status peer_failed(tlink_comm *c, int peer, const char *why) {
         /* whoever broke first published the reason before closing its connections */
         if (tlink_store_check(c->store, key, &ex) == TLINK_OK && ex &&
             tlink_store_get(c->store, key, &v, NULL, 1.0) == TLINK_OK && v) {
+            int revoked = !strncmp((char *)v, "communicator revoked", 20);
             c->broken = 1;
-            c->broken_st = TLINK_ERR_PEER_FAILED;
+            c->broken_st = revoked ? TLINK_ERR_REVOKED : TLINK_ERR_PEER_FAILED;
             snprintf(c->broken_msg, sizeof c->broken_msg, "%s", (char *)v);
+            int fr = -1;
+            if (revoked) {
+                int who = peer;
+                sscanf((char *)v, "communicator revoked by rank %d", &who);
+                tl_ft_mark_revoked(c, who);
+            }
+            else if (sscanf((char *)v, "rank %d failed", &fr) == 1) tl_ft_note_failed(c, fr);
             free(v);
             for (int r = 0; r < c->size; r++) {
                 tl_peer *q = &c->peers[r];
@@ -266,13 +328,13 @@ static tlink_status peer_failed(tlink_comm *c, int peer, const char *why) {
             }
             if (c->shm) {
                 int32_t zero = 0;
-                if (atomic_compare_exchange_strong(&c->shm->abort_flag, &zero, 1)) {
-                    atomic_store(&c->shm->failed_rank, -1);
+                if (atomic_compare_exchange_strong(&c->shm->abort_flag, &zero, revoked ? 2 : 1)) {
+                    atomic_store(&c->shm->failed_rank, fr);
                     c->shm->reporter = c->rank;
                     snprintf(c->shm->abort_msg, sizeof c->shm->abort_msg, "%.250s", c->broken_msg);
                 }
             }
-            return tl_err(c, TLINK_ERR_PEER_FAILED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", c->broken_msg);
+            return tl_err(c, c->broken_st, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", c->broken_msg);
         }
     }
     snprintf(msg, sizeof msg, "rank %d (pid %d on host %s) %s", peer, p->pid, p->hostname, why);
@@ -293,7 +355,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
             return tl_err(c, TLINK_ERR_INTERNAL, "p2p: bad peer %d", op->peer);
         if (!op->esize) op->esize = 1;
     }
-    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
+    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + TL_LIVE_CHECK_S;
     int spins = 0, armed = 0, spinning = 1, sleeping = 0;
     unsigned progress_events = 0;
     double t_idle = t0;
@@ -378,7 +440,13 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         /* blocking phase */
         double now = tl_now();
         if (now >= next_live) {
-            next_live = now + 0.1;
+            next_live = now + TL_LIVE_CHECK_S;
+            tlink_status fst = ft_poll(c);
+            if (fst) {
+                if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+                for (int k = 0; k < n; k++) { free(ops[k].stage); ops[k].stage = NULL; }
+                return fst;
+            }
             for (int i = 0; i < n; i++) {
                 tl_op *op = &ops[i];
                 if (op->finished || c->peers[op->peer].transport != TLINK_TRANSPORT_SHM) continue;
@@ -463,7 +531,7 @@ void tl_ring_all_local(tlink_comm *c) {
 
 tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
     if (ready(c, arg)) return TLINK_OK;
-    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + 0.1;
+    double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + TL_LIVE_CHECK_S;
     int spins = 0, sleeping = 0;
     for (;;) {
         if (ready(c, arg)) return TLINK_OK;
@@ -478,7 +546,9 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
         }
         double now = tl_now();
         if (now >= next_live) {
-            next_live = now + 0.1;
+            next_live = now + TL_LIVE_CHECK_S;
+            tlink_status fst = ft_poll(c);
+            if (fst) return fst;
             for (int i = 0; i < c->local_size; i++) {
                 int r = c->local_ranks[i];
                 if (r != c->rank && !peer_alive(&c->peers[r])) return peer_failed(c, r, "exited");

@@ -434,6 +434,10 @@ struct tlink_store {
     char err[1024];
 };
 
+/* requests that the server answers at once: bounded by 30 s, or TLINK_TIMEOUT when shorter
+ * (a store host cut off must not hold a failing rank longer than its deadline) */
+static double op_timeout(void) { return TL_MIN(30.0, tl_default_timeout()); }
+
 int tl_store_fd(const tlink_store *s) { return s ? s->fd : -1; }
 const char *tl_store_addr(const tlink_store *s) { return s ? s->addr : ""; }
 const char *tlink_store_last_error(const tlink_store *s) { return s ? s->err : tl_thread_error(); }
@@ -534,7 +538,7 @@ static tlink_status rpc(tlink_store *s, int op, const char *key, const void *val
 tlink_status tlink_store_set(tlink_store *s, const char *key, const void *val, size_t len) {
     if (!s || !key || (len && !val)) return TLINK_ERR_INVALID_ARG;
     int status;
-    tlink_status st = rpc(s, OP_SET, key, val, len, 30, &status, NULL, NULL);
+    tlink_status st = rpc(s, OP_SET, key, val, len, op_timeout(), &status, NULL, NULL);
     if (st == TLINK_OK && status != RS_OK) st = TLINK_ERR_BOOTSTRAP;
     return st;
 }
@@ -555,7 +559,7 @@ tlink_status tlink_store_add(tlink_store *s, const char *key, int64_t delta, int
     int status;
     void *resp = NULL;
     size_t l = 0;
-    tlink_status st = rpc(s, OP_ADD, key, &delta, 8, 30, &status, &resp, &l);
+    tlink_status st = rpc(s, OP_ADD, key, &delta, 8, op_timeout(), &status, &resp, &l);
     if (st == TLINK_OK) {
         if (status != RS_OK || l != 8) st = TLINK_ERR_BOOTSTRAP;
         else if (result) memcpy(result, resp, 8);
@@ -567,7 +571,7 @@ tlink_status tlink_store_add(tlink_store *s, const char *key, int64_t delta, int
 tlink_status tlink_store_check(tlink_store *s, const char *key, int *exists) {
     if (!s || !key || !exists) return TLINK_ERR_INVALID_ARG;
     int status;
-    tlink_status st = rpc(s, OP_CHECK, key, NULL, 0, 30, &status, NULL, NULL);
+    tlink_status st = rpc(s, OP_CHECK, key, NULL, 0, op_timeout(), &status, NULL, NULL);
     *exists = (st == TLINK_OK && status == RS_OK);
     return st;
 }
@@ -575,7 +579,7 @@ tlink_status tlink_store_check(tlink_store *s, const char *key, int *exists) {
 tlink_status tlink_store_delete(tlink_store *s, const char *key) {
     if (!s || !key) return TLINK_ERR_INVALID_ARG;
     int status;
-    return rpc(s, OP_DELETE, key, NULL, 0, 30, &status, NULL, NULL);
+    return rpc(s, OP_DELETE, key, NULL, 0, op_timeout(), &status, NULL, NULL);
 }
 
 tlink_status tlink_store_wait(tlink_store *s, const char *const *keys, int n, double timeout_s) {

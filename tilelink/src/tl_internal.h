@@ -108,6 +108,7 @@ typedef struct tl_peer {
 } tl_peer;
 
 typedef struct tl_req_queue tl_req_queue;
+typedef struct tl_ft tl_ft;
 
 struct tlink_comm {
     int rank, size;
@@ -167,6 +168,10 @@ struct tlink_comm {
     /* async */
     pthread_mutex_t exec_mu;        /* one executor at a time */
     tl_req_queue *q;
+    /* fault tolerance (ft.c) */
+    tl_ft *ft;                      /* heartbeats, revoke flag, failed set; NULL for size 1 */
+    int shrink_seq;
+    char kp[128];                   /* key prefix given at init ("" for split/shrunk comms) */
 };
 
 tlink_status tl_err(tlink_comm *c, tlink_status st, const char *fmt, ...) TL_PRINTF(3, 4);
@@ -239,7 +244,22 @@ tlink_algo tl_choose(tlink_comm *c, tlink_coll coll, size_t bytes, double *pred_
 double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo a, size_t bytes);
 int tl_algo_valid(const tlink_comm *c, tlink_coll coll, tlink_algo a);
 
+/* ---------- ft.c ---------- */
+int tl_ft_open(tlink_comm *c, const char *tcp_addr);   /* UDP heartbeat socket: its port, 0 if none */
+void tl_ft_set_peer(tlink_comm *c, int r, const char *tcp_addr, int hb_port);
+void tl_ft_start(tlink_comm *c);
+void tl_ft_close(tlink_comm *c);
+void tl_ft_note_failed(tlink_comm *c, int rank);
+int tl_ft_dead(tlink_comm *c);         /* first rank declared dead by heartbeats, -1 */
+int tl_ft_revoker(tlink_comm *c);      /* rank that revoked the communicator, -1 */
+void tl_ft_mark_revoked(tlink_comm *c, int who);
+double tl_ft_timeout(tlink_comm *c);
+/* comm.c: a communicator over a subset, bootstrapped under prefix (split, shrink) */
+tlink_status tl_comm_derive(tlink_comm *parent, int rank, int size, const char *prefix, uint64_t comm_id,
+                            tlink_comm **out);
+
 /* ---------- async.c ---------- */
+void tl_async_drain(tlink_comm *c);    /* wait until no queued or running operation */
 void tl_async_shutdown(tlink_comm *c);
 void tl_async_fail_all(tlink_comm *c, tlink_status st);
 

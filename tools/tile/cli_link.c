@@ -423,6 +423,132 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* --device cuda: the same table, on device buffers through tlink_gpu_*; time per iteration =
+ * wall time of `iters` enqueued collectives and one stream sync, the slowest rank's. The
+ * send data are written once for the largest size (values depend on the index only). */
+static tlink_status bench_dev_run(tlink_gpu_comm *g, const bench_opts *o, void *s, void *r, size_t cnt,
+                                  tlink_cuda_stream st) {
+    switch (o->coll) {
+    case TLINK_COLL_ALLREDUCE: return tlink_gpu_allreduce(g, s, r, cnt, o->dt, o->op, st);
+    case TLINK_COLL_BROADCAST: return tlink_gpu_broadcast(g, s, r, cnt, o->dt, o->root, st);
+    case TLINK_COLL_ALLGATHER: return tlink_gpu_allgather(g, s, r, cnt, o->dt, st);
+    case TLINK_COLL_REDUCE_SCATTER: return tlink_gpu_reduce_scatter(g, s, r, cnt, o->dt, o->op, st);
+    case TLINK_COLL_ALLTOALL: return tlink_gpu_alltoall(g, s, r, cnt, o->dt, st);
+    default: return TLINK_ERR_UNSUPPORTED;
+    }
+}
+
+static int bench_device(tlink_comm *c, bench_opts *o, const char *gpu_algo, long long check_max) {
+    const char *cmd = "link-bench";
+    int rank = tlink_comm_rank(c), n = tlink_comm_size(c);
+    if (o->coll == TLINK_COLL_REDUCE) { if (rank == 0) cerr(cmd, "--device cuda: no device reduce (use allreduce)"); return 2; }
+    if (o->inplace && o->coll != TLINK_COLL_ALLREDUCE) { if (rank == 0) cerr(cmd, "--device cuda: -I only for allreduce"); return 2; }
+    tlink_gpu_comm *g = NULL;
+    if (tlink_gpu_comm_init(c, NULL, &g)) { cerr(cmd, "rank %d: %s", rank, tlink_last_error(NULL)); return 1; }
+    if (gpu_algo && tlink_gpu_set_algo(g, gpu_algo)) { cerr(cmd, "%s", tlink_gpu_last_error(g)); tlink_gpu_comm_destroy(g); return 2; }
+    size_t es = tlink_dtype_size(o->dt), cnt, scount, rcount;
+    bench_counts(o, n, o->b1, &cnt, &scount, &rcount);
+    size_t sb = scount * es + 64, rb = rcount * es + 64;
+    void *hs = calloc(1, sb), *hr = calloc(1, rb), *ds = NULL, *dr = NULL;
+    tlink_cuda_stream stream = NULL;
+    int rc = 0;
+    if (!hs || !hr || tlink_gpu_malloc(g, sb, &ds) || tlink_gpu_malloc(g, rb, &dr) || tlink_gpu_stream_create(g, &stream)) {
+        cerr(cmd, "rank %d: cannot allocate %zu + %zu bytes: %s", rank, sb, rb, tlink_gpu_last_error(g));
+        rc = 1;
+        goto out;
+    }
+    {
+        bench_opts full = *o;
+        full.inplace = 0;
+        void *sp, *rp;
+        /* broadcast: bench_fill writes the root's data into its second buffer */
+        bench_fill(&full, rank, n, hs, o->coll == TLINK_COLL_BROADCAST ? hs : hr, cnt, scount, &sp, &rp);
+        tlink_gpu_memcpy(g, ds, hs, scount * es);
+        if (o->inplace) tlink_gpu_memcpy(g, dr, hs, scount * es);
+    }
+    if (rank == 0) {
+        printf("# tile link-bench --device cuda: %s, %d rank%s, dtype %s, op %s, root %d, %s; GPU %d, link to rank %d: %s\n",
+               tlink_coll_name((tlink_coll)o->coll), n, n == 1 ? "" : "s", tlink_dtype_name(o->dt), tlink_op_name(o->op),
+               o->root, o->inplace ? "in place" : "out of place", tlink_gpu_comm_device(g), n > 1 ? 1 : 0,
+               tlink_gpu_comm_link(g, n > 1 ? 1 : 0));
+        printf("# warmup %d, iters %d; data checked up to %lld bytes\n#\n", o->warmup, o->iters, check_max);
+        printf("# %12s %12s %8s %6s %5s %10s %9s %9s %8s  %-10s %10s\n", "size", "count", "type", "redop", "root", "time",
+               "algbw", "busbw", "#wrong", "algo", "predicted");
+        printf("# %12s %12s %8s %6s %5s %10s %9s %9s %8s  %-10s %10s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+               "(GB/s)", "", "", "(us)");
+        fflush(stdout);
+    }
+    long long total_wrong = 0;
+    double bw_sum = 0;
+    int nsizes = 0;
+    int has_op = o->coll == TLINK_COLL_ALLREDUCE || o->coll == TLINK_COLL_REDUCE_SCATTER;
+    for (long long bytes = o->b0; bytes <= o->b1;) {
+        bench_counts(o, n, bytes, &cnt, &scount, &rcount);
+        long long eff = (long long)(o->coll == TLINK_COLL_REDUCE_SCATTER ? scount
+                                    : o->coll == TLINK_COLL_ALLGATHER || o->coll == TLINK_COLL_ALLTOALL ? rcount : cnt) * (long long)es;
+        void *sp = o->inplace ? dr : ds, *rp = dr;
+        tlink_status st = TLINK_OK;
+        for (int i = 0; i < o->warmup && !st; i++) st = bench_dev_run(g, o, sp, rp, cnt, stream);
+        if (!st) st = tlink_gpu_sync(g, stream);
+        if (!st) st = tlink_barrier(c);
+        double t0 = now_s();
+        for (int i = 0; i < o->iters && !st; i++) st = bench_dev_run(g, o, sp, rp, cnt, stream);
+        if (!st) st = tlink_gpu_sync(g, stream);
+        double dt = (now_s() - t0) / o->iters;
+        long long wrong = 0;
+        int checked = 0;
+        if (!st && o->check && bytes <= check_max && !o->inplace) {
+            checked = 1;
+            memset(hr, 0, rcount * es);
+            tlink_gpu_memcpy(g, dr, hr, rcount * es);
+            st = bench_dev_run(g, o, ds, dr, cnt, stream);
+            if (!st) st = tlink_gpu_sync(g, stream);
+            if (!st) st = tlink_gpu_memcpy(g, hr, dr, rcount * es);
+            if (!st) wrong = bench_check(o, rank, n, hr, cnt);
+        }
+        double tmax = dt;
+        int64_t w64 = wrong;
+        const char *why = st ? tlink_gpu_last_error(g) : NULL;
+        if (st) { cerr(cmd, "rank %d: %s at %lld bytes: %s", rank, tlink_coll_name((tlink_coll)o->coll), bytes, why); rc = 1; break; }
+        if (tlink_allreduce(c, &dt, &tmax, 1, TLINK_F64, TLINK_MAX) || tlink_allreduce(c, &w64, &w64, 1, TLINK_I64, TLINK_SUM)) {
+            rc = 1;
+            break;
+        }
+        if (rank == 0) {
+            double us = tmax * 1e6, algbw = us > 0 ? (double)eff / (us * 1e3) : 0, busbw = algbw * bus_factor(o->coll, n);
+            char wr[24];
+            if (checked) snprintf(wr, sizeof wr, "%lld", (long long)w64);
+            else snprintf(wr, sizeof wr, "N/A");
+            const char *al = tlink_gpu_last_algo(g);
+            printf("  %12lld %12lld %8s %6s %5d %10.2f %9.3f %9.3f %8s  %-10s %10.1f\n", eff, (long long)(eff / (long long)es),
+                   tlink_dtype_name(o->dt), has_op ? tlink_op_name(o->op) : "none",
+                   o->coll == TLINK_COLL_BROADCAST ? o->root : -1, us, algbw, busbw, wr, al[0] ? al : "-",
+                   tlink_gpu_last_predicted_us(g));
+            fflush(stdout);
+            bw_sum += busbw;
+        }
+        total_wrong += w64;
+        nsizes++;
+        long long nb = (long long)((double)bytes * o->factor);
+        if (nb <= bytes) nb = bytes + (bytes == 0 ? 1 : bytes);
+        if (o->factor <= 1) break;
+        bytes = nb;
+    }
+    if (rank == 0 && rc == 0) {
+        printf("# Out of bounds values : %lld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+        printf("# Avg bus bandwidth    : %g\n", nsizes ? bw_sum / nsizes : 0.0);
+    }
+    if (total_wrong && !rc) rc = 1;
+out:
+    if (stream) tlink_gpu_stream_destroy(g, stream);
+    if (ds) tlink_gpu_free(g, ds);
+    if (dr) tlink_gpu_free(g, dr);
+    free(hs);
+    free(hr);
+    tlink_gpu_comm_destroy(g);
+    return rc;
+}
+
 static void bench_usage(FILE *f) {
     fprintf(f,
         "usage: tile link-bench [-n N] [options]\n"
@@ -438,6 +564,9 @@ static void bench_usage(FILE *f) {
         "             hierarchical pairwise (auto)\n"
         "  -w N       warm-up iterations (5)                          -i N     timed iterations (20)\n"
         "  -k 0|1     check the data (1)                              -I       in place\n"
+        "  --device cuda   device buffers and TileLink's device collectives (one GPU per rank,\n"
+        "             local rank %% GPU count); -a oneshot|twoshot|ce forces the allreduce algorithm;\n"
+        "             --check-max SIZE: check the data only up to SIZE bytes (256M)\n"
         "Sizes are per rank as in nccl-tests (allreduce/broadcast/reduce: the buffer; allgather,\n"
         "alltoall: the receive buffer; reduce_scatter: the send buffer). busbw = algbw x\n"
         "2(n-1)/n (allreduce), (n-1)/n (allgather, reduce_scatter, alltoall), 1 (broadcast, reduce).\n"
@@ -474,11 +603,33 @@ int tile_cmd_link_bench(int argc, char **argv) {
     const char *cmd = "link-bench";
     bench_opts o = {8, 32LL << 20, 2.0, TLINK_COLL_ALLREDUCE, TLINK_F32, TLINK_SUM, TLINK_ALGO_AUTO, 5, 20, 0, 1, 0};
     long self_n = 0, v;
+    int device_cuda = 0;
+    long long check_max = 256LL << 20;
+    const char *gpu_algo = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); return 0; }
         if (!strcmp(a, "-I") || !strcmp(a, "--in-place")) { o.inplace = 1; continue; }
+        if (!strcmp(a, "--device")) {
+            if (!next || (strcmp(next, "cuda") && strcmp(next, "cpu"))) { cerr(cmd, "--device: expected cuda or cpu"); return 2; }
+            device_cuda = !strcmp(next, "cuda");
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--check-max")) {
+            long long s2 = next ? parse_size(next) : -1;
+            if (s2 < 0) { cerr(cmd, "--check-max: bad size '%s'", next ? next : ""); return 2; }
+            check_max = s2;
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "-a") && next && tlink_algo_from_name(next) < 0 &&
+            (!strcmp(next, "oneshot") || !strcmp(next, "twoshot") || !strcmp(next, "ce"))) {
+            gpu_algo = next;
+            i++;
+            continue;
+        }
         if (a[0] != '-' || !a[1] || a[2] || !strchr("befncdoarwik", a[1])) {
             cerr(cmd, "unknown option '%s' (see tile link-bench --help)", a);
             return 2;
@@ -558,6 +709,11 @@ int tile_cmd_link_bench(int argc, char **argv) {
         return 2;
     }
     if (o.algo != TLINK_ALGO_AUTO) tlink_comm_set_algo(c, (tlink_coll)o.coll, o.algo);
+    if (device_cuda) {
+        int rc2 = bench_device(c, &o, gpu_algo, check_max);
+        tlink_status st2 = tlink_comm_destroy(c);
+        return rc2 ? rc2 : st2 ? 1 : 0;
+    }
 
     size_t es = tlink_dtype_size(o.dt);
     size_t cnt, scount, rcount;

@@ -1,0 +1,30 @@
+/* simt_gen.h — internal interface between the SIMT generator (simt.c) and its
+ * architecture-specific lowerings (sm90.c). Not a public API. */
+#ifndef TILE_SIMT_GEN_H
+#define TILE_SIMT_GEN_H
+
+#include "simt.h"
+
+typedef struct gen gen;
+
+/* The C expression of e (IR rules; run-time error sites registered as usual). */
+void simt_g_expr(gen *G, tile_strbuf *o, const ir_expr *e);
+/* Names the generator gives variables and buffers. */
+void simt_g_var(tile_strbuf *o, const ir_var *v);
+void simt_g_buf(tile_strbuf *o, const ir_buffer *b);
+/* The statement b[off] = v (v: a C expression of dtype vd), converted like every store,
+ * indented `indent` levels. */
+void simt_g_store(gen *G, tile_strbuf *o, int indent, const ir_buffer *b, const char *off, const char *v, tile_dtype vd);
+/* Index of global buffer b in the plan's buffers, or -1. */
+int simt_g_bufarg(gen *G, const ir_buffer *b);
+const simt_options *simt_g_options(gen *G);
+/* Report an error (the first one wins). */
+void simt_g_fail(gen *G, tile_loc loc, const char *msg);
+
+/* sm90.c: if kernel statement k is a GEMM main loop the Hopper lowering covers (see
+ * sm90.c), write its body to `body`, fill L's threads, smem, TMA maps and lowering name,
+ * and return true; else return false and leave everything untouched (the caller uses the
+ * portable lowering). Also writes the device helpers it needs to `helpers`. */
+bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
+
+#endif

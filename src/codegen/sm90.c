@@ -1,0 +1,418 @@
+/* sm90.c — the Hopper (sm_90a) lowering of tile-form GEMM kernels (docs/backends-gpu.md,
+ * "Hopper").
+ *
+ * A kernel whose body is exactly a GEMM main loop
+ *
+ *     with T.Kernel(gx, gy, threads=T) as (bx, by):
+ *         A_s = T.alloc_shared((BM, BK), dt); B_s = T.alloc_shared((BN, BK), dt)
+ *         C_f = T.alloc_fragment((BM, BN), "float32")
+ *         T.fill(C_f, v) / T.clear(C_f)
+ *         for k in T.Pipelined(n, num_stages=S):      (or a serial loop)
+ *             T.copy(A[r, c], A_s); T.copy(B[r', c'], B_s)
+ *             T.gemm(A_s, B_s, C_f, transpose_B=True)
+ *         T.copy(C_f, C[r'', c''])
+ *
+ * (dt float16, bfloat16, float8_e4m3 or float8_e5m2 — fp8 only with a 16-bit result C; A
+ * and B rank-2 global tensors whose
+ * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes; T = 128 or 256;
+ * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256) becomes:
+ *
+ *   - one producer warpgroup (128 extra threads; setmaxnreg.dec) whose first thread issues
+ *     the TMA copies (cp.async.bulk.tensor.2d, tensor maps as __grid_constant__ kernel
+ *     parameters, box = the shared tile, swizzle = BK * sizeof(dt) bytes) into a ring of S
+ *     shared stages, each with a "full" mbarrier (expect_tx bytes) and an "empty" one;
+ *   - T/128 consumer warpgroups (setmaxnreg.inc when there are two or more), each owning
+ *     BM/(T/128) rows of the tile: they wait on "full", issue wgmma.mma_async m64nBNk16
+ *     (k32 for fp8) with shared-memory descriptors matching the TMA swizzle, keep one
+ *     wgmma group in flight, and release the previous stage on "empty";
+ *   - the accumulator fragment lives in registers in wgmma's accumulator layout (thread t of
+ *     a warpgroup holds rows 16*(t/32) + (t%32)/4 (+8) and column pairs 8j + 2(t%4)); the
+ *     fill initialises them, and the final copy stores them, clipped at the tensor bounds
+ *     and converted with the usual rounding;
+ *   - fp8: each stage's products are summed by wgmma into a second register set and added
+ *     to the accumulator in f32 (wgmma's fp8 sums carry fewer bits than f32); fp8 kernels
+ *     with an f32 result keep the portable lowering, which is exact;
+ *   - the kernel is persistent (simt_launch.persistent: at most one block per
+ *     multiprocessor, each looping over tiles with the mbarrier phases running on across
+ *     tiles), tiles rasterised in groups of TILE_SM90_GROUP (8) indices of grid dim 1.
+ *
+ * Out-of-range parts of a TMA box read as zeros (as the tile copy's clipping does). The
+ * result differs from the interpreter only by the order of f32 additions inside wgmma.
+ * Anything else (other statements in the kernel, transpose_B=False, f32 inputs, other tile
+ * shapes) keeps the portable lowering of simt.c.
+ */
+#include "simt_gen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SM90_SMEM_MAX (227 * 1024)
+
+typedef struct sm90 {
+    const ir_stmt *fill, *loop, *cpA, *cpB, *gemm, *store;
+    const ir_buffer *As, *Bs, *Cf, *A, *B, *C;
+    int64_t BM, BN, BK;
+    int esize, swz, consumers, mt, stages, kstep;
+    tile_dtype dt;
+} sm90;
+
+static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
+
+/* Region r covers all of buffer b (starts 0, extents = shape). */
+static bool whole(const ir_region *r, const ir_buffer *b) {
+    if (r->buf != b) return false;
+    for (int d = 0; d < b->rank; d++) {
+        int64_t s, e, n;
+        if (!cint(r->start[d], &s) || s != 0 || !cint(r->extent[d], &e) || !cint(b->shape[d], &n) || e != n) return false;
+    }
+    return true;
+}
+
+/* A copy from a rank-2 global tensor into all of shared buffer dst (same dtype, box = dst's
+ * shape), the tensor's rows 16-byte multiples. */
+static bool tma_copy(gen *G, const ir_stmt *s, const ir_buffer *dst, const ir_buffer **src) {
+    if (!s || s->kind != IR_S_COPY || s->nregions != 2) return false;
+    const ir_region *a = &s->regions[0], *b = &s->regions[1];
+    if (!whole(b, dst) || a->buf->rank != 2 || a->buf->scope != IR_SCOPE_GLOBAL || a->buf->dtype != dst->dtype) return false;
+    if (simt_g_bufarg(G, a->buf) < 0) return false;
+    int64_t e0, e1, n0, n1, cols;
+    if (!cint(a->extent[0], &e0) || !cint(a->extent[1], &e1) || !cint(dst->shape[0], &n0) || !cint(dst->shape[1], &n1)) return false;
+    if (e0 != n0 || e1 != n1) return false;
+    /* TMA: global row pitch a multiple of 16 bytes (known when the shape is a constant) */
+    if (!cint(a->buf->shape[1], &cols) || (cols * tile_dtype_bits(a->buf->dtype) / 8) % 16 != 0) return false;
+    *src = a->buf;
+    return true;
+}
+
+static bool match(gen *G, const ir_stmt *k, sm90 *m) {
+    memset(m, 0, sizeof *m);
+    const ir_stmt *body = k->body[0];
+    if (!body || body->kind != IR_S_SEQ) return false;
+    const ir_buffer *shared[2] = {0};
+    int nshared = 0;
+    for (int i = 0; i < body->nbody; i++) {
+        const ir_stmt *s = body->body[i];
+        switch (s->kind) {
+        case IR_S_ALLOC:
+            if (s->buf->scope == IR_SCOPE_SHARED && nshared < 2) shared[nshared++] = s->buf;
+            else if (s->buf->scope == IR_SCOPE_FRAGMENT && !m->Cf) m->Cf = s->buf;
+            else return false;
+            break;
+        case IR_S_FILL:
+            if (m->fill || m->loop || !m->Cf || !whole(&s->regions[0], m->Cf)) return false;
+            m->fill = s;
+            break;
+        case IR_S_FOR:
+            if (m->loop || !m->fill || (s->loop_kind != IR_LOOP_PIPELINED && s->loop_kind != IR_LOOP_SERIAL)) return false;
+            m->loop = s;
+            break;
+        case IR_S_COPY:
+            if (m->store || !m->loop) return false;
+            m->store = s;
+            break;
+        default: return false;
+        }
+    }
+    if (!m->loop || !m->store || nshared != 2 || !m->Cf) return false;
+    /* the loop body: copy, copy, gemm */
+    const ir_stmt *lb = m->loop->body[0];
+    if (!lb || lb->kind != IR_S_SEQ || lb->nbody != 3) return false;
+    const ir_stmt *g = lb->body[2];
+    if (g->kind != IR_S_GEMM || g->trans_a || !g->trans_b || g->clear) return false;
+    m->gemm = g;
+    m->As = g->regions[0].buf;
+    m->Bs = g->regions[1].buf;
+    if (!whole(&g->regions[0], m->As) || !whole(&g->regions[1], m->Bs) || !whole(&g->regions[2], m->Cf)) return false;
+    if (m->As == m->Bs || !((m->As == shared[0] && m->Bs == shared[1]) || (m->As == shared[1] && m->Bs == shared[0]))) return false;
+    m->dt = m->As->dtype;
+    if (m->Bs->dtype != m->dt || m->Cf->dtype != TILE_DT_F32 || m->As->rank != 2 || m->Bs->rank != 2 || m->Cf->rank != 2) return false;
+    if (m->dt != TILE_DT_F16 && m->dt != TILE_DT_BF16 && m->dt != TILE_DT_FP8_E4M3 && m->dt != TILE_DT_FP8_E5M2) return false;
+    m->esize = tile_dtype_bits(m->dt) / 8;
+    m->kstep = 32 / m->esize;
+    for (int i = 0; i < 2; i++) {
+        const ir_stmt *c = lb->body[i];
+        if (c->kind != IR_S_COPY) return false;
+        const ir_buffer *dst = c->regions[1].buf, *src = NULL;
+        if (!tma_copy(G, c, dst, &src)) return false;
+        if (dst == m->As && !m->cpA) { m->cpA = c; m->A = src; }
+        else if (dst == m->Bs && !m->cpB) { m->cpB = c; m->B = src; }
+        else return false;
+    }
+    int64_t bm, bk, bn, bk2, cm, cn;
+    if (!cint(m->As->shape[0], &bm) || !cint(m->As->shape[1], &bk) || !cint(m->Bs->shape[0], &bn) || !cint(m->Bs->shape[1], &bk2)) return false;
+    if (!cint(m->Cf->shape[0], &cm) || !cint(m->Cf->shape[1], &cn) || bk != bk2 || cm != bm || cn != bn) return false;
+    m->BM = bm; m->BN = bn; m->BK = bk;
+    m->swz = (int)(bk * m->esize);
+    if (m->swz != 32 && m->swz != 64 && m->swz != 128) return false;
+    if (bn < 8 || bn > 256 || bn % 8) return false;
+    /* one or two consumer warpgroups: with more, setmaxnreg could not give each the
+     * registers of a 64 x 256 accumulator (65536 per multiprocessor) */
+    if (k->threads <= 0 || k->threads % 128 || k->threads > 256) return false;
+    m->consumers = k->threads / 128;
+    if (bm % m->consumers) return false;
+    int64_t rows = bm / m->consumers;
+    if (rows != 64 && rows != 128) return false;
+    m->mt = (int)(rows / 64);
+    if (m->mt * bn > 256) return false; /* accumulators: at most 128 f32 registers per thread */
+    /* fp8: wgmma accumulates fp8 products with fewer than f32's bits, so each stage's
+     * products go to a second set of registers first and are added in f32 (twice the
+     * registers: at most 64 + 64) */
+    if (m->esize == 1 && m->mt * bn > 128) return false;
+    /* the store: all of C_f to a rank-2 global tensor */
+    const ir_region *sr = &m->store->regions[0], *dr = &m->store->regions[1];
+    if (!whole(sr, m->Cf) || dr->buf->scope != IR_SCOPE_GLOBAL || dr->buf->rank != 2 || simt_g_bufarg(G, dr->buf) < 0) return false;
+    int64_t e0, e1;
+    if (!cint(dr->extent[0], &e0) || !cint(dr->extent[1], &e1) || e0 != bm || e1 != bn) return false;
+    if (dr->buf->dtype != TILE_DT_F32 && dr->buf->dtype != TILE_DT_F16 && dr->buf->dtype != TILE_DT_BF16) return false;
+    m->C = dr->buf;
+    /* fp8 wgmma accumulates with fewer bits than f32 even within one stage (measured on an
+     * H200: 1.8e-4 norm-wise against exact f32 sums, above the 1e-5 that f32 results are
+     * checked to): only results rounded to 16 bits, which hide that, take this lowering */
+    if (m->esize == 1 && m->C->dtype == TILE_DT_F32) return false;
+    /* stages: the loop's num_stages (at least 1), as many as fit in shared memory */
+    size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->esize;
+    int st = m->loop->loop_kind == IR_LOOP_PIPELINED && m->loop->num_stages > 0 ? m->loop->num_stages : 2;
+    if (st > 8) st = 8;
+    while (st > 1 && 1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) st--;
+    if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) return false;
+    m->stages = st;
+    return true;
+}
+
+static const char *helpers_text =
+    "/* ---- src/codegen/sm90.c: Hopper helpers (TMA, mbarrier, wgmma) ---- */\n"
+    "#ifndef TL_SM90_HELPERS\n#define TL_SM90_HELPERS 1\n"
+    "struct __align__(64) tl_tmap { unsigned long long v[16]; };\n"
+    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+    "#define TL_SM90_OK 1\n"
+    "#endif\n"
+    "TL_FN uint32_t tl_sa(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }\n"
+    "#ifdef TL_SM90_OK\n"
+    "TL_FN void tl_mb_init(uint32_t b, uint32_t n) { asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(b), \"r\"(n) : \"memory\"); }\n"
+    "TL_FN void tl_mb_expect(uint32_t b, uint32_t bytes) { asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(b), \"r\"(bytes) : \"memory\"); }\n"
+    "TL_FN void tl_mb_arrive(uint32_t b) { asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(b) : \"memory\"); }\n"
+    "TL_FN void tl_mb_wait(uint32_t b, uint32_t ph) {\n"
+    "    uint32_t ok = 0;\n"
+    "    do {\n"
+    "        asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(b), \"r\"(ph) : \"memory\");\n"
+    "    } while (!ok);\n"
+    "}\n"
+    "TL_FN void tl_tma_load2d(uint32_t dst, const tl_tmap *m, uint32_t mb, int32_t c0, int32_t c1) {\n"
+    "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\"\n"
+    "                 :: \"r\"(dst), \"l\"((uint64_t)m), \"r\"(mb), \"r\"(c0), \"r\"(c1) : \"memory\");\n"
+    "}\n"
+    "TL_FN void tl_tma_prefetch(const tl_tmap *m) { asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((uint64_t)m) : \"memory\"); }\n"
+    "/* wgmma shared-memory descriptor: start address, stride between 8-row groups, swizzle mode */\n"
+    "TL_FN uint64_t tl_wg_desc(uint32_t sa, uint32_t sbo, uint64_t layout) {\n"
+    "    return (uint64_t)((sa & 0x3FFFFu) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(sbo >> 4) << 32) | (layout << 62);\n"
+    "}\n"
+    "#define TL_WG_FENCE() asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\")\n"
+    "#define TL_WG_COMMIT() asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\")\n"
+    "#define TL_WG_WAIT(n) asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(n) : \"memory\")\n"
+    "#define TL_SETMAXNREG_DEC(n) asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
+    "#define TL_SETMAXNREG_INC(n) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
+    "#endif\n"
+    "#endif\n";
+
+static const char *ptx_type(tile_dtype d) {
+    switch (d) {
+    case TILE_DT_F16: return "f16";
+    case TILE_DT_BF16: return "bf16";
+    case TILE_DT_FP8_E4M3: return "e4m3";
+    default: return "e5m2";
+    }
+}
+
+/* The wgmma wrapper for this dtype and N: acc[N/2] += A(desc) * B(desc)^T. */
+static void wgmma_fn(tile_strbuf *o, tile_dtype dt, int n) {
+    int nr = n / 2;
+    bool fp8 = tile_dtype_bits(dt) == 8;
+    const char *t = ptx_type(dt);
+    tile_sb_printf(o, "#ifdef TL_SM90_OK\n#ifndef TL_WGMMA_%s_%d\n#define TL_WGMMA_%s_%d\n", t, n, t, n);
+    tile_sb_printf(o, "static __device__ __forceinline__ void tl_wgmma_%s_n%d(float (&d)[%d], uint64_t da, uint64_t db, int scd) {\n", t, n, nr);
+    tile_sb_printf(o, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nr + 2);
+    tile_sb_printf(o, "        \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", n, fp8 ? 32 : 16, t, t);
+    for (int i = 0; i < nr; i++) tile_sb_printf(o, "%s%%%d", i ? ", " : "", i);
+    tile_sb_printf(o, "}, %%%d, %%%d, p, 1, 1%s;\\n}\\n\"\n        : ", nr, nr + 1, fp8 ? "" : ", 0, 0");
+    for (int i = 0; i < nr; i++) tile_sb_printf(o, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+    tile_sb_puts(o, "\n        : \"l\"(da), \"l\"(db), \"r\"(scd));\n}\n#endif\n#endif\n");
+}
+
+/* `code` for expression e */
+static char *expr_s(gen *G, const ir_expr *e) {
+    tile_strbuf t = {0};
+    simt_g_expr(G, &t, e);
+    return t.data ? t.data : tile_xstrdup("0");
+}
+
+bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o) {
+    sm90 m;
+    if (tile_env_long("TILE_CUDA_SM90", 1) == 0) return false;
+    if (!match(G, k, &m)) return false;
+    const int C = m.consumers, S = m.stages, MT = m.mt, NR = (int)m.BN / 2;
+    const size_t aBytes = (size_t)(m.BM * m.BK) * (size_t)m.esize, bBytes = (size_t)(m.BN * m.BK) * (size_t)m.esize;
+    const size_t stage = aBytes + bBytes;
+    const int layout = m.swz == 128 ? 1 : m.swz == 64 ? 2 : 3;
+    const bool promote = m.esize == 1;
+
+    /* the plan */
+    L->threads = 128 * (C + 1);
+    L->smem = 1024 + (size_t)S * stage + 16 * (size_t)S;
+    L->ntma = 2;
+    L->tma[0] = (simt_tma){simt_g_bufarg(G, m.A), m.esize, (int)m.BM, (int)m.BK, m.swz};
+    L->tma[1] = (simt_tma){simt_g_bufarg(G, m.B), m.esize, (int)m.BN, (int)m.BK, m.swz};
+    snprintf(L->lowering, sizeof L->lowering, "sm90-wgmma");
+    L->persistent = true;
+    /* persistent: each block loops over tiles tl_blk, tl_blk + gridDim.x, ... (block
+     * indices decoded like simt.c's preamble, x fastest) */
+    tile_strbuf decode = {0};
+    long group = tile_env_long("TILE_SM90_GROUP", 8);
+    if (group < 1) group = 1;
+    if (k->ngrid >= 2 && group > 1) {
+        /* rasterised (blocks are independent, so any order is the program's meaning): groups
+         * of `group` consecutive indices of grid dimension 1, dimension 0 swept inside a
+         * group, so the blocks running together share their A and B tiles in L2 */
+        tile_strbuf n0 = {0}, n1 = {0};
+        simt_g_var(&n0, k->block_vars[0]);
+        simt_g_var(&n1, k->block_vars[1]);
+        tile_sb_printf(&decode,
+                       "            { int64_t tl_r = tl_tile %% (tl_g0 * tl_g1), tl_z = tl_tile / (tl_g0 * tl_g1); (void)tl_z;\n"
+                       "              const int64_t tl_f = tl_r / (%ld * tl_g0) * %ld, tl_gs = tl_g1 - tl_f < %ld ? tl_g1 - tl_f : %ld, tl_in = tl_r %% (%ld * tl_g0);\n"
+                       "              %s = (int32_t)(tl_f + tl_in %% tl_gs); %s = (int32_t)(tl_in / tl_gs);",
+                       group, group, group, group, group, n1.data, n0.data);
+        if (k->ngrid == 3) {
+            tile_strbuf n2 = {0};
+            simt_g_var(&n2, k->block_vars[2]);
+            tile_sb_printf(&decode, " %s = (int32_t)tl_z;", n2.data);
+            tile_sb_free(&n2);
+        }
+        tile_sb_puts(&decode, " }\n");
+        tile_sb_free(&n0);
+        tile_sb_free(&n1);
+    } else {
+        tile_sb_puts(&decode, "            { int64_t tl_r = tl_tile;");
+        for (int d = 0; d < k->ngrid; d++) {
+            tile_strbuf n = {0};
+            simt_g_var(&n, k->block_vars[d]);
+            tile_sb_printf(&decode, " %s = (int32_t)(tl_r %% tl_g%d); tl_r /= tl_g%d;", n.data, d, d);
+            tile_sb_free(&n);
+        }
+        tile_sb_puts(&decode, " }\n");
+    }
+
+    tile_sb_puts(helpers, helpers_text);
+    wgmma_fn(helpers, m.dt, (int)m.BN);
+
+    const char *t = ptx_type(m.dt);
+    tile_strbuf kv = {0};
+    simt_g_var(&kv, m.loop->var);
+    char *lo = expr_s(G, m.loop->lo), *ext = expr_s(G, m.loop->extent);
+    char *fillv = expr_s(G, m.fill->value);
+    char *a0 = expr_s(G, m.cpA->regions[0].start[0]), *a1 = expr_s(G, m.cpA->regions[0].start[1]);
+    char *b0 = expr_s(G, m.cpB->regions[0].start[0]), *b1 = expr_s(G, m.cpB->regions[0].start[1]);
+    char *c0 = expr_s(G, m.store->regions[1].start[0]), *c1 = expr_s(G, m.store->regions[1].start[1]);
+    char *cr = expr_s(G, m.C->shape[0]), *cc = expr_s(G, m.C->shape[1]);
+    tile_sb_printf(&decode, "            const int32_t tl_n = (int32_t)(%s), tl_lo = (int32_t)(%s); (void)tl_lo;\n", ext, lo);
+
+    tile_sb_printf(o, "    /* sm_90a GEMM (src/codegen/sm90.c): %lldx%lldx%lld %s tile, %d stages, 1 TMA producer + %d wgmma consumer warpgroup(s) */\n",
+                   (long long)m.BM, (long long)m.BN, (long long)m.BK, t, S, C);
+    tile_sb_puts(o, "#ifdef TL_SM90_OK\n");
+    tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
+    tile_sb_printf(o, "    const uint32_t tl_s0 = tl_sa(tl_sb), tl_bar = tl_s0 + %zuu;\n", (size_t)S * stage);
+    tile_sb_puts(o, "    int64_t tl_ntiles = 1;\n");
+    for (int d = 0; d < k->ngrid; d++) tile_sb_printf(o, "    tl_ntiles *= tl_g%d;\n", d);
+    tile_sb_puts(o, "    if (tl_tid == 0) {\n");
+    tile_sb_printf(o, "        for (int s = 0; s < %d; s++) { tl_mb_init(tl_bar + 8u * s, 1u); tl_mb_init(tl_bar + 8u * (%d + s), %du); }\n", S, S, C);
+    tile_sb_puts(o, "        asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+                    "        tl_tma_prefetch(&tl_tma0); tl_tma_prefetch(&tl_tma1);\n    }\n    __syncthreads();\n");
+    /* producer */
+    tile_sb_puts(o, "    if (tl_tid < 128) {\n");
+    if (C >= 2) tile_sb_puts(o, "        TL_SETMAXNREG_DEC(40);\n");
+    tile_sb_puts(o, "        if (tl_tid == 0) {\n            uint32_t tl_ig = 0;\n");
+    tile_sb_puts(o, "            for (int64_t tl_tile = tl_blk; tl_tile < tl_ntiles; tl_tile += (int64_t)gridDim.x) {\n");
+    tile_sb_puts(o, decode.data);
+    tile_sb_puts(o, "            for (int32_t it = 0; it < tl_n; it++, tl_ig++) {\n");
+    tile_sb_printf(o, "                const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
+    tile_sb_printf(o, "                tl_mb_wait(tl_bar + 8u * (%d + s), ph ^ 1u);\n", S);
+    tile_sb_printf(o, "                %s = tl_lo + it;\n", kv.data);
+    tile_sb_printf(o, "                tl_mb_expect(tl_bar + 8u * s, %zuu);\n", stage);
+    tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu, &tl_tma0, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, a1, a0);
+    tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, aBytes, b1, b0);
+    tile_sb_puts(o, "            }\n            }\n        }\n    } else {\n");
+    /* consumers */
+    if (C >= 2) tile_sb_puts(o, "        TL_SETMAXNREG_INC(232);\n"); /* 128 x 40 + 256 x 232 <= 65536 */
+    tile_sb_puts(o, "        const int tl_cw = tl_tid / 128 - 1, tl_t = tl_tid % 128;\n");
+    tile_strbuf fv = {0};
+    tile_sb_printf(&fv, "(float)(%s)", fillv); /* the fill converts to the fragment's f32: one rounding */
+    tile_sb_printf(o, "        float tl_acc[%d][%d];\n", MT, NR);
+    tile_sb_puts(o, "        uint32_t tl_ig = 0;\n");
+    tile_sb_puts(o, "        for (int64_t tl_tile = tl_blk; tl_tile < tl_ntiles; tl_tile += (int64_t)gridDim.x) {\n");
+    tile_sb_puts(o, decode.data);
+    tile_sb_printf(o, "        { const float v = %s;\n#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n            for (int j = 0; j < %d; j++) tl_acc[i][j] = v; }\n", fv.data, MT, NR);
+    tile_sb_free(&fv);
+    if (promote) tile_sb_printf(o, "        float tl_part[%d][%d];\n", MT, NR);
+    tile_sb_printf(o, "        const uint32_t tl_arow = (uint32_t)(tl_cw * %d) * %uu;\n", MT * 64, (unsigned)m.swz);
+    tile_sb_puts(o, "        for (int32_t it = 0; it < tl_n; it++, tl_ig++) {\n");
+    tile_sb_printf(o, "            const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
+    tile_sb_puts(o, "            tl_mb_wait(tl_bar + 8u * s, ph);\n");
+    tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
+    tile_sb_puts(o, "            TL_WG_FENCE();\n");
+    tile_sb_printf(o, "#pragma unroll\n            for (int kk = 0; kk < %d; kk++) {\n", m.swz / 32);
+    for (int i = 0; i < MT; i++)
+        tile_sb_printf(o, "                tl_wgmma_%s_n%d(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), tl_wg_desc(sb + 32u * kk, %uu, %d), %s);\n", t, (int)m.BN,
+                       promote ? "tl_part" : "tl_acc", i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, (unsigned)(8 * m.swz), layout,
+                       promote ? "kk > 0" : "1");
+    tile_sb_puts(o, "            }\n            TL_WG_COMMIT();\n");
+    if (promote) {
+        /* the stage's partial sums are complete: free the stage, then add them in f32 */
+        tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n", S);
+        tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n        }\n", MT, NR);
+    } else if (S >= 2) {
+        tile_sb_puts(o, "            TL_WG_WAIT(1);\n");
+        tile_sb_printf(o, "            if (it > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
+        tile_sb_puts(o, "        }\n        TL_WG_WAIT(0);\n");
+        /* the tile's last stage: free it before the epilogue (the producer is already
+         * filling the next tile's stages) */
+        tile_sb_printf(o, "        if (tl_n > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
+    } else {
+        tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n        }\n", S);
+    }
+    /* epilogue: the accumulator layout of wgmma, clipped stores */
+    tile_sb_printf(o, "        const int64_t tl_r0 = (int64_t)(%s) + tl_cw * %d + (tl_t / 32) * 16 + (tl_t %% 32) / 4;\n", c0, MT * 64);
+    tile_sb_printf(o, "        const int64_t tl_c0 = (int64_t)(%s) + (tl_t %% 4) * 2;\n", c1);
+    tile_sb_printf(o, "        const int64_t tl_M = (int64_t)(%s), tl_N = (int64_t)(%s);\n", cr, cc);
+    tile_sb_printf(o, "#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n        for (int h = 0; h < 2; h++) {\n", MT);
+    tile_sb_puts(o, "            const int64_t r = tl_r0 + i * 64 + h * 8;\n            if (r < 0 || r >= tl_M) continue;\n");
+    tile_sb_printf(o, "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n", (int)m.BN / 8);
+    tile_sb_puts(o, "                const int64_t c = tl_c0 + j * 8;\n");
+    /* both columns inside and an even row length: one 4- or 8-byte store of the pair
+     * (the same rounding as the element stores below) */
+    tile_sb_puts(o, "                if (c >= 0 && c + 1 < tl_N && (tl_N & 1) == 0) {\n");
+    tile_sb_puts(o, "                    const float x0 = tl_acc[i][j * 4 + h * 2], x1 = tl_acc[i][j * 4 + h * 2 + 1];\n");
+    {
+        tile_strbuf cn = {0};
+        simt_g_buf(&cn, m.C);
+        if (m.C->dtype == TILE_DT_F32) tile_sb_printf(o, "                    *(float2 *)&%s[r * tl_N + c] = make_float2(x0, x1);\n", cn.data);
+        else
+            tile_sb_printf(o, "                    *(uint32_t *)&%s[r * tl_N + c] = (uint32_t)%s(x0) | ((uint32_t)%s(x1) << 16);\n", cn.data,
+                           m.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits", m.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits");
+        tile_sb_free(&cn);
+    }
+    tile_sb_puts(o, "                    continue;\n                }\n");
+    for (int e = 0; e < 2; e++) {
+        char off[96], val[64];
+        snprintf(off, sizeof off, "r * tl_N + c + %d", e);
+        snprintf(val, sizeof val, "tl_acc[i][j * 4 + h * 2 + %d]", e);
+        tile_sb_printf(o, "                if (c + %d >= 0 && c + %d < tl_N) {\n", e, e);
+        simt_g_store(G, o, 5, m.C, off, val, TILE_DT_F32);
+        tile_sb_puts(o, "                }\n");
+    }
+    tile_sb_puts(o, "            }\n        }\n        }\n    }\n");
+    tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without wgmma/TMA: run with sm_90a */\n#endif\n");
+
+    tile_sb_free(&decode);
+    free(lo); free(ext); free(fillv); free(a0); free(a1); free(b0); free(b1); free(c0); free(c1); free(cr); free(cc);
+    tile_sb_free(&kv);
+    return true;
+}

@@ -1,0 +1,59 @@
+/* cuda_tma.c — TMA tensor maps for the sm_90a GEMM lowering (src/codegen/sm90.c).
+ *
+ * Each map describes a rank-2 row-major global tensor (dims from the buffer's shape and this
+ * run's sizes) read in boxes of box_rows x box_cols elements with the swizzle the generated
+ * wgmma descriptors expect. Elements are moved as raw 8/16-bit words (TMA's data type only
+ * matters for out-of-bounds fill, which is zero bits: +0.0 in every float format here). */
+#include "cuda_tma.h"
+#include "runtime.h"
+
+#include <stdlib.h>
+
+typedef int (*encode_tiled_fn)(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
+                               const unsigned long long *strides, const unsigned *box, const unsigned *estrides, int interleave,
+                               int swizzle, int l2promo, int oobfill);
+
+enum { TMA_U8 = 0, TMA_U16 = 1 };                                   /* CUtensorMapDataType */
+enum { TMA_SW_NONE = 0, TMA_SW_32 = 1, TMA_SW_64 = 2, TMA_SW_128 = 3 }; /* CUtensorMapSwizzle */
+enum { TMA_L2_256 = 3 };                                            /* CUtensorMapL2promotion */
+
+int tile_cuda_tma_encode(void *encode, const simt_program *P, const simt_launch *L, const ir_func *f, const int64_t *sizes,
+                         const unsigned long long *bufptr, tile_cuda_tmap *maps, tile_strbuf *err) {
+    if (L->ntma == 0) return 0;
+    if (!encode) {
+        tile_sb_printf(err, "kernel %s uses TMA copies, but this CUDA driver has no cuTensorMapEncodeTiled (a driver for CUDA 12 or later is needed)", L->name);
+        return 1;
+    }
+    bool *bound = tile_xcalloc((size_t)f->nsizes + 1, sizeof(bool));
+    for (int k = 0; k < f->nsizes; k++) bound[k] = true;
+    int rc = 0;
+    for (int i = 0; i < L->ntma && !rc; i++) {
+        const simt_tma *t = &L->tma[i];
+        const ir_buffer *b = P->bufs[t->buf].buf;
+        int64_t rows, cols;
+        if (b->rank != 2 || !rt_eval_size(b->shape[0], sizes, bound, f, &rows) || !rt_eval_size(b->shape[1], sizes, bound, f, &cols)) {
+            tile_sb_printf(err, "kernel %s: cannot compute the shape of '%s' for its TMA tensor map", L->name, b->name);
+            rc = 1;
+            break;
+        }
+        unsigned long long pitch = (unsigned long long)cols * (unsigned long long)t->elem_bytes;
+        if (rows <= 0 || cols <= 0) continue; /* nothing to read: the map is never used with data */
+        if (pitch % 16 || bufptr[t->buf] % 16) {
+            tile_sb_printf(err, "kernel %s: TMA needs the rows of '%s' to be a multiple of 16 bytes (they are %llu bytes)", L->name, b->name, pitch);
+            rc = 1;
+            break;
+        }
+        unsigned long long dims[2] = {(unsigned long long)cols, (unsigned long long)rows}, strides[1] = {pitch};
+        unsigned box[2] = {(unsigned)t->box_cols, (unsigned)t->box_rows}, es[2] = {1, 1};
+        int sw = t->swizzle == 128 ? TMA_SW_128 : t->swizzle == 64 ? TMA_SW_64 : t->swizzle == 32 ? TMA_SW_32 : TMA_SW_NONE;
+        int r = ((encode_tiled_fn)encode)(&maps[i], t->elem_bytes == 1 ? TMA_U8 : TMA_U16, 2, (void *)(uintptr_t)bufptr[t->buf], dims, strides, box, es,
+                                          0, sw, TMA_L2_256, 0);
+        if (r != 0) {
+            tile_sb_printf(err, "cuTensorMapEncodeTiled for '%s' of kernel %s (%lld x %lld, box %d x %d, swizzle %d bytes) failed: error %d", b->name,
+                           L->name, (long long)rows, (long long)cols, t->box_rows, t->box_cols, t->swizzle, r);
+            rc = 1;
+        }
+    }
+    free(bound);
+    return rc;
+}

@@ -1,0 +1,378 @@
+/* test_gpu.c — TileLink's device collectives (label link-gpu).
+ *   test_gpu nvrtc          the device kernels (hand-written and TileLang-generated) compile
+ *                           with NVRTC for sm_90a; no GPU needed (77: no NVRTC)
+ *   test_gpu args           argument errors name the argument; no GPU needed
+ *   test_gpu coll N         N ranks (forked; they share the GPUs, rank r on GPU r % count):
+ *                           every collective x dtypes x ops x algorithms x sizes, several
+ *                           operations in flight on one stream before a single sync; checked
+ *                           against values computed on the host (77: no GPU)
+ *   test_gpu fault          rank 1 never joins a collective: rank 0 gets TLINK_ERR_PEER_FAILED
+ *                           naming rank 1 within the timeout, no hang (77: no GPU) */
+#include "tl_launch.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#define SKIP 77
+static int g_rank, g_fail;
+#define FAILF(...)                                                                                              \
+    do {                                                                                                        \
+        if (g_fail++ < 12) { fprintf(stderr, "rank %d: ", g_rank); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } \
+    } while (0)
+
+/* whether a GPU is usable, asked in a child so that this process never initialises CUDA
+ * before fork() */
+static int gpu_present(char *why, size_t len) {
+    int fd[2];
+    if (pipe(fd)) return 0;
+    pid_t p = fork();
+    if (p == 0) {
+        char w[256] = "";
+        int ok = tlink_gpu_available(w, sizeof w);
+        if (write(fd[1], w, strlen(w) + 1) < 0) _exit(2);
+        _exit(ok ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t k = read(fd[0], why, len - 1);
+    why[k > 0 ? k : 0] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(p, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* ---------- values ---------- */
+static double val(tlink_op op, int r, size_t i) {
+    if (op == TLINK_PROD) return (double)(1 + ((size_t)r + i) % 2);
+    return (double)(((size_t)r * 3 + i * 7) % 5);
+}
+static void put(void *b, tlink_dtype dt, size_t i, double v) {
+    switch (dt) {
+    case TLINK_F32: ((float *)b)[i] = (float)v; break;
+    case TLINK_F64: ((double *)b)[i] = v; break;
+    case TLINK_F16: ((uint16_t *)b)[i] = tlink_f32_to_f16((float)v); break;
+    case TLINK_BF16: ((uint16_t *)b)[i] = tlink_f32_to_bf16((float)v); break;
+    case TLINK_FP8_E4M3: ((uint8_t *)b)[i] = tlink_f32_to_fp8_e4m3((float)v); break;
+    case TLINK_FP8_E5M2: ((uint8_t *)b)[i] = tlink_f32_to_fp8_e5m2((float)v); break;
+    case TLINK_I32: ((int32_t *)b)[i] = (int32_t)v; break;
+    case TLINK_I64: ((int64_t *)b)[i] = (int64_t)v; break;
+    case TLINK_U8: ((uint8_t *)b)[i] = (uint8_t)v; break;
+    default: break;
+    }
+}
+static double get(const void *b, tlink_dtype dt, size_t i) {
+    switch (dt) {
+    case TLINK_F32: return ((const float *)b)[i];
+    case TLINK_F64: return ((const double *)b)[i];
+    case TLINK_F16: return tlink_f16_to_f32(((const uint16_t *)b)[i]);
+    case TLINK_BF16: return tlink_bf16_to_f32(((const uint16_t *)b)[i]);
+    case TLINK_FP8_E4M3: return tlink_fp8_e4m3_to_f32(((const uint8_t *)b)[i]);
+    case TLINK_FP8_E5M2: return tlink_fp8_e5m2_to_f32(((const uint8_t *)b)[i]);
+    case TLINK_I32: return ((const int32_t *)b)[i];
+    case TLINK_I64: return (double)((const int64_t *)b)[i];
+    case TLINK_U8: return ((const uint8_t *)b)[i];
+    default: return 0;
+    }
+}
+static double expect(tlink_op op, tlink_dtype dt, int n, size_t i) {
+    double a = val(op, 0, i);
+    for (int r = 1; r < n; r++) {
+        double v = val(op, r, i);
+        switch (op) {
+        case TLINK_PROD: a *= v; break;
+        case TLINK_MIN: a = v < a ? v : a; break;
+        case TLINK_MAX: a = v > a ? v : a; break;
+        default: a += v; break;
+        }
+    }
+    if (op == TLINK_AVG) a = (dt == TLINK_I32 || dt == TLINK_I64 || dt == TLINK_U8) ? floor(a / n) : a / n;
+    return a;
+}
+static int close_to(tlink_dtype dt, double got, double want) {
+    double tol = dt == TLINK_FP8_E4M3 || dt == TLINK_FP8_E5M2 ? 0.13 : dt == TLINK_BF16 ? 0.01 : dt == TLINK_F16 ? 0.002 : 1e-6;
+    if (dt == TLINK_I32 || dt == TLINK_I64 || dt == TLINK_U8) return got == want;
+    return fabs(got - want) <= tol * fmax(1.0, fabs(want));
+}
+
+/* ---------- one collective, checked ---------- */
+typedef struct job {
+    tlink_coll coll;
+    tlink_dtype dt;
+    tlink_op op;
+    size_t count;
+    int root, inplace;
+    void *dsend, *drecv;   /* device */
+    size_t sbytes, rbytes;
+} job;
+
+static int g_size;
+static tlink_gpu_comm *g_gc;
+
+static void job_prepare(job *j) {
+    size_t es = tlink_dtype_size(j->dt), n = (size_t)g_size, c = j->count;
+    size_t sc = c, rc = c;
+    if (j->coll == TLINK_COLL_ALLGATHER) rc = c * n;
+    if (j->coll == TLINK_COLL_REDUCE_SCATTER) sc = c * n;
+    if (j->coll == TLINK_COLL_ALLTOALL) sc = rc = c * n;
+    j->sbytes = sc * es;
+    j->rbytes = rc * es;
+    char *hs = calloc(sc + 1, es), *hr = calloc(rc + 1, es);
+    for (size_t i = 0; i < sc; i++) put(hs, j->dt, i, val(j->op, g_rank, i));
+    for (size_t i = 0; i < rc; i++) put(hr, j->dt, i, 99);
+    if (tlink_gpu_malloc(g_gc, j->sbytes + 64, &j->dsend) || tlink_gpu_malloc(g_gc, j->rbytes + 64, &j->drecv))
+        FAILF("malloc: %s", tlink_gpu_last_error(g_gc));
+    tlink_gpu_memcpy(g_gc, j->drecv, hr, j->rbytes);
+    if (j->inplace && j->coll == TLINK_COLL_ALLREDUCE) tlink_gpu_memcpy(g_gc, j->drecv, hs, j->sbytes);
+    else tlink_gpu_memcpy(g_gc, j->dsend, hs, j->sbytes);
+    free(hs);
+    free(hr);
+}
+
+static tlink_status job_run(job *j, tlink_cuda_stream s) {
+    void *sb = j->inplace ? j->drecv : j->dsend;
+    switch (j->coll) {
+    case TLINK_COLL_ALLREDUCE: return tlink_gpu_allreduce(g_gc, sb, j->drecv, j->count, j->dt, j->op, s);
+    case TLINK_COLL_REDUCE_SCATTER: return tlink_gpu_reduce_scatter(g_gc, j->dsend, j->drecv, j->count, j->dt, j->op, s);
+    case TLINK_COLL_ALLGATHER: return tlink_gpu_allgather(g_gc, j->dsend, j->drecv, j->count, j->dt, s);
+    case TLINK_COLL_BROADCAST: return tlink_gpu_broadcast(g_gc, j->dsend, j->drecv, j->count, j->dt, j->root, s);
+    case TLINK_COLL_ALLTOALL: return tlink_gpu_alltoall(g_gc, j->dsend, j->drecv, j->count, j->dt, s);
+    default: return TLINK_ERR_INVALID_ARG;
+    }
+}
+
+static void job_check(job *j, const char *algo) {
+    size_t es = tlink_dtype_size(j->dt), n = (size_t)g_size, c = j->count;
+    char *hr = calloc(j->rbytes + es, 1);
+    tlink_gpu_memcpy(g_gc, hr, j->drecv, j->rbytes);
+    long bad = 0;
+    size_t first = 0;
+    double got0 = 0, want0 = 0;
+    for (size_t i = 0; i < j->rbytes / es; i++) {
+        double want;
+        switch (j->coll) {
+        case TLINK_COLL_ALLREDUCE: want = expect(j->op, j->dt, g_size, i); break;
+        case TLINK_COLL_REDUCE_SCATTER: want = expect(j->op, j->dt, g_size, (size_t)g_rank * c + i); break;
+        case TLINK_COLL_ALLGATHER: want = val(j->op, (int)(i / c), i % c); break;
+        case TLINK_COLL_BROADCAST: want = val(j->op, j->root, i); break;
+        case TLINK_COLL_ALLTOALL: want = val(j->op, (int)(i / c), (size_t)g_rank * c + i % c); break;
+        default: want = 0;
+        }
+        double got = get(hr, j->dt, i);
+        if (!close_to(j->dt, got, want)) {
+            if (!bad) { first = i; got0 = got; want0 = want; }
+            bad++;
+        }
+    }
+    if (bad)
+        FAILF("%s %s %s count %zu algo %s%s: %ld wrong, first at %zu: got %g want %g", tlink_coll_name(j->coll),
+              tlink_dtype_name(j->dt), tlink_op_name(j->op), c, algo, j->inplace ? " in place" : "", bad, first, got0, want0);
+    (void)n;
+    free(hr);
+    tlink_gpu_free(g_gc, j->dsend);
+    tlink_gpu_free(g_gc, j->drecv);
+}
+
+static int coll_main(int rank, int size, const char *addr, void *arg) {
+    (void)arg;
+    g_rank = rank;
+    g_size = size;
+    tlink_comm *c;
+    if (tlt_init(&c, rank, size, addr)) { fprintf(stderr, "rank %d: init: %s\n", rank, tlink_last_error(NULL)); return 1; }
+    tlink_comm_set_timeout(c, 60);
+    /* small slots and chunks, few blocks: many rounds per operation, slots reused */
+    tlink_gpu_config cfg = {.device = -1, .slot_bytes = 8192, .ce_chunk_bytes = 65536, .blocks = 4, .threads = 256};
+    if (tlink_gpu_comm_init(c, &cfg, &g_gc)) {
+        fprintf(stderr, "rank %d: gpu init: %s\n", rank, tlink_last_error(NULL));
+        tlink_comm_destroy(c);
+        return 1;
+    }
+    if (rank == 0)
+        printf("%d ranks; rank 0 on GPU %d, link to rank 1: %s\n", size, tlink_gpu_comm_device(g_gc),
+               size > 1 ? tlink_gpu_comm_link(g_gc, 1) : "-");
+    tlink_cuda_stream s;
+    if (tlink_gpu_stream_create(g_gc, &s)) FAILF("stream: %s", tlink_gpu_last_error(g_gc));
+    const size_t sizes[] = {0, 1, 1023, 70001};
+    const char *algos[] = {"oneshot", "twoshot", "ce"};
+    struct { tlink_dtype dt; tlink_op op; } ar[] = {
+        {TLINK_F32, TLINK_SUM}, {TLINK_BF16, TLINK_SUM}, {TLINK_F16, TLINK_AVG}, {TLINK_FP8_E4M3, TLINK_SUM},
+        {TLINK_I32, TLINK_MAX}, {TLINK_F32, TLINK_PROD}, {TLINK_U8, TLINK_MIN},
+    };
+    int nar = sizeof ar / sizeof ar[0];
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        /* every allreduce variant of this size in flight on one stream, then one sync */
+        job jobs[64];
+        const char *jal[64];
+        int nj = 0;
+        for (int a = 0; a < 3; a++) {
+            tlink_gpu_set_algo(g_gc, algos[a]);
+            for (int k = 0; k < nar; k++) {
+                job *j = &jobs[nj];
+                memset(j, 0, sizeof *j);
+                j->coll = TLINK_COLL_ALLREDUCE;
+                j->dt = ar[k].dt;
+                j->op = ar[k].op;
+                j->count = sizes[si];
+                j->inplace = k % 2;
+                job_prepare(j);
+                if (job_run(j, s)) FAILF("allreduce: %s", tlink_gpu_last_error(g_gc));
+                jal[nj++] = tlink_gpu_last_algo(g_gc);
+            }
+        }
+        tlink_gpu_set_algo(g_gc, "auto");
+        tlink_coll others[] = {TLINK_COLL_REDUCE_SCATTER, TLINK_COLL_ALLGATHER, TLINK_COLL_BROADCAST, TLINK_COLL_ALLTOALL};
+        tlink_dtype odt[] = {TLINK_F32, TLINK_BF16, TLINK_FP8_E5M2};
+        for (int o = 0; o < 4; o++)
+            for (int d = 0; d < 3; d++) {
+                job *j = &jobs[nj];
+                memset(j, 0, sizeof *j);
+                j->coll = others[o];
+                j->dt = odt[d];
+                j->op = TLINK_SUM;
+                j->count = sizes[si];
+                j->root = (d + 1) % size;
+                job_prepare(j);
+                if (job_run(j, s)) FAILF("%s: %s", tlink_coll_name(j->coll), tlink_gpu_last_error(g_gc));
+                jal[nj++] = tlink_gpu_last_algo(g_gc);
+            }
+        if (tlink_gpu_sync(g_gc, s)) FAILF("sync: %s", tlink_gpu_last_error(g_gc));
+        for (int k = 0; k < nj; k++) job_check(&jobs[k], jal[k]);
+    }
+    /* argument errors on a live communicator */
+    char host[16];
+    if (tlink_gpu_allreduce(g_gc, host, host, 4, TLINK_F32, TLINK_SUM, s) != TLINK_ERR_INVALID_ARG ||
+        !strstr(tlink_gpu_last_error(g_gc), "sendbuf"))
+        FAILF("a host pointer was not refused: %s", tlink_gpu_last_error(g_gc));
+    if (tlink_gpu_broadcast(g_gc, NULL, NULL, 0, TLINK_F32, size, s) != TLINK_ERR_INVALID_ARG ||
+        !strstr(tlink_gpu_last_error(g_gc), "root"))
+        FAILF("a bad root was not refused: %s", tlink_gpu_last_error(g_gc));
+    tlink_gpu_stream_destroy(g_gc, s);
+    if (tlink_gpu_comm_destroy(g_gc)) FAILF("gpu destroy: %s", tlink_last_error(NULL));
+    tlink_comm_destroy(c);
+    return g_fail ? 1 : 0;
+}
+
+static int fault_main(int rank, int size, const char *addr, void *arg) {
+    (void)arg;
+    (void)size;
+    g_rank = rank;
+    tlink_comm *c;
+    if (tlt_init(&c, rank, 2, addr)) return 1;
+    tlink_comm_set_timeout(c, 3);
+    if (tlink_gpu_comm_init(c, NULL, &g_gc)) { fprintf(stderr, "gpu init: %s\n", tlink_last_error(NULL)); return 1; }
+    if (rank == 1) {
+        sleep(8); /* never joins; exits without destroying (the peer's kernel must give up) */
+        _exit(0);
+    }
+    void *d;
+    tlink_gpu_malloc(g_gc, 4096, &d);
+    double t0 = tlt_now();
+    tlink_status st = tlink_gpu_allreduce(g_gc, d, d, 1024, TLINK_F32, TLINK_SUM, NULL);
+    if (!st) st = tlink_gpu_sync(g_gc, NULL);
+    double dt = tlt_now() - t0;
+    if (st != TLINK_ERR_PEER_FAILED || !strstr(tlink_gpu_last_error(g_gc), "rank 1"))
+        FAILF("expected TLINK_ERR_PEER_FAILED naming rank 1, got %s: %s", tlink_error_string(st), tlink_gpu_last_error(g_gc));
+    if (dt > 30) FAILF("the failure took %.1f s with a 3 s timeout", dt);
+    printf("rank 0: %s after %.1f s: %s\n", tlink_error_string(st), dt, tlink_gpu_last_error(g_gc));
+    _exit(g_fail ? 1 : 0);
+}
+
+static int args_test(void) {
+    tlink_gpu_comm *g = (tlink_gpu_comm *)1;
+    if (tlink_gpu_comm_init(NULL, NULL, &g) != TLINK_ERR_INVALID_ARG || g != NULL || !strstr(tlink_last_error(NULL), "comm"))
+        FAILF("init(NULL comm): %s", tlink_last_error(NULL));
+    if (tlink_gpu_comm_init(NULL, NULL, NULL) != TLINK_ERR_INVALID_ARG || !strstr(tlink_last_error(NULL), "out"))
+        FAILF("init(NULL out): %s", tlink_last_error(NULL));
+    if (tlink_gpu_allreduce(NULL, NULL, NULL, 1, TLINK_F32, TLINK_SUM, NULL) != TLINK_ERR_INVALID_ARG ||
+        !strstr(tlink_last_error(NULL), "g is NULL"))
+        FAILF("allreduce(NULL): %s", tlink_last_error(NULL));
+    if (tlink_gpu_set_algo(NULL, "ring") != TLINK_ERR_INVALID_ARG) FAILF("set_algo(NULL)");
+    if (tlink_gpu_sync(NULL, NULL) != TLINK_ERR_INVALID_ARG) FAILF("sync(NULL)");
+    if (tlink_gpu_comm_destroy(NULL) != TLINK_OK) FAILF("destroy(NULL)");
+    if (tlink_gpu_compile_check(NULL, 0, NULL, 0) != -1) FAILF("compile_check(NULL arch)");
+    return g_fail ? 1 : 0;
+}
+
+/* a one-rank communicator: with a GPU it works, without one the error says why */
+static int args_rank(int rank, int size, const char *addr, void *arg) {
+    const char *why = arg;
+    int have = !why[0];
+    tlink_gpu_comm *g;
+    tlink_comm *c;
+    if (tlt_init(&c, rank, size, addr)) { FAILF("comm: %s", tlink_last_error(NULL)); return 1; }
+    tlink_gpu_config bad = {.blocks = -3};
+    if (tlink_gpu_comm_init(c, &bad, &g) != TLINK_ERR_INVALID_ARG || !strstr(tlink_last_error(NULL), "blocks"))
+        FAILF("blocks -3: %s", tlink_last_error(NULL));
+    tlink_status st = tlink_gpu_comm_init(c, NULL, &g);
+    if (!have) {
+        if (st != TLINK_ERR_UNSUPPORTED || !strstr(tlink_last_error(NULL), why))
+            FAILF("without a GPU: %s: %s (why: %s)", tlink_error_string(st), tlink_last_error(NULL), why);
+        printf("no GPU: %s\n", tlink_last_error(NULL));
+    } else {
+        if (st) FAILF("one rank: %s", tlink_last_error(NULL));
+        else {
+            if (tlink_gpu_set_algo(g, "ring") != TLINK_ERR_INVALID_ARG || !strstr(tlink_gpu_last_error(g), "ring"))
+                FAILF("set_algo(ring): %s", tlink_gpu_last_error(g));
+            if (tlink_gpu_allreduce(g, NULL, NULL, 1, (tlink_dtype)99, TLINK_SUM, NULL) != TLINK_ERR_INVALID_ARG ||
+                !strstr(tlink_gpu_last_error(g), "dt"))
+                FAILF("dt 99: %s", tlink_gpu_last_error(g));
+            tlink_gpu_comm_destroy(g);
+        }
+    }
+    tlink_comm_destroy(c);
+    return g_fail ? 1 : 0;
+}
+
+/* rank 1 asks for a GPU that does not exist: rank 0 must fail naming rank 1 (not wait for its
+ * registration until the timeout); without a GPU both fail for that reason */
+static int asym_rank(int rank, int size, const char *addr, void *arg) {
+    const char *why = arg;
+    int have = !why[0];
+    g_rank = rank;
+    tlink_comm *c;
+    if (tlt_init(&c, rank, size, addr)) { FAILF("comm: %s", tlink_last_error(NULL)); return 1; }
+    tlink_comm_set_timeout(c, 100);
+    tlink_gpu_config cfg = {.device = rank == 1 ? 99 : -1};
+    tlink_gpu_comm *g = NULL;
+    tlink_status st = tlink_gpu_comm_init(c, &cfg, &g);
+    const char *msg = tlink_last_error(NULL);
+    if (!have) {
+        if (st != TLINK_ERR_UNSUPPORTED) FAILF("no GPU: got %s: %s", tlink_error_string(st), msg);
+    } else if (rank == 1) {
+        if (st != TLINK_ERR_INVALID_ARG || !strstr(msg, "device 99")) FAILF("device 99: got %s: %s", tlink_error_string(st), msg);
+    } else if (st != TLINK_ERR_PEER_FAILED || !strstr(msg, "rank 1 could not set up") || !strstr(msg, "device 99")) {
+        FAILF("peer of device 99: got %s: %s", tlink_error_string(st), msg);
+    }
+    if (!st) tlink_gpu_comm_destroy(g);
+    printf("rank %d: %s: %s\n", rank, tlink_error_string(st), msg);
+    tlink_comm_destroy(c);
+    return g_fail ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { fprintf(stderr, "usage: test_gpu nvrtc|args|coll N|fault\n"); return 2; }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    char why[256] = "";
+    if (!strcmp(argv[1], "nvrtc")) {
+        if (!tlink_gpu_nvrtc_available(why, sizeof why)) { printf("SKIP: %s\n", why); return SKIP; }
+        static char err[1 << 16];
+        int n = tlink_gpu_compile_check("sm_90a", 0, err, sizeof err);
+        if (n < 0) { fprintf(stderr, "%s\n", err); return 1; }
+        printf("%d modules compiled for sm_90a\n", n);
+        return 0;
+    }
+    if (!strcmp(argv[1], "args")) {
+        if (args_test()) return 1;
+        if (!gpu_present(why, sizeof why) && !why[0]) snprintf(why, sizeof why, "no GPU");
+        if (tlt_launch(1, args_rank, why, 60, NULL)) return 1;
+        return tlt_launch(2, asym_rank, why, 90, NULL) ? 1 : 0;
+    }
+    if (!gpu_present(why, sizeof why)) { printf("SKIP: %s\n", why); return SKIP; }
+    if (!strcmp(argv[1], "coll")) {
+        int n = argc > 2 ? atoi(argv[2]) : 2;
+        if (n < 1 || n > 8) { fprintf(stderr, "coll: 1..8 ranks\n"); return 2; }
+        return tlt_launch(n, coll_main, NULL, 300, NULL) ? 1 : 0;
+    }
+    if (!strcmp(argv[1], "fault")) return tlt_launch(2, fault_main, NULL, 120, NULL) ? 1 : 0;
+    fprintf(stderr, "unknown mode '%s'\n", argv[1]);
+    return 2;
+}

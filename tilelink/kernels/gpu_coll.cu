@@ -1,0 +1,489 @@
+/* gpu_coll.cu — libtilelink's device collective kernels (hand-written CUDA C).
+ *
+ * Embedded as a string at build time (tilelink/kernels/embed.cmake) and compiled at run time
+ * with NVRTC by tilelink/src/gpu_coll.c, once per (dtype, op): -DTL_DT=<tlink_dtype>
+ * -DTL_OP=<tlink_op>. No header is included: the file must compile with NVRTC alone.
+ *
+ * Why hand-written and not TileLang: these kernels synchronise with kernels of other
+ * processes on other GPUs through flags in peer memory (system-scope release/acquire,
+ * spin-waits with a deadline) and write into peers' buffers; TileLang has neither
+ * system-scope atomics nor peer pointers. The copy-engine path (gpu_coll.c, algo "ce")
+ * does its reductions with kernels generated from tilelink/kernels/reduce.tl instead.
+ *
+ * Protocol (see docs/tilelink-gpu.md). Every rank owns one IPC buffer holding flags and
+ * two inboxes (0: reduce-scatter phase, 1: gather phase), each double-buffered (slot =
+ * step & 1), each with one slot per (block, source rank). Block b of every rank handles the
+ * same tiles, so blocks synchronise pairwise with the same block index on the peers:
+ *   push:    wait ACK[i][dst] >= previous use of the slot; write data into dst's inbox;
+ *            release-store DATA[i] = step into dst's flags.
+ *   consume: acquire-wait DATA[i][src] >= step; read; release-store ACK[i] = step to src.
+ * Steps increase monotonically over the communicator's life (host keeps the count).
+ */
+typedef unsigned long long u64;
+typedef long long i64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+#define MAXR 8
+enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5 };
+enum { F_DATA0 = 0, F_DATA1 = 1, F_ACK0 = 2, F_ACK1 = 3 };
+
+struct Args {
+    const char *in;
+    char *out;
+    i64 L;       /* column length (elements) */
+    i64 lim;     /* elements of the message (column p, offset o is element p*L+o < lim) */
+    i64 T;       /* elements per slot */
+    i64 rounds;  /* tiles per block */
+    u64 step0;   /* steps used before this operation */
+    i64 slot;    /* bytes per slot */
+    int n, me, mode, root, nb, pad;
+    u64 timeout_ns;
+    char *data[MAXR];
+    u64 *flags[MAXR];
+    int *err;    /* host-mapped error word: 0 ok, 1000+r: timed out waiting for rank r */
+    u64 prev[2][2][MAXR]; /* [inbox][slot parity][dst]: last step I pushed there before */
+};
+
+#ifndef TL_DT
+#define TL_DT 0
+#endif
+#ifndef TL_OP
+#define TL_OP 0
+#endif
+
+/* ---------- element types: load into an accumulator, store back ---------- */
+__device__ __forceinline__ float bits_f32(u32 u) { return __uint_as_float(u); }
+__device__ __forceinline__ u32 f32_bits(float f) { return __float_as_uint(f); }
+
+__device__ float f16_to_f32(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ u16 f32_to_f16(float f) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+__device__ float bf16_to_f32(u16 h) { return bits_f32((u32)h << 16); }
+__device__ u16 f32_to_bf16(float f) {
+    u32 x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x40);
+    return (u16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+/* OCP fp8, the same rules as the host converters (util.c): e4m3 overflow -> NaN. */
+__device__ float fp8_to_f32(u8 v, int M, int bias, int e4m3) {
+    int sign = v & 0x80;
+    u32 ef = (u32)(v & 0x7f) >> M, mf = v & ((1u << M) - 1);
+    float r;
+    if (e4m3 && (v & 0x7f) == 0x7f) r = __int_as_float(0x7fc00000);
+    else if (!e4m3 && ef == 31) r = mf ? __int_as_float(0x7fc00000) : __int_as_float(0x7f800000);
+    else if (ef == 0) r = (float)mf * exp2f((float)(1 - bias - M));
+    else r = (float)((1u << M) | mf) * exp2f((float)((int)ef - bias - M));
+    return sign ? -r : r;
+}
+__device__ u8 f32_to_fp8(float f, int M, int bias, int e4m3) {
+    u32 x = f32_bits(f);
+    u8 sign = (u8)((x >> 24) & 0x80);
+    u32 ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return sign | 0x7f;
+    if (ax == 0x7f800000u) return sign | (e4m3 ? 0x7f : 0x7c);
+    if (ax == 0) return sign;
+    int emin = 1 - bias;
+    int e = (int)(ax >> 23) - 127;
+    u64 m = ax & 0x7fffffu;
+    if (e == -127) { /* f32 subnormal: far below any fp8 value */
+        return sign;
+    }
+    m |= 0x800000u; /* value = m * 2^(e-23) */
+    u32 code;
+    int shift; /* bits to drop from m (24 significant bits) */
+    if (e < emin) shift = 23 - M + (emin - e);
+    else shift = 23 - M;
+    u64 q;
+    if (shift >= 40) q = 0;
+    else {
+        q = m >> shift;
+        u64 rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+    }
+    if (e < emin) {
+        code = (u32)q; /* q == 2^M becomes the smallest normal */
+    } else {
+        if (q >= (2ull << M)) { q >>= 1; e++; }
+        u32 efield = (u32)(e + bias), mf = (u32)q - (1u << M);
+        if (e4m3) {
+            if (efield > 15 || (efield == 15 && mf == 7)) return sign | 0x7f;
+        } else if (efield >= 31) {
+            return sign | 0x7c;
+        }
+        code = (efield << M) | mf;
+    }
+    return sign | (u8)code;
+}
+
+#if TL_DT == 0
+typedef float T;
+typedef float A;
+__device__ __forceinline__ A ld(T v) { return v; }
+__device__ __forceinline__ T st(A v) { return v; }
+#define TL_FLOAT 1
+#elif TL_DT == 1
+typedef double T;
+typedef double A;
+__device__ __forceinline__ A ld(T v) { return v; }
+__device__ __forceinline__ T st(A v) { return v; }
+#define TL_FLOAT 1
+#elif TL_DT == 2
+typedef u16 T;
+typedef float A;
+__device__ __forceinline__ A ld(T v) { return f16_to_f32(v); }
+__device__ __forceinline__ T st(A v) { return f32_to_f16(v); }
+#define TL_FLOAT 1
+#elif TL_DT == 3
+typedef u16 T;
+typedef float A;
+__device__ __forceinline__ A ld(T v) { return bf16_to_f32(v); }
+__device__ __forceinline__ T st(A v) { return f32_to_bf16(v); }
+#define TL_FLOAT 1
+#elif TL_DT == 4
+typedef int T;
+typedef int A;
+__device__ __forceinline__ A ld(T v) { return v; }
+__device__ __forceinline__ T st(A v) { return v; }
+#define TL_FLOAT 0
+#elif TL_DT == 5
+typedef long long T;
+typedef long long A;
+__device__ __forceinline__ A ld(T v) { return v; }
+__device__ __forceinline__ T st(A v) { return v; }
+#define TL_FLOAT 0
+#elif TL_DT == 6
+typedef u8 T;
+typedef u8 A;
+__device__ __forceinline__ A ld(T v) { return v; }
+__device__ __forceinline__ T st(A v) { return v; }
+#define TL_FLOAT 0
+#elif TL_DT == 7
+typedef u8 T;
+typedef float A;
+__device__ __forceinline__ A ld(T v) { return fp8_to_f32(v, 3, 7, 1); }
+__device__ __forceinline__ T st(A v) { return f32_to_fp8(v, 3, 7, 1); }
+#define TL_FLOAT 1
+#else
+typedef u8 T;
+typedef float A;
+__device__ __forceinline__ A ld(T v) { return fp8_to_f32(v, 2, 15, 0); }
+__device__ __forceinline__ T st(A v) { return f32_to_fp8(v, 2, 15, 0); }
+#define TL_FLOAT 1
+#endif
+
+/* sum/prod wrap around for integers (unsigned arithmetic, no undefined behaviour) */
+__device__ __forceinline__ A red(A a, A b) {
+#if TL_OP == 0 || TL_OP == 4
+#if TL_FLOAT
+    return a + b;
+#else
+    return (A)((unsigned long long)a + (unsigned long long)b);
+#endif
+#elif TL_OP == 1
+#if TL_FLOAT
+    return a * b;
+#else
+    return (A)((unsigned long long)a * (unsigned long long)b);
+#endif
+#elif TL_OP == 2
+    return b < a ? b : a;
+#else
+    return b > a ? b : a;
+#endif
+}
+__device__ __forceinline__ A finish(A a, int n) {
+#if TL_OP == 4
+    return a / (A)n;
+#else
+    (void)n;
+    return a;
+#endif
+}
+
+/* ---------- flags ---------- */
+__device__ __forceinline__ u64 ld_acquire(const u64 *p) {
+    u64 v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release(u64 *p, u64 v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 now_ns(void) {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ u64 *flag(const Args &a, int owner, int kind, int b, int src) {
+    return a.flags[owner] + ((i64)(kind * a.nb + b) * MAXR + src);
+}
+__device__ __forceinline__ char *slotp(const Args &a, int owner, int inbox, u64 step, int b, int src) {
+    i64 idx = ((i64)((inbox * 2 + (int)(step & 1)) * a.nb + b) * a.n + src);
+    return a.data[owner] + idx * a.slot;
+}
+
+/* thread 0 waits for *p >= v (bounded by the deadline), then the block proceeds. Returns 0
+ * when the block must stop (a timeout, here or reported by another block). */
+__device__ int wait_ge(const Args &a, const u64 *p, u64 v, int peer) {
+    __shared__ int ok;
+    if (threadIdx.x == 0) {
+        ok = 1;
+        if (ld_acquire(p) < v) {
+            u64 t0 = now_ns();
+            int spins = 0;
+            while (ld_acquire(p) < v) {
+                if (++spins == 1024) {
+                    spins = 0;
+                    if (*(volatile int *)a.err != 0 || now_ns() - t0 > a.timeout_ns) {
+                        atomicCAS(a.err, 0, 1000 + peer);
+                        ok = 0;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    __syncthreads();
+    return ok;
+}
+__device__ __forceinline__ void signal(u64 *p, u64 v) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        st_release(p, v);
+    }
+}
+
+/* ---------- copy and reduce over one tile ---------- */
+__device__ __forceinline__ int al16(const void *p) { return (((unsigned long long)p) & 15) == 0; }
+
+/* dst[k] (k < nd) = src, bytes */
+/* (loops over the pointer arrays are unrolled to MAXR so that the arrays live in registers) */
+__device__ __forceinline__ void copy_bytes(char *const *dst, int nd, const char *src, i64 bytes) {
+    int aligned = al16(src) && (bytes & 15) == 0;
+#pragma unroll
+    for (int k = 0; k < MAXR; k++)
+        if (k < nd) aligned &= al16(dst[k]);
+    if (aligned) {
+        i64 nv = bytes >> 4;
+        const uint4 *s = (const uint4 *)src;
+        i64 i = threadIdx.x;
+        for (; i + 3 * (i64)blockDim.x < nv; i += 4 * (i64)blockDim.x) { /* 4 loads in flight */
+            uint4 v0 = s[i], v1 = s[i + blockDim.x], v2 = s[i + 2 * blockDim.x], v3 = s[i + 3 * blockDim.x];
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) {
+                    uint4 *d = (uint4 *)dst[k];
+                    d[i] = v0;
+                    d[i + blockDim.x] = v1;
+                    d[i + 2 * blockDim.x] = v2;
+                    d[i + 3 * blockDim.x] = v3;
+                }
+        }
+        for (; i < nv; i += blockDim.x) {
+            uint4 v = s[i];
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) ((uint4 *)dst[k])[i] = v;
+        }
+    } else {
+        for (i64 i = threadIdx.x; i < bytes; i += blockDim.x) {
+            char v = src[i];
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) dst[k][i] = v;
+        }
+    }
+}
+
+/* dst[k] (k < nd) = finish(src[0] op src[1] op ... src[ns-1]), cnt elements */
+__device__ __forceinline__ void reduce_elems(char *const *dst, int nd, const char *const *src, int ns, i64 cnt, int n, int avg) {
+    const int E = 16 / (int)sizeof(T);
+    int aligned = ((cnt * (i64)sizeof(T)) & 15) == 0;
+#pragma unroll
+    for (int k = 0; k < MAXR; k++) {
+        if (k < nd) aligned &= al16(dst[k]);
+        if (k < ns) aligned &= al16(src[k]);
+    }
+    if (aligned) {
+        i64 nv = cnt / E;
+        for (i64 i = threadIdx.x; i < nv; i += blockDim.x) {
+            union { uint4 v; T e[16 / sizeof(T)]; } u, w;
+            A acc[16 / sizeof(T)];
+            u.v = ((const uint4 *)src[0])[i];
+#pragma unroll
+            for (int j = 0; j < E; j++) acc[j] = ld(u.e[j]);
+#pragma unroll
+            for (int k = 1; k < MAXR; k++)
+                if (k < ns) {
+                    u.v = ((const uint4 *)src[k])[i];
+#pragma unroll
+                    for (int j = 0; j < E; j++) acc[j] = red(acc[j], ld(u.e[j]));
+                }
+#pragma unroll
+            for (int j = 0; j < E; j++) w.e[j] = st(avg ? finish(acc[j], n) : acc[j]);
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) ((uint4 *)dst[k])[i] = w.v;
+        }
+    } else {
+        for (i64 i = threadIdx.x; i < cnt; i += blockDim.x) {
+            A acc = ld(((const T *)src[0])[i]);
+#pragma unroll
+            for (int k = 1; k < MAXR; k++)
+                if (k < ns) acc = red(acc, ld(((const T *)src[k])[i]));
+            T w = st(avg ? finish(acc, n) : acc);
+#pragma unroll
+            for (int k = 0; k < MAXR; k++)
+                if (k < nd) ((T *)dst[k])[i] = w;
+        }
+    }
+}
+
+__device__ __forceinline__ i64 col_count(const Args &a, int p, i64 off) {
+    i64 c = a.L - off;
+    if (c > a.T) c = a.T;
+    i64 room = a.lim - ((i64)p * a.L + off);
+    if (c > room) c = room;
+    return c > 0 ? c : 0;
+}
+
+/* wait until dst has released the slot I am about to fill */
+__device__ __forceinline__ int push_ready(const Args &a, int inbox, u64 step, i64 r, int dst) {
+    u64 need = r >= 2 ? step - 2 : a.prev[inbox][step & 1][dst];
+    return wait_ge(a, flag(a, a.me, F_ACK0 + inbox, blockIdx.x, dst), need, dst);
+}
+
+extern "C" __global__ void __launch_bounds__(512) tl_coll(Args a) {
+    const int me = a.me, n = a.n, b = blockIdx.x;
+    const int es = (int)sizeof(T);
+    const int avg = TL_OP == 4;
+    for (i64 r = 0; r < a.rounds; r++) {
+        const u64 step = a.step0 + (u64)r + 1;
+        const i64 off = (r * a.nb + b) * a.T;
+        char *dst[MAXR];
+        const char *src[MAXR];
+        if (a.mode == M_AR2 || a.mode == M_RS) {
+            /* phase 1: my piece of every column to its owner */
+            for (int k = 1; k < n; k++) {
+                int p = (me + k) % n;
+                if (!push_ready(a, 0, step, r, p)) return;
+                i64 c = col_count(a, p, off);
+                char *d = slotp(a, p, 0, step, b, me);
+                copy_bytes(&d, 1, a.in + ((i64)p * a.L + off) * es, c * es);
+                signal(flag(a, p, F_DATA0, b, me), step);
+            }
+            /* phase 2: reduce my column in rank order */
+            i64 c = col_count(a, me, off);
+#pragma unroll
+            for (int k = 0; k < MAXR; k++) {
+                if (k >= n) break;
+                if (k == me) { src[k] = a.in + ((i64)me * a.L + off) * es; continue; }
+                if (!wait_ge(a, flag(a, me, F_DATA0, b, k), step, k)) return;
+                src[k] = slotp(a, me, 0, step, b, k);
+            }
+            dst[0] = a.out + (a.mode == M_RS ? off : (i64)me * a.L + off) * es;
+            if (a.mode == M_AR2) {
+#pragma unroll
+                for (int k = 1; k < MAXR; k++) {
+                    if (k >= n) break;
+                    int p = (me + k) % n;
+                    if (!push_ready(a, 1, step, r, p)) return;
+                    dst[k] = slotp(a, p, 1, step, b, me);
+                }
+            }
+            reduce_elems(dst, a.mode == M_AR2 ? n : 1, src, n, c, n, avg);
+            __syncthreads();
+            for (int k = 1; k < n; k++) {
+                int p = (me + k) % n;
+                signal(flag(a, p, F_ACK0, b, me), step);
+                if (a.mode == M_AR2) signal(flag(a, p, F_DATA1, b, me), step);
+            }
+            if (a.mode == M_RS) continue;
+            /* phase 3: gather the other columns */
+            for (int k = 1; k < n; k++) {
+                int p = (me + n - k) % n;
+                if (!wait_ge(a, flag(a, me, F_DATA1, b, p), step, p)) return;
+                i64 cp = col_count(a, p, off);
+                char *d = a.out + ((i64)p * a.L + off) * es;
+                copy_bytes(&d, 1, slotp(a, me, 1, step, b, p), cp * es);
+                signal(flag(a, p, F_ACK1, b, me), step);
+            }
+        } else if (a.mode == M_AR1) {
+            /* one shot: everything to everyone, everyone reduces in rank order */
+            i64 c = col_count(a, 0, off);
+#pragma unroll
+            for (int k = 1; k < MAXR; k++) {
+                if (k >= n) break;
+                int p = (me + k) % n;
+                if (!push_ready(a, 0, step, r, p)) return;
+                dst[k - 1] = slotp(a, p, 0, step, b, me);
+            }
+            copy_bytes(dst, n - 1, a.in + off * es, c * es);
+            for (int k = 1; k < n; k++) signal(flag(a, (me + k) % n, F_DATA0, b, me), step);
+#pragma unroll
+            for (int k = 0; k < MAXR; k++) {
+                if (k >= n) break;
+                if (k == me) { src[k] = a.in + off * es; continue; }
+                if (!wait_ge(a, flag(a, me, F_DATA0, b, k), step, k)) return;
+                src[k] = slotp(a, me, 0, step, b, k);
+            }
+            char *o = a.out + off * es;
+            reduce_elems(&o, 1, src, n, c, n, avg);
+            for (int k = 1; k < n; k++) signal(flag(a, (me + k) % n, F_ACK0, b, me), step);
+        } else {
+            /* data movement through inbox 1: allgather, alltoall, broadcast */
+            int sends = a.mode != M_BC || me == a.root;
+            if (sends) {
+                if (a.mode == M_A2A) {
+                    for (int k = 1; k < n; k++) {
+                        int p = (me + k) % n;
+                        if (!push_ready(a, 1, step, r, p)) return;
+                        char *d = slotp(a, p, 1, step, b, me);
+                        copy_bytes(&d, 1, a.in + ((i64)p * a.L + off) * es, col_count(a, p, off) * es);
+                        signal(flag(a, p, F_DATA1, b, me), step);
+                    }
+                } else {
+#pragma unroll
+                    for (int k = 1; k < MAXR; k++) {
+                        if (k >= n) break;
+                        int p = (me + k) % n;
+                        if (!push_ready(a, 1, step, r, p)) return;
+                        dst[k - 1] = slotp(a, p, 1, step, b, me);
+                    }
+                    /* my own block too (allgather; broadcast's root unless in place) */
+                    i64 oo = a.mode == M_AG ? (i64)me * a.L + off : off;
+                    char *mine = a.out + oo * es;
+                    dst[n - 1] = mine;
+                    copy_bytes(dst, mine != a.in + off * es ? n : n - 1, a.in + off * es, col_count(a, 0, off) * es);
+                    for (int k = 1; k < n; k++) signal(flag(a, (me + k) % n, F_DATA1, b, me), step);
+                }
+                if (a.mode == M_A2A) {
+                    char *d = a.out + ((i64)me * a.L + off) * es;
+                    const char *s = a.in + ((i64)me * a.L + off) * es;
+                    if (d != s) copy_bytes(&d, 1, s, col_count(a, me, off) * es);
+                }
+            }
+            for (int k = 1; k < n; k++) {
+                int p = (me + n - k) % n;
+                if (a.mode == M_BC && p != a.root) continue;
+                if (!wait_ge(a, flag(a, me, F_DATA1, b, p), step, p)) return;
+                i64 oo = a.mode == M_BC ? off : (i64)p * a.L + off;
+                i64 cp = a.mode == M_BC ? col_count(a, 0, off) : col_count(a, p, off);
+                char *d = a.out + oo * es;
+                copy_bytes(&d, 1, slotp(a, me, 1, step, b, p), cp * es);
+                signal(flag(a, p, F_ACK1, b, me), step);
+            }
+        }
+    }
+}
