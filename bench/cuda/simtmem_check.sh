@@ -114,3 +114,15 @@ else
     echo "note  no PyTorch: no copy-bandwidth ceiling from bench.py"
 fi
 echo "simtmem_check: $fails failure(s); logs in $out"
+res=bench/results/cuda-simtmem-$(date -u +%F).md
+{
+    echo "# SIMT memory-bound kernels on CUDA ($(date -u '+%F %T UTC'), $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null))"
+    echo
+    echo "Command: \`bench/cuda/simtmem_check.sh $*\`; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+    echo "Bandwidth = minimal bytes (inputs read once, output written once) / median CUDA-event kernel time (tile run --bench);"
+    echo "memopt=1 is the new lowering, memopt=0 the old one, in the same run."
+    echo
+    echo '```'
+    grep -E '^(ok|FAIL|note) |^      |^simtmem_check|^bench.py' "$out/log.txt"
+    echo '```'
+} >"$res" && echo "results: $res"
