@@ -39,7 +39,7 @@ check() { # name, timeout, args...
     if timeout "$to" $T run "$@" --target cuda --check >"$log" 2>&1; then
         echo "ok    check $name: $(grep -m1 '^check' "$log" | sed 's/ (norm-wise.*)//')"
     else
-        echo "FAIL  check $name (rc=$?): $(grep -m1 -E 'check|error' "$log")"; fails=$((fails + 1))
+        echo "FAIL  check $name (rc=$?): $(grep -m1 -E 'check|error' "$log" || tail -1 "$log")"; fails=$((fails + 1))
     fi
 }
 for dt in float32 bfloat16 float16; do
@@ -89,7 +89,7 @@ bench() { # label, bytes, memopt, args...
             return
         fi
     fi
-    echo "FAIL  bench $label memopt=$mo: $(grep -m1 -E 'error|bench' "$log")"; fails=$((fails + 1))
+    echo "FAIL  bench $label memopt=$mo: $(grep -m1 -E 'error|bench' "$log" || tail -1 "$log")"; fails=$((fails + 1))
 }
 E=$((8192 * 8192))
 for c in "softmax_f32 $((E * 8)) examples/softmax.tl -D M=8192 -D N=8192" \
