@@ -26,9 +26,10 @@ export TILE_CACHE_DIR=$out/cache
 exec > >(tee "$out/log.txt") 2>&1
 echo "simtmem_check $(date -u '+%F %T UTC') on $(hostname); commit $(git rev-parse --short HEAD 2>/dev/null)"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv 2>/dev/null
-timeout 300 cmake -S . -B build-rel -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || { echo "FAIL configure"; exit 1; }
-timeout 400 ninja -C build-rel -j16 tile_cli >/dev/null || { echo "FAIL build"; exit 1; }
-T=build-rel/bin/tile
+build=${BUILD:-build-rel}   # BUILD=DIR reuses a Release build (e.g. gpu-check.sh's build-gpu)
+timeout 300 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || { echo "FAIL configure"; exit 1; }
+timeout 400 ninja -C "$build" -j16 tile_cli >/dev/null || { echo "FAIL build"; exit 1; }
+T=$build/bin/tile
 $T devices | grep -E "^cuda"
 fails=0
 
