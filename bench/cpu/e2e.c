@@ -3,7 +3,7 @@
  *
  *   - the seed matmul (plain form, auto-scheduled by TileOpt) and the tile-form GEMM example,
  *     f32, vs OpenBLAS cblas_sgemm on the same data;
- *   - row softmax and RMSNorm (tile-form examples) over rows of N = 4096 .. 65536 f32, as an
+ *   - row softmax (tile form and plain form) and RMSNorm (tile form) over rows of N = 4096 .. 65536 f32, as an
  *     effective bandwidth (each input read once, each output written once) vs memcpy's;
  *   - compile latency: a cold compile of the seed matmul (empty cache) and a cache hit.
  *
@@ -12,6 +12,7 @@
  * `--reps` timed runs after one warm-up run.
  *
  *   e2e [--threads T] [--sizes 1024,2048,4096] [--rows 4096,16384,65536] [--reps 5] [--root DIR]
+ *       [--no-gemm] [--no-rows] [--no-latency] [--cpu-time]
  * Prints a markdown table; bench/cpu/run.sh writes it to bench/results/.
  */
 #define _GNU_SOURCE
@@ -30,9 +31,12 @@
 
 void openblas_set_num_threads(int n);
 
+/* --cpu-time: time with the process's CPU time instead of the wall clock (with --threads 1
+ * only: a development aid on a loaded machine, where wall time includes waiting for a core) */
+static clockid_t clk = CLOCK_MONOTONIC;
 static double now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clk, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -177,12 +181,18 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
         snprintf(dm, sizeof dm, "M=%d", M);
         snprintf(dn, sizeof dn, "N=%d", N);
         const char *defs[] = {dm, dn};
-        for (int which = 0; which < 2; which++) {
+        /* which: 0 softmax (tile form), 1 RMSNorm (tile form), 2 softmax (plain form) */
+        static const char *const files[3] = {"examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl"};
+        static const char *const names[3] = {"softmax", "RMSNorm", "softmax (plain form)"};
+        for (int which0 = 0; which0 < 3; which0++) {
             tile_module *mod;
-            tile_kernel *k = compile(root, which ? "examples/rmsnorm.tl" : "examples/softmax.tl", defs, 2, &mod);
+            tile_kernel *k = compile(root, files[which0], defs, 2, &mod);
             tile_tensor p3[3] = {{X, TILE_DT_F32, 2, {M, N}}, {W, TILE_DT_F32, 1, {N}}, {Y, TILE_DT_F32, 2, {M, N}}};
             tile_tensor p2[2] = {{X, TILE_DT_F32, 2, {M, N}}, {Y, TILE_DT_F32, 2, {M, N}}};
-            double t = which ? time_tile(k, p3, 3, NULL, 0, reps) : time_tile(k, p2, 2, NULL, 0, reps);
+            tile_tensor r1 = {Y, TILE_DT_F32, 2, {M, N}};
+            double t = which0 == 1 ? time_tile(k, p3, 3, NULL, 0, reps)
+                     : which0 == 2 ? time_tile(k, p2, 1, &r1, 1, reps) : time_tile(k, p2, 2, NULL, 0, reps);
+            int which = which0 == 1;
             double bw = 2.0 * (double)elems * 4 / t;
             /* check a few rows */
             double worst = 0;
@@ -200,7 +210,7 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
                     for (int j = 0; j < N; j++) worst = fmax(worst, fabs(y[j] - x[j] * inv * W[j]) / (fabs(x[j] * inv * W[j]) + 1e-6));
                 }
             }
-            printf("| %s | %d | %d | %d | %.2f | **%.2f** | %s (max rel %.2g) |\n", which ? "RMSNorm" : "softmax", N, M, threads, bw * 1e-9, bw / mbw,
+            printf("| %s | %d | %d | %d | %.2f | **%.2f** | %s (max rel %.2g) |\n", names[which0], N, M, threads, bw * 1e-9, bw / mbw,
                    worst < 1e-4 ? "ok" : "MISMATCH", worst);
             fflush(stdout);
             tile_module_free(mod);
@@ -251,7 +261,7 @@ static int parse_list(const char *s, int *out, int max) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 0, reps = 5, sizes[8] = {1024, 2048, 4096}, nsizes = 3, rows[8] = {4096, 16384, 65536}, nrows = 3;
+    int gemm = 1, latency = 1, threads = 0, reps = 5, sizes[8] = {1024, 2048, 4096}, nsizes = 3, rows[8] = {4096, 16384, 65536}, nrows = 3;
     const char *root = ".";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : "";
@@ -261,6 +271,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--rows")) nrows = parse_list(v, rows, 8), i++;
         else if (!strcmp(argv[i], "--root")) root = v, i++;
         else if (!strcmp(argv[i], "--no-rows")) nrows = 0;
+        else if (!strcmp(argv[i], "--no-gemm")) gemm = 0;
+        else if (!strcmp(argv[i], "--no-latency")) latency = 0;
+        else if (!strcmp(argv[i], "--cpu-time")) clk = CLOCK_PROCESS_CPUTIME_ID;
         else { fprintf(stderr, "e2e: unknown option %s\n", argv[i]); return 1; }
     }
     if (reps < 1) reps = 1;
@@ -270,10 +283,12 @@ int main(int argc, char **argv) {
         setenv("TILE_NUM_THREADS", b, 1); /* read once, when the thread pool starts */
         openblas_set_num_threads(threads);
     } else threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    compile_latency(root);
+    if (latency) compile_latency(root);
     unsetenv("TILE_CACHE_DIR");
-    printf("\n| problem | threads | Tile GFLOP/s, seed matmul (plain form) | Tile GFLOP/s, tile-form GEMM | OpenBLAS GFLOP/s | OpenBLAS time / Tile time (seed / tile form) | check |\n|---|---|---|---|---|---|---|\n");
-    gemm_rows(root, sizes, nsizes, reps, threads);
+    if (gemm) {
+        printf("\n| problem | threads | Tile GFLOP/s, seed matmul (plain form) | Tile GFLOP/s, tile-form GEMM | OpenBLAS GFLOP/s | OpenBLAS time / Tile time (seed / tile form) | check |\n|---|---|---|---|---|---|---|\n");
+        gemm_rows(root, sizes, nsizes, reps, threads);
+    }
     if (nrows) rows_bench(root, rows, nrows, reps, threads);
     return 0;
 }

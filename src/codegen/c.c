@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "prelude_text.h"
+#include "../opt/deps.h"
 
 const char *tile_codegen_c_prelude(void) { return tile_cpu_prelude_text; }
 
@@ -108,6 +109,7 @@ static const char *uwide(tile_dtype dt) { return DBITS[dt] > 32 ? "uint64_t" : "
 /* ---------- generator state ---------- */
 typedef struct fnctx {
     tile_strbuf body;
+    bool kernel_body;    /* a kernel's block function: big buffers come from the worker's scratch */
     bool *heap;          /* per buffer id: this function allocates it on the heap */
     size_t stack_bytes;
     struct fnctx *parent;
@@ -353,13 +355,16 @@ static void gbinary(gen *G, tile_strbuf *sb, const ir_expr *e, int mode) {
         case IR_B_FLOORDIV: case IR_B_FLOORMOD: case IR_B_MIN: case IR_B_MAX: case IR_B_POW: {
             const char *fn = op == IR_B_FLOORDIV ? "tile_floordiv_" : op == IR_B_FLOORMOD ? "tile_floormod_" : NULL;
             if (fn) tile_sb_printf(sb, "%s%s(", fn, sfx);
+            else if (f32 && op != IR_B_POW) tile_sb_printf(sb, "%s((float)(", op == IR_B_MIN ? "tile_fminf" : "tile_fmaxf");
             else if (f32) tile_sb_printf(sb, "((float)%s((double)(", op == IR_B_MIN ? "fmin" : op == IR_B_MAX ? "fmax" : "pow");
             else tile_sb_printf(sb, "(%s((", op == IR_B_MIN ? "fmin" : op == IR_B_MAX ? "fmax" : "pow");
             gexpr(G, sb, a, M_VALUE);
+            bool sel = !fn && f32 && op != IR_B_POW;
             if (fn) tile_sb_puts(sb, ", ");
+            else if (sel) tile_sb_puts(sb, "), (float)(");
             else tile_sb_puts(sb, f32 ? "), (double)(" : "), (");
             gexpr(G, sb, b, M_VALUE);
-            tile_sb_puts(sb, fn ? ")" : ")))");
+            tile_sb_puts(sb, fn ? ")" : sel ? "))" : ")))");
             return;
         }
         default: gfail(G, e->loc, "internal: the C generator got a float operator it does not know"); return;
@@ -459,6 +464,14 @@ static void gcall(gen *G, tile_strbuf *sb, const ir_expr *e) {
         tile_sb_printf(sb, "(%s((double)(", fn == IR_I_ISNAN ? "isnan" : "isinf");
         gexpr(G, sb, e->args[0], M_VALUE);
         tile_sb_puts(sb, ")) != 0)");
+        return;
+    }
+    /* f32 exp: the vectorisable tile_expf of the prelude (at most 1 ulp from the correctly
+     * rounded value, where libm's double exp rounded to float is within half an ulp) */
+    if (fn == IR_I_EXP && dt == TILE_DT_F32 && at != TILE_DT_F64) {
+        tile_sb_puts(sb, "tile_expf((float)(");
+        gexpr(G, sb, e->args[0], M_VALUE);
+        tile_sb_puts(sb, "))");
         return;
     }
     /* computed in double, rounded once to dt */
@@ -714,8 +727,23 @@ static void galloc(gen *G, const ir_stmt *s) {
         line(G, "b%d = b%d_stk;", id, id);
         return;
     }
-    G->fn->heap[id] = true;
     tile_strbuf cnt = {0};
+    if (G->fn->kernel_body) {
+        /* the worker's scratch slot for this buffer (prelude: tile_scratch_get) */
+        if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
+        else {
+            tile_sb_puts(&cnt, "(size_t)(1");
+            for (int d = 0; d < b->rank; d++) tile_sb_printf(&cnt, " * b%d_n%d", id, d);
+            if (b->dtype == TILE_DT_FP4_E2M1) tile_sb_puts(&cnt, " / 2 + 1)");
+            else tile_sb_printf(&cnt, " * %d)", DBITS[b->dtype] / 8);
+        }
+        int m = msg_at(G, s->loc, "cannot allocate memory for '%s'", b->name);
+        line(G, "b%d = (%s *)tile_scratch_get(%d, %s + 64);", id, stype(b->dtype), id, cnt.data);
+        line(G, "if (!b%d) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", id, m);
+        tile_sb_free(&cnt);
+        return;
+    }
+    G->fn->heap[id] = true;
     if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
     else {
         tile_sb_puts(&cnt, "(size_t)(1");
@@ -843,6 +871,14 @@ static tile_dtype copy_value_dt(const ir_buffer *src, const ir_buffer *dst) {
     return dst->dtype;
 }
 
+/* a same-dtype f32 copy from a tile buffer into a tensor (parameter or output) whose runs are
+ * contiguous on both sides: its long runs are written with streaming stores */
+static bool copy_streams(gen *G, const ir_buffer *bs, const ir_buffer *bd, int sd, int dd) {
+    (void)G;
+    return bs->dtype == TILE_DT_F32 && bd->dtype == TILE_DT_F32 && bd->role != IR_BUF_TEMP && bs->role == IR_BUF_TEMP &&
+           bs->scope != IR_SCOPE_GLOBAL && sd == bs->rank - 1 && dd == bd->rank - 1;
+}
+
 static void gcopy(gen *G, const ir_stmt *s) {
     const ir_region *rs = &s->regions[0], *rd = &s->regions[1];
     const ir_buffer *bs = rs->buf, *bd = rd->buf;
@@ -945,6 +981,7 @@ static void gcopy(gen *G, const ir_stmt *s) {
         tile_strbuf soff = {0}, doff = {0};
         tile_sb_printf(&soff, "sb%d", ts);
         tile_sb_printf(&doff, "db%d", ts);
+        if (copy_streams(G, bs, bd, sdim[ms - 1], ddim[ms - 1])) line(G, "int nt%d_ = 0;", ts);
         line(G, "int in%d_0 = sok%d;", ts, ts);
         for (int k = 0; k < ms - 1; k++) {
             line(G, "for (int64_t c%d_%d = dlo%d_%d; c%d_%d < dhi%d_%d; c%d_%d++) {", ts, k, ts, k, ts, k, ts, k, ts, k);
@@ -977,6 +1014,12 @@ static void gcopy(gen *G, const ir_stmt *s) {
             copy_value(&v, bs, bd, so.data);
             put_store(&st, bd, dof.data, vdt, v.data);
         }
+        bool nt = copy_streams(G, bs, bd, sdim[k], ddim[k]);
+        if (nt) {
+            /* a tile written back to a tensor: streaming stores (no read for ownership) */
+            line(G, "if (z%d - a%d >= 64) { int64_t c%d_%d = a%d; tile_copy_f32_nt(&b%d[%s], &b%d[%s], z%d - a%d); nt%d_ = 1; } else", ts, ts,
+                 ts, k, ts, bd->id, dof.data, bs->id, so.data, ts, ts, ts);
+        }
         if (bd->dtype != TILE_DT_FP4_E2M1) line(G, "TILE_IVDEP");
         line(G, "for (int64_t c%d_%d = a%d; c%d_%d < z%d; c%d_%d++) %s", ts, k, ts, ts, k, ts, ts, k, st.data);
         tile_sb_free(&st);
@@ -992,11 +1035,32 @@ static void gcopy(gen *G, const ir_stmt *s) {
             G->indent--;
             line(G, "}");
         }
+        if (copy_streams(G, bs, bd, sdim[ms - 1], ddim[ms - 1])) line(G, "if (nt%d_) tile_sfence();", ts);
     }
     G->indent--;
     line(G, "}");
     G->indent--;
     line(G, "}");
+}
+
+/* region r is the whole of its constant-shape buffer */
+static bool region_whole(gen *G, const ir_region *r) {
+    const ir_buffer *b = r->buf;
+    if (!G->constshape[b->id]) return false;
+    for (int d = 0; d < b->rank; d++) {
+        int64_t v;
+        if (!ir_const_int_value(r->start[d], &v) || v != 0) return false;
+        if (!ir_const_int_value(r->extent[d], &v) || v != G->cdims[b->id][d]) return false;
+    }
+    return true;
+}
+/* REDUCE of a whole f32 [R, L] buffer along dim 1 into a whole f32 [R] buffer (T.reduce_*
+ * over fragments: the softmax and norm pattern) */
+static bool reduce_rows_fast(gen *G, const ir_stmt *s) {
+    const ir_region *rs = &s->regions[0], *rd = &s->regions[1];
+    return s->dim == 1 && rs->buf->rank == 2 && rd->buf->rank == 1 && rs->buf->dtype == TILE_DT_F32 && rd->buf->dtype == TILE_DT_F32 &&
+           rs->buf != rd->buf && region_whole(G, rs) && region_whole(G, rd) && G->cdims[rs->buf->id][0] == G->cdims[rd->buf->id][0] &&
+           G->cdims[rs->buf->id][1] > 0;
 }
 
 static void greduce(gen *G, const ir_stmt *s) {
@@ -1010,6 +1074,20 @@ static void greduce(gen *G, const ir_stmt *s) {
     if (s->dim < 0 || s->dim >= rs->buf->rank) {
         int m = msg_at(G, s->loc, "reduce: dim %d out of range", s->dim);
         line(G, "tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out;", m);
+    } else if (reduce_rows_fast(G, s)) {
+        /* whole f32 buffers [R, L] -> [R] along the contiguous dim: the rows inline */
+        const ir_buffer *bs = rs->buf, *bd = rd->buf;
+        int op = s->reduce_op;
+        const char *init = op == IR_RED_MAX ? "-INFINITY" : op == IR_RED_MIN ? "INFINITY" : "0.0f";
+        line(G, "for (int64_t r_ = 0; r_ < INT64_C(%lld); r_++) {", (long long)G->cdims[bs->id][0]);
+        line(G, "    float v_ = tile_run_f32(b%d + r_ * INT64_C(%lld), INT64_C(%lld), %d);", bs->id, (long long)G->cdims[bs->id][1],
+             (long long)G->cdims[bs->id][1], op);
+        if (s->clear) line(G, "    float a_ = %s;", init);
+        else line(G, "    float a_ = b%d[r_];", bd->id);
+        if (op == IR_RED_SUM || op == IR_RED_ABSSUM) line(G, "    b%d[r_] = a_ + v_;", bd->id);
+        else if (op == IR_RED_MIN) line(G, "    b%d[r_] = tile_fminf(a_, v_);", bd->id);
+        else line(G, "    b%d[r_] = tile_fmaxf(a_, v_);", bd->id);
+        line(G, "}");
     } else {
         int m = msg_at(G, s->loc, "reduce: the source and destination regions do not match");
         gregion_struct(G, rs, ts, "rs_");
@@ -1063,6 +1141,61 @@ static void gatomic(gen *G, const ir_stmt *s) {
     check_fail(G);
 }
 
+/* ---------- reduction loops of the plain form ----------
+ * A serial innermost loop whose only carried dependences are sums (f32/f64) or f32 max/min
+ * into scalar locals (deps.h) is emitted under `#pragma omp simd reduction(...)` (the
+ * compiler runs with -fopenmp-simd): the lanes keep partial results that are combined after
+ * the loop. Sums are reassociated (the tolerance of a reduction, docs/cli.md); max/min use
+ * the prelude's tile_fmaxf/tile_fminf as the combiner, so NaN elements still do not count.
+ * Locals assigned in the body are private to an iteration (deps proved it). */
+static bool simd_body_ok(const ir_stmt *s) {
+    if (!s) return true;
+    switch (s->kind) {
+    case IR_S_SEQ: case IR_S_IF:
+        for (int i = 0; i < s->nbody; i++)
+            if (!simd_body_ok(s->body[i])) return false;
+        return true;
+    case IR_S_ASSIGN: case IR_S_STORE: return true;
+    default: return false;
+    }
+}
+static void simd_assigned(const ir_stmt *s, bool *seen) {
+    if (!s) return;
+    if (s->kind == IR_S_ASSIGN && s->var) seen[s->var->id] = true;
+    for (int i = 0; i < s->nbody; i++) simd_assigned(s->body[i], seen);
+}
+/* the pragma for loop s, or false */
+static bool simd_reduction_pragma(gen *G, const ir_stmt *s, tile_strbuf *out) {
+    if (G->f->form != IR_FORM_PLAIN || s->loop_kind != IR_LOOP_SERIAL || contains_loop(s->body[0]) || !simd_body_ok(s->body[0]))
+        return false;
+    opt_loop_deps d;
+    opt_deps_analyze(G->f, s, &d);
+    if (d.kind != OPT_DEP_REDUCTION || d.has_continue || d.nred < 1) return false;
+    bool *seen = tile_xcalloc((size_t)G->f->nvars + 1, sizeof(bool));
+    simd_assigned(s->body[0], seen);
+    tile_sb_puts(out, "_Pragma(\"omp simd");
+    bool ok = true;
+    for (int i = 0; i < d.nred && ok; i++) {
+        const ir_var *v = d.red[i].var;
+        if (!v || d.red[i].buf || var_is_i64(v) || v->kind == IR_VAR_SIZE) { ok = false; break; }
+        tile_dtype dt = v->dtype;
+        if (d.red[i].op == IR_RED_SUM && (dt == TILE_DT_F32 || dt == TILE_DT_F64))
+            tile_sb_printf(out, " reduction(+:v%d)", v->id);
+        else if ((d.red[i].op == IR_RED_MAX || d.red[i].op == IR_RED_MIN) && dt == TILE_DT_F32)
+            tile_sb_printf(out, " reduction(%s:v%d)", d.red[i].op == IR_RED_MAX ? "tile_fmax" : "tile_fmin", v->id);
+        else ok = false;
+        seen[v->id] = false;
+    }
+    for (int i = 0; ok && i < G->f->nvars; i++)
+        if (seen[i]) {
+            if (var_is_i64(G->f->vars[i])) ok = false;
+            else tile_sb_printf(out, " private(v%d)", i);
+        }
+    tile_sb_puts(out, "\")");
+    free(seen);
+    return ok;
+}
+
 static void gfor(gen *G, const ir_stmt *s) {
     int t = tmp(G);
     int id = s->var->id;
@@ -1109,13 +1242,30 @@ static void gfor(gen *G, const ir_stmt *s) {
     free(lo);
     free(ext);
     check_fail(G);
+    tile_strbuf red = {0};
+    bool simd_red = simd_reduction_pragma(G, s, &red);
     if ((s->loop_kind == IR_LOOP_PARALLEL || s->loop_kind == IR_LOOP_VECTORIZED) && !contains_loop(s->body[0])) line(G, "TILE_IVDEP");
     else if (s->loop_kind == IR_LOOP_UNROLLED) line(G, "_Pragma(\"GCC unroll 4\")");
+    size_t at = B(G)->len;
     line(G, "for (int64_t v%d = lo%d; v%d < hi%d; v%d++) {", id, t, id, t, id);
     G->indent++;
     gstmt(G, s->body[0]);
     G->indent--;
     line(G, "}");
+    if (simd_red && B(G)->data && !strstr(B(G)->data + at, "goto ") && !strstr(B(G)->data + at, "break;") &&
+        !strstr(B(G)->data + at, "continue;")) {
+        /* no jump out of the loop body (checked builds, failing operations): put the pragma
+         * in front of the `for` */
+        char *tail = tile_xstrdup(B(G)->data + at);
+        B(G)->len = at;
+        B(G)->data[at] = 0;
+        ind(G);
+        tile_sb_puts(B(G), red.data);
+        tile_sb_putc(B(G), '\n');
+        tile_sb_puts(B(G), tail);
+        free(tail);
+    }
+    tile_sb_free(&red);
     G->indent--;
     line(G, "}");
 }
@@ -1146,12 +1296,13 @@ static void gkernel(gen *G, const ir_stmt *s) {
     line(G, "if (%s) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", neg.data, m);
     tile_sb_free(&neg);
     line(G, "TILE_SAVE_STATE(&Sl);");
-    line(G, "if (tile_run_grid(ctx, &Sl, tile_fn%d, g%d_0, g%d_1, g%d_2)) { rc = 1; goto tile_out; }", fnid, t, t, t);
+    line(G, "if (tile_run_grid(ctx, &Sl, tile_fn%d, g%d_0, g%d_1, g%d_2, %d)) { rc = 1; goto tile_out; }", fnid, t, t, t, G->f->nbuffers);
     G->indent--;
     line(G, "}");
     tile_sb_printf(&G->decls, "static int tile_fn%d(tile_ctx *ctx, void *st_, int64_t b0_, int64_t b1_, int64_t b2_);\n", fnid);
     int saved_indent = G->indent;
     begin_fn(G);
+    G->fn->kernel_body = true;
     G->in_parallel++;
     G->indent = 1;
     static const char *bn[3] = {"b0_", "b1_", "b2_"};

@@ -183,6 +183,50 @@ static inline double tile_floormod_f64(double a, double b) { return a - floor(a 
 static inline float tile_sigmoid_f32(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
 static inline double tile_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+/* fmax/fmin of two floats, as glibc's: a NaN operand gives the other one, equal operands
+ * (-0 and +0 too) give the first. A select, so loops over it vectorise. */
+static inline float tile_fmaxf(float a, float b) { return (b > a || a != a) ? b : a; }
+static inline float tile_fminf(float a, float b) { return (b < a || a != a) ? b : a; }
+/* the combiners of max/min reduction loops (c.c: `omp simd reduction(tile_fmax:...)`); NaN
+ * is their identity (fmax(NaN, x) = x), so an all-NaN row still gives NaN */
+#pragma omp declare reduction(tile_fmax : float : omp_out = tile_fmaxf(omp_out, omp_in)) initializer(omp_priv = __builtin_nanf(""))
+#pragma omp declare reduction(tile_fmin : float : omp_out = tile_fminf(omp_out, omp_in)) initializer(omp_priv = __builtin_nanf(""))
+
+/* exp of a float, branch-free so that loops over it vectorise (the f32 `exp` of generated
+ * code; docs/backends.md). x = n ln2 + r with |r| <= ln2/2 (n = nearest integer to x/ln2,
+ * the magic-constant rounding; ln2 in two parts, products with fmaf), e^r by its Taylor
+ * polynomial of degree 7 (truncation < 6e-9 relative), then scaled by 2^n in two steps so
+ * that subnormal results and the overflow to +inf come out of the multiplications.
+ * Measured error against the correctly rounded value: at most 2 ulp (tests/cpu, the
+ * cpu.expf test sweeps every float in [-104, 89]). NaN gives NaN, +-inf give inf and 0. */
+static inline float tile_expf(float x) {
+    float xc = x > 100.0f ? 100.0f : x;
+    xc = xc < -110.0f ? -110.0f : xc; /* NaN passes through both selects */
+    float t = fmaf(xc, 0x1.715476p+0f, 0x1.8p23f);
+    float nf = t - 0x1.8p23f;
+    int32_t ti, tm;
+    float m = 0x1.8p23f;
+    memcpy(&ti, &t, 4);
+    memcpy(&tm, &m, 4);
+    int32_t n = ti - tm;
+    float r = fmaf(nf, -0x1.62e430p-1f, xc);
+    r = fmaf(nf, 0x1.05c610p-29f, r);
+    float p = 0x1.a01a02p-13f;             /* 1/7! */
+    p = fmaf(p, r, 0x1.6c16c2p-10f);      /* 1/6! */
+    p = fmaf(p, r, 0x1.111112p-7f);       /* 1/5! */
+    p = fmaf(p, r, 0x1.555556p-5f);       /* 1/4! */
+    p = fmaf(p, r, 0x1.555556p-3f);       /* 1/3! */
+    p = fmaf(p, r, 0x1.000000p-1f);       /* 1/2! */
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    int32_t n1 = n >> 1, n2 = n - n1;
+    int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    return (p * s1) * s2;
+}
+
 /* bits of a float value of a narrow format (the value is exactly representable) */
 static inline uint64_t tile_fbits(int dt, double v) {
     switch (dt) {
@@ -371,6 +415,119 @@ static void tile_copy_generic(tile_ctx *ctx, tile_rgn *src, tile_rgn *dst, const
 
 /* REDUCE: dst[o] = op over dim `dim` of the source box (clipped elements do not take part). */
 enum { TILE_RED_SUM = 0, TILE_RED_MAX = 1, TILE_RED_MIN = 2, TILE_RED_ABSSUM = 3, TILE_RED_ABSMAX = 4 };
+/* f32 along a contiguous run: 16 lanes (GCC/Clang vector extensions: AVX-512, two AVX2
+ * registers, or scalar code, whatever -march gives), the lanes combined at the end. Sums are
+ * reassociated (within the f32 tolerance of docs/cli.md, as any vectorised sum); max/min are
+ * exact and keep fmax/fmin's rule that a NaN element does not count. */
+typedef float tile_v16f __attribute__((vector_size(64)));
+typedef int32_t tile_v16i __attribute__((vector_size(64)));
+/* macros, not functions: vectors passed by value would change the ABI between -march levels */
+#define TILE_V16_LD(v, p) memcpy(&(v), (p), sizeof(v))
+#define TILE_V16_SEL(m, a, b) ((tile_v16f)(((m) & (tile_v16i)(a)) | (~(m) & (tile_v16i)(b))))
+typedef float tile_v8f __attribute__((vector_size(32)));
+typedef float tile_v4f __attribute__((vector_size(16)));
+typedef int32_t tile_v8i __attribute__((vector_size(32)));
+typedef int32_t tile_v4i __attribute__((vector_size(16)));
+/* the 16 lanes folded in halves (16 -> 8 -> 4 -> 1): sum, or fmax/fmin (mx > 0 / mx == 0) */
+static inline float tile_hfold16(const tile_v16f *a, int sum, int mx) {
+    tile_v8f l8, h8;
+    memcpy(&l8, a, 32);
+    memcpy(&h8, (const char *)a + 32, 32);
+    if (sum) l8 += h8;
+    else {
+        tile_v8i m = mx ? (h8 > l8) : (h8 < l8);
+        l8 = (tile_v8f)((m & (tile_v8i)h8) | (~m & (tile_v8i)l8));
+    }
+    tile_v4f l4, h4;
+    memcpy(&l4, &l8, 16);
+    memcpy(&h4, (const char *)&l8 + 16, 16);
+    if (sum) l4 += h4;
+    else {
+        tile_v4i m = mx ? (h4 > l4) : (h4 < l4);
+        l4 = (tile_v4f)((m & (tile_v4i)h4) | (~m & (tile_v4i)l4));
+    }
+    if (sum) return (l4[0] + l4[1]) + (l4[2] + l4[3]);
+    float x = mx ? tile_fmaxf(l4[0], l4[1]) : tile_fminf(l4[0], l4[1]);
+    float y = mx ? tile_fmaxf(l4[2], l4[3]) : tile_fminf(l4[2], l4[3]);
+    return mx ? tile_fmaxf(x, y) : tile_fminf(x, y);
+}
+static inline __attribute__((always_inline)) float tile_run_f32(const float *p, int64_t n, int op) {
+    int64_t k = 0;
+    int abs_ = op == TILE_RED_ABSSUM || op == TILE_RED_ABSMAX;
+    tile_v16i nosign = {0};
+    nosign += 0x7fffffff;
+    if (op == TILE_RED_SUM || op == TILE_RED_ABSSUM) {
+        tile_v16f a0 = {0}, a1 = {0};
+        for (; k + 32 <= n; k += 32) {
+            tile_v16f x0, x1;
+            TILE_V16_LD(x0, p + k);
+            TILE_V16_LD(x1, p + k + 16);
+            if (abs_) { x0 = (tile_v16f)((tile_v16i)x0 & nosign); x1 = (tile_v16f)((tile_v16i)x1 & nosign); }
+            a0 += x0;
+            a1 += x1;
+        }
+        a0 += a1;
+        float s = tile_hfold16(&a0, 1, 0);
+        for (; k < n; k++) s += abs_ ? fabsf(p[k]) : p[k];
+        return s;
+    }
+    int mx = op != TILE_RED_MIN;
+    float init = mx ? -INFINITY : INFINITY;
+    tile_v16f a = {0};
+    a += init;
+    for (; k + 16 <= n; k += 16) {
+        tile_v16f x;
+        TILE_V16_LD(x, p + k);
+        if (abs_) x = (tile_v16f)((tile_v16i)x & nosign);
+        tile_v16i m = mx ? (x > a) : (x < a); /* a NaN x compares false */
+        a = TILE_V16_SEL(m, x, a);
+    }
+    float r = tile_hfold16(&a, 0, mx); /* lanes are never NaN: the selects are exact */
+    for (; k < n; k++) {
+        float x = abs_ ? fabsf(p[k]) : p[k];
+        r = mx ? tile_fmaxf(r, x) : tile_fminf(r, x);
+    }
+    return r;
+}
+
+static inline void tile_clip(int64_t st, int64_t ex, int64_t n, int64_t *lo, int64_t *hi);
+/* the f32 -> f32 reduction along the last, contiguous dimension; 0 if it does not apply */
+static int tile_reduce_f32_last(tile_rgn *src, tile_rgn *dst, int dim, int op, int clear, int64_t nout) {
+    int r = src->rank;
+    if (src->dt != TDT_F32 || dst->dt != TDT_F32 || dim != r - 1 || src->s[dim] != 1 || r > 8) return 0;
+    int64_t k0, k1;
+    tile_clip(src->st[dim], src->ex[dim], src->n[dim], &k0, &k1);
+    int64_t ts[8] = {0}, td[8] = {0};
+    for (int64_t o = 0; o < nout; o++) {
+        int64_t doff;
+        if (tile_rgn_off(dst, td, &doff)) {
+            float *d = (float *)dst->base + doff;
+            float acc = clear ? (op == TILE_RED_MAX ? -INFINITY : op == TILE_RED_MIN ? INFINITY : 0.0f) : *d; /* as below */
+            ts[dim] = 0;
+            int row_in = 1;
+            int64_t ro = 0;
+            for (int q = 0; q < r - 1; q++) {
+                int64_t p = src->st[q] + ts[q];
+                if ((uint64_t)p >= (uint64_t)src->n[q]) row_in = 0;
+                ro += p * src->s[q];
+            }
+            if (row_in && k1 > k0) {
+                float v = tile_run_f32((const float *)src->base + ro + src->st[dim] + k0, k1 - k0, op);
+                if (op == TILE_RED_SUM || op == TILE_RED_ABSSUM) acc += v;
+                else if (op == TILE_RED_MIN) acc = tile_fminf(acc, v);
+                else acc = tile_fmaxf(acc, v);
+            }
+            *d = acc;
+        }
+        for (int q = r - 2; q >= 0; q--) {
+            if (++ts[q] < src->ex[q]) break;
+            ts[q] = 0;
+        }
+        tile_odo_next(dst, td);
+    }
+    return 1;
+}
+
 static void tile_reduce_generic(tile_ctx *ctx, tile_rgn *src, tile_rgn *dst, int dim, int op, int clear, const char *where) {
     tile_rgn_count(src);
     tile_rgn_count(dst);
@@ -378,6 +535,7 @@ static void tile_reduce_generic(tile_ctx *ctx, tile_rgn *src, tile_rgn *dst, int
     for (int d = 0; d < src->rank; d++)
         if (d != dim) nout *= src->ex[d];
     if (nout != dst->count) { tile_fail(ctx, where); return; }
+    if (tile_reduce_f32_last(src, dst, dim, op, clear, nout)) return;
     int dd = dst->dt, ct = tile_compute_dt(dd), sd = src->dt;
     int fl = TILE_ISF(ct), bits = tile_dt_bits[ct];
     int64_t imin = TILE_ISU(ct) ? 0 : (bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1)));
@@ -422,6 +580,30 @@ static void tile_reduce_generic(tile_ctx *ctx, tile_rgn *src, tile_rgn *dst, int
         }
         tile_odo_next(dst, td);
     }
+}
+
+/* f32 copy of a contiguous run with streaming (non-temporal) stores where the ISA has them:
+ * the destination's lines are not read first, which saves a third of the memory traffic of
+ * writing a tensor. Callers end the copy with tile_sfence() (streaming stores are weakly
+ * ordered) before anything else can read the data. */
+#if defined(__AVX512F__) || defined(__AVX__)
+#include <immintrin.h>
+#endif
+static inline void tile_copy_f32_nt(float *d, const float *s, int64_t n) {
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    for (; i < n && ((uintptr_t)(d + i) & 63); i++) d[i] = s[i];
+    for (; i + 16 <= n; i += 16) _mm512_stream_ps(d + i, _mm512_loadu_ps(s + i));
+#elif defined(__AVX__)
+    for (; i < n && ((uintptr_t)(d + i) & 31); i++) d[i] = s[i];
+    for (; i + 8 <= n; i += 8) _mm256_stream_ps(d + i, _mm256_loadu_ps(s + i));
+#endif
+    for (; i < n; i++) d[i] = s[i];
+}
+static inline void tile_sfence(void) {
+#if defined(__AVX512F__) || defined(__AVX__)
+    _mm_sfence();
+#endif
 }
 
 /* ---------- GEMM on regions ----------
@@ -584,42 +766,85 @@ static void tile_atomic(int dt, void *base, int64_t i, tile_val x, int op) {
 }
 
 /* ---------- parallel loops and kernel launches on the runtime's pool ---------- */
+/* Scratch memory of kernel blocks: a buffer a kernel body allocates on the heap (too big for
+ * the stack) comes from its worker's slot for that buffer, kept for the whole launch and
+ * reused by the worker's next blocks (no malloc/free, and no fresh pages, per block). */
+typedef struct tile_scratch {
+    void **p;
+    size_t *cap;
+    int n;
+} tile_scratch;
+static __thread tile_scratch *tile_cur_scratch;
+static void *tile_scratch_get(int slot, size_t bytes) {
+    tile_scratch *s = tile_cur_scratch;
+    if (!s || slot < 0 || slot >= s->n) return NULL;
+    if (s->cap[slot] < bytes) {
+        free(s->p[slot]);
+        s->p[slot] = malloc(bytes);
+        s->cap[slot] = s->p[slot] ? bytes : 0;
+    }
+    return s->p[slot];
+}
+
 typedef struct tile_launch {
     tile_ctx *ctx;
     void *st;
     int (*block)(tile_ctx *ctx, void *st, int64_t b0, int64_t b1, int64_t b2);
     int (*range)(tile_ctx *ctx, void *st, int64_t begin, int64_t end);
     int64_t g0, g1;
+    tile_scratch *scratch; /* one per worker, or NULL */
+    int nscratch;
 } tile_launch;
 
 static void tile_launch_task(void *arg, int64_t begin, int64_t end, int worker) {
     tile_launch *L = (tile_launch *)arg;
-    (void)worker;
     if (L->range) {
         if (!tile_failed(L->ctx) && L->range(L->ctx, L->st, begin, end)) tile_fail(L->ctx, "error: a parallel loop failed\n");
         return;
     }
+    tile_scratch *prev = tile_cur_scratch;
+    tile_cur_scratch = L->scratch && worker >= 0 && worker < L->nscratch ? &L->scratch[worker] : NULL;
     for (int64_t lin = begin; lin < end; lin++) {
-        if (tile_failed(L->ctx)) return;
+        if (tile_failed(L->ctx)) break;
         int64_t b0 = lin % L->g0, r = lin / L->g0, b1 = r % L->g1, b2 = r / L->g1;
         if (L->block(L->ctx, L->st, b0, b1, b2)) tile_fail(L->ctx, "error: a kernel block failed\n");
     }
+    tile_cur_scratch = prev;
 }
 
+/* nslots: the scratch slots a block may ask for (the function's buffer count; 0: none) */
 static int tile_run_grid(tile_ctx *ctx, void *st, int (*block)(tile_ctx *, void *, int64_t, int64_t, int64_t),
-                         int64_t g0, int64_t g1, int64_t g2) {
+                         int64_t g0, int64_t g1, int64_t g2, int nslots) {
     if (g0 <= 0 || g1 <= 0 || g2 <= 0) return tile_failed(ctx);
-    tile_launch L = {ctx, st, block, 0, g0, g1};
+    tile_launch L = {ctx, st, block, 0, g0, g1, NULL, 0};
     int64_t n = g0 * g1 * g2;
     const tile_cpu_services *svc = ctx->a->svc;
+    int nw = svc->nworkers > 0 ? svc->nworkers : 1;
+    if (nslots > 0) {
+        L.scratch = (tile_scratch *)calloc((size_t)nw, sizeof(tile_scratch));
+        if (L.scratch) {
+            L.nscratch = nw;
+            for (int w = 0; w < nw; w++) {
+                L.scratch[w].p = (void **)calloc((size_t)nslots, sizeof(void *));
+                L.scratch[w].cap = (size_t *)calloc((size_t)nslots, sizeof(size_t));
+                L.scratch[w].n = L.scratch[w].p && L.scratch[w].cap ? nslots : 0;
+            }
+        }
+    }
     if (n == 1 || !svc->parallel_for) tile_launch_task(&L, 0, n, 0);
     else svc->parallel_for(svc, n, tile_launch_task, &L);
+    for (int w = 0; w < L.nscratch; w++) {
+        for (int i = 0; i < L.scratch[w].n; i++) free(L.scratch[w].p[i]);
+        free(L.scratch[w].p);
+        free(L.scratch[w].cap);
+    }
+    free(L.scratch);
     return tile_failed(ctx);
 }
 
 static int tile_run_range(tile_ctx *ctx, void *st, int (*range)(tile_ctx *, void *, int64_t, int64_t), int64_t n) {
     if (n <= 0) return tile_failed(ctx);
-    tile_launch L = {ctx, st, 0, range, 1, 1};
+    tile_launch L = {ctx, st, 0, range, 1, 1, NULL, 0};
     const tile_cpu_services *svc = ctx->a->svc;
     if (n == 1 || !svc->parallel_for) tile_launch_task(&L, 0, n, 0);
     else svc->parallel_for(svc, n, tile_launch_task, &L);

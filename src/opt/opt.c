@@ -9,9 +9,10 @@
 /* Passes (defined in their own files; weak so a pipeline can name a pass not written yet). */
 
 extern const opt_pass opt_pass_deps, opt_pass_autoschedule, opt_pass_gpumap; /* deps.c, autoschedule.c, gpumap.c */
+extern const opt_pass opt_pass_tilegemm;                                       /* tilegemm.c */
 
 static const opt_pass *const pipeline_none[] = {NULL};
-static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, NULL};
+static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_tilegemm, NULL};
 static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, NULL};
 static const opt_pass *const pipeline_opencl[] = {NULL};
 

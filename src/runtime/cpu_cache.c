@@ -15,7 +15,7 @@
 
 #include "../codegen/cpu_abi.h"
 
-#define CPU_FLAGS "-std=gnu11 -O2 -fno-fast-math -ffp-contract=off -fno-math-errno -march=native -fPIC -shared -fvisibility=hidden -w"
+#define CPU_FLAGS "-std=gnu11 -O2 -fno-fast-math -ffp-contract=off -fno-math-errno -fopenmp-simd -march=native -fPIC -shared -fvisibility=hidden -w"
 
 const char *cpu_cc_flags(void) {
     const char *extra = tile_env("TILE_CPU_CFLAGS");
