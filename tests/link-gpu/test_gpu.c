@@ -122,7 +122,7 @@ static void job_prepare(job *j) {
     if (tlink_gpu_malloc(g_gc, j->sbytes + 64, &j->dsend) || tlink_gpu_malloc(g_gc, j->rbytes + 64, &j->drecv))
         FAILF("malloc: %s", tlink_gpu_last_error(g_gc));
     tlink_gpu_memcpy(g_gc, j->drecv, hr, j->rbytes);
-    if (j->inplace && j->coll == TLINK_COLL_ALLREDUCE) tlink_gpu_memcpy(g_gc, j->drecv, hs, j->sbytes);
+    if (j->inplace && (j->coll == TLINK_COLL_ALLREDUCE || j->coll == TLINK_COLL_BROADCAST)) tlink_gpu_memcpy(g_gc, j->drecv, hs, j->sbytes);
     else tlink_gpu_memcpy(g_gc, j->dsend, hs, j->sbytes);
     free(hs);
     free(hr);
@@ -134,7 +134,7 @@ static tlink_status job_run(job *j, tlink_cuda_stream s) {
     case TLINK_COLL_ALLREDUCE: return tlink_gpu_allreduce(g_gc, sb, j->drecv, j->count, j->dt, j->op, s);
     case TLINK_COLL_REDUCE_SCATTER: return tlink_gpu_reduce_scatter(g_gc, j->dsend, j->drecv, j->count, j->dt, j->op, s);
     case TLINK_COLL_ALLGATHER: return tlink_gpu_allgather(g_gc, j->dsend, j->drecv, j->count, j->dt, s);
-    case TLINK_COLL_BROADCAST: return tlink_gpu_broadcast(g_gc, j->dsend, j->drecv, j->count, j->dt, j->root, s);
+    case TLINK_COLL_BROADCAST: return tlink_gpu_broadcast(g_gc, sb, j->drecv, j->count, j->dt, j->root, s);
     case TLINK_COLL_ALLTOALL: return tlink_gpu_alltoall(g_gc, j->dsend, j->drecv, j->count, j->dt, s);
     default: return TLINK_ERR_INVALID_ARG;
     }
@@ -234,6 +234,26 @@ static int coll_main(int rank, int size, const char *addr, void *arg) {
                 if (job_run(j, s)) FAILF("%s: %s", tlink_coll_name(j->coll), tlink_gpu_last_error(g_gc));
                 jal[nj++] = tlink_gpu_last_algo(g_gc);
             }
+        /* broadcast with each algorithm forced (auto picks direct at these sizes), some in place */
+        const char *balgos[] = {"scatter", "direct"};
+        for (int a = 0; a < 2; a++) {
+            if (tlink_gpu_set_algo(g_gc, balgos[a])) FAILF("set_algo %s: %s", balgos[a], tlink_gpu_last_error(g_gc));
+            for (int d = 0; d < 3; d++) {
+                job *j = &jobs[nj];
+                memset(j, 0, sizeof *j);
+                j->coll = TLINK_COLL_BROADCAST;
+                j->dt = odt[d];
+                j->op = TLINK_SUM;
+                j->count = sizes[si];
+                j->root = (d + a) % size;
+                j->inplace = d == 1;
+                job_prepare(j);
+                if (job_run(j, s)) FAILF("broadcast %s: %s", balgos[a], tlink_gpu_last_error(g_gc));
+                jal[nj++] = tlink_gpu_last_algo(g_gc);
+                if (sizes[si] && strcmp(jal[nj - 1], balgos[a])) FAILF("broadcast forced %s ran %s", balgos[a], jal[nj - 1]);
+            }
+        }
+        tlink_gpu_set_algo(g_gc, "auto");
         if (tlink_gpu_sync(g_gc, s)) FAILF("sync: %s", tlink_gpu_last_error(g_gc));
         for (int k = 0; k < nj; k++) job_check(&jobs[k], jal[k]);
     }

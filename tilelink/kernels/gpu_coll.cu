@@ -26,7 +26,7 @@ typedef unsigned short u16;
 typedef unsigned char u8;
 
 #define MAXR 8
-enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5 };
+enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5, M_BCS = 6 };
 enum { F_DATA0 = 0, F_DATA1 = 1, F_ACK0 = 2, F_ACK1 = 3 };
 
 struct Args {
@@ -441,6 +441,54 @@ extern "C" __global__ void __launch_bounds__(512) tl_coll(Args a) {
             char *o = a.out + off * es;
             reduce_elems(&o, 1, src, n, c, n, avg);
             for (int k = 1; k < n; k++) signal(flag(a, (me + k) % n, F_ACK0, b, me), step);
+        } else if (a.mode == M_BCS) {
+            /* broadcast by scatter + allgather: the message is cut into n-1 columns of L
+             * elements; column c belongs to the non-root rank (root+1+c)%n. The root pushes
+             * column c's tile into its owner's inbox 0 (and copies it to its own out unless in
+             * place); the owner copies it to its out and forwards it into the inbox 1 of every
+             * other non-root rank, which copies it out. Every link carries about B: the root's
+             * outbound bandwidth is no longer shared by n-1 readers of the whole message. */
+            const int root = a.root;
+            if (me == root) {
+                for (int k = 1; k < n; k++) {
+                    int p = (me + k) % n, c = k - 1;
+                    if (!push_ready(a, 0, step, r, p)) return;
+                    const char *s = a.in + ((i64)c * a.L + off) * es;
+                    dst[0] = slotp(a, p, 0, step, b, me);
+                    dst[1] = a.out + ((i64)c * a.L + off) * es;
+                    copy_bytes(dst, a.out != a.in ? 2 : 1, s, col_count(a, c, off) * es);
+                    signal(flag(a, p, F_DATA0, b, me), step);
+                }
+            } else {
+                const int c = (me - root - 1 + n) % n;
+                if (!wait_ge(a, flag(a, me, F_DATA0, b, root), step, root)) return;
+                char *fw[MAXR];
+                int nd = 1;
+                fw[0] = a.out + ((i64)c * a.L + off) * es;
+                for (int k = 1; k < n; k++) {
+                    int p = (me + k) % n;
+                    if (p == root) continue;
+                    if (!push_ready(a, 1, step, r, p)) return;
+                    fw[nd++] = slotp(a, p, 1, step, b, me);
+                }
+#pragma unroll
+                for (int k = 0; k < MAXR; k++) dst[k] = k < nd ? fw[k] : 0; /* constant indices: registers */
+                copy_bytes(dst, nd, slotp(a, me, 0, step, b, root), col_count(a, c, off) * es);
+                signal(flag(a, root, F_ACK0, b, me), step);
+                for (int k = 1; k < n; k++) {
+                    int p = (me + k) % n;
+                    if (p != root) signal(flag(a, p, F_DATA1, b, me), step);
+                }
+                for (int k = 1; k < n; k++) {
+                    int p = (me + n - k) % n;
+                    if (p == root) continue;
+                    const int cp = (p - root - 1 + n) % n;
+                    if (!wait_ge(a, flag(a, me, F_DATA1, b, p), step, p)) return;
+                    char *d = a.out + ((i64)cp * a.L + off) * es;
+                    copy_bytes(&d, 1, slotp(a, me, 1, step, b, p), col_count(a, cp, off) * es);
+                    signal(flag(a, p, F_ACK1, b, me), step);
+                }
+            }
         } else {
             /* data movement through inbox 1: allgather, alltoall, broadcast */
             int sends = a.mode != M_BC || me == a.root;

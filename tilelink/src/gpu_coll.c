@@ -299,11 +299,12 @@ int tlink_gpu_compile_check(const char *arch, int all, char *err, size_t errlen)
 
 /* ---------------------------------------------------------------- the device communicator */
 #define GPU_MAXR 8
-enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5 };
+enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5, M_BCS = 6 };
 enum { F_DATA0 = 0, F_DATA1 = 1, F_ACK0 = 2, F_ACK1 = 3, F_CE_DATA0 = 4, F_CE_DATA1 = 5, F_CE_ACK0 = 6, F_CE_ACK1 = 7,
        F_KINDS = 8 };
-enum { A_AUTO = 0, A_ONESHOT = 1, A_TWOSHOT = 2, A_CE = 3 };
-static const char *const algo_names[] = {"auto", "oneshot", "twoshot", "ce"};
+/* allreduce: oneshot, twoshot, ce; broadcast: direct, scatter (scatter + allgather) */
+enum { A_AUTO = 0, A_ONESHOT = 1, A_TWOSHOT = 2, A_CE = 3, A_DIRECT = 4, A_SCATTER = 5, A_COUNT = 6 };
+static const char *const algo_names[] = {"auto", "oneshot", "twoshot", "ce", "direct", "scatter"};
 
 /* Mirror of `struct Args` in gpu_coll.cu (same layout on LP64). */
 typedef struct kargs {
@@ -392,7 +393,7 @@ double tlink_gpu_last_predicted_us(const tlink_gpu_comm *g) { return g ? g->last
 
 static int algo_from(const char *s) {
     if (!s) return -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < A_COUNT; i++)
         if (!strcmp(s, algo_names[i])) return i;
     return -1;
 }
@@ -401,7 +402,7 @@ tlink_status tlink_gpu_set_algo(tlink_gpu_comm *g, const char *algo) {
     if (!g) return gerr(NULL, TLINK_ERR_INVALID_ARG, "tlink_gpu_set_algo: g is NULL");
     int a = algo_from(algo);
     if (a < 0)
-        return gerr(g, TLINK_ERR_INVALID_ARG, "tlink_gpu_set_algo: algo '%s' unknown (auto, oneshot, twoshot, ce)",
+        return gerr(g, TLINK_ERR_INVALID_ARG, "tlink_gpu_set_algo: algo '%s' unknown (auto, oneshot, twoshot, ce, direct, scatter)",
                     algo ? algo : "(null)");
     g->forced = a;
     return TLINK_OK;
@@ -702,9 +703,20 @@ static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *ou
     a.out = (uint64_t)(uintptr_t)out;
     a.L = (int64_t)L;
     a.lim = (int64_t)lim;
-    a.T = (int64_t)(g->slot / es);
-    int64_t tiles = ((int64_t)L + a.T - 1) / a.T;
+    /* Tile size: at most a slot; when fewer than blocks x slot elements per column remain, the
+     * tiles shrink (in steps of 256 bytes) so that every block gets an equal share instead of
+     * a few blocks moving whole slots while the others idle (4-16 MiB allreduce on 4 ranks
+     * used 4-16 of 64 blocks). Same number of rounds, hence the same handshakes. */
     (void)tiles_cols;
+    int64_t Tmax = (int64_t)(g->slot / es), gran = (int64_t)(256 / es);
+    int64_t rounds = ((int64_t)L + Tmax * g->nb - 1) / (Tmax * g->nb);
+    if (rounds < 1) rounds = 1;
+    int64_t per = ((int64_t)L + rounds * g->nb - 1) / (rounds * g->nb);
+    per = (per + gran - 1) / gran * gran;
+    if (per < gran) per = gran;
+    if (per > Tmax || tl_env_long("TLINK_GPU_FULL_TILES", 0)) per = Tmax;
+    a.T = per;
+    int64_t tiles = ((int64_t)L + a.T - 1) / a.T;
     a.rounds = (tiles + g->nb - 1) / g->nb;
     if (a.rounds < 1) a.rounds = 1;
     a.step0 = g->step;
@@ -726,13 +738,14 @@ static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *ou
     CUCHK(g, cu.LaunchKernel(f, (unsigned)g->nb, 1, 1, (unsigned)g->threads, 1, 1, 0, s, params, NULL), "cuLaunchKernel");
     /* what the next operation must wait for before refilling a slot */
     uint64_t last = g->step + (uint64_t)a.rounds;
-    int in0 = mode == M_AR2 || mode == M_AR1 || mode == M_RS;
-    int in1 = mode == M_AR2 || mode == M_AG || mode == M_A2A || (mode == M_BC && root == g->rank);
+    int in0 = mode == M_AR2 || mode == M_AR1 || mode == M_RS || (mode == M_BCS && root == g->rank);
+    int in1 = mode == M_AR2 || mode == M_AG || mode == M_A2A || (mode == M_BC && root == g->rank) ||
+              (mode == M_BCS && root != g->rank);
     for (uint64_t st2 = last; st2 > g->step && st2 + 2 > last; st2--)
         for (int p = 0; p < g->size; p++) {
             if (p == g->rank) continue;
             if (in0) g->prev[0][st2 & 1][p] = st2;
-            if (in1) g->prev[1][st2 & 1][p] = st2;
+            if (in1 && !(mode == M_BCS && p == root)) g->prev[1][st2 & 1][p] = st2; /* non-roots forward to non-roots */
         }
     g->step = last;
     return TLINK_OK;
@@ -833,6 +846,12 @@ static double predict(const tlink_gpu_comm *g, int algo, size_t bytes) {
         double chunks = 1 + floor(B / (n * (double)g->ce_chunk));
         return (chunks * 8 * g->alpha_s + 2 * (n - 1) / n * B * g->beta_link + 3 * B * g->beta_mem) * 1e6;
     }
+    case A_DIRECT: /* the root pushes the whole message to each of n-1 peers: its outbound link carries (n-1)B */
+        return (2 * g->alpha_s * ceil(B / tile) + (n - 1) * B * g->beta_link) * 1e6;
+    case A_SCATTER: { /* root -> owner of a column -> the other non-roots: every link carries about B */
+        double r = ceil(B / ((n - 1) * tile));
+        return (3 * g->alpha_s * r + B * g->beta_link * (1 + (n - 2) / (n - 1) / r)) * 1e6;
+    }
     default: return 1e300;
     }
 }
@@ -853,7 +872,7 @@ tlink_status tlink_gpu_allreduce(tlink_gpu_comm *g, const void *sendbuf, void *r
     }
     int ce_fits = g->ce_ok && op == TLINK_SUM && reduce_text(dt) != NULL;
     int algo = g->forced;
-    if (algo == A_CE && !ce_fits) algo = A_AUTO; /* inapplicable: the model's choice */
+    if ((algo == A_CE && !ce_fits) || algo == A_DIRECT || algo == A_SCATTER) algo = A_AUTO; /* inapplicable: the model's choice */
     if (algo == A_AUTO) {
         algo = predict(g, A_ONESHOT, bytes) <= predict(g, A_TWOSHOT, bytes) ? A_ONESHOT : A_TWOSHOT;
     }
@@ -922,6 +941,15 @@ tlink_status tlink_gpu_broadcast(tlink_gpu_comm *g, const void *sendbuf, void *r
         if (sendbuf != recvbuf)
             CUCHK(g, cu.MemcpyAsync((CUdeviceptr)(uintptr_t)recvbuf, (CUdeviceptr)(uintptr_t)sendbuf, count * es, stream), "cuMemcpyAsync");
         return TLINK_OK;
+    }
+    /* the model picks direct (small) or scatter (large, from 3 ranks); the same on every rank */
+    int algo = g->forced == A_DIRECT || g->forced == A_SCATTER ? g->forced : A_AUTO;
+    if (algo == A_AUTO) algo = predict(g, A_SCATTER, count * es) < predict(g, A_DIRECT, count * es) ? A_SCATTER : A_DIRECT;
+    g->last_algo = algo_names[algo];
+    g->last_pred = predict(g, algo, count * es);
+    if (algo == A_SCATTER) {
+        size_t L = (count + (size_t)g->size - 2) / ((size_t)g->size - 1);
+        return launch(g, M_BCS, g->rank == root ? sendbuf : recvbuf, recvbuf, L, count, dt, TLINK_SUM, root, 1, stream);
     }
     return launch(g, M_BC, g->rank == root ? sendbuf : recvbuf, recvbuf, count, count, dt, TLINK_SUM, root, 1, stream);
 }
