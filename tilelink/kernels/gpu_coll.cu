@@ -17,7 +17,8 @@
  *   push:    wait ACK[i][dst] >= previous use of the slot; write data into dst's inbox;
  *            release-store DATA[i] = step into dst's flags.
  *   consume: acquire-wait DATA[i][src] >= step; read; release-store ACK[i] = step to src.
- * Steps increase monotonically over the communicator's life (host keeps the count).
+ * Steps increase monotonically over the communicator's life (host keeps the count). Block b
+ * remembers, per (inbox, slot parity, destination), the last step it pushed (F_LAST flags).
  */
 typedef unsigned long long u64;
 typedef long long i64;
@@ -27,7 +28,9 @@ typedef unsigned char u8;
 
 #define MAXR 8
 enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5, M_BCS = 6 };
-enum { F_DATA0 = 0, F_DATA1 = 1, F_ACK0 = 2, F_ACK1 = 3 };
+/* flag kinds (4..7 are the copy-engine path's); F_LAST0 + inbox*2 + parity: per block and
+ * destination, the last step this block pushed into that slot (local, never read by peers) */
+enum { F_DATA0 = 0, F_DATA1 = 1, F_ACK0 = 2, F_ACK1 = 3, F_LAST0 = 8 };
 
 struct Args {
     const char *in;
@@ -38,12 +41,11 @@ struct Args {
     i64 rounds;  /* tiles per block */
     u64 step0;   /* steps used before this operation */
     i64 slot;    /* bytes per slot */
-    int n, me, mode, root, nb, pad;
+    int n, me, mode, root, nb, pad; /* nb: blocks of the buffer layout (>= gridDim.x) */
     u64 timeout_ns;
     char *data[MAXR];
     u64 *flags[MAXR];
     int *err;    /* host-mapped error word: 0 ok, 1000+r: timed out waiting for rank r */
-    u64 prev[2][2][MAXR]; /* [inbox][slot parity][dst]: last step I pushed there before */
 };
 
 #ifndef TL_DT
@@ -358,10 +360,17 @@ __device__ __forceinline__ i64 col_count(const Args &a, int p, i64 off) {
     return c > 0 ? c : 0;
 }
 
-/* wait until dst has released the slot I am about to fill */
+/* wait until dst has released the slot I am about to fill: ACK >= the last step this block
+ * pushed into it (kept in my own flags, so operations may launch different numbers of blocks;
+ * a block that sat an operation out still knows its slots' last use), then record this push */
 __device__ __forceinline__ int push_ready(const Args &a, int inbox, u64 step, i64 r, int dst) {
-    u64 need = r >= 2 ? step - 2 : a.prev[inbox][step & 1][dst];
-    return wait_ge(a, flag(a, a.me, F_ACK0 + inbox, blockIdx.x, dst), need, dst);
+    (void)r;
+    u64 *last = flag(a, a.me, F_LAST0 + inbox * 2 + (int)(step & 1), blockIdx.x, dst);
+    u64 need = 0;
+    if (threadIdx.x == 0) need = *(volatile u64 *)last;
+    int ok = wait_ge(a, flag(a, a.me, F_ACK0 + inbox, blockIdx.x, dst), need, dst);
+    if (ok && threadIdx.x == 0) *(volatile u64 *)last = step;
+    return ok;
 }
 
 extern "C" __global__ void __launch_bounds__(512) tl_coll(Args a) {
@@ -370,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(512) tl_coll(Args a) {
     const int avg = TL_OP == 4;
     for (i64 r = 0; r < a.rounds; r++) {
         const u64 step = a.step0 + (u64)r + 1;
-        const i64 off = (r * a.nb + b) * a.T;
+        const i64 off = (r * (i64)gridDim.x + b) * a.T;
         char *dst[MAXR];
         const char *src[MAXR];
         if (a.mode == M_AR2 || a.mode == M_RS) {

@@ -300,8 +300,9 @@ int tlink_gpu_compile_check(const char *arch, int all, char *err, size_t errlen)
 /* ---------------------------------------------------------------- the device communicator */
 #define GPU_MAXR 8
 enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5, M_BCS = 6 };
+/* 8..11: F_LAST (kernel-private: per block, inbox, slot parity and destination, the last step pushed) */
 enum { F_DATA0 = 0, F_DATA1 = 1, F_ACK0 = 2, F_ACK1 = 3, F_CE_DATA0 = 4, F_CE_DATA1 = 5, F_CE_ACK0 = 6, F_CE_ACK1 = 7,
-       F_KINDS = 8 };
+       F_KINDS = 12 };
 /* allreduce: oneshot, twoshot, ce; broadcast: direct, scatter (scatter + allgather) */
 enum { A_AUTO = 0, A_ONESHOT = 1, A_TWOSHOT = 2, A_CE = 3, A_DIRECT = 4, A_SCATTER = 5, A_COUNT = 6 };
 static const char *const algo_names[] = {"auto", "oneshot", "twoshot", "ce", "direct", "scatter"};
@@ -317,7 +318,6 @@ typedef struct kargs {
     uint64_t data[GPU_MAXR];
     uint64_t flags[GPU_MAXR];
     uint64_t err;
-    uint64_t prev[2][2][GPU_MAXR];
 } kargs;
 
 typedef struct ipc_info {
@@ -326,6 +326,8 @@ typedef struct ipc_info {
     char pci[32];
     int32_t device, pid;
     uint64_t bytes;
+    uint64_t big_bytes;         /* launch settings: every rank must launch the same blocks */
+    int32_t nb_small, pad2;
     int32_t ok, pad;
     char why[256];              /* when !ok: why this rank could not set up */
 } ipc_info;
@@ -336,7 +338,10 @@ struct tlink_gpu_comm {
     CUdevice dev;
     CUcontext ctx;
     char arch[16];
-    int nb, threads;
+    int nb, threads;           /* nb: blocks of the buffer layout, the most one operation launches */
+    int nb_small;              /* blocks launched for messages below big_bytes */
+    size_t big_bytes;
+    int full_tiles;            /* TLINK_GPU_FULL_TILES=1: tiles are always whole slots (the old behaviour) */
     size_t slot, ce_chunk;     /* SM slot bytes; CE region bytes per (inbox, source) */
     size_t flag_bytes, sm_bytes, total;
     CUdeviceptr buf;           /* my IPC buffer: flags | SM inboxes | CE regions */
@@ -350,7 +355,6 @@ struct tlink_gpu_comm {
     CUmodule rmod[TLINK_DTYPE_COUNT];
     CUfunction rfn[TLINK_DTYPE_COUNT];
     uint64_t step;             /* SM path: steps used so far */
-    uint64_t prev[2][2][GPU_MAXR];
     uint64_t ce_step;          /* CE path */
     int forced;
     int ce_ok;                 /* stream memory operations usable */
@@ -515,9 +519,15 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     int want = cfg && cfg->device >= 0 ? cfg->device : (int)tl_env_long("TLINK_GPU_DEVICE", -1);
     if (want >= ndev) FAIL(TLINK_ERR_INVALID_ARG, "tlink_gpu_comm_init: device %d does not exist (%d GPUs)", want, ndev);
     g->device = want >= 0 ? want : comm->local_rank % ndev;
-    g->nb = cfg && cfg->blocks ? cfg->blocks : (int)tl_env_long("TLINK_GPU_BLOCKS", 64);
+    g->nb = cfg && cfg->blocks ? cfg->blocks : (int)tl_env_long("TLINK_GPU_BLOCKS", 128);
     g->threads = cfg && cfg->threads ? cfg->threads : (int)tl_env_long("TLINK_GPU_THREADS", 512);
-    if (g->nb < 1 || g->nb > 1024) g->nb = 64;
+    if (g->nb < 1 || g->nb > 1024) g->nb = 128;
+    /* messages below TLINK_GPU_BIG (64 MiB) launch TLINK_GPU_BLOCKS_SMALL (64) blocks, leaving
+     * the other SMs to compute that overlaps; larger ones launch all nb (more SMs issuing
+     * NVLink stores: 128 blocks reached 1.18x NCCL at 256 MiB on 2 H200s, 64 about 1.0x) */
+    g->nb_small = (int)tl_env_long("TLINK_GPU_BLOCKS_SMALL", 64);
+    g->big_bytes = env_size("TLINK_GPU_BIG", 64u << 20);
+    g->full_tiles = tl_env_long("TLINK_GPU_FULL_TILES", 0) != 0;
     if (g->threads < 32 || g->threads > 512 || g->threads % 32) g->threads = 512;
     size_t want_slot = cfg && cfg->slot_bytes ? cfg->slot_bytes : env_size("TLINK_GPU_SLOT", 256u << 10);
     size_t want_ce = cfg && cfg->ce_chunk_bytes ? cfg->ce_chunk_bytes : env_size("TLINK_GPU_CE_CHUNK", 16u << 20);
@@ -531,6 +541,7 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     if (maj < 7) FAIL(TLINK_ERR_UNSUPPORTED, "tlink_gpu_comm_init: compute capability %d.%d; device collectives need 7.0+", maj, mnr);
     snprintf(g->arch, sizeof g->arch, "sm_%d%d", maj, mnr);
     if (sms > 0 && g->nb > sms) g->nb = sms; /* every block must be resident at once */
+    if (g->nb_small < 1 || g->nb_small > g->nb) g->nb_small = g->nb;
     /* layout: flags | SM inboxes [2][2][nb][n] slots | CE regions [2][n] */
     g->flag_bytes = (size_t)F_KINDS * (size_t)g->nb * GPU_MAXR * 8;
     g->flag_bytes = (g->flag_bytes + 4095) & ~(size_t)4095;
@@ -556,6 +567,8 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     mine.device = g->device;
     mine.pid = (int32_t)getpid();
     mine.bytes = g->total;
+    mine.big_bytes = g->big_bytes;
+    mine.nb_small = g->nb_small;
 exchange:
 #undef FAIL
 #define FAIL(code, ...) do { st = gerr(g, code, __VA_ARGS__); goto fail; } while (0)
@@ -604,6 +617,9 @@ exchange:
         if (pi.bytes != g->total)
             FAIL(TLINK_ERR_INVALID_ARG, "rank %d's GPU buffer is %llu bytes, mine %zu: configure every rank alike (blocks, buffer)",
                  p, (unsigned long long)pi.bytes, g->total);
+        if (pi.big_bytes != g->big_bytes || pi.nb_small != g->nb_small)
+            FAIL(TLINK_ERR_INVALID_ARG, "rank %d launches %d blocks below %llu bytes, I %d below %zu: set TLINK_GPU_BLOCKS_SMALL and TLINK_GPU_BIG alike on every rank",
+                 p, pi.nb_small, (unsigned long long)pi.big_bytes, g->nb_small, g->big_bytes);
         int same = !strcmp(pi.pci, mine.pci);
         if (!same) {
             CUdevice pd = -1;
@@ -692,6 +708,12 @@ static tlink_status precheck(tlink_gpu_comm *g, const char *fn, tlink_dtype dt, 
 }
 
 /* ---------------------------------------------------------------- the SM path */
+/* blocks launched for a message of `bytes` (same on every rank: a function of the size and of
+ * settings checked equal at init) */
+static int64_t blocks_for(const tlink_gpu_comm *g, int64_t bytes) {
+    return bytes >= (int64_t)g->big_bytes ? g->nb : g->nb_small;
+}
+
 static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *out, size_t L, size_t lim, tlink_dtype dt,
                            tlink_op op, int root, int tiles_cols, CUstream s) {
     size_t es = tlink_dtype_size(dt);
@@ -708,16 +730,17 @@ static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *ou
      * a few blocks moving whole slots while the others idle (4-16 MiB allreduce on 4 ranks
      * used 4-16 of 64 blocks). Same number of rounds, hence the same handshakes. */
     (void)tiles_cols;
+    int64_t nbl = blocks_for(g, lim * es);
     int64_t Tmax = (int64_t)(g->slot / es), gran = (int64_t)(256 / es);
-    int64_t rounds = ((int64_t)L + Tmax * g->nb - 1) / (Tmax * g->nb);
+    int64_t rounds = ((int64_t)L + Tmax * nbl - 1) / (Tmax * nbl);
     if (rounds < 1) rounds = 1;
-    int64_t per = ((int64_t)L + rounds * g->nb - 1) / (rounds * g->nb);
+    int64_t per = ((int64_t)L + rounds * nbl - 1) / (rounds * nbl);
     per = (per + gran - 1) / gran * gran;
     if (per < gran) per = gran;
-    if (per > Tmax || tl_env_long("TLINK_GPU_FULL_TILES", 0)) per = Tmax;
+    if (per > Tmax || g->full_tiles) per = Tmax;
     a.T = per;
     int64_t tiles = ((int64_t)L + a.T - 1) / a.T;
-    a.rounds = (tiles + g->nb - 1) / g->nb;
+    a.rounds = (tiles + nbl - 1) / nbl;
     if (a.rounds < 1) a.rounds = 1;
     a.step0 = g->step;
     a.slot = (int64_t)g->slot;
@@ -732,22 +755,11 @@ static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *ou
         a.flags[p] = g->peer[p];
     }
     a.err = g->err_dev;
-    memcpy(a.prev, g->prev, sizeof a.prev);
     void *params[] = {&a};
     CUfunction f = g->fn[dt][(mode == M_AR2 || mode == M_AR1 || mode == M_RS) ? op : TLINK_SUM];
-    CUCHK(g, cu.LaunchKernel(f, (unsigned)g->nb, 1, 1, (unsigned)g->threads, 1, 1, 0, s, params, NULL), "cuLaunchKernel");
-    /* what the next operation must wait for before refilling a slot */
-    uint64_t last = g->step + (uint64_t)a.rounds;
-    int in0 = mode == M_AR2 || mode == M_AR1 || mode == M_RS || (mode == M_BCS && root == g->rank);
-    int in1 = mode == M_AR2 || mode == M_AG || mode == M_A2A || (mode == M_BC && root == g->rank) ||
-              (mode == M_BCS && root != g->rank);
-    for (uint64_t st2 = last; st2 > g->step && st2 + 2 > last; st2--)
-        for (int p = 0; p < g->size; p++) {
-            if (p == g->rank) continue;
-            if (in0) g->prev[0][st2 & 1][p] = st2;
-            if (in1 && !(mode == M_BCS && p == root)) g->prev[1][st2 & 1][p] = st2; /* non-roots forward to non-roots */
-        }
-    g->step = last;
+    CUCHK(g, cu.LaunchKernel(f, (unsigned)nbl, 1, 1, (unsigned)g->threads, 1, 1, 0, s, params, NULL), "cuLaunchKernel");
+    /* (the kernel's blocks remember the last step they pushed into each slot: F_LAST flags) */
+    g->step += (uint64_t)a.rounds;
     return TLINK_OK;
 }
 
@@ -837,7 +849,7 @@ static tlink_status ce_allreduce(tlink_gpu_comm *g, const void *in, void *out, s
 /* ---------------------------------------------------------------- the collectives */
 static double predict(const tlink_gpu_comm *g, int algo, size_t bytes) {
     double n = g->size, B = (double)bytes;
-    double tile = (double)g->slot / 1.0 * g->nb; /* bytes per round: oneshot's whole tile, twoshot's column */
+    double tile = (double)g->slot * (double)blocks_for(g, (int64_t)bytes); /* bytes per round: oneshot's whole tile, twoshot's column */
     double chunks_sm = ceil(B / (n * tile)), chunks_one = ceil(B / tile);
     switch (algo) {
     case A_ONESHOT: return (g->alpha_s * chunks_one + (n - 1) * B * g->beta_link + (n + 1) * B * g->beta_mem) * 1e6;
