@@ -628,7 +628,8 @@ TLINK_API void tlink_topo_free(tlink_topo *t);
  * "oneshot" (every rank pushes everything to every peer and reduces locally; one
  * synchronisation), "twoshot" (reduce-scatter then all-gather through the peers' inboxes),
  * "ce" (copy engines move the data, a TileLang-generated kernel reduces; sum of f32/f16/bf16);
- * chosen by an α–β model (TLINK_GPU_ALGO forces one). */
+ * chosen by an α–β model (TLINK_GPU_ALGO forces one). Broadcast: "direct" (small) or
+ * "scatter" (scatter from the root then allgather, every link carries ~B; from 3 ranks). */
 typedef struct tlink_gpu_comm tlink_gpu_comm;
 typedef struct CUstream_st *tlink_cuda_stream;
 
@@ -636,7 +637,9 @@ typedef struct tlink_gpu_config {
     int device;                 /* CUDA ordinal; -1 (or a NULL config): local rank % device count */
     size_t slot_bytes;          /* SM path: bytes per block, source and step; 0: TLINK_GPU_SLOT or 256 KiB */
     size_t ce_chunk_bytes;      /* copy-engine path: bytes per column and step; 0: TLINK_GPU_CE_CHUNK or 16 MiB */
-    int blocks;                 /* thread blocks per collective (at most one per SM); 0: TLINK_GPU_BLOCKS or 64 */
+    int blocks;                 /* most thread blocks per collective (at most one per SM; all of them from
+                                   TLINK_GPU_BIG bytes, 64 MiB, TLINK_GPU_BLOCKS_SMALL = 64 below); 0:
+                                   TLINK_GPU_BLOCKS or 128 */
     int threads;                /* threads per block, at most 512; 0: TLINK_GPU_THREADS or 512 */
     int reserved[8];
 } tlink_gpu_config;
@@ -657,7 +660,9 @@ TLINK_API tlink_status tlink_gpu_comm_destroy(tlink_gpu_comm *g);
 TLINK_API int tlink_gpu_comm_device(const tlink_gpu_comm *g);
 /* "ipc-nvlink", "ipc-pcie" or "ipc-same-gpu": how this rank reaches peer (or "self"). */
 TLINK_API const char *tlink_gpu_comm_link(const tlink_gpu_comm *g, int peer);
-/* Force an algorithm for allreduce: "auto", "oneshot", "twoshot", "ce". Same on all ranks. */
+/* Force an algorithm: "auto"; allreduce "oneshot", "twoshot", "ce"; broadcast "direct" (the root
+ * pushes everything to everyone), "scatter" (scatter from the root, then allgather among the
+ * others). An algorithm that does not apply to a collective leaves it to the model. Same on all ranks. */
 TLINK_API tlink_status tlink_gpu_set_algo(tlink_gpu_comm *g, const char *algo);
 TLINK_API const char *tlink_gpu_last_algo(const tlink_gpu_comm *g);
 TLINK_API double tlink_gpu_last_predicted_us(const tlink_gpu_comm *g);
