@@ -460,7 +460,8 @@ extern "C" __global__ void __launch_bounds__(512) tl_coll(Args a) {
             const int root = a.root;
             if (me == root) {
                 for (int k = 1; k < n; k++) {
-                    int p = (me + k) % n, c = k - 1;
+                    /* blocks start at different owners: all of the root's links busy at once */
+                    const int c = (k - 1 + b) % (n - 1), p = (me + 1 + c) % n;
                     if (!push_ready(a, 0, step, r, p)) return;
                     const char *s = a.in + ((i64)c * a.L + off) * es;
                     dst[0] = slotp(a, p, 0, step, b, me);
