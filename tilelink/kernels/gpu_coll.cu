@@ -59,6 +59,7 @@ struct Args {
 __device__ __forceinline__ float bits_f32(u32 u) { return __uint_as_float(u); }
 __device__ __forceinline__ u32 f32_bits(float f) { return __float_as_uint(f); }
 
+#ifndef TL_HOST_EMU /* tests/link-gpu/emu.cpp runs this file on CPU threads and supplies these */
 __device__ float f16_to_f32(u16 h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -69,6 +70,7 @@ __device__ u16 f32_to_f16(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+#endif
 __device__ float bf16_to_f32(u16 h) { return bits_f32((u32)h << 16); }
 __device__ u16 f32_to_bf16(float f) {
     u32 x = f32_bits(f);
@@ -212,6 +214,7 @@ __device__ __forceinline__ A finish(A a, int n) {
 }
 
 /* ---------- flags ---------- */
+#ifndef TL_HOST_EMU
 __device__ __forceinline__ u64 ld_acquire(const u64 *p) {
     u64 v;
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -225,6 +228,7 @@ __device__ __forceinline__ u64 now_ns(void) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+#endif
 
 __device__ __forceinline__ u64 *flag(const Args &a, int owner, int kind, int b, int src) {
     return a.flags[owner] + ((i64)(kind * a.nb + b) * MAXR + src);
