@@ -1318,6 +1318,89 @@ static void gkernel(gen *G, const ir_stmt *s) {
     G->indent = saved_indent;
 }
 
+/* ---------- fusing an elementwise T.Parallel nest with the row reduction after it ----------
+ * In the tile form, `for i, j in T.Parallel(R, L): F[i, j] = e` followed by
+ * `T.reduce_{sum,max,min}(F, D, dim=1)` over whole f32 buffers (F [R, L], D [R]) is emitted as
+ * one loop per row: each element is stored and folded into a running accumulator while it is
+ * still in a register (the reduce would read the whole fragment again). Legal because the
+ * nest's iterations are independent (T.Parallel), it stores only F[i, j] and does not read D,
+ * so row i of F is final when row i's inner loop ends. Sums are reassociated (omp simd lanes,
+ * as the unfused tile_run_f32 already does: the f32 reduction tolerance of docs/cli.md);
+ * max/min are exact (tile_fmaxf/tile_fminf, NaN elements skipped). */
+static const ir_stmt *fz_single(const ir_stmt *s) {
+    while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];
+    return s;
+}
+static bool fz_reads_buf(const ir_expr *e, const ir_buffer *b) {
+    if (!e) return false;
+    if (e->kind == IR_E_LOAD && e->buf == b) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (fz_reads_buf(e->args[i], b)) return true;
+    return false;
+}
+static bool fz_const0(const ir_expr *e) {
+    int64_t v;
+    return e && ir_const_int_value(e, &v) && v == 0;
+}
+/* the STORE of the fusable nest a followed by reduce r, or NULL */
+static const ir_stmt *fuse_match(gen *G, const ir_stmt *a, const ir_stmt *r) {
+    if (getenv("TILE_NO_FUSE_REDUCE")) return NULL;
+    if (G->f->form != IR_FORM_TILE || !a || !r || r->kind != IR_S_REDUCE) return NULL;
+    a = fz_single(a);
+    if (!a || a->kind != IR_S_FOR || a->loop_kind != IR_LOOP_PARALLEL || a->par_group_depth != 2 || !fz_const0(a->lo)) return NULL;
+    const ir_stmt *in = fz_single(a->body[0]);
+    if (!in || in->kind != IR_S_FOR || !fz_const0(in->lo)) return NULL;
+    const ir_stmt *st = fz_single(in->body[0]);
+    if (!st || st->kind != IR_S_STORE || !reduce_rows_fast(G, r)) return NULL;
+    if (r->reduce_op != IR_RED_SUM && r->reduce_op != IR_RED_MAX && r->reduce_op != IR_RED_MIN) return NULL;
+    const ir_buffer *F = r->regions[0].buf, *D = r->regions[1].buf;
+    int64_t R, L;
+    if (st->buf != F || F->rank != 2 || !ir_const_int_value(a->extent, &R) || !ir_const_int_value(in->extent, &L)) return NULL;
+    if (R != G->cdims[F->id][0] || L != G->cdims[F->id][1]) return NULL;
+    if (st->idx[0]->kind != IR_E_VAR || st->idx[0]->var != a->var || st->idx[1]->kind != IR_E_VAR || st->idx[1]->var != in->var) return NULL;
+    if (!st->value || st->value->dtype != TILE_DT_F32 || fz_reads_buf(st->value, D)) return NULL;
+    return st;
+}
+static void gfused_reduce(gen *G, const ir_stmt *a, const ir_stmt *st, const ir_stmt *r) {
+    a = fz_single(a);
+    const ir_stmt *in = fz_single(a->body[0]);
+    const ir_buffer *F = r->regions[0].buf, *D = r->regions[1].buf;
+    int t = tmp(G), op = r->reduce_op;
+    long long R = (long long)G->cdims[F->id][0], L = (long long)G->cdims[F->id][1];
+    const char *init = op == IR_RED_MAX ? "-INFINITY" : op == IR_RED_MIN ? "INFINITY" : "0.0f";
+    int iv = a->var->id, jv = in->var->id;
+    line(G, "{ /* T.Parallel nest fused with the reduce after it */");
+    G->indent++;
+    line(G, "for (int64_t v%d = 0; v%d < INT64_C(%lld); v%d++) {", iv, iv, R, iv);
+    G->indent++;
+    line(G, "float acc%d = %s;", t, init);
+    size_t at = B(G)->len;
+    line(G, "for (int64_t v%d = 0; v%d < INT64_C(%lld); v%d++) {", jv, jv, L, jv);
+    G->indent++;
+    gstmt(G, st);
+    if (op == IR_RED_SUM) line(G, "acc%d = acc%d + b%d[v%d * INT64_C(%lld) + v%d];", t, t, F->id, iv, L, jv);
+    else line(G, "acc%d = %s(acc%d, b%d[v%d * INT64_C(%lld) + v%d]);", t, op == IR_RED_MAX ? "tile_fmaxf" : "tile_fminf", t, F->id, iv, L, jv);
+    G->indent--;
+    line(G, "}");
+    if (B(G)->data && !strstr(B(G)->data + at, "goto ") && !strstr(B(G)->data + at, "break;") && !strstr(B(G)->data + at, "continue;")) {
+        char *tail = tile_xstrdup(B(G)->data + at);
+        B(G)->len = at;
+        B(G)->data[at] = 0;
+        ind(G);
+        tile_sb_printf(B(G), "_Pragma(\"omp simd reduction(%s:acc%d)\")\n", op == IR_RED_SUM ? "+" : op == IR_RED_MAX ? "tile_fmax" : "tile_fmin", t);
+        tile_sb_puts(B(G), tail);
+        free(tail);
+    }
+    if (r->clear) line(G, "float a%d = %s;", t, init);
+    else line(G, "float a%d = b%d[v%d];", t, D->id, iv);
+    if (op == IR_RED_SUM) line(G, "b%d[v%d] = a%d + acc%d;", D->id, iv, t, t);
+    else line(G, "b%d[v%d] = %s(a%d, acc%d);", D->id, iv, op == IR_RED_MAX ? "tile_fmaxf" : "tile_fminf", t, t);
+    G->indent--;
+    line(G, "}");
+    G->indent--;
+    line(G, "}");
+}
+
 static void gstmt(gen *G, const ir_stmt *s) {
     if (G->failed || !s) return;
     G->may_fail = false;
@@ -1325,7 +1408,15 @@ static void gstmt(gen *G, const ir_stmt *s) {
     case IR_S_SEQ: {
         line(G, "{");
         G->indent++;
-        for (int i = 0; i < s->nbody; i++) gstmt(G, s->body[i]);
+        for (int i = 0; i < s->nbody; i++) {
+            const ir_stmt *fst = i + 1 < s->nbody ? fuse_match(G, s->body[i], s->body[i + 1]) : NULL;
+            if (fst) {
+                gfused_reduce(G, s->body[i], fst, s->body[i + 1]);
+                i++;
+            } else {
+                gstmt(G, s->body[i]);
+            }
+        }
         for (int i = 0; i < s->nbody; i++)
             if (s->body[i] && s->body[i]->kind == IR_S_ALLOC && G->fn->heap[s->body[i]->buf->id])
                 line(G, "free(h%d); h%d = NULL;", s->body[i]->buf->id, s->body[i]->buf->id);
