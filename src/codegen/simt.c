@@ -28,6 +28,7 @@ void simt_options_default(simt_options *o, simt_dialect d) {
     o->fp64 = true;
     o->atom64 = true;
     o->checks = tile_env_long("TILE_GPU_CHECKS", 1) != 0;
+    o->mem_opt = (int)tile_env_long("TILE_SIMT_MEMOPT", 1);
 }
 
 /* ---------- state ---------- */
@@ -55,6 +56,8 @@ struct gen {
     bool uses_f64;
     tile_vec sites;       /* simt_site* */
     bool sm90_helpers;    /* sm90.c's device helpers already written */
+    long red_off;         /* OpenCL: shared offset of the warp-reduction scratch (2 x threads floats), or -1 */
+    long redw_off;        /* shared offset of the per-warp partials (threads / 32 floats), or -1 */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -1137,6 +1140,244 @@ static void loaded_as(gen *G, tile_strbuf *o, const ir_buffer *b, const char *of
     tile_sb_free(&l);
 }
 
+/* T.reduce_* of f32 values by warps (simt_options.mem_opt): each output (a row of the other
+ * dims) belongs to one warp of 32 threads; lane l folds elements l, l+32, ... of the row,
+ * then the lanes combine with an xor butterfly (CUDA: __shfl_xor_sync; OpenCL 1.2 has no
+ * shuffles, so the same butterfly goes through shared memory with barriers: the same
+ * arithmetic, so PoCL checks the CUDA lowering's order). Every thread runs the same number of
+ * iterations (barriers stay uniform). The sum is in a different order than the
+ * interpreter's sequential one (float rounding differs within the usual tolerance); max and
+ * min are exact. */
+static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid) {
+    const ir_region *src = &s->regions[0], *dst = &s->regions[1];
+    int R = src->buf->rank, dim = s->dim, op = s->reduce_op;
+    /* clear=False (a running max/sum, as in flash attention) only at mem_opt >= 2: with it
+     * the causal flash-attention example gives wrong results on PoCL 3.1 unless PoCL's
+     * optimiser is off (-cl-opt-disable passes), which we could not pin down in time */
+    if (!s->clear && G->o->mem_opt < 2) return false;
+    if (!G->o->mem_opt || strcmp(tid, "tl_tid") != 0 || G->threads < 32 || G->threads % 32 != 0) return false;
+    if (dim < 0 || dim >= R || compute_dt(dst->buf->dtype) != TILE_DT_F32 || !is_float(src->buf->dtype) || src->buf->dtype == TILE_DT_F64) return false;
+    if (op != IR_RED_SUM && op != IR_RED_MAX && op != IR_RED_MIN && op != IR_RED_ABSSUM && op != IR_RED_ABSMAX) return false;
+    bool sum = op == IR_RED_SUM || op == IR_RED_ABSSUM, isabs = op == IR_RED_ABSSUM || op == IR_RED_ABSMAX;
+    const char *comb = sum ? NULL : op == IR_RED_MIN ? "fminf" : "fmaxf";
+    if (!G->cuda) comb = sum ? NULL : op == IR_RED_MIN ? "fmin" : "fmax";
+    tile_strbuf idl = {0};
+    if (sum) tile_sb_puts(&idl, "0.0f");
+    else f32_lit(&idl, op == IR_RED_MIN ? INFINITY : -INFINITY);
+    if (!G->cuda && G->red_off < 0) {
+        G->smem = (G->smem + 15) & ~(size_t)15;
+        G->red_off = (long)G->smem;
+        G->smem += (size_t)G->threads * 8;
+    }
+    /* fewer rows than warps (a constant count): WPR warps share a row, their partials meet
+     * in shared memory (one step across warps) */
+    int NW = G->threads / 32, WPR = 1;
+    int64_t nconst = 1;
+    bool isconst = true;
+    for (int d = 0; d < R; d++) {
+        int64_t v;
+        if (d == dim) continue;
+        if (!ir_const_int_value(src->extent[d], &v) || v < 1) isconst = false;
+        else nconst *= v;
+    }
+    if (isconst && G->o->mem_opt)
+        while (NW % (WPR * 2) == 0 && nconst * WPR * 2 <= NW) WPR *= 2;
+    if (WPR > 1 && G->redw_off < 0) {
+        G->smem = (G->smem + 15) & ~(size_t)15;
+        G->redw_off = (long)G->smem;
+        G->smem += (size_t)NW * 4;
+    }
+    region_prep(G, o, src, 0);
+    region_prep(G, o, dst, 1);
+    tile_strbuf nout = {0};
+    tile_sb_puts(&nout, "(int64_t)1");
+    for (int d = 0; d < R; d++)
+        if (d != dim) tile_sb_printf(&nout, " * tl_e0_%d", d);
+    line(G, o, "const int64_t tl_nout = %s, tl_len = tl_e0_%d;", nout.data, dim);
+    tile_sb_free(&nout);
+    int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "reduce: the reduction gives %lld elements but the destination has %lld");
+    line(G, o, "if (tl_nout != tl_c1) tl_fail(tl_err, %d, tl_nout, tl_c1, 0);", site);
+    line(G, o, "else for (int64_t tl_qb = 0; tl_qb < tl_nout; tl_qb += %d) {", NW / WPR);
+    G->ind++;
+    line(G, o, "const int64_t tl_q = tl_qb + (tl_tid / %d);", 32 * WPR);
+    line(G, o, "const int tl_lane = tl_tid & 31, tl_sub = (tl_tid >> 5) %% %d; (void)tl_sub;", WPR);
+    line(G, o, "float tl_acc = %s;", idl.data);
+    line(G, o, "if (tl_q < tl_nout) {");
+    G->ind++;
+    if (!s->clear) {
+        /* lane 0 starts from the destination's value (clear=False) */
+        line(G, o, "if (tl_lane == 0 && tl_sub == 0) {");
+        G->ind++;
+        region_pos(G, o, dst, 1, "tl_q");
+        tile_strbuf d0 = {0};
+        loaded_as(G, &d0, dst->buf, "tl_o1", TILE_DT_F32);
+        line(G, o, "if (tl_in1) tl_acc = %s;", d0.data);
+        tile_sb_free(&d0);
+        G->ind--;
+        line(G, o, "}");
+    }
+    line(G, o, "int64_t tl_rr = tl_q;");
+    for (int d = R - 1; d >= 0; d--) {
+        if (d == dim) continue;
+        line(G, o, "const int64_t tl_t%d = tl_s0_%d + tl_rr %% tl_e0_%d; tl_rr /= tl_e0_%d;", d, d, d, d);
+    }
+    line(G, o, "for (int64_t tl_kk = tl_tid %% %d; tl_kk < tl_len; tl_kk += %d) {", 32 * WPR, 32 * WPR);
+    G->ind++;
+    tile_strbuf in = {0}, off = {0};
+    tile_sb_puts(&in, "1");
+    tile_sb_puts(&off, "(int64_t)0");
+    for (int d = 0; d < R; d++) {
+        char p[64];
+        if (d == dim) snprintf(p, sizeof p, "(tl_s0_%d + tl_kk)", d);
+        else snprintf(p, sizeof p, "tl_t%d", d);
+        tile_sb_printf(&in, " && (uint64_t)%s < (uint64_t)tl_d0_%d", p, d);
+        tile_strbuf t = {0};
+        tile_sb_printf(&t, "(%s) * tl_d0_%d + %s", off.data, d, p);
+        tile_sb_free(&off);
+        off = t;
+    }
+    line(G, o, "if (!(%s)) continue;", in.data);
+    line(G, o, "const int64_t tl_o0 = %s;", off.data);
+    tile_sb_free(&in);
+    tile_sb_free(&off);
+    tile_strbuf l = {0};
+    loaded_as(G, &l, src->buf, "tl_o0", TILE_DT_F32);
+    line(G, o, "float tl_x = %s;", l.data);
+    tile_sb_free(&l);
+    if (isabs) line(G, o, "tl_x = %s(tl_x);", G->cuda ? "fabsf" : "fabs");
+    if (sum) line(G, o, "tl_acc = tl_acc + tl_x;");
+    else line(G, o, "tl_acc = %s(tl_acc, tl_x);", comb);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    for (int m = 16; m >= 1; m /= 2) {
+        if (G->cuda) {
+            if (sum) line(G, o, "tl_acc = tl_acc + __shfl_xor_sync(0xffffffffu, tl_acc, %d);", m);
+            else line(G, o, "tl_acc = %s(tl_acc, __shfl_xor_sync(0xffffffffu, tl_acc, %d));", comb, m);
+        } else {
+            /* two scratch halves used alternately: one barrier per step */
+            int h = (m == 16 || m == 4 || m == 1) ? 0 : G->threads;
+            line(G, o, "tl_red[%d + tl_tid] = tl_acc;", h);
+            line(G, o, "TL_BARRIER();");
+            if (sum) line(G, o, "tl_acc = tl_acc + tl_red[%d + (tl_tid ^ %d)];", h, m);
+            else line(G, o, "tl_acc = %s(tl_acc, tl_red[%d + (tl_tid ^ %d)]);", comb, h, m);
+        }
+    }
+    if (WPR > 1) {
+        line(G, o, "if (tl_lane == 0) tl_redw[tl_tid >> 5] = tl_acc;");
+        line(G, o, "TL_BARRIER();");
+        line(G, o, "if (tl_sub == 0) {");
+        G->ind++;
+        for (int w = 1; w < WPR; w++) {
+            if (sum) line(G, o, "tl_acc = tl_acc + tl_redw[(tl_tid >> 5) + %d];", w);
+            else line(G, o, "tl_acc = %s(tl_acc, tl_redw[(tl_tid >> 5) + %d]);", comb, w);
+        }
+        G->ind--;
+        line(G, o, "}");
+    }
+    line(G, o, "if (tl_q < tl_nout && tl_lane == 0 && tl_sub == 0) {");
+    G->ind++;
+    region_pos(G, o, dst, 1, "tl_q");
+    line(G, o, "if (tl_in1) {");
+    G->ind++;
+    store_at(G, o, dst->buf, "tl_o1", "tl_acc", TILE_DT_F32);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    if (WPR > 1) line(G, o, "TL_BARRIER(); /* tl_redw is written again by the next rows */");
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&idl);
+    return true;
+}
+
+/* The scalar body of one element of a T.copy: positions from linear index `k`. */
+static void copy_elem(gen *G, tile_strbuf *o, const ir_region *src, const ir_region *dst, const char *k) {
+    region_pos(G, o, src, 0, k);
+    region_pos(G, o, dst, 1, k);
+    line(G, o, "if (tl_in1) {");
+    G->ind++;
+    tile_strbuf l = {0};
+    load_at(G, &l, src->buf, "tl_o0");
+    line(G, o, "%s tl_v = tl_in0 ? %s : (%s)0;", vtype(src->buf->dtype), l.data, vtype(src->buf->dtype));
+    tile_sb_free(&l);
+    store_at(G, o, dst->buf, "tl_o1", "tl_v", src->buf->dtype);
+    G->ind--;
+    line(G, o, "}");
+}
+
+/* T.copy with 16-byte (f32) / 8-byte (f16, bf16) accesses (simt_options.mem_opt): 4 elements
+ * at a time when, at run time, both regions have the same innermost extent, a multiple of 4,
+ * and both start on a multiple of 4 in rows whose length is a multiple of 4 (so every group
+ * of 4 is contiguous and aligned on both sides). A group that is not wholly inside both
+ * buffers (a ragged edge) is copied element by element with the usual clipping. Covers the
+ * same dtype (bits copied), and f16/bf16 <-> f32. Returns false (the caller emits the scalar
+ * loop) when the dtypes or spaces do not fit; otherwise emits `if (vector) {...} else` and
+ * the caller's scalar loop follows as the else branch. */
+static bool gen_copy_vec(gen *G, tile_strbuf *o, const ir_region *src, const ir_region *dst, const char *tid, const char *nth) {
+    tile_dtype sd = src->buf->dtype, dd = dst->buf->dtype;
+    if (!G->o->mem_opt || strcmp(tid, "tl_tid") != 0 || G->threads < 2) return false;
+    int ss = G->space[src->buf->id], ds = G->space[dst->buf->id];
+    if ((ss != SP_GLOBAL && ss != SP_SHARED) || (ds != SP_GLOBAL && ds != SP_SHARED) || (ss == SP_SHARED && ds == SP_SHARED)) return false;
+    bool s16 = sd == TILE_DT_F16 || sd == TILE_DT_BF16, d16 = dd == TILE_DT_F16 || dd == TILE_DT_BF16;
+    bool s32 = bits_of(sd) == 32 && sd != TILE_DT_BOOL, d32 = bits_of(dd) == 32;
+    bool same = sd == dd && (s16 || s32);
+    bool widen = s16 && dd == TILE_DT_F32, narrow = sd == TILE_DT_F32 && d16;
+    if (!same && !widen && !narrow) return false;
+    (void)d32;
+    int R0 = src->buf->rank, R1 = dst->buf->rank;
+    if (R0 < 1 || R1 < 1) return false;
+    const char *sv = s16 ? "uint2" : "uint4", *dv = d16 ? "uint2" : "uint4";
+    tile_strbuf sn = {0}, dn = {0};
+    buf_name(&sn, src->buf);
+    buf_name(&dn, dst->buf);
+    line(G, o, "else if (tl_e0_%d == tl_e1_%d && (tl_e0_%d & 3) == 0 && (tl_s0_%d & 3) == 0 && (tl_d0_%d & 3) == 0 && (tl_s1_%d & 3) == 0 && (tl_d1_%d & 3) == 0) {",
+         R0 - 1, R1 - 1, R0 - 1, R0 - 1, R0 - 1, R1 - 1, R1 - 1);
+    G->ind++;
+    line(G, o, "for (int64_t tl_vk = %s; tl_vk < (tl_c0 >> 2); tl_vk += %s) {", tid, nth);
+    G->ind++;
+    region_pos(G, o, src, 0, "tl_vk * 4");
+    region_pos(G, o, dst, 1, "tl_vk * 4");
+    line(G, o, "if (tl_in0 && tl_in1 && tl_p0_%d + 3 < tl_d0_%d && tl_p1_%d + 3 < tl_d1_%d) {", R0 - 1, R0 - 1, R1 - 1, R1 - 1);
+    G->ind++;
+    line(G, o, "const %s tl_u = *(const %s%s *)(%s + tl_o0);", sv, sp_qual(G, ss), sv, sn.data);
+    if (same) line(G, o, "*(%s%s *)(%s + tl_o1) = tl_u;", sp_qual(G, ds), dv, dn.data);
+    else if (widen) {
+        const char *cv = sd == TILE_DT_F16 ? "tcv_f16_bits_to_f32" : "tcv_bf16_bits_to_f32";
+        line(G, o, "%s tl_w;", dv);
+        line(G, o, "tl_w.x = TL_BITS_F32(%s((uint16_t)(tl_u.x & 0xffffu)));", cv);
+        line(G, o, "tl_w.y = TL_BITS_F32(%s((uint16_t)(tl_u.x >> 16)));", cv);
+        line(G, o, "tl_w.z = TL_BITS_F32(%s((uint16_t)(tl_u.y & 0xffffu)));", cv);
+        line(G, o, "tl_w.w = TL_BITS_F32(%s((uint16_t)(tl_u.y >> 16)));", cv);
+        line(G, o, "*(%s%s *)(%s + tl_o1) = tl_w;", sp_qual(G, ds), dv, dn.data);
+    } else {
+        const char *cv = dd == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
+        line(G, o, "%s tl_w;", dv);
+        line(G, o, "tl_w.x = (uint32_t)%s(TL_F32_BITS(tl_u.x)) | ((uint32_t)%s(TL_F32_BITS(tl_u.y)) << 16);", cv, cv);
+        line(G, o, "tl_w.y = (uint32_t)%s(TL_F32_BITS(tl_u.z)) | ((uint32_t)%s(TL_F32_BITS(tl_u.w)) << 16);", cv, cv);
+        line(G, o, "*(%s%s *)(%s + tl_o1) = tl_w;", sp_qual(G, ds), dv, dn.data);
+    }
+    G->ind--;
+    line(G, o, "} else {");
+    G->ind++;
+    line(G, o, "for (int64_t tl_ve = tl_vk * 4; tl_ve < tl_vk * 4 + 4; tl_ve++) {");
+    G->ind++;
+    copy_elem(G, o, src, dst, "tl_ve");
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&sn);
+    tile_sb_free(&dn);
+    return true;
+}
+
 static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid, const char *nth) {
     for (int i = 0; i < s->nregions; i++)
         if (G->space[s->regions[i].buf->id] == SP_NONE) {
@@ -1152,19 +1393,10 @@ static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid
         region_prep(G, o, dst, 1);
         int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "copy: the source has %lld elements but the destination has %lld");
         line(G, o, "if (tl_c0 != tl_c1) tl_fail(tl_err, %d, tl_c0, tl_c1, 0);", site);
+        gen_copy_vec(G, o, src, dst, tid, nth);
         line(G, o, "else for (int64_t tl_k = %s; tl_k < tl_c0; tl_k += %s) {", tid, nth);
         G->ind++;
-        region_pos(G, o, src, 0, "tl_k");
-        region_pos(G, o, dst, 1, "tl_k");
-        line(G, o, "if (tl_in1) {");
-        G->ind++;
-        tile_strbuf l = {0};
-        load_at(G, &l, src->buf, "tl_o0");
-        line(G, o, "%s tl_v = tl_in0 ? %s : (%s)0;", vtype(src->buf->dtype), l.data, vtype(src->buf->dtype));
-        tile_sb_free(&l);
-        store_at(G, o, dst->buf, "tl_o1", "tl_v", src->buf->dtype);
-        G->ind--;
-        line(G, o, "}");
+        copy_elem(G, o, src, dst, "tl_k");
         G->ind--;
         line(G, o, "}");
         break;
@@ -1249,6 +1481,7 @@ static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid
         break;
     }
     case IR_S_REDUCE: {
+        if (gen_reduce_warp(G, o, s, tid)) break;
         const ir_region *src = &s->regions[0], *dst = &s->regions[1];
         int R = src->buf->rank, dim = s->dim;
         if (dim < 0 || dim >= R) {
@@ -1513,6 +1746,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     }
     for (int i = 0; i < f->nvars; i++) G->slot[i] = -1;
     for (int i = 0; i < f->nvars; i++) G->priv[i] = false;
+    G->red_off = -1;
+    G->redw_off = -1;
     snprintf(L->lowering, sizeof L->lowering, "simt");
 
     tile_strbuf body = {0}, helpers = {0};
@@ -1613,6 +1848,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
         tile_sb_printf(src, "    TL_LOCAL %s *%s = (TL_LOCAL %s *)(tl_smem + %zu);\n", stype(b->dtype), n.data, stype(b->dtype), G->soff[i]);
         tile_sb_free(&n);
     }
+    if (G->red_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_red = (TL_LOCAL float *)(tl_smem + %ld);\n", G->red_off);
+    if (G->redw_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_redw = (TL_LOCAL float *)(tl_smem + %ld);\n", G->redw_off);
     tile_sb_puts(src, body.data ? body.data : "");
     tile_sb_puts(src, "}\n");
     tile_sb_free(&body);

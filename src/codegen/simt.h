@@ -37,6 +37,10 @@ typedef struct simt_options {
     bool fp64;          /* the device computes in double (OpenCL: cl_khr_fp64); else f64 is an error */
     bool atom64;        /* 64-bit atomics (OpenCL: cl_khr_int64_base_atomics) */
     bool checks;        /* bounds checks on element accesses (default on) */
+    int mem_opt;        /* memory-bound lowerings (simt.c: gen_reduce_warp, gen_copy_vec): 1 (default,
+                         * env TILE_SIMT_MEMOPT) = warp-cooperative f32 row reductions with clear=True
+                         * and 16-byte vector copies; 2 = also reductions with clear=False
+                         * (experimental); 0 = off */
     int sm;             /* CUDA: 90 = sm_90a (Hopper: TMA + wgmma lowering of GEMM kernels,
                          * src/codegen/sm90.c); 0 = the portable SIMT lowering only */
 } simt_options;
