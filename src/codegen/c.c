@@ -1321,13 +1321,16 @@ static void gkernel(gen *G, const ir_stmt *s) {
 /* ---------- fusing an elementwise T.Parallel nest with the row reduction after it ----------
  * In the tile form, `for i, j in T.Parallel(R, L): F[i, j] = e` followed by
  * `T.reduce_sum(F, D, dim=1)` over whole f32 buffers (F [R, L], D [R]) is emitted as
- * one loop per row: each element is stored and folded into a running accumulator while it is
- * still in a register (the reduce would read the whole fragment again). Legal because the
+ * one loop per row in chunks of FUSE_CHUNK elements: a chunk is stored, then summed with
+ * tile_run_f32 while it is still in L1 (the reduce would read the whole fragment again, from
+ * L2 or beyond once an 8-row fragment of a long row outgrows L2). Legal because the
  * nest's iterations are independent (T.Parallel), it stores only F[i, j] and does not read D,
- * so row i of F is final when row i's inner loop ends. Sums are reassociated (omp simd lanes,
- * as the unfused tile_run_f32 already does: the f32 reduction tolerance of docs/cli.md).
+ * so row i of F is final when row i's inner loop ends. Sums are reassociated (per chunk, then
+ * the chunks in order; the unfused tile_run_f32 reassociates too: the f32 reduction
+ * tolerance of docs/cli.md).
  * Max/min reduces are left to tile_run_f32 (fused with a select-based omp simd max, the
  * softmax was measured 15-25% slower). TILE_NO_FUSE_REDUCE=1 turns fusion off (A/B runs). */
+enum { FUSE_CHUNK = 256 }; /* elements of a row stored, then summed while in L1 */
 static const ir_stmt *fz_single(const ir_stmt *s) {
     while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];
     return s;
@@ -1368,30 +1371,25 @@ static void gfused_reduce(gen *G, const ir_stmt *a, const ir_stmt *st, const ir_
     const ir_buffer *F = r->regions[0].buf, *D = r->regions[1].buf;
     int t = tmp(G);
     long long R = (long long)G->cdims[F->id][0], L = (long long)G->cdims[F->id][1];
-    const char *init = "0.0f";
     int iv = a->var->id, jv = in->var->id;
     line(G, "{ /* T.Parallel nest fused with the reduce after it */");
     G->indent++;
     line(G, "for (int64_t v%d = 0; v%d < INT64_C(%lld); v%d++) {", iv, iv, R, iv);
     G->indent++;
-    line(G, "float acc%d = %s;", t, init);
-    size_t at = B(G)->len;
-    line(G, "for (int64_t v%d = 0; v%d < INT64_C(%lld); v%d++) {", jv, jv, L, jv);
+    line(G, "float acc%d = 0.0f;", t);
+    line(G, "for (int64_t c%d = 0; c%d < INT64_C(%lld); c%d += %d) {", t, t, L, t, FUSE_CHUNK);
+    G->indent++;
+    line(G, "int64_t e%d = c%d + %d < INT64_C(%lld) ? c%d + %d : INT64_C(%lld);", t, t, FUSE_CHUNK, L, t, FUSE_CHUNK, L);
+    line(G, "TILE_IVDEP");
+    line(G, "for (int64_t v%d = c%d; v%d < e%d; v%d++) {", jv, t, jv, t, jv);
     G->indent++;
     gstmt(G, st);
-    line(G, "acc%d = acc%d + b%d[v%d * INT64_C(%lld) + v%d];", t, t, F->id, iv, L, jv);
     G->indent--;
     line(G, "}");
-    if (B(G)->data && !strstr(B(G)->data + at, "goto ") && !strstr(B(G)->data + at, "break;") && !strstr(B(G)->data + at, "continue;")) {
-        char *tail = tile_xstrdup(B(G)->data + at);
-        B(G)->len = at;
-        B(G)->data[at] = 0;
-        ind(G);
-        tile_sb_printf(B(G), "_Pragma(\"omp simd reduction(+:acc%d)\")\n", t);
-        tile_sb_puts(B(G), tail);
-        free(tail);
-    }
-    if (r->clear) line(G, "float a%d = %s;", t, init);
+    line(G, "acc%d += tile_run_f32(b%d + v%d * INT64_C(%lld) + c%d, e%d - c%d, 0);", t, F->id, iv, L, t, t, t);
+    G->indent--;
+    line(G, "}");
+    if (r->clear) line(G, "float a%d = 0.0f;", t);
     else line(G, "float a%d = b%d[v%d];", t, D->id, iv);
     line(G, "b%d[v%d] = a%d + acc%d;", D->id, iv, t, t);
     G->indent--;
