@@ -1329,7 +1329,9 @@ static void gkernel(gen *G, const ir_stmt *s) {
  * the chunks in order; the unfused tile_run_f32 reassociates too: the f32 reduction
  * tolerance of docs/cli.md).
  * Max/min reduces are left to tile_run_f32 (fused with a select-based omp simd max, the
- * softmax was measured 15-25% slower). TILE_NO_FUSE_REDUCE=1 turns fusion off (A/B runs). */
+ * softmax was measured 15-25% slower). Opt-in with TILE_FUSE_REDUCE=1: in same-process runs
+ * (bench/results/cpu-e2e-2026-11-29-3.md, "RMSNorm, fused") it measured at parity or up to
+ * 15% slower than the unfused loops, so it is off by default. */
 enum { FUSE_CHUNK = 256 }; /* elements of a row stored, then summed while in L1 */
 static const ir_stmt *fz_single(const ir_stmt *s) {
     while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];
@@ -1348,7 +1350,7 @@ static bool fz_const0(const ir_expr *e) {
 }
 /* the STORE of the fusable nest a followed by reduce r, or NULL */
 static const ir_stmt *fuse_match(gen *G, const ir_stmt *a, const ir_stmt *r) {
-    if (getenv("TILE_NO_FUSE_REDUCE")) return NULL;
+    if (!getenv("TILE_FUSE_REDUCE") || strcmp(getenv("TILE_FUSE_REDUCE"), "1")) return NULL;
     if (G->f->form != IR_FORM_TILE || !a || !r || r->kind != IR_S_REDUCE) return NULL;
     a = fz_single(a);
     if (!a || a->kind != IR_S_FOR || a->loop_kind != IR_LOOP_PARALLEL || a->par_group_depth != 2 || !fz_const0(a->lo)) return NULL;
