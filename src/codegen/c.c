@@ -1330,8 +1330,8 @@ static void gkernel(gen *G, const ir_stmt *s) {
  * tolerance of docs/cli.md).
  * Max/min reduces are left to tile_run_f32 (fused with a select-based omp simd max, the
  * softmax was measured 15-25% slower). Opt-in with TILE_FUSE_REDUCE=1: in same-process runs
- * (bench/results/cpu-e2e-2026-11-29-3.md, "RMSNorm, fused") it measured at parity or up to
- * 15% slower than the unfused loops, so it is off by default. */
+ * (bench/results/cpu-e2e-2026-11-29-3.md, "RMSNorm, fused") it measured between 15% slower
+ * and 25% faster than the unfused loops on a loaded machine: no gain shown, off by default. */
 enum { FUSE_CHUNK = 256 }; /* elements of a row stored, then summed while in L1 */
 static const ir_stmt *fz_single(const ir_stmt *s) {
     while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];
