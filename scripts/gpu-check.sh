@@ -43,12 +43,12 @@ step() { echo; echo "== $1 ($(date -u +%H:%M:%S))"; }
 skip() { case ",${GPU_CHECK_SKIP:-}," in *",$1,"*) record "$1" skipped "GPU_CHECK_SKIP"; return 0 ;; esac; return 1; }
 
 print_summary() {
-  local f=$1
+  local f=$1; shift   # the rest: the script's own arguments, for the Command line
   {
     echo "# GPU check, $date"
     echo
     echo "- Machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i "${TILE_CUDA_DEVICE:-0}" 2>/dev/null | head -1), $(nproc 2>/dev/null) CPU cores"
-    echo "- Commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "- Commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') (as the checkout's git metadata says; a copied tree may carry stale metadata)"
     echo "- Command: \`scripts/gpu-check.sh $*\` (GPU_CHECK_ALL=${GPU_CHECK_ALL:-0}, GPU_CHECK_QUICK=${GPU_CHECK_QUICK:-0})"
     echo
     echo "| step | status | detail |"

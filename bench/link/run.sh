@@ -5,10 +5,12 @@
 # bench/results/link-allreduce-<date>.md with both tables and the ratios.
 #
 # Environment knobs: BUILD (build dir, default build-bench-link), MAXSIZE (64M),
-# MAXSIZE_TCP (16M), WARM (3), ITERS (10), RANKS ("2 4"), REPEAT (2: each pair of runs is
-# repeated, interleaved, and each size keeps its fastest time — a shared machine's noise only
-# ever slows a run down), SMALL_MAX (64K), WARM_SMALL (20), ITERS_SMALL (200): sizes up to
-# SMALL_MAX run with these iteration counts instead, NO_TCP=1 (skip namespaces), OUT (the report file).
+# MAXSIZE_TCP (16M), WARM (3), ITERS (10), RANKS ("2 4"), REPEAT (5: each pair of runs is
+# repeated, interleaved; per size the report gives each library's median time and the median
+# of the per-repetition ratios with their spread, min-max), SMALL_MAX (64K), WARM_SMALL (20),
+# ITERS_SMALL (200): sizes up to
+# SMALL_MAX run with these iteration counts instead, NO_TCP=1 (skip namespaces), OUT (the report file),
+# TILE (a tile or tile_link_tool binary to use instead of building the CLI).
 # Installs openmpi-bin and libopenmpi-dev with apt-get if missing.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,7 +20,7 @@ MAXSIZE_TCP=${MAXSIZE_TCP:-16M}
 WARM=${WARM:-3}
 ITERS=${ITERS:-10}
 RANKS=${RANKS:-"2 4"}
-REPEAT=${REPEAT:-2}
+REPEAT=${REPEAT:-5}
 SMALL_MAX=${SMALL_MAX:-64K}
 WARM_SMALL=${WARM_SMALL:-20}
 ITERS_SMALL=${ITERS_SMALL:-200}
@@ -45,7 +47,9 @@ MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 
 # ---- 2. build (Release) --------------------------------------------------------------------
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-if ninja -C "$BUILD" -j2 tile_cli >&2 && [ -x "$BUILD/bin/tile" ]; then
+if [ -n "${TILE:-}" ]; then
+    say "using TILE=$TILE"
+elif ninja -C "$BUILD" -j2 tile_cli >&2 && [ -x "$BUILD/bin/tile" ]; then
     TILE="$BUILD/bin/tile"
 else
     say "the full tile CLI does not build right now; using the TileLink-only tool (same code)"
@@ -56,17 +60,13 @@ mpicc -O2 -o "$BUILD/mpi_allreduce" "$ROOT/bench/link/mpi_allreduce.c" -lm
 MPIB="$BUILD/mpi_allreduce"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# best FILES... > OUT: the first file's header, then per size (ascending) the row with the
-# smallest time (column 6)
-best() {
-    awk 'FNR == NR && /^#/ && !/Out of bounds|Avg bus/ { print }' "$@"
-    awk '/^ +[0-9]+ +[0-9]+ / { if (!($1 in t) || $6 < t[$1]) { t[$1] = $6; row[$1] = $0 } }
-         END { for (s in row) print row[s] }' "$@" | sort -n -k1,1
-}
+# rows FILE...: "size time busbw wrong algo" per table row of link-bench / mpi_allreduce output
+rows() { awk '/^ +[0-9]+ +[0-9]+ / { print $1, $6, $8, $9, ($10 == "" ? "-" : $10) }' "$@"; }
 
 # pair NAME CMD1 CMD2 MAX: runs both REPEAT times, interleaved, each in two segments: small
 # sizes (8 B .. SMALL_MAX) with WARM_SMALL/ITERS_SMALL iterations, so that one descheduling
-# does not decide a latency, and the rest up to MAX with WARM/ITERS; keeps the best per size.
+# does not decide a latency, and the rest up to MAX with WARM/ITERS. Leaves
+# $TMP/pairs-NAME.txt: "rep size tl_time tl_busbw tl_wrong tl_algo mpi_time mpi_busbw".
 pair() {
     local name=$1 c1=$2 c2=$3 max=$4 r seg args
     for r in $(seq "$REPEAT"); do
@@ -78,8 +78,14 @@ pair() {
             [ "$r" = 1 ] && CMDS+=("$c1 $args" "$c2 $args")
         done
     done
-    best "$TMP"/tl-"$name".* >"$TMP/tl-$name.txt"
-    best "$TMP"/mpi-"$name".* >"$TMP/mpi-$name.txt"
+    : >"$TMP/pairs-$name.txt"
+    for r in $(seq "$REPEAT"); do
+        rows "$TMP/tl-$name.$r.small" "$TMP/tl-$name.$r.large" >"$TMP/t.txt"
+        rows "$TMP/mpi-$name.$r.small" "$TMP/mpi-$name.$r.large" >"$TMP/m.txt"
+        awk -v r="$r" 'FNR == NR { mt[$1] = $2; mb[$1] = $3; next }
+                       ($1 in mt) { print r, $1, $2, $3, $4, $5, mt[$1], mb[$1] }' "$TMP/m.txt" "$TMP/t.txt" \
+            >>"$TMP/pairs-$name.txt"
+    done
 }
 
 # ---- 3. shared memory ---------------------------------------------------------------------
@@ -112,31 +118,41 @@ fi
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- 5. report ----------------------------------------------------------------------------
-# table TL MPI: size | ours time, busbw, algo | MPI time, busbw | busbw ratio, time ratio
-table() {
-    awk 'FNR == 1 { f++ }
-         /^ +[0-9]+ +[0-9]+ / { if (f == 1) { t[$1] = $6; b[$1] = $8; a[$1] = $10; w[$1] = $9; order[++n] = $1 }
-                                 else { mt[$1] = $6; mb[$1] = $8 } }
-         END {
-           print "| size (B) | TileLink time (us) | TileLink busbw (GB/s) | algorithm | #wrong | Open MPI time (us) | Open MPI busbw (GB/s) | busbw ratio | time ratio |"
-           print "|---:|---:|---:|---|---:|---:|---:|---:|---:|"
-           for (i = 1; i <= n; i++) { s = order[i]
-             br = (mb[s] > 0) ? sprintf("%.2f", b[s] / mb[s]) : "-"
-             tr = (mt[s] > 0) ? sprintf("%.2f", t[s] / mt[s]) : "-"
-             printf "| %d | %.2f | %.3f | %s | %s | %s | %s | %s | %s |\n", s, t[s], b[s], a[s], w[s], (s in mt) ? mt[s] : "-", (s in mb) ? mb[s] : "-", br, tr }
-         }' "$1" "$2"
+# stats NAME: per size (ascending) the medians over the repetitions and the spread of the
+# per-repetition busbw ratio (TileLink / Open MPI = Open MPI time / TileLink time; the runs of
+# one repetition are interleaved, so a ratio compares runs made at nearly the same moment):
+# "size tl_time tl_busbw algo wrong mpi_time mpi_busbw ratio_med ratio_min ratio_max n"
+stats() {
+    sort -k2,2n -k1,1n "$TMP/pairs-$1.txt" | awk '
+        function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+                                         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        function flush(   rm, rmin, rmax, i) {
+            if (!n) return
+            rmin = 1e30; rmax = 0
+            for (i = 1; i <= n; i++) { if (q[i] < rmin) rmin = q[i]; if (q[i] > rmax) rmax = q[i] }
+            rm = med(q, n)
+            printf "%s %.2f %.3f %s %d %.2f %.3f %.3f %.3f %.3f %d\n", sz, med(tt, n), med(tb, n), al, w, med(mt, n), med(mb, n), rm, rmin, rmax, n
+            n = 0; w = 0
+        }
+        { if ($2 != sz) { flush(); sz = $2 }
+          n++; tt[n] = $3; tb[n] = $4; mt[n] = $7; mb[n] = $8; q[n] = ($3 > 0) ? $7 / $3 : 0; al = $6; if ($5 > w) w = $5 }
+        END { flush() }' >"$TMP/stats-$1.txt"
 }
-# summary TL MPI: "8 B latency ratio X; busbw ratio at >= 1 MiB: min Y, geomean Z"
+# table NAME: the markdown table of stats NAME
+table() {
+    echo "| size (B) | TileLink time (us) | TileLink busbw (GB/s) | algorithm | #wrong | Open MPI time (us) | Open MPI busbw (GB/s) | busbw ratio, median | spread (min-max) |"
+    echo "|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+    awk '{ printf "| %d | %.2f | %.3f | %s | %d | %.2f | %.3f | %.2f | %.2f-%.2f |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$TMP/stats-$1.txt"
+}
+# summary NAME: the 8 B latency ratio and the busbw ratios at >= 1 MiB, from the medians
 summary() {
-    awk 'FNR == 1 { f++ }
-         /^ +[0-9]+ +[0-9]+ / { if (f == 1) { t[$1] = $6; b[$1] = $8 } else { mt[$1] = $6; mb[$1] = $8 } }
+    awk '$1 == 8 { lat = sprintf("%.2f (median %.2f us vs %.2f us; per-repetition spread %.2f-%.2f over %d)", $2 / $6, $2, $6, 1 / $10, 1 / $9, $11) }
+         $1 >= 1048576 { k++; lg += log($8); if (k == 1 || $8 < mn) mn = $8; if (k == 1 || $9 < lo) lo = $9 }
          END {
-           lat = (8 in t && mt[8] > 0) ? sprintf("%.2f (%.2f us vs %.2f us)", t[8] / mt[8], t[8], mt[8]) : "n/a"
-           n = 0; lg = 0; mn = 1e9
-           for (s in b) if (s + 0 >= 1048576 && mb[s] > 0) { r = b[s] / mb[s]; n++; lg += log(r); if (r < mn) mn = r }
-           if (n) printf "8 B latency ratio (TileLink / Open MPI, target <= 1.2): %s; busbw ratio at >= 1 MiB (target >= 1.0): min %.2f, geometric mean %.2f over %d sizes\n", lat, mn, exp(lg / n), n
+           if (lat == "") lat = "n/a"
+           if (k) printf "8 B latency ratio (TileLink / Open MPI, target <= 1.2): %s; busbw ratio at >= 1 MiB (target >= 1.0): median per size min %.2f, geometric mean %.2f over %d sizes (lowest single repetition %.2f)\n", lat, mn, exp(lg / k), k, lo
            else printf "8 B latency ratio (TileLink / Open MPI, target <= 1.2): %s; no sizes >= 1 MiB\n", lat
-         }' "$1" "$2"
+         }' "$TMP/stats-$1.txt"
 }
 
 mkdir -p "$(dirname "$OUT")"
@@ -150,9 +166,10 @@ mkdir -p "$(dirname "$OUT")"
     echo "- load average before / after: $LOAD0 / $LOAD1 (the machine is shared: other jobs may run)"
     echo "- f32 sum, out of place; time = slowest rank's mean per call over $ITERS_SMALL iterations after $WARM_SMALL"
     echo "  warm-up (sizes up to $SMALL_MAX), $ITERS iterations after $WARM warm-up (larger sizes),"
-    echo "  best of $REPEAT interleaved runs per size and library;"
-    echo "  busbw = algbw x 2(n-1)/n (nccl-tests). Ratios: busbw TileLink / Open MPI (higher is better),"
-    echo "  time TileLink / Open MPI (lower is better)."
+    echo "  $REPEAT interleaved repetitions: each library's median time per size, and the median and"
+    echo "  spread (min-max) of the per-repetition busbw ratios;"
+    echo "  busbw = algbw x 2(n-1)/n (nccl-tests). busbw ratio: TileLink / Open MPI (higher is better);"
+    echo "  8 B latency ratio: time TileLink / Open MPI (lower is better)."
     if [ "$(nproc)" -lt 4 ]; then
         echo "- note: only $(nproc) cores: 4 ranks oversubscribe the CPUs (both libraries alike; Open MPI"
         echo "  runs with --oversubscribe --bind-to none)."
@@ -167,18 +184,20 @@ mkdir -p "$(dirname "$OUT")"
         echo
         echo "## $n ranks, shared memory (one host)"
         echo
-        echo "$(summary "$TMP/tl-shm-$n.txt" "$TMP/mpi-shm-$n.txt")"
+        stats "shm-$n"
+        summary "shm-$n"
         echo
-        table "$TMP/tl-shm-$n.txt" "$TMP/mpi-shm-$n.txt"
+        table "shm-$n"
     done
     for n in $RANKS; do
         echo
         echo "## $n ranks, TCP across $n network namespaces (one rank each, veth + bridge)"
         echo
-        if [ -s "$TMP/tl-tcp-$n.txt" ] && [ -s "$TMP/mpi-tcp-$n.txt" ]; then
-            echo "$(summary "$TMP/tl-tcp-$n.txt" "$TMP/mpi-tcp-$n.txt")"
+        if [ -s "$TMP/pairs-tcp-$n.txt" ]; then
+            stats "tcp-$n"
+            summary "tcp-$n"
             echo
-            table "$TMP/tl-tcp-$n.txt" "$TMP/mpi-tcp-$n.txt"
+            table "tcp-$n"
         else
             echo "not run: ${TCP_NOTE:-no output}"
         fi

@@ -306,6 +306,34 @@ static void t_p2p(void) {
     }
 }
 
+/* Direct allreduce back to back through all its paths (inline in the flag's line up to 24 B,
+ * slots up to 32 KiB, segments above) and barriers: slots are reused without a wait of their
+ * own (coll.c), so stale data from two operations earlier would show as a wrong sum. */
+static void t_direct_mix(void) {
+    static const size_t counts[] = {1, 6, 7, 2, 8192, 300000, 5, 6000};
+    size_t maxc = 300000;
+    int32_t *b = malloc(maxc * 4);
+    tlink_comm_set_algo(g_comm, TLINK_COLL_ALLREDUCE, TLINK_ALGO_DIRECT);
+    for (int it = 0; it < 48 && !g_fail; it++) {
+        size_t n = counts[it % 8];
+        for (size_t i = 0; i < n; i++) b[i] = (int32_t)((g_rank + 1) * 1000 + it * 7 + (int)(i % 13));
+        tlink_status st = tlink_allreduce(g_comm, b, b, n, TLINK_I32, TLINK_SUM);
+        if (st) { st_fail(st, "direct mix allreduce"); break; }
+        for (size_t i = 0; i < n; i++) {
+            int64_t want = 0;
+            for (int r = 0; r < g_size; r++) want += (r + 1) * 1000 + it * 7 + (int)(i % 13);
+            if (b[i] != (int32_t)want) {
+                FAILF("direct mix: iteration %d, n=%zu, element %zu: %d, want %lld (ran %s)", it, n, i, b[i],
+                      (long long)want, tlink_last_algo(g_comm));
+                break;
+            }
+        }
+        if (it % 5 == 4 && (st = tlink_barrier(g_comm))) st_fail(st, "direct mix barrier");
+    }
+    tlink_comm_set_algo(g_comm, TLINK_COLL_ALLREDUCE, TLINK_ALGO_AUTO);
+    free(b);
+}
+
 static void t_nonblocking(void) {
     size_t count = 4099;
     float *a = malloc(count * 4), *b = malloc(count * 4);
@@ -453,6 +481,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
     /* direct allreduce at the slot size limit and just above it (falls back) */
     t_allreduce(TLINK_ALGO_DIRECT, TLINK_F32, TLINK_SUM, 8192, 0);
     t_allreduce(TLINK_ALGO_DIRECT, TLINK_F32, TLINK_SUM, 8193, 1);
+    t_direct_mix();
     t_nonblocking();
     t_split();
     st = tlink_comm_destroy(g_comm);

@@ -315,42 +315,45 @@ static tlink_status dissemination_barrier(tlink_comm *c, const grp *g) {
 /* ---------- direct shared-memory collectives (one host) ----------
  * Every rank copies its input into its own slot (double-buffered by the operation's parity),
  * publishes a sequence number and reduces all slots in rank order, so results are bitwise
- * identical everywhere; one synchronisation instead of log(n) steps. */
+ * identical everywhere; one synchronisation instead of log(n) steps.
+ * Slot reuse needs no extra wait: a rank publishes its arrival at operation k+1 only after it
+ * has finished reading every slot of operation k, and nobody writes a slot of parity k again
+ * (operation k+2) before it has seen every rank arrive at k+1. Every direct operation (inline,
+ * slot, segmented, barrier) publishes an arrival and waits for everyone's. */
 static int direct_all_arrived(tlink_comm *c, void *arg) {
     uint64_t op = *(uint64_t *)arg;
     for (int i = 0; i < c->local_size; i++)
         if (atomic_load_explicit(&c->dseq[i].arrived, memory_order_acquire) < op) return 0;
     return 1;
 }
-static int direct_all_done(tlink_comm *c, void *arg) {
-    uint64_t op = *(uint64_t *)arg;
-    for (int i = 0; i < c->local_size; i++)
-        if (i != c->local_rank && atomic_load_explicit(&c->dseq[i].done, memory_order_acquire) < op) return 0;
-    return 1;
-}
 
 static tlink_status direct_allreduce(tlink_comm *c, char *buf, size_t count, size_t es, tl_reduce_fn red) {
     size_t bytes = count * es;
     uint64_t op = ++c->direct_op;
-    int nl = c->local_size, me = c->local_rank;
-#define SLOT(i) (c->dslots + ((size_t)(i) * 2 + (op & 1)) * TL_DIRECT_SLOT)
+    int nl = c->local_size, me = c->local_rank, par = (int)(op & 1);
     tlink_status st;
-    if (op > 2) {
-        uint64_t need = op - 2; /* everyone finished reading my slot's previous use */
-        st = tl_shm_wait(c, direct_all_done, &need);
-        if (st) return st;
+    if (bytes <= TL_DIRECT_INLINE) {
+        /* the input rides in the flag's cache line: a peer polling the flag gets the data with
+         * it (one line transfer instead of flag + slot lines) */
+        if (bytes) memcpy(c->dseq[me].inl[par], buf, bytes);
+        atomic_store_explicit(&c->dseq[me].arrived, op, memory_order_release);
+        tl_ring_all_local(c);
+        if (!direct_all_arrived(c, &op) && (st = tl_shm_wait(c, direct_all_arrived, &op))) return st;
+        if (bytes) {
+            uint64_t acc[TL_DIRECT_INLINE / 8]; /* aligned for any element type */
+            memcpy(acc, c->dseq[0].inl[par], bytes);
+            for (int i = 1; i < nl; i++) red(acc, c->dseq[i].inl[par], count);
+            memcpy(buf, acc, bytes);
+        }
+        return TLINK_OK;
     }
-    if (bytes) memcpy(SLOT(me), buf, bytes);
+#define SLOT(i) (c->dslots + ((size_t)(i) * 2 + (size_t)par) * TL_DIRECT_SLOT)
+    memcpy(SLOT(me), buf, bytes);
     atomic_store_explicit(&c->dseq[me].arrived, op, memory_order_release);
     tl_ring_all_local(c);
-    st = tl_shm_wait(c, direct_all_arrived, &op);
-    if (st) return st;
-    if (bytes) {
-        memcpy(buf, SLOT(0), bytes);
-        for (int i = 1; i < nl; i++) red(buf, SLOT(i), count);
-    }
-    atomic_store_explicit(&c->dseq[me].done, op, memory_order_release);
-    tl_ring_all_local(c);
+    if ((st = tl_shm_wait(c, direct_all_arrived, &op))) return st;
+    memcpy(buf, SLOT(0), bytes);
+    for (int i = 1; i < nl; i++) red(buf, SLOT(i), count);
 #undef SLOT
     return TLINK_OK;
 }
@@ -377,10 +380,6 @@ static tlink_status direct_big_allreduce(tlink_comm *c, char *buf, size_t count,
         size_t b = op & 1;
 #define IN(i) (c->dbig + ((size_t)(i) * 2 + b) * seg)
 #define OUT(i) (c->dbig + ((size_t)(nl + (i)) * 2 + b) * seg)
-        if (op > 2) {
-            uint64_t need = op - 2;
-            if ((st = tl_shm_wait(c, direct_all_done, &need))) return st;
-        }
         memcpy(IN(me), ub, sc * es);
         atomic_store_explicit(&c->dseq[me].arrived, op, memory_order_release);
         tl_ring_all_local(c);
@@ -397,8 +396,6 @@ static tlink_status direct_big_allreduce(tlink_comm *c, char *buf, size_t count,
             size_t n_i = blk_cnt(sc, nl, i);
             if (n_i) memcpy(ub + blk_off(sc, nl, i) * es, OUT(i), n_i * es);
         }
-        atomic_store_explicit(&c->dseq[me].done, op, memory_order_release);
-        tl_ring_all_local(c);
 #undef IN
 #undef OUT
     }

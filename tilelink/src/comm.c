@@ -397,7 +397,10 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     if (sched_getaffinity(0, sizeof cs, &cs) == 0) ncpu = CPU_COUNT(&cs);
     if (ncpu <= 0) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int over = c->local_size > ncpu;
-    c->spin_s = tl_env_double("TLINK_SPIN_US", 0) * 1e-6;
+    /* not oversubscribed: poll shared memory without system calls first (a yield is a system
+     * call, and on a busy machine it hands the core to another job for a time slice), up to
+     * 2 ms, unless the peer we wait for last waited on our own CPU (p2p.c) */
+    c->spin_s = tl_env_double("TLINK_SPIN_US", over ? 0 : 2000) * 1e-6;
     c->yield_s = tl_env_double("TLINK_YIELD_US", over ? 50 : 2000) * 1e-6;
     c->yield_every = (int)tl_env_long("TLINK_POLLS_PER_YIELD", over ? 1 : 16);
     if (c->yield_every < 1) c->yield_every = 1;

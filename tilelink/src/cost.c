@@ -72,7 +72,15 @@ static void write_cache(const char *path, const double *alpha, const double *bet
     rename(tmp, path);
 }
 
-static tlink_status pingpong(tlink_comm *c, int peer, int initiator, double *alpha, double *beta) {
+/* One-way cost by ping-pong: alpha from the fastest of 30 8-byte round trips (the machine may
+ * be busy, the model wants the link's cost), beta from 3 round trips of 1 MiB. With `cached`
+ * (parameters read from the cache file, *alpha and *beta hold them) only the cheap 8-byte
+ * phase runs, as a check: the cache is keyed by the host, not by the link (network namespaces
+ * on one machine, whose inode numbers are reused, can leave a slow link's figures behind), so
+ * when the measured alpha is not within a factor of 3 of the cached one the initiator asks
+ * its partner for the full measurement. */
+static tlink_status pingpong(tlink_comm *c, int peer, int initiator, double *alpha, double *beta, int cached,
+                             int *remeasured) {
     const size_t big = 1 << 20;
     char *buf = malloc(big);
     if (!buf) return tl_err(c, TLINK_ERR_NO_MEMORY, "out of memory");
@@ -80,10 +88,22 @@ static tlink_status pingpong(tlink_comm *c, int peer, int initiator, double *alp
     tlink_status st = TLINK_OK;
     double t_small = 1e9, t_big = 1e9;
     int ns = 30, nb = 3;
-    /* the minimum round trip: the machine may be busy, the model wants the link's cost */
+    *remeasured = 0;
     for (int phase = 0; phase < 2 && !st; phase++) {
         size_t len = phase ? big : 8;
         int iters = phase ? nb : ns;
+        if (phase == 1 && cached) {
+            /* the initiator decides whether the cached figures still describe this link */
+            char full = 0;
+            if (initiator) {
+                full = !(t_small <= 3 * *alpha && 3 * t_small >= *alpha);
+                st = tl_send(c, peer, &full, 1);
+            } else {
+                st = tl_recv(c, peer, &full, 1);
+            }
+            if (st || !full) break;
+            *remeasured = 1;
+        }
         for (int i = -1; i < iters && !st; i++) {
             double t0 = tl_now();
             if (initiator) {
@@ -101,6 +121,10 @@ static tlink_status pingpong(tlink_comm *c, int peer, int initiator, double *alp
     }
     free(buf);
     if (st) return st;
+    if (cached && !*remeasured) {
+        *alpha = t_small; /* fresher; beta stays the cached one */
+        return TLINK_OK;
+    }
     *alpha = t_small;
     *beta = t_big > t_small ? (t_big - t_small) / (double)big : 1e-11;
     return TLINK_OK;
@@ -120,7 +144,7 @@ tlink_status tl_cost_init(tlink_comm *c) {
     memcpy(alpha, c->alpha, sizeof alpha);
     memcpy(beta, c->beta, sizeof beta);
     char key[256], plan[64];
-    int shm_partner = -1, tcp_partner = -1;
+    int shm_partner = -1, tcp_partner = -1, cached[TLINK_TRANSPORT_COUNT] = {0};
     char cpath[512] = "";
     if (c->rank == 0) {
         const char *file = tl_getenv("TLINK_COST_FILE");
@@ -131,16 +155,20 @@ tlink_status tl_cost_init(tlink_comm *c) {
         } else if (cpath[0]) {
             struct stat sb;
             double max_age = tl_env_double("TLINK_COST_CACHE_MAX_AGE", 86400);
-            if (stat(cpath, &sb) == 0 && difftime(time(NULL), sb.st_mtime) < max_age)
+            if (stat(cpath, &sb) == 0 && difftime(time(NULL), sb.st_mtime) < max_age) {
                 parse_cost_file(cpath, alpha, beta, have, &gamma);
+                for (int t = 0; t < TLINK_TRANSPORT_COUNT; t++) cached[t] = have[t];
+            }
         }
         int measure = (int)tl_env_long("TLINK_COST_MEASURE", 1);
+        /* cached figures are checked by a short ping-pong; TLINK_COST_FILE's are taken as given */
         for (int r = 1; r < c->size && measure; r++) {
             int t = c->peers[r].transport;
-            if (t == TLINK_TRANSPORT_SHM && !have[t] && shm_partner < 0) shm_partner = r;
-            if (t == TLINK_TRANSPORT_TCP && !have[t] && tcp_partner < 0) tcp_partner = r;
+            if (t == TLINK_TRANSPORT_SHM && (!have[t] || cached[t]) && shm_partner < 0) shm_partner = r;
+            if (t == TLINK_TRANSPORT_TCP && (!have[t] || cached[t]) && tcp_partner < 0) tcp_partner = r;
         }
-        snprintf(plan, sizeof plan, "%d %d", shm_partner, tcp_partner);
+        snprintf(plan, sizeof plan, "%d %d %d %d", shm_partner, tcp_partner, shm_partner >= 0 && cached[TLINK_TRANSPORT_SHM],
+                 tcp_partner >= 0 && cached[TLINK_TRANSPORT_TCP]);
         snprintf(key, sizeof key, "%s/costplan", c->prefix);
         if (tlink_store_set(c->store, key, plan, strlen(plan) + 1))
             return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: %s", tlink_store_last_error(c->store));
@@ -149,7 +177,9 @@ tlink_status tl_cost_init(tlink_comm *c) {
         snprintf(key, sizeof key, "%s/costplan", c->prefix);
         tlink_status st = tlink_store_get(c->store, key, &v, NULL, c->timeout);
         if (st) return tl_err(c, st, "bootstrap: waiting for rank 0's cost plan: %s", tlink_store_last_error(c->store));
-        if (sscanf(v, "%d %d", &shm_partner, &tcp_partner) != 2) shm_partner = tcp_partner = -1;
+        if (sscanf(v, "%d %d %d %d", &shm_partner, &tcp_partner, &cached[TLINK_TRANSPORT_SHM],
+                   &cached[TLINK_TRANSPORT_TCP]) != 4)
+            shm_partner = tcp_partner = -1;
         free(v);
     }
     int partners[2] = {shm_partner, tcp_partner};
@@ -158,9 +188,11 @@ tlink_status tl_cost_init(tlink_comm *c) {
         if (p < 0) continue;
         int t = k == 0 ? TLINK_TRANSPORT_SHM : TLINK_TRANSPORT_TCP;
         if (c->rank == 0 || c->rank == p) {
-            tlink_status st = pingpong(c, c->rank == 0 ? p : 0, c->rank == 0, &alpha[t], &beta[t]);
+            int re = 0;
+            tlink_status st = pingpong(c, c->rank == 0 ? p : 0, c->rank == 0, &alpha[t], &beta[t], cached[t], &re);
             if (st) return st;
-            have[t] = 2;
+            if (re) tl_log(TL_LOG_INFO, "cost cache: %s figures did not match this link; measured afresh", tname[t]);
+            have[t] = !cached[t] || re ? 2 : 1;
         }
     }
     snprintf(key, sizeof key, "%s/cost", c->prefix);
@@ -250,7 +282,10 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
         }
         case TLINK_ALGO_DIRECT:
             if (bytes <= TL_DIRECT_SLOT) {
-                t = a + N * B * b + (N - 1) * B * g; /* one synchronisation among the host's ranks */
+                /* one synchronisation among the host's ranks: a flag store and poll, about half
+                 * of alpha (the ping-pong's message also moves the ring's tail, head and
+                 * doorbell lines); one copy in, one out (beta prices two copies) */
+                t = 0.5 * a + B * b + (N - 1) * B * g;
             } else {
                 /* per segment three synchronisations; each byte copied in and out once (beta,
                  * from a ping-pong, prices two copies) plus reading the blocks to reduce */

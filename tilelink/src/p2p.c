@@ -41,6 +41,37 @@ static inline void ring_bell(tl_doorbell *b) {
 
 static inline uint64_t round_up64(uint64_t v) { return (v + TL_SHM_ALIGN - 1) & ~(uint64_t)(TL_SHM_ALIGN - 1); }
 
+/* Is a same-host peer likely waiting for the CPU this rank is polling on? Every rank publishes
+ * the CPU it waits on (a line of the segment that is otherwise only read); a peer that has not
+ * delivered yet and last waited on our CPU cannot be running there now, so it is queued behind
+ * us (or was moved). Polling then only delays it: the kernel's optimistic spinning makes the
+ * same test (spin while the owner runs on another CPU). */
+static inline void publish_cpu(tlink_comm *c, int *my_cpu) {
+    int cpu = sched_getcpu() + 1;
+    *my_cpu = cpu;
+    if (c->dseq && atomic_load_explicit(&c->dseq[c->local_rank].cpu, memory_order_relaxed) != cpu)
+        atomic_store_explicit(&c->dseq[c->local_rank].cpu, cpu, memory_order_relaxed);
+}
+static inline int peer_shares_cpu(const tlink_comm *c, int local_idx, int my_cpu) {
+    return c->dseq && my_cpu > 0 && atomic_load_explicit(&c->dseq[local_idx].cpu, memory_order_relaxed) == my_cpu;
+}
+
+/* keep polling? 1: yes; 0: the budget is spent, or an awaited local peer shares our CPU
+ * (yield next: sched_yield lets it run). Looked at every 64 polls. */
+static int keep_spinning(tlink_comm *c, double el, double spin, int my_cpu, const tl_op *ops, int n) {
+    if (el >= spin) return 0;
+    if (ops) {
+        for (int i = 0; i < n; i++)
+            if (!ops[i].finished && c->peers[ops[i].peer].transport == TLINK_TRANSPORT_SHM &&
+                peer_shares_cpu(c, c->peers[ops[i].peer].local_idx, my_cpu))
+                return 0;
+    } else {
+        for (int i = 0; i < c->local_size; i++)
+            if (i != c->local_rank && peer_shares_cpu(c, i, my_cpu)) return 0;
+    }
+    return 1;
+}
+
 /* ---------- failure ---------- */
 void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *msg) {
     if (c->broken) return;
@@ -357,6 +388,8 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
     }
     double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + TL_LIVE_CHECK_S;
     int spins = 0, armed = 0, spinning = 1, sleeping = 0;
+    double t_yield = 0;
+    int my_cpu = 0;
     unsigned progress_events = 0;
     double t_idle = t0;
     uint32_t bell_seq = 0;
@@ -426,15 +459,19 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         /* spin (the peer is running on another core), then yield (let it run on ours), then
          * sleep; the budgets are times since the last progress, checked every 32 rounds */
         if (!sleeping) {
+            if (spins == 0 && want_shm && c->spin_s > 0) publish_cpu(c, &my_cpu);
             /* between yields poll c->yield_every times (1 when ranks outnumber cores) */
             if ((++spins % c->yield_every) != 0) {
                 cpu_relax();
                 continue;
             }
-            double el = tl_now() - t_idle;
-            if (el < c->spin_s) continue;
-            spinning = 0;
-            if (el < c->spin_s + c->yield_s) { sched_yield(); continue; }
+            /* pure polling only while waiting on shared memory: a rank spinning on sockets
+             * that never enters the kernel's scheduler can hold off the softirq work
+             * (ksoftirqd) that delivers its peer's packets on this machine (veth, loopback) */
+            double el = tl_now() - t_idle, spin = want_tcp ? 0 : c->spin_s;
+            if (spinning && spin > 0 && keep_spinning(c, el, spin, my_cpu, ops, n)) continue;
+            if (spinning) { spinning = 0; t_yield = el; }
+            if (el < t_yield + c->yield_s) { sched_yield(); continue; }
             sleeping = 1;
         }
         /* blocking phase */
@@ -532,7 +569,10 @@ void tl_ring_all_local(tlink_comm *c) {
 tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
     if (ready(c, arg)) return TLINK_OK;
     double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + TL_LIVE_CHECK_S;
-    int spins = 0, sleeping = 0;
+    int spins = 0, sleeping = 0, spinning = 1;
+    double t_yield = 0;
+    int my_cpu = 0;
+    if (c->spin_s > 0) publish_cpu(c, &my_cpu);
     for (;;) {
         if (ready(c, arg)) return TLINK_OK;
         if (atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) return shm_abort_seen(c);
@@ -541,7 +581,11 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
                 cpu_relax();
                 continue;
             }
-            if (tl_now() - t0 < c->spin_s + c->yield_s) { sched_yield(); continue; }
+            double el = tl_now() - t0;
+            /* pure polling: no system call */
+            if (spinning && c->spin_s > 0 && keep_spinning(c, el, c->spin_s, my_cpu, NULL, 0)) continue;
+            if (spinning) { spinning = 0; t_yield = el; }
+            if (el < t_yield + c->yield_s) { sched_yield(); continue; }
             sleeping = 1;
         }
         double now = tl_now();

@@ -65,11 +65,17 @@ typedef struct tl_doorbell {        /* per local rank: bumped whenever its chann
     char pad[56];
 } tl_doorbell;
 
+/* inputs this small travel in the cache line of the arrival flag (one line transfer per peer);
+ * a multiple of 8, so both halves stay 8-byte aligned */
+#define TL_DIRECT_INLINE 24
+
 typedef struct tl_direct_seq {     /* per local rank: progress through "direct" collectives */
     _Atomic uint64_t arrived;       /* last op whose input is in my slot */
-    char pad0[56];
-    _Atomic uint64_t done;          /* last op for which I finished reading everyone's slots */
-    char pad1[56];
+    char inl[2][TL_DIRECT_INLINE];  /* tiny inputs beside the flag, by the op's parity */
+    char pad0[56 - 2 * TL_DIRECT_INLINE];
+    _Atomic uint64_t done;          /* unused (slot reuse is ordered by the arrivals, coll.c) */
+    _Atomic int32_t cpu;            /* CPU this rank last started waiting on, plus 1 (0: unknown) */
+    char pad1[52];
     _Atomic uint64_t reduced;       /* last (segmented) op whose block I have reduced */
     char pad2[56];
 } tl_direct_seq;
