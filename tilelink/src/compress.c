@@ -20,6 +20,10 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TL_S1_AVX2 1 /* sign1 kernels in AVX2, picked at run time (cpuid) */
+#endif
 
 struct tlink_compress {
     tlink_comm *comm;
@@ -81,12 +85,12 @@ size_t tlink_compress_encoded_bytes(tlink_compress_method m, size_t count, size_
 
 static float e4m3_lut[256];
 static pthread_once_t lut_once = PTHREAD_ONCE_INIT;
-static float sign_lut[256][8];
+static void s1_pick(void);
 static void lut_init(void) {
     for (int i = 0; i < 256; i++) {
         e4m3_lut[i] = tlink_fp8_e4m3_to_f32((uint8_t)i);
-        for (int j = 0; j < 8; j++) sign_lut[i][j] = (i >> j) & 1 ? 1.0f : -1.0f;
     }
+    s1_pick();
 }
 
 /* max |x| and sum |x| with 8 independent lanes (vectorisable without reassociation) */
@@ -255,6 +259,139 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
     return (size_t)(p - out);
 }
 
+/* ---------- sign1 fast path ----------
+ * One pass over the chunk computes t = x + e (stored into e), the 8-lane sum of |t| and the
+ * sign bits; a second pass over the chunk (in L1) turns e into the residual t - (+-1 * scale).
+ * The arithmetic is that of enc_chunk + resid_chunk (sum_abs's lanes and reduction order,
+ * +-1.0f * scale), so encodings and residuals are bit for bit the same
+ * (tests/link/test_compress.c compares against a scalar reference). */
+
+/* the scalar reference / portable fallback; e == NULL: no error feedback (x encoded as is) */
+static size_t s1_enc_scalar(const float *restrict x, float *restrict e, size_t k, uint8_t *restrict out) {
+    float s[8] = {0};
+    uint8_t *p = out + 4;
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        unsigned b = 0;
+        for (int j = 0; j < 8; j++) {
+            float t = e ? x[i + j] + e[i + j] : x[i + j];
+            if (e) e[i + j] = t;
+            s[j] += fabsf(t);
+            b |= (unsigned)!signbit(t) << j;
+        }
+        *p++ = (uint8_t)b;
+    }
+    if (i < k) {
+        unsigned b = 0;
+        for (size_t j = 0; i + j < k; j++) {
+            float t = e ? x[i + j] + e[i + j] : x[i + j];
+            if (e) e[i + j] = t;
+            s[0] += fabsf(t);
+            b |= (unsigned)!signbit(t) << j;
+        }
+        *p++ = (uint8_t)b;
+    }
+    float scale = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / (float)k;
+    memcpy(out, &scale, 4);
+    if (e)
+        for (size_t q = 0; q < k; q++) e[q] = e[q] - copysignf(1.0f, e[q]) * scale;
+    return (size_t)(p - out);
+}
+
+static void s1_dec_scalar(const uint8_t *restrict in, size_t k, float *restrict y, int add) {
+    float scale;
+    memcpy(&scale, in, 4);
+    const uint8_t *p = in + 4;
+    for (size_t i = 0; i < k; i++) {
+        float v = ((p[i >> 3] >> (i & 7)) & 1 ? 1.0f : -1.0f) * scale;
+        y[i] = add ? y[i] + v : v;
+    }
+}
+
+#ifdef TL_S1_AVX2
+__attribute__((target("avx2"))) static size_t s1_enc_avx2(const float *restrict x, float *restrict e, size_t k,
+                                                           uint8_t *restrict out) {
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    __m256 acc = _mm256_setzero_ps();
+    uint8_t *p = out + 4;
+    size_t i = 0;
+    if (e) {
+        for (; i + 8 <= k; i += 8) {
+            __m256 t = _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(e + i));
+            _mm256_storeu_ps(e + i, t);
+            acc = _mm256_add_ps(acc, _mm256_and_ps(t, absm));
+            *p++ = (uint8_t)~_mm256_movemask_ps(t);
+        }
+    } else {
+        for (; i + 8 <= k; i += 8) {
+            __m256 t = _mm256_loadu_ps(x + i);
+            acc = _mm256_add_ps(acc, _mm256_and_ps(t, absm));
+            *p++ = (uint8_t)~_mm256_movemask_ps(t);
+        }
+    }
+    float s[8];
+    _mm256_storeu_ps(s, acc);
+    if (i < k) {
+        unsigned b = 0;
+        for (size_t j = 0; i + j < k; j++) {
+            float t = e ? x[i + j] + e[i + j] : x[i + j];
+            if (e) e[i + j] = t;
+            s[0] += fabsf(t);
+            b |= (unsigned)!signbit(t) << j;
+        }
+        *p++ = (uint8_t)b;
+    }
+    float scale = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / (float)k;
+    memcpy(out, &scale, 4);
+    if (e) {
+        const __m256 sgn = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+        const __m256 one = _mm256_set1_ps(1.0f), vs = _mm256_set1_ps(scale);
+        size_t q = 0;
+        for (; q + 8 <= k; q += 8) {
+            __m256 t = _mm256_loadu_ps(e + q);
+            __m256 pm = _mm256_or_ps(one, _mm256_and_ps(t, sgn)); /* copysignf(1, t) */
+            _mm256_storeu_ps(e + q, _mm256_sub_ps(t, _mm256_mul_ps(pm, vs)));
+        }
+        for (; q < k; q++) e[q] = e[q] - copysignf(1.0f, e[q]) * scale;
+    }
+    return (size_t)(p - out);
+}
+
+__attribute__((target("avx2"))) static void s1_dec_avx2(const uint8_t *restrict in, size_t k, float *restrict y,
+                                                        int add) {
+    float scale;
+    memcpy(&scale, in, 4);
+    const uint8_t *p = in + 4;
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256 one = _mm256_set1_ps(1.0f), vs = _mm256_set1_ps(scale);
+    const __m256 sgn = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        __m256i b = _mm256_and_si256(_mm256_set1_epi32(p[i >> 3]), bit);
+        __m256 clear = _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, _mm256_setzero_si256()));
+        __m256 v = _mm256_mul_ps(_mm256_or_ps(one, _mm256_and_ps(clear, sgn)), vs); /* +-1.0f * scale */
+        _mm256_storeu_ps(y + i, add ? _mm256_add_ps(_mm256_loadu_ps(y + i), v) : v);
+    }
+    for (; i < k; i++) {
+        float v = ((p[i >> 3] >> (i & 7)) & 1 ? 1.0f : -1.0f) * scale;
+        y[i] = add ? y[i] + v : v;
+    }
+}
+#endif
+
+static size_t (*s1_enc)(const float *restrict, float *restrict, size_t, uint8_t *restrict) = s1_enc_scalar;
+static void (*s1_dec)(const uint8_t *restrict, size_t, float *restrict, int) = s1_dec_scalar;
+
+static void s1_pick(void) {
+#ifdef TL_S1_AVX2
+    const char *env = getenv("TLINK_COMPRESS_SCALAR"); /* 1: the portable path (tests, comparisons) */
+    if (!(env && *env == '1') && __builtin_cpu_supports("avx2")) {
+        s1_enc = s1_enc_avx2;
+        s1_dec = s1_dec_avx2;
+    }
+#endif
+}
+
 /* decode one chunk; add != 0 accumulates into y instead of storing */
 #define DEC_LOOP(EXPR)                                              \
     do {                                                            \
@@ -281,22 +418,10 @@ static size_t dec_chunk(tlink_compress_method m, const uint8_t *restrict in, siz
     memcpy(&scale, in, 4);
     const uint8_t *p = in + 4;
     switch (m) {
-    case TLINK_COMPRESS_SIGN1: {
-        size_t i = 0;
-        for (; i + 8 <= k; i += 8) {
-            const float *l = sign_lut[p[i >> 3]];
-            if (add)
-                for (int j = 0; j < 8; j++) y[i + j] += l[j] * scale;
-            else
-                for (int j = 0; j < 8; j++) y[i + j] = l[j] * scale;
-        }
-        for (; i < k; i++) {
-            float v = (p[i >> 3] >> (i & 7)) & 1 ? scale : -scale;
-            y[i] = add ? y[i] + v : v;
-        }
+    case TLINK_COMPRESS_SIGN1:
+        s1_dec(in, k, y, add);
         p += (k + 7) / 8;
         break;
-    }
     case TLINK_COMPRESS_INT4: {
         size_t h = k / 2;
         if (add)
@@ -365,6 +490,10 @@ static size_t enc_ef(tlink_compress_method m, const float *x, float *e, size_t c
     size_t o = 0;
     for (size_t c0 = 0; c0 < count; c0 += chunk) {
         size_t k = TL_MIN(chunk, count - c0);
+        if (m == TLINK_COMPRESS_SIGN1) {
+            o += s1_enc(x + c0, e ? e + c0 : NULL, k, out + o);
+            continue;
+        }
         if (!e || m == TLINK_COMPRESS_NONE) {
             o += enc_chunk(m, x + c0, k, out + o);
             continue;
@@ -580,7 +709,9 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
         }
         if (op == TLINK_AVG)
             for (size_t i = 0; i < k; i++) tmp[i] /= (float)n;
-        if (e2 && m != TLINK_COMPRESS_NONE) {
+        if (m == TLINK_COMPRESS_SIGN1) {
+            s1_enc(tmp, e2 ? e2 + c0 : NULL, k, mine + o);
+        } else if (e2 && m != TLINK_COMPRESS_NONE) {
             float *ec = e2 + c0;
             for (size_t i = 0; i < k; i++) tmp[i] += ec[i];
             enc_chunk(m, tmp, k, mine + o);
