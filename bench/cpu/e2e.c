@@ -181,18 +181,22 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
         snprintf(dm, sizeof dm, "M=%d", M);
         snprintf(dn, sizeof dn, "N=%d", N);
         const char *defs[] = {dm, dn};
-        /* which: 0 softmax (tile form), 1 RMSNorm (tile form), 2 softmax (plain form) */
-        static const char *const files[3] = {"examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl"};
-        static const char *const names[3] = {"softmax", "RMSNorm", "softmax (plain form)"};
-        for (int which0 = 0; which0 < 3; which0++) {
+        /* which: 0 softmax (tile form), 1 RMSNorm (tile form), 2 softmax (plain form),
+         * 3 RMSNorm compiled with TILE_FUSE_REDUCE=1 (the cpu generator's opt-in nest+reduce
+         * fusion, measured against 1 in the same run) */
+        static const char *const files[4] = {"examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl", "examples/rmsnorm.tl"};
+        static const char *const names[4] = {"softmax", "RMSNorm", "softmax (plain form)", "RMSNorm, fused"};
+        for (int which0 = 0; which0 < 4; which0++) {
             tile_module *mod;
+            if (which0 == 3) setenv("TILE_FUSE_REDUCE", "1", 1);
             tile_kernel *k = compile(root, files[which0], defs, 2, &mod);
+            if (which0 == 3) unsetenv("TILE_FUSE_REDUCE");
             tile_tensor p3[3] = {{X, TILE_DT_F32, 2, {M, N}}, {W, TILE_DT_F32, 1, {N}}, {Y, TILE_DT_F32, 2, {M, N}}};
             tile_tensor p2[2] = {{X, TILE_DT_F32, 2, {M, N}}, {Y, TILE_DT_F32, 2, {M, N}}};
             tile_tensor r1 = {Y, TILE_DT_F32, 2, {M, N}};
-            double t = which0 == 1 ? time_tile(k, p3, 3, NULL, 0, reps)
+            double t = which0 == 1 || which0 == 3 ? time_tile(k, p3, 3, NULL, 0, reps)
                      : which0 == 2 ? time_tile(k, p2, 1, &r1, 1, reps) : time_tile(k, p2, 2, NULL, 0, reps);
-            int which = which0 == 1;
+            int which = which0 == 1 || which0 == 3;
             double bw = 2.0 * (double)elems * 4 / t;
             /* check a few rows */
             double worst = 0;

@@ -3,6 +3,7 @@
 # (auto-scheduled) and the tile-form GEMM vs OpenBLAS, softmax and RMSNorm vs memcpy
 # bandwidth, compile latency; all cores, then one thread. Writes bench/results/cpu-e2e-<date>.md.
 #   SIZES=1024,2048 ROWS=4096,65536 REPS=3 bench/cpu/run.sh      a quicker run
+#   ROWS_ONLY=1 bench/cpu/run.sh                                  softmax/RMSNorm vs memcpy only
 # Installs Debian's libopenblas-dev when missing. The library-level GEMM comparison (and
 # bf16 vs oneDNN) is bench/cpu_gemm/run.sh.
 set -euo pipefail
@@ -11,6 +12,9 @@ BUILD=${BUILD:-$ROOT/build-bench-e2e}
 SIZES=${SIZES:-1024,2048,4096}
 ROWS=${ROWS:-4096,16384,65536}
 REPS=${REPS:-5}
+ROWS_ONLY=${ROWS_ONLY:-0}
+EXTRA=()
+[ "$ROWS_ONLY" = 1 ] && EXTRA=(--no-gemm --no-latency)
 OUT=${OUT:-$ROOT/bench/results/cpu-e2e-$(date +%F).md}
 if ! dpkg -s libopenblas-dev >/dev/null 2>&1; then
   SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -29,13 +33,13 @@ CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
   echo
   echo "- CPU: $CPU, $NCPU cores usable (nproc); Tile's cpu target: $("$BUILD/bin/tile" devices | sed -n 's/^cpu *available *//p')"
   echo "- OpenBLAS: $(dpkg -s libopenblas0-pthread 2>/dev/null | sed -n 's/^Version: //p') (pthread build), run with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset"
-  echo "- Command: \`bench/cpu/run.sh\` (SIZES=$SIZES ROWS=$ROWS REPS=$REPS), i.e. \`e2e --threads T --sizes $SIZES --rows $ROWS --reps $REPS\` for T = $NCPU and 1"
+  echo "- Command: \`bench/cpu/run.sh\` (SIZES=$SIZES ROWS=$ROWS REPS=$REPS ROWS_ONLY=$ROWS_ONLY), i.e. \`e2e --threads T --sizes $SIZES --rows $ROWS --reps $REPS ${EXTRA[*]}\` for T = $NCPU and 1"
   echo "- Load average before: $(cut -d' ' -f1-3 /proc/loadavg) (a shared 2-core machine: read the ratios, measured in one process, interleaved)"
   echo "- Commit: $(git -C "$ROOT" rev-parse --short HEAD)"
   for T in "$NCPU" 1; do
     echo
     echo "## $T thread$([ "$T" = 1 ] || echo s)"
-    (cd "$ROOT" && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS="$T" "$BUILD/e2e" --threads "$T" --sizes "$SIZES" --rows "$ROWS" --reps "$REPS")
+    (cd "$ROOT" && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS="$T" "$BUILD/e2e" --threads "$T" --sizes "$SIZES" --rows "$ROWS" --reps "$REPS" "${EXTRA[@]}")
   done
   echo
   echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

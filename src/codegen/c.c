@@ -1318,6 +1318,88 @@ static void gkernel(gen *G, const ir_stmt *s) {
     G->indent = saved_indent;
 }
 
+/* ---------- fusing an elementwise T.Parallel nest with the row reduction after it ----------
+ * In the tile form, `for i, j in T.Parallel(R, L): F[i, j] = e` followed by
+ * `T.reduce_sum(F, D, dim=1)` over whole f32 buffers (F [R, L], D [R]) is emitted as
+ * one loop per row in chunks of FUSE_CHUNK elements: a chunk is stored, then summed with
+ * tile_run_f32 while it is still in L1 (the reduce would read the whole fragment again, from
+ * L2 or beyond once an 8-row fragment of a long row outgrows L2). Legal because the
+ * nest's iterations are independent (T.Parallel), it stores only F[i, j] and does not read D,
+ * so row i of F is final when row i's inner loop ends. Sums are reassociated (per chunk, then
+ * the chunks in order; the unfused tile_run_f32 reassociates too: the f32 reduction
+ * tolerance of docs/cli.md).
+ * Max/min reduces are left to tile_run_f32 (fused with a select-based omp simd max, the
+ * softmax was measured 15-25% slower). Opt-in with TILE_FUSE_REDUCE=1: in same-process runs
+ * (bench/results/cpu-e2e-2026-11-29-3.md, "RMSNorm, fused") it measured between 15% slower
+ * and 25% faster than the unfused loops on a loaded machine: no gain shown, off by default. */
+enum { FUSE_CHUNK = 256 }; /* elements of a row stored, then summed while in L1 */
+static const ir_stmt *fz_single(const ir_stmt *s) {
+    while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];
+    return s;
+}
+static bool fz_reads_buf(const ir_expr *e, const ir_buffer *b) {
+    if (!e) return false;
+    if (e->kind == IR_E_LOAD && e->buf == b) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (fz_reads_buf(e->args[i], b)) return true;
+    return false;
+}
+static bool fz_const0(const ir_expr *e) {
+    int64_t v;
+    return e && ir_const_int_value(e, &v) && v == 0;
+}
+/* the STORE of the fusable nest a followed by reduce r, or NULL */
+static const ir_stmt *fuse_match(gen *G, const ir_stmt *a, const ir_stmt *r) {
+    if (!getenv("TILE_FUSE_REDUCE") || strcmp(getenv("TILE_FUSE_REDUCE"), "1")) return NULL;
+    if (G->f->form != IR_FORM_TILE || !a || !r || r->kind != IR_S_REDUCE) return NULL;
+    a = fz_single(a);
+    if (!a || a->kind != IR_S_FOR || a->loop_kind != IR_LOOP_PARALLEL || a->par_group_depth != 2 || !fz_const0(a->lo)) return NULL;
+    const ir_stmt *in = fz_single(a->body[0]);
+    if (!in || in->kind != IR_S_FOR || !fz_const0(in->lo)) return NULL;
+    const ir_stmt *st = fz_single(in->body[0]);
+    if (!st || st->kind != IR_S_STORE || !reduce_rows_fast(G, r)) return NULL;
+    if (r->reduce_op != IR_RED_SUM) return NULL; /* max/min: tile_run_f32's two 16-lane accumulators measured faster */
+    const ir_buffer *F = r->regions[0].buf, *D = r->regions[1].buf;
+    int64_t R, L;
+    if (st->buf != F || F->rank != 2 || !ir_const_int_value(a->extent, &R) || !ir_const_int_value(in->extent, &L)) return NULL;
+    if (R != G->cdims[F->id][0] || L != G->cdims[F->id][1]) return NULL;
+    if (st->idx[0]->kind != IR_E_VAR || st->idx[0]->var != a->var || st->idx[1]->kind != IR_E_VAR || st->idx[1]->var != in->var) return NULL;
+    if (!st->value || st->value->dtype != TILE_DT_F32 || fz_reads_buf(st->value, D)) return NULL;
+    return st;
+}
+static void gfused_reduce(gen *G, const ir_stmt *a, const ir_stmt *st, const ir_stmt *r) {
+    a = fz_single(a);
+    const ir_stmt *in = fz_single(a->body[0]);
+    const ir_buffer *F = r->regions[0].buf, *D = r->regions[1].buf;
+    int t = tmp(G);
+    long long R = (long long)G->cdims[F->id][0], L = (long long)G->cdims[F->id][1];
+    int iv = a->var->id, jv = in->var->id;
+    line(G, "{ /* T.Parallel nest fused with the reduce after it */");
+    G->indent++;
+    line(G, "for (int64_t v%d = 0; v%d < INT64_C(%lld); v%d++) {", iv, iv, R, iv);
+    G->indent++;
+    line(G, "float acc%d = 0.0f;", t);
+    line(G, "for (int64_t c%d = 0; c%d < INT64_C(%lld); c%d += %d) {", t, t, L, t, FUSE_CHUNK);
+    G->indent++;
+    line(G, "int64_t e%d = c%d + %d < INT64_C(%lld) ? c%d + %d : INT64_C(%lld);", t, t, FUSE_CHUNK, L, t, FUSE_CHUNK, L);
+    line(G, "TILE_IVDEP");
+    line(G, "for (int64_t v%d = c%d; v%d < e%d; v%d++) {", jv, t, jv, t, jv);
+    G->indent++;
+    gstmt(G, st);
+    G->indent--;
+    line(G, "}");
+    line(G, "acc%d += tile_run_f32(b%d + v%d * INT64_C(%lld) + c%d, e%d - c%d, 0);", t, F->id, iv, L, t, t, t);
+    G->indent--;
+    line(G, "}");
+    if (r->clear) line(G, "float a%d = 0.0f;", t);
+    else line(G, "float a%d = b%d[v%d];", t, D->id, iv);
+    line(G, "b%d[v%d] = a%d + acc%d;", D->id, iv, t, t);
+    G->indent--;
+    line(G, "}");
+    G->indent--;
+    line(G, "}");
+}
+
 static void gstmt(gen *G, const ir_stmt *s) {
     if (G->failed || !s) return;
     G->may_fail = false;
@@ -1325,7 +1407,15 @@ static void gstmt(gen *G, const ir_stmt *s) {
     case IR_S_SEQ: {
         line(G, "{");
         G->indent++;
-        for (int i = 0; i < s->nbody; i++) gstmt(G, s->body[i]);
+        for (int i = 0; i < s->nbody; i++) {
+            const ir_stmt *fst = i + 1 < s->nbody ? fuse_match(G, s->body[i], s->body[i + 1]) : NULL;
+            if (fst) {
+                gfused_reduce(G, s->body[i], fst, s->body[i + 1]);
+                i++;
+            } else {
+                gstmt(G, s->body[i]);
+            }
+        }
         for (int i = 0; i < s->nbody; i++)
             if (s->body[i] && s->body[i]->kind == IR_S_ALLOC && G->fn->heap[s->body[i]->buf->id])
                 line(G, "free(h%d); h%d = NULL;", s->body[i]->buf->id, s->body[i]->buf->id);

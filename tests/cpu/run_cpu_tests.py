@@ -374,6 +374,26 @@ def test_row_reductions(ctx):
 
 
 @test
+def test_fused_reduce(ctx):
+    """With TILE_FUSE_REDUCE=1, a T.Parallel nest followed by T.reduce_sum of the fragment it
+    wrote is one loop per row on cpu (two such pairs in fusedred.tl; a nest that reads the
+    reduce's destination is not fused); off by default. Results within the f32 tolerance of
+    the interpreter, fused with and without TILE_CPU_CHECKS, and unfused."""
+    f = os.path.join(DATA, "fusedred.tl")
+    r = ctx.run(["emit", f, "--target", "cpu", "-D", "M=10", "-D", "N=100"], env=ctx.env(TILE_FUSE_REDUCE=1))
+    n = r.stdout.count("fused with the reduce after it")
+    if n != 2:
+        raise Fail("expected 2 fused nest+reduce pairs in the emitted C, found %d" % n)
+    r = ctx.run(["emit", f, "--target", "cpu", "-D", "M=10", "-D", "N=100"], env=ctx.env(TILE_FUSE_REDUCE=None))
+    if "fused with the reduce" in r.stdout:
+        raise Fail("fused without TILE_FUSE_REDUCE=1")
+    for extra in ({"TILE_FUSE_REDUCE": 1}, {"TILE_FUSE_REDUCE": 1, "TILE_CPU_CHECKS": 1}, {"TILE_FUSE_REDUCE": None}):
+        for mn in (("M=10", "N=100"), ("M=7", "N=48"), ("M=13", "N=1")):
+            r = ctx.run(["run", f, "--target", "cpu", "--check", "--quiet", "-D", mn[0], "-D", mn[1]], env=ctx.env(**extra))
+            check_ok(r, "fusedred %s %s %s" % (mn[0], mn[1], " ".join("%s=%s" % kv for kv in extra.items() if kv[1] is not None)))
+
+
+@test
 def test_emit(ctx):
     """tile emit --target cpu prints a translation unit that compiles warning-free at -Wall."""
     r = ctx.run(["emit", os.path.join(EX, "gemm.tl"), "--target", "cpu", "-D", "M=64", "-D", "N=64", "-D", "K=64"])

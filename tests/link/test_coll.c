@@ -233,7 +233,7 @@ static void t_rs(tlink_algo algo, tlink_dtype dt, tlink_op op, size_t count, int
 
 static void t_alltoall(size_t count) {
     int n = g_size;
-    int32_t *s = malloc(sizeof(int32_t) * (count * (size_t)n + 1)), *r = malloc(sizeof(int32_t) * (count * (size_t)n + 1));
+    int32_t *s = calloc(count * (size_t)n + 1, sizeof(int32_t)), *r = calloc(count * (size_t)n + 1, sizeof(int32_t));
     for (int q = 0; q < n; q++)
         for (size_t i = 0; i < count; i++) s[(size_t)q * count + i] = g_rank * 100000 + q * 1000 + (int)i;
     tlink_status st = tlink_alltoall(g_comm, s, r, count, TLINK_I32);
