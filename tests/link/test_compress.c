@@ -45,8 +45,72 @@ static size_t want_bytes(int m, size_t count, size_t chunk) {
 static const size_t sizes[] = {0, 1, 7, 100, 1001, 4099};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
+/* ---------- sign1 against a scalar reference ----------
+ * The library's sign1 codec runs a vectorised path where the CPU has one (AVX2) and a portable
+ * one otherwise (or with TLINK_COMPRESS_SCALAR=1); both must give exactly these bytes and
+ * floats: per chunk, scale = (sum of |x| in 8 lanes, lane j taking elements 8q + j, a tail
+ * of k % 8 into lane 0, reduced ((0+1)+(2+3))+((4+5)+(6+7))) / k; bit j of byte q set when
+ * element 8q + j has its sign bit clear; decoded as +-1.0f * scale. */
+static size_t ref_sign1_encode(const float *x, size_t n, size_t ch, uint8_t *out) {
+    size_t o = 0;
+    for (size_t c0 = 0; c0 < n; c0 += ch) {
+        size_t k = n - c0 < ch ? n - c0 : ch, full = k / 8 * 8;
+        float lane[8] = {0};
+        for (size_t i = 0; i < full; i++) lane[i % 8] += fabsf(x[c0 + i]);
+        for (size_t i = full; i < k; i++) lane[0] += fabsf(x[c0 + i]);
+        float scale = (((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]))) / (float)k;
+        memcpy(out + o, &scale, 4);
+        o += 4;
+        memset(out + o, 0, (k + 7) / 8);
+        for (size_t i = 0; i < k; i++)
+            if (!signbit(x[c0 + i])) out[o + i / 8] |= (uint8_t)(1u << (i % 8));
+        o += (k + 7) / 8;
+    }
+    return o;
+}
+
+static int sign1_reference_tests(void) {
+    const size_t ns[] = {1, 7, 8, 9, 15, 16, 17, 100, 1001, 4099, 10007};
+    const size_t chs[] = {1, 3, 8, 13, 64, 100, 1024, 4096};
+    int bad_enc = 0, bad_dec = 0, cases = 0;
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (size_t b = 0; b < sizeof chs / sizeof chs[0]; b++) {
+            size_t n = ns[a], ch = chs[b];
+            float *x = malloc(n * 4), *y = malloc(n * 4);
+            size_t eb = tlink_compress_encoded_bytes(TLINK_COMPRESS_SIGN1, n, ch);
+            uint8_t *got = malloc(eb + 1), *want = malloc(eb + 1);
+            rng_state = 777 + n * 31 + ch;
+            for (size_t i = 0; i < n; i++) x[i] = frand() * (i % 5 == 0 ? 3.0f : 0.01f);
+            if (n > 2) x[2] = -0.0f; /* sign bit set: a 0 bit */
+            if (n > 4) x[4] = 0.0f;
+            if (tlink_compress_encode(TLINK_COMPRESS_SIGN1, x, n, ch, got) != TLINK_OK) bad_enc++;
+            if (ref_sign1_encode(x, n, ch, want) != eb || memcmp(got, want, eb)) bad_enc++;
+            if (tlink_compress_decode(TLINK_COMPRESS_SIGN1, want, n, ch, y) != TLINK_OK) bad_dec++;
+            size_t o = 0;
+            for (size_t c0 = 0; c0 < n; c0 += ch) {
+                size_t k = n - c0 < ch ? n - c0 : ch;
+                float scale;
+                memcpy(&scale, want + o, 4);
+                for (size_t i = 0; i < k; i++) {
+                    float v = ((want[o + 4 + i / 8] >> (i % 8)) & 1 ? 1.0f : -1.0f) * scale;
+                    if (memcmp(&v, &y[c0 + i], 4)) bad_dec++;
+                }
+                o += 4 + (k + 7) / 8;
+            }
+            cases++;
+            free(x);
+            free(y);
+            free(got);
+            free(want);
+        }
+    CHECKT(!bad_enc, "sign1 encodings differ from the scalar reference in %d of %d cases", bad_enc, cases);
+    CHECKT(!bad_dec, "sign1 decoding differs from the scalar reference (%d values)", bad_dec);
+    return 0;
+}
+
 /* ---------- local codec ---------- */
 static int codec_tests(void) {
+    sign1_reference_tests();
     /* sizes */
     CHECKT(tlink_compress_encoded_bytes(TLINK_COMPRESS_SIGN1, 1000, 64) == 15 * (4 + 8) + 4 + 5, "sign1 bytes");
     CHECKT(tlink_compress_encoded_bytes(TLINK_COMPRESS_INT4, 3, 2) == (4 + 1) + (4 + 1), "int4 bytes");

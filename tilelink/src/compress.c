@@ -20,6 +20,10 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TL_S1_AVX2 1 /* sign1 kernels in AVX2, picked at run time (cpuid) */
+#endif
 
 struct tlink_compress {
     tlink_comm *comm;
@@ -28,6 +32,9 @@ struct tlink_compress {
     int ef, n, me;
     size_t *boff;          /* [n+1] element offset of each rank's block (chunk aligned) */
     size_t pad;            /* encoded bytes of the largest block: every block travels padded */
+    size_t cb;             /* encoded bytes of a full chunk */
+    size_t sbytes;         /* bytes of a block per pipeline stage (a multiple of cb; pad when one stage) */
+    int nst;               /* pipeline stages: ceil(pad / sbytes) */
     float *e1;             /* [count] residual of the first compression (this rank's input; the
                               part of my own block stays 0: that block is never compressed) */
     float *e2;             /* [my block] residual of the second (the reduced block I own) */
@@ -35,6 +42,8 @@ struct tlink_compress {
     uint8_t *sbuf, *rbuf;  /* [n * pad] */
     tlink_compress_stats stats;
 };
+
+#define TLINK_COMPRESS_STAGES 8
 
 static const char *const method_names[TLINK_COMPRESS_COUNT] = {"none", "sign1", "int4", "int8", "fp8"};
 
@@ -81,12 +90,12 @@ size_t tlink_compress_encoded_bytes(tlink_compress_method m, size_t count, size_
 
 static float e4m3_lut[256];
 static pthread_once_t lut_once = PTHREAD_ONCE_INIT;
-static float sign_lut[256][8];
+static void s1_pick(void);
 static void lut_init(void) {
     for (int i = 0; i < 256; i++) {
         e4m3_lut[i] = tlink_fp8_e4m3_to_f32((uint8_t)i);
-        for (int j = 0; j < 8; j++) sign_lut[i][j] = (i >> j) & 1 ? 1.0f : -1.0f;
     }
+    s1_pick();
 }
 
 /* max |x| and sum |x| with 8 independent lanes (vectorisable without reassociation) */
@@ -255,6 +264,139 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
     return (size_t)(p - out);
 }
 
+/* ---------- sign1 fast path ----------
+ * One pass over the chunk computes t = x + e (stored into e), the 8-lane sum of |t| and the
+ * sign bits; a second pass over the chunk (in L1) turns e into the residual t - (+-1 * scale).
+ * The arithmetic is that of enc_chunk + resid_chunk (sum_abs's lanes and reduction order,
+ * +-1.0f * scale), so encodings and residuals are bit for bit the same
+ * (tests/link/test_compress.c compares against a scalar reference). */
+
+/* the scalar reference / portable fallback; e == NULL: no error feedback (x encoded as is) */
+static size_t s1_enc_scalar(const float *restrict x, float *restrict e, size_t k, uint8_t *restrict out) {
+    float s[8] = {0};
+    uint8_t *p = out + 4;
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        unsigned b = 0;
+        for (int j = 0; j < 8; j++) {
+            float t = e ? x[i + j] + e[i + j] : x[i + j];
+            if (e) e[i + j] = t;
+            s[j] += fabsf(t);
+            b |= (unsigned)!signbit(t) << j;
+        }
+        *p++ = (uint8_t)b;
+    }
+    if (i < k) {
+        unsigned b = 0;
+        for (size_t j = 0; i + j < k; j++) {
+            float t = e ? x[i + j] + e[i + j] : x[i + j];
+            if (e) e[i + j] = t;
+            s[0] += fabsf(t);
+            b |= (unsigned)!signbit(t) << j;
+        }
+        *p++ = (uint8_t)b;
+    }
+    float scale = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / (float)k;
+    memcpy(out, &scale, 4);
+    if (e)
+        for (size_t q = 0; q < k; q++) e[q] = e[q] - copysignf(1.0f, e[q]) * scale;
+    return (size_t)(p - out);
+}
+
+static void s1_dec_scalar(const uint8_t *restrict in, size_t k, float *restrict y, int add) {
+    float scale;
+    memcpy(&scale, in, 4);
+    const uint8_t *p = in + 4;
+    for (size_t i = 0; i < k; i++) {
+        float v = ((p[i >> 3] >> (i & 7)) & 1 ? 1.0f : -1.0f) * scale;
+        y[i] = add ? y[i] + v : v;
+    }
+}
+
+#ifdef TL_S1_AVX2
+__attribute__((target("avx2"))) static size_t s1_enc_avx2(const float *restrict x, float *restrict e, size_t k,
+                                                           uint8_t *restrict out) {
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    __m256 acc = _mm256_setzero_ps();
+    uint8_t *p = out + 4;
+    size_t i = 0;
+    if (e) {
+        for (; i + 8 <= k; i += 8) {
+            __m256 t = _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(e + i));
+            _mm256_storeu_ps(e + i, t);
+            acc = _mm256_add_ps(acc, _mm256_and_ps(t, absm));
+            *p++ = (uint8_t)~_mm256_movemask_ps(t);
+        }
+    } else {
+        for (; i + 8 <= k; i += 8) {
+            __m256 t = _mm256_loadu_ps(x + i);
+            acc = _mm256_add_ps(acc, _mm256_and_ps(t, absm));
+            *p++ = (uint8_t)~_mm256_movemask_ps(t);
+        }
+    }
+    float s[8];
+    _mm256_storeu_ps(s, acc);
+    if (i < k) {
+        unsigned b = 0;
+        for (size_t j = 0; i + j < k; j++) {
+            float t = e ? x[i + j] + e[i + j] : x[i + j];
+            if (e) e[i + j] = t;
+            s[0] += fabsf(t);
+            b |= (unsigned)!signbit(t) << j;
+        }
+        *p++ = (uint8_t)b;
+    }
+    float scale = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / (float)k;
+    memcpy(out, &scale, 4);
+    if (e) {
+        const __m256 sgn = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+        const __m256 one = _mm256_set1_ps(1.0f), vs = _mm256_set1_ps(scale);
+        size_t q = 0;
+        for (; q + 8 <= k; q += 8) {
+            __m256 t = _mm256_loadu_ps(e + q);
+            __m256 pm = _mm256_or_ps(one, _mm256_and_ps(t, sgn)); /* copysignf(1, t) */
+            _mm256_storeu_ps(e + q, _mm256_sub_ps(t, _mm256_mul_ps(pm, vs)));
+        }
+        for (; q < k; q++) e[q] = e[q] - copysignf(1.0f, e[q]) * scale;
+    }
+    return (size_t)(p - out);
+}
+
+__attribute__((target("avx2"))) static void s1_dec_avx2(const uint8_t *restrict in, size_t k, float *restrict y,
+                                                        int add) {
+    float scale;
+    memcpy(&scale, in, 4);
+    const uint8_t *p = in + 4;
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256 one = _mm256_set1_ps(1.0f), vs = _mm256_set1_ps(scale);
+    const __m256 sgn = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        __m256i b = _mm256_and_si256(_mm256_set1_epi32(p[i >> 3]), bit);
+        __m256 clear = _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, _mm256_setzero_si256()));
+        __m256 v = _mm256_mul_ps(_mm256_or_ps(one, _mm256_and_ps(clear, sgn)), vs); /* +-1.0f * scale */
+        _mm256_storeu_ps(y + i, add ? _mm256_add_ps(_mm256_loadu_ps(y + i), v) : v);
+    }
+    for (; i < k; i++) {
+        float v = ((p[i >> 3] >> (i & 7)) & 1 ? 1.0f : -1.0f) * scale;
+        y[i] = add ? y[i] + v : v;
+    }
+}
+#endif
+
+static size_t (*s1_enc)(const float *restrict, float *restrict, size_t, uint8_t *restrict) = s1_enc_scalar;
+static void (*s1_dec)(const uint8_t *restrict, size_t, float *restrict, int) = s1_dec_scalar;
+
+static void s1_pick(void) {
+#ifdef TL_S1_AVX2
+    const char *env = getenv("TLINK_COMPRESS_SCALAR"); /* 1: the portable path (tests, comparisons) */
+    if (!(env && *env == '1') && __builtin_cpu_supports("avx2")) {
+        s1_enc = s1_enc_avx2;
+        s1_dec = s1_dec_avx2;
+    }
+#endif
+}
+
 /* decode one chunk; add != 0 accumulates into y instead of storing */
 #define DEC_LOOP(EXPR)                                              \
     do {                                                            \
@@ -281,22 +423,10 @@ static size_t dec_chunk(tlink_compress_method m, const uint8_t *restrict in, siz
     memcpy(&scale, in, 4);
     const uint8_t *p = in + 4;
     switch (m) {
-    case TLINK_COMPRESS_SIGN1: {
-        size_t i = 0;
-        for (; i + 8 <= k; i += 8) {
-            const float *l = sign_lut[p[i >> 3]];
-            if (add)
-                for (int j = 0; j < 8; j++) y[i + j] += l[j] * scale;
-            else
-                for (int j = 0; j < 8; j++) y[i + j] = l[j] * scale;
-        }
-        for (; i < k; i++) {
-            float v = (p[i >> 3] >> (i & 7)) & 1 ? scale : -scale;
-            y[i] = add ? y[i] + v : v;
-        }
+    case TLINK_COMPRESS_SIGN1:
+        s1_dec(in, k, y, add);
         p += (k + 7) / 8;
         break;
-    }
     case TLINK_COMPRESS_INT4: {
         size_t h = k / 2;
         if (add)
@@ -360,11 +490,24 @@ static void resid_chunk(tlink_compress_method m, const float *restrict t, const 
 }
 
 /* encode count values (x + e when e != NULL, then e = that - decoded) chunk by chunk */
+static size_t enc1(tlink_compress_method m, const float *x, float *e, size_t k, float *tmp, uint8_t *out) {
+    if (m == TLINK_COMPRESS_SIGN1) return s1_enc(x, e, k, out);
+    if (!e || m == TLINK_COMPRESS_NONE) return enc_chunk(m, x, k, out);
+    for (size_t i = 0; i < k; i++) tmp[i] = x[i] + e[i];
+    size_t b = enc_chunk(m, tmp, k, out);
+    resid_chunk(m, tmp, out, k, e);
+    return b;
+}
+
 static size_t enc_ef(tlink_compress_method m, const float *x, float *e, size_t count, size_t chunk, float *tmp,
                      uint8_t *out) {
     size_t o = 0;
     for (size_t c0 = 0; c0 < count; c0 += chunk) {
         size_t k = TL_MIN(chunk, count - c0);
+        if (m == TLINK_COMPRESS_SIGN1) {
+            o += s1_enc(x + c0, e ? e + c0 : NULL, k, out + o);
+            continue;
+        }
         if (!e || m == TLINK_COMPRESS_NONE) {
             o += enc_chunk(m, x + c0, k, out + o);
             continue;
@@ -479,6 +622,21 @@ tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, si
             if (bn > maxblk) maxblk = bn;
         }
     }
+    /* pipeline: the blocks travel in stages of whole chunks, so that the encoding of one stage
+     * overlaps the exchange of the previous (tlink_ialltoall / tlink_iallgather in issue order).
+     * Every chunk is encoded, summed and decoded exactly as in one stage: only the packing of
+     * the wire buffers differs. Small buffers (under 1 MiB encoded in all, or
+     * TLINK_COMPRESS_PIPELINE_MIN bytes) use one stage. */
+    cs->cb = header_bytes(m) + payload_bytes(m, chunk);
+    cs->sbytes = cs->pad;
+    size_t pipe_min = (size_t)1 << 20;
+    const char *pm = getenv("TLINK_COMPRESS_PIPELINE_MIN"); /* bytes; tests set 0 to stage small buffers */
+    if (pm && *pm) pipe_min = (size_t)strtoull(pm, NULL, 10);
+    if (cs->pad && cs->pad * (size_t)n >= pipe_min) {
+        size_t per = (cs->pad / cs->cb + TLINK_COMPRESS_STAGES - 1) / TLINK_COMPRESS_STAGES;
+        cs->sbytes = TL_MIN(cs->pad, (per ? per : 1) * cs->cb);
+    }
+    cs->nst = cs->sbytes ? (int)((cs->pad + cs->sbytes - 1) / cs->sbytes) : 0;
     size_t mine = cs->boff ? cs->boff[cs->me + 1] - cs->boff[cs->me] : 0;
     cs->e1 = calloc(count ? count : 1, sizeof(float));
     cs->e2 = calloc(mine ? mine : 1, sizeof(float));
@@ -521,6 +679,19 @@ tlink_status tlink_compress_get_stats(const tlink_compress *cs, tlink_compress_s
     return TLINK_OK;
 }
 
+/* the pipeline's stages: stage s covers bytes [stage_lo(s), stage_lo(s + 1)) of every block's
+ * encoding; in the wire buffers stage s starts at n * stage_lo(s), rank j's part of it at
+ * j * (its size) further */
+static size_t stage_lo(const tlink_compress *cs, int s) { return TL_MIN(cs->pad, (size_t)s * cs->sbytes); }
+
+/* where the encoding of the chunk at element c0 of rank j's block lies in a wire buffer */
+static uint8_t *chunk_at(const tlink_compress *cs, uint8_t *buf, int j, size_t c0) {
+    size_t b = c0 / cs->chunk * cs->cb; /* its byte offset in the block's encoding */
+    int s = (int)(b / cs->sbytes);
+    size_t lo = stage_lo(cs, s), hi = stage_lo(cs, s + 1);
+    return buf + (size_t)cs->n * lo + (size_t)j * (hi - lo) + (b - lo);
+}
+
 tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf, float *recvbuf, size_t count,
                                         tlink_op op) {
     if (!cs) {
@@ -545,60 +716,79 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
     double t0 = tl_now(), tcomm = 0;
     tlink_status st = TLINK_OK;
 
-    /* phase 1: compress every other rank's block of (input + residual) and exchange; my own
-     * block stays exact (it never travels) */
-    for (int j = 0; j < n; j++) {
-        if (j == me) continue;
-        size_t bo = cs->boff[j], bn = cs->boff[j + 1] - bo;
-        enc_ef(m, sendbuf + bo, e1 ? e1 + bo : NULL, bn, chunk, cs->tmp, cs->sbuf + (size_t)j * pad);
-    }
-    if (n > 1 && pad) {
-        double t = tl_now();
-        st = tlink_alltoall(c, cs->sbuf, cs->rbuf, pad, TLINK_U8);
-        tcomm += tl_now() - t;
-        if (st) return st;
-    }
-    /* phase 2, chunk by chunk: sum the decoded versions of my block's chunk, (avg: divide),
-     * add its residual, compress into my slot of the all-gather buffer, keep the residual */
+    /* phase 1, stage by stage: compress every other rank's block of (input + residual) and
+     * start its exchange; my own block stays exact (it never travels) */
+    int nst = n > 1 ? cs->nst : 0;
+    tlink_request *ra[64], *rg[64]; /* nst <= TLINK_COMPRESS_STAGES + 1 */
+    int na = 0, wa = 0, ng = 0, wg = 0;
     size_t mn = cs->boff[me + 1] - cs->boff[me];
-    uint8_t *g = cs->sbuf, *mine = g + (size_t)me * pad;
+    uint8_t *g = cs->sbuf;
     float *tmp = cs->tmp;
-    size_t o = 0;
-    for (size_t c0 = 0; c0 < mn; c0 += chunk) {
-        size_t k = TL_MIN(chunk, mn - c0);
-        size_t b = header_bytes(m) + payload_bytes(m, k);
-        /* in rank order; my own contribution exact (its part of e1 is never used: always 0) */
-        const float *xo = sendbuf + cs->boff[me] + c0;
-        for (int i = 0; i < n; i++) {
-            if (i != me) {
-                dec_chunk(m, cs->rbuf + (size_t)i * pad + o, k, tmp, i > 0);
-            } else if (i == 0) {
-                memcpy(tmp, xo, k * sizeof(float));
-            } else {
-                for (size_t q = 0; q < k; q++) tmp[q] += xo[q];
+    for (int s = 0; s < nst && !st; s++) {
+        size_t lo = stage_lo(cs, s), bs = stage_lo(cs, s + 1) - lo;
+        for (int j = 0; j < n; j++) {
+            if (j == me) continue;
+            size_t bo = cs->boff[j], bn = cs->boff[j + 1] - bo;
+            for (size_t c0 = lo / cs->cb * chunk; c0 < bn && (c0 / chunk) * cs->cb < lo + bs; c0 += chunk) {
+                size_t k = TL_MIN(chunk, bn - c0);
+                enc1(m, sendbuf + bo + c0, e1 ? e1 + bo + c0 : NULL, k, tmp, chunk_at(cs, cs->sbuf, j, c0));
             }
         }
-        if (op == TLINK_AVG)
-            for (size_t i = 0; i < k; i++) tmp[i] /= (float)n;
-        if (e2 && m != TLINK_COMPRESS_NONE) {
-            float *ec = e2 + c0;
-            for (size_t i = 0; i < k; i++) tmp[i] += ec[i];
-            enc_chunk(m, tmp, k, mine + o);
-            resid_chunk(m, tmp, mine + o, k, ec);
-        } else {
-            enc_chunk(m, tmp, k, mine + o);
+        st = tlink_ialltoall(c, cs->sbuf + (size_t)n * lo, cs->rbuf + (size_t)n * lo, bs, TLINK_U8, &ra[na]);
+        if (!st) na++;
+    }
+    /* phase 2, stage by stage and chunk by chunk: sum the decoded versions of my block's chunk
+     * (in rank order; my own contribution exact), (avg: divide), add its residual, compress
+     * into my slot of the all-gather buffer, keep the residual; start the stage's all-gather */
+    for (int s = 0; s < (n > 1 ? nst : 1) && !st; s++) {
+        size_t lo = n > 1 ? stage_lo(cs, s) : 0, hi = n > 1 ? stage_lo(cs, s + 1) : cs->pad;
+        if (n > 1) {
+            double t = tl_now();
+            st = tlink_wait(ra[wa++]);
+            tcomm += tl_now() - t;
+            if (st) break;
         }
-        o += b;
+        for (size_t c0 = lo / cs->cb * chunk; c0 < mn && (c0 / chunk) * cs->cb < hi; c0 += chunk) {
+            size_t k = TL_MIN(chunk, mn - c0);
+            const float *xo = sendbuf + cs->boff[me] + c0;
+            for (int i = 0; i < n; i++) {
+                if (i != me) {
+                    dec_chunk(m, chunk_at(cs, cs->rbuf, i, c0), k, tmp, i > 0);
+                } else if (i == 0) {
+                    memcpy(tmp, xo, k * sizeof(float));
+                } else {
+                    for (size_t q = 0; q < k; q++) tmp[q] += xo[q];
+                }
+            }
+            if (op == TLINK_AVG)
+                for (size_t i = 0; i < k; i++) tmp[i] /= (float)n;
+            enc1(m, tmp, e2 ? e2 + c0 : NULL, k, tmp, chunk_at(cs, g, me, c0));
+        }
+        if (n > 1) {
+            st = tlink_iallgather(c, g + (size_t)n * lo + (size_t)me * (hi - lo), g + (size_t)n * lo, hi - lo,
+                                  TLINK_U8, &rg[ng]);
+            if (!st) ng++;
+        }
     }
-    if (n > 1 && pad) {
-        double t = tl_now();
-        st = tlink_allgather(c, g + (size_t)me * pad, g, pad, TLINK_U8);
-        tcomm += tl_now() - t;
-        if (st) return st;
+    /* decode every block, stage by stage as the all-gathers complete */
+    for (int s = 0; s < (n > 1 ? nst : 1) && !st; s++) {
+        size_t lo = n > 1 ? stage_lo(cs, s) : 0, hi = n > 1 ? stage_lo(cs, s + 1) : cs->pad;
+        if (n > 1) {
+            double t = tl_now();
+            st = tlink_wait(rg[wg++]);
+            tcomm += tl_now() - t;
+            if (st) break;
+        }
+        for (int j = 0; j < n; j++) {
+            size_t bo = cs->boff[j], bn = cs->boff[j + 1] - bo;
+            for (size_t c0 = lo / cs->cb * chunk; c0 < bn && (c0 / chunk) * cs->cb < hi; c0 += chunk)
+                dec_chunk(m, chunk_at(cs, g, j, c0), TL_MIN(chunk, bn - c0), recvbuf + bo + c0, 0);
+        }
     }
-    for (int j = 0; j < n; j++) {
-        size_t bo = cs->boff[j], bn = cs->boff[j + 1] - bo;
-        dec_all(m, g + (size_t)j * pad, bn, chunk, recvbuf + bo, 0);
+    if (st) { /* a failed call: finish the requests still in flight (they end with the error too) */
+        while (wa < na) tlink_wait(ra[wa++]);
+        while (wg < ng) tlink_wait(rg[wg++]);
+        return st;
     }
     uint64_t wire = n > 1 ? (uint64_t)2 * (uint64_t)(n - 1) * pad : 0;
     cs->stats.calls++;
