@@ -1148,6 +1148,29 @@ static void loaded_as(gen *G, tile_strbuf *o, const ir_buffer *b, const char *of
  * iterations (barriers stay uniform). The sum is in a different order than the
  * interpreter's sequential one (float rounding differs within the usual tolerance); max and
  * min are exact. */
+/* In a reduction over dimension `dim` of an R-dimensional source region: skip element tl_kk
+ * of the current row when it lies outside the tensor, else define tl_o0, its flat offset.
+ * The other coordinates are tl_t<d>, the region starts at tl_s0_<d>, extents are tl_d0_<d>. */
+static void reduce_src_offset(gen *G, tile_strbuf *o, int R, int dim) {
+    tile_strbuf in = {0}, off = {0};
+    tile_sb_puts(&in, "1");
+    tile_sb_puts(&off, "(int64_t)0");
+    for (int d = 0; d < R; d++) {
+        char p[64];
+        if (d == dim) snprintf(p, sizeof p, "(tl_s0_%d + tl_kk)", d);
+        else snprintf(p, sizeof p, "tl_t%d", d);
+        tile_sb_printf(&in, " && (uint64_t)%s < (uint64_t)tl_d0_%d", p, d);
+        tile_strbuf t = {0};
+        tile_sb_printf(&t, "(%s) * tl_d0_%d + %s", off.data, d, p);
+        tile_sb_free(&off);
+        off = t;
+    }
+    line(G, o, "if (!(%s)) continue;", in.data);
+    line(G, o, "const int64_t tl_o0 = %s;", off.data);
+    tile_sb_free(&in);
+    tile_sb_free(&off);
+}
+
 static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid) {
     const ir_region *src = &s->regions[0], *dst = &s->regions[1];
     int R = src->buf->rank, dim = s->dim, op = s->reduce_op;
@@ -1223,23 +1246,7 @@ static bool gen_reduce_warp(gen *G, tile_strbuf *o, const ir_stmt *s, const char
     }
     line(G, o, "for (int64_t tl_kk = tl_tid %% %d; tl_kk < tl_len; tl_kk += %d) {", 32 * WPR, 32 * WPR);
     G->ind++;
-    tile_strbuf in = {0}, off = {0};
-    tile_sb_puts(&in, "1");
-    tile_sb_puts(&off, "(int64_t)0");
-    for (int d = 0; d < R; d++) {
-        char p[64];
-        if (d == dim) snprintf(p, sizeof p, "(tl_s0_%d + tl_kk)", d);
-        else snprintf(p, sizeof p, "tl_t%d", d);
-        tile_sb_printf(&in, " && (uint64_t)%s < (uint64_t)tl_d0_%d", p, d);
-        tile_strbuf t = {0};
-        tile_sb_printf(&t, "(%s) * tl_d0_%d + %s", off.data, d, p);
-        tile_sb_free(&off);
-        off = t;
-    }
-    line(G, o, "if (!(%s)) continue;", in.data);
-    line(G, o, "const int64_t tl_o0 = %s;", off.data);
-    tile_sb_free(&in);
-    tile_sb_free(&off);
+    reduce_src_offset(G, o, R, dim);
     tile_strbuf l = {0};
     loaded_as(G, &l, src->buf, "tl_o0", TILE_DT_F32);
     line(G, o, "float tl_x = %s;", l.data);
@@ -1538,23 +1545,7 @@ static void gen_tileop(gen *G, tile_strbuf *o, const ir_stmt *s, const char *tid
         }
         line(G, o, "for (int64_t tl_kk = 0; tl_kk < tl_len; tl_kk++) {");
         G->ind++;
-        tile_strbuf in = {0}, off = {0};
-        tile_sb_puts(&in, "1");
-        tile_sb_puts(&off, "(int64_t)0");
-        for (int d = 0; d < R; d++) {
-            char p[64];
-            if (d == dim) snprintf(p, sizeof p, "(tl_s0_%d + tl_kk)", d);
-            else snprintf(p, sizeof p, "tl_t%d", d);
-            tile_sb_printf(&in, " && (uint64_t)%s < (uint64_t)tl_d0_%d", p, d);
-            tile_strbuf t = {0};
-            tile_sb_printf(&t, "(%s) * tl_d0_%d + %s", off.data, d, p);
-            tile_sb_free(&off);
-            off = t;
-        }
-        line(G, o, "if (!(%s)) continue;", in.data);
-        line(G, o, "const int64_t tl_o0 = %s;", off.data);
-        tile_sb_free(&in);
-        tile_sb_free(&off);
+        reduce_src_offset(G, o, R, dim);
         tile_strbuf l = {0};
         loaded_as(G, &l, src->buf, "tl_o0", ct);
         line(G, o, "%s tl_x = %s;", T, l.data);
