@@ -55,6 +55,27 @@ bench hier-allreduce-i64-max -c allreduce -a hierarchical -d i64 -o max -b 1000 
 bench auto-allreduce-bf16 -c allreduce -d bf16 -b 2 -e 64K -f 256 -w 1 -i 2
 bench ring-allgather -c allgather -a ring -b 48 -e 48K -f 1024 -w 1 -i 2
 bench tree-broadcast -c broadcast -r 3 -b 8 -e 8K -f 1024 -w 1 -i 2
+# large messages at odd sizes (counts not divisible by the ranks, the 128 KiB chunks or the
+# streams): the flat ring over every rank (shm and TCP links in one ring), the striped
+# hierarchical algorithm, and two ranks alone over TCP (one per namespace)
+bench ring-allreduce-odd -c allreduce -a ring -b 4000012 -e 4000012 -w 0 -i 2
+bench hier-allreduce-odd -c allreduce -a hierarchical -d f64 -b 8388616 -e 8388616 -w 0 -i 2
+TLINK_DEBUG=info timeout 100 "$TOOL" launch --netns --hosts "${P}0:1,${P}1:1" -- "$TOOL" link-bench -c allreduce \
+    -b 2097156 -e 16777248 -f 8 -w 0 -i 2 >"$T/tcp2.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '# Out of bounds values : 0 OK' "$T/tcp2.out" \
+   && [ "$(grep -cE '^\[0\] +(2097156|16777248) ' "$T/tcp2.out")" -eq 2 ]; then ok "2 ranks over TCP, 2 MiB+4 and 16 MiB+32 bytes"
+else bad "2 ranks over TCP (rc $rc)"; cat "$T/tcp2.out"; fi
+# between namespaces of one machine the transport picks reno (TLINK_SOCKET_CC unset); a name
+# the kernel does not know is a warning, and the system's default stays
+grep -q 'tcp: congestion control reno to rank 1 (same machine)' "$T/tcp2.out" && ok "reno between namespaces of one machine" \
+    || bad "congestion control not reported"
+TLINK_SOCKET_CC=no_such_cc timeout 60 "$TOOL" launch --netns --hosts "${P}0:1,${P}1:1" -- "$TOOL" link-bench \
+    -b 1048580 -e 1048580 -w 0 -i 1 >"$T/cc.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q '# Out of bounds values : 0 OK' "$T/cc.out" \
+   && grep -q "TLINK_SOCKET_CC: cannot use TCP congestion control 'no_such_cc'" "$T/cc.out" \
+   && ok "unknown TLINK_SOCKET_CC: warning, still correct" || { bad "TLINK_SOCKET_CC=no_such_cc (rc $rc)"; cat "$T/cc.out"; }
 
 # the job's topology as gathered over TCP
 timeout 60 "$TOOL" launch --netns --no-prefix --hosts "$HOSTS" -- "$TOOL" link-topo --gather >"$T/topo.out" 2>&1

@@ -177,6 +177,17 @@ tlink_status tlink_host_identity(char *buf, size_t len) {
     return TLINK_OK;
 }
 
+/* one value per running kernel: processes in different network namespaces or containers of
+ * one machine share it (their TCP traffic never leaves the machine) */
+static uint64_t machine_id(void) {
+    char boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (!f) return 0;
+    if (!fgets(boot, sizeof boot, f)) boot[0] = 0;
+    fclose(f);
+    return boot[0] ? tl_hash64(boot, strlen(boot), 0x6d616368696e65ULL) | 1 : 0;
+}
+
 static uint64_t my_starttime(void) {
     char buf[1024];
     FILE *f = fopen("/proc/self/stat", "re");
@@ -223,6 +234,7 @@ typedef struct rinfo {
     uint32_t magic;
     int32_t rank, pid, nstreams, force_tcp, pad;
     uint64_t starttime, pidns, comm_id;
+    uint64_t machine;               /* hash of the kernel's boot id: same machine, any namespace */
     int32_t forced[TLINK_COLL_COUNT];
     char hostname[64];
     char hostid[128];
@@ -277,6 +289,7 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     me.force_tcp = c->force_tcp || (tr && !strcasecmp(tr, "tcp"));
     me.starttime = my_starttime();
     me.pidns = ns_inode("pid");
+    me.machine = machine_id();
     me.comm_id = c->comm_id;
     for (int k = 0; k < TLINK_COLL_COUNT; k++) me.forced[k] = (int32_t)c->forced[k];
     snprintf(me.hostname, sizeof me.hostname, "%s", tl_hostname());
@@ -380,6 +393,7 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
         p->pid = all[r].pid;
         p->starttime = all[r].starttime;
         p->same_pidns = all[r].pidns == me.pidns && p->host == c->host_idx;
+        p->same_machine = me.machine && all[r].machine == me.machine;
         snprintf(p->hostname, sizeof p->hostname, "%s", all[r].hostname);
         if (r == c->rank) p->transport = TLINK_TRANSPORT_SELF;
         else if (p->host == c->host_idx && !c->force_tcp) p->transport = TLINK_TRANSPORT_SHM;

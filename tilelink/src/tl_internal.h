@@ -101,6 +101,7 @@ typedef struct tl_peer {
     int pid;
     uint64_t starttime;
     int same_pidns;
+    int same_machine;               /* same kernel (boot id): TCP to it crosses veth/loopback only */
     char hostname[64];
     /* shm */
     tl_chan *out, *in;
