@@ -5,7 +5,8 @@
 # bench/results/link-allreduce-<date>.md with both tables and the ratios.
 #
 # Environment knobs: BUILD (build dir, default build-bench-link), MAXSIZE (64M),
-# MAXSIZE_TCP (16M), WARM (3), ITERS (10), RANKS ("2 4"), REPEAT (5: each pair of runs is
+# MAXSIZE_TCP (16M), WARM (3), ITERS (10), RANKS ("2 4": shared memory), TCP_LAYOUTS ("2x1 4x1 2x2":
+# NAMESPACESxRANKS-PER-NAMESPACE; 2x2 runs the hierarchical algorithm), REPEAT (5: each pair of runs is
 # repeated, interleaved; per size the report gives each library's median time and the median
 # of the per-repetition ratios with their spread, min-max), SMALL_MAX (64K), WARM_SMALL (20),
 # ITERS_SMALL (200): sizes up to
@@ -20,6 +21,7 @@ MAXSIZE_TCP=${MAXSIZE_TCP:-16M}
 WARM=${WARM:-3}
 ITERS=${ITERS:-10}
 RANKS=${RANKS:-"2 4"}
+TCP_LAYOUTS=${TCP_LAYOUTS:-"2x1 4x1 2x2"}
 REPEAT=${REPEAT:-5}
 SMALL_MAX=${SMALL_MAX:-64K}
 WARM_SMALL=${WARM_SMALL:-20}
@@ -107,11 +109,16 @@ else
     # mpirun reaches its "hosts" through this agent instead of ssh: run inside the namespace
     printf '#!/bin/sh\nh=$1; shift\nexec ip netns exec "$h" sh -c "$*"\n' >"$BUILD/netns-agent.sh"
     chmod +x "$BUILD/netns-agent.sh"
-    for n in $RANKS; do
+    for lay in $TCP_LAYOUTS; do
+        nns=${lay%x*}; per=${lay#*x}; n=$((nns * per))
         hosts=""
-        for i in $(seq 0 $((n - 1))); do hosts="$hosts${hosts:+,}$NSP$i:1"; done
-        pair "tcp-$n" "$TILE launch --netns --hosts $hosts -- $TILE link-bench" \
-            "ip netns exec ${NSP}0 $MPIRUN --mca plm_rsh_agent $BUILD/netns-agent.sh --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 --host $hosts -n $n $MPIB" \
+        for i in $(seq 0 $((nns - 1))); do hosts="$hosts${hosts:+,}$NSP$i:$per"; done
+        # several ranks per namespace: Open MPI 4.1.4's shared-memory BTL (vader) segfaults
+        # when its ranks are launched into namespaces this way (also with
+        # btl_vader_single_copy_mechanism none), so Open MPI runs TCP (over lo) inside a namespace
+        btl=tcp,self
+        pair "tcp-$lay" "$TILE launch --netns --hosts $hosts -- $TILE link-bench" \
+            "ip netns exec ${NSP}0 $MPIRUN --mca plm_rsh_agent $BUILD/netns-agent.sh --mca btl $btl --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 --host $hosts -n $n $MPIB" \
             "$MAXSIZE_TCP"
     done
 fi
@@ -189,15 +196,17 @@ mkdir -p "$(dirname "$OUT")"
         echo
         table "shm-$n"
     done
-    for n in $RANKS; do
+    for lay in $TCP_LAYOUTS; do
+        nns=${lay%x*}; per=${lay#*x}
         echo
-        echo "## $n ranks, TCP across $n network namespaces (one rank each, veth + bridge)"
+        if [ "$per" = 1 ]; then echo "## $nns ranks, TCP across $nns network namespaces (one rank each, veth + bridge)"
+        else echo "## $((nns * per)) ranks, $nns network namespaces x $per ranks (shared memory inside, TCP across)"; fi
         echo
-        if [ -s "$TMP/pairs-tcp-$n.txt" ]; then
-            stats "tcp-$n"
-            summary "tcp-$n"
+        if [ -s "$TMP/pairs-tcp-$lay.txt" ]; then
+            stats "tcp-$lay"
+            summary "tcp-$lay"
             echo
-            table "tcp-$n"
+            table "tcp-$lay"
         else
             echo "not run: ${TCP_NOTE:-no output}"
         fi
