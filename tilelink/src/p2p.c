@@ -254,6 +254,7 @@ static long shm_recv_try(tlink_comm *c, tl_peer *p, tl_op *op) {
         if (op->red) {
             n -= n % op->esize;
             if (!n) break;
+            if (op->rsrc) memcpy(dst + op->done, (const char *)op->rsrc + op->done, n);
             op->red(dst + op->done, p->in_data + off, n / op->esize);
         } else {
             memcpy(dst + op->done, p->in_data + off, n);
@@ -311,7 +312,10 @@ static long tcp_try(tlink_comm *c, tl_peer *p, tl_op *op) {
             op->done += (size_t)r;
             moved += r;
             if (op->so[s] == clen) {
-                if (op->red) op->red((char *)op->rbuf + k * ch, op->stage + (size_t)s * ch, clen / op->esize);
+                if (op->red) {
+                    if (op->rsrc) memcpy((char *)op->rbuf + k * ch, (const char *)op->rsrc + k * ch, clen);
+                    op->red((char *)op->rbuf + k * ch, op->stage + (size_t)s * ch, clen / op->esize);
+                }
                 op->sk[s] += (size_t)ns;
                 op->so[s] = 0;
             }
@@ -547,16 +551,22 @@ tlink_status tl_recv_reduce(tlink_comm *c, int peer, void *buf, size_t bytes, tl
     return tl_p2p_run(c, &op, 1);
 }
 
-tlink_status tl_xchg(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
-                     size_t rbytes, tl_reduce_fn red, size_t esize) {
+tlink_status tl_xchg_src(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
+                         const void *rsrc, size_t rbytes, tl_reduce_fn red, size_t esize) {
     tl_op ops[2];
     int n = 0;
     memset(ops, 0, sizeof ops);
     if (to >= 0 && sbytes) ops[n++] = (tl_op){.peer = to, .is_send = 1, .sbuf = sbuf, .bytes = sbytes};
     if (from >= 0 && rbytes)
-        ops[n++] = (tl_op){.peer = from, .is_send = 0, .rbuf = rbuf, .bytes = rbytes, .red = red, .esize = esize};
+        ops[n++] = (tl_op){.peer = from, .is_send = 0, .rbuf = rbuf, .bytes = rbytes, .red = red, .esize = esize,
+                           .rsrc = red && rsrc != rbuf ? rsrc : NULL};
     if (!n) return TLINK_OK;
     return tl_p2p_run(c, ops, n);
+}
+
+tlink_status tl_xchg(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
+                     size_t rbytes, tl_reduce_fn red, size_t esize) {
+    return tl_xchg_src(c, to, sbuf, sbytes, from, rbuf, NULL, rbytes, red, esize);
 }
 
 /* ---------- waiting on a shared-memory condition (direct collectives) ---------- */

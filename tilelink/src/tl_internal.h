@@ -193,6 +193,8 @@ typedef struct tl_op {
     void *rbuf;
     size_t bytes;
     tl_reduce_fn red;               /* recv only: NULL = copy, else reduce into rbuf */
+    const void *rsrc;               /* recv with red: rbuf = rsrc op received (rbuf's old contents
+                                       unused), piece by piece: fuses an out-of-place copy */
     int ndep;                       /* ops (indices in the same run) that must finish first */
     int dep[2];
     size_t esize;                   /* element size (reduce granularity) */
@@ -212,6 +214,9 @@ tlink_status tl_recv_reduce(tlink_comm *c, int peer, void *buf, size_t bytes, tl
 /* send to `to` and receive from `from` concurrently; -1 skips a side. */
 tlink_status tl_xchg(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
                      size_t rbytes, tl_reduce_fn red, size_t esize);
+/* tl_xchg whose reduction reads its local operand from rsrc instead of rbuf */
+tlink_status tl_xchg_src(tlink_comm *c, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
+                         const void *rsrc, size_t rbytes, tl_reduce_fn red, size_t esize);
 void tl_comm_break(tlink_comm *c, tlink_status st, int failed_rank, const char *msg);
 tlink_status tl_check_broken(tlink_comm *c);
 /* wait (spin, yield, futex on my doorbell) until ready(c, arg) != 0; checks the deadline,
