@@ -528,7 +528,7 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
             ind(o, in + 3); tile_sb_puts(o, "if (tl_gr < 0 || tl_gr >= tl_gn) continue;\n");
             char val[64];
             snprintf(val, sizeof val, "tl_f%d[tl_jj * 4 + tl_h * 2 + tl_e]", fs->b->id);
-            simt_g_store(A->G, o, in + 3, g, "tl_go + tl_gr * tl_gs + tl_jj * 8 + 2 * tl_q + tl_e", val, TILE_DT_F32);
+            simt_g_store(A->G, o, in + 3, g, "tl_go + (int64_t)(tl_r0 + 8 * tl_h) * tl_gs + tl_jj * 8 + 2 * tl_q + tl_e", val, TILE_DT_F32);
             ind(o, in + 2); tile_sb_puts(o, "}\n");
             ind(o, in + 1); tile_sb_puts(o, "}\n");
             ind(o, in); tile_sb_puts(o, "}\n");
