@@ -77,6 +77,7 @@ typedef struct attn {
     const ir_buffer *stage_sh[4]; /* fused-store shared tiles */
     int nstage_sh;
     int stages;
+    bool ws;   /* warp-specialised: a producer warpgroup issues the loads */
     size_t smem;
     tile_dtype dt; /* the 16-bit operand dtype */
     /* emission: the parallel nest being generated */
@@ -297,6 +298,22 @@ static bool uses_buf(const ir_stmt *s, const ir_buffer *b, const ir_stmt *ok1, c
     return false;
 }
 
+/* Shared memory: `extra` bytes (mbarriers), then the tiles at 1024-byte aligned offsets,
+ * loads inside the loop in S stages. False if it does not fit. */
+static bool layout(attn *A, int S, size_t extra) {
+    A->stages = S;
+    size_t off = extra;
+    for (int i = 0; i < A->nld; i++) {
+        aload *l = &A->ld[i];
+        l->off = off;
+        size_t sz = (size_t)l->rows * (size_t)l->cols * 2;
+        sz = (sz + 1023) & ~(size_t)1023;
+        off += sz * (l->in_loop ? (size_t)S : 1);
+    }
+    A->smem = 1024 + off;
+    return A->smem <= AT_SMEM_MAX;
+}
+
 static bool match(gen *G, const ir_stmt *k, attn *A) {
     memset(A, 0, sizeof *A);
     A->G = G;
@@ -380,18 +397,7 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
             }
         }
     /* shared memory: loads in the loop double-buffered, 1024-byte aligned tiles */
-    A->stages = 2;
-    size_t off = 0;
-    for (int i = 0; i < A->nld; i++) {
-        aload *l = &A->ld[i];
-        l->off = off;
-        size_t sz = (size_t)l->rows * (size_t)l->cols * 2;
-        sz = (sz + 1023) & ~(size_t)1023;
-        off += sz * (l->in_loop ? (size_t)A->stages : 1);
-    }
-    A->smem = 1024 + off;
-    if (A->smem > AT_SMEM_MAX) return false;
-    return true;
+    return layout(A, 2, 0);
 }
 
 /* ---------- emission ---------- */
@@ -455,7 +461,7 @@ static void emit_load(attn *A, tile_strbuf *o, const aload *l, const char *stage
     ind(o, in + 1); tile_sb_printf(o, "const int64_t tl_go = %s, tl_gs = %s, tl_gn = %s, tl_g0 = %s;\n", off.data, srow.data, nrow.data, st.data);
     ind(o, in + 1); tile_sb_printf(o, "const bool tl_gok = %s;\n", ok.data);
     ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_sd = tl_s0 + %zuu + (uint32_t)(%s) * %du;\n", l->off, stage, (int)((tile + 1023) & ~1023));
-    ind(o, in + 1); tile_sb_printf(o, "for (int tl_c = tl_tid; tl_c < %d; tl_c += %d) {\n", l->rows * cpr, A->wgs * 128);
+    ind(o, in + 1); tile_sb_printf(o, "for (int tl_c = tl_tid; tl_c < %d; tl_c += %d) {\n", l->rows * cpr, A->ws ? 128 : A->wgs * 128);
     ind(o, in + 2); tile_sb_printf(o, "const int tl_r = tl_c / %d, tl_ch = tl_c %% %d;\n", cpr, cpr);
     ind(o, in + 2); tile_sb_puts(o, "const bool tl_in = tl_gok && tl_g0 + tl_r >= 0 && tl_g0 + tl_r < tl_gn;\n");
     ind(o, in + 2); tile_sb_printf(o, "const void *tl_src = tl_in ? (const void *)(%s + tl_go + (int64_t)tl_r * tl_gs + tl_ch * 8) : (const void *)%s;\n", gn.data, gn.data);
@@ -652,6 +658,18 @@ static const char *helpers_text =
     "TL_FN uint32_t tl_at_pack_bf16(float lo, float hi) { uint32_t r; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n"
     "TL_FN uint32_t tl_at_pack_f16(float lo, float hi) { uint32_t r; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n"
     "TL_FN float tl_at_add(float a, float b) { return a + b; }\n"
+    "TL_FN void tl_at_mb_init(uint32_t b, uint32_t n) { asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(b), \"r\"(n) : \"memory\"); }\n"
+    "TL_FN void tl_at_mb_arrive(uint32_t b) { asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(b) : \"memory\"); }\n"
+    "/* arrives on b when this thread's earlier cp.async copies are complete */\n"
+    "TL_FN void tl_at_cp_arrive(uint32_t b) { asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\" :: \"r\"(b) : \"memory\"); }\n"
+    "TL_FN void tl_at_mb_wait(uint32_t b, uint32_t ph) {\n"
+    "    uint32_t ok = 0;\n"
+    "    do {\n"
+    "        asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(b), \"r\"(ph) : \"memory\");\n"
+    "    } while (!ok);\n"
+    "}\n"
+    "#define TL_AT_SETMAXNREG_DEC(n) asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
+    "#define TL_AT_SETMAXNREG_INC(n) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#endif\n#endif\n";
 
 /* wgmma wrappers: SS (both operands K-major in shared memory) and RS (A from registers, B
@@ -677,7 +695,17 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     if (tile_env_long("TILE_CUDA_SM90", 1) == 0 || tile_env_long("TILE_CUDA_SM90_ATTN", 1) == 0) return false;
     if (!match(G, k, &A)) return false;
 
-    L->threads = 128 * A.wgs;
+    /* warp-specialised unless TILE_SM90_ATTN_WS=0 or its stages do not fit: the loop's
+     * num_stages (2 to 4), as many as fit */
+    A.ws = tile_env_long("TILE_SM90_ATTN_WS", 1) != 0;
+    if (A.ws) {
+        int S = A.loop->loop_kind == IR_LOOP_PIPELINED && A.loop->num_stages > 2 ? A.loop->num_stages : 2;
+        if (S > 4) S = 4;
+        while (S > 2 && !layout(&A, S, 1024)) S--;
+        if (!layout(&A, S, 1024)) A.ws = false;
+    }
+    if (!A.ws) layout(&A, 2, 0);
+    L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));
     L->smem = A.smem;
     L->ntma = 0;
     L->persistent = false;
@@ -696,58 +724,97 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     }
 
     simt_g_set_load_hook(G, hook, &A);
-    tile_sb_printf(o, "    /* sm_90a attention (src/codegen/sm90_attn.c): %d warpgroup(s) x 64 rows, fragments in registers, cp.async double buffer, wgmma SS + RS */\n",
-                   A.wgs);
+    const int S = A.stages;
+    tile_sb_printf(o, "    /* sm_90a attention (src/codegen/sm90_attn.c): %d consumer warpgroup(s) x 64 rows, fragments in registers, "
+                      "%s, %d stages, wgmma SS + RS */\n",
+                   A.wgs, A.ws ? "a cp.async producer warpgroup" : "cp.async issued by every thread", S);
     tile_sb_puts(o, "#ifdef TL_AT_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
-    tile_sb_puts(o, "    const uint32_t tl_s0 = tl_at_sa(tl_sb);\n");
-    tile_sb_puts(o, "    const int tl_wg = tl_tid / 128, tl_t = tl_tid % 128, tl_q = tl_t % 4;\n");
-    tile_sb_puts(o, "    const int tl_r0 = tl_wg * 64 + (tl_t / 32) * 16 + (tl_t % 32) / 4;\n");
-    tile_sb_puts(o, "    (void)tl_q; (void)tl_r0;\n");
-    for (int i = 0; i < A.nfr; i++) {
-        const afrag *f = &A.fr[i];
-        if (f->kind == FR_ROW) tile_sb_printf(o, "    float tl_f%d[2]; /* %s */\n", f->b->id, f->b->name);
-        else if (f->kind == FR_F32) tile_sb_printf(o, "    float tl_f%d[%d]; /* %s */\n", f->b->id, f->width / 2, f->b->name);
-        else tile_sb_printf(o, "    uint32_t tl_f%d[%d]; /* %s, packed pairs */\n", f->b->id, f->width / 4, f->b->name);
-    }
+    tile_sb_puts(o, "    const uint32_t tl_s0 = tl_at_sa(tl_sb), tl_bar = tl_s0; (void)tl_bar;\n");
     const ir_stmt *body = k->body[0];
     tile_strbuf kv = {0};
     simt_g_var(&kv, A.loop->var);
     char *lo = expr_s(&A, A.loop->lo), *ext = expr_s(&A, A.loop->extent);
+    bool preload = false;
+    for (int q = 0; q < A.nld; q++)
+        if (!A.ld[q].in_loop) preload = true;
+    tile_sb_printf(o, "    const int32_t tl_lo = (int32_t)(%s), tl_n = (int32_t)(%s);\n", lo, ext);
+    if (A.ws) {
+        /* barriers: full[S] (128 producer arrivals, cp.async.mbarrier.arrive), empty[S] (one
+         * arrival per consumer warpgroup), the pre-loop loads' barrier */
+        tile_sb_puts(o, "    if (tl_tid == 0) {\n");
+        tile_sb_printf(o, "        for (int s = 0; s < %d; s++) { tl_at_mb_init(tl_bar + 8u * s, 128u); tl_at_mb_init(tl_bar + 8u * (%d + s), %du); }\n", S, S, A.wgs);
+        tile_sb_printf(o, "        tl_at_mb_init(tl_bar + %du, 128u);\n", 16 * S);
+        tile_sb_puts(o, "        asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n    }\n    __syncthreads();\n");
+        tile_sb_puts(o, "    if (tl_tid < 128) {\n");
+        if (A.wgs >= 2) tile_sb_puts(o, "        TL_AT_SETMAXNREG_DEC(40);\n");
+        for (int q = 0; q < A.nld; q++)
+            if (!A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "0", 2);
+        tile_sb_printf(o, "        tl_at_cp_arrive(tl_bar + %du);\n", 16 * S);
+        tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
+        tile_sb_printf(o, "            const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
+        tile_sb_printf(o, "            tl_at_mb_wait(tl_bar + 8u * (%d + tl_stg), tl_ph ^ 1u);\n", S);
+        tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
+        for (int q = 0; q < A.nld; q++)
+            if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "tl_stg", 3);
+        tile_sb_puts(o, "            tl_at_cp_arrive(tl_bar + 8u * tl_stg);\n        }\n");
+        tile_sb_puts(o, "    } else {\n");
+        if (A.wgs >= 2) tile_sb_puts(o, "        TL_AT_SETMAXNREG_INC(232);\n");
+        tile_sb_puts(o, "        const int tl_wg = tl_tid / 128 - 1, tl_t = tl_tid % 128, tl_q = tl_t % 4;\n");
+    } else {
+        tile_sb_puts(o, "    {\n        const int tl_wg = tl_tid / 128, tl_t = tl_tid % 128, tl_q = tl_t % 4;\n");
+    }
+    tile_sb_puts(o, "        const int tl_r0 = tl_wg * 64 + (tl_t / 32) * 16 + (tl_t % 32) / 4;\n");
+    tile_sb_puts(o, "        (void)tl_q; (void)tl_r0;\n");
+    for (int i = 0; i < A.nfr; i++) {
+        const afrag *f = &A.fr[i];
+        if (f->kind == FR_ROW) tile_sb_printf(o, "        float tl_f%d[2]; /* %s */\n", f->b->id, f->b->name);
+        else if (f->kind == FR_F32) tile_sb_printf(o, "        float tl_f%d[%d]; /* %s */\n", f->b->id, f->width / 2, f->b->name);
+        else tile_sb_printf(o, "        uint32_t tl_f%d[%d]; /* %s, packed pairs */\n", f->b->id, f->width / 4, f->b->name);
+    }
     for (int i = 0; i < body->nbody; i++) {
         const ir_stmt *s = body->body[i];
         if (s->kind == IR_S_ALLOC) continue;
         if (s != A.loop) {
             if (s->kind == IR_S_COPY && s->regions[0].buf->scope == IR_SCOPE_GLOBAL) {
-                emit_load(&A, o, find_load(&A, s->regions[1].buf), "0", 1);
+                if (!A.ws) emit_load(&A, o, find_load(&A, s->regions[1].buf), "0", 2);
                 continue;
             }
             bool skip = false;
-            emit_stmt(&A, o, s, i + 1 < body->nbody ? body->body[i + 1] : NULL, 1, &skip);
+            emit_stmt(&A, o, s, i + 1 < body->nbody ? body->body[i + 1] : NULL, 2, &skip);
             if (skip) i++;
             continue;
         }
-        /* the loop: loads of iteration it + 1 issued before iteration it's compute */
-        tile_sb_printf(o, "    const int32_t tl_lo = (int32_t)(%s), tl_n = (int32_t)(%s);\n", lo, ext);
-        tile_sb_printf(o, "    if (tl_n > 0) {\n        %s = tl_lo;\n", kv.data);
-        for (int q = 0; q < A.nld; q++)
-            if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "0", 2);
-        tile_sb_puts(o, "    }\n    TL_AT_CP_COMMIT();\n");
-        tile_sb_puts(o, "    for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
-        tile_sb_printf(o, "        if (tl_it + 1 < tl_n) {\n            %s = tl_lo + tl_it + 1;\n", kv.data);
-        for (int q = 0; q < A.nld; q++)
-            if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "(tl_it + 1) & 1", 3);
-        tile_sb_puts(o, "        }\n        TL_AT_CP_COMMIT();\n");
-        tile_sb_printf(o, "        %s = tl_lo + tl_it;\n", kv.data);
-        tile_sb_puts(o, "        const uint32_t tl_stg = (uint32_t)(tl_it & 1); (void)tl_stg;\n");
-        tile_sb_puts(o, "        TL_AT_CP_WAIT(1); TL_AT_FENCE_ASYNC(); __syncthreads();\n");
+        if (A.ws) {
+            if (preload) tile_sb_printf(o, "        tl_at_mb_wait(tl_bar + %du, 0u);\n", 16 * S);
+            tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
+            tile_sb_printf(o, "            const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
+            tile_sb_puts(o, "            tl_at_mb_wait(tl_bar + 8u * tl_stg, tl_ph); TL_AT_FENCE_ASYNC();\n");
+            tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
+        } else {
+            /* loads of iteration it + 1 issued before iteration it's compute */
+            tile_sb_printf(o, "        if (tl_n > 0) {\n            %s = tl_lo;\n", kv.data);
+            for (int q = 0; q < A.nld; q++)
+                if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "0", 3);
+            tile_sb_puts(o, "        }\n        TL_AT_CP_COMMIT();\n");
+            tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
+            tile_sb_printf(o, "            if (tl_it + 1 < tl_n) {\n                %s = tl_lo + tl_it + 1;\n", kv.data);
+            for (int q = 0; q < A.nld; q++)
+                if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "(tl_it + 1) & 1", 4);
+            tile_sb_puts(o, "            }\n            TL_AT_CP_COMMIT();\n");
+            tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
+            tile_sb_puts(o, "            const uint32_t tl_stg = (uint32_t)(tl_it & 1);\n");
+            tile_sb_puts(o, "            TL_AT_CP_WAIT(1); TL_AT_FENCE_ASYNC(); __syncthreads();\n");
+        }
         for (int j = 0; j < n; j++) {
             const ir_stmt *s2 = lb->kind == IR_S_SEQ ? lb->body[j] : lb;
             bool skip = false;
-            emit_stmt(&A, o, s2, NULL, 2, &skip);
+            emit_stmt(&A, o, s2, NULL, 3, &skip);
         }
-        tile_sb_puts(o, "        __syncthreads();\n    }\n    TL_AT_CP_WAIT(0);\n");
+        if (A.ws) tile_sb_printf(o, "            if (tl_t == 0) tl_at_mb_arrive(tl_bar + 8u * (%d + tl_stg));\n        }\n", S);
+        else tile_sb_puts(o, "            __syncthreads();\n        }\n        TL_AT_CP_WAIT(0);\n");
     }
+    tile_sb_puts(o, "    }\n");
     tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without wgmma: run with sm_90a */\n#endif\n");
     simt_g_set_load_hook(G, NULL, NULL);
     free(lo);
