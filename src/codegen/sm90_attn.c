@@ -78,6 +78,8 @@ typedef struct attn {
     int nstage_sh;
     int stages;
     bool ws;   /* warp-specialised: a producer warpgroup issues the loads */
+    bool pingpong; /* two consumer warpgroups take turns issuing GEMMs (named barriers) */
+    const ir_buffer *pend_c, *pend_a; /* fragments of a GEMM in flight (not yet waited for) */
     size_t smem;
     tile_dtype dt; /* the 16-bit operand dtype */
     /* emission: the parallel nest being generated */
@@ -497,7 +499,33 @@ static void emit_stores(attn *A, tile_strbuf *o, const ir_stmt *b, int in) {
     free(v);
 }
 
+static bool expr_uses(const ir_expr *e, const ir_buffer *b) {
+    if (!e || !b) return false;
+    if (e->kind == IR_E_LOAD && e->buf == b) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_uses(e->args[i], b)) return true;
+    return false;
+}
+
+static bool stmt_uses(const ir_stmt *s, const ir_buffer *b) {
+    if (!s || !b) return false;
+    for (int i = 0; i < s->nregions; i++)
+        if (s->regions[i].buf == b) return true;
+    if ((s->kind == IR_S_STORE && s->buf == b) || expr_uses(s->value, b) || expr_uses(s->cond, b)) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (stmt_uses(s->body[i], b)) return true;
+    return false;
+}
+
+/* wait for the GEMM in flight (all of them) */
+static void wait_gemm(attn *A, tile_strbuf *o, int in) {
+    if (!A->pend_c) return;
+    ind(o, in); tile_sb_puts(o, "TL_AT_WG_WAIT0();\n");
+    A->pend_c = A->pend_a = NULL;
+}
+
 static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *next, int in, bool *skip_next) {
+    if (A->pend_c && (s->kind == IR_S_GEMM || stmt_uses(s, A->pend_c) || stmt_uses(s, A->pend_a))) wait_gemm(A, o, in);
     switch (s->kind) {
     case IR_S_COPY: {
         const ir_buffer *sb = s->regions[0].buf, *db = s->regions[1].buf;
@@ -580,11 +608,13 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
         const char *fn = s->reduce_op == IR_RED_SUM ? "tl_at_add" : s->reduce_op == IR_RED_MAX ? "fmaxf" : "fminf";
         ind(o, in); tile_sb_puts(o, "#pragma unroll\n");
         ind(o, in); tile_sb_puts(o, "for (int tl_h = 0; tl_h < 2; tl_h++) {\n");
-        ind(o, in + 1); tile_sb_printf(o, "float tl_v = %s;\n", id);
+        /* four independent partial folds (short dependence chains), then the quad */
+        ind(o, in + 1); tile_sb_printf(o, "float tl_p[4] = {%s, %s, %s, %s};\n", id, id, id, id);
         ind(o, in + 1); tile_sb_puts(o, "#pragma unroll\n");
         ind(o, in + 1);
-        tile_sb_printf(o, "for (int tl_jj = 0; tl_jj < %d; tl_jj++) tl_v = %s(%s(tl_v, tl_f%d[tl_jj * 4 + tl_h * 2]), tl_f%d[tl_jj * 4 + tl_h * 2 + 1]);\n",
+        tile_sb_printf(o, "for (int tl_jj = 0; tl_jj < %d; tl_jj++) tl_p[tl_jj & 3] = %s(%s(tl_p[tl_jj & 3], tl_f%d[tl_jj * 4 + tl_h * 2]), tl_f%d[tl_jj * 4 + tl_h * 2 + 1]);\n",
                        fs->width / 8, fn, fn, fs->b->id, fs->b->id);
+        ind(o, in + 1); tile_sb_printf(o, "float tl_v = %s(%s(tl_p[0], tl_p[1]), %s(tl_p[2], tl_p[3]));\n", fn, fn, fn);
         ind(o, in + 1); tile_sb_printf(o, "tl_v = %s(tl_v, __shfl_xor_sync(0xffffffffu, tl_v, 1));\n", fn);
         ind(o, in + 1); tile_sb_printf(o, "tl_v = %s(tl_v, __shfl_xor_sync(0xffffffffu, tl_v, 2));\n", fn);
         ind(o, in + 1);
@@ -601,6 +631,7 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
         if (s->clear) {
             ind(o, in); tile_sb_printf(o, "for (int tl_x = 0; tl_x < %d; tl_x++) tl_f%d[tl_x] = 0.0f;\n", c->width / 2, c->b->id);
         }
+        if (A->pingpong) { ind(o, in); tile_sb_puts(o, "TL_AT_BAR_SYNC(1 + tl_wg);\n"); }
         ind(o, in); tile_sb_puts(o, "TL_AT_WG_FENCE();\n");
         if (s->trans_b) {
             const aload *la = find_load(A, ra->buf);
@@ -629,7 +660,11 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
                            t, c->width, c->b->id, p->b->id, p->b->id, p->b->id, p->b->id, lb->rows * 128);
             ind(o, in); tile_sb_puts(o, "}\n");
         }
-        ind(o, in); tile_sb_puts(o, "TL_AT_WG_COMMIT(); TL_AT_WG_WAIT0();\n");
+        ind(o, in); tile_sb_puts(o, "TL_AT_WG_COMMIT();\n");
+        if (A->pingpong) { ind(o, in); tile_sb_puts(o, "TL_AT_BAR_ARRIVE(2 - tl_wg);\n"); }
+        /* the wait is deferred to the first statement that touches the GEMM's fragments */
+        A->pend_c = c->b;
+        A->pend_a = s->trans_b ? NULL : find_frag(A, ra->buf)->b;
         return;
     }
     default: return;
@@ -668,6 +703,8 @@ static const char *helpers_text =
     "        asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(b), \"r\"(ph) : \"memory\");\n"
     "    } while (!ok);\n"
     "}\n"
+    "#define TL_AT_BAR_SYNC(id) asm volatile(\"bar.sync %0, 256;\" :: \"r\"(id) : \"memory\")\n"
+    "#define TL_AT_BAR_ARRIVE(id) asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(id) : \"memory\")\n"
     "#define TL_AT_SETMAXNREG_DEC(n) asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#define TL_AT_SETMAXNREG_INC(n) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#endif\n#endif\n";
@@ -705,6 +742,8 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         if (!layout(&A, S, 1024)) A.ws = false;
     }
     if (!A.ws) layout(&A, 2, 0);
+    /* experimental: turns between the two consumer warpgroups at every GEMM issue */
+    A.pingpong = A.ws && A.wgs == 2 && tile_env_long("TILE_SM90_ATTN_PINGPONG", 0) != 0;
     L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));
     L->smem = A.smem;
     L->ntma = 0;
@@ -785,6 +824,7 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
             if (skip) i++;
             continue;
         }
+        if (A.pingpong) tile_sb_puts(o, "        if (tl_wg == 1) TL_AT_BAR_ARRIVE(1); /* the first turn is warpgroup 0's */\n");
         if (A.ws) {
             if (preload) tile_sb_printf(o, "        tl_at_mb_wait(tl_bar + %du, 0u);\n", 16 * S);
             tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
@@ -811,8 +851,10 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
             bool skip = false;
             emit_stmt(&A, o, s2, NULL, 3, &skip);
         }
+        wait_gemm(&A, o, 3);
         if (A.ws) tile_sb_printf(o, "            if (tl_t == 0) tl_at_mb_arrive(tl_bar + 8u * (%d + tl_stg));\n        }\n", S);
         else tile_sb_puts(o, "            __syncthreads();\n        }\n        TL_AT_CP_WAIT(0);\n");
+        if (A.pingpong) tile_sb_puts(o, "        if (tl_wg == 0) TL_AT_BAR_SYNC(1); /* warpgroup 1's last turn hand-over */\n");
     }
     tile_sb_puts(o, "    }\n");
     tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without wgmma: run with sm_90a */\n#endif\n");
