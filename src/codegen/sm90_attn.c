@@ -78,7 +78,6 @@ typedef struct attn {
     int nstage_sh;
     int stages;
     bool ws;   /* warp-specialised: a producer warpgroup issues the loads */
-    bool pingpong; /* two consumer warpgroups take turns issuing GEMMs (named barriers) */
     const ir_buffer *pend_c, *pend_a; /* fragments of a GEMM in flight (not yet waited for) */
     size_t smem;
     tile_dtype dt; /* the 16-bit operand dtype */
@@ -631,7 +630,6 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
         if (s->clear) {
             ind(o, in); tile_sb_printf(o, "for (int tl_x = 0; tl_x < %d; tl_x++) tl_f%d[tl_x] = 0.0f;\n", c->width / 2, c->b->id);
         }
-        if (A->pingpong) { ind(o, in); tile_sb_puts(o, "TL_AT_BAR_SYNC(1 + tl_wg);\n"); }
         ind(o, in); tile_sb_puts(o, "TL_AT_WG_FENCE();\n");
         if (s->trans_b) {
             const aload *la = find_load(A, ra->buf);
@@ -661,7 +659,6 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
             ind(o, in); tile_sb_puts(o, "}\n");
         }
         ind(o, in); tile_sb_puts(o, "TL_AT_WG_COMMIT();\n");
-        if (A->pingpong) { ind(o, in); tile_sb_puts(o, "TL_AT_BAR_ARRIVE(2 - tl_wg);\n"); }
         /* the wait is deferred to the first statement that touches the GEMM's fragments */
         A->pend_c = c->b;
         A->pend_a = s->trans_b ? NULL : find_frag(A, ra->buf)->b;
@@ -703,8 +700,6 @@ static const char *helpers_text =
     "        asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(b), \"r\"(ph) : \"memory\");\n"
     "    } while (!ok);\n"
     "}\n"
-    "#define TL_AT_BAR_SYNC(id) asm volatile(\"bar.sync %0, 256;\" :: \"r\"(id) : \"memory\")\n"
-    "#define TL_AT_BAR_ARRIVE(id) asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(id) : \"memory\")\n"
     "#define TL_AT_SETMAXNREG_DEC(n) asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#define TL_AT_SETMAXNREG_INC(n) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#endif\n#endif\n";
@@ -742,8 +737,6 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         if (!layout(&A, S, 1024)) A.ws = false;
     }
     if (!A.ws) layout(&A, 2, 0);
-    /* experimental: turns between the two consumer warpgroups at every GEMM issue */
-    A.pingpong = A.ws && A.wgs == 2 && tile_env_long("TILE_SM90_ATTN_PINGPONG", 0) != 0;
     L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));
     L->smem = A.smem;
     L->ntma = 0;
@@ -824,7 +817,6 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
             if (skip) i++;
             continue;
         }
-        if (A.pingpong) tile_sb_puts(o, "        if (tl_wg == 1) TL_AT_BAR_ARRIVE(1); /* the first turn is warpgroup 0's */\n");
         if (A.ws) {
             if (preload) tile_sb_printf(o, "        tl_at_mb_wait(tl_bar + %du, 0u);\n", 16 * S);
             tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
@@ -854,7 +846,6 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         wait_gemm(&A, o, 3);
         if (A.ws) tile_sb_printf(o, "            if (tl_t == 0) tl_at_mb_arrive(tl_bar + 8u * (%d + tl_stg));\n        }\n", S);
         else tile_sb_puts(o, "            __syncthreads();\n        }\n        TL_AT_CP_WAIT(0);\n");
-        if (A.pingpong) tile_sb_puts(o, "        if (tl_wg == 0) TL_AT_BAR_SYNC(1); /* warpgroup 1's last turn hand-over */\n");
     }
     tile_sb_puts(o, "    }\n");
     tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without wgmma: run with sm_90a */\n#endif\n");
