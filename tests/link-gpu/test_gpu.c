@@ -202,13 +202,14 @@ static int coll_main(int rank, int size, const char *addr, void *arg) {
     const int nalgos = 4;
     struct { tlink_dtype dt; tlink_op op; } ar[] = {
         {TLINK_F32, TLINK_SUM}, {TLINK_BF16, TLINK_SUM}, {TLINK_F16, TLINK_AVG}, {TLINK_FP8_E4M3, TLINK_SUM},
-        {TLINK_I32, TLINK_MAX}, {TLINK_F32, TLINK_PROD}, {TLINK_U8, TLINK_MIN},
+        {TLINK_I32, TLINK_MAX}, {TLINK_F32, TLINK_PROD}, {TLINK_U8, TLINK_MIN}, {TLINK_F64, TLINK_SUM},
+        {TLINK_I64, TLINK_AVG},
     };
     int nar = sizeof ar / sizeof ar[0];
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         /* every allreduce variant of this size in flight on one stream, then one sync */
-        job jobs[64];
-        const char *jal[64];
+        job jobs[96];
+        const char *jal[96];
         int nj = 0;
         for (int a = 0; a < nalgos; a++) {
             tlink_gpu_set_algo(g_gc, algos[a]);
