@@ -283,6 +283,23 @@ static int coll_main(int rank, int size, const char *addr, void *arg) {
         if (tlink_gpu_sync(g_gc, s)) FAILF("sync: %s", tlink_gpu_last_error(g_gc));
         for (int k = 0; k < nj; k++) job_check(&jobs[k], jal[k]);
     }
+    /* the host communicator's forcing (TLINK_ALGO allgather:ring) reaches the device collectives */
+    if (size > 1) {
+        tlink_comm_set_algo(c, TLINK_COLL_ALLGATHER, TLINK_ALGO_RING);
+        job j;
+        memset(&j, 0, sizeof j);
+        j.coll = TLINK_COLL_ALLGATHER;
+        j.dt = TLINK_F32;
+        j.op = TLINK_SUM;
+        j.count = 1023;
+        job_prepare(&j);
+        if (job_run(&j, s)) FAILF("allgather (host forcing): %s", tlink_gpu_last_error(g_gc));
+        const char *al = tlink_gpu_last_algo(g_gc);
+        if (strcmp(al, "ring")) FAILF("allgather with the host communicator forced to ring ran %s", al);
+        if (tlink_gpu_sync(g_gc, s)) FAILF("sync: %s", tlink_gpu_last_error(g_gc));
+        job_check(&j, al);
+        tlink_comm_set_algo(c, TLINK_COLL_ALLGATHER, TLINK_ALGO_AUTO);
+    }
     /* argument errors on a live communicator */
     char host[16];
     if (tlink_gpu_allreduce(g_gc, host, host, 4, TLINK_F32, TLINK_SUM, s) != TLINK_ERR_INVALID_ARG ||
