@@ -66,6 +66,9 @@ static void launch(int me, int mode, const void *in, void *out, size_t L, size_t
     int64_t nbl = (int64_t)(lim * es) >= (int64_t)BIG ? NB : NB_SMALL;
     int64_t Tmax = SLOT / es, gran = 256 / es;
     int64_t rounds = ((int64_t)L + Tmax * nbl - 1) / (Tmax * nbl); if (rounds < 1) rounds = 1;
+    /* the chain takes more, smaller rounds from 3 ranks (chain_rounds in gpu_coll.c; here a
+     * fixed 4 x (n-2) more, never tiles under the 256-byte granule) */
+    if (mode == M_CBC && N > 2) { int64_t most = (int64_t)L / (nbl * gran); int64_t r2 = rounds * 4 * (N - 2); rounds = r2 < most ? r2 : (most > rounds ? most : rounds); }
     int64_t per = ((int64_t)L + rounds * nbl - 1) / (rounds * nbl);
     per = (per + gran - 1) / gran * gran; if (per < gran) per = gran; if (per > Tmax) per = Tmax;
     a.T = per;
