@@ -372,6 +372,25 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
         if (skip) i++;
     }
     if (!A->loop || ngemm != 2) return false;
+    /* loads in the loop are issued ahead of the iteration: that is its meaning only if every
+     * GEMM reading the tile comes after the load in the body (a GEMM before it would read the
+     * previous iteration's tile) */
+    {
+        const ir_stmt *lb = A->loop->body[0];
+        int n = lb->kind == IR_S_SEQ ? lb->nbody : 1;
+        for (int j = 0; j < n; j++) {
+            const ir_stmt *g = lb->kind == IR_S_SEQ ? lb->body[j] : lb;
+            if (g->kind != IR_S_GEMM) continue;
+            for (int r = 0; r < 2; r++) {
+                const aload *l = find_load(A, g->regions[r].buf);
+                if (!l || !l->in_loop) continue;
+                bool before = false;
+                for (int q = 0; q < j; q++)
+                    if ((lb->kind == IR_S_SEQ ? lb->body[q] : lb) == l->cp) before = true;
+                if (!before) return false;
+            }
+        }
+    }
     /* every shared tile is a load target or a fused output tile; loads are not written
      * elsewhere, output tiles are used by their two copies only */
     int accounted = A->nld + A->nstage_sh;
