@@ -62,6 +62,10 @@ typedef struct sm90 {
     bool bkn;      /* B stored K x N (transpose_B=False): B_s is (BK, BN), read N-major by wgmma */
     int swzB;      /* B's swizzle in bytes: BK*esize (K-major), or the widest of 128/64/32 dividing
                     * BN*esize (N-major: TMA boxes of BK rows x swzB bytes side by side) */
+    bool tstore;   /* epilogue through shared memory and TMA stores (16-bit C, BN % 64 == 0) */
+    bool fp8db;    /* fp8: two sets of partial-sum registers, the add of one stage's overlapping
+                    * the next stage's wgmma */
+    size_t cbytes; /* shared staging of C for tstore: BM x BN x 2 */
     tile_dtype dt;
 } sm90;
 
@@ -198,7 +202,25 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     if (st > 8) st = 8;
     while (st > 1 && 1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) st--;
     if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) return false;
+    /* the epilogue through shared memory + TMA stores (TILE_SM90_TMA_STORE=0: not): a 16-bit C
+     * whose rows are 16-byte multiples, BN a multiple of 64 (boxes of 64 columns = 128 bytes,
+     * swizzled); the staging tile takes stages, down to 3 at the fewest */
+    int64_t ccols;
+    m->cbytes = (size_t)bm * (size_t)bn * 2;
+    if (tile_env_long("TILE_SM90_TMA_STORE", 1) != 0 && m->C->dtype != TILE_DT_F32 && bn % 64 == 0 && cint(m->C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
+        int st2 = st;
+#define SM90_TS_BYTES(n) (1024 + (((size_t)(n) * stage + 1023) & ~(size_t)1023) + m->cbytes + 16 * (size_t)(n))
+        while (st2 > 1 && SM90_TS_BYTES(st2) > SM90_SMEM_MAX) st2--;
+        if (SM90_TS_BYTES(st2) <= SM90_SMEM_MAX && st2 >= (st < 3 ? st : 3)) {
+            m->tstore = true;
+            st = st2;
+        }
+    }
+#undef SM90_TS_BYTES
     m->stages = st;
+    /* fp8: double-buffered partial sums (TILE_SM90_FP8_DB=0: not) when the registers allow
+     * (64 accumulators + 2 x 64 partial sums a thread) */
+    m->fp8db = m->esize == 1 && m->mt * bn <= 128 && tile_env_long("TILE_SM90_FP8_DB", 1) != 0;
     return true;
 }
 
@@ -224,6 +246,19 @@ static const char *helpers_text =
     "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\"\n"
     "                 :: \"r\"(dst), \"l\"((uint64_t)m), \"r\"(mb), \"r\"(c0), \"r\"(c1) : \"memory\");\n"
     "}\n"
+    "TL_FN void tl_tma_store2d(const tl_tmap *m, uint32_t src, int32_t c0, int32_t c1) {\n"
+    "    asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\"\n"
+    "                 :: \"l\"((uint64_t)m), \"r\"(src), \"r\"(c0), \"r\"(c1) : \"memory\");\n"
+    "}\n"
+    "/* two floats rounded to nearest even into a bf16/f16 pair, lo in the low half (one cvt; NaN becomes the canonical NaN) */\n"
+    "TL_FN uint32_t tl_pack_bf16(float lo, float hi) { uint32_t d; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(d) : \"f\"(hi), \"f\"(lo)); return d; }\n"
+    "TL_FN uint32_t tl_pack_f16(float lo, float hi) { uint32_t d; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(d) : \"f\"(hi), \"f\"(lo)); return d; }\n"
+    "TL_FN void tl_st_shared32(uint32_t a, uint32_t v) { asm volatile(\"st.shared.b32 [%0], %1;\" :: \"r\"(a), \"r\"(v) : \"memory\"); }\n"
+    "#define TL_BULK_COMMIT() asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\")\n"
+    "#define TL_BULK_WAIT_READ0() asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\")\n"
+    "#define TL_BULK_WAIT0() asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\")\n"
+    "#define TL_FENCE_PROXY_ASYNC() asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\")\n"
+    "#define TL_BAR_SYNC(id, n) asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"n\"(n) : \"memory\")\n"
     "TL_FN void tl_tma_prefetch(const tl_tmap *m) { asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((uint64_t)m) : \"memory\"); }\n"
     "/* wgmma shared-memory descriptor: start address, stride between 8-row groups, swizzle mode */\n"
     "TL_FN uint64_t tl_wg_desc(uint32_t sa, uint32_t sbo, uint64_t layout) {\n"
@@ -285,8 +320,11 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
 
     /* the plan */
     L->threads = 128 * (C + 1);
-    L->smem = 1024 + (size_t)S * stage + 16 * (size_t)S;
-    L->ntma = 2;
+    /* shared memory: the S stages, [the C staging tile,] the mbarriers */
+    const size_t cOff = ((size_t)S * stage + 1023) & ~(size_t)1023, barOff = m.tstore ? cOff + m.cbytes : (size_t)S * stage;
+    L->smem = 1024 + barOff + 16 * (size_t)S;
+    L->ntma = m.tstore ? 3 : 2;
+    if (m.tstore) L->tma[2] = (simt_tma){simt_g_bufarg(G, m.C), 2, MT * 64, 64, 128};
     L->tma[0] = (simt_tma){simt_g_bufarg(G, m.A), m.esize, (int)m.BM, (int)m.BK, m.swz};
     /* B: one box of the tile (N x K), or BN*esize/swzB boxes of BK rows x swzB bytes (K x N) */
     const int bbox = m.bkn ? m.swzB / m.esize : 0, nbbox = m.bkn ? (int)m.BN / bbox : 1;
@@ -350,7 +388,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
                    (long long)m.BM, (long long)m.BN, (long long)m.BK, t, S, C);
     tile_sb_puts(o, "#ifdef TL_SM90_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
-    tile_sb_printf(o, "    const uint32_t tl_s0 = tl_sa(tl_sb), tl_bar = tl_s0 + %zuu;\n", (size_t)S * stage);
+    tile_sb_printf(o, "    const uint32_t tl_s0 = tl_sa(tl_sb), tl_bar = tl_s0 + %zuu;\n", barOff);
     tile_sb_puts(o, "    int64_t tl_ntiles = 1;\n");
     for (int d = 0; d < k->ngrid; d++) tile_sb_printf(o, "    tl_ntiles *= tl_g%d;\n", d);
     tile_sb_puts(o, "    if (tl_tid == 0) {\n");
@@ -388,13 +426,13 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "        { const float v = %s;\n#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n            for (int j = 0; j < %d; j++) tl_acc[i][j] = v; }\n", fv.data, MT, NR);
     tile_sb_free(&fv);
     if (promote) tile_sb_printf(o, "        float tl_part[%d][%d];\n", MT, NR);
+    if (m.fp8db) tile_sb_printf(o, "        float tl_part2[%d][%d];\n", MT, NR);
     tile_sb_printf(o, "        const uint32_t tl_arow = (uint32_t)(tl_cw * %d) * %uu;\n", MT * 64, (unsigned)m.swz);
     tile_sb_puts(o, "        for (int32_t it = 0; it < tl_n; it++, tl_ig++) {\n");
     tile_sb_printf(o, "            const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
     tile_sb_puts(o, "            tl_mb_wait(tl_bar + 8u * s, ph);\n");
     tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
     tile_sb_puts(o, "            TL_WG_FENCE();\n");
-    tile_sb_printf(o, "#pragma unroll\n            for (int kk = 0; kk < %d; kk++) {\n", m.swz / 32);
     /* B's descriptor: K-major, 32 bytes (one k step) further per kk; N-major (K x N), 16 rows
      * of swzB bytes (two 8-row swizzle atoms) further, atoms along N BK*swzB bytes apart */
     char bdesc[128];
@@ -402,11 +440,30 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc_mn(sb + %uu * kk, %uu, %uu, %d)", (unsigned)(16 * m.swzB), (unsigned)(m.BK * m.swzB), (unsigned)(8 * m.swzB), layoutB);
     else
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc(sb + 32u * kk, %uu, %d)", (unsigned)(8 * m.swz), layout);
-    for (int i = 0; i < MT; i++)
-        tile_sb_printf(o, "                tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), %s, %s);\n", t, (int)m.BN, m.bkn ? "t" : "",
-                       promote ? "tl_part" : "tl_acc", i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, bdesc, promote ? "kk > 0" : "1");
-    tile_sb_puts(o, "            }\n            TL_WG_COMMIT();\n");
-    if (promote) {
+    /* the stage's wgmma into `dst` (one group), for each of the fp8 register sets */
+    for (int set = 0; set < (m.fp8db ? 2 : 1); set++) {
+        const char *dst = !promote ? "tl_acc" : set ? "tl_part2" : "tl_part", *ind = m.fp8db ? "    " : "";
+        if (m.fp8db) tile_sb_puts(o, set ? "            } else {\n" : "            if ((it & 1) == 0) {\n");
+        tile_sb_printf(o, "#pragma unroll\n%s            for (int kk = 0; kk < %d; kk++) {\n", ind, m.swz / 32);
+        for (int i = 0; i < MT; i++)
+            tile_sb_printf(o, "%s                tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), %s, %s);\n", ind, t, (int)m.BN,
+                           m.bkn ? "t" : "", dst, i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, bdesc, promote ? "kk > 0" : "1");
+        tile_sb_printf(o, "%s            }\n", ind);
+    }
+    if (m.fp8db) tile_sb_puts(o, "            }\n");
+    tile_sb_puts(o, "            TL_WG_COMMIT();\n");
+    if (m.fp8db) {
+        /* the previous stage's partial sums are complete (one group, this stage's, stays in
+         * flight): free that stage and add them in f32 while this stage's wgmma run */
+        tile_sb_puts(o, "            TL_WG_WAIT(1);\n            if (it > 0) {\n");
+        tile_sb_printf(o, "                if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
+        tile_sb_printf(o, "                if (it & 1) {\n#pragma unroll\n                    for (int i = 0; i < %d; i++)\n#pragma unroll\n                        for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n", MT, NR);
+        tile_sb_printf(o, "                } else {\n#pragma unroll\n                    for (int i = 0; i < %d; i++)\n#pragma unroll\n                        for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part2[i][j];\n                }\n            }\n        }\n", MT, NR);
+        tile_sb_puts(o, "        TL_WG_WAIT(0);\n        if (tl_n > 0) {\n");
+        tile_sb_printf(o, "            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
+        tile_sb_printf(o, "            if (((tl_n - 1) & 1) == 0) {\n#pragma unroll\n                for (int i = 0; i < %d; i++)\n#pragma unroll\n                    for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n", MT, NR);
+        tile_sb_printf(o, "            } else {\n#pragma unroll\n                for (int i = 0; i < %d; i++)\n#pragma unroll\n                    for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part2[i][j];\n            }\n        }\n", MT, NR);
+    } else if (promote) {
         /* the stage's partial sums are complete: free the stage, then add them in f32 */
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n", S);
         tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n        }\n", MT, NR);
@@ -420,6 +477,27 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     } else {
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n        }\n", S);
     }
+    if (m.tstore) {
+        /* epilogue: each consumer writes its rows of the tile, rounded, into its part of the
+         * staging tile (boxes of 64 columns = 128-byte rows, 16-byte chunks swizzled by the row
+         * mod 8, which spreads a warp's stores over all banks), then one thread stores the boxes
+         * with TMA (clipped at C's bounds) and the warpgroup goes on to its next tile; the
+         * staging tile is rewritten only once the previous tile's stores have read it */
+        const unsigned boxb = (unsigned)(MT * 64 * 128);
+        const char *cvt = m.C->dtype == TILE_DT_F16 ? "tl_pack_f16" : "tl_pack_bf16";
+        tile_sb_printf(o, "        { const uint32_t tl_cs = tl_s0 + %zuu + (uint32_t)tl_cw * %zuu;\n", cOff, m.cbytes / (size_t)C);
+        tile_sb_puts(o, "        if (tl_t == 0) TL_BULK_WAIT_READ0();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n");
+        tile_sb_puts(o, "        const uint32_t tl_rl = (uint32_t)(tl_t / 32) * 16u + (uint32_t)(tl_t % 32) / 4u, tl_x = (uint32_t)(tl_t % 32) / 4u;\n");
+        tile_sb_printf(o, "#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n        for (int h = 0; h < 2; h++)\n#pragma unroll\n        for (int j = 0; j < %d; j++)\n", MT, (int)m.BN / 8);
+        tile_sb_printf(o, "            tl_st_shared32(tl_cs + (uint32_t)(j / 8) * %uu + (tl_rl + (uint32_t)(i * 64 + h * 8)) * 128u + ((((uint32_t)j %% 8u) ^ tl_x) << 4) + (uint32_t)(tl_t %% 4) * 4u,\n", boxb);
+        tile_sb_printf(o, "                           %s(tl_acc[i][j * 4 + h * 2], tl_acc[i][j * 4 + h * 2 + 1]));\n", cvt);
+        tile_sb_puts(o, "        TL_FENCE_PROXY_ASYNC();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n        if (tl_t == 0) {\n");
+        for (int jb = 0; jb < (int)m.BN / 64; jb++)
+            tile_sb_printf(o, "            tl_tma_store2d(&tl_tma2, tl_cs + %uu, (int32_t)(%s) + %d, (int32_t)(%s) + tl_cw * %d);\n", (unsigned)jb * boxb, c1, jb * 64, c0, MT * 64);
+        tile_sb_puts(o, "            TL_BULK_COMMIT();\n        }\n        }\n        }\n");
+        /* the last stores have finished before the block ends */
+        tile_sb_puts(o, "        if (tl_t == 0) TL_BULK_WAIT0();\n    }\n");
+    } else {
     /* epilogue: the accumulator layout of wgmma, clipped stores */
     tile_sb_printf(o, "        const int64_t tl_r0 = (int64_t)(%s) + tl_cw * %d + (tl_t / 32) * 16 + (tl_t %% 32) / 4;\n", c0, MT * 64);
     tile_sb_printf(o, "        const int64_t tl_c0 = (int64_t)(%s) + (tl_t %% 4) * 2;\n", c1);
@@ -451,6 +529,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_puts(o, "                }\n");
     }
     tile_sb_puts(o, "            }\n        }\n        }\n    }\n");
+    }
     tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without wgmma/TMA: run with sm_90a */\n#endif\n");
 
     tile_sb_free(&decode);
