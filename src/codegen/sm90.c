@@ -63,8 +63,6 @@ typedef struct sm90 {
     int swzB;      /* B's swizzle in bytes: BK*esize (K-major), or the widest of 128/64/32 dividing
                     * BN*esize (N-major: TMA boxes of BK rows x swzB bytes side by side) */
     bool tstore;   /* epilogue through shared memory and TMA stores (16-bit C, BN % 64 == 0) */
-    bool fp8db;    /* fp8: two sets of partial-sum registers, the add of one stage's overlapping
-                    * the next stage's wgmma */
     size_t cbytes; /* shared staging of C for tstore: BM x BN x 2 */
     tile_dtype dt;
 } sm90;
@@ -218,9 +216,6 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     }
 #undef SM90_TS_BYTES
     m->stages = st;
-    /* fp8: double-buffered partial sums (TILE_SM90_FP8_DB=0: not) when the registers allow
-     * (64 accumulators + 2 x 64 partial sums a thread) */
-    m->fp8db = m->esize == 1 && m->mt * bn <= 128 && tile_env_long("TILE_SM90_FP8_DB", 1) != 0;
     return true;
 }
 
@@ -426,13 +421,13 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "        { const float v = %s;\n#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n            for (int j = 0; j < %d; j++) tl_acc[i][j] = v; }\n", fv.data, MT, NR);
     tile_sb_free(&fv);
     if (promote) tile_sb_printf(o, "        float tl_part[%d][%d];\n", MT, NR);
-    if (m.fp8db) tile_sb_printf(o, "        float tl_part2[%d][%d];\n", MT, NR);
     tile_sb_printf(o, "        const uint32_t tl_arow = (uint32_t)(tl_cw * %d) * %uu;\n", MT * 64, (unsigned)m.swz);
     tile_sb_puts(o, "        for (int32_t it = 0; it < tl_n; it++, tl_ig++) {\n");
     tile_sb_printf(o, "            const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
     tile_sb_puts(o, "            tl_mb_wait(tl_bar + 8u * s, ph);\n");
     tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
     tile_sb_puts(o, "            TL_WG_FENCE();\n");
+    tile_sb_printf(o, "#pragma unroll\n            for (int kk = 0; kk < %d; kk++) {\n", m.swz / 32);
     /* B's descriptor: K-major, 32 bytes (one k step) further per kk; N-major (K x N), 16 rows
      * of swzB bytes (two 8-row swizzle atoms) further, atoms along N BK*swzB bytes apart */
     char bdesc[128];
@@ -440,31 +435,14 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc_mn(sb + %uu * kk, %uu, %uu, %d)", (unsigned)(16 * m.swzB), (unsigned)(m.BK * m.swzB), (unsigned)(8 * m.swzB), layoutB);
     else
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc(sb + 32u * kk, %uu, %d)", (unsigned)(8 * m.swz), layout);
-    /* the stage's wgmma into `dst` (one group), for each of the fp8 register sets */
-    for (int set = 0; set < (m.fp8db ? 2 : 1); set++) {
-        const char *dst = !promote ? "tl_acc" : set ? "tl_part2" : "tl_part", *ind = m.fp8db ? "    " : "";
-        if (m.fp8db) tile_sb_puts(o, set ? "            } else {\n" : "            if ((it & 1) == 0) {\n");
-        tile_sb_printf(o, "#pragma unroll\n%s            for (int kk = 0; kk < %d; kk++) {\n", ind, m.swz / 32);
-        for (int i = 0; i < MT; i++)
-            tile_sb_printf(o, "%s                tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), %s, %s);\n", ind, t, (int)m.BN,
-                           m.bkn ? "t" : "", dst, i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, bdesc, promote ? "kk > 0" : "1");
-        tile_sb_printf(o, "%s            }\n", ind);
-    }
-    if (m.fp8db) tile_sb_puts(o, "            }\n");
-    tile_sb_puts(o, "            TL_WG_COMMIT();\n");
-    if (m.fp8db) {
-        /* the previous stage's partial sums are complete (one group, this stage's, stays in
-         * flight): free that stage and add them in f32 while this stage's wgmma run */
-        tile_sb_puts(o, "            TL_WG_WAIT(1);\n            if (it > 0) {\n");
-        tile_sb_printf(o, "                if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
-        tile_sb_printf(o, "                if (it & 1) {\n#pragma unroll\n                    for (int i = 0; i < %d; i++)\n#pragma unroll\n                        for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n", MT, NR);
-        tile_sb_printf(o, "                } else {\n#pragma unroll\n                    for (int i = 0; i < %d; i++)\n#pragma unroll\n                        for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part2[i][j];\n                }\n            }\n        }\n", MT, NR);
-        tile_sb_puts(o, "        TL_WG_WAIT(0);\n        if (tl_n > 0) {\n");
-        tile_sb_printf(o, "            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
-        tile_sb_printf(o, "            if (((tl_n - 1) & 1) == 0) {\n#pragma unroll\n                for (int i = 0; i < %d; i++)\n#pragma unroll\n                    for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n", MT, NR);
-        tile_sb_printf(o, "            } else {\n#pragma unroll\n                for (int i = 0; i < %d; i++)\n#pragma unroll\n                    for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part2[i][j];\n            }\n        }\n", MT, NR);
-    } else if (promote) {
-        /* the stage's partial sums are complete: free the stage, then add them in f32 */
+    for (int i = 0; i < MT; i++)
+        tile_sb_printf(o, "                tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), %s, %s);\n", t, (int)m.BN, m.bkn ? "t" : "",
+                       promote ? "tl_part" : "tl_acc", i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, bdesc, promote ? "kk > 0" : "1");
+    tile_sb_puts(o, "            }\n            TL_WG_COMMIT();\n");
+    if (promote) {
+        /* the stage's partial sums are complete: free the stage, then add them in f32 (two
+         * register sets alternating by stage, the add overlapping the next stage's wgmma,
+         * measured slower on the H200: ptxas fences the wgmma around the alternation) */
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n", S);
         tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n        }\n", MT, NR);
     } else if (S >= 2) {
