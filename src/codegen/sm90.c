@@ -15,7 +15,8 @@
  * (dt float16, bfloat16, float8_e4m3 or float8_e5m2 — fp8 only with a 16-bit result C; A
  * and B rank-2 global tensors whose
  * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes; T = 128 or 256;
- * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256) becomes:
+ * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256, of 16 for B
+ * stored K x N) becomes:
  *
  *   - one producer warpgroup (128 extra threads; setmaxnreg.dec) whose first thread issues
  *     the TMA copies (cp.async.bulk.tensor.2d, tensor maps as __grid_constant__ kernel
@@ -33,7 +34,10 @@
  *   - the accumulator fragment lives in registers in wgmma's accumulator layout (thread t of
  *     a warpgroup holds rows 16*(t/32) + (t%32)/4 (+8) and column pairs 8j + 2(t%4)); the
  *     fill initialises them, and the final copy stores them, clipped at the tensor bounds
- *     and converted with the usual rounding;
+ *     and converted with the usual rounding: for a 16-bit C whose rows are 16-byte multiples
+ *     and BN % 64 == 0 (TILE_SM90_TMA_STORE, default on) through a swizzled shared staging
+ *     tile and TMA stores (cp.async.bulk.tensor, clipped by the tensor map), so that the
+ *     warpgroup goes on to its next tile while the stores drain; otherwise by direct stores;
  *   - fp8: each stage's products are summed by wgmma into a second register set and added
  *     to the accumulator in f32 (wgmma's fp8 sums carry fewer bits than f32); fp8 kernels
  *     with an f32 result keep the portable lowering, which is exact;
