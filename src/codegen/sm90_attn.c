@@ -902,7 +902,7 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     A.ws = tile_env_long("TILE_SM90_ATTN_WS", 1) != 0;
     /* overlapped: the consumer holds two stages (that of it, and that of it - 1 until P V
      * of it - 1 completes), so three stages when they fit keep the producer one ahead */
-    A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 0) != 0;
+    A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 0) != 0 && overlap_ok(&A);
     if (A.ws) {
         int S = A.loop->loop_kind == IR_LOOP_PIPELINED && A.loop->num_stages > 2 ? A.loop->num_stages : 2;
         if (A.ov && S < 3) S = 3;
@@ -911,7 +911,7 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         if (!layout(&A, S, 1024)) A.ws = false;
     }
     if (!A.ws) layout(&A, 2, 0);
-    if (A.ov && !overlap_ok(&A)) A.ov = false;
+    if (!A.ws) A.ov = false;
     L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));
     L->smem = A.smem;
     L->ntma = 0;
