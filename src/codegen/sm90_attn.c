@@ -37,6 +37,18 @@
  *     bounds, rounded once (as the copy to the 16-bit shared tile would).
  * Anything else returns false and the portable lowering (simt.c) runs the kernel. Results
  * differ from the interpreter only in the order of f32 additions (wgmma, row sums).
+ *
+ * Overlap (TILE_SM90_ATTN_OVERLAP=1, warp-specialised form only; FlashAttention-3's
+ * intra-warpgroup pipelining): the RS GEMM O += P V of iteration it is issued late, in
+ * iteration it + 1 right after its SS GEMM S = Q K^T (after the loop for the last one), so
+ * the softmax statements of it + 1 run while it is on the tensor cores; they are
+ * list-scheduled (emit_rest): a statement touching O or P, or not commuting with one held
+ * back, is held back until the wait. Legal when the RS GEMM commutes with every statement it
+ * moves past — those after it in the body and those up to and including the SS GEMM (the
+ * next iteration's mask statements, which write S only, run in program order on the one S
+ * register set) — checked by overlap_ok; otherwise the in-order schedule. Nothing is in
+ * flight at the loop's back edge, and there is one S register set: either breaks ptxas's
+ * wgmma pipelining (serialisation, spills) at block 128 x 128, dim 128 (docs).
  */
 #include "simt_gen.h"
 
