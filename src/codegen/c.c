@@ -1166,7 +1166,8 @@ static void simd_assigned(const ir_stmt *s, bool *seen) {
 }
 /* the pragma for loop s, or false */
 static bool simd_reduction_pragma(gen *G, const ir_stmt *s, tile_strbuf *out) {
-    if (G->f->form != IR_FORM_PLAIN || s->loop_kind != IR_LOOP_SERIAL || contains_loop(s->body[0]) || !simd_body_ok(s->body[0]))
+    /* outside kernels (plain form, or a tile-form function's loops that TileOpt's rowfuse built) */
+    if (G->fn->kernel_body || s->loop_kind != IR_LOOP_SERIAL || contains_loop(s->body[0]) || !simd_body_ok(s->body[0]))
         return false;
     opt_loop_deps d;
     opt_deps_analyze(G->f, s, &d);
@@ -1194,6 +1195,75 @@ static bool simd_reduction_pragma(gen *G, const ir_stmt *s, tile_strbuf *out) {
     tile_sb_puts(out, "\")");
     free(seen);
     return ok;
+}
+
+/* ---------- streaming write loops ----------
+ * A vectorized loop outside kernels whose body is one f32 store into a tensor (parameter or
+ * output) along its contiguous last dimension, `Y[..., j (+ c)] = e` with e not reading Y
+ * (rowfuse's write pass; the plain form's elementwise loops), computes e for chunks of
+ * NT_CHUNK elements into an L1 buffer and copies each chunk out with streaming stores
+ * (tile_copy_f32_nt), then one sfence: the lines of Y are not read from memory before they
+ * are written (two units of traffic instead of three). Runs shorter than NT_MIN elements,
+ * and checked builds (TILE_CPU_CHECKS), take the ordinary loop. */
+enum { NT_CHUNK = 256, NT_MIN = 1024 };
+static bool expr_uses_var(const ir_expr *e, const ir_var *v) {
+    if (!e) return false;
+    if (e->kind == IR_E_VAR && e->var == v) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_uses_var(e->args[i], v)) return true;
+    return false;
+}
+static bool expr_loads(const ir_expr *e, const ir_buffer *b) {
+    if (!e) return false;
+    if (e->kind == IR_E_LOAD && e->buf == b) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_loads(e->args[i], b)) return true;
+    return false;
+}
+static const ir_stmt *nt_store(gen *G, const ir_stmt *s) {
+    if (s->loop_kind != IR_LOOP_VECTORIZED || G->fn->kernel_body || (G->opt && G->opt->bounds_checks)) return NULL;
+    const ir_stmt *b = s->body[0];
+    while (b && b->kind == IR_S_SEQ && b->nbody == 1) b = b->body[0];
+    if (!b || b->kind != IR_S_STORE) return NULL;
+    const ir_buffer *Y = b->buf;
+    if (Y->dtype != TILE_DT_F32 || b->value->dtype != TILE_DT_F32 || Y->scope != IR_SCOPE_GLOBAL || Y->role == IR_BUF_TEMP || Y->rank < 1) return NULL;
+    for (int d = 0; d + 1 < Y->rank; d++)
+        if (expr_uses_var(b->idx[d], s->var)) return NULL;
+    const ir_expr *last = b->idx[Y->rank - 1];
+    if (!(last->kind == IR_E_VAR && last->var == s->var)) {
+        if (last->kind != IR_E_BINARY || last->op != IR_B_ADD) return NULL;
+        int k = last->args[0]->kind == IR_E_VAR && last->args[0]->var == s->var ? 0 : 1;
+        if (!(last->args[k]->kind == IR_E_VAR && last->args[k]->var == s->var) || expr_uses_var(last->args[1 - k], s->var)) return NULL;
+    }
+    if (expr_loads(b->value, Y)) return NULL;
+    return b;
+}
+static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
+    int id = s->var->id;
+    line(G, "if (hi%d - lo%d >= %d) {", t, t, NT_MIN);
+    G->indent++;
+    line(G, "for (int64_t c%d = lo%d; c%d < hi%d; c%d += %d) {", t, t, t, t, t, NT_CHUNK);
+    G->indent++;
+    line(G, "int64_t ce%d = c%d + %d < hi%d ? c%d + %d : hi%d;", t, t, NT_CHUNK, t, t, NT_CHUNK, t);
+    line(G, "float tb%d[%d] __attribute__((aligned(64)));", t, NT_CHUNK);
+    char *v = expr_str(G, st->value, M_VALUE);
+    bool fails = G->may_fail;
+    G->may_fail = false;
+    line(G, "TILE_IVDEP");
+    line(G, "for (int64_t v%d = c%d; v%d < ce%d; v%d++) tb%d[v%d - c%d] = %s;", id, t, id, t, id, t, id, t, v);
+    free(v);
+    if (fails) line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+    tile_strbuf off = {0};
+    put_offset(G, &off, st->buf, st->idx, st->loc);
+    line(G, "v%d = c%d;", id, t);
+    line(G, "tile_copy_f32_nt(b%d + (%s), tb%d, ce%d - c%d);", st->buf->id, off.data ? off.data : "0", t, t, t);
+    tile_sb_free(&off);
+    G->indent--;
+    line(G, "}");
+    line(G, "tile_sfence();");
+    G->indent--;
+    line(G, "} else {");
+    G->indent++;
 }
 
 static void gfor(gen *G, const ir_stmt *s) {
@@ -1242,6 +1312,11 @@ static void gfor(gen *G, const ir_stmt *s) {
     free(lo);
     free(ext);
     check_fail(G);
+    const ir_stmt *nts = nt_store(G, s);
+    if (nts) {
+        line(G, "int64_t v%d;", id);
+        gfor_nt(G, s, nts, t);
+    }
     tile_strbuf red = {0};
     bool simd_red = simd_reduction_pragma(G, s, &red);
     if ((s->loop_kind == IR_LOOP_PARALLEL || s->loop_kind == IR_LOOP_VECTORIZED) && !contains_loop(s->body[0])) line(G, "TILE_IVDEP");
@@ -1266,6 +1341,10 @@ static void gfor(gen *G, const ir_stmt *s) {
         free(tail);
     }
     tile_sb_free(&red);
+    if (nts) {
+        G->indent--;
+        line(G, "}");
+    }
     G->indent--;
     line(G, "}");
 }
