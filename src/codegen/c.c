@@ -124,6 +124,8 @@ typedef struct gen {
     int nmsgs, nfuncs, ntmp;
     int indent;
     int in_parallel;     /* inside a kernel body or an outlined loop */
+    const ir_var *row_var; /* the loop variable of the outlined parallel loop being generated */
+    int row_t;             /* its tmp number (lo<row_t> + end_ is the end of the worker's range) */
     bool may_fail;       /* the statement being generated contains an operation that can fail */
     bool *constshape;    /* per buffer: every dim is a constant */
     int64_t (*cdims)[8]; /* per buffer: the constant dims */
@@ -1238,6 +1240,22 @@ static const ir_stmt *nt_store(gen *G, const ir_stmt *s) {
     if (expr_loads(b->value, Y)) return NULL;
     return b;
 }
+/* loads of tensors in e indexed [row, ..., j (+ c)] with `row` the outlined row loop's variable
+ * (first index) and j the write loop's: the next row of each is prefetched */
+static void nt_row_loads(gen *G, const ir_expr *e, const ir_var *j, const ir_expr **out, int *n) {
+    if (!e || !G->row_var) return;
+    if (e->kind == IR_E_LOAD && e->buf->scope == IR_SCOPE_GLOBAL && e->buf->rank >= 2 && DBITS[e->buf->dtype] >= 8 &&
+        e->args[0]->kind == IR_E_VAR && e->args[0]->var == G->row_var && expr_uses_var(e->args[e->buf->rank - 1], j)) {
+        bool ok = true;
+        for (int d = 1; d + 1 < e->buf->rank; d++)
+            if (expr_uses_var(e->args[d], j) || expr_uses_var(e->args[d], G->row_var)) ok = false;
+        for (int k = 0; k < *n && ok; k++)
+            if (out[k]->buf == e->buf) ok = false;
+        if (ok && *n < 8) out[(*n)++] = e;
+        return;
+    }
+    for (int i = 0; i < e->nargs; i++) nt_row_loads(G, e->args[i], j, out, n);
+}
 static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
     int id = s->var->id;
     line(G, "if (hi%d - lo%d >= %d) {", t, t, NT_MIN);
@@ -1253,9 +1271,23 @@ static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
     line(G, "for (int64_t v%d = c%d; v%d < ce%d; v%d++) tb%d[v%d - c%d] = %s;", id, t, id, t, id, t, id, t, v);
     free(v);
     if (fails) line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+    line(G, "v%d = c%d;", id, t);
+    /* rows: prefetch this chunk of the next row of what the loop reads (the next iteration of
+     * the worker's row loop reads it: its read overlaps this row's streaming writes) */
+    const ir_expr *pf[8];
+    int npf = 0;
+    nt_row_loads(G, st->value, s->var, pf, &npf);
+    for (int k = 0; k < npf; k++) {
+        tile_strbuf po = {0}, ps = {0};
+        put_offset(G, &po, pf[k]->buf, pf[k]->args, pf[k]->loc);
+        put_stride(G, &ps, pf[k]->buf, 0);
+        line(G, "if (v%d + 1 < lo%d + end_) for (int64_t pk_ = 0; pk_ < ce%d - c%d; pk_ += %d) __builtin_prefetch(b%d + (%s) + %s + pk_, 0, TILE_ROW_PREFETCH);",
+             G->row_var->id, G->row_t, t, t, 64 / (DBITS[pf[k]->buf->dtype] / 8 ? DBITS[pf[k]->buf->dtype] / 8 : 1), pf[k]->buf->id, po.data, ps.data);
+        tile_sb_free(&po);
+        tile_sb_free(&ps);
+    }
     tile_strbuf off = {0};
     put_offset(G, &off, st->buf, st->idx, st->loc);
-    line(G, "v%d = c%d;", id, t);
     line(G, "tile_copy_f32_nt(b%d + (%s), tb%d, ce%d - c%d);", st->buf->id, off.data ? off.data : "0", t, t, t);
     tile_sb_free(&off);
     G->indent--;
@@ -1294,7 +1326,13 @@ static void gfor(gen *G, const ir_stmt *s) {
         if (!contains_loop(s->body[0])) line(G, "TILE_IVDEP");
         line(G, "for (int64_t v%d = lo%d + begin_; v%d < lo%d + end_; v%d++) {", id, t, id, t, id);
         G->indent++;
+        const ir_var *saved_row = G->row_var;
+        int saved_row_t = G->row_t;
+        G->row_var = s->var;
+        G->row_t = t;
         gstmt(G, s->body[0]);
+        G->row_var = saved_row;
+        G->row_t = saved_row_t;
         G->indent--;
         line(G, "}");
         G->in_parallel--;

@@ -600,6 +600,11 @@ static inline void tile_copy_f32_nt(float *d, const float *s, int64_t n) {
 #endif
     for (; i < n; i++) d[i] = s[i];
 }
+/* locality of the next-row prefetches of streaming write loops (c.c, gfor_nt): 2 = into L2
+ * (prefetcht1): an L1 prefetch of the next row evicted the row being re-read */
+#ifndef TILE_ROW_PREFETCH
+#define TILE_ROW_PREFETCH 2
+#endif
 static inline void tile_sfence(void) {
 #if defined(__AVX512F__) || defined(__AVX__)
     _mm_sfence();

@@ -28,8 +28,10 @@
  *       for c in serial(0, ceil(H / 2048)):           # one read pass, chunks stay in L1
  *         cm = m; for j in chunk: cm = max(cm, x(j))
  *         s = select(cm == m, s, s * exp(m - cm)); m = cm
- *         cs = 0; for j in chunk: cs = cs + exp(x(j) - m)
+ *         sh = select(m == -inf, 0, m)               # exp(-inf - -inf) would be NaN
+ *         cs = 0; for j in chunk: cs = cs + exp(x(j) - sh)
  *         s = s + cs
+ *       rinv = 1 / s                                  # when G is `a / s`: a * rinv
  *       for j in vectorized(0, H): Y[i, j] = G(exp(x(j) - m), s)      # write pass
  *
  * or, for S3, `acc = 0; for j: acc = acc + P(x(j)); r = Q(acc); for j: Y[i, j] = R(x(j), r,
@@ -44,9 +46,11 @@
  * form's clipped last block) and masked columns are simply not visited: their loads were
  * zeros or -inf and their stores were dropped. One deliberate difference: in S2 a row whose
  * first tile is all -inf made the kernel's rescale exp(-inf - -inf) = NaN; the select above
- * skips the rescale when the max did not change, so such a row gets the softmax of its
- * finite elements (documented). Anything that does not match exactly is left alone (reason
- * at TILE_LOG=debug). TILE_NO_ROWFUSE=1 turns the pass off (for comparisons). */
+ * skips the rescale when the max did not change and the shift `sh` avoids -inf - -inf, so
+ * such a row gets the softmax of its finite elements (documented). The plain form's source
+ * has no such case: its results keep their kind (NaN rows stay NaN, -inf runs give 0).
+ * The write pass multiplies by 1 / s where the source divided by s (one more rounding).
+ * Anything that does not match exactly is left alone (reason at TILE_LOG=debug). TILE_NO_ROWFUSE=1 turns the pass off (for comparisons). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,7 +250,8 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
     /* chunk extent: min(H - c*C, C) */
     ir_expr *cext1 = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
     ir_expr *nchunks = ir_binary(R->m, IR_B_FLOORDIV, ir_binary(R->m, IR_B_ADD, H, I32(R, ROW_CHUNK - 1, l), l), C, l);
-    ir_stmt *st[7];
+    ir_var *ms = newvar(R, "rf_shift", IR_VAR_LOCAL, TILE_DT_F32, l);
+    ir_stmt *st[8];
     st[0] = assign(R, cm, V(R, m, l), l);
     st[1] = loop(R, j1, start, cext1, IR_LOOP_SERIAL,
                  assign(R, cm, ir_binary(R->m, IR_B_MAX, V(R, cm, l), xv(R, ctx, j1, l), l), l), l);
@@ -254,7 +259,12 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
     st[2] = assign(R, s, ir_select(R->m, ir_binary(R->m, IR_B_EQ, V(R, cm, l), V(R, m, l), l), V(R, s, l), rescale, l), l);
     st[3] = assign(R, m, V(R, cm, l), l);
     ir_stmt *cs0 = assign(R, cs, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l);
-    ir_expr *e = fexp(R, ir_binary(R->m, IR_B_SUB, xv(R, ctx, j2, l), V(R, m, l), l), l);
+    /* the shift of this chunk's exponentials: the max, or 0 while it is still -inf (every
+     * element so far is -inf or NaN: exp(-inf - 0) = 0 adds nothing, a NaN still propagates;
+     * exp(-inf - -inf) would be NaN) */
+    ir_stmt *sh = assign(R, ms, ir_select(R->m, ir_binary(R->m, IR_B_EQ, V(R, m, l), ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), l),
+                                          ir_const_float(R->m, TILE_DT_F32, 0.0, l), V(R, m, l), l), l);
+    ir_expr *e = fexp(R, ir_binary(R->m, IR_B_SUB, xv(R, ctx, j2, l), V(R, ms, l), l), l);
     ir_stmt *sb;
     if (sumvar) {
         ir_stmt *two[2] = {assign(R, sumvar, e, l), assign(R, cs, ir_binary(R->m, IR_B_ADD, V(R, cs, l), V(R, sumvar, l), l), l)};
@@ -264,9 +274,22 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
     }
     ir_expr *cext2 = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
     st[4] = cs0;
-    st[5] = loop(R, j2, start, cext2, IR_LOOP_SERIAL, sb, l);
-    st[6] = assign(R, s, ir_binary(R->m, IR_B_ADD, V(R, s, l), V(R, cs, l), l), l);
-    return loop(R, c, I32(R, 0, l), nchunks, IR_LOOP_SERIAL, ir_seq(R->m, st, 7, l), l);
+    st[5] = sh;
+    st[6] = loop(R, j2, start, cext2, IR_LOOP_SERIAL, sb, l);
+    st[7] = assign(R, s, ir_binary(R->m, IR_B_ADD, V(R, s, l), V(R, cs, l), l), l);
+    return loop(R, c, I32(R, 0, l), nchunks, IR_LOOP_SERIAL, ir_seq(R->m, st, 8, l), l);
+}
+
+/* G = a / s with s the row's sum: a * rinv with rinv = 1 / s computed once per row (a
+ * division per element is the slowest vector operation of the write pass; the product
+ * rounds differently by at most an ulp or so, inside the f32 tolerance). *pre is the
+ * assignment of rinv, or NULL when G is left as it is. */
+static ir_expr *recip(rf *R, ir_expr *G, ir_var *s, ir_stmt **pre, tile_loc l) {
+    *pre = NULL;
+    if (!binop(G, IR_B_DIV) || !is_var(G->args[1], s) || G->dtype != TILE_DT_F32) return G;
+    ir_var *ri = newvar(R, "rf_rinv", IR_VAR_LOCAL, TILE_DT_F32, l);
+    *pre = assign(R, ri, ir_binary(R->m, IR_B_DIV, ir_const_float(R->m, TILE_DT_F32, 1.0, l), V(R, s, l), l), l);
+    return ir_binary(R->m, IR_B_MUL, G->args[0], V(R, ri, l), l);
 }
 
 /* ---------- S1: plain-form softmax ---------- */
@@ -345,9 +368,11 @@ static ir_stmt *match_plain(rf *R, ir_stmt *s, const char **reason) {
     ys->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 2);
     ys->idx[0] = V(R, i, l);
     ys->idx[1] = V(R, jw, l);
-    ys->value = G;
-    ir_stmt *nb[4] = {a0, a2, online_pass(R, m, sv, H32, plain_x, &px, ev, l), loop(R, jw, I32(R, 0, l), H32, IR_LOOP_VECTORIZED, ys, l)};
-    s->body[0] = ir_seq(R->m, nb, 4, l);
+    ir_stmt *pre;
+    ys->value = recip(R, G, sv, &pre, l);
+    ir_stmt *nb[5] = {a0, a2, online_pass(R, m, sv, H32, plain_x, &px, ev, l), pre, loop(R, jw, I32(R, 0, l), H32, IR_LOOP_VECTORIZED, ys, l)};
+    if (!pre) nb[3] = nb[4];
+    s->body[0] = ir_seq(R->m, nb, pre ? 5 : 4, l);
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: loop %s at %s:%d is a row softmax (plain form) -> one read pass per row (online max and sum in chunks of %d), one write pass",
                  i->name, loc_file(s->loc), s->loc.line, ROW_CHUNK);
@@ -520,10 +545,13 @@ static ir_stmt *match_tile_softmax(rf *R, ir_stmt *ks, const char **reason) {
     ir_expr *G = clone(R, mb->value, &S);
     if (!G) REJECT("the normalisation reads something other than the tile, row_max and row_sum");
     ir_expr *H = as_i32(R, X->shape[1]);
-    ir_stmt *body[4] = {assign(R, m, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), l), assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l),
-                        online_pass(R, m, s, H, tile_x, &tx, NULL, l),
+    ir_stmt *pre;
+    G = recip(R, G, s, &pre, l);
+    ir_stmt *body[5] = {assign(R, m, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), l), assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l),
+                        online_pass(R, m, s, H, tile_x, &tx, NULL, l), pre,
                         loop(R, jw, I32(R, 0, l), H, IR_LOOP_VECTORIZED, store2(R, Y, r, jw, ir_cast(R->m, xt->dtype, G, l), l), l)};
-    rl->body[0] = ir_seq(R->m, body, 4, l);
+    if (!pre) body[3] = body[4];
+    rl->body[0] = ir_seq(R->m, body, pre ? 5 : 4, l);
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d is an online row softmax (%lldx%lld tiles) -> rows of %s over the pool: one read pass (online max and sum in chunks of %d), one write pass",
                  loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)bN, X->name, ROW_CHUNK);
