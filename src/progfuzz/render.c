@@ -24,6 +24,27 @@ static void put_float(tile_strbuf *sb, double v) {
     else tile_sb_puts(sb, buf);
 }
 
+static void expr(rctx *c, int e);
+
+/* Text `t` with @a, @b, @c standing for node n's operand expressions. */
+static void put(rctx *c, const pf_node *n, const char *t) {
+    for (; *t; t++) {
+        if (t[0] == '@' && (t[1] == 'a' || t[1] == 'b' || t[1] == 'c')) {
+            t++;
+            expr(c, *t == 'a' ? n->a : *t == 'b' ? n->b : n->c);
+        } else {
+            tile_sb_putc(c->sb, *t);
+        }
+    }
+}
+
+/* put() with the template built by printf first (operator and function names) */
+static void putf(rctx *c, const pf_node *n, const char *fmt, const char *name) {
+    char t[96];
+    snprintf(t, sizeof t, fmt, name);
+    put(c, n, t);
+}
+
 static void expr(rctx *c, int e) {
     tile_strbuf *sb = c->sb;
     const pf_node *n = &c->op->nodes[e];
@@ -36,125 +57,38 @@ static void expr(rctx *c, int e) {
         if (n->flt) put_float(sb, n->cv);
         else tile_sb_printf(sb, n->cv < 0 ? "(%.0f)" : "%.0f", n->cv);
         break;
-    case PF_N_UN:
-        tile_sb_puts(sb, n->op == PF_U_NEG ? "(-" : "(~");
-        expr(c, n->a);
-        tile_sb_putc(sb, ')');
-        break;
+    case PF_N_UN: put(c, n, n->op == PF_U_NEG ? "(-@a)" : "(~@a)"); break;
     case PF_N_BIN:
-        if (n->op == PF_B_MAX || n->op == PF_B_MIN) {
-            tile_sb_printf(sb, "T.%s(", bops[n->op]);
-            expr(c, n->a);
-            tile_sb_puts(sb, ", ");
-            expr(c, n->b);
-            tile_sb_putc(sb, ')');
-        } else if (n->op == PF_B_DIV) {
-            tile_sb_putc(sb, '(');
-            expr(c, n->a);
-            tile_sb_puts(sb, " / (T.abs(");
-            expr(c, n->b);
-            tile_sb_puts(sb, ") + 1.0))");
-        } else {
-            tile_sb_putc(sb, '(');
-            expr(c, n->a);
-            tile_sb_printf(sb, " %s ", bops[n->op]);
-            expr(c, n->b);
-            tile_sb_putc(sb, ')');
-        }
+        if (n->op == PF_B_MAX || n->op == PF_B_MIN) putf(c, n, "T.%s(@a, @b)", bops[n->op]);
+        else if (n->op == PF_B_DIV) put(c, n, "(@a / (T.abs(@b) + 1.0))");
+        else putf(c, n, "(@a %s @b)", bops[n->op]);
         break;
     case PF_N_CALL1: {
+        /* arguments kept inside each function's domain; bug_op (shrinker tests) scales one
+         * function's result so a mismatch can be provoked on purpose */
         const char *nm = pf_fn1_name(n->op);
         bool bug = c->bug_op && !strcmp(c->bug_op, nm);
         if (bug) tile_sb_putc(sb, '(');
         switch (n->op) {
-        case PF_F1_LOG: case PF_F1_LOG2:
-            tile_sb_printf(sb, "T.%s(T.abs(", nm);
-            expr(c, n->a);
-            tile_sb_puts(sb, ") + 1.0)");
-            break;
-        case PF_F1_SQRT:
-            tile_sb_puts(sb, "T.sqrt(T.abs(");
-            expr(c, n->a);
-            tile_sb_puts(sb, "))");
-            break;
-        case PF_F1_RSQRT:
-            tile_sb_puts(sb, "T.rsqrt(T.abs(");
-            expr(c, n->a);
-            tile_sb_puts(sb, ") + 1.0)");
-            break;
-        case PF_F1_NEG:
-            tile_sb_puts(sb, "(-");
-            expr(c, n->a);
-            tile_sb_putc(sb, ')');
-            break;
-        default:
-            tile_sb_printf(sb, "T.%s(", nm);
-            expr(c, n->a);
-            tile_sb_putc(sb, ')');
+        case PF_F1_LOG: case PF_F1_LOG2: putf(c, n, "T.%s(T.abs(@a) + 1.0)", nm); break;
+        case PF_F1_SQRT: put(c, n, "T.sqrt(T.abs(@a))"); break;
+        case PF_F1_RSQRT: put(c, n, "T.rsqrt(T.abs(@a) + 1.0)"); break;
+        case PF_F1_NEG: put(c, n, "(-@a)"); break;
+        default: putf(c, n, "T.%s(@a)", nm);
         }
         if (bug) tile_sb_puts(sb, " * 1.015625)");
         break;
     }
     case PF_N_POW:
-        tile_sb_puts(sb, "T.pow(T.abs(");
-        expr(c, n->a);
-        tile_sb_puts(sb, ") + 1.0, ");
+        put(c, n, "T.pow(T.abs(@a) + 1.0, ");
         put_float(sb, n->cv);
         tile_sb_putc(sb, ')');
         break;
-    case PF_N_FMA:
-        tile_sb_puts(sb, "T.fma(");
-        expr(c, n->a);
-        tile_sb_puts(sb, ", ");
-        expr(c, n->b);
-        tile_sb_puts(sb, ", ");
-        expr(c, n->c);
-        tile_sb_putc(sb, ')');
-        break;
-    case PF_N_CAST:
-        tile_sb_puts(sb, "T.cast(");
-        expr(c, n->a);
-        tile_sb_printf(sb, ", \"%s\")", tile_dtype_name(n->cast_to));
-        break;
-    case PF_N_SEL:
-        if (n->op == 0) {
-            tile_sb_puts(sb, "T.if_then_else(");
-            expr(c, n->a);
-            tile_sb_puts(sb, ", ");
-            expr(c, n->b);
-            tile_sb_puts(sb, ", ");
-            expr(c, n->c);
-            tile_sb_putc(sb, ')');
-        } else {
-            tile_sb_putc(sb, '(');
-            expr(c, n->b);
-            tile_sb_puts(sb, " if ");
-            expr(c, n->a);
-            tile_sb_puts(sb, " else ");
-            expr(c, n->c);
-            tile_sb_putc(sb, ')');
-        }
-        break;
-    case PF_N_CMP:
-        tile_sb_putc(sb, '(');
-        expr(c, n->a);
-        tile_sb_printf(sb, " %s ", cmps[n->op % 6]);
-        expr(c, n->b);
-        tile_sb_putc(sb, ')');
-        break;
-    case PF_N_LOGIC:
-        if (n->op == 2) {
-            tile_sb_puts(sb, "(not ");
-            expr(c, n->a);
-            tile_sb_putc(sb, ')');
-        } else {
-            tile_sb_putc(sb, '(');
-            expr(c, n->a);
-            tile_sb_puts(sb, n->op ? " or " : " and ");
-            expr(c, n->b);
-            tile_sb_putc(sb, ')');
-        }
-        break;
+    case PF_N_FMA: put(c, n, "T.fma(@a, @b, @c)"); break;
+    case PF_N_CAST: putf(c, n, "T.cast(@a, \"%s\")", tile_dtype_name(n->cast_to)); break;
+    case PF_N_SEL: put(c, n, n->op == 0 ? "T.if_then_else(@a, @b, @c)" : "(@b if @a else @c)"); break;
+    case PF_N_CMP: putf(c, n, "(@a %s @b)", cmps[n->op % 6]); break;
+    case PF_N_LOGIC: put(c, n, n->op == 2 ? "(not @a)" : n->op ? "(@a or @b)" : "(@a and @b)"); break;
     }
 }
 

@@ -152,7 +152,8 @@ static void cpu_device_name(tile_strbuf *out) {
     const char *isa = tk_cpu_isa(); /* cpuid, or TILE_CPU_ISA */
     int n = affinity_count();
     long t = tile_env_long("TILE_NUM_THREADS", 0);
-    tile_sb_printf(out, "%s, %d core%s (%s)", model, n, n == 1 ? "" : "s", isa);
+    /* the bf16 GEMM kernel says whether AVX512-BF16 (vdpbf16ps) is in use or bf16 is widened */
+    tile_sb_printf(out, "%s, %d core%s (%s, bf16 gemm: %s)", model, n, n == 1 ? "" : "s", isa, tk_cpu_bf16_kernel());
     if (t > 0) tile_sb_printf(out, ", TILE_NUM_THREADS=%ld", t);
 }
 
