@@ -439,6 +439,9 @@ def test_row_kernels(ctx):
         for d in defs:
             args += ["-D", d]
         check_ok(ctx.run(args), "%s %s" % (ex, " ".join(defs)))
+    # symbolic sizes (no -D): the rewrite keeps M and N as run-time sizes
+    check_ok(ctx.run(["run", sm, "--target", "cpu", "--check", "--quiet", "--shape", "X=7x3333", "--shape", "Y=7x3333"]),
+             "softmax.tl --shape X=7x3333 (symbolic M, N)")
     for extra in ({"TILE_CPU_CHECKS": 1}, {"TILE_NUM_THREADS": 3}):
         for ex, defs in (ROW_CASES[2], ROW_CASES[7], ROW_CASES[10]):
             args = ["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"]
