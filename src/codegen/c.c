@@ -110,6 +110,7 @@ static const char *uwide(tile_dtype dt) { return DBITS[dt] > 32 ? "uint64_t" : "
 typedef struct fnctx {
     tile_strbuf body;
     bool kernel_body;    /* a kernel's block function: big buffers come from the worker's scratch */
+    bool range_body;     /* an outlined parallel loop's function: the same scratch */
     bool *heap;          /* per buffer id: this function allocates it on the heap */
     size_t stack_bytes;
     struct fnctx *parent;
@@ -125,6 +126,7 @@ typedef struct gen {
     int indent;
     int in_parallel;     /* inside a kernel body or an outlined loop */
     const ir_var *row_var; /* the loop variable of the outlined parallel loop being generated */
+    const ir_stmt *row_body; /* its body */
     int row_t;             /* its tmp number (lo<row_t> + end_ is the end of the worker's range) */
     bool may_fail;       /* the statement being generated contains an operation that can fail */
     bool *constshape;    /* per buffer: every dim is a constant */
@@ -730,7 +732,7 @@ static void galloc(gen *G, const ir_stmt *s) {
         return;
     }
     tile_strbuf cnt = {0};
-    if (G->fn->kernel_body) {
+    if (G->fn->kernel_body || G->fn->range_body) {
         /* the worker's scratch slot for this buffer (prelude: tile_scratch_get) */
         if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
         else {
@@ -1240,21 +1242,25 @@ static const ir_stmt *nt_store(gen *G, const ir_stmt *s) {
     if (expr_loads(b->value, Y)) return NULL;
     return b;
 }
-/* loads of tensors in e indexed [row, ..., j (+ c)] with `row` the outlined row loop's variable
- * (first index) and j the write loop's: the next row of each is prefetched */
-static void nt_row_loads(gen *G, const ir_expr *e, const ir_var *j, const ir_expr **out, int *n) {
-    if (!e || !G->row_var) return;
-    if (e->kind == IR_E_LOAD && e->buf->scope == IR_SCOPE_GLOBAL && e->buf->rank >= 2 && DBITS[e->buf->dtype] >= 8 &&
-        e->args[0]->kind == IR_E_VAR && e->args[0]->var == G->row_var && expr_uses_var(e->args[e->buf->rank - 1], j)) {
-        bool ok = true;
-        for (int d = 1; d + 1 < e->buf->rank; d++)
-            if (expr_uses_var(e->args[d], j) || expr_uses_var(e->args[d], G->row_var)) ok = false;
-        for (int k = 0; k < *n && ok; k++)
-            if (out[k]->buf == e->buf) ok = false;
-        if (ok && *n < 8) out[(*n)++] = e;
+/* the 2-D tensors the row loop reads as B[row, ...] (row: the outlined loop's variable): the
+ * write loop prefetches the same columns of their next row */
+static void row_loads_e(gen *G, const ir_expr *e, const ir_buffer **out, int *n) {
+    if (!e) return;
+    if (e->kind == IR_E_LOAD && e->buf->scope == IR_SCOPE_GLOBAL && e->buf->role != IR_BUF_TEMP && e->buf->rank == 2 &&
+        DBITS[e->buf->dtype] >= 8 && e->args[0]->kind == IR_E_VAR && e->args[0]->var == G->row_var) {
+        for (int k = 0; k < *n; k++)
+            if (out[k] == e->buf) return;
+        if (*n < 8) out[(*n)++] = e->buf;
         return;
     }
-    for (int i = 0; i < e->nargs; i++) nt_row_loads(G, e->args[i], j, out, n);
+    for (int i = 0; i < e->nargs; i++) row_loads_e(G, e->args[i], out, n);
+}
+static void row_loads(gen *G, const ir_stmt *s, const ir_buffer **out, int *n) {
+    if (!s) return;
+    row_loads_e(G, s->value, out, n);
+    row_loads_e(G, s->cond, out, n);
+    for (int i = 0; s->kind == IR_S_STORE && i < s->buf->rank; i++) row_loads_e(G, s->idx[i], out, n);
+    for (int i = 0; i < s->nbody; i++) row_loads(G, s->body[i], out, n);
 }
 static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
     int id = s->var->id;
@@ -1272,18 +1278,16 @@ static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
     free(v);
     if (fails) line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
     line(G, "v%d = c%d;", id, t);
-    /* rows: prefetch this chunk of the next row of what the loop reads (the next iteration of
-     * the worker's row loop reads it: its read overlaps this row's streaming writes) */
-    const ir_expr *pf[8];
+    /* rows: prefetch these columns of the next row of what the row loop reads (the worker's
+     * next iteration reads it: its reads overlap this row's streaming writes) */
+    const ir_buffer *pf[8];
     int npf = 0;
-    nt_row_loads(G, st->value, s->var, pf, &npf);
+    if (G->row_var) row_loads(G, G->row_body, pf, &npf);
     for (int k = 0; k < npf; k++) {
-        tile_strbuf po = {0}, ps = {0};
-        put_offset(G, &po, pf[k]->buf, pf[k]->args, pf[k]->loc);
-        put_stride(G, &ps, pf[k]->buf, 0);
-        line(G, "if (v%d + 1 < lo%d + end_) for (int64_t pk_ = 0; pk_ < ce%d - c%d; pk_ += %d) __builtin_prefetch(b%d + (%s) + %s + pk_, 0, TILE_ROW_PREFETCH);",
-             G->row_var->id, G->row_t, t, t, 64 / (DBITS[pf[k]->buf->dtype] / 8 ? DBITS[pf[k]->buf->dtype] / 8 : 1), pf[k]->buf->id, po.data, ps.data);
-        tile_sb_free(&po);
+        tile_strbuf ps = {0};
+        put_stride(G, &ps, pf[k], 0);
+        line(G, "if (v%d + 1 < lo%d + end_ && c%d < %s) for (int64_t pk_ = 0; pk_ < ce%d - c%d; pk_ += %d) __builtin_prefetch(b%d + (v%d + 1) * %s + c%d + pk_, 0, TILE_ROW_PREFETCH);",
+             G->row_var->id, G->row_t, t, ps.data, t, t, 64 / (DBITS[pf[k]->dtype] / 8), pf[k]->id, G->row_var->id, ps.data, t);
         tile_sb_free(&ps);
     }
     tile_strbuf off = {0};
@@ -1310,13 +1314,14 @@ static void gfor(gen *G, const ir_stmt *s) {
         line(G, "int64_t n%d = %s;", t, ext);
         check_fail(G);
         line(G, "TILE_SAVE_STATE(&Sl);");
-        line(G, "if (tile_run_range(ctx, &Sl, tile_fn%d, n%d)) { rc = 1; goto tile_out; }", fnid, t);
+        line(G, "if (tile_run_range(ctx, &Sl, tile_fn%d, n%d, %d)) { rc = 1; goto tile_out; }", fnid, t, G->f->nbuffers);
         G->indent--;
         line(G, "}");
         free(ext);
         tile_sb_printf(&G->decls, "static int tile_fn%d(tile_ctx *ctx, void *st_, int64_t begin_, int64_t end_);\n", fnid);
         int saved_indent = G->indent;
         begin_fn(G);
+        G->fn->range_body = true;
         G->in_parallel++;
         G->indent = 1;
         char *lo = expr_str(G, s->lo, M_INDEX);
@@ -1327,11 +1332,14 @@ static void gfor(gen *G, const ir_stmt *s) {
         line(G, "for (int64_t v%d = lo%d + begin_; v%d < lo%d + end_; v%d++) {", id, t, id, t, id);
         G->indent++;
         const ir_var *saved_row = G->row_var;
+        const ir_stmt *saved_body = G->row_body;
         int saved_row_t = G->row_t;
         G->row_var = s->var;
+        G->row_body = s->body[0];
         G->row_t = t;
         gstmt(G, s->body[0]);
         G->row_var = saved_row;
+        G->row_body = saved_body;
         G->row_t = saved_row_t;
         G->indent--;
         line(G, "}");

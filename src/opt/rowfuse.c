@@ -34,6 +34,10 @@
  *       rinv = 1 / s                                  # when G is `a / s`: a * rinv
  *       for j in vectorized(0, H): Y[i, j] = G(exp(x(j) - m), s)      # write pass
  *
+ * and, when G is exactly exp(x - m) / s (both examples), the one-exp form: the read pass also
+ * keeps e in a row buffer E (and each chunk's max in F), the write pass is
+ *       for c: g = exp(F[c] - m) * (1 / s); for j in vectorized(chunk): Y[i, j] = E[j] * g
+ *
  * or, for S3, `acc = 0; for j: acc = acc + P(x(j)); r = Q(acc); for j: Y[i, j] = R(x(j), r,
  * W[j])`. The cpu code generator runs the chunk loops as `omp simd` reductions (tile_expf on
  * 512-bit vectors) and the write loop with streaming stores; the row (at most 256 KiB for
@@ -235,11 +239,13 @@ static ir_expr *fexp(rf *R, ir_expr *a, tile_loc l) { return ir_call(R->m, IR_I_
 static ir_var *newvar(rf *R, const char *name, ir_var_kind k, tile_dtype dt, tile_loc l) { return ir_var_new(R->m, R->f, name, k, dt, l); }
 
 typedef ir_expr *(*xval_fn)(rf *R, void *ctx, ir_var *col, tile_loc l); /* x(j): the f32 element */
+static ir_stmt *store2(rf *R, ir_buffer *Y, ir_var *r, ir_var *j, ir_expr *v, tile_loc l);
 
 /* The chunked online max + sum of one row (the body of the row loop before the write pass):
  * m and s hold the row's max and sum of exp(x - m) afterwards. `sumvar`, when set, is the
  * plain form's `e` local (e = exp(x - m); cs = cs + e, as the source wrote it). */
-static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv, void *ctx, ir_var *sumvar, tile_loc l) {
+static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv, void *ctx, ir_var *sumvar, ir_buffer *E, ir_buffer *F,
+                            tile_loc l) {
     ir_var *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *j1 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *j2 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
@@ -251,13 +257,22 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
     ir_expr *cext1 = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
     ir_expr *nchunks = ir_binary(R->m, IR_B_FLOORDIV, ir_binary(R->m, IR_B_ADD, H, I32(R, ROW_CHUNK - 1, l), l), C, l);
     ir_var *ms = newvar(R, "rf_shift", IR_VAR_LOCAL, TILE_DT_F32, l);
-    ir_stmt *st[8];
-    st[0] = assign(R, cm, V(R, m, l), l);
-    st[1] = loop(R, j1, start, cext1, IR_LOOP_SERIAL,
+    ir_stmt *st[9];
+    int n = 0;
+    st[n++] = assign(R, cm, V(R, m, l), l);
+    st[n++] = loop(R, j1, start, cext1, IR_LOOP_SERIAL,
                  assign(R, cm, ir_binary(R->m, IR_B_MAX, V(R, cm, l), xv(R, ctx, j1, l), l), l), l);
     ir_expr *rescale = ir_binary(R->m, IR_B_MUL, V(R, s, l), fexp(R, ir_binary(R->m, IR_B_SUB, V(R, m, l), V(R, cm, l), l), l), l);
-    st[2] = assign(R, s, ir_select(R->m, ir_binary(R->m, IR_B_EQ, V(R, cm, l), V(R, m, l), l), V(R, s, l), rescale, l), l);
-    st[3] = assign(R, m, V(R, cm, l), l);
+    st[n++] = assign(R, s, ir_select(R->m, ir_binary(R->m, IR_B_EQ, V(R, cm, l), V(R, m, l), l), V(R, s, l), rescale, l), l);
+    st[n++] = assign(R, m, V(R, cm, l), l);
+    if (F) { /* the chunk's max (-inf while every element so far is -inf or NaN) */
+        ir_stmt *fs = ir_stmt_new(R->m, IR_S_STORE, l);
+        fs->buf = F;
+        fs->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 1);
+        fs->idx[0] = V(R, c, l);
+        fs->value = V(R, m, l);
+        st[n++] = fs;
+    }
     ir_stmt *cs0 = assign(R, cs, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l);
     /* the shift of this chunk's exponentials: the max, or 0 while it is still -inf (every
      * element so far is -inf or NaN: exp(-inf - 0) = 0 adds nothing, a NaN still propagates;
@@ -266,18 +281,61 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
                                           ir_const_float(R->m, TILE_DT_F32, 0.0, l), V(R, m, l), l), l);
     ir_expr *e = fexp(R, ir_binary(R->m, IR_B_SUB, xv(R, ctx, j2, l), V(R, ms, l), l), l);
     ir_stmt *sb;
+    if (E && !sumvar) sumvar = newvar(R, "rf_e", IR_VAR_LOCAL, TILE_DT_F32, l);
     if (sumvar) {
-        ir_stmt *two[2] = {assign(R, sumvar, e, l), assign(R, cs, ir_binary(R->m, IR_B_ADD, V(R, cs, l), V(R, sumvar, l), l), l)};
-        sb = ir_seq(R->m, two, 2, l);
+        ir_stmt *three[3] = {assign(R, sumvar, e, l), NULL, assign(R, cs, ir_binary(R->m, IR_B_ADD, V(R, cs, l), V(R, sumvar, l), l), l)};
+        if (E) { /* keep the exponential for the write pass */
+            ir_stmt *es = ir_stmt_new(R->m, IR_S_STORE, l);
+            es->buf = E;
+            es->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 1);
+            es->idx[0] = V(R, j2, l);
+            es->value = V(R, sumvar, l);
+            three[1] = es;
+        } else {
+            three[1] = three[2];
+        }
+        sb = ir_seq(R->m, three, E ? 3 : 2, l);
     } else {
         sb = assign(R, cs, ir_binary(R->m, IR_B_ADD, V(R, cs, l), e, l), l);
     }
     ir_expr *cext2 = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
-    st[4] = cs0;
-    st[5] = sh;
-    st[6] = loop(R, j2, start, cext2, IR_LOOP_SERIAL, sb, l);
-    st[7] = assign(R, s, ir_binary(R->m, IR_B_ADD, V(R, s, l), V(R, cs, l), l), l);
-    return loop(R, c, I32(R, 0, l), nchunks, IR_LOOP_SERIAL, ir_seq(R->m, st, 8, l), l);
+    st[n++] = cs0;
+    st[n++] = sh;
+    st[n++] = loop(R, j2, start, cext2, IR_LOOP_SERIAL, sb, l);
+    st[n++] = assign(R, s, ir_binary(R->m, IR_B_ADD, V(R, s, l), V(R, cs, l), l), l);
+    return loop(R, c, I32(R, 0, l), nchunks, IR_LOOP_SERIAL, ir_seq(R->m, st, n, l), l);
+}
+
+/* ---------- the one-exp form: Y = exp(x - m) / s from the kept exponentials ----------
+ * The read pass keeps e = exp(x - shift_c) in a row buffer E (the worker's scratch memory on
+ * cpu, L1/L2-resident) and each chunk's max in F; the write pass is then Y[j] = E[j] * g_c with
+ * g_c = exp(F[c] - m) * (1 / s) per chunk: one exp per element instead of two (the softmax is
+ * compute-bound on a core). exp(x - F_c) * exp(F_c - m) = exp(x - m); F_c = -inf (a chunk that
+ * ended with the running max still -inf) gives g_c = 0 (E is 0 or NaN there: NaN stays NaN). */
+static ir_stmt *alloc_row(rf *R, ir_buffer **out, const char *name, ir_expr *n, tile_loc l) {
+    ir_expr **shape = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 1);
+    shape[0] = n;
+    *out = ir_buffer_new(R->m, R->f, name, TILE_DT_F32, IR_SCOPE_GLOBAL, 1, shape, IR_BUF_TEMP, l);
+    ir_stmt *a = ir_stmt_new(R->m, IR_S_ALLOC, l);
+    a->buf = *out;
+    return a;
+}
+static ir_expr *nchunks_of(rf *R, ir_expr *H, tile_loc l) {
+    return ir_binary(R->m, IR_B_FLOORDIV, ir_binary(R->m, IR_B_ADD, H, I32(R, ROW_CHUNK - 1, l), l), I32(R, ROW_CHUNK, l), l);
+}
+static ir_stmt *scaled_write(rf *R, ir_buffer *E, ir_buffer *F, ir_var *m, ir_var *s, ir_expr *H, ir_buffer *Y, ir_var *row, tile_loc l) {
+    ir_var *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l), *j = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
+    ir_var *ri = newvar(R, "rf_rinv", IR_VAR_LOCAL, TILE_DT_F32, l), *g = newvar(R, "rf_scale", IR_VAR_LOCAL, TILE_DT_F32, l);
+    ir_expr *C = I32(R, ROW_CHUNK, l);
+    ir_expr *start = ir_binary(R->m, IR_B_MUL, V(R, c, l), C, l);
+    ir_expr *ext = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
+    ir_expr *fi[1] = {V(R, c, l)}, *ei[1] = {V(R, j, l)};
+    ir_stmt *gs = assign(R, g, ir_binary(R->m, IR_B_MUL, fexp(R, ir_binary(R->m, IR_B_SUB, ir_load(R->m, F, fi, l), V(R, m, l), l), l), V(R, ri, l), l), l);
+    ir_stmt *w = loop(R, j, start, ext, IR_LOOP_VECTORIZED, store2(R, Y, row, j, ir_binary(R->m, IR_B_MUL, ir_load(R->m, E, ei, l), V(R, g, l), l), l), l);
+    ir_stmt *body[2] = {gs, w};
+    ir_stmt *two[2] = {assign(R, ri, ir_binary(R->m, IR_B_DIV, ir_const_float(R->m, TILE_DT_F32, 1.0, l), V(R, s, l), l), l),
+                       loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL, ir_seq(R->m, body, 2, l), l)};
+    return ir_seq(R->m, two, 2, l);
 }
 
 /* G = a / s with s the row's sum: a * rinv with rinv = 1 / s computed once per row (a
@@ -368,11 +426,20 @@ static ir_stmt *match_plain(rf *R, ir_stmt *s, const char **reason) {
     ys->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 2);
     ys->idx[0] = V(R, i, l);
     ys->idx[1] = V(R, jw, l);
-    ir_stmt *pre;
-    ys->value = recip(R, G, sv, &pre, l);
-    ir_stmt *nb[5] = {a0, a2, online_pass(R, m, sv, H32, plain_x, &px, ev, l), pre, loop(R, jw, I32(R, 0, l), H32, IR_LOOP_VECTORIZED, ys, l)};
-    if (!pre) nb[3] = nb[4];
-    s->body[0] = ir_seq(R->m, nb, pre ? 5 : 4, l);
+    ldpat py4 = {Y, i, a4->var};
+    if (binop(b4->value, IR_B_DIV) && p_load(b4->value->args[0], &py4) && is_var(b4->value->args[1], sv)) {
+        /* Y = e / s: the one-exp form */
+        ir_buffer *E, *F;
+        ir_stmt *ae = alloc_row(R, &E, "rf_exp", H32, l), *af = alloc_row(R, &F, "rf_cmaxs", nchunks_of(R, H32, l), l);
+        ir_stmt *nb[6] = {ae, af, a0, a2, online_pass(R, m, sv, H32, plain_x, &px, ev, E, F, l), scaled_write(R, E, F, m, sv, H32, Y, i, l)};
+        s->body[0] = ir_seq(R->m, nb, 6, l);
+    } else {
+        ir_stmt *pre;
+        ys->value = recip(R, G, sv, &pre, l);
+        ir_stmt *nb[5] = {a0, a2, online_pass(R, m, sv, H32, plain_x, &px, ev, NULL, NULL, l), pre, loop(R, jw, I32(R, 0, l), H32, IR_LOOP_VECTORIZED, ys, l)};
+        if (!pre) nb[3] = nb[4];
+        s->body[0] = ir_seq(R->m, nb, pre ? 5 : 4, l);
+    }
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: loop %s at %s:%d is a row softmax (plain form) -> one read pass per row (online max and sum in chunks of %d), one write pass",
                  i->name, loc_file(s->loc), s->loc.line, ROW_CHUNK);
@@ -545,13 +612,28 @@ static ir_stmt *match_tile_softmax(rf *R, ir_stmt *ks, const char **reason) {
     ir_expr *G = clone(R, mb->value, &S);
     if (!G) REJECT("the normalisation reads something other than the tile, row_max and row_sum");
     ir_expr *H = as_i32(R, X->shape[1]);
+    {
+        /* x = exp(x - row_max) / row_sum: the one-exp form */
+        ldpat lx = {xt, iv[0], iv[1]}, lm = {rmax, iv[0], NULL}, ls = {rsum, iv[0], NULL};
+        const ir_expr *v = mb->value;
+        if (binop(v, IR_B_DIV) && p_load(v->args[1], &ls) && is_exp(v->args[0]) && binop(v->args[0]->args[0], IR_B_SUB) &&
+            p_load(v->args[0]->args[0]->args[0], &lx) && p_load(v->args[0]->args[0]->args[1], &lm)) {
+            ir_buffer *E, *F;
+            ir_stmt *b1[6] = {alloc_row(R, &E, "rf_exp", H, l), alloc_row(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l),
+                              assign(R, m, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), l), assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l),
+                              online_pass(R, m, s, H, tile_x, &tx, NULL, E, F, l), scaled_write(R, E, F, m, s, H, Y, r, l)};
+            rl->body[0] = ir_seq(R->m, b1, 6, l);
+            goto logged;
+        }
+    }
     ir_stmt *pre;
     G = recip(R, G, s, &pre, l);
     ir_stmt *body[5] = {assign(R, m, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), l), assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l),
-                        online_pass(R, m, s, H, tile_x, &tx, NULL, l), pre,
+                        online_pass(R, m, s, H, tile_x, &tx, NULL, NULL, NULL, l), pre,
                         loop(R, jw, I32(R, 0, l), H, IR_LOOP_VECTORIZED, store2(R, Y, r, jw, ir_cast(R->m, xt->dtype, G, l), l), l)};
     if (!pre) body[3] = body[4];
     rl->body[0] = ir_seq(R->m, body, pre ? 5 : 4, l);
+logged:
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d is an online row softmax (%lldx%lld tiles) -> rows of %s over the pool: one read pass (online max and sum in chunks of %d), one write pass",
                  loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)bN, X->name, ROW_CHUNK);
