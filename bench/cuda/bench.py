@@ -23,6 +23,9 @@ output is wrong is reported FAIL and its time is not a result.
       [--out bench/results/cuda-DATE.md]
 
 --quick runs small shapes with 5 timed runs (a smoke test of the harness, not a result).
+--fa-env VAR=VAL[,VAR=VAL] (repeatable): each flash attention case runs once more with these
+environment variables set for our `tile run` (e.g. TILE_SM90_ATTN_OVERLAP=1, the overlapped
+Hopper attention schedule), the row named with them, its peer measured again beside it.
 The speed ratio is peer time / our time (above 1: we are faster).
 """
 import argparse
@@ -109,14 +112,15 @@ def relerr(out, ref):
     return float((o - r).norm() / max(float(r.norm()), 1e-30))
 
 
-def run_tile(args, tile, file, defines, outs, iters, tmp, timeout):
-    """Ours: (median ms, {name: path}, clock text) or raises with the message."""
+def run_tile(args, tile, file, defines, outs, iters, tmp, timeout, env=None):
+    """Ours: (median ms, {name: path}, clock text) or raises with the message. env: extra
+    environment variables for this run."""
     paths = {n: os.path.join(tmp, "%s.npy" % n) for n in outs}
     cmd = [tile, "run", file] + defines + ["--target", "cuda", "--bench", "--iters", str(iters), "--quiet"]
     for n, p in paths.items():
         cmd += ["--out", "%s=%s" % (n, p)]
     t0 = time.time()
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})))
     if r.returncode != 0:
         raise RuntimeError("exit %d: %s" % (r.returncode, (r.stderr or r.stdout).strip()[-600:]))
     m = re.search(r"^bench: target cuda, median ([0-9.]+) ms.*?; (.*)$", r.stdout, re.M)
@@ -220,6 +224,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per case of ours")
     ap.add_argument("--out", default="")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--fa-env", action="append", default=[], metavar="VAR=VAL[,VAR=VAL]",
+                    help="run each fa case once more with this environment for ours (repeatable)")
     args = ap.parse_args()
     iters = args.iters or (5 if args.quick else 20)
     only = set(x for x in args.only.split(",") if x)
@@ -248,12 +254,18 @@ def main():
         notes.append("device copy bandwidth (a %d MiB device-to-device copy, bytes read + written, median of %d): %.2f TB/s" %
                      (n >> 20, max(iters, 20), copy_bw))
     with tempfile.TemporaryDirectory(prefix="tile-bench-") as tmp:
-        for (group, name, file, defines, outs, kind, prm) in cases(args.quick):
+        todo = []
+        for c in cases(args.quick):
+            todo.append(c + ({},))
+            for e in (args.fa_env if c[0] == "fa" else []):
+                env = dict(kv.split("=", 1) for kv in e.split(",") if kv)
+                todo.append((c[0], "%s [%s]" % (c[1], e)) + c[2:] + (env,))
+        for (group, name, file, defines, outs, kind, prm, env) in todo:
             if only and group not in only:
                 continue
             row = {"name": name, "ours": None, "peer": None, "err": None, "status": "", "unit": "", "work": 0, "peer_name": "-"}
             try:
-                ms, paths, clock = run_tile(args, args.tile, file, defines, outs, iters, tmp, args.timeout)
+                ms, paths, clock = run_tile(args, args.tile, file, defines, outs, iters, tmp, args.timeout, env)
                 row["ours"] = ms
                 if "device time" not in clock:
                     notes.append("%s: our time is %s" % (name, clock))

@@ -37,6 +37,18 @@
  *     bounds, rounded once (as the copy to the 16-bit shared tile would).
  * Anything else returns false and the portable lowering (simt.c) runs the kernel. Results
  * differ from the interpreter only in the order of f32 additions (wgmma, row sums).
+ *
+ * Overlap (TILE_SM90_ATTN_OVERLAP=1, warp-specialised form only; FlashAttention-3's
+ * intra-warpgroup pipelining): the RS GEMM O += P V of iteration it is issued late, in
+ * iteration it + 1 right after its SS GEMM S = Q K^T (after the loop for the last one), so
+ * the softmax statements of it + 1 run while it is on the tensor cores; they are
+ * list-scheduled (emit_rest): a statement touching O or P, or not commuting with one held
+ * back, is held back until the wait. Legal when the RS GEMM commutes with every statement it
+ * moves past — those after it in the body and those up to and including the SS GEMM (the
+ * next iteration's mask statements, which write S only, run in program order on the one S
+ * register set) — checked by overlap_ok; otherwise the in-order schedule. Nothing is in
+ * flight at the loop's back edge, and there is one S register set: either breaks ptxas's
+ * wgmma pipelining (serialisation, spills) at block 128 x 128, dim 128 (docs).
  */
 #include "simt_gen.h"
 
@@ -78,7 +90,15 @@ typedef struct attn {
     int nstage_sh;
     int stages;
     bool ws;   /* warp-specialised: a producer warpgroup issues the loads */
-    const ir_buffer *pend_c, *pend_a; /* fragments of a GEMM in flight (not yet waited for) */
+    /* wgmma groups committed and not yet waited for, oldest first: the fragments each one
+     * reads or writes */
+    struct apend { const ir_buffer *c, *a; bool rel; } pend[4];
+    int npend;
+    /* the overlapped schedule (TILE_SM90_ATTN_OVERLAP=1): S = Q K^T of iteration it + 1 is
+     * issued before the statements of iteration it (header comment, "Overlap") */
+    bool ov;
+    int ss_idx, rs_idx;      /* body indices of the SS and RS GEMMs */
+    const ir_buffer *sfr;    /* the SS GEMM's accumulator S */
     size_t smem;
     tile_dtype dt; /* the 16-bit operand dtype */
     /* emission: the parallel nest being generated */
@@ -420,6 +440,76 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
     return layout(A, 2, 0);
 }
 
+static bool expr_uses(const ir_expr *e, const ir_buffer *b) {
+    if (!e || !b) return false;
+    if (e->kind == IR_E_LOAD && e->buf == b) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_uses(e->args[i], b)) return true;
+    return false;
+}
+
+static bool stmt_uses(const ir_stmt *s, const ir_buffer *b) {
+    if (!s || !b) return false;
+    for (int i = 0; i < s->nregions; i++)
+        if (s->regions[i].buf == b) return true;
+    if ((s->kind == IR_S_STORE && s->buf == b) || expr_uses(s->value, b) || expr_uses(s->cond, b)) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (stmt_uses(s->body[i], b)) return true;
+    return false;
+}
+
+/* s writes fragment b */
+static bool stmt_writes(const ir_stmt *s, const ir_buffer *b) {
+    if (!s || !b) return false;
+    switch (s->kind) {
+    case IR_S_STORE: return s->buf == b;
+    case IR_S_COPY: return s->regions[1].buf == b;
+    case IR_S_FILL: return s->regions[0].buf == b;
+    case IR_S_REDUCE: return s->regions[1].buf == b;
+    case IR_S_GEMM: return s->regions[2].buf == b;
+    default: break;
+    }
+    for (int i = 0; i < s->nbody; i++)
+        if (stmt_writes(s->body[i], b)) return true;
+    return false;
+}
+
+/* statements x and y may run in either order: neither writes a fragment the other uses */
+static bool commute(const attn *A, const ir_stmt *x, const ir_stmt *y) {
+    for (int i = 0; i < A->nfr; i++) {
+        const ir_buffer *b = A->fr[i].b;
+        if ((stmt_writes(x, b) && stmt_uses(y, b)) || (stmt_writes(y, b) && stmt_uses(x, b))) return false;
+    }
+    return true;
+}
+
+/* The overlapped schedule's legality (header comment, "Overlap"): the body has one SS GEMM
+ * and, after it, one RS GEMM O += P V whose fragments (O, P) are not S; the RS GEMM of
+ * iteration it is issued late, at iteration it + 1 after its SS GEMM (after the loop for
+ * the last one), so it must commute with every statement it moves past: the statements
+ * after it in the body and those up to the SS GEMM (the next iteration's prefix). It reads
+ * its V tile, which only the producer writes, into a stage released after the GEMM. */
+static bool overlap_ok(attn *A) {
+    const ir_stmt *lb = A->loop->body[0];
+    if (!A->ws || lb->kind != IR_S_SEQ) return false;
+    int n = lb->nbody;
+    A->ss_idx = A->rs_idx = -1;
+    for (int j = 0; j < n; j++) {
+        const ir_stmt *s = lb->body[j];
+        if (s->kind != IR_S_GEMM) continue;
+        if (s->trans_b && A->ss_idx < 0) A->ss_idx = j;
+        else if (!s->trans_b && A->rs_idx < 0) A->rs_idx = j;
+        else return false;
+    }
+    if (A->ss_idx < 0 || A->rs_idx < A->ss_idx) return false;
+    const ir_stmt *ss = lb->body[A->ss_idx], *rs = lb->body[A->rs_idx];
+    if (rs->regions[2].buf == ss->regions[2].buf || rs->regions[0].buf == ss->regions[2].buf) return false;
+    for (int j = 0; j < n; j++)
+        if ((j > A->rs_idx || j <= A->ss_idx) && !commute(A, rs, lb->body[j])) return false;
+    A->sfr = ss->regions[2].buf;
+    return true;
+}
+
 /* ---------- emission ---------- */
 
 static bool hook(void *ctx, tile_strbuf *o, const ir_expr *e) {
@@ -517,33 +607,38 @@ static void emit_stores(attn *A, tile_strbuf *o, const ir_stmt *b, int in) {
     free(v);
 }
 
-static bool expr_uses(const ir_expr *e, const ir_buffer *b) {
-    if (!e || !b) return false;
-    if (e->kind == IR_E_LOAD && e->buf == b) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_uses(e->args[i], b)) return true;
-    return false;
+/* wait until group q and all older ones are complete: wgmma.wait_group with the number of
+ * groups committed after q (the newer ones may stay in flight) */
+static void wait_upto(attn *A, tile_strbuf *o, int in, int q) {
+    if (q < 0 || q >= A->npend) return;
+    int newer = A->npend - 1 - q;
+    ind(o, in);
+    if (newer == 0) tile_sb_puts(o, "TL_AT_WG_WAIT0();\n");
+    else tile_sb_printf(o, "TL_AT_WG_WAIT(%d);\n", newer);
+    for (int i = 0; i <= q; i++)
+        if (A->pend[i].rel) {
+            /* P V of iteration it - 1 is complete: its stage (K and V) can be refilled */
+            ind(o, in);
+            tile_sb_printf(o, "if (tl_t == 0) tl_at_mb_arrive(tl_bar + 8u * (%d + (uint32_t)(tl_it - 1) %% %du));\n", A->stages, A->stages);
+        }
+    memmove(A->pend, A->pend + q + 1, (size_t)(A->npend - q - 1) * sizeof A->pend[0]);
+    A->npend -= q + 1;
 }
 
-static bool stmt_uses(const ir_stmt *s, const ir_buffer *b) {
-    if (!s || !b) return false;
-    for (int i = 0; i < s->nregions; i++)
-        if (s->regions[i].buf == b) return true;
-    if ((s->kind == IR_S_STORE && s->buf == b) || expr_uses(s->value, b) || expr_uses(s->cond, b)) return true;
-    for (int i = 0; i < s->nbody; i++)
-        if (stmt_uses(s->body[i], b)) return true;
-    return false;
-}
+/* wait for every GEMM in flight */
+static void wait_gemm(attn *A, tile_strbuf *o, int in) { wait_upto(A, o, in, A->npend - 1); }
 
-/* wait for the GEMM in flight (all of them) */
-static void wait_gemm(attn *A, tile_strbuf *o, int in) {
-    if (!A->pend_c) return;
-    ind(o, in); tile_sb_puts(o, "TL_AT_WG_WAIT0();\n");
-    A->pend_c = A->pend_a = NULL;
+/* the newest group in flight that statement s touches (-1: none); in the in-order schedule
+ * a GEMM waits for all of them */
+static int pend_touched(const attn *A, const ir_stmt *s) {
+    if (s->kind == IR_S_GEMM && !A->ov) return A->npend - 1;
+    for (int q = A->npend - 1; q >= 0; q--)
+        if (stmt_uses(s, A->pend[q].c) || stmt_uses(s, A->pend[q].a)) return q;
+    return -1;
 }
 
 static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *next, int in, bool *skip_next) {
-    if (A->pend_c && (s->kind == IR_S_GEMM || stmt_uses(s, A->pend_c) || stmt_uses(s, A->pend_a))) wait_gemm(A, o, in);
+    wait_upto(A, o, in, pend_touched(A, s));
     switch (s->kind) {
     case IR_S_COPY: {
         const ir_buffer *sb = s->regions[0].buf, *db = s->regions[1].buf;
@@ -677,10 +772,9 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
                            t, c->width, c->b->id, p->b->id, p->b->id, p->b->id, p->b->id, lb->rows * 128);
             ind(o, in); tile_sb_puts(o, "}\n");
         }
-        ind(o, in); tile_sb_puts(o, "TL_AT_WG_COMMIT();\n");
         /* the wait is deferred to the first statement that touches the GEMM's fragments */
-        A->pend_c = c->b;
-        A->pend_a = s->trans_b ? NULL : find_frag(A, ra->buf)->b;
+        ind(o, in); tile_sb_puts(o, "TL_AT_WG_COMMIT();\n");
+        A->pend[A->npend++] = (struct apend){c->b, s->trans_b ? NULL : find_frag(A, ra->buf)->b, false};
         return;
     }
     default: return;
@@ -702,6 +796,7 @@ static const char *helpers_text =
     "#define TL_AT_WG_FENCE() asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\")\n"
     "#define TL_AT_WG_COMMIT() asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\")\n"
     "#define TL_AT_WG_WAIT0() asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\")\n"
+    "#define TL_AT_WG_WAIT(n) asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(n) : \"memory\")\n"
     "/* wgmma shared-memory descriptor, 128-byte swizzle: start, leading and stride byte offsets */\n"
     "TL_FN uint64_t tl_at_desc(uint32_t sa, uint32_t lbo, uint32_t sbo) {\n"
     "    return (uint64_t)((sa & 0x3FFFFu) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) | ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);\n"
@@ -741,6 +836,74 @@ static void wgmma_fns(tile_strbuf *o, const char *t, int n, bool rs) {
     else tile_sb_puts(o, "\n        : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n#endif\n#endif\n");
 }
 
+/* The RS GEMM of the overlapped loop for iteration `it` (a C expression): stage of `it` */
+static void emit_rs_late(attn *A, tile_strbuf *o, const ir_stmt *rs, const char *it, int in, bool rel) {
+    bool skip = false;
+    ind(o, in); tile_sb_printf(o, "{ /* O += P V of iteration %s, issued late */\n", it);
+    ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_stg = (uint32_t)(%s) %% %du;\n", it, A->stages);
+    emit_stmt(A, o, rs, NULL, in + 1, &skip);
+    A->pend[A->npend - 1].rel = rel;
+    ind(o, in); tile_sb_puts(o, "}\n");
+}
+
+/* The statements of one iteration after its SS GEMM but the RS GEMM, list-scheduled: a
+ * statement touching a GEMM in flight (other than S's), or one that does not commute with
+ * a statement already held back, is held back; the held statements follow in order. So
+ * the softmax runs while P V of the previous iteration is on the tensor cores. */
+static void emit_rest(attn *A, tile_strbuf *o, const ir_stmt *lb, int in) {
+    const ir_stmt *held[64];
+    int nh = 0;
+    bool skip = false;
+    for (int j = A->ss_idx + 1; j < lb->nbody; j++) {
+        const ir_stmt *s = lb->body[j];
+        if (j == A->rs_idx) continue;
+        bool hold = false;
+        for (int q = 0; q < A->npend; q++)
+            if (A->pend[q].c != A->sfr && (stmt_uses(s, A->pend[q].c) || stmt_uses(s, A->pend[q].a))) hold = true;
+        for (int h = 0; h < nh && !hold; h++)
+            if (!commute(A, s, held[h])) hold = true;
+        if (hold && nh == 64) { /* no room: in program order from here */
+            for (int h = 0; h < nh; h++) emit_stmt(A, o, held[h], NULL, in, &skip);
+            nh = 0;
+        }
+        if (hold) held[nh++] = s;
+        else emit_stmt(A, o, s, NULL, in, &skip);
+    }
+    for (int h = 0; h < nh; h++) emit_stmt(A, o, held[h], NULL, in, &skip);
+}
+
+/* The consumer loop of the overlapped schedule (header comment, "Overlap"): iteration 0
+ * peeled; iteration it issues S = Q K^T of it, then O += P V of it - 1, then its other
+ * statements (emit_rest); O += P V of the last iteration after the loop. No group is in
+ * flight at the loop's back edge (ptxas serialises every wgmma of a kernel otherwise). */
+static void emit_overlap_loop(attn *A, tile_strbuf *o, const ir_stmt *lb, const char *kv, bool preload) {
+    const int S = A->stages;
+    const ir_stmt *rs = lb->body[A->rs_idx];
+    bool skip = false;
+    if (preload) tile_sb_printf(o, "        tl_at_mb_wait(tl_bar + %du, 0u);\n", 16 * S);
+    A->npend = 0;
+    tile_sb_puts(o, "        if (tl_n > 0) {\n");
+    tile_sb_puts(o, "            {\n                const int32_t tl_it = 0; const uint32_t tl_stg = 0u; (void)tl_it;\n");
+    tile_sb_puts(o, "                tl_at_mb_wait(tl_bar, 0u); TL_AT_FENCE_ASYNC();\n");
+    tile_sb_printf(o, "                %s = tl_lo;\n", kv);
+    for (int j = 0; j <= A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    emit_rest(A, o, lb, 4);
+    wait_gemm(A, o, 4);
+    tile_sb_puts(o, "            }\n");
+    tile_sb_puts(o, "            for (int32_t tl_it = 1; tl_it < tl_n; tl_it++) {\n");
+    tile_sb_printf(o, "                const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
+    tile_sb_puts(o, "                tl_at_mb_wait(tl_bar + 8u * tl_stg, tl_ph); TL_AT_FENCE_ASYNC();\n");
+    tile_sb_printf(o, "                %s = tl_lo + tl_it;\n", kv);
+    for (int j = 0; j <= A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    emit_rs_late(A, o, rs, "tl_it - 1", 4, true);
+    emit_rest(A, o, lb, 4);
+    wait_gemm(A, o, 4);
+    tile_sb_puts(o, "            }\n");
+    emit_rs_late(A, o, rs, "tl_n - 1", 3, false);
+    wait_gemm(A, o, 3);
+    tile_sb_puts(o, "        }\n");
+}
+
 bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o) {
     attn A;
     if (tile_env_long("TILE_CUDA_SM90", 1) == 0 || tile_env_long("TILE_CUDA_SM90_ATTN", 1) == 0) return false;
@@ -749,13 +912,18 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     /* warp-specialised unless TILE_SM90_ATTN_WS=0 or its stages do not fit: the loop's
      * num_stages (2 to 4), as many as fit */
     A.ws = tile_env_long("TILE_SM90_ATTN_WS", 1) != 0;
+    /* overlapped: the consumer holds two stages (that of it, and that of it - 1 until P V
+     * of it - 1 completes), so three stages when they fit keep the producer one ahead */
+    A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 0) != 0 && overlap_ok(&A);
     if (A.ws) {
         int S = A.loop->loop_kind == IR_LOOP_PIPELINED && A.loop->num_stages > 2 ? A.loop->num_stages : 2;
+        if (A.ov && S < 3) S = 3;
         if (S > 4) S = 4;
         while (S > 2 && !layout(&A, S, 1024)) S--;
         if (!layout(&A, S, 1024)) A.ws = false;
     }
     if (!A.ws) layout(&A, 2, 0);
+    if (!A.ws) A.ov = false;
     L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));
     L->smem = A.smem;
     L->ntma = 0;
@@ -777,8 +945,9 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     simt_g_set_load_hook(G, hook, &A);
     const int S = A.stages;
     tile_sb_printf(o, "    /* sm_90a attention (src/codegen/sm90_attn.c): %d consumer warpgroup(s) x 64 rows, fragments in registers, "
-                      "%s, %d stages, wgmma SS + RS */\n",
-                   A.wgs, A.ws ? "a cp.async producer warpgroup" : "cp.async issued by every thread", S);
+                      "%s, %d stages, wgmma SS + RS%s */\n",
+                   A.wgs, A.ws ? "a cp.async producer warpgroup" : "cp.async issued by every thread", S,
+                   A.ov ? ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it" : "");
     tile_sb_puts(o, "#ifdef TL_AT_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
     tile_sb_puts(o, "    const uint32_t tl_s0 = tl_at_sa(tl_sb), tl_bar = tl_s0; (void)tl_bar;\n");
@@ -834,6 +1003,10 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
             bool skip = false;
             emit_stmt(&A, o, s, i + 1 < body->nbody ? body->body[i + 1] : NULL, 2, &skip);
             if (skip) i++;
+            continue;
+        }
+        if (A.ov) {
+            emit_overlap_loop(&A, o, lb, kv.data, preload);
             continue;
         }
         if (A.ws) {
