@@ -29,6 +29,7 @@ void simt_options_default(simt_options *o, simt_dialect d) {
     o->atom64 = true;
     o->checks = tile_env_long("TILE_GPU_CHECKS", 1) != 0;
     o->mem_opt = (int)tile_env_long("TILE_SIMT_MEMOPT", 1);
+    o->regfrag = tile_env_long("TILE_SIMT_REGFRAG", 1) != 0;
 }
 
 /* ---------- state ---------- */
@@ -64,7 +65,9 @@ struct gen {
     bool rf_changed;      /* the analysis demoted a fragment this round */
     const char *rf_slot;  /* inside a register nest: the C expression of the thread's slot (RF_DIST) */
     const char *rf_rep;   /* ... and of the replicated fragments' index (RF_REP), or NULL */
-    int rf_rmax;          /* rows of the largest register reduction (its scratch in shared memory) */
+    int rf_rmax;          /* rows of the largest register reduction (OpenCL: its butterfly scratch) */
+    int rf_wtot;          /* floats of cross-warp scratch (tl_rfw): each register reduction its own */
+    int blk_loop;         /* depth of block-level loops around the statement being generated */
     unsigned char *gacc;  /* per buffer id, this kernel: 1 = read, 2 = written (any access) */
     bool defer;           /* bounds checks keep their failure in registers (tl_ixd), reported by rf_flush */
 };
@@ -668,7 +671,9 @@ static void gen_while(gen *G, tile_strbuf *o, const ir_stmt *s, gen_fn body) {
     line(G, o, "while (%s) {", c.data);
     tile_sb_free(&c);
     G->ind++;
+    G->blk_loop += body == gen_block;
     body(G, o, s->body[0]);
+    G->blk_loop -= body == gen_block;
     G->ind--;
     line(G, o, "}");
 }
@@ -700,8 +705,10 @@ static void gen_for_serial(gen *G, tile_strbuf *o, const ir_stmt *s, bool block)
          ext.data, t, t, t);
     G->ind++;
     line(G, o, "%s = (int32_t)tl_i%d;", v.data, t);
+    G->blk_loop += block;
     if (block) gen_block(G, o, s->body[0]);
     else gen_thread(G, o, s->body[0]);
+    G->blk_loop -= block;
     G->ind--;
     line(G, o, "}");
     tile_sb_free(&lo);
@@ -1315,7 +1322,7 @@ static void rf_analyse(gen *G, const ir_stmt *body) {
     }
     G->rf_rmax = 0;
     gacc_stmt(G, body, false, false);
-    if (G->o->mem_opt < 1 || G->threads < 32 || G->threads % 32 != 0 || has_gemm(body)) return;
+    if (G->o->mem_opt < 1 || !G->o->regfrag || G->threads < 32 || G->threads % 32 != 0 || has_gemm(body)) return;
     rf_candidates(G, body, true);
     rf_roles(G, body);
     for (int i = 0; i < G->f->nbuffers; i++)
@@ -1390,6 +1397,11 @@ static void rf_decl(gen *G, tile_strbuf *o, const ir_buffer *b) {
  * barrier unless it touches shared memory or global data the kernel both reads and writes. */
 static void gen_parallel_rf(gen *G, tile_strbuf *o, const ir_stmt *s, const nest_info *ni) {
     const ir_stmt *body = ni->loops[ni->n - 1]->body[0];
+    for (int k = 0; k < ni->n; k++)
+        if (breaks_out(ni->loops[k]->body[0], true)) {
+            gfail(G, s->loc, "'break' out of a T.Parallel loop is not supported on the GPU targets");
+            return;
+        }
     bool repnest = ni->n == 1 && rf_touch(G, body, RF_REP);
     bool local = stmt_local(G, s);
     if (!local) barrier(G, o);
@@ -1617,6 +1629,8 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     rf_lay L = rf_layout(G, R * n1);
     int NW = G->threads / 32;
     if ((int)R > G->rf_rmax) G->rf_rmax = (int)R;
+    int wbase = G->rf_wtot; /* this reduction's cross-warp partials */
+    G->rf_wtot += (int)R * NW;
     bool sum = op == IR_RED_SUM || op == IR_RED_ABSSUM, isabs = op == IR_RED_ABSSUM || op == IR_RED_ABSMAX;
     const char *comb = sum ? NULL : G->cuda ? (op == IR_RED_MIN ? "fminf" : "fmaxf") : (op == IR_RED_MIN ? "fmin" : "fmax");
     tile_strbuf idl = {0}, sn = {0};
@@ -1624,7 +1638,9 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     else f32_lit(&idl, op == IR_RED_MIN ? INFINITY : -INFINITY);
     buf_name(&sn, src);
 #define RF_COMB(a, b) (sum ? line(G, o, "%s = %s + %s;", a, a, b) : line(G, o, "%s = %s(%s, %s);", a, comb, a, b))
-    barrier(G, o); /* the scratch may still be read by the previous reduction */
+    /* a reduction in a loop reuses its scratch in the next iteration (and OpenCL's butterfly
+     * scratch is shared by all): wait until the last reads are done */
+    if (G->blk_loop || !G->cuda) barrier(G, o);
     line(G, o, "{");
     G->ind++;
     line(G, o, "float tl_ra[%lld];", (long long)R);
@@ -1681,16 +1697,16 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     }
     if (NW > 1) {
         line(G, o, "if ((tl_tid & 31) == 0)");
-        line(G, o, "    for (int tl_q = 0; tl_q < %lld; tl_q++) tl_rfw[tl_q * %d + (tl_tid >> 5)] = tl_ra[tl_q];", (long long)R, NW);
+        line(G, o, "    for (int tl_q = 0; tl_q < %lld; tl_q++) tl_rfw[%d + tl_q * %d + (tl_tid >> 5)] = tl_ra[tl_q];", (long long)R, wbase, NW);
         line(G, o, "TL_BARRIER();");
         line(G, o, "#pragma unroll");
         line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
         G->ind++;
-        line(G, o, "float tl_a = tl_rfw[tl_q * %d];", NW);
+        line(G, o, "float tl_a = tl_rfw[%d + tl_q * %d];", wbase, NW);
         line(G, o, "for (int tl_w = 1; tl_w < %d; tl_w++) {", NW);
         G->ind++;
         char sh[64];
-        snprintf(sh, sizeof sh, "tl_rfw[tl_q * %d + tl_w]", NW);
+        snprintf(sh, sizeof sh, "tl_rfw[%d + tl_q * %d + tl_w]", wbase, NW);
         RF_COMB("tl_a", sh);
         G->ind--;
         line(G, o, "}");
@@ -2631,6 +2647,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     G->redw_off = -1;
     for (int i = 0; i < f->nbuffers; i++) G->rf[i] = RF_NONE;
     G->rf_rmax = 0;
+    G->rf_wtot = 0;
+    G->blk_loop = 0;
     snprintf(L->lowering, sizeof L->lowering, "simt");
 
     tile_strbuf body = {0}, helpers = {0};
@@ -2656,7 +2674,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     if (!arch && G->rf_rmax > 0) {
         G->smem = (G->smem + 15) & ~(size_t)15;
         rfw_off = (long)G->smem;
-        G->smem += (size_t)G->rf_rmax * (size_t)(G->threads / 32) * 4;
+        G->smem += (size_t)G->rf_wtot * 4 + 4;
         if (!G->cuda) {
             G->smem = (G->smem + 15) & ~(size_t)15;
             rfx_off = (long)G->smem;
