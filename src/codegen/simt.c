@@ -70,6 +70,10 @@ struct gen {
     int blk_loop;         /* depth of block-level loops around the statement being generated */
     unsigned char *gacc;  /* per buffer id, this kernel: 1 = read, 2 = written (any access) */
     bool defer;           /* bounds checks keep their failure in registers (tl_ixd), reported by rf_flush */
+    /* integer ranges of variables (bounds checks the ranges prove are left out) */
+    bool *vr_ok;          /* per var id: the range below holds where the code is being generated */
+    int64_t *vr_lo, *vr_hi;
+    int *nassign;         /* per var id: ASSIGN statements in the kernel */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -246,18 +250,116 @@ static void conv_e(gen *G, tile_strbuf *o, tile_dtype to, const ir_expr *e) {
     tile_sb_free(&t);
 }
 
-/* Row-major element offset of b[idx...] (bounds-checked when checks are on). */
+/* ---------- integer ranges ----------
+ * [lo, hi] of an integer expression when the generator can prove it (constants, block indices
+ * of a constant grid, loop variables of constant bounds, variables assigned once, and +, -, *,
+ * //, % by positive constants, min, max without wrapping); a bounds check whose index the range
+ * keeps inside a constant dimension is left out. */
+static bool int_limits(tile_dtype d, int64_t *mn, int64_t *mx) {
+    switch (d) {
+    case TILE_DT_I32: *mn = INT32_MIN; *mx = INT32_MAX; return true;
+    case TILE_DT_I64: *mn = INT64_MIN; *mx = INT64_MAX; return true;
+    case TILE_DT_I16: *mn = INT16_MIN; *mx = INT16_MAX; return true;
+    case TILE_DT_I8: *mn = INT8_MIN; *mx = INT8_MAX; return true;
+    default: return false;
+    }
+}
+static int64_t fdiv(int64_t a, int64_t c) { return a >= 0 ? a / c : -((-a + c - 1) / c); }
+static bool ival(gen *G, const ir_expr *e, int64_t *lo, int64_t *hi) {
+    if (!e) return false;
+    int64_t mn, mx;
+    if (!int_limits(e->dtype, &mn, &mx)) return false;
+    switch (e->kind) {
+    case IR_E_CONST: *lo = *hi = e->ival; return true;
+    case IR_E_VAR:
+        if (!G->vr_ok || !G->vr_ok[e->var->id]) return false;
+        *lo = G->vr_lo[e->var->id];
+        *hi = G->vr_hi[e->var->id];
+        return *lo >= mn && *hi <= mx;
+    case IR_E_CAST: {
+        int64_t a, b;
+        if (!ival(G, e->args[0], &a, &b) || a < mn || b > mx) return false;
+        *lo = a;
+        *hi = b;
+        return true;
+    }
+    case IR_E_BINARY: {
+        int64_t a0, a1, b0, b1;
+        if (!ival(G, e->args[0], &a0, &a1) || !ival(G, e->args[1], &b0, &b1)) return false;
+        int64_t c[4];
+        bool ovf = false;
+        switch (e->op) {
+        case IR_B_ADD: ovf = __builtin_add_overflow(a0, b0, lo) || __builtin_add_overflow(a1, b1, hi); break;
+        case IR_B_SUB: ovf = __builtin_sub_overflow(a0, b1, lo) || __builtin_sub_overflow(a1, b0, hi); break;
+        case IR_B_MUL:
+            ovf = __builtin_mul_overflow(a0, b0, &c[0]) || __builtin_mul_overflow(a0, b1, &c[1]) || __builtin_mul_overflow(a1, b0, &c[2]) ||
+                  __builtin_mul_overflow(a1, b1, &c[3]);
+            if (!ovf) {
+                *lo = *hi = c[0];
+                for (int i = 1; i < 4; i++) {
+                    if (c[i] < *lo) *lo = c[i];
+                    if (c[i] > *hi) *hi = c[i];
+                }
+            }
+            break;
+        case IR_B_FLOORDIV:
+            if (b0 != b1 || b0 <= 0) return false;
+            *lo = fdiv(a0, b0);
+            *hi = fdiv(a1, b0);
+            break;
+        case IR_B_FLOORMOD:
+            if (b0 != b1 || b0 <= 0) return false;
+            if (a0 >= 0 && a1 < b0) { *lo = a0; *hi = a1; }
+            else { *lo = 0; *hi = b0 - 1; }
+            break;
+        case IR_B_MIN: *lo = a0 < b0 ? a0 : b0; *hi = a1 < b1 ? a1 : b1; break;
+        case IR_B_MAX: *lo = a0 > b0 ? a0 : b0; *hi = a1 > b1 ? a1 : b1; break;
+        default: return false;
+        }
+        return !ovf && *lo >= mn && *hi <= mx;
+    }
+    default: return false;
+    }
+}
+/* The range of a loop variable over [lo, lo + extent) while its body is generated; returns
+ * whether one was set (the caller clears it with vr_clear). */
+static bool vr_loop(gen *G, const ir_var *v, const ir_expr *lo, const ir_expr *ext) {
+    int64_t l0, l1, e0, e1;
+    if (!G->vr_ok || !ival(G, lo, &l0, &l1) || !ival(G, ext, &e0, &e1) || e1 < 1 || l1 > INT32_MAX - e1) return false;
+    G->vr_ok[v->id] = true;
+    G->vr_lo[v->id] = l0;
+    G->vr_hi[v->id] = l1 + e1 - 1;
+    return true;
+}
+static void vr_clear(gen *G, const ir_var *v) {
+    if (G->vr_ok) G->vr_ok[v->id] = false;
+}
+static void count_assign(gen *G, const ir_stmt *s) {
+    if (!s) return;
+    if (s->kind == IR_S_ASSIGN && s->var) G->nassign[s->var->id]++;
+    for (int i = 0; i < s->nbody; i++) count_assign(G, s->body[i]);
+}
+/* Is idx provably inside dimension `shape` (a constant)? */
+static bool idx_safe(gen *G, const ir_expr *idx, const ir_expr *shape) {
+    int64_t n, lo, hi;
+    return ir_const_int_value(shape, &n) && ival(G, idx, &lo, &hi) && lo >= 0 && hi < n;
+}
+
+/* Row-major element offset of b[idx...] (bounds-checked when checks are on, except where the
+ * index's range proves it inside). */
 static void elem_offset(gen *G, tile_strbuf *o, const ir_buffer *b, ir_expr *const *idx, int site) {
     if (b->rank == 0) { tile_sb_puts(o, "0"); return; }
     if (G->o->checks) {
-        for (int d = 0; d < b->rank; d++) tile_sb_puts(o, G->defer ? "tl_ixd(" : "tl_ix(");
+        /* the outermost call is the last dimension's */
+        for (int d = b->rank - 1; d >= 0; d--) tile_sb_puts(o, idx_safe(G, idx[d], b->shape[d]) ? "tl_ixs(" : G->defer ? "tl_ixd(" : "tl_ix(");
         tile_sb_puts(o, "0");
         for (int d = 0; d < b->rank; d++) {
             tile_sb_puts(o, ", (int64_t)(");
             ex(G, o, idx[d]);
             tile_sb_puts(o, "), (int64_t)(");
             ex(G, o, b->shape[d]);
-            if (G->defer) tile_sb_printf(o, "), %d, %d, &tl_es, &tl_ea, &tl_eb, &tl_ec)", d, site);
+            if (idx_safe(G, idx[d], b->shape[d])) tile_sb_puts(o, "))");
+            else if (G->defer) tile_sb_printf(o, "), %d, %d, &tl_es, &tl_ea, &tl_eb, &tl_ec)", d, site);
             else tile_sb_printf(o, "), %d, tl_err, %d)", d, site);
         }
         return;
@@ -706,8 +808,10 @@ static void gen_for_serial(gen *G, tile_strbuf *o, const ir_stmt *s, bool block)
     G->ind++;
     line(G, o, "%s = (int32_t)tl_i%d;", v.data, t);
     G->blk_loop += block;
+    bool r = vr_loop(G, s->var, s->lo, s->extent);
     if (block) gen_block(G, o, s->body[0]);
     else gen_thread(G, o, s->body[0]);
+    if (r) vr_clear(G, s->var);
     G->blk_loop -= block;
     G->ind--;
     line(G, o, "}");
@@ -823,6 +927,13 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         var_name(&v, s->var);
         conv_e(G, &x, s->var->dtype, s->value);
         line(G, o, "%s = %s;", v.data, x.data);
+        int64_t lo, hi, mn, mx;
+        if (G->vr_ok && G->nassign[s->var->id] == 1 && int_limits(s->var->dtype, &mn, &mx) && ival(G, s->value, &lo, &hi) && lo >= mn && hi <= mx) {
+            /* assigned once: this value, or the 0 it starts with */
+            G->vr_ok[s->var->id] = true;
+            G->vr_lo[s->var->id] = lo < 0 ? lo : 0;
+            G->vr_hi[s->var->id] = hi > 0 ? hi : 0;
+        }
         tile_sb_free(&v);
         tile_sb_free(&x);
         return;
@@ -1450,7 +1561,9 @@ static void gen_parallel_rf(gen *G, tile_strbuf *o, const ir_stmt *s, const nest
     }
     bool was = G->defer;
     G->defer = true;
+    for (int k = 0; k < ni->n; k++) vr_loop(G, ni->loops[k]->var, ni->loops[k]->lo, ni->loops[k]->extent);
     gen_thread(G, o, body);
+    for (int k = 0; k < ni->n; k++) vr_clear(G, ni->loops[k]->var);
     G->defer = was;
     G->rf_slot = NULL;
     G->rf_rep = NULL;
@@ -1782,7 +1895,9 @@ static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
         }
         bool was = G->defer;
         G->defer = true;
+        for (int k = 0; k < n; k++) vr_loop(G, loops[k]->var, loops[k]->lo, loops[k]->extent);
         gen_thread(G, o, loops[n - 1]->body[0]);
+        for (int k = 0; k < n; k++) vr_clear(G, loops[k]->var);
         G->defer = was;
         G->ind--;
         line(G, o, "}");
@@ -1815,7 +1930,9 @@ static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
         else line(G, o, "%s = (int32_t)(tl_lo%d_%d + tl_r%d);", v.data, t, k, t);
         tile_sb_free(&v);
     }
+    for (int k = 0; k < n; k++) vr_loop(G, loops[k]->var, loops[k]->lo, loops[k]->extent);
     gen_thread(G, o, loops[n - 1]->body[0]);
+    for (int k = 0; k < n; k++) vr_clear(G, loops[k]->var);
     G->ind--;
     line(G, o, "}");
     G->ind--;
@@ -2657,6 +2774,22 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     if (!arch && !G->failed) {
         if (k) mark_private(G, k->body[0], false);
         if (k) rf_analyse(G, k->body[0]);
+        for (int i = 0; i < f->nvars; i++) {
+            G->vr_ok[i] = false;
+            G->nassign[i] = 0;
+        }
+        if (k) {
+            count_assign(G, k->body[0]);
+            for (int d = 0; d < k->ngrid; d++) {
+                int64_t g;
+                if (ir_const_int_value(k->grid[d], &g) && g >= 1 && g <= INT32_MAX) {
+                    G->vr_ok[k->block_vars[d]->id] = true;
+                    G->vr_lo[k->block_vars[d]->id] = 0;
+                    G->vr_hi[k->block_vars[d]->id] = g - 1;
+                }
+            }
+        } else
+            for (int i = 0; i < nstmts; i++) count_assign(G, stmts[i]);
         if (k) place(G, k->body[0], true);
         else
             for (int i = 0; i < nstmts; i++) place(G, stmts[i], false);
@@ -2792,6 +2925,10 @@ int simt_generate(const ir_func *f, const simt_options *o, simt_program *out, ti
     G.slot = tile_xcalloc(nv, sizeof(long));
     G.priv = tile_xcalloc(nv, sizeof(bool));
     G.rf = tile_xcalloc(nb, 1);
+    G.vr_ok = tile_xcalloc(nv, sizeof(bool));
+    G.vr_lo = tile_xcalloc(nv, sizeof(int64_t));
+    G.vr_hi = tile_xcalloc(nv, sizeof(int64_t));
+    G.nassign = tile_xcalloc(nv, sizeof(int));
     G.gacc = tile_xcalloc(nb, 1);
     out->nscalars = f->nsizes + f->nparams;
     /* buffers the kernels take: tensor parameters, returned tensors, global temporaries */
@@ -2856,6 +2993,10 @@ int simt_generate(const ir_func *f, const simt_options *o, simt_program *out, ti
     free(G.slot);
     free(G.priv);
     free(G.rf);
+    free(G.vr_ok);
+    free(G.vr_lo);
+    free(G.vr_hi);
+    free(G.nassign);
     free(G.gacc);
     out->source = src.data ? src.data : tile_xstrdup("");
     if (G.failed) {

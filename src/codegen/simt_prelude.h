@@ -40,7 +40,9 @@ TL_FN int64_t tl_ix(int64_t acc, int64_t i, int64_t d, int dim, TL_GLOBAL int64_
     }
     return acc * d + i;
 }
-/* The same check with the failure kept in the thread's registers (*es: site + 1, or 0; the
+/* An index the generator proved inside (no check). */
+TL_FN int64_t tl_ixs(int64_t acc, int64_t i, int64_t d) { return acc * d + i; }
+/* The same check as tl_ix with the failure kept in the thread's registers (*es: site + 1, or 0; the
  * first one is kept) and reported by the caller after the loop (tl_fail): no store in the hot
  * loop, so the loads of an unrolled T.Parallel nest can all be in flight together. */
 TL_FN int64_t tl_ixd(int64_t acc, int64_t i, int64_t d, int dim, int site, int *es, int64_t *ea, int64_t *eb, int64_t *ec) {
