@@ -780,7 +780,32 @@ static void gen_while(gen *G, tile_strbuf *o, const ir_stmt *s, gen_fn body) {
     line(G, o, "}");
 }
 
+static bool ival(gen *G, const ir_expr *e, int64_t *lo, int64_t *hi);
+/* Is condition e true whatever the values, by the ranges of its integers? */
+static bool cond_true(gen *G, const ir_expr *e) {
+    if (!e || e->kind != IR_E_BINARY) return false;
+    if (e->op == IR_B_AND) return cond_true(G, e->args[0]) && cond_true(G, e->args[1]);
+    int64_t a0, a1, b0, b1;
+    if (!ir_binop_is_compare((ir_binop)e->op) || !ival(G, e->args[0], &a0, &a1) || !ival(G, e->args[1], &b0, &b1)) return false;
+    switch (e->op) {
+    case IR_B_LT: return a1 < b0;
+    case IR_B_LE: return a1 <= b0;
+    case IR_B_GT: return a0 > b1;
+    case IR_B_GE: return a0 >= b1;
+    default: return false;
+    }
+}
+
 static void gen_if(gen *G, tile_strbuf *o, const ir_stmt *s, gen_fn body) {
+    if (cond_true(G, s->cond)) {
+        /* a guard the ranges prove (e.g. `row < M` of a grid that divides M): no branch */
+        line(G, o, "{");
+        G->ind++;
+        body(G, o, s->body[0]);
+        G->ind--;
+        line(G, o, "}");
+        return;
+    }
     tile_strbuf c = {0};
     ex(G, &c, s->cond);
     line(G, o, "if (%s) {", c.data);
@@ -1544,11 +1569,11 @@ static void gen_parallel_rf(gen *G, tile_strbuf *o, const ir_stmt *s, const nest
         if (L.guard) line(G, o, "if (tl_e%d < %lld) {", t, (long long)ni->total);
         else line(G, o, "{");
         G->ind++;
-        line(G, o, "int32_t tl_r%d = (int32_t)tl_e%d;", t, t);
+        line(G, o, "uint32_t tl_r%d = (uint32_t)tl_e%d;", t, t);
         for (int k = ni->n - 1; k >= 0; k--) {
             tile_strbuf v = {0};
             var_name(&v, ni->loops[k]->var);
-            if (k > 0) line(G, o, "%s = (int32_t)(tl_r%d %% %lld); tl_r%d /= %lld;", v.data, t, (long long)ni->ext[k], t, (long long)ni->ext[k]);
+            if (k > 0) line(G, o, "%s = (int32_t)(tl_r%d %% %lluu); tl_r%d /= %lluu;", v.data, t, (unsigned long long)ni->ext[k], t, (unsigned long long)ni->ext[k]);
             else line(G, o, "%s = (int32_t)tl_r%d;", v.data, t);
             tile_sb_free(&v);
         }
@@ -1883,14 +1908,16 @@ static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
         line(G, o, "#pragma unroll");
         line(G, o, "for (int tl_s%d = 0; tl_s%d < %d; tl_s%d++) {", t, t, S, t);
         G->ind++;
-        line(G, o, "const int32_t tl_e%d = tl_s%d * %d + tl_tid;", t, t, G->threads);
-        if (ni.total % G->threads) line(G, o, "if (tl_e%d >= %lld) break;", t, (long long)ni.total);
-        line(G, o, "int32_t tl_r%d = tl_e%d;", t, t);
+        /* unsigned: with __launch_bounds__ the compiler knows tl_tid < threads, so the
+         * decoded indices get known ranges (and guards like `row < M` can fold) */
+        line(G, o, "const uint32_t tl_e%d = (uint32_t)tl_s%d * %du + (uint32_t)tl_tid;", t, t, G->threads);
+        if (ni.total % G->threads) line(G, o, "if (tl_e%d >= %lluu) break;", t, (unsigned long long)ni.total);
+        line(G, o, "uint32_t tl_r%d = tl_e%d;", t, t);
         for (int k = n - 1; k >= 0; k--) {
             tile_strbuf v = {0};
             var_name(&v, loops[k]->var);
-            if (k > 0) line(G, o, "%s = tl_r%d %% %lld; tl_r%d /= %lld;", v.data, t, (long long)ni.ext[k], t, (long long)ni.ext[k]);
-            else line(G, o, "%s = tl_r%d;", v.data, t);
+            if (k > 0) line(G, o, "%s = (int32_t)(tl_r%d %% %lluu); tl_r%d /= %lluu;", v.data, t, (unsigned long long)ni.ext[k], t, (unsigned long long)ni.ext[k]);
+            else line(G, o, "%s = (int32_t)tl_r%d;", v.data, t);
             tile_sb_free(&v);
         }
         bool was = G->defer;
@@ -2822,6 +2849,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     tile_sb_printf(src, "\n/* tl-launch %s threads=%d smem=%zu lowering=%s tma=%d persistent=%d */", L->name, L->threads, L->smem, L->lowering, L->ntma,
                    L->persistent ? 1 : 0);
     if (arch) tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d, 1) %s(", L->threads, L->name);
+    else if (G->cuda) /* the block size bounds threadIdx.x for the compiler (and its registers) */
+        tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d) %s(", L->threads, L->name);
     else tile_sb_printf(src, "\nTL_KERNEL void %s(", L->name);
     for (int i = 0; i < P->nbufs; i++) tile_sb_printf(src, "TL_GLOBAL uint8_t *%stl_b%d, ", G->cuda ? "__restrict__ " : "", i);
     tile_sb_puts(src, "TL_GLOBAL const int64_t *tl_scal, TL_GLOBAL int64_t *tl_err");
