@@ -628,8 +628,11 @@ TLINK_API void tlink_topo_free(tlink_topo *t);
  * "oneshot" (every rank pushes everything to every peer and reduces locally; one
  * synchronisation), "twoshot" (reduce-scatter then all-gather through the peers' inboxes),
  * "ce" (copy engines move the data, a TileLang-generated kernel reduces; sum of f32/f16/bf16);
- * chosen by an α–β model (TLINK_GPU_ALGO forces one). Broadcast: "direct" (small) or
- * "scatter" (scatter from the root then allgather, every link carries ~B; from 3 ranks). */
+ * "ring" (pipelined ring reduce-scatter + all-gather through the ring neighbours only);
+ * chosen by an α–β model fed by the GPU link matrix (TLINK_GPU_ALGO forces one). Broadcast:
+ * "direct" (small), "scatter" (scatter from the root then allgather, every link carries ~B;
+ * from 3 ranks) or "chain" (pipelined: each rank forwards while receiving). reduce_scatter,
+ * allgather: "direct" or "ring". */
 typedef struct tlink_gpu_comm tlink_gpu_comm;
 typedef struct CUstream_st *tlink_cuda_stream;
 
@@ -660,9 +663,10 @@ TLINK_API tlink_status tlink_gpu_comm_destroy(tlink_gpu_comm *g);
 TLINK_API int tlink_gpu_comm_device(const tlink_gpu_comm *g);
 /* "ipc-nvlink", "ipc-pcie" or "ipc-same-gpu": how this rank reaches peer (or "self"). */
 TLINK_API const char *tlink_gpu_comm_link(const tlink_gpu_comm *g, int peer);
-/* Force an algorithm: "auto"; allreduce "oneshot", "twoshot", "ce"; broadcast "direct" (the root
- * pushes everything to everyone), "scatter" (scatter from the root, then allgather among the
- * others). An algorithm that does not apply to a collective leaves it to the model. Same on all ranks. */
+/* Force an algorithm: "auto"; allreduce "oneshot", "twoshot", "ce", "ring"; reduce_scatter,
+ * allgather "direct", "ring"; broadcast "direct" (the root pushes everything to everyone),
+ * "scatter" (scatter from the root, then allgather among the others), "chain" (also "ring").
+ * An algorithm that does not apply to a collective leaves it to the model. Same on all ranks. */
 TLINK_API tlink_status tlink_gpu_set_algo(tlink_gpu_comm *g, const char *algo);
 TLINK_API const char *tlink_gpu_last_algo(const tlink_gpu_comm *g);
 TLINK_API double tlink_gpu_last_predicted_us(const tlink_gpu_comm *g);

@@ -4,23 +4,29 @@
  * A kernel whose body is exactly a GEMM main loop
  *
  *     with T.Kernel(gx, gy, threads=T) as (bx, by):
- *         A_s = T.alloc_shared((BM, BK), dt); B_s = T.alloc_shared((BN, BK), dt)
+ *         A_s = T.alloc_shared((BM, BK), dt); B_s = T.alloc_shared((BN, BK), dt)  [or (BK, BN)]
  *         C_f = T.alloc_fragment((BM, BN), "float32")
  *         T.fill(C_f, v) / T.clear(C_f)
  *         for k in T.Pipelined(n, num_stages=S):      (or a serial loop)
  *             T.copy(A[r, c], A_s); T.copy(B[r', c'], B_s)
- *             T.gemm(A_s, B_s, C_f, transpose_B=True)
+ *             T.gemm(A_s, B_s, C_f, transpose_B=True)   [or transpose_B=False: B stored K x N]
  *         T.copy(C_f, C[r'', c''])
  *
  * (dt float16, bfloat16, float8_e4m3 or float8_e5m2 — fp8 only with a 16-bit result C; A
  * and B rank-2 global tensors whose
  * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes; T = 128 or 256;
- * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256) becomes:
+ * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256, of 16 for B
+ * stored K x N) becomes:
  *
  *   - one producer warpgroup (128 extra threads; setmaxnreg.dec) whose first thread issues
  *     the TMA copies (cp.async.bulk.tensor.2d, tensor maps as __grid_constant__ kernel
  *     parameters, box = the shared tile, swizzle = BK * sizeof(dt) bytes) into a ring of S
  *     shared stages, each with a "full" mbarrier (expect_tx bytes) and an "empty" one;
+ *   - B stored K x N (16-bit types only: fp8 wgmma reads K-major operands only): TMA boxes
+ *     of BK rows x swzB bytes of N (swzB = 128, 64 or 32, the widest dividing BN * esize),
+ *     side by side, swizzled by swzB; wgmma reads them N-major (imm-trans-b = 1) through
+ *     descriptors whose leading offset steps from one swizzle atom (8 K rows x swzB bytes) to
+ *     the next along N (BK * swzB bytes) and whose stride offset steps 8 rows of K;
  *   - T/128 consumer warpgroups (setmaxnreg.inc when there are two or more), each owning
  *     BM/(T/128) rows of the tile: they wait on "full", issue wgmma.mma_async m64nBNk16
  *     (k32 for fp8) with shared-memory descriptors matching the TMA swizzle, keep one
@@ -28,7 +34,10 @@
  *   - the accumulator fragment lives in registers in wgmma's accumulator layout (thread t of
  *     a warpgroup holds rows 16*(t/32) + (t%32)/4 (+8) and column pairs 8j + 2(t%4)); the
  *     fill initialises them, and the final copy stores them, clipped at the tensor bounds
- *     and converted with the usual rounding;
+ *     and converted with the usual rounding: for a 16-bit C whose rows are 16-byte multiples
+ *     and BN % 64 == 0 (TILE_SM90_TMA_STORE, default on) through a swizzled shared staging
+ *     tile and TMA stores (cp.async.bulk.tensor, clipped by the tensor map), so that the
+ *     warpgroup goes on to its next tile while the stores drain; otherwise by direct stores;
  *   - fp8: each stage's products are summed by wgmma into a second register set and added
  *     to the accumulator in f32 (wgmma's fp8 sums carry fewer bits than f32); fp8 kernels
  *     with an f32 result keep the portable lowering, which is exact;
@@ -38,8 +47,8 @@
  *
  * Out-of-range parts of a TMA box read as zeros (as the tile copy's clipping does). The
  * result differs from the interpreter only by the order of f32 additions inside wgmma.
- * Anything else (other statements in the kernel, transpose_B=False, f32 inputs, other tile
- * shapes) keeps the portable lowering of simt.c.
+ * Anything else (other statements in the kernel, fp8 with transpose_B=False, f32 inputs, other
+ * tile shapes) keeps the portable lowering of simt.c.
  */
 #include "simt_gen.h"
 
@@ -54,6 +63,11 @@ typedef struct sm90 {
     const ir_buffer *As, *Bs, *Cf, *A, *B, *C;
     int64_t BM, BN, BK;
     int esize, swz, consumers, mt, stages, kstep;
+    bool bkn;      /* B stored K x N (transpose_B=False): B_s is (BK, BN), read N-major by wgmma */
+    int swzB;      /* B's swizzle in bytes: BK*esize (K-major), or the widest of 128/64/32 dividing
+                    * BN*esize (N-major: TMA boxes of BK rows x swzB bytes side by side) */
+    bool tstore;   /* epilogue through shared memory and TMA stores (16-bit C, BN % 64 == 0) */
+    size_t cbytes; /* shared staging of C for tstore: BM x BN x 2 */
     tile_dtype dt;
 } sm90;
 
@@ -119,7 +133,8 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     const ir_stmt *lb = m->loop->body[0];
     if (!lb || lb->kind != IR_S_SEQ || lb->nbody != 3) return false;
     const ir_stmt *g = lb->body[2];
-    if (g->kind != IR_S_GEMM || g->trans_a || !g->trans_b || g->clear) return false;
+    if (g->kind != IR_S_GEMM || g->trans_a || g->clear) return false;
+    m->bkn = !g->trans_b;
     m->gemm = g;
     m->As = g->regions[0].buf;
     m->Bs = g->regions[1].buf;
@@ -140,7 +155,9 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
         else return false;
     }
     int64_t bm, bk, bn, bk2, cm, cn;
-    if (!cint(m->As->shape[0], &bm) || !cint(m->As->shape[1], &bk) || !cint(m->Bs->shape[0], &bn) || !cint(m->Bs->shape[1], &bk2)) return false;
+    if (!cint(m->As->shape[0], &bm) || !cint(m->As->shape[1], &bk) || !cint(m->Bs->shape[m->bkn ? 1 : 0], &bn) ||
+        !cint(m->Bs->shape[m->bkn ? 0 : 1], &bk2))
+        return false;
     if (!cint(m->Cf->shape[0], &cm) || !cint(m->Cf->shape[1], &cn) || bk != bk2 || cm != bm || cn != bn) return false;
     m->BM = bm; m->BN = bn; m->BK = bk;
     m->swz = (int)(bk * m->esize);
@@ -155,6 +172,17 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     if (rows != 64 && rows != 128) return false;
     m->mt = (int)(rows / 64);
     if (m->mt * bn > 256) return false; /* accumulators: at most 128 f32 registers per thread */
+    /* B stored K x N: wgmma reads it N-major (its transpose bit), which only 16-bit types have
+     * (fp8 wgmma takes K-major operands only); the N-major swizzle atom is 8 rows of K by
+     * swzB bytes of N, so BN * esize must be a multiple of 32 bytes */
+    if (m->bkn) {
+        if (m->esize != 2) return false;
+        int64_t nb = bn * m->esize;
+        m->swzB = nb % 128 == 0 ? 128 : nb % 64 == 0 ? 64 : nb % 32 == 0 ? 32 : 0;
+        if (!m->swzB || bk % 16) return false;
+    } else m->swzB = m->swz;
+    /* every stage's tiles (and B's boxes) start on their swizzle pattern's repeat */
+    if ((bm * bk * m->esize) % (8 * m->swzB) || ((bm + bn) * bk * m->esize) % (8 * m->swz) || ((bm + bn) * bk * m->esize) % (8 * m->swzB)) return false;
     /* fp8: wgmma accumulates fp8 products with fewer than f32's bits, so each stage's
      * products go to a second set of registers first and are added in f32 (twice the
      * registers: at most 64 + 64) */
@@ -176,6 +204,21 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     if (st > 8) st = 8;
     while (st > 1 && 1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) st--;
     if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) return false;
+    /* the epilogue through shared memory + TMA stores (TILE_SM90_TMA_STORE=0: not): a 16-bit C
+     * whose rows are 16-byte multiples, BN a multiple of 64 (boxes of 64 columns = 128 bytes,
+     * swizzled); the staging tile takes stages, down to 3 at the fewest */
+    int64_t ccols;
+    m->cbytes = (size_t)bm * (size_t)bn * 2;
+    if (tile_env_long("TILE_SM90_TMA_STORE", 1) != 0 && m->C->dtype != TILE_DT_F32 && bn % 64 == 0 && cint(m->C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
+        int st2 = st;
+#define SM90_TS_BYTES(n) (1024 + (((size_t)(n) * stage + 1023) & ~(size_t)1023) + m->cbytes + 16 * (size_t)(n))
+        while (st2 > 1 && SM90_TS_BYTES(st2) > SM90_SMEM_MAX) st2--;
+        if (SM90_TS_BYTES(st2) <= SM90_SMEM_MAX && st2 >= (st < 3 ? st : 3)) {
+            m->tstore = true;
+            st = st2;
+        }
+    }
+#undef SM90_TS_BYTES
     m->stages = st;
     return true;
 }
@@ -202,10 +245,27 @@ static const char *helpers_text =
     "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\"\n"
     "                 :: \"r\"(dst), \"l\"((uint64_t)m), \"r\"(mb), \"r\"(c0), \"r\"(c1) : \"memory\");\n"
     "}\n"
+    "TL_FN void tl_tma_store2d(const tl_tmap *m, uint32_t src, int32_t c0, int32_t c1) {\n"
+    "    asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\"\n"
+    "                 :: \"l\"((uint64_t)m), \"r\"(src), \"r\"(c0), \"r\"(c1) : \"memory\");\n"
+    "}\n"
+    "/* two floats rounded to nearest even into a bf16/f16 pair, lo in the low half (one cvt; NaN becomes the canonical NaN) */\n"
+    "TL_FN uint32_t tl_pack_bf16(float lo, float hi) { uint32_t d; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(d) : \"f\"(hi), \"f\"(lo)); return d; }\n"
+    "TL_FN uint32_t tl_pack_f16(float lo, float hi) { uint32_t d; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(d) : \"f\"(hi), \"f\"(lo)); return d; }\n"
+    "TL_FN void tl_st_shared32(uint32_t a, uint32_t v) { asm volatile(\"st.shared.b32 [%0], %1;\" :: \"r\"(a), \"r\"(v) : \"memory\"); }\n"
+    "#define TL_BULK_COMMIT() asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\")\n"
+    "#define TL_BULK_WAIT_READ0() asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\")\n"
+    "#define TL_BULK_WAIT0() asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\")\n"
+    "#define TL_FENCE_PROXY_ASYNC() asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\")\n"
+    "#define TL_BAR_SYNC(id, n) asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"n\"(n) : \"memory\")\n"
     "TL_FN void tl_tma_prefetch(const tl_tmap *m) { asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((uint64_t)m) : \"memory\"); }\n"
     "/* wgmma shared-memory descriptor: start address, stride between 8-row groups, swizzle mode */\n"
     "TL_FN uint64_t tl_wg_desc(uint32_t sa, uint32_t sbo, uint64_t layout) {\n"
     "    return (uint64_t)((sa & 0x3FFFFu) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(sbo >> 4) << 32) | (layout << 62);\n"
+    "}\n"
+    "/* the same for an N-major (transposed) operand: lbo = the stride between swizzle atoms along N */\n"
+    "TL_FN uint64_t tl_wg_desc_mn(uint32_t sa, uint32_t lbo, uint32_t sbo, uint64_t layout) {\n"
+    "    return (uint64_t)((sa & 0x3FFFFu) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) | ((uint64_t)(sbo >> 4) << 32) | (layout << 62);\n"
     "}\n"
     "#define TL_WG_FENCE() asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\")\n"
     "#define TL_WG_COMMIT() asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\")\n"
@@ -224,17 +284,18 @@ static const char *ptx_type(tile_dtype d) {
     }
 }
 
-/* The wgmma wrapper for this dtype and N: acc[N/2] += A(desc) * B(desc)^T. */
-static void wgmma_fn(tile_strbuf *o, tile_dtype dt, int n) {
+/* The wgmma wrapper for this dtype and N: acc[N/2] += A(desc) * B(desc)^T; with bkn (16-bit
+ * types only) B's descriptor is N-major (imm-trans-b = 1): tl_wgmma_<t>_n<N>t. */
+static void wgmma_fn(tile_strbuf *o, tile_dtype dt, int n, bool bkn) {
     int nr = n / 2;
     bool fp8 = tile_dtype_bits(dt) == 8;
-    const char *t = ptx_type(dt);
-    tile_sb_printf(o, "#ifdef TL_SM90_OK\n#ifndef TL_WGMMA_%s_%d\n#define TL_WGMMA_%s_%d\n", t, n, t, n);
-    tile_sb_printf(o, "static __device__ __forceinline__ void tl_wgmma_%s_n%d(float (&d)[%d], uint64_t da, uint64_t db, int scd) {\n", t, n, nr);
+    const char *t = ptx_type(dt), *sfx = bkn ? "t" : "";
+    tile_sb_printf(o, "#ifdef TL_SM90_OK\n#ifndef TL_WGMMA_%s_%d%s\n#define TL_WGMMA_%s_%d%s\n", t, n, sfx, t, n, sfx);
+    tile_sb_printf(o, "static __device__ __forceinline__ void tl_wgmma_%s_n%d%s(float (&d)[%d], uint64_t da, uint64_t db, int scd) {\n", t, n, sfx, nr);
     tile_sb_printf(o, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nr + 2);
     tile_sb_printf(o, "        \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", n, fp8 ? 32 : 16, t, t);
     for (int i = 0; i < nr; i++) tile_sb_printf(o, "%s%%%d", i ? ", " : "", i);
-    tile_sb_printf(o, "}, %%%d, %%%d, p, 1, 1%s;\\n}\\n\"\n        : ", nr, nr + 1, fp8 ? "" : ", 0, 0");
+    tile_sb_printf(o, "}, %%%d, %%%d, p, 1, 1%s;\\n}\\n\"\n        : ", nr, nr + 1, fp8 ? "" : bkn ? ", 0, 1" : ", 0, 0");
     for (int i = 0; i < nr; i++) tile_sb_printf(o, "%s\"+f\"(d[%d])", i ? ", " : "", i);
     tile_sb_puts(o, "\n        : \"l\"(da), \"l\"(db), \"r\"(scd));\n}\n#endif\n#endif\n");
 }
@@ -258,10 +319,17 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
 
     /* the plan */
     L->threads = 128 * (C + 1);
-    L->smem = 1024 + (size_t)S * stage + 16 * (size_t)S;
-    L->ntma = 2;
+    /* shared memory: the S stages, [the C staging tile,] the mbarriers */
+    const size_t cOff = ((size_t)S * stage + 1023) & ~(size_t)1023, barOff = m.tstore ? cOff + m.cbytes : (size_t)S * stage;
+    L->smem = 1024 + barOff + 16 * (size_t)S;
+    L->ntma = m.tstore ? 3 : 2;
+    if (m.tstore) L->tma[2] = (simt_tma){simt_g_bufarg(G, m.C), 2, MT * 64, 64, 128};
     L->tma[0] = (simt_tma){simt_g_bufarg(G, m.A), m.esize, (int)m.BM, (int)m.BK, m.swz};
-    L->tma[1] = (simt_tma){simt_g_bufarg(G, m.B), m.esize, (int)m.BN, (int)m.BK, m.swz};
+    /* B: one box of the tile (N x K), or BN*esize/swzB boxes of BK rows x swzB bytes (K x N) */
+    const int bbox = m.bkn ? m.swzB / m.esize : 0, nbbox = m.bkn ? (int)m.BN / bbox : 1;
+    const int layoutB = m.swzB == 128 ? 1 : m.swzB == 64 ? 2 : 3;
+    if (m.bkn) L->tma[1] = (simt_tma){simt_g_bufarg(G, m.B), m.esize, (int)m.BK, bbox, m.swzB};
+    else L->tma[1] = (simt_tma){simt_g_bufarg(G, m.B), m.esize, (int)m.BN, (int)m.BK, m.swz};
     snprintf(L->lowering, sizeof L->lowering, "sm90-wgmma");
     L->persistent = true;
     /* persistent: each block loops over tiles tl_blk, tl_blk + gridDim.x, ... (block
@@ -302,7 +370,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     }
 
     tile_sb_puts(helpers, helpers_text);
-    wgmma_fn(helpers, m.dt, (int)m.BN);
+    wgmma_fn(helpers, m.dt, (int)m.BN, m.bkn);
 
     const char *t = ptx_type(m.dt);
     tile_strbuf kv = {0};
@@ -319,7 +387,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
                    (long long)m.BM, (long long)m.BN, (long long)m.BK, t, S, C);
     tile_sb_puts(o, "#ifdef TL_SM90_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
-    tile_sb_printf(o, "    const uint32_t tl_s0 = tl_sa(tl_sb), tl_bar = tl_s0 + %zuu;\n", (size_t)S * stage);
+    tile_sb_printf(o, "    const uint32_t tl_s0 = tl_sa(tl_sb), tl_bar = tl_s0 + %zuu;\n", barOff);
     tile_sb_puts(o, "    int64_t tl_ntiles = 1;\n");
     for (int d = 0; d < k->ngrid; d++) tile_sb_printf(o, "    tl_ntiles *= tl_g%d;\n", d);
     tile_sb_puts(o, "    if (tl_tid == 0) {\n");
@@ -338,7 +406,12 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "                %s = tl_lo + it;\n", kv.data);
     tile_sb_printf(o, "                tl_mb_expect(tl_bar + 8u * s, %zuu);\n", stage);
     tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu, &tl_tma0, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, a1, a0);
-    tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, aBytes, b1, b0);
+    if (m.bkn)
+        for (int j = 0; j < nbbox; j++)
+            tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s) + %d, (int32_t)(%s));\n", stage,
+                           aBytes + (size_t)j * (size_t)m.BK * (size_t)m.swzB, b1, j * bbox, b0);
+    else
+        tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, aBytes, b1, b0);
     tile_sb_puts(o, "            }\n            }\n        }\n    } else {\n");
     /* consumers */
     if (C >= 2) tile_sb_puts(o, "        TL_SETMAXNREG_INC(232);\n"); /* 128 x 40 + 256 x 232 <= 65536 */
@@ -359,13 +432,21 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
     tile_sb_puts(o, "            TL_WG_FENCE();\n");
     tile_sb_printf(o, "#pragma unroll\n            for (int kk = 0; kk < %d; kk++) {\n", m.swz / 32);
+    /* B's descriptor: K-major, 32 bytes (one k step) further per kk; N-major (K x N), 16 rows
+     * of swzB bytes (two 8-row swizzle atoms) further, atoms along N BK*swzB bytes apart */
+    char bdesc[128];
+    if (m.bkn)
+        snprintf(bdesc, sizeof bdesc, "tl_wg_desc_mn(sb + %uu * kk, %uu, %uu, %d)", (unsigned)(16 * m.swzB), (unsigned)(m.BK * m.swzB), (unsigned)(8 * m.swzB), layoutB);
+    else
+        snprintf(bdesc, sizeof bdesc, "tl_wg_desc(sb + 32u * kk, %uu, %d)", (unsigned)(8 * m.swz), layout);
     for (int i = 0; i < MT; i++)
-        tile_sb_printf(o, "                tl_wgmma_%s_n%d(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), tl_wg_desc(sb + 32u * kk, %uu, %d), %s);\n", t, (int)m.BN,
-                       promote ? "tl_part" : "tl_acc", i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, (unsigned)(8 * m.swz), layout,
-                       promote ? "kk > 0" : "1");
+        tile_sb_printf(o, "                tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), %s, %s);\n", t, (int)m.BN, m.bkn ? "t" : "",
+                       promote ? "tl_part" : "tl_acc", i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, bdesc, promote ? "kk > 0" : "1");
     tile_sb_puts(o, "            }\n            TL_WG_COMMIT();\n");
     if (promote) {
-        /* the stage's partial sums are complete: free the stage, then add them in f32 */
+        /* the stage's partial sums are complete: free the stage, then add them in f32 (two
+         * register sets alternating by stage, the add overlapping the next stage's wgmma,
+         * measured slower on the H200: ptxas fences the wgmma around the alternation) */
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n", S);
         tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n        }\n", MT, NR);
     } else if (S >= 2) {
@@ -378,6 +459,27 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     } else {
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n        }\n", S);
     }
+    if (m.tstore) {
+        /* epilogue: each consumer writes its rows of the tile, rounded, into its part of the
+         * staging tile (boxes of 64 columns = 128-byte rows, 16-byte chunks swizzled by the row
+         * mod 8, which spreads a warp's stores over all banks), then one thread stores the boxes
+         * with TMA (clipped at C's bounds) and the warpgroup goes on to its next tile; the
+         * staging tile is rewritten only once the previous tile's stores have read it */
+        const unsigned boxb = (unsigned)(MT * 64 * 128);
+        const char *cvt = m.C->dtype == TILE_DT_F16 ? "tl_pack_f16" : "tl_pack_bf16";
+        tile_sb_printf(o, "        { const uint32_t tl_cs = tl_s0 + %zuu + (uint32_t)tl_cw * %zuu;\n", cOff, m.cbytes / (size_t)C);
+        tile_sb_puts(o, "        if (tl_t == 0) TL_BULK_WAIT_READ0();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n");
+        tile_sb_puts(o, "        const uint32_t tl_rl = (uint32_t)(tl_t / 32) * 16u + (uint32_t)(tl_t % 32) / 4u, tl_x = (uint32_t)(tl_t % 32) / 4u;\n");
+        tile_sb_printf(o, "#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n        for (int h = 0; h < 2; h++)\n#pragma unroll\n        for (int j = 0; j < %d; j++)\n", MT, (int)m.BN / 8);
+        tile_sb_printf(o, "            tl_st_shared32(tl_cs + (uint32_t)(j / 8) * %uu + (tl_rl + (uint32_t)(i * 64 + h * 8)) * 128u + ((((uint32_t)j %% 8u) ^ tl_x) << 4) + (uint32_t)(tl_t %% 4) * 4u,\n", boxb);
+        tile_sb_printf(o, "                           %s(tl_acc[i][j * 4 + h * 2], tl_acc[i][j * 4 + h * 2 + 1]));\n", cvt);
+        tile_sb_puts(o, "        TL_FENCE_PROXY_ASYNC();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n        if (tl_t == 0) {\n");
+        for (int jb = 0; jb < (int)m.BN / 64; jb++)
+            tile_sb_printf(o, "            tl_tma_store2d(&tl_tma2, tl_cs + %uu, (int32_t)(%s) + %d, (int32_t)(%s) + tl_cw * %d);\n", (unsigned)jb * boxb, c1, jb * 64, c0, MT * 64);
+        tile_sb_puts(o, "            TL_BULK_COMMIT();\n        }\n        }\n        }\n");
+        /* the last stores have finished before the block ends */
+        tile_sb_puts(o, "        if (tl_t == 0) TL_BULK_WAIT0();\n    }\n");
+    } else {
     /* epilogue: the accumulator layout of wgmma, clipped stores */
     tile_sb_printf(o, "        const int64_t tl_r0 = (int64_t)(%s) + tl_cw * %d + (tl_t / 32) * 16 + (tl_t %% 32) / 4;\n", c0, MT * 64);
     tile_sb_printf(o, "        const int64_t tl_c0 = (int64_t)(%s) + (tl_t %% 4) * 2;\n", c1);
@@ -409,6 +511,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_puts(o, "                }\n");
     }
     tile_sb_puts(o, "            }\n        }\n        }\n    }\n");
+    }
     tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without wgmma/TMA: run with sm_90a */\n#endif\n");
 
     tile_sb_free(&decode);

@@ -131,6 +131,9 @@ bool tile_dtype_is_bool(tile_dtype dt);
  * "half"/"float16"/"f16", "bf16", "double", "float8_e4m3fn", "e4m3", "float8_e5m2",
  * "float4_e2m1fn", "int"(=int32), "uint8", "bool", ... Returns TILE_DT_INVALID if unknown. */
 tile_dtype tile_dtype_parse(const char *name);
+/* The norm-wise relative error `tile run --check` and `tile fuzz` accept in a result of this
+ * dtype against the interpreter (docs/cli.md, "Tolerances"); 0 for integers and bool (exact). */
+double tile_dtype_check_tolerance(tile_dtype dt);
 /* Bytes needed for n elements (fp4: (n+1)/2). */
 size_t tile_dtype_storage_bytes(tile_dtype dt, size_t n);
 

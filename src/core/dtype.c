@@ -48,6 +48,19 @@ bool tile_dtype_is_signed(tile_dtype dt) {
 }
 bool tile_dtype_is_bool(tile_dtype dt) { return dt_valid(dt) && k_dtypes[dt].kind == 'B'; }
 
+double tile_dtype_check_tolerance(tile_dtype dt) {
+    switch (dt) {
+    case TILE_DT_F64: return 1e-12;
+    case TILE_DT_F32: return 1e-5;
+    case TILE_DT_F16: return 2e-3;
+    case TILE_DT_BF16: return 1.6e-2;
+    case TILE_DT_FP8_E4M3: return 1.3e-1;
+    case TILE_DT_FP8_E5M2: return 2.5e-1;
+    case TILE_DT_FP4_E2M1: return 5e-1;
+    default: return 0;
+    }
+}
+
 /* Aliases people write, beyond the canonical names (which are matched first). */
 static const struct { const char *alias; tile_dtype dt; } k_aliases[] = {
     {"b1", TILE_DT_BOOL},          {"boolean", TILE_DT_BOOL},

@@ -47,18 +47,6 @@ void pf_fill_random(tile_tensor *t, uint64_t run_seed, int param_index) {
 }
 
 /* ---------- tolerances ---------- */
-static double base_tol(tile_dtype dt) {
-    switch (dt) {
-    case TILE_DT_F64: return 1e-12;
-    case TILE_DT_F32: return 1e-5;
-    case TILE_DT_F16: return 2e-3;
-    case TILE_DT_BF16: return 1.6e-2;
-    case TILE_DT_FP8_E4M3: return 1.3e-1;
-    case TILE_DT_FP8_E5M2: return 2.5e-1;
-    case TILE_DT_FP4_E2M1: return 5e-1;
-    default: return 0;
-    }
-}
 static int prank(tile_dtype d) {
     static const tile_dtype order[] = {TILE_DT_FP4_E2M1, TILE_DT_FP8_E5M2, TILE_DT_FP8_E4M3, TILE_DT_BF16, TILE_DT_F16, TILE_DT_F32, TILE_DT_F64};
     for (int i = 0; i < 7; i++)
@@ -78,7 +66,7 @@ double pf_param_tolerance(const pf_prog *p, const char *name) {
         tile_dtype t = TILE_DT_F32;
         if (prank(op->out_dt) < prank(t)) t = op->out_dt;
         if (prank(op->tol_dt) < prank(t)) t = op->tol_dt;
-        double tol = base_tol(t);
+        double tol = tile_dtype_check_tolerance(t);
         int len = 0;
         switch (op->kind) {
         case PF_OP_ROWRED: case PF_OP_GENSUM: case PF_OP_MATMUL: case PF_OP_TGEMM: len = op->K; break;

@@ -7,8 +7,11 @@
  *                           operations in flight on one stream before a single sync; checked
  *                           against values computed on the host (77: no GPU)
  *   test_gpu fault          rank 1 never joins a collective: rank 0 gets TLINK_ERR_PEER_FAILED
- *                           naming rank 1 within the timeout, no hang (77: no GPU) */
+ *                           naming rank 1 within the timeout, no hang (77: no GPU)
+ *   test_gpu model          the cost model's choices and ring order on given link matrices
+ *                           (NVSwitch-like, a ring of NVLinks with PCIe between the others); no GPU */
 #include "tl_launch.h"
+#include "tl_internal.h" /* the pure cost model (tl_gpu_model) */
 
 #include <math.h>
 #include <stdint.h>
@@ -123,6 +126,7 @@ static void job_prepare(job *j) {
         FAILF("malloc: %s", tlink_gpu_last_error(g_gc));
     tlink_gpu_memcpy(g_gc, j->drecv, hr, j->rbytes);
     if (j->inplace && (j->coll == TLINK_COLL_ALLREDUCE || j->coll == TLINK_COLL_BROADCAST)) tlink_gpu_memcpy(g_gc, j->drecv, hs, j->sbytes);
+    else if (j->inplace && j->coll == TLINK_COLL_ALLGATHER) tlink_gpu_memcpy(g_gc, (char *)j->drecv + (size_t)g_rank * j->sbytes, hs, j->sbytes);
     else tlink_gpu_memcpy(g_gc, j->dsend, hs, j->sbytes);
     free(hs);
     free(hr);
@@ -133,7 +137,9 @@ static tlink_status job_run(job *j, tlink_cuda_stream s) {
     switch (j->coll) {
     case TLINK_COLL_ALLREDUCE: return tlink_gpu_allreduce(g_gc, sb, j->drecv, j->count, j->dt, j->op, s);
     case TLINK_COLL_REDUCE_SCATTER: return tlink_gpu_reduce_scatter(g_gc, j->dsend, j->drecv, j->count, j->dt, j->op, s);
-    case TLINK_COLL_ALLGATHER: return tlink_gpu_allgather(g_gc, j->dsend, j->drecv, j->count, j->dt, s);
+    case TLINK_COLL_ALLGATHER:
+        return tlink_gpu_allgather(g_gc, j->inplace ? (char *)j->drecv + (size_t)g_rank * j->sbytes : j->dsend, j->drecv, j->count,
+                                   j->dt, s);
     case TLINK_COLL_BROADCAST: return tlink_gpu_broadcast(g_gc, sb, j->drecv, j->count, j->dt, j->root, s);
     case TLINK_COLL_ALLTOALL: return tlink_gpu_alltoall(g_gc, j->dsend, j->drecv, j->count, j->dt, s);
     default: return TLINK_ERR_INVALID_ARG;
@@ -192,18 +198,20 @@ static int coll_main(int rank, int size, const char *addr, void *arg) {
     tlink_cuda_stream s;
     if (tlink_gpu_stream_create(g_gc, &s)) FAILF("stream: %s", tlink_gpu_last_error(g_gc));
     const size_t sizes[] = {0, 1, 1023, 70001};
-    const char *algos[] = {"oneshot", "twoshot", "ce"};
+    const char *algos[] = {"oneshot", "twoshot", "ce", "ring"};
+    const int nalgos = 4;
     struct { tlink_dtype dt; tlink_op op; } ar[] = {
         {TLINK_F32, TLINK_SUM}, {TLINK_BF16, TLINK_SUM}, {TLINK_F16, TLINK_AVG}, {TLINK_FP8_E4M3, TLINK_SUM},
-        {TLINK_I32, TLINK_MAX}, {TLINK_F32, TLINK_PROD}, {TLINK_U8, TLINK_MIN},
+        {TLINK_I32, TLINK_MAX}, {TLINK_F32, TLINK_PROD}, {TLINK_U8, TLINK_MIN}, {TLINK_F64, TLINK_SUM},
+        {TLINK_I64, TLINK_AVG},
     };
     int nar = sizeof ar / sizeof ar[0];
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         /* every allreduce variant of this size in flight on one stream, then one sync */
-        job jobs[64];
-        const char *jal[64];
+        job jobs[96];
+        const char *jal[96];
         int nj = 0;
-        for (int a = 0; a < 3; a++) {
+        for (int a = 0; a < nalgos; a++) {
             tlink_gpu_set_algo(g_gc, algos[a]);
             for (int k = 0; k < nar; k++) {
                 job *j = &jobs[nj];
@@ -216,6 +224,8 @@ static int coll_main(int rank, int size, const char *addr, void *arg) {
                 job_prepare(j);
                 if (job_run(j, s)) FAILF("allreduce: %s", tlink_gpu_last_error(g_gc));
                 jal[nj++] = tlink_gpu_last_algo(g_gc);
+                if (sizes[si] && size > 1 && a != 2 && strcmp(jal[nj - 1], algos[a]))
+                    FAILF("allreduce forced %s ran %s", algos[a], jal[nj - 1]);
             }
         }
         tlink_gpu_set_algo(g_gc, "auto");
@@ -234,9 +244,25 @@ static int coll_main(int rank, int size, const char *addr, void *arg) {
                 if (job_run(j, s)) FAILF("%s: %s", tlink_coll_name(j->coll), tlink_gpu_last_error(g_gc));
                 jal[nj++] = tlink_gpu_last_algo(g_gc);
             }
+        /* reduce_scatter and allgather on the ring (allgather in place once) */
+        if (tlink_gpu_set_algo(g_gc, "ring")) FAILF("set_algo ring: %s", tlink_gpu_last_error(g_gc));
+        for (int o = 0; o < 2; o++)
+            for (int d = 0; d < 3; d++) {
+                job *j = &jobs[nj];
+                memset(j, 0, sizeof *j);
+                j->coll = o ? TLINK_COLL_ALLGATHER : TLINK_COLL_REDUCE_SCATTER;
+                j->dt = odt[d];
+                j->op = d == 2 ? TLINK_SUM : d ? TLINK_MAX : TLINK_AVG;
+                j->count = sizes[si];
+                j->inplace = o && d == 1;
+                job_prepare(j);
+                if (job_run(j, s)) FAILF("%s ring: %s", tlink_coll_name(j->coll), tlink_gpu_last_error(g_gc));
+                jal[nj++] = tlink_gpu_last_algo(g_gc);
+                if (sizes[si] && size > 1 && strcmp(jal[nj - 1], "ring")) FAILF("%s forced ring ran %s", tlink_coll_name(j->coll), jal[nj - 1]);
+            }
         /* broadcast with each algorithm forced (auto picks direct at these sizes), some in place */
-        const char *balgos[] = {"scatter", "direct"};
-        for (int a = 0; a < 2; a++) {
+        const char *balgos[] = {"scatter", "direct", "chain"};
+        for (int a = 0; a < 3; a++) {
             if (tlink_gpu_set_algo(g_gc, balgos[a])) FAILF("set_algo %s: %s", balgos[a], tlink_gpu_last_error(g_gc));
             for (int d = 0; d < 3; d++) {
                 job *j = &jobs[nj];
@@ -250,12 +276,29 @@ static int coll_main(int rank, int size, const char *addr, void *arg) {
                 job_prepare(j);
                 if (job_run(j, s)) FAILF("broadcast %s: %s", balgos[a], tlink_gpu_last_error(g_gc));
                 jal[nj++] = tlink_gpu_last_algo(g_gc);
-                if (sizes[si] && strcmp(jal[nj - 1], balgos[a])) FAILF("broadcast forced %s ran %s", balgos[a], jal[nj - 1]);
+                if (sizes[si] && size > 1 && strcmp(jal[nj - 1], balgos[a])) FAILF("broadcast forced %s ran %s", balgos[a], jal[nj - 1]);
             }
         }
         tlink_gpu_set_algo(g_gc, "auto");
         if (tlink_gpu_sync(g_gc, s)) FAILF("sync: %s", tlink_gpu_last_error(g_gc));
         for (int k = 0; k < nj; k++) job_check(&jobs[k], jal[k]);
+    }
+    /* the host communicator's forcing (TLINK_ALGO allgather:ring) reaches the device collectives */
+    if (size > 1) {
+        tlink_comm_set_algo(c, TLINK_COLL_ALLGATHER, TLINK_ALGO_RING);
+        job j;
+        memset(&j, 0, sizeof j);
+        j.coll = TLINK_COLL_ALLGATHER;
+        j.dt = TLINK_F32;
+        j.op = TLINK_SUM;
+        j.count = 1023;
+        job_prepare(&j);
+        if (job_run(&j, s)) FAILF("allgather (host forcing): %s", tlink_gpu_last_error(g_gc));
+        const char *al = tlink_gpu_last_algo(g_gc);
+        if (strcmp(al, "ring")) FAILF("allgather with the host communicator forced to ring ran %s", al);
+        if (tlink_gpu_sync(g_gc, s)) FAILF("sync: %s", tlink_gpu_last_error(g_gc));
+        job_check(&j, al);
+        tlink_comm_set_algo(c, TLINK_COLL_ALLGATHER, TLINK_ALGO_AUTO);
     }
     /* argument errors on a live communicator */
     char host[16];
@@ -306,6 +349,7 @@ static int args_test(void) {
         !strstr(tlink_last_error(NULL), "g is NULL"))
         FAILF("allreduce(NULL): %s", tlink_last_error(NULL));
     if (tlink_gpu_set_algo(NULL, "ring") != TLINK_ERR_INVALID_ARG) FAILF("set_algo(NULL)");
+    if (strcmp(tl_gpu_algo_name(TL_GA_CHAIN), "chain") || strcmp(tl_gpu_algo_name(99), "?")) FAILF("tl_gpu_algo_name");
     if (tlink_gpu_sync(NULL, NULL) != TLINK_ERR_INVALID_ARG) FAILF("sync(NULL)");
     if (tlink_gpu_comm_destroy(NULL) != TLINK_OK) FAILF("destroy(NULL)");
     if (tlink_gpu_compile_check(NULL, 0, NULL, 0) != -1) FAILF("compile_check(NULL arch)");
@@ -330,8 +374,9 @@ static int args_rank(int rank, int size, const char *addr, void *arg) {
     } else {
         if (st) FAILF("one rank: %s", tlink_last_error(NULL));
         else {
-            if (tlink_gpu_set_algo(g, "ring") != TLINK_ERR_INVALID_ARG || !strstr(tlink_gpu_last_error(g), "ring"))
-                FAILF("set_algo(ring): %s", tlink_gpu_last_error(g));
+            if (tlink_gpu_set_algo(g, "rign") != TLINK_ERR_INVALID_ARG || !strstr(tlink_gpu_last_error(g), "rign"))
+                FAILF("set_algo(rign): %s", tlink_gpu_last_error(g));
+            if (tlink_gpu_set_algo(g, "ring") != TLINK_OK) FAILF("set_algo(ring): %s", tlink_gpu_last_error(g));
             if (tlink_gpu_allreduce(g, NULL, NULL, 1, (tlink_dtype)99, TLINK_SUM, NULL) != TLINK_ERR_INVALID_ARG ||
                 !strstr(tlink_gpu_last_error(g), "dt"))
                 FAILF("dt 99: %s", tlink_gpu_last_error(g));
@@ -368,6 +413,104 @@ static int asym_rank(int rank, int size, const char *addr, void *arg) {
     return g_fail ? 1 : 0;
 }
 
+
+/* ---------- the cost model on given link matrices (no GPU) ---------- */
+static void model_init(tl_gpu_model *m, int n, double fast, double slow, const int *ring_of_fast) {
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    m->alpha_s = 8e-6;
+    m->mem_gbps = 3000;
+    m->slot = 256 << 10;
+    m->big_bytes = 64u << 20;
+    m->ce_chunk = 16u << 20;
+    m->nb = 128;
+    m->nb_small = 64;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) m->bw[i][j] = i == j ? 0 : ring_of_fast ? slow : fast;
+    if (ring_of_fast) /* fast links only between neighbours on this ring */
+        for (int q = 0; q < n; q++) {
+            int a = ring_of_fast[q], b = ring_of_fast[(q + 1) % n];
+            m->bw[a][b] = m->bw[b][a] = fast;
+        }
+    tl_gpu_model_ring(m);
+}
+static void want_choice(const tl_gpu_model *m, const char *what, tlink_coll coll, size_t bytes, int want) {
+    int got = tl_gpu_choose(m, coll, bytes);
+    if (got != want)
+        FAILF("%s: %s of %zu B chose %s (%.1f us), expected %s (%.1f us)", what, tlink_coll_name(coll), bytes, tl_gpu_algo_name(got),
+              tl_gpu_predict(m, coll, got, bytes), tl_gpu_algo_name(want), tl_gpu_predict(m, coll, want, bytes));
+}
+static int model_test(void) {
+    const size_t KB = 1024, MB = 1024 * 1024, GB = MB * 1024;
+    tl_gpu_model m;
+    /* NVSwitch-like: every pair NVLink. Direct exchanges move as many bytes per GPU as a ring in
+     * fewer steps, so rings are never chosen; chain or scatter for large broadcasts. */
+    for (int n = 2; n <= 8; n *= 2) {
+        char what[64];
+        snprintf(what, sizeof what, "all-to-all NVLink, %d ranks", n);
+        model_init(&m, n, 360, 0, NULL);
+        for (int q = 0; q < n; q++)
+            if (m.ring[q] != q) FAILF("%s: ring position %d holds %d", what, q, m.ring[q]);
+        want_choice(&m, what, TLINK_COLL_ALLREDUCE, 8, TL_GA_ONESHOT);
+        size_t sizes[] = {64 * KB, 4 * MB, 256 * MB, 4 * GB};
+        for (int k = 0; k < 4; k++) {
+            for (tlink_coll c = 0; c < TLINK_COLL_COUNT; c++) {
+                if (c != TLINK_COLL_ALLREDUCE && c != TLINK_COLL_REDUCE_SCATTER && c != TLINK_COLL_ALLGATHER && c != TLINK_COLL_BROADCAST)
+                    continue;
+                int got = tl_gpu_choose(&m, c, sizes[k]);
+                if (got == TL_GA_RING) FAILF("%s: %s of %zu B chose ring", what, tlink_coll_name(c), sizes[k]);
+                if (n == 2 && got == TL_GA_CHAIN) FAILF("%s: broadcast of %zu B chose chain (the same transfer as direct)", what, sizes[k]);
+            }
+        }
+        want_choice(&m, what, TLINK_COLL_ALLGATHER, 256 * MB, TL_GA_DIRECT);
+        if (n > 2) want_choice(&m, what, TLINK_COLL_ALLREDUCE, 256 * MB, TL_GA_TWOSHOT);
+        if (n > 2 && tl_gpu_choose(&m, TLINK_COLL_BROADCAST, 1 * GB) == TL_GA_DIRECT)
+            FAILF("%s: a 1 GiB broadcast chose direct (the root's link carries (n-1)B)", what);
+        /* every applicable prediction is finite and grows with the size */
+        int algos[] = {TL_GA_ONESHOT, TL_GA_TWOSHOT, TL_GA_RING};
+        for (int a = 0; a < 3; a++)
+            if (!(tl_gpu_predict(&m, TLINK_COLL_ALLREDUCE, algos[a], MB) < tl_gpu_predict(&m, TLINK_COLL_ALLREDUCE, algos[a], 64 * MB)))
+                FAILF("%s: %s does not grow with the size", what, tl_gpu_algo_name(algos[a]));
+        if (tl_gpu_predict(&m, TLINK_COLL_ALLTOALL, TL_GA_RING, MB) < 1e299) FAILF("%s: alltoall has no ring", what);
+    }
+    /* a ring of NVLinks (0-1-2-3), PCIe between the others: ring and chain win large messages */
+    int ring4[] = {0, 1, 2, 3};
+    model_init(&m, 4, 360, 25, ring4);
+    const char *w = "NVLink ring 0-1-2-3, PCIe across";
+    want_choice(&m, w, TLINK_COLL_ALLREDUCE, 8, TL_GA_ONESHOT);
+    want_choice(&m, w, TLINK_COLL_ALLREDUCE, 256 * MB, TL_GA_RING);
+    want_choice(&m, w, TLINK_COLL_REDUCE_SCATTER, 256 * MB, TL_GA_RING);
+    want_choice(&m, w, TLINK_COLL_ALLGATHER, 256 * MB, TL_GA_RING);
+    want_choice(&m, w, TLINK_COLL_BROADCAST, 256 * MB, TL_GA_CHAIN);
+    want_choice(&m, w, TLINK_COLL_ALLTOALL, 256 * MB, TL_GA_DIRECT);
+    /* the same ring in another order: the model finds it (0 2 1 3 before its mirror 0 3 1 2) */
+    int ring4b[] = {0, 2, 1, 3};
+    model_init(&m, 4, 360, 25, ring4b);
+    for (int q = 0; q < 4; q++)
+        if (m.ring[q] != ring4b[q]) FAILF("ring 0-2-1-3: position %d holds %d, expected %d", q, m.ring[q], ring4b[q]);
+    want_choice(&m, "NVLink ring 0-2-1-3", TLINK_COLL_ALLREDUCE, 256 * MB, TL_GA_RING);
+    int ring8[] = {0, 5, 2, 7, 4, 1, 6, 3};
+    model_init(&m, 8, 360, 25, ring8);
+    for (int q = 0; q < 8; q++) {
+        int a = m.ring[q], b = m.ring[(q + 1) % 8];
+        if (m.bw[a][b] != 360) FAILF("8-rank ring: hop %d -> %d is not NVLink", a, b);
+    }
+    want_choice(&m, "8-rank NVLink ring", TLINK_COLL_ALLREDUCE, 1 * GB, TL_GA_RING);
+    /* the choices, for the record (docs/tilelink-gpu.md) */
+    for (int t = 0; t < 2; t++) {
+        model_init(&m, 4, 360, 25, t ? ring4 : NULL);
+        printf("4 ranks, %s:\n", t ? "NVLink ring + PCIe" : "all-to-all NVLink");
+        for (size_t b = 8; b <= 4 * GB; b *= 16) {
+            printf("  %10zu B:", b);
+            tlink_coll cs[] = {TLINK_COLL_ALLREDUCE, TLINK_COLL_REDUCE_SCATTER, TLINK_COLL_ALLGATHER, TLINK_COLL_BROADCAST};
+            for (int k = 0; k < 4; k++) printf(" %s %s", tlink_coll_name(cs[k]), tl_gpu_algo_name(tl_gpu_choose(&m, cs[k], b)));
+            printf("\n");
+        }
+    }
+    printf("cost model: %s\n", g_fail ? "FAIL" : "ok");
+    return g_fail ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: test_gpu nvrtc|args|coll N|fault\n"); return 2; }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -380,6 +523,7 @@ int main(int argc, char **argv) {
         printf("%d modules compiled for sm_90a\n", n);
         return 0;
     }
+    if (!strcmp(argv[1], "model")) return model_test();
     if (!strcmp(argv[1], "args")) {
         if (args_test()) return 1;
         if (!gpu_present(why, sizeof why) && !why[0]) snprintf(why, sizeof why, "no GPU");

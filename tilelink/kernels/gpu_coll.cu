@@ -27,7 +27,8 @@ typedef unsigned short u16;
 typedef unsigned char u8;
 
 #define MAXR 8
-enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5, M_BCS = 6 };
+enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5, M_BCS = 6,
+       M_RAR = 7, M_RRS = 8, M_RAG = 9, M_CBC = 10 }; /* ring allreduce/reduce_scatter/allgather, chain broadcast */
 /* flag kinds (4..7 are the copy-engine path's); F_LAST0 + inbox*2 + parity: per block and
  * destination, the last step this block pushed into that slot (local, never read by peers) */
 enum { F_DATA0 = 0, F_DATA1 = 1, F_ACK0 = 2, F_ACK1 = 3, F_LAST0 = 8 };
@@ -46,6 +47,7 @@ struct Args {
     char *data[MAXR];
     u64 *flags[MAXR];
     int *err;    /* host-mapped error word: 0 ok, 1000+r: timed out waiting for rank r */
+    int ring[MAXR]; /* ring and chain modes: the rank at each ring position */
 };
 
 #ifndef TL_DT
@@ -377,6 +379,138 @@ __device__ __forceinline__ int push_ready(const Args &a, int inbox, u64 step, i6
     return ok;
 }
 
+/* ---------- ring and chain (pipelined through the ring neighbours only) ----------
+ * Every push goes to the next rank on the ring (a.ring), every receive comes from the previous
+ * one; the k-th push of round r has step step0 + r*S + k + 1 on every rank (S pushes per
+ * round), and goes through slot (inbox, parity) = ((step >> 1) & 1, step & 1): four slots per
+ * (block, neighbour), so a rank may run three pushes ahead of its successor. */
+__device__ __forceinline__ int rbox(u64 step) { return (int)((step >> 1) & 1); }
+__device__ __forceinline__ int ring_push_ready(const Args &a, u64 st, int nx) { return push_ready(a, rbox(st), st, 0, nx); }
+__device__ __forceinline__ char *ring_slot_to(const Args &a, u64 st, int nx) { return slotp(a, nx, rbox(st), st, blockIdx.x, a.me); }
+__device__ __forceinline__ int ring_wait(const Args &a, u64 st, int pv) {
+    return wait_ge(a, flag(a, a.me, F_DATA0 + rbox(st), blockIdx.x, pv), st, pv);
+}
+__device__ __forceinline__ const char *ring_slot_from(const Args &a, u64 st, int pv) { return slotp(a, a.me, rbox(st), st, blockIdx.x, pv); }
+__device__ __forceinline__ void ring_sent(const Args &a, u64 st, int nx) { signal(flag(a, nx, F_DATA0 + rbox(st), blockIdx.x, a.me), st); }
+__device__ __forceinline__ void ring_ack(const Args &a, u64 st, int pv) { signal(flag(a, pv, F_ACK0 + rbox(st), blockIdx.x, a.me), st); }
+
+__device__ int ring_round(const Args &a, i64 r, i64 off) {
+    const int me = a.me, n = a.n;
+    const int es = (int)sizeof(T);
+    int q = 0;
+#pragma unroll
+    for (int k = 0; k < MAXR; k++)
+        if (k < n && a.ring[k] == me) q = k;
+    const int nx = a.ring[(q + 1) % n], pv = a.ring[(q + n - 1) % n];
+    char *dst[MAXR]; /* (MAXR: the copy/reduce loops are unrolled over MAXR entries) */
+    const char *src[MAXR];
+    if (a.mode == M_CBC) {
+        /* chain broadcast: root = ring position 0 of the chain; each rank copies the tile out
+         * and forwards it to its successor in the same pass (one read, two writes) */
+        int qr = 0;
+#pragma unroll
+        for (int k = 0; k < MAXR; k++)
+            if (k < n && a.ring[k] == a.root) qr = k;
+        const int d = (q - qr + n) % n;
+        const u64 st = a.step0 + (u64)r + 1;
+        const i64 c = col_count(a, 0, off);
+        char *o = a.out + off * es;
+        if (d == 0) {
+            if (!ring_push_ready(a, st, nx)) return 0;
+            dst[0] = ring_slot_to(a, st, nx);
+            dst[1] = o;
+            copy_bytes(dst, o != a.in + off * es ? 2 : 1, a.in + off * es, c * es);
+            ring_sent(a, st, nx);
+            return 1;
+        }
+        if (!ring_wait(a, st, pv)) return 0;
+        dst[0] = o;
+        dst[1] = 0;
+        if (d < n - 1) {
+            if (!ring_push_ready(a, st, nx)) return 0;
+            dst[1] = ring_slot_to(a, st, nx);
+        }
+        copy_bytes(dst, d < n - 1 ? 2 : 1, ring_slot_from(a, st, pv), c * es);
+        ring_ack(a, st, pv);
+        if (d < n - 1) ring_sent(a, st, nx);
+        return 1;
+    }
+    const int S = a.mode == M_RAR ? 2 * (n - 1) : n - 1;
+    const u64 base = a.step0 + (u64)r * (u64)S; /* push k: step base + k + 1 */
+    int k = 0;
+    if (a.mode != M_RAG) {
+        /* reduce-scatter: chunk j (of ring position j) starts at position j+1 and travels the
+         * ring, each rank adding its piece; position q sends chunk q-s-1 at step s */
+        for (int s = 0; s < n - 1; s++, k++) {
+            const int col = a.ring[(q - s - 1 + 2 * n) % n];
+            const u64 st = base + (u64)k + 1;
+            const i64 c = col_count(a, col, off);
+            const char *mine = a.in + ((i64)col * a.L + off) * es;
+            char *d = 0;
+            if (s == 0) {
+                if (!ring_push_ready(a, st, nx)) return 0;
+                d = ring_slot_to(a, st, nx);
+                copy_bytes(&d, 1, mine, c * es);
+            } else {
+                if (!ring_wait(a, st - 1, pv)) return 0;
+                if (!ring_push_ready(a, st, nx)) return 0;
+                d = ring_slot_to(a, st, nx);
+                src[0] = ring_slot_from(a, st - 1, pv);
+                src[1] = mine;
+                reduce_elems(&d, 1, src, 2, c, n, 0);
+                ring_ack(a, st - 1, pv);
+            }
+            ring_sent(a, st, nx);
+        }
+        /* the last piece of my own chunk (column = my rank): finish the reduction */
+        const u64 rs = base + (u64)k; /* predecessor's last push */
+        const i64 c = col_count(a, me, off);
+        if (!ring_wait(a, rs, pv)) return 0;
+        src[0] = ring_slot_from(a, rs, pv);
+        src[1] = a.in + ((i64)me * a.L + off) * es;
+        dst[0] = a.out + (a.mode == M_RRS ? off : (i64)me * a.L + off) * es;
+        int nd = 1;
+        const u64 st = base + (u64)k + 1;
+        if (a.mode == M_RAR) {
+            if (!ring_push_ready(a, st, nx)) return 0;
+            dst[1] = ring_slot_to(a, st, nx);
+            nd = 2;
+        }
+        reduce_elems(dst, nd, src, 2, c, n, TL_OP == 4);
+        ring_ack(a, rs, pv);
+        if (a.mode == M_RRS) return 1;
+        ring_sent(a, st, nx);
+        k++;
+    } else {
+        /* allgather: my chunk goes out first (and into my own output unless in place) */
+        const u64 st = base + 1;
+        const i64 c = col_count(a, me, off);
+        if (!ring_push_ready(a, st, nx)) return 0;
+        dst[0] = ring_slot_to(a, st, nx);
+        dst[1] = a.out + ((i64)me * a.L + off) * es;
+        copy_bytes(dst, dst[1] != a.in + off * es ? 2 : 1, a.in + off * es, c * es);
+        ring_sent(a, st, nx);
+        k = 1;
+    }
+    /* all-gather: receive chunk q-t from the predecessor, copy it out, forward it (t < n-1) */
+    for (int t = 1; t < n; t++, k++) {
+        const u64 rs = base + (u64)k, st = rs + 1;
+        const int col = a.ring[(q - t + n) % n];
+        const i64 c = col_count(a, col, off);
+        if (!ring_wait(a, rs, pv)) return 0;
+        dst[0] = a.out + ((i64)col * a.L + off) * es;
+        dst[1] = 0;
+        if (t < n - 1) {
+            if (!ring_push_ready(a, st, nx)) return 0;
+            dst[1] = ring_slot_to(a, st, nx);
+        }
+        copy_bytes(dst, t < n - 1 ? 2 : 1, ring_slot_from(a, rs, pv), c * es);
+        ring_ack(a, rs, pv);
+        if (t < n - 1) ring_sent(a, st, nx);
+    }
+    return 1;
+}
+
 extern "C" __global__ void __launch_bounds__(512) tl_coll(Args a) {
     const int me = a.me, n = a.n, b = blockIdx.x;
     const int es = (int)sizeof(T);
@@ -503,6 +637,8 @@ extern "C" __global__ void __launch_bounds__(512) tl_coll(Args a) {
                     signal(flag(a, p, F_ACK1, b, me), step);
                 }
             }
+        } else if (a.mode >= M_RAR && a.mode <= M_CBC) {
+            if (!ring_round(a, r, off)) return;
         } else {
             /* data movement through inbox 1: allgather, alltoall, broadcast */
             int sends = a.mode != M_BC || me == a.root;

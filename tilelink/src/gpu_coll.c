@@ -299,13 +299,17 @@ int tlink_gpu_compile_check(const char *arch, int all, char *err, size_t errlen)
 
 /* ---------------------------------------------------------------- the device communicator */
 #define GPU_MAXR 8
-enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5, M_BCS = 6 };
+enum { M_AR2 = 0, M_AR1 = 1, M_RS = 2, M_AG = 3, M_A2A = 4, M_BC = 5, M_BCS = 6,
+       M_RAR = 7, M_RRS = 8, M_RAG = 9, M_CBC = 10 }; /* ring allreduce/reduce_scatter/allgather, chain broadcast */
 /* 8..11: F_LAST (kernel-private: per block, inbox, slot parity and destination, the last step pushed) */
 enum { F_DATA0 = 0, F_DATA1 = 1, F_ACK0 = 2, F_ACK1 = 3, F_CE_DATA0 = 4, F_CE_DATA1 = 5, F_CE_ACK0 = 6, F_CE_ACK1 = 7,
        F_KINDS = 12 };
-/* allreduce: oneshot, twoshot, ce; broadcast: direct, scatter (scatter + allgather) */
-enum { A_AUTO = 0, A_ONESHOT = 1, A_TWOSHOT = 2, A_CE = 3, A_DIRECT = 4, A_SCATTER = 5, A_COUNT = 6 };
-static const char *const algo_names[] = {"auto", "oneshot", "twoshot", "ce", "direct", "scatter"};
+/* allreduce: oneshot, twoshot, ce, ring; reduce_scatter, allgather: direct, ring; broadcast:
+ * direct, scatter (scatter + allgather), chain (a pipelined ring; "ring" also names it) */
+enum { A_AUTO = TL_GA_AUTO, A_ONESHOT = TL_GA_ONESHOT, A_TWOSHOT = TL_GA_TWOSHOT, A_CE = TL_GA_CE, A_DIRECT = TL_GA_DIRECT,
+       A_SCATTER = TL_GA_SCATTER, A_RING = TL_GA_RING, A_CHAIN = TL_GA_CHAIN, A_COUNT = TL_GA_COUNT };
+static const char *const algo_names[] = {"auto", "oneshot", "twoshot", "ce", "direct", "scatter", "ring", "chain"};
+const char *tl_gpu_algo_name(int algo) { return algo >= 0 && algo < A_COUNT ? algo_names[algo] : "?"; }
 
 /* Mirror of `struct Args` in gpu_coll.cu (same layout on LP64). */
 typedef struct kargs {
@@ -318,6 +322,7 @@ typedef struct kargs {
     uint64_t data[GPU_MAXR];
     uint64_t flags[GPU_MAXR];
     uint64_t err;
+    int32_t ring[GPU_MAXR];
 } kargs;
 
 typedef struct ipc_info {
@@ -358,7 +363,8 @@ struct tlink_gpu_comm {
     uint64_t ce_step;          /* CE path */
     int forced;
     int ce_ok;                 /* stream memory operations usable */
-    double alpha_s, beta_link, beta_mem; /* cost model */
+    tl_gpu_model m;            /* cost model: the same on every rank (link matrix exchanged at init) */
+    int logged[TLINK_COLL_COUNT]; /* last choice logged per collective (TLINK_DEBUG=info), +1 */
     const char *last_algo;
     double last_pred;
     char errmsg[1024];
@@ -406,7 +412,8 @@ tlink_status tlink_gpu_set_algo(tlink_gpu_comm *g, const char *algo) {
     if (!g) return gerr(NULL, TLINK_ERR_INVALID_ARG, "tlink_gpu_set_algo: g is NULL");
     int a = algo_from(algo);
     if (a < 0)
-        return gerr(g, TLINK_ERR_INVALID_ARG, "tlink_gpu_set_algo: algo '%s' unknown (auto, oneshot, twoshot, ce, direct, scatter)",
+        return gerr(g, TLINK_ERR_INVALID_ARG,
+                    "tlink_gpu_set_algo: algo '%s' unknown (auto, oneshot, twoshot, ce, direct, scatter, ring, chain)",
                     algo ? algo : "(null)");
     g->forced = a;
     return TLINK_OK;
@@ -581,6 +588,8 @@ exchange:
     }
     {
     tlink_status st_local = st;
+    int peer_dev[GPU_MAXR]; /* each peer's GPU as an ordinal of this process (-1: not found) */
+    for (int p = 0; p < GPU_MAXR; p++) peer_dev[p] = p == g->rank ? g->device : -1;
     /* generation: several device communicators may be built on one host communicator */
     int64_t gen = 0;
     if (g->rank == 0) {
@@ -630,37 +639,59 @@ exchange:
             }
             int can = 0;
             if (pd >= 0) cu.DeviceCanAccessPeer(&can, g->dev, pd);
+            for (int d = 0; d < ndev && pd >= 0; d++) {
+                CUdevice dd;
+                if (cu.DeviceGet(&dd, d) == 0 && dd == pd) peer_dev[p] = d;
+            }
             if (!can)
                 FAIL(TLINK_ERR_UNSUPPORTED, "GPU %s (rank %d) cannot access GPU %s (rank %d) as a peer; device collectives need peer access",
                      mine.pci, g->rank, pi.pci, p);
         }
+        if (same) peer_dev[p] = g->device;
         CK(cu.IpcOpenMemHandle(&g->peer[p], pi.h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), "cuIpcOpenMemHandle");
         snprintf(g->link[p], sizeof g->link[p], "%s", same ? "ipc-same-gpu" : "ipc-peer");
     }
-    /* GPU link parameters for the cost model, from the topology (links of this host) */
+    /* GPU link parameters for the cost model, from the topology (links of this host): my row of
+     * the link matrix (GB/s to every peer), exchanged so that every rank holds the same matrix
+     * and the same ring order, hence makes the same choices */
     {
         tlink_topo *t = NULL;
-        int nvlink = 0, npeers = 0;
-        if (tlink_topo_detect(&t) == TLINK_OK && t->nhosts == 1) {
-            const tlink_topo_host *h = &t->hosts[0];
-            for (int k = 0; k < h->ngpulinks; k++)
-                if (h->gpulinks[k].a == g->device && h->gpulinks[k].access) {
-                    npeers++;
-                    nvlink += h->gpulinks[k].atomics; /* native atomics over the link: NVLink */
-                }
+        const tlink_topo_host *h = NULL;
+        if (tlink_topo_detect(&t) == TLINK_OK && t->nhosts == 1) h = &t->hosts[0];
+        double row[GPU_MAXR], all[GPU_MAXR * GPU_MAXR];
+        const double override = tl_env_double("TLINK_GPU_LINK_GBPS", 0);
+        for (int p = 0; p < GPU_MAXR; p++) {
+            row[p] = 0;
+            if (p >= g->size || p == g->rank) continue;
+            if (!strcmp(g->link[p], "ipc-same-gpu")) row[p] = 1500.0;
+            else {
+                int nv = 0; /* native atomics over the link: NVLink */
+                for (int k = 0; h && k < h->ngpulinks; k++)
+                    if (h->gpulinks[k].a == g->device && h->gpulinks[k].b == peer_dev[p] && h->gpulinks[k].access)
+                        nv = h->gpulinks[k].atomics;
+                row[p] = nv ? 360.0 : 25.0;
+                snprintf(g->link[p], sizeof g->link[p], "%s", nv ? "ipc-nvlink" : "ipc-pcie");
+            }
+            if (override > 0) row[p] = override;
         }
         tlink_topo_free(t);
-        for (int p = 0; p < g->size; p++)
-            if (!strcmp(g->link[p], "ipc-peer")) snprintf(g->link[p], sizeof g->link[p], "%s", nvlink ? "ipc-nvlink" : "ipc-pcie");
-        int any_peer = 0;
-        for (int p = 0; p < g->size; p++) any_peer |= strcmp(g->link[p], "ipc-same-gpu") && p != g->rank;
-        g->alpha_s = tl_env_double("TLINK_GPU_ALPHA_US", 8.0) * 1e-6;
-        double gbps = tl_env_double("TLINK_GPU_LINK_GBPS", !any_peer ? 1500.0 : nvlink ? 360.0 : 25.0);
-        g->beta_link = 1.0 / (gbps * 1e9);
-        g->beta_mem = 1.0 / (tl_env_double("TLINK_GPU_MEM_GBPS", 3000.0) * 1e9);
-        (void)npeers;
+        if ((st = tlink_allgather(comm, row, all, GPU_MAXR, TLINK_F64)) != TLINK_OK)
+            FAIL(st, "exchanging the GPU link matrix: %s", tlink_last_error(comm));
+        tl_gpu_model *m = &g->m;
+        m->n = g->size;
+        for (int i = 0; i < g->size; i++)
+            for (int j = 0; j < g->size; j++) m->bw[i][j] = all[i * GPU_MAXR + j];
+        m->alpha_s = tl_env_double("TLINK_GPU_ALPHA_US", 8.0) * 1e-6;
+        m->mem_gbps = tl_env_double("TLINK_GPU_MEM_GBPS", 3000.0);
+        m->slot = g->slot;
+        m->big_bytes = g->big_bytes;
+        m->ce_chunk = g->ce_chunk;
+        m->nb = g->nb;
+        m->nb_small = g->nb_small;
+        tl_gpu_model_ring(m);
     }
     g->ce_ok = tl_env_long("TLINK_GPU_CE", 1) != 0;
+    g->m.ce_ok = g->ce_ok;
     g->forced = algo_from(tl_getenv("TLINK_GPU_ALGO"));
     if (g->forced < 0) g->forced = A_AUTO;
     }
@@ -668,6 +699,16 @@ exchange:
     if ((st = tlink_barrier(comm)) != TLINK_OK) FAIL(st, "barrier: %s", tlink_last_error(comm));
     tl_log(TL_LOG_INFO, "gpu: rank %d on device %d (%s), %d blocks x %d threads, slot %zu B, buffer %zu B", g->rank,
            g->device, g->arch, g->nb, g->threads, g->slot, g->total);
+    if (g->rank == 0 && tl_log_level() >= TL_LOG_INFO) {
+        char rs[64] = "";
+        for (int q = 0, k = 0; q < g->size; q++) k += snprintf(rs + k, sizeof rs - (size_t)k, "%s%d", q ? " " : "", g->m.ring[q]);
+        double lo = 1e300;
+        for (int q = 0; q < g->size; q++) {
+            double b = g->m.bw[g->m.ring[q]][g->m.ring[(q + 1) % g->size]];
+            if (b < lo) lo = b;
+        }
+        tl_log(TL_LOG_INFO, "gpu: ring %s (slowest hop %.0f GB/s), alpha %.1f us", rs, lo, g->m.alpha_s * 1e6);
+    }
     *out = g;
     return TLINK_OK;
 fail:
@@ -710,14 +751,48 @@ static tlink_status precheck(tlink_gpu_comm *g, const char *fn, tlink_dtype dt, 
 /* ---------------------------------------------------------------- the SM path */
 /* blocks launched for a message of `bytes` (same on every rank: a function of the size and of
  * settings checked equal at init) */
-static int64_t blocks_for(const tlink_gpu_comm *g, int64_t bytes) {
-    return bytes >= (int64_t)g->big_bytes ? g->nb : g->nb_small;
+static int64_t model_blocks(const tl_gpu_model *m, double bytes) { return bytes >= (double)m->big_bytes ? m->nb : m->nb_small; }
+
+/* Chain broadcast: rounds for a message of B bytes. A tile crosses n-1 hops one after the other,
+ * so the last rank finishes (n-2) tiles after the root: more, smaller rounds shorten that tail
+ * but cost a synchronisation each. R* = sqrt((n-2) B beta / (2 alpha)) minimises
+ * 2 alpha (R+n-2) + (R+n-2)/R B beta; never tiles under 4 KiB per block, never fewer rounds
+ * than whole slots give. */
+static double t_ring(const tl_gpu_model *m, double X);
+static int64_t chain_rounds(const tl_gpu_model *m, double B, int64_t natural) {
+    if (m->n <= 2 || B <= 0) return natural;
+    double nbl = (double)model_blocks(m, B);
+    double bb = t_ring(m, B); /* B beta over the slowest hop */
+    double r = sqrt((m->n - 2) * bb / (2 * m->alpha_s));
+    double most = floor(B / (nbl * 4096.0));
+    if (r > most) r = most;
+    int64_t R = (int64_t)(r + 0.5);
+    return R > natural ? R : natural;
+}
+
+/* tiles for a launch: T elements per block and round, and the rounds (mirrored by the CPU
+ * emulation, tests/link-gpu/emu.cpp) */
+static void tile_plan(const tlink_gpu_comm *g, int mode, size_t L, size_t lim, size_t es, int64_t *T, int64_t *rounds_out) {
+    int64_t nbl = model_blocks(&g->m, (double)(lim * es));
+    int64_t Tmax = (int64_t)(g->slot / es), gran = (int64_t)(256 / es);
+    int64_t rounds = ((int64_t)L + Tmax * nbl - 1) / (Tmax * nbl);
+    if (rounds < 1) rounds = 1;
+    if (mode == M_CBC && !g->full_tiles) rounds = chain_rounds(&g->m, (double)(lim * es), rounds);
+    int64_t per = ((int64_t)L + rounds * nbl - 1) / (rounds * nbl);
+    per = (per + gran - 1) / gran * gran;
+    if (per < gran) per = gran;
+    if (per > Tmax || g->full_tiles) per = Tmax;
+    int64_t tiles = ((int64_t)L + per - 1) / per;
+    *T = per;
+    *rounds_out = (tiles + nbl - 1) / nbl;
+    if (*rounds_out < 1) *rounds_out = 1;
 }
 
 static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *out, size_t L, size_t lim, tlink_dtype dt,
                            tlink_op op, int root, int tiles_cols, CUstream s) {
     size_t es = tlink_dtype_size(dt);
-    tlink_status st = load_module(g, dt, (mode == M_AR2 || mode == M_AR1 || mode == M_RS) ? op : TLINK_SUM);
+    const int reduces = mode == M_AR2 || mode == M_AR1 || mode == M_RS || mode == M_RAR || mode == M_RRS;
+    tlink_status st = load_module(g, dt, reduces ? op : TLINK_SUM);
     if (st) return st;
     kargs a;
     memset(&a, 0, sizeof a);
@@ -730,18 +805,8 @@ static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *ou
      * a few blocks moving whole slots while the others idle (4-16 MiB allreduce on 4 ranks
      * used 4-16 of 64 blocks). Same number of rounds, hence the same handshakes. */
     (void)tiles_cols;
-    int64_t nbl = blocks_for(g, lim * es);
-    int64_t Tmax = (int64_t)(g->slot / es), gran = (int64_t)(256 / es);
-    int64_t rounds = ((int64_t)L + Tmax * nbl - 1) / (Tmax * nbl);
-    if (rounds < 1) rounds = 1;
-    int64_t per = ((int64_t)L + rounds * nbl - 1) / (rounds * nbl);
-    per = (per + gran - 1) / gran * gran;
-    if (per < gran) per = gran;
-    if (per > Tmax || g->full_tiles) per = Tmax;
-    a.T = per;
-    int64_t tiles = ((int64_t)L + a.T - 1) / a.T;
-    a.rounds = (tiles + nbl - 1) / nbl;
-    if (a.rounds < 1) a.rounds = 1;
+    int64_t nbl = model_blocks(&g->m, (double)(lim * es));
+    tile_plan(g, mode, L, lim, es, &a.T, &a.rounds);
     a.step0 = g->step;
     a.slot = (int64_t)g->slot;
     a.n = g->size;
@@ -755,11 +820,14 @@ static tlink_status launch(tlink_gpu_comm *g, int mode, const void *in, void *ou
         a.flags[p] = g->peer[p];
     }
     a.err = g->err_dev;
+    for (int q = 0; q < g->size; q++) a.ring[q] = g->m.ring[q];
     void *params[] = {&a};
-    CUfunction f = g->fn[dt][(mode == M_AR2 || mode == M_AR1 || mode == M_RS) ? op : TLINK_SUM];
+    CUfunction f = g->fn[dt][reduces ? op : TLINK_SUM];
     CUCHK(g, cu.LaunchKernel(f, (unsigned)nbl, 1, 1, (unsigned)g->threads, 1, 1, 0, s, params, NULL), "cuLaunchKernel");
     /* (the kernel's blocks remember the last step they pushed into each slot: F_LAST flags) */
-    g->step += (uint64_t)a.rounds;
+    /* pushes per round: one step each (the ring modes push 2(n-1) or n-1 times a round) */
+    int64_t S = mode == M_RAR ? 2 * (g->size - 1) : (mode == M_RRS || mode == M_RAG) ? g->size - 1 : 1;
+    g->step += (uint64_t)(a.rounds * S);
     return TLINK_OK;
 }
 
@@ -846,28 +914,150 @@ static tlink_status ce_allreduce(tlink_gpu_comm *g, const void *in, void *out, s
     return TLINK_OK;
 }
 
-/* ---------------------------------------------------------------- the collectives */
-static double predict(const tlink_gpu_comm *g, int algo, size_t bytes) {
-    double n = g->size, B = (double)bytes;
-    double tile = (double)g->slot * (double)blocks_for(g, (int64_t)bytes); /* bytes per round: oneshot's whole tile, twoshot's column */
-    double chunks_sm = ceil(B / (n * tile)), chunks_one = ceil(B / tile);
-    switch (algo) {
-    case A_ONESHOT: return (g->alpha_s * chunks_one + (n - 1) * B * g->beta_link + (n + 1) * B * g->beta_mem) * 1e6;
-    case A_TWOSHOT: return (3 * g->alpha_s * chunks_sm + 2 * (n - 1) / n * B * g->beta_link) * 1e6; /* reduction fused with the send */
-    case A_CE: {
-        double chunks = 1 + floor(B / (n * (double)g->ce_chunk));
-        return (chunks * 8 * g->alpha_s + 2 * (n - 1) / n * B * g->beta_link + 3 * B * g->beta_mem) * 1e6;
+/* ---------------------------------------------------------------- the cost model */
+/* seconds for every rank sending X bytes to each of its peers at once: a rank's sends share
+ * its fastest link (NVSwitch: one port for all peers), and no pair goes faster than its link */
+static double t_all(const tl_gpu_model *m, double X) {
+    double worst = 0;
+    for (int i = 0; i < m->n; i++) {
+        double cap = 0, lo = 1e300;
+        for (int j = 0; j < m->n; j++) {
+            if (j == i) continue;
+            if (m->bw[i][j] > cap) cap = m->bw[i][j];
+            if (m->bw[i][j] < lo) lo = m->bw[i][j];
+        }
+        if (cap <= 0 || lo <= 0) return 1e300;
+        double t = fmax((m->n - 1) * X / (cap * 1e9), X / (lo * 1e9));
+        if (t > worst) worst = t;
     }
-    case A_DIRECT: /* the root pushes the whole message to each of n-1 peers: its outbound link carries (n-1)B */
-        return (2 * g->alpha_s * ceil(B / tile) + (n - 1) * B * g->beta_link) * 1e6;
-    case A_SCATTER: { /* root -> owner of a column -> the other non-roots: every link carries about B */
-        double r = ceil(B / ((n - 1) * tile));
-        return (3 * g->alpha_s * r + B * g->beta_link * (1 + (n - 2) / (n - 1) / r)) * 1e6;
+    return worst;
+}
+/* seconds for every rank sending X bytes to its ring successor at once */
+static double t_ring(const tl_gpu_model *m, double X) {
+    double worst = 0;
+    for (int q = 0; q < m->n; q++) {
+        double b = m->bw[m->ring[q]][m->ring[(q + 1) % m->n]];
+        if (b <= 0) return 1e300;
+        if (X / (b * 1e9) > worst) worst = X / (b * 1e9);
     }
-    default: return 1e300;
-    }
+    return worst;
 }
 
+/* the ring order whose slowest hop is fastest (ties: the first in lexicographic order, which
+ * starts with the rank order); n <= 8, so at most 7! orders with rank 0 first */
+static double ring_min(const tl_gpu_model *m, const int *o) {
+    double lo = 1e300;
+    for (int q = 0; q < m->n; q++) lo = fmin(lo, m->bw[o[q]][o[(q + 1) % m->n]]);
+    return lo;
+}
+static void ring_search(tl_gpu_model *m, int *o, int k, int used, double *best) {
+    if (k == m->n) {
+        double v = ring_min(m, o);
+        if (v > *best) { *best = v; memcpy(m->ring, o, sizeof(int) * (size_t)m->n); }
+        return;
+    }
+    for (int r = 1; r < m->n; r++)
+        if (!(used & (1 << r))) { o[k] = r; ring_search(m, o, k + 1, used | (1 << r), best); }
+}
+void tl_gpu_model_ring(tl_gpu_model *m) {
+    int o[8] = {0};
+    for (int q = 0; q < m->n; q++) m->ring[q] = q;
+    if (m->n <= 2) return;
+    double best = ring_min(m, m->ring);
+    ring_search(m, o, 1, 1, &best);
+}
+
+/* Predicted microseconds of one collective of `bytes` (allreduce, broadcast: the message;
+ * reduce_scatter, allgather, alltoall: the whole buffer of n columns). Synchronisations cost
+ * alpha each, per round of the blocks launched (blocks x slot bytes per column and round). */
+double tl_gpu_predict(const tl_gpu_model *m, tlink_coll coll, int algo, size_t bytes) {
+    const double n = m->n, B = (double)bytes, a = m->alpha_s, bm = 1.0 / (m->mem_gbps * 1e9);
+    const double tile = (double)m->slot * (double)model_blocks(m, B);
+    const double rc = ceil(B / (n * tile)), r1 = ceil(B / tile); /* rounds: per column, whole message */
+    double t = 1e300;
+    switch (coll) {
+    case TLINK_COLL_ALLREDUCE:
+        if (algo == A_ONESHOT) t = a * r1 + t_all(m, B) + (n + 1) * B * bm;
+        else if (algo == A_TWOSHOT) t = 3 * a * rc + 2 * t_all(m, B / n); /* reduction fused with the send */
+        else if (algo == A_RING) t = (2 * (n - 1) + 1) * a * rc + 2 * (n - 1) * t_ring(m, B / n); /* 2(n-1) hops in a row */
+        else if (algo == A_CE && m->ce_ok) t = (1 + floor(B / (n * (double)m->ce_chunk))) * 8 * a + 2 * t_all(m, B / n) + 3 * B * bm;
+        break;
+    case TLINK_COLL_REDUCE_SCATTER:
+    case TLINK_COLL_ALLGATHER:
+        if (algo == A_DIRECT) t = 2 * a * rc + t_all(m, B / n);
+        else if (algo == A_RING) t = n * a * rc + (n - 1) * t_ring(m, B / n);
+        break;
+    case TLINK_COLL_BROADCAST:
+        if (algo == A_DIRECT) t = 2 * a * r1 + t_all(m, B); /* the root sends B to every peer */
+        else if (algo == A_SCATTER) { /* root -> owner of a column -> the other non-roots */
+            double r = ceil(B / ((n - 1) * tile));
+            t = 3 * a * r + t_all(m, B / (n - 1)) * (1 + (n - 2) / (n - 1) / r);
+        } else if (algo == A_CHAIN) { /* R rounds in a pipeline n-1 hops long */
+            double R = (double)chain_rounds(m, B, (int64_t)r1);
+            t = (R + n - 2) * (2 * a + t_ring(m, B / R));
+        }
+        break;
+    case TLINK_COLL_ALLTOALL:
+        if (algo == A_DIRECT) t = 2 * a * rc + t_all(m, B / n);
+        break;
+    default: break;
+    }
+    return t >= 1e300 ? 1e300 : t * 1e6;
+}
+
+/* the candidates per collective, in order of preference on equal predictions */
+static const int *candidates(tlink_coll coll) {
+    static const int ar[] = {A_ONESHOT, A_TWOSHOT, A_RING, -1}, rsag[] = {A_DIRECT, A_RING, -1},
+                     bc[] = {A_DIRECT, A_SCATTER, A_CHAIN, -1}, a2a[] = {A_DIRECT, -1};
+    switch (coll) {
+    case TLINK_COLL_ALLREDUCE: return ar;
+    case TLINK_COLL_REDUCE_SCATTER:
+    case TLINK_COLL_ALLGATHER: return rsag;
+    case TLINK_COLL_BROADCAST: return bc;
+    default: return a2a;
+    }
+}
+int tl_gpu_choose(const tl_gpu_model *m, tlink_coll coll, size_t bytes) {
+    const int *c = candidates(coll);
+    int best = c[0];
+    double bt = tl_gpu_predict(m, coll, c[0], bytes);
+    for (int k = 1; c[k] >= 0; k++) {
+        double t = tl_gpu_predict(m, coll, c[k], bytes);
+        if (t < bt) { bt = t; best = c[k]; }
+    }
+    return best;
+}
+
+/* The algorithm for this call: forced (tlink_gpu_set_algo, TLINK_GPU_ALGO; else the host
+ * communicator's TLINK_ALGO "ring"/"direct" for this collective) when it applies, else the
+ * model's choice. Logged at TLINK_DEBUG=info whenever a collective's choice changes. */
+static int pick(tlink_gpu_comm *g, tlink_coll coll, size_t bytes, tlink_dtype dt, tlink_op op) {
+    int f = g->forced;
+    if (f == A_AUTO) {
+        tlink_algo h = g->comm->forced[coll];
+        f = h == TLINK_ALGO_RING ? A_RING : h == TLINK_ALGO_DIRECT ? A_DIRECT : A_AUTO;
+    }
+    if (coll == TLINK_COLL_BROADCAST && f == A_RING) f = A_CHAIN; /* NCCL's "ring" broadcast */
+    if (coll != TLINK_COLL_BROADCAST && f == A_CHAIN) f = A_RING;
+    if (f == A_CE && !(coll == TLINK_COLL_ALLREDUCE && g->ce_ok && op == TLINK_SUM && reduce_text(dt) != NULL)) f = A_AUTO;
+    int ok = f == A_CE;
+    for (const int *c = candidates(coll); *c >= 0; c++) ok |= *c == f;
+    int algo = ok && f != A_AUTO ? f : tl_gpu_choose(&g->m, coll, bytes);
+    g->last_algo = algo_names[algo];
+    g->last_pred = tl_gpu_predict(&g->m, coll, algo, bytes);
+    if (g->logged[coll] != algo + 1 && tl_log_level() >= TL_LOG_INFO) {
+        g->logged[coll] = algo + 1;
+        char alt[256] = "";
+        size_t k = 0;
+        for (const int *c = candidates(coll); *c >= 0 && k < sizeof alt; c++)
+            k += (size_t)snprintf(alt + k, sizeof alt - k, " %s %.1f", algo_names[*c], tl_gpu_predict(&g->m, coll, *c, bytes));
+        tl_log(TL_LOG_INFO, "gpu rank %d: %s of %zu B: %s (%s; predicted us:%s)", g->rank, tlink_coll_name(coll), bytes,
+               algo_names[algo], algo == f ? "forced" : "cost model", alt);
+    }
+    return algo;
+}
+
+/* ---------------------------------------------------------------- the collectives */
 tlink_status tlink_gpu_allreduce(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count, tlink_dtype dt,
                                  tlink_op op, tlink_cuda_stream stream) {
     const char *fn = "tlink_gpu_allreduce";
@@ -882,18 +1072,11 @@ tlink_status tlink_gpu_allreduce(tlink_gpu_comm *g, const void *sendbuf, void *r
             CUCHK(g, cu.MemcpyAsync((CUdeviceptr)(uintptr_t)recvbuf, (CUdeviceptr)(uintptr_t)sendbuf, bytes, stream), "cuMemcpyAsync");
         return TLINK_OK;
     }
-    int ce_fits = g->ce_ok && op == TLINK_SUM && reduce_text(dt) != NULL;
-    int algo = g->forced;
-    if ((algo == A_CE && !ce_fits) || algo == A_DIRECT || algo == A_SCATTER) algo = A_AUTO; /* inapplicable: the model's choice */
-    if (algo == A_AUTO) {
-        algo = predict(g, A_ONESHOT, bytes) <= predict(g, A_TWOSHOT, bytes) ? A_ONESHOT : A_TWOSHOT;
-    }
-    g->last_algo = algo_names[algo];
-    g->last_pred = predict(g, algo, bytes);
+    int algo = pick(g, TLINK_COLL_ALLREDUCE, bytes, dt, op);
     if (algo == A_CE) return ce_allreduce(g, sendbuf, recvbuf, count, dt, stream);
     if (algo == A_ONESHOT) return launch(g, M_AR1, sendbuf, recvbuf, count, count, dt, op, 0, 1, stream);
     size_t L = (count + (size_t)g->size - 1) / (size_t)g->size;
-    return launch(g, M_AR2, sendbuf, recvbuf, L, count, dt, op, 0, g->size, stream);
+    return launch(g, algo == A_RING ? M_RAR : M_AR2, sendbuf, recvbuf, L, count, dt, op, 0, g->size, stream);
 }
 
 tlink_status tlink_gpu_reduce_scatter(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -914,7 +1097,9 @@ tlink_status tlink_gpu_reduce_scatter(tlink_gpu_comm *g, const void *sendbuf, vo
     }
     if (sendbuf == recvbuf)
         return gerr(g, TLINK_ERR_UNSUPPORTED, "%s: in place is not supported on device buffers (use separate buffers)", fn);
-    return launch(g, M_RS, sendbuf, recvbuf, recvcount, recvcount * (size_t)g->size, dt, op, 0, g->size, stream);
+    int algo = pick(g, TLINK_COLL_REDUCE_SCATTER, recvcount * es * (size_t)g->size, dt, op);
+    return launch(g, algo == A_RING ? M_RRS : M_RS, sendbuf, recvbuf, recvcount, recvcount * (size_t)g->size, dt, op, 0,
+                  g->size, stream);
 }
 
 tlink_status tlink_gpu_allgather(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count, tlink_dtype dt,
@@ -933,7 +1118,9 @@ tlink_status tlink_gpu_allgather(tlink_gpu_comm *g, const void *sendbuf, void *r
             CUCHK(g, cu.MemcpyAsync((CUdeviceptr)(uintptr_t)recvbuf, (CUdeviceptr)(uintptr_t)sendbuf, count * es, stream), "cuMemcpyAsync");
         return TLINK_OK;
     }
-    return launch(g, M_AG, sendbuf, recvbuf, count, count * (size_t)g->size, dt, TLINK_SUM, 0, 1, stream);
+    int algo = pick(g, TLINK_COLL_ALLGATHER, count * es * (size_t)g->size, dt, TLINK_SUM);
+    return launch(g, algo == A_RING ? M_RAG : M_AG, sendbuf, recvbuf, count, count * (size_t)g->size, dt, TLINK_SUM, 0, 1,
+                  stream);
 }
 
 tlink_status tlink_gpu_broadcast(tlink_gpu_comm *g, const void *sendbuf, void *recvbuf, size_t count, tlink_dtype dt,
@@ -954,11 +1141,10 @@ tlink_status tlink_gpu_broadcast(tlink_gpu_comm *g, const void *sendbuf, void *r
             CUCHK(g, cu.MemcpyAsync((CUdeviceptr)(uintptr_t)recvbuf, (CUdeviceptr)(uintptr_t)sendbuf, count * es, stream), "cuMemcpyAsync");
         return TLINK_OK;
     }
-    /* the model picks direct (small) or scatter (large, from 3 ranks); the same on every rank */
-    int algo = g->forced == A_DIRECT || g->forced == A_SCATTER ? g->forced : A_AUTO;
-    if (algo == A_AUTO) algo = predict(g, A_SCATTER, count * es) < predict(g, A_DIRECT, count * es) ? A_SCATTER : A_DIRECT;
-    g->last_algo = algo_names[algo];
-    g->last_pred = predict(g, algo, count * es);
+    /* the model picks direct (small), scatter or chain (large, from 3 ranks); the same on every rank */
+    int algo = pick(g, TLINK_COLL_BROADCAST, count * es, dt, TLINK_SUM);
+    if (algo == A_CHAIN)
+        return launch(g, M_CBC, g->rank == root ? sendbuf : recvbuf, recvbuf, count, count, dt, TLINK_SUM, root, 1, stream);
     if (algo == A_SCATTER) {
         size_t L = (count + (size_t)g->size - 2) / ((size_t)g->size - 1);
         return launch(g, M_BCS, g->rank == root ? sendbuf : recvbuf, recvbuf, L, count, dt, TLINK_SUM, root, 1, stream);
@@ -980,6 +1166,7 @@ tlink_status tlink_gpu_alltoall(tlink_gpu_comm *g, const void *sendbuf, void *re
         CUCHK(g, cu.MemcpyAsync((CUdeviceptr)(uintptr_t)recvbuf, (CUdeviceptr)(uintptr_t)sendbuf, tot, stream), "cuMemcpyAsync");
         return TLINK_OK;
     }
+    pick(g, TLINK_COLL_ALLTOALL, tot, dt, TLINK_SUM);
     return launch(g, M_A2A, sendbuf, recvbuf, count, count * (size_t)g->size, dt, TLINK_SUM, 0, g->size, stream);
 }
 

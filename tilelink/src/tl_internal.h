@@ -250,6 +250,26 @@ tlink_algo tl_choose(tlink_comm *c, tlink_coll coll, size_t bytes, double *pred_
 double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo a, size_t bytes);
 int tl_algo_valid(const tlink_comm *c, tlink_coll coll, tlink_algo a);
 
+/* ---------- gpu_coll.c: the device collectives' cost model (pure; tests/link-gpu "model") ----------
+ * bw[i][j]: GB/s from rank i to rank j (NVLink 360, PCIe 25, the same GPU 1500; from the
+ * topology, exchanged so that every rank holds the same matrix and makes the same choice). A
+ * rank's sends share its fastest link's bandwidth (NVSwitch: one port, every peer behind it). */
+enum { TL_GA_AUTO = 0, TL_GA_ONESHOT, TL_GA_TWOSHOT, TL_GA_CE, TL_GA_DIRECT, TL_GA_SCATTER, TL_GA_RING, TL_GA_CHAIN,
+       TL_GA_COUNT };
+typedef struct tl_gpu_model {
+    int n;
+    double bw[8][8];
+    double alpha_s, mem_gbps;
+    size_t slot, big_bytes, ce_chunk;
+    int nb, nb_small;
+    int ce_ok;                  /* the copy-engine path may be forced (never chosen) */
+    int ring[8];                /* ring order (tl_gpu_model_ring) */
+} tl_gpu_model;
+const char *tl_gpu_algo_name(int algo);
+void tl_gpu_model_ring(tl_gpu_model *m);  /* ring order maximising the slowest hop; rank order on ties */
+double tl_gpu_predict(const tl_gpu_model *m, tlink_coll coll, int algo, size_t bytes); /* us; 1e300: n/a */
+int tl_gpu_choose(const tl_gpu_model *m, tlink_coll coll, size_t bytes); /* cheapest applicable (never ce) */
+
 /* ---------- ft.c ---------- */
 int tl_ft_open(tlink_comm *c, const char *tcp_addr);   /* UDP heartbeat socket: its port, 0 if none */
 void tl_ft_set_peer(tlink_comm *c, int r, const char *tcp_addr, int hb_port);

@@ -566,7 +566,8 @@ static void bench_usage(FILE *f) {
         "  -k 0|1     check the data (1)                              -I       in place\n"
         "  --device cuda   device buffers and TileLink's device collectives (one GPU per rank,\n"
         "             local rank %% GPU count); -a oneshot|twoshot|ce forces the allreduce algorithm,\n"
-        "             -a direct|scatter the broadcast algorithm;\n"
+        "             -a direct|scatter|chain the broadcast algorithm, -a ring the ring (allreduce,\n"
+        "             reduce_scatter, allgather; broadcast: chain);\n"
         "             --check-max SIZE: check the data only up to SIZE bytes (256M)\n"
         "Sizes are per rank as in nccl-tests (allreduce/broadcast/reduce: the buffer; allgather,\n"
         "alltoall: the receive buffer; reduce_scatter: the send buffer). busbw = algbw x\n"
@@ -627,7 +628,7 @@ int tile_cmd_link_bench(int argc, char **argv) {
         }
         if (!strcmp(a, "-a") && next && tlink_algo_from_name(next) < 0 &&
             (!strcmp(next, "oneshot") || !strcmp(next, "twoshot") || !strcmp(next, "ce") || !strcmp(next, "direct") ||
-             !strcmp(next, "scatter"))) {
+             !strcmp(next, "scatter") || !strcmp(next, "chain"))) {
             gpu_algo = next;
             i++;
             continue;

@@ -339,20 +339,8 @@ static double value_at(const tile_tensor *t, size_t i, bool f64) {
     return tile_load_f(t->dtype, t->data, i);
 }
 
-/* Tolerance of --check, as a norm-wise relative error, by output dtype (docs/cli.md). */
-static double tolerance_for(tile_dtype dt) {
-    switch (dt) {
-    case TILE_DT_F64: return 1e-12;
-    case TILE_DT_F32: return 1e-5;
-    case TILE_DT_F16: return 2e-3;
-    case TILE_DT_BF16: return 1.6e-2;
-    case TILE_DT_FP8_E4M3: return 1.3e-1;
-    case TILE_DT_FP8_E5M2: return 2.5e-1;
-    case TILE_DT_FP4_E2M1: return 5e-1;
-    default: return 0;
-    }
-}
-
+/* --check's tolerance, a norm-wise relative error by output dtype: tile_dtype_check_tolerance
+ * (core.h, docs/cli.md). */
 typedef struct err_stats { double norm_rel, max_abs, max_ref; size_t mismatches, nonfinite; } err_stats;
 
 static err_stats compare(const tile_tensor *a, const tile_tensor *ref, bool ref_f64) {
@@ -486,7 +474,7 @@ static int run_all_targets(tile_kernel *k, const tile_tensor *initial, int np, i
                 if (!is_ret && !memcmp(initial[i].data, ref->data, tile_tensor_bytes(ref))) continue;
                 err_stats s = compare(a, ref, false);
                 if (s.norm_rel > worst) worst = s.norm_rel;
-                if (s.nonfinite || s.norm_rel > tolerance_for(a->dtype)) pass = false;
+                if (s.nonfinite || s.norm_rel > tile_dtype_check_tolerance(a->dtype)) pass = false;
             }
         }
         char errtxt[32];
@@ -622,7 +610,7 @@ static int cmd_run(int argc, char **argv) {
                 tile_tensor *r = is_ret ? &rr[i - np] : &rp[i];
                 if (!is_ret && (!tile_kernel_param_is_tensor(k, i) || !memcmp(initial[i].data, params[i].data, tile_tensor_bytes(&params[i])))) continue;
                 err_stats s = compare(a, r, ref_f64);
-                double tol = tolerance_for(a->dtype);
+                double tol = tile_dtype_check_tolerance(a->dtype);
                 bool pass = s.nonfinite == 0 && s.norm_rel <= tol;
                 if (!pass) ok = false;
                 printf("check %s: max relative error %.3g (norm-wise; max abs error %.3g, max |ref| %.3g, %zu/%zu elements differ%s) against %s: %s (tolerance %.3g)\n",
