@@ -1771,10 +1771,9 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     G->rf_wtot += (int)R * NW;
     bool sum = op == IR_RED_SUM || op == IR_RED_ABSSUM, isabs = op == IR_RED_ABSSUM || op == IR_RED_ABSMAX;
     const char *comb = sum ? NULL : G->cuda ? (op == IR_RED_MIN ? "fminf" : "fmaxf") : (op == IR_RED_MIN ? "fmin" : "fmax");
-    tile_strbuf idl = {0}, sn = {0};
+    tile_strbuf idl = {0};
     if (sum) tile_sb_puts(&idl, "0.0f");
     else f32_lit(&idl, op == IR_RED_MIN ? INFINITY : -INFINITY);
-    buf_name(&sn, src);
 #define RF_COMB(a, b) (sum ? line(G, o, "%s = %s + %s;", a, a, b) : line(G, o, "%s = %s(%s, %s);", a, comb, a, b))
     /* a reduction in a loop reuses its scratch in the next iteration (and OpenCL's butterfly
      * scratch is shared by all): wait until the last reads are done */
@@ -1870,7 +1869,6 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
 #undef RF_COMB
     G->barrier_fresh = false;
     tile_sb_free(&idl);
-    tile_sb_free(&sn);
 }
 
 /* A T.Parallel nest: flattened, iterations strided over the threads, barrier after (none
