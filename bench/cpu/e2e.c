@@ -4,7 +4,8 @@
  *   - the seed matmul (plain form, auto-scheduled by TileOpt) and the tile-form GEMM example,
  *     f32, vs OpenBLAS cblas_sgemm on the same data;
  *   - row softmax (tile form and plain form) and RMSNorm (tile form) over rows of N = 4096 .. 65536 f32, as an
- *     effective bandwidth (each input read once, each output written once) vs memcpy's;
+ *     effective bandwidth (each input read once, each output written once) vs memcpy's, with
+ *     TileOpt's rowfuse pass and without it (TILE_NO_ROWFUSE=1, same process);
  *   - compile latency: a cold compile of the seed matmul (empty cache) and a cache hit.
  *
  * Correctness is checked before timing (GEMMs against OpenBLAS; softmax rows sum to 1,
@@ -181,22 +182,27 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
         snprintf(dm, sizeof dm, "M=%d", M);
         snprintf(dn, sizeof dn, "N=%d", N);
         const char *defs[] = {dm, dn};
-        /* which: 0 softmax (tile form), 1 RMSNorm (tile form), 2 softmax (plain form),
-         * 3 RMSNorm compiled with TILE_FUSE_REDUCE=1 (the cpu generator's opt-in nest+reduce
-         * fusion, measured against 1 in the same run) */
-        static const char *const files[4] = {"examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl", "examples/rmsnorm.tl"};
-        static const char *const names[4] = {"softmax", "RMSNorm", "softmax (plain form)", "RMSNorm, fused"};
-        for (int which0 = 0; which0 < 4; which0++) {
+        /* which: 0 softmax (tile form), 1 RMSNorm (tile form), 2 softmax (plain form); 3-5 the
+         * same three compiled with TILE_NO_ROWFUSE=1 (TileOpt's rowfuse pass off: the kernels
+         * per block of rows, the plain softmax's three passes), measured in the same run */
+        static const char *const files[6] = {"examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl",
+                                             "examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl"};
+        static const char *const names[6] = {"softmax", "RMSNorm", "softmax (plain form)",
+                                             "softmax, no rowfuse", "RMSNorm, no rowfuse", "softmax (plain form), no rowfuse"};
+        for (int which0 = 0; which0 < 6; which0++) {
             tile_module *mod;
-            if (which0 == 3) setenv("TILE_FUSE_REDUCE", "1", 1);
+            /* TileOpt and the C generator run at the kernel's first tile_run on cpu (the
+             * warm-up run of time_tile): the switch must still be set then */
+            if (which0 >= 3) setenv("TILE_NO_ROWFUSE", "1", 1);
             tile_kernel *k = compile(root, files[which0], defs, 2, &mod);
-            if (which0 == 3) unsetenv("TILE_FUSE_REDUCE");
+            int form = which0 % 3; /* 0 softmax, 1 RMSNorm, 2 plain softmax */
             tile_tensor p3[3] = {{X, TILE_DT_F32, 2, {M, N}}, {W, TILE_DT_F32, 1, {N}}, {Y, TILE_DT_F32, 2, {M, N}}};
             tile_tensor p2[2] = {{X, TILE_DT_F32, 2, {M, N}}, {Y, TILE_DT_F32, 2, {M, N}}};
             tile_tensor r1 = {Y, TILE_DT_F32, 2, {M, N}};
-            double t = which0 == 1 || which0 == 3 ? time_tile(k, p3, 3, NULL, 0, reps)
-                     : which0 == 2 ? time_tile(k, p2, 1, &r1, 1, reps) : time_tile(k, p2, 2, NULL, 0, reps);
-            int which = which0 == 1 || which0 == 3;
+            double t = form == 1 ? time_tile(k, p3, 3, NULL, 0, reps)
+                     : form == 2 ? time_tile(k, p2, 1, &r1, 1, reps) : time_tile(k, p2, 2, NULL, 0, reps);
+            if (which0 >= 3) unsetenv("TILE_NO_ROWFUSE");
+            int which = form == 1;
             double bw = 2.0 * (double)elems * 4 / t;
             /* check a few rows */
             double worst = 0;

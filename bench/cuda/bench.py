@@ -44,7 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # the sm_90a lowering's configurations (docs/backends-gpu.md, "Hopper"); B is stored N x K.
 GEMM_BF16_TILE = ["-D", "block_M=128", "-D", "block_N=256", "-D", "block_K=64", "-D", "num_stages=4", "-D", "threads=256", "-D", "trans_B=True"]
 GEMM_FP8_TILE = ["-D", "block_M=128", "-D", "block_N=128", "-D", "block_K=128", "-D", "num_stages=6", "-D", "threads=256"]
-FA_TILE = ["-D", "block_M=64", "-D", "block_N=64", "-D", "num_stages=1", "-D", "threads=128"]
+FA_TILE = ["-D", "block_M=128", "-D", "block_N=128", "-D", "num_stages=3", "-D", "threads=256"]
 
 
 def log(*a):

@@ -110,6 +110,7 @@ static const char *uwide(tile_dtype dt) { return DBITS[dt] > 32 ? "uint64_t" : "
 typedef struct fnctx {
     tile_strbuf body;
     bool kernel_body;    /* a kernel's block function: big buffers come from the worker's scratch */
+    bool range_body;     /* an outlined parallel loop's function: the same scratch */
     bool *heap;          /* per buffer id: this function allocates it on the heap */
     size_t stack_bytes;
     struct fnctx *parent;
@@ -124,6 +125,9 @@ typedef struct gen {
     int nmsgs, nfuncs, ntmp;
     int indent;
     int in_parallel;     /* inside a kernel body or an outlined loop */
+    const ir_var *row_var; /* the loop variable of the outlined parallel loop being generated */
+    const ir_stmt *row_body; /* its body */
+    int row_t;             /* its tmp number (lo<row_t> + end_ is the end of the worker's range) */
     bool may_fail;       /* the statement being generated contains an operation that can fail */
     bool *constshape;    /* per buffer: every dim is a constant */
     int64_t (*cdims)[8]; /* per buffer: the constant dims */
@@ -728,7 +732,7 @@ static void galloc(gen *G, const ir_stmt *s) {
         return;
     }
     tile_strbuf cnt = {0};
-    if (G->fn->kernel_body) {
+    if (G->fn->kernel_body || G->fn->range_body) {
         /* the worker's scratch slot for this buffer (prelude: tile_scratch_get) */
         if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
         else {
@@ -1166,7 +1170,8 @@ static void simd_assigned(const ir_stmt *s, bool *seen) {
 }
 /* the pragma for loop s, or false */
 static bool simd_reduction_pragma(gen *G, const ir_stmt *s, tile_strbuf *out) {
-    if (G->f->form != IR_FORM_PLAIN || s->loop_kind != IR_LOOP_SERIAL || contains_loop(s->body[0]) || !simd_body_ok(s->body[0]))
+    /* outside kernels (plain form, or a tile-form function's loops that TileOpt's rowfuse built) */
+    if (G->fn->kernel_body || s->loop_kind != IR_LOOP_SERIAL || contains_loop(s->body[0]) || !simd_body_ok(s->body[0]))
         return false;
     opt_loop_deps d;
     opt_deps_analyze(G->f, s, &d);
@@ -1196,6 +1201,107 @@ static bool simd_reduction_pragma(gen *G, const ir_stmt *s, tile_strbuf *out) {
     return ok;
 }
 
+/* ---------- streaming write loops ----------
+ * A vectorized loop outside kernels whose body is one f32 store into a tensor (parameter or
+ * output) along its contiguous last dimension, `Y[..., j (+ c)] = e` with e not reading Y
+ * (rowfuse's write pass; the plain form's elementwise loops), computes e for chunks of
+ * NT_CHUNK elements into an L1 buffer and copies each chunk out with streaming stores
+ * (tile_copy_f32_nt), then one sfence: the lines of Y are not read from memory before they
+ * are written (two units of traffic instead of three). Runs shorter than NT_MIN elements,
+ * and checked builds (TILE_CPU_CHECKS), take the ordinary loop. */
+enum { NT_CHUNK = 256, NT_MIN = 1024 };
+static bool expr_uses_var(const ir_expr *e, const ir_var *v) {
+    if (!e) return false;
+    if (e->kind == IR_E_VAR && e->var == v) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_uses_var(e->args[i], v)) return true;
+    return false;
+}
+static bool expr_loads(const ir_expr *e, const ir_buffer *b) {
+    if (!e) return false;
+    if (e->kind == IR_E_LOAD && e->buf == b) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_loads(e->args[i], b)) return true;
+    return false;
+}
+static const ir_stmt *nt_store(gen *G, const ir_stmt *s) {
+    if (s->loop_kind != IR_LOOP_VECTORIZED || G->fn->kernel_body || (G->opt && G->opt->bounds_checks)) return NULL;
+    const ir_stmt *b = s->body[0];
+    while (b && b->kind == IR_S_SEQ && b->nbody == 1) b = b->body[0];
+    if (!b || b->kind != IR_S_STORE) return NULL;
+    const ir_buffer *Y = b->buf;
+    if (Y->dtype != TILE_DT_F32 || b->value->dtype != TILE_DT_F32 || Y->scope != IR_SCOPE_GLOBAL || Y->role == IR_BUF_TEMP || Y->rank < 1) return NULL;
+    for (int d = 0; d + 1 < Y->rank; d++)
+        if (expr_uses_var(b->idx[d], s->var)) return NULL;
+    const ir_expr *last = b->idx[Y->rank - 1];
+    if (!(last->kind == IR_E_VAR && last->var == s->var)) {
+        if (last->kind != IR_E_BINARY || last->op != IR_B_ADD) return NULL;
+        int k = last->args[0]->kind == IR_E_VAR && last->args[0]->var == s->var ? 0 : 1;
+        if (!(last->args[k]->kind == IR_E_VAR && last->args[k]->var == s->var) || expr_uses_var(last->args[1 - k], s->var)) return NULL;
+    }
+    if (expr_loads(b->value, Y)) return NULL;
+    return b;
+}
+/* the 2-D tensors the row loop reads as B[row, ...] (row: the outlined loop's variable): the
+ * write loop prefetches the same columns of their next row */
+static void row_loads_e(gen *G, const ir_expr *e, const ir_buffer **out, int *n) {
+    if (!e) return;
+    if (e->kind == IR_E_LOAD && e->buf->scope == IR_SCOPE_GLOBAL && e->buf->role != IR_BUF_TEMP && e->buf->rank == 2 &&
+        DBITS[e->buf->dtype] >= 8 && e->args[0]->kind == IR_E_VAR && e->args[0]->var == G->row_var) {
+        for (int k = 0; k < *n; k++)
+            if (out[k] == e->buf) return;
+        if (*n < 8) out[(*n)++] = e->buf;
+        return;
+    }
+    for (int i = 0; i < e->nargs; i++) row_loads_e(G, e->args[i], out, n);
+}
+static void row_loads(gen *G, const ir_stmt *s, const ir_buffer **out, int *n) {
+    if (!s) return;
+    row_loads_e(G, s->value, out, n);
+    row_loads_e(G, s->cond, out, n);
+    for (int i = 0; s->kind == IR_S_STORE && i < s->buf->rank; i++) row_loads_e(G, s->idx[i], out, n);
+    for (int i = 0; i < s->nbody; i++) row_loads(G, s->body[i], out, n);
+}
+static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
+    int id = s->var->id;
+    line(G, "if (hi%d - lo%d >= %d) {", t, t, NT_MIN);
+    G->indent++;
+    line(G, "for (int64_t c%d = lo%d; c%d < hi%d; c%d += %d) {", t, t, t, t, t, NT_CHUNK);
+    G->indent++;
+    line(G, "int64_t ce%d = c%d + %d < hi%d ? c%d + %d : hi%d;", t, t, NT_CHUNK, t, t, NT_CHUNK, t);
+    line(G, "float tb%d[%d] __attribute__((aligned(64)));", t, NT_CHUNK);
+    char *v = expr_str(G, st->value, M_VALUE);
+    bool fails = G->may_fail;
+    G->may_fail = false;
+    line(G, "TILE_IVDEP");
+    line(G, "for (int64_t v%d = c%d; v%d < ce%d; v%d++) tb%d[v%d - c%d] = %s;", id, t, id, t, id, t, id, t, v);
+    free(v);
+    if (fails) line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+    line(G, "v%d = c%d;", id, t);
+    /* rows: prefetch these columns of the next row of what the row loop reads (the worker's
+     * next iteration reads it: its reads overlap this row's streaming writes) */
+    const ir_buffer *pf[8];
+    int npf = 0;
+    if (G->row_var) row_loads(G, G->row_body, pf, &npf);
+    for (int k = 0; k < npf; k++) {
+        tile_strbuf ps = {0};
+        put_stride(G, &ps, pf[k], 0);
+        line(G, "if (v%d + 1 < lo%d + end_ && c%d < %s) for (int64_t pk_ = 0; pk_ < ce%d - c%d; pk_ += %d) __builtin_prefetch(b%d + (v%d + 1) * %s + c%d + pk_, 0, TILE_ROW_PREFETCH);",
+             G->row_var->id, G->row_t, t, ps.data, t, t, 64 / (DBITS[pf[k]->dtype] / 8), pf[k]->id, G->row_var->id, ps.data, t);
+        tile_sb_free(&ps);
+    }
+    tile_strbuf off = {0};
+    put_offset(G, &off, st->buf, st->idx, st->loc);
+    line(G, "tile_copy_f32_nt(b%d + (%s), tb%d, ce%d - c%d);", st->buf->id, off.data ? off.data : "0", t, t, t);
+    tile_sb_free(&off);
+    G->indent--;
+    line(G, "}");
+    line(G, "tile_sfence();");
+    G->indent--;
+    line(G, "} else {");
+    G->indent++;
+}
+
 static void gfor(gen *G, const ir_stmt *s) {
     int t = tmp(G);
     int id = s->var->id;
@@ -1208,13 +1314,14 @@ static void gfor(gen *G, const ir_stmt *s) {
         line(G, "int64_t n%d = %s;", t, ext);
         check_fail(G);
         line(G, "TILE_SAVE_STATE(&Sl);");
-        line(G, "if (tile_run_range(ctx, &Sl, tile_fn%d, n%d)) { rc = 1; goto tile_out; }", fnid, t);
+        line(G, "if (tile_run_range(ctx, &Sl, tile_fn%d, n%d, %d)) { rc = 1; goto tile_out; }", fnid, t, G->f->nbuffers);
         G->indent--;
         line(G, "}");
         free(ext);
         tile_sb_printf(&G->decls, "static int tile_fn%d(tile_ctx *ctx, void *st_, int64_t begin_, int64_t end_);\n", fnid);
         int saved_indent = G->indent;
         begin_fn(G);
+        G->fn->range_body = true;
         G->in_parallel++;
         G->indent = 1;
         char *lo = expr_str(G, s->lo, M_INDEX);
@@ -1224,7 +1331,16 @@ static void gfor(gen *G, const ir_stmt *s) {
         if (!contains_loop(s->body[0])) line(G, "TILE_IVDEP");
         line(G, "for (int64_t v%d = lo%d + begin_; v%d < lo%d + end_; v%d++) {", id, t, id, t, id);
         G->indent++;
+        const ir_var *saved_row = G->row_var;
+        const ir_stmt *saved_body = G->row_body;
+        int saved_row_t = G->row_t;
+        G->row_var = s->var;
+        G->row_body = s->body[0];
+        G->row_t = t;
         gstmt(G, s->body[0]);
+        G->row_var = saved_row;
+        G->row_body = saved_body;
+        G->row_t = saved_row_t;
         G->indent--;
         line(G, "}");
         G->in_parallel--;
@@ -1242,6 +1358,11 @@ static void gfor(gen *G, const ir_stmt *s) {
     free(lo);
     free(ext);
     check_fail(G);
+    const ir_stmt *nts = nt_store(G, s);
+    if (nts) {
+        line(G, "int64_t v%d;", id);
+        gfor_nt(G, s, nts, t);
+    }
     tile_strbuf red = {0};
     bool simd_red = simd_reduction_pragma(G, s, &red);
     if ((s->loop_kind == IR_LOOP_PARALLEL || s->loop_kind == IR_LOOP_VECTORIZED) && !contains_loop(s->body[0])) line(G, "TILE_IVDEP");
@@ -1266,6 +1387,10 @@ static void gfor(gen *G, const ir_stmt *s) {
         free(tail);
     }
     tile_sb_free(&red);
+    if (nts) {
+        G->indent--;
+        line(G, "}");
+    }
     G->indent--;
     line(G, "}");
 }

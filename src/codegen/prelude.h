@@ -600,6 +600,11 @@ static inline void tile_copy_f32_nt(float *d, const float *s, int64_t n) {
 #endif
     for (; i < n; i++) d[i] = s[i];
 }
+/* locality of the next-row prefetches of streaming write loops (c.c, gfor_nt): 2 = into L2
+ * (prefetcht1): an L1 prefetch of the next row evicted the row being re-read */
+#ifndef TILE_ROW_PREFETCH
+#define TILE_ROW_PREFETCH 2
+#endif
 static inline void tile_sfence(void) {
 #if defined(__AVX512F__) || defined(__AVX__)
     _mm_sfence();
@@ -766,9 +771,10 @@ static void tile_atomic(int dt, void *base, int64_t i, tile_val x, int op) {
 }
 
 /* ---------- parallel loops and kernel launches on the runtime's pool ---------- */
-/* Scratch memory of kernel blocks: a buffer a kernel body allocates on the heap (too big for
- * the stack) comes from its worker's slot for that buffer, kept for the whole launch and
- * reused by the worker's next blocks (no malloc/free, and no fresh pages, per block). */
+/* Scratch memory of kernel blocks and parallel-loop iterations: a buffer a kernel body (or an
+ * outlined parallel loop's body) allocates on the heap (too big for the stack) comes from its
+ * worker's slot for that buffer, kept for the whole launch and reused by the worker's next
+ * blocks or iterations (no malloc/free, and no fresh pages, per block or row). */
 typedef struct tile_scratch {
     void **p;
     size_t *cap;
@@ -798,12 +804,13 @@ typedef struct tile_launch {
 
 static void tile_launch_task(void *arg, int64_t begin, int64_t end, int worker) {
     tile_launch *L = (tile_launch *)arg;
-    if (L->range) {
-        if (!tile_failed(L->ctx) && L->range(L->ctx, L->st, begin, end)) tile_fail(L->ctx, "error: a parallel loop failed\n");
-        return;
-    }
     tile_scratch *prev = tile_cur_scratch;
     tile_cur_scratch = L->scratch && worker >= 0 && worker < L->nscratch ? &L->scratch[worker] : NULL;
+    if (L->range) {
+        if (!tile_failed(L->ctx) && L->range(L->ctx, L->st, begin, end)) tile_fail(L->ctx, "error: a parallel loop failed\n");
+        tile_cur_scratch = prev;
+        return;
+    }
     for (int64_t lin = begin; lin < end; lin++) {
         if (tile_failed(L->ctx)) break;
         int64_t b0 = lin % L->g0, r = lin / L->g0, b1 = r % L->g1, b2 = r / L->g1;
@@ -813,41 +820,49 @@ static void tile_launch_task(void *arg, int64_t begin, int64_t end, int worker) 
 }
 
 /* nslots: the scratch slots a block may ask for (the function's buffer count; 0: none) */
+static void tile_scratch_new(tile_launch *L, int nw, int nslots) {
+    if (nslots > 0) {
+        L->scratch = (tile_scratch *)calloc((size_t)nw, sizeof(tile_scratch));
+        if (L->scratch) {
+            L->nscratch = nw;
+            for (int w = 0; w < nw; w++) {
+                L->scratch[w].p = (void **)calloc((size_t)nslots, sizeof(void *));
+                L->scratch[w].cap = (size_t *)calloc((size_t)nslots, sizeof(size_t));
+                L->scratch[w].n = L->scratch[w].p && L->scratch[w].cap ? nslots : 0;
+            }
+        }
+    }
+}
+static void tile_scratch_free(tile_launch *L) {
+    for (int w = 0; w < L->nscratch; w++) {
+        for (int i = 0; i < L->scratch[w].n; i++) free(L->scratch[w].p[i]);
+        free(L->scratch[w].p);
+        free(L->scratch[w].cap);
+    }
+    free(L->scratch);
+}
+
 static int tile_run_grid(tile_ctx *ctx, void *st, int (*block)(tile_ctx *, void *, int64_t, int64_t, int64_t),
                          int64_t g0, int64_t g1, int64_t g2, int nslots) {
     if (g0 <= 0 || g1 <= 0 || g2 <= 0) return tile_failed(ctx);
     tile_launch L = {ctx, st, block, 0, g0, g1, NULL, 0};
     int64_t n = g0 * g1 * g2;
     const tile_cpu_services *svc = ctx->a->svc;
-    int nw = svc->nworkers > 0 ? svc->nworkers : 1;
-    if (nslots > 0) {
-        L.scratch = (tile_scratch *)calloc((size_t)nw, sizeof(tile_scratch));
-        if (L.scratch) {
-            L.nscratch = nw;
-            for (int w = 0; w < nw; w++) {
-                L.scratch[w].p = (void **)calloc((size_t)nslots, sizeof(void *));
-                L.scratch[w].cap = (size_t *)calloc((size_t)nslots, sizeof(size_t));
-                L.scratch[w].n = L.scratch[w].p && L.scratch[w].cap ? nslots : 0;
-            }
-        }
-    }
+    tile_scratch_new(&L, svc->nworkers > 0 ? svc->nworkers : 1, nslots);
     if (n == 1 || !svc->parallel_for) tile_launch_task(&L, 0, n, 0);
     else svc->parallel_for(svc, n, tile_launch_task, &L);
-    for (int w = 0; w < L.nscratch; w++) {
-        for (int i = 0; i < L.scratch[w].n; i++) free(L.scratch[w].p[i]);
-        free(L.scratch[w].p);
-        free(L.scratch[w].cap);
-    }
-    free(L.scratch);
+    tile_scratch_free(&L);
     return tile_failed(ctx);
 }
 
-static int tile_run_range(tile_ctx *ctx, void *st, int (*range)(tile_ctx *, void *, int64_t, int64_t), int64_t n) {
+static int tile_run_range(tile_ctx *ctx, void *st, int (*range)(tile_ctx *, void *, int64_t, int64_t), int64_t n, int nslots) {
     if (n <= 0) return tile_failed(ctx);
     tile_launch L = {ctx, st, 0, range, 1, 1, NULL, 0};
     const tile_cpu_services *svc = ctx->a->svc;
+    tile_scratch_new(&L, svc->nworkers > 0 ? svc->nworkers : 1, nslots);
     if (n == 1 || !svc->parallel_for) tile_launch_task(&L, 0, n, 0);
     else svc->parallel_for(svc, n, tile_launch_task, &L);
+    tile_scratch_free(&L);
     return tile_failed(ctx);
 }
 

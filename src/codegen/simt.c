@@ -58,6 +58,8 @@ struct gen {
     bool uses_f64;
     tile_vec sites;       /* simt_site* */
     bool sm90_helpers;    /* sm90.c's device helpers already written */
+    simt_load_hook load_hook; /* sm90_attn.c: loads of register fragments (NULL: none) */
+    void *load_hook_ctx;
     long red_off;         /* OpenCL: shared offset of the warp-reduction scratch (2 x threads floats), or -1 */
     long redw_off;        /* shared offset of the per-warp partials (threads / 32 floats), or -1 */
     /* register fragments (see "register fragments" below) */
@@ -603,6 +605,7 @@ static void ex(gen *G, tile_strbuf *o, const ir_expr *e) {
         var_name(o, e->var);
         return;
     case IR_E_LOAD: {
+        if (G->load_hook && G->load_hook(G->load_hook_ctx, o, e)) return;
         if (G->space[e->buf->id] == SP_NONE) {
             gfail(G, e->loc, "buffer '%s' is used where the GPU code generator cannot place it", e->buf->name);
             tile_sb_puts(o, "0");
@@ -2637,6 +2640,7 @@ void simt_g_store(gen *G, tile_strbuf *o, int indent, const ir_buffer *b, const 
     G->ind = save;
 }
 int simt_g_bufarg(gen *G, const ir_buffer *b) { return buf_index(G->P, b); }
+void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx) { G->load_hook = fn; G->load_hook_ctx = ctx; }
 const simt_options *simt_g_options(gen *G) { return G->o; }
 void simt_g_fail(gen *G, tile_loc loc, const char *msg) { gfail(G, loc, "%s", msg); }
 
@@ -2793,28 +2797,29 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     G->blk_loop = 0;
     snprintf(L->lowering, sizeof L->lowering, "simt");
 
+    /* integer ranges: block indices of a constant grid; variables assigned once */
+    for (int i = 0; i < f->nvars; i++) {
+        G->vr_ok[i] = false;
+        G->nassign[i] = 0;
+    }
+    if (k) {
+        count_assign(G, k->body[0]);
+        for (int d = 0; d < k->ngrid; d++) {
+            int64_t g;
+            if (ir_const_int_value(k->grid[d], &g) && g >= 1 && g <= INT32_MAX) {
+                G->vr_ok[k->block_vars[d]->id] = true;
+                G->vr_lo[k->block_vars[d]->id] = 0;
+                G->vr_hi[k->block_vars[d]->id] = g - 1;
+            }
+        }
+    } else
+        for (int i = 0; i < nstmts; i++) count_assign(G, stmts[i]);
     tile_strbuf body = {0}, helpers = {0};
     /* Hopper: a GEMM main loop becomes TMA + mbarrier ring + warp-specialised wgmma */
-    bool arch = k && G->cuda && G->o->sm >= 90 && sm90_gemm_kernel(G, k, L, &helpers, &body);
+    bool arch = k && G->cuda && G->o->sm >= 90 && (sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body));
     if (!arch && !G->failed) {
         if (k) mark_private(G, k->body[0], false);
         if (k) rf_analyse(G, k->body[0]);
-        for (int i = 0; i < f->nvars; i++) {
-            G->vr_ok[i] = false;
-            G->nassign[i] = 0;
-        }
-        if (k) {
-            count_assign(G, k->body[0]);
-            for (int d = 0; d < k->ngrid; d++) {
-                int64_t g;
-                if (ir_const_int_value(k->grid[d], &g) && g >= 1 && g <= INT32_MAX) {
-                    G->vr_ok[k->block_vars[d]->id] = true;
-                    G->vr_lo[k->block_vars[d]->id] = 0;
-                    G->vr_hi[k->block_vars[d]->id] = g - 1;
-                }
-            }
-        } else
-            for (int i = 0; i < nstmts; i++) count_assign(G, stmts[i]);
         if (k) place(G, k->body[0], true);
         else
             for (int i = 0; i < nstmts; i++) place(G, stmts[i], false);

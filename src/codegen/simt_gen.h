@@ -6,6 +6,9 @@
 #include "simt.h"
 
 typedef struct gen gen;
+/* A hook for loads (IR_E_LOAD): writes the element's C expression and returns true, or
+ * returns false for the generator's own load. */
+typedef bool (*simt_load_hook)(void *ctx, tile_strbuf *o, const ir_expr *e);
 
 /* The C expression of e (IR rules; run-time error sites registered as usual). */
 void simt_g_expr(gen *G, tile_strbuf *o, const ir_expr *e);
@@ -26,5 +29,13 @@ void simt_g_fail(gen *G, tile_loc loc, const char *msg);
  * and return true; else return false and leave everything untouched (the caller uses the
  * portable lowering). Also writes the device helpers it needs to `helpers`. */
 bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
+
+/* Install (fn) or remove (NULL) the load hook used by simt_g_expr. */
+void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx);
+
+/* sm90_attn.c: if kernel statement k is an attention-shaped kernel the Hopper lowering
+ * covers (two T.gemm with fragments between them, see sm90_attn.c), the same contract as
+ * sm90_gemm_kernel. */
+bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
 
 #endif

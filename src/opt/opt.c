@@ -10,9 +10,10 @@
 
 extern const opt_pass opt_pass_deps, opt_pass_autoschedule, opt_pass_gpumap; /* deps.c, autoschedule.c, gpumap.c */
 extern const opt_pass opt_pass_tilegemm;                                       /* tilegemm.c */
+extern const opt_pass opt_pass_rowfuse;                                        /* rowfuse.c */
 
 static const opt_pass *const pipeline_none[] = {NULL};
-static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_tilegemm, NULL};
+static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_tilegemm, &opt_pass_rowfuse, NULL};
 static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, NULL};
 static const opt_pass *const pipeline_opencl[] = {NULL};
 

@@ -16,7 +16,10 @@ What is checked:
     error that names it and shows its output; a missing one makes the target unavailable;
   - run-time errors in generated code (integer division by zero, assert) are messages
     with the source line, never crashes; TILE_CPU_CHECKS=1 reports out-of-bounds accesses;
-  - TILE_NUM_THREADS=1 and =3 give the same results as the default pool.
+  - TILE_NUM_THREADS=1 and =3 give the same results as the default pool;
+  - row kernels (TileOpt's rowfuse): softmax (tile and plain form) and RMSNorm on ragged
+    shapes, one row and many, N not a multiple of the vector width, bf16, checked builds,
+    special values (-inf runs, NaN, inf) against the interpreter.
 Needs only Python 3. Exit status 0 pass, 1 fail, 77 skip.
 """
 import argparse
@@ -392,6 +395,92 @@ def test_fused_reduce(ctx):
         for mn in (("M=10", "N=100"), ("M=7", "N=48"), ("M=13", "N=1")):
             r = ctx.run(["run", f, "--target", "cpu", "--check", "--quiet", "-D", mn[0], "-D", mn[1]], env=ctx.env(**extra))
             check_ok(r, "fusedred %s %s %s" % (mn[0], mn[1], " ".join("%s=%s" % kv for kv in extra.items() if kv[1] is not None)))
+
+
+# (program, -D arguments) of the row-kernel test: one row and many, ragged M (the tile form's
+# last block), N below / above / not a multiple of the 16-lane vector, the 2048-element chunk
+# of the read pass and the 1024-element streaming-store threshold, bf16 tensors
+ROW_CASES = [
+    ("softmax.tl", ["M=1", "N=1"]),
+    ("softmax.tl", ["M=1", "N=5000"]),
+    ("softmax.tl", ["M=11", "N=4111"]),
+    ("softmax.tl", ["M=3", "N=2048"]),
+    ("softmax.tl", ["M=9", "N=17"]),
+    ("softmax.tl", ["M=5", "N=3001", "dtype=bfloat16"]),
+    ("softmax_plain.tl", ["M=1", "N=1"]),
+    ("softmax_plain.tl", ["M=7", "N=4099"]),
+    ("softmax_plain.tl", ["M=2", "N=2049"]),
+    ("rmsnorm.tl", ["M=1", "N=40"]),
+    ("rmsnorm.tl", ["M=13", "N=1029"]),
+    ("rmsnorm.tl", ["M=5", "N=2050", "dtype=bfloat16"]),
+]
+
+
+@test
+def test_row_kernels(ctx):
+    """TileOpt's rowfuse pass on cpu: the tile-form softmax and RMSNorm kernels and the plain
+    softmax become rows over the pool (`tile ir`: no kernel left; TILE_NO_ROWFUSE=1 keeps it),
+    the read pass runs as omp simd reductions and the write pass with streaming stores
+    (`tile emit`); results within the tolerance of the interpreter on ragged shapes, with
+    TILE_CPU_CHECKS=1 and TILE_NUM_THREADS=3; special values give the interpreter's NaN
+    pattern (a leading run of -inf longer than a chunk, an all -inf row, NaN, inf)."""
+    sm = os.path.join(EX, "softmax.tl")
+    r = ctx.run(["ir", sm, "--target", "cpu", "-D", "N=300"])
+    if "kernel" in r.stdout or "for rf_row in parallel" not in r.stdout:
+        raise Fail("rowfuse did not rewrite the softmax kernel:\n" + r.stdout)
+    r = ctx.run(["ir", sm, "--target", "cpu", "-D", "N=300"], env=ctx.env(TILE_NO_ROWFUSE=1))
+    if "kernel grid" not in r.stdout:
+        raise Fail("TILE_NO_ROWFUSE=1 did not keep the kernel")
+    r = ctx.run(["emit", sm, "--target", "cpu", "-D", "N=4096"])
+    for want in ("reduction(tile_fmax:", "reduction(+:", "tile_copy_f32_nt(", "__builtin_prefetch("):
+        if want not in r.stdout:
+            raise Fail("the emitted softmax lacks %s" % want)
+    for ex, defs in ROW_CASES:
+        args = ["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"]
+        for d in defs:
+            args += ["-D", d]
+        check_ok(ctx.run(args), "%s %s" % (ex, " ".join(defs)))
+    # symbolic sizes (no -D): the rewrite keeps M and N as run-time sizes
+    check_ok(ctx.run(["run", sm, "--target", "cpu", "--check", "--quiet", "--shape", "X=7x3333", "--shape", "Y=7x3333"]),
+             "softmax.tl --shape X=7x3333 (symbolic M, N)")
+    for extra in ({"TILE_CPU_CHECKS": 1}, {"TILE_NUM_THREADS": 3}):
+        for ex, defs in (ROW_CASES[2], ROW_CASES[7], ROW_CASES[10]):
+            args = ["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"]
+            for d in defs:
+                args += ["-D", d]
+            check_ok(ctx.run(args, env=ctx.env(**extra)), "%s %s %s" % (ex, " ".join(defs), extra))
+    # special values: plain softmax (the rewrite keeps the source's results exactly in kind)
+    # and the tile form (-inf away from the first tile)
+    np = _np()
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-4, 4, (6, 4500)).astype(np.float32)
+    x[0, :2100] = -np.inf          # a whole first chunk of -inf, then finite values
+    x[1, :] = -np.inf              # all -inf: NaN
+    x[2, 3000] = np.nan            # NaN: the row is NaN
+    x[3, 10] = np.inf              # inf: NaN
+    x[4, 100:300] = -np.inf        # -inf inside: exp gives 0
+    x[5, :] = 1e30                 # huge, equal
+    xin = os.path.join(ctx.tmp, "xs.npy")
+    np.save(xin, x)
+    for ex, out, rows in (("softmax_plain.tl", "ret", range(6)), ("softmax.tl", "Y", (1, 2, 3, 4, 5))):
+        res = []
+        for tgt in ("cpu", "interp"):
+            y = os.path.join(ctx.tmp, "ys_%s.npy" % tgt)
+            args = ["run", os.path.join(EX, ex), "--target", tgt, "--in", "X=" + xin, "--out", "%s=%s" % (out, y), "-q"]
+            if ex == "softmax.tl":
+                args += ["-D", "M=6", "-D", "N=4500"]
+            ctx.run(args)
+            res.append(np.load(y))
+        c, i = res
+        for row in rows:
+            if not (np.isnan(c[row]) == np.isnan(i[row])).all():
+                raise Fail("%s row %d: NaN pattern differs from the interpreter" % (ex, row))
+            f = ~np.isnan(i[row])
+            if f.any():
+                err = np.abs(c[row][f] - i[row][f]).max() / max(np.abs(i[row][f]).max(), 1e-30)
+                if err > 1e-5:
+                    raise Fail("%s row %d: relative error %g" % (ex, row, err))
+        print("  %-60s special values: NaN pattern and values as the interpreter" % ex)
 
 
 @test
