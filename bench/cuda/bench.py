@@ -156,10 +156,22 @@ def cases(quick):
                    "-D", "dtype=bfloat16"] + FA_TILE, ["Q", "K", "V", "Output"], "fa", (B, H, S, D, causal)))
     R = C = 1024 if quick else 8192
     dr = ["-D", "M=%d" % R, "-D", "N=%d" % C]
-    g.append(("mem", "softmax f32 %dx%d" % (R, C), "examples/softmax.tl", dr, ["X", "Y"], "softmax", (R, C)))
-    # rmsnorm.tl keeps block_M whole rows of x and x^2 in fragments (shared memory on the SIMT
-    # path): block_M=2 fits the H200's 227 KiB at N=8192 (the default 8 does not).
-    g.append(("mem", "RMSNorm f32 %dx%d" % (R, C), "examples/rmsnorm.tl", dr + ["-D", "block_M=2"], ["X", "W", "Y"], "rmsnorm", (R, C)))
+    # Register fragments (docs/backends-gpu.md): a fragment whose accesses all follow one
+    # element-to-thread mapping lives in registers. A row a block (block_M=1) keeps every row
+    # reduction inside the block; the thread counts are the ones a user would try (1024 threads:
+    # one block a multiprocessor, 48-66% of copy in bench/results/cuda-mem-2026-11-29-s3.md's run 1).
+    g.append(("mem", "softmax f32 %dx%d (softmax.tl, defaults: shared memory)" % (R, C), "examples/softmax.tl", dr, ["X", "Y"], "softmax", (R, C)))
+    g.append(("mem", "softmax f32 %dx%d (softmax.tl two-pass, 1x4096 tiles in registers, 512 thr)" % (R, C), "examples/softmax.tl",
+              dr + ["-D", "block_M=1", "-D", "block_N=4096", "-D", "threads=512"], ["X", "Y"], "softmax", (R, C)))
+    for thr in ((256,) if quick else (256, 512)):
+        g.append(("mem", "softmax f32 %dx%d (softmax_row.tl one-pass, row in registers, %d thr)" % (R, C, thr), "examples/softmax_row.tl",
+                  dr + ["-D", "threads=%d" % thr], ["X", "Y"], "softmax", (R, C)))
+    # rmsnorm.tl with block_M=2: the old configuration (x, x^2 in shared memory: block_M=2 fits the
+    # H200's 227 KiB at N=8192); block_M=1 puts x, x^2 and w in registers.
+    g.append(("mem", "RMSNorm f32 %dx%d (block_M=2, shared memory)" % (R, C), "examples/rmsnorm.tl", dr + ["-D", "block_M=2"], ["X", "W", "Y"], "rmsnorm", (R, C)))
+    for thr in ((512,) if quick else (256, 512)):
+        g.append(("mem", "RMSNorm f32 %dx%d (block_M=1, row in registers, %d thr)" % (R, C, thr), "examples/rmsnorm.tl",
+                  dr + ["-D", "block_M=1", "-D", "threads=%d" % thr], ["X", "W", "Y"], "rmsnorm", (R, C)))
     g.append(("mem", "add f32 %dx%d (tile form)" % (R, C), "examples/add.tl", dr, ["A", "B", "C"], "add", (R, C)))
     g.append(("mem", "add f32 %dx%d (plain form)" % (R, C), "tests/cuda/data/plain_add.tl", dr, ["A", "B", "ret"], "add", (R, C)))
     return g

@@ -49,6 +49,8 @@ for dt in float32 bfloat16 float16; do
     check rmsnorm_ragged_$dt 120 examples/rmsnorm.tl -D M=509 -D N=2050 -D dtype=$dt
     check rmsnorm_odd_$dt 120 examples/rmsnorm.tl -D M=77 -D N=1001 -D dtype=$dt
     check add_ragged_$dt 120 examples/add.tl -D M=1001 -D N=1003 -D dtype=$dt
+    check softmax_row_ragged_$dt 120 examples/softmax_row.tl -D M=509 -D N=2051 -D dtype=$dt
+    check rmsnorm_row_regs_$dt 120 examples/rmsnorm.tl -D M=509 -D N=2052 -D block_M=1 -D dtype=$dt
 done
 check softmax_large_f32 400 examples/softmax.tl -D M=2048 -D N=4096
 check rmsnorm_large_f32 400 examples/rmsnorm.tl -D M=2048 -D N=4096 -D block_M=4
@@ -63,7 +65,9 @@ TILE_SIMT_MEMOPT=2 check flash_attention_memopt2 300 examples/flash_attention.tl
 if command -v ptxas >/dev/null; then
     for ex in "softmax examples/softmax.tl -D M=8192 -D N=8192" "softmax_bf16 examples/softmax.tl -D M=8192 -D N=8192 -D dtype=bfloat16" \
               "rmsnorm examples/rmsnorm.tl -D M=8192 -D N=8192 -D block_M=2" "rmsnorm_bf16 examples/rmsnorm.tl -D M=8192 -D N=8192 -D dtype=bfloat16 -D block_M=2" \
-              "add examples/add.tl -D M=8192 -D N=8192"; do
+              "add examples/add.tl -D M=8192 -D N=8192" \
+              "softmax_row examples/softmax_row.tl -D M=8192 -D N=8192 -D threads=256" \
+              "rmsnorm_regs examples/rmsnorm.tl -D M=8192 -D N=8192 -D block_M=1 -D threads=256"; do
         set -- $ex; name=$1; shift
         $T emit "$@" --target cuda >"$out/$name.cu" 2>/dev/null
         if timeout 120 python3 bench/cuda/nvrtc_ptx.py "$out/$name.cu" "$out/$name.ptx" compute_90a >"$out/ptxas_$name.txt" 2>&1 &&
@@ -97,6 +101,8 @@ for c in "softmax_f32 $((E * 8)) examples/softmax.tl -D M=8192 -D N=8192" \
          "softmax_bf16 $((E * 4)) examples/softmax.tl -D M=8192 -D N=8192 -D dtype=bfloat16" \
          "rmsnorm_f32 $((E * 8 + 8192 * 4)) examples/rmsnorm.tl -D M=8192 -D N=8192 -D block_M=2" \
          "rmsnorm_bf16 $((E * 4 + 8192 * 2)) examples/rmsnorm.tl -D M=8192 -D N=8192 -D dtype=bfloat16 -D block_M=2" \
+         "softmax_row_f32 $((E * 8)) examples/softmax_row.tl -D M=8192 -D N=8192 -D threads=256" \
+         "rmsnorm_regs_f32 $((E * 8 + 8192 * 4)) examples/rmsnorm.tl -D M=8192 -D N=8192 -D block_M=1 -D threads=256" \
          "add_f32 $((E * 12)) examples/add.tl -D M=8192 -D N=8192" \
          "add_bf16 $((E * 6)) examples/add.tl -D M=8192 -D N=8192 -D dtype=bfloat16"; do
     set -- $c; label=$1; bytes=$2; shift 2

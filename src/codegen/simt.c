@@ -29,10 +29,12 @@ void simt_options_default(simt_options *o, simt_dialect d) {
     o->atom64 = true;
     o->checks = tile_env_long("TILE_GPU_CHECKS", 1) != 0;
     o->mem_opt = (int)tile_env_long("TILE_SIMT_MEMOPT", 1);
+    o->regfrag = tile_env_long("TILE_SIMT_REGFRAG", 1) != 0;
 }
 
 /* ---------- state ---------- */
 enum { SP_NONE = 0, SP_GLOBAL = 1, SP_SHARED = 2, SP_PRIVATE = 3 };
+enum { RF_NONE = 0, RF_DIST = 1, RF_REP = 2 };
 
 struct gen {
     const ir_func *f;
@@ -60,6 +62,20 @@ struct gen {
     void *load_hook_ctx;
     long red_off;         /* OpenCL: shared offset of the warp-reduction scratch (2 x threads floats), or -1 */
     long redw_off;        /* shared offset of the per-warp partials (threads / 32 floats), or -1 */
+    /* register fragments (see "register fragments" below) */
+    unsigned char *rf;    /* per buffer id: RF_NONE, RF_DIST (distributed over the threads), RF_REP (replicated) */
+    bool rf_changed;      /* the analysis demoted a fragment this round */
+    const char *rf_slot;  /* inside a register nest: the C expression of the thread's slot (RF_DIST) */
+    const char *rf_rep;   /* ... and of the replicated fragments' index (RF_REP), or NULL */
+    int rf_rmax;          /* rows of the largest register reduction (OpenCL: its butterfly scratch) */
+    int rf_wtot;          /* floats of cross-warp scratch (tl_rfw): each register reduction its own */
+    int blk_loop;         /* depth of block-level loops around the statement being generated */
+    unsigned char *gacc;  /* per buffer id, this kernel: 1 = read, 2 = written (any access) */
+    bool defer;           /* bounds checks keep their failure in registers (tl_ixd), reported by rf_flush */
+    /* integer ranges of variables (bounds checks the ranges prove are left out) */
+    bool *vr_ok;          /* per var id: the range below holds where the code is being generated */
+    int64_t *vr_lo, *vr_hi;
+    int *nassign;         /* per var id: ASSIGN statements in the kernel */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -236,18 +252,117 @@ static void conv_e(gen *G, tile_strbuf *o, tile_dtype to, const ir_expr *e) {
     tile_sb_free(&t);
 }
 
-/* Row-major element offset of b[idx...] (bounds-checked when checks are on). */
+/* ---------- integer ranges ----------
+ * [lo, hi] of an integer expression when the generator can prove it (constants, block indices
+ * of a constant grid, loop variables of constant bounds, variables assigned once, and +, -, *,
+ * //, % by positive constants, min, max without wrapping); a bounds check whose index the range
+ * keeps inside a constant dimension is left out. */
+static bool int_limits(tile_dtype d, int64_t *mn, int64_t *mx) {
+    switch (d) {
+    case TILE_DT_I32: *mn = INT32_MIN; *mx = INT32_MAX; return true;
+    case TILE_DT_I64: *mn = INT64_MIN; *mx = INT64_MAX; return true;
+    case TILE_DT_I16: *mn = INT16_MIN; *mx = INT16_MAX; return true;
+    case TILE_DT_I8: *mn = INT8_MIN; *mx = INT8_MAX; return true;
+    default: return false;
+    }
+}
+static int64_t fdiv(int64_t a, int64_t c) { return a >= 0 ? a / c : -((-a + c - 1) / c); }
+static bool ival(gen *G, const ir_expr *e, int64_t *lo, int64_t *hi) {
+    if (!e) return false;
+    int64_t mn, mx;
+    if (!int_limits(e->dtype, &mn, &mx)) return false;
+    switch (e->kind) {
+    case IR_E_CONST: *lo = *hi = e->ival; return true;
+    case IR_E_VAR:
+        if (!G->vr_ok || !G->vr_ok[e->var->id]) return false;
+        *lo = G->vr_lo[e->var->id];
+        *hi = G->vr_hi[e->var->id];
+        return *lo >= mn && *hi <= mx;
+    case IR_E_CAST: {
+        int64_t a, b;
+        if (!ival(G, e->args[0], &a, &b) || a < mn || b > mx) return false;
+        *lo = a;
+        *hi = b;
+        return true;
+    }
+    case IR_E_BINARY: {
+        int64_t a0, a1, b0, b1;
+        if (!ival(G, e->args[0], &a0, &a1) || !ival(G, e->args[1], &b0, &b1)) return false;
+        int64_t c[4];
+        bool ovf = false;
+        switch (e->op) {
+        case IR_B_ADD: ovf = __builtin_add_overflow(a0, b0, lo) || __builtin_add_overflow(a1, b1, hi); break;
+        case IR_B_SUB: ovf = __builtin_sub_overflow(a0, b1, lo) || __builtin_sub_overflow(a1, b0, hi); break;
+        case IR_B_MUL:
+            ovf = __builtin_mul_overflow(a0, b0, &c[0]) || __builtin_mul_overflow(a0, b1, &c[1]) || __builtin_mul_overflow(a1, b0, &c[2]) ||
+                  __builtin_mul_overflow(a1, b1, &c[3]);
+            if (!ovf) {
+                *lo = *hi = c[0];
+                for (int i = 1; i < 4; i++) {
+                    if (c[i] < *lo) *lo = c[i];
+                    if (c[i] > *hi) *hi = c[i];
+                }
+            }
+            break;
+        case IR_B_FLOORDIV:
+            if (b0 != b1 || b0 <= 0) return false;
+            *lo = fdiv(a0, b0);
+            *hi = fdiv(a1, b0);
+            break;
+        case IR_B_FLOORMOD:
+            if (b0 != b1 || b0 <= 0) return false;
+            if (a0 >= 0 && a1 < b0) { *lo = a0; *hi = a1; }
+            else { *lo = 0; *hi = b0 - 1; }
+            break;
+        case IR_B_MIN: *lo = a0 < b0 ? a0 : b0; *hi = a1 < b1 ? a1 : b1; break;
+        case IR_B_MAX: *lo = a0 > b0 ? a0 : b0; *hi = a1 > b1 ? a1 : b1; break;
+        default: return false;
+        }
+        return !ovf && *lo >= mn && *hi <= mx;
+    }
+    default: return false;
+    }
+}
+/* The range of a loop variable over [lo, lo + extent) while its body is generated; returns
+ * whether one was set (the caller clears it with vr_clear). */
+static bool vr_loop(gen *G, const ir_var *v, const ir_expr *lo, const ir_expr *ext) {
+    int64_t l0, l1, e0, e1;
+    if (!G->vr_ok || !ival(G, lo, &l0, &l1) || !ival(G, ext, &e0, &e1) || e1 < 1 || l1 > INT32_MAX - e1) return false;
+    G->vr_ok[v->id] = true;
+    G->vr_lo[v->id] = l0;
+    G->vr_hi[v->id] = l1 + e1 - 1;
+    return true;
+}
+static void vr_clear(gen *G, const ir_var *v) {
+    if (G->vr_ok) G->vr_ok[v->id] = false;
+}
+static void count_assign(gen *G, const ir_stmt *s) {
+    if (!s) return;
+    if (s->kind == IR_S_ASSIGN && s->var) G->nassign[s->var->id]++;
+    for (int i = 0; i < s->nbody; i++) count_assign(G, s->body[i]);
+}
+/* Is idx provably inside dimension `shape` (a constant)? */
+static bool idx_safe(gen *G, const ir_expr *idx, const ir_expr *shape) {
+    int64_t n, lo, hi;
+    return ir_const_int_value(shape, &n) && ival(G, idx, &lo, &hi) && lo >= 0 && hi < n;
+}
+
+/* Row-major element offset of b[idx...] (bounds-checked when checks are on, except where the
+ * index's range proves it inside). */
 static void elem_offset(gen *G, tile_strbuf *o, const ir_buffer *b, ir_expr *const *idx, int site) {
     if (b->rank == 0) { tile_sb_puts(o, "0"); return; }
     if (G->o->checks) {
-        for (int d = 0; d < b->rank; d++) tile_sb_puts(o, "tl_ix(");
+        /* the outermost call is the last dimension's */
+        for (int d = b->rank - 1; d >= 0; d--) tile_sb_puts(o, idx_safe(G, idx[d], b->shape[d]) ? "tl_ixs(" : G->defer ? "tl_ixd(" : "tl_ix(");
         tile_sb_puts(o, "0");
         for (int d = 0; d < b->rank; d++) {
             tile_sb_puts(o, ", (int64_t)(");
             ex(G, o, idx[d]);
             tile_sb_puts(o, "), (int64_t)(");
             ex(G, o, b->shape[d]);
-            tile_sb_printf(o, "), %d, tl_err, %d)", d, site);
+            if (idx_safe(G, idx[d], b->shape[d])) tile_sb_puts(o, "))");
+            else if (G->defer) tile_sb_printf(o, "), %d, %d, &tl_es, &tl_ea, &tl_eb, &tl_ec)", d, site);
+            else tile_sb_printf(o, "), %d, tl_err, %d)", d, site);
         }
         return;
     }
@@ -496,6 +611,12 @@ static void ex(gen *G, tile_strbuf *o, const ir_expr *e) {
             tile_sb_puts(o, "0");
             return;
         }
+        if (G->rf[e->buf->id]) {
+            const char *slot = G->rf[e->buf->id] == RF_DIST ? G->rf_slot : G->rf_rep;
+            if (!slot) gfail(G, e->loc, "internal: register fragment '%s' read outside its nest", e->buf->name);
+            load_at(G, o, e->buf, slot ? slot : "0");
+            return;
+        }
         tile_strbuf off = {0};
         elem_offset(G, &off, e->buf, e->args, G->o->checks ? add_site(G, e->loc, SIMT_SITE_READ, e->buf->name) : 0);
         load_at(G, o, e->buf, off.data);
@@ -595,7 +716,9 @@ static void place(gen *G, const ir_stmt *s, bool block) {
             gfail(G, s->loc, "%s buffer '%s' needs a constant shape on the GPU targets", ir_scope_name(b->scope), b->name);
             return;
         }
-        if (block) {
+        if (G->rf[b->id]) {
+            G->space[b->id] = SP_PRIVATE;
+        } else if (block) {
             if (G->space[b->id] != SP_SHARED) {
                 G->space[b->id] = SP_SHARED;
                 G->smem = (G->smem + 15) & ~(size_t)15;
@@ -653,12 +776,39 @@ static void gen_while(gen *G, tile_strbuf *o, const ir_stmt *s, gen_fn body) {
     line(G, o, "while (%s) {", c.data);
     tile_sb_free(&c);
     G->ind++;
+    G->blk_loop += body == gen_block;
     body(G, o, s->body[0]);
+    G->blk_loop -= body == gen_block;
     G->ind--;
     line(G, o, "}");
 }
 
+static bool ival(gen *G, const ir_expr *e, int64_t *lo, int64_t *hi);
+/* Is condition e true whatever the values, by the ranges of its integers? */
+static bool cond_true(gen *G, const ir_expr *e) {
+    if (!e || e->kind != IR_E_BINARY) return false;
+    if (e->op == IR_B_AND) return cond_true(G, e->args[0]) && cond_true(G, e->args[1]);
+    int64_t a0, a1, b0, b1;
+    if (!ir_binop_is_compare((ir_binop)e->op) || !ival(G, e->args[0], &a0, &a1) || !ival(G, e->args[1], &b0, &b1)) return false;
+    switch (e->op) {
+    case IR_B_LT: return a1 < b0;
+    case IR_B_LE: return a1 <= b0;
+    case IR_B_GT: return a0 > b1;
+    case IR_B_GE: return a0 >= b1;
+    default: return false;
+    }
+}
+
 static void gen_if(gen *G, tile_strbuf *o, const ir_stmt *s, gen_fn body) {
+    if (cond_true(G, s->cond)) {
+        /* a guard the ranges prove (e.g. `row < M` of a grid that divides M): no branch */
+        line(G, o, "{");
+        G->ind++;
+        body(G, o, s->body[0]);
+        G->ind--;
+        line(G, o, "}");
+        return;
+    }
     tile_strbuf c = {0};
     ex(G, &c, s->cond);
     line(G, o, "if (%s) {", c.data);
@@ -685,8 +835,12 @@ static void gen_for_serial(gen *G, tile_strbuf *o, const ir_stmt *s, bool block)
          ext.data, t, t, t);
     G->ind++;
     line(G, o, "%s = (int32_t)tl_i%d;", v.data, t);
+    G->blk_loop += block;
+    bool r = vr_loop(G, s->var, s->lo, s->extent);
     if (block) gen_block(G, o, s->body[0]);
     else gen_thread(G, o, s->body[0]);
+    if (r) vr_clear(G, s->var);
+    G->blk_loop -= block;
     G->ind--;
     line(G, o, "}");
     tile_sb_free(&lo);
@@ -801,6 +955,13 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         var_name(&v, s->var);
         conv_e(G, &x, s->var->dtype, s->value);
         line(G, o, "%s = %s;", v.data, x.data);
+        int64_t lo, hi, mn, mx;
+        if (G->vr_ok && G->nassign[s->var->id] == 1 && int_limits(s->var->dtype, &mn, &mx) && ival(G, s->value, &lo, &hi) && lo >= mn && hi <= mx) {
+            /* assigned once: this value, or the 0 it starts with */
+            G->vr_ok[s->var->id] = true;
+            G->vr_lo[s->var->id] = lo < 0 ? lo : 0;
+            G->vr_hi[s->var->id] = hi > 0 ? hi : 0;
+        }
         tile_sb_free(&v);
         tile_sb_free(&x);
         return;
@@ -813,7 +974,12 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         int t = G->tmp++;
         tile_strbuf x = {0}, off = {0};
         ex(G, &x, s->value);
-        elem_offset(G, &off, s->buf, s->idx, G->o->checks ? add_site(G, s->loc, SIMT_SITE_WRITE, s->buf->name) : 0);
+        if (G->rf[s->buf->id]) {
+            const char *slot = G->rf[s->buf->id] == RF_DIST ? G->rf_slot : G->rf_rep;
+            if (!slot) gfail(G, s->loc, "internal: register fragment '%s' written outside its nest", s->buf->name);
+            tile_sb_puts(&off, slot ? slot : "0");
+        } else
+            elem_offset(G, &off, s->buf, s->idx, G->o->checks ? add_site(G, s->loc, SIMT_SITE_WRITE, s->buf->name) : 0);
         /* value first, then the index (the interpreter's order) */
         line(G, o, G->guard ? "if (tl_tid == 0) {" : "{");
         G->ind++;
@@ -884,7 +1050,832 @@ static bool breaks_out(const ir_stmt *s, bool top) {
     return false;
 }
 
-/* A T.Parallel nest: flattened, iterations strided over the threads, barrier after. */
+static tile_dtype compute_dt(tile_dtype d);
+static void region_prep(gen *G, tile_strbuf *o, const ir_region *r, int N);
+static void region_pos(gen *G, tile_strbuf *o, const ir_region *r, int N, const char *k);
+static void loaded_as(gen *G, tile_strbuf *o, const ir_buffer *b, const char *off, tile_dtype to);
+/* ---------- register fragments ----------
+ * A fragment (alloc_fragment at block level, constant shape) lives in registers when every
+ * access to it can be made by the thread that owns the element, with one mapping of elements
+ * to threads for the whole kernel:
+ *   - RF_DIST (distributed): element e of n (row-major) belongs to thread (e / V) % T, slot
+ *     (e / (V*T)) * V + e % V, with V = 4 when n is a multiple of 4 (so 4 consecutive elements
+ *     of a thread can move as one 16-byte access), else 1; S = ceil(n / (V*T)) * V slots, the
+ *     last group guarded when n is not a multiple of V*T. Accesses: x[i, j] with exactly the
+ *     loop variables of a T.Parallel nest of the same extents (unit extents may be dropped),
+ *     whole-fragment T.copy to/from global memory, T.fill, and the source of a row reduction.
+ *   - RF_REP (replicated): a 1-D fragment of R rows, one copy per thread: the destination of
+ *     a row reduction (T.reduce_* over dim 1 of a RF_DIST fragment: folded in the thread, then
+ *     by shuffles, then across warps in shared memory, the result in every thread), read as
+ *     f[i] in a 2-D+ nest whose row index i is a constant of the slot (one row, or rows a
+ *     multiple of V*T long), read and written in 1-D nests over the rows (run by every
+ *     thread on its own copy), T.fill.
+ * The code walks the slots in `#pragma unroll` loops, so the arrays have constant indices and
+ * are registers (ptxas -v: no local memory). Statements that touch only registers, private
+ * data and global buffers that the kernel does not both read and write need no barrier.
+ * Anything else keeps the shared-memory lowering (the analysis demotes the fragment). */
+enum { RF_MAXS = 64, RF_MAXR = 64 };
+
+typedef struct {
+    const ir_stmt *loops[16];
+    int n;
+    int64_t ext[16];
+    bool cnst;     /* constant extents, lo 0 */
+    int64_t total; /* product of the extents (cnst) */
+} nest_info;
+
+/* The loops gen_parallel flattens (the perfect part of the T.Parallel nest). */
+static void nest_collect(const ir_stmt *s, nest_info *ni) {
+    memset(ni, 0, sizeof *ni);
+    ni->loops[0] = s;
+    ni->n = 1;
+    int want = s->par_group_depth < 1 ? 1 : s->par_group_depth > 16 ? 16 : s->par_group_depth;
+    while (ni->n < want) {
+        const ir_stmt *c = single_child(ni->loops[ni->n - 1]);
+        if (!c || c->kind != IR_S_FOR) break;
+        bool dep = false;
+        for (int k = 0; k < ni->n; k++)
+            if (expr_uses_var(c->lo, ni->loops[k]->var) || expr_uses_var(c->extent, ni->loops[k]->var)) dep = true;
+        if (dep) break;
+        ni->loops[ni->n++] = c;
+    }
+    ni->cnst = true;
+    ni->total = 1;
+    for (int k = 0; k < ni->n; k++) {
+        int64_t lo, e;
+        if (!ir_const_int_value(ni->loops[k]->lo, &lo) || lo != 0 || !ir_const_int_value(ni->loops[k]->extent, &e) || e < 1 || e > ((int64_t)1 << 24)) {
+            ni->cnst = false;
+            return;
+        }
+        ni->ext[k] = e;
+        ni->total *= e;
+        if (ni->total > ((int64_t)1 << 30)) ni->cnst = false;
+    }
+}
+
+typedef struct {
+    int64_t n;
+    int V, S;
+    bool guard; /* the last slot group is past n for some threads */
+} rf_lay;
+
+static rf_lay rf_layout(gen *G, int64_t n) {
+    rf_lay L;
+    L.n = n;
+    L.V = n % 4 == 0 ? 4 : 1;
+    int64_t vt = (int64_t)L.V * G->threads;
+    L.S = (int)(((n + vt - 1) / vt) * L.V);
+    L.guard = n % vt != 0;
+    return L;
+}
+
+static int64_t buf_elems(const ir_buffer *b) {
+    int64_t n = 0;
+    return const_shape(b, &n) ? n : -1;
+}
+
+static void rf_kill(gen *G, const ir_buffer *b) {
+    if (G->rf[b->id]) {
+        G->rf[b->id] = RF_NONE;
+        G->rf_changed = true;
+    }
+}
+static void rf_kill_expr(gen *G, const ir_expr *e) {
+    if (!e) return;
+    if (e->kind == IR_E_LOAD) rf_kill(G, e->buf);
+    for (int i = 0; i < e->nargs; i++) rf_kill_expr(G, e->args[i]);
+}
+/* Every register fragment s mentions goes back to shared memory. */
+static void rf_kill_stmt(gen *G, const ir_stmt *s) {
+    if (!s) return;
+    rf_kill_expr(G, s->lo);
+    rf_kill_expr(G, s->extent);
+    rf_kill_expr(G, s->cond);
+    rf_kill_expr(G, s->value);
+    if ((s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) && s->buf) {
+        rf_kill(G, s->buf);
+        for (int d = 0; d < s->buf->rank; d++) rf_kill_expr(G, s->idx[d]);
+    }
+    for (int r = 0; r < s->nregions; r++) {
+        rf_kill(G, s->regions[r].buf);
+        for (int d = 0; d < s->regions[r].buf->rank; d++) {
+            rf_kill_expr(G, s->regions[r].start[d]);
+            rf_kill_expr(G, s->regions[r].extent[d]);
+        }
+    }
+    for (int i = 0; i < s->nbody; i++) rf_kill_stmt(G, s->body[i]);
+}
+
+static bool is_var(const ir_expr *e, const ir_var *v) { return e && e->kind == IR_E_VAR && e->var == v; }
+
+/* Is b[idx] (b a RF_DIST fragment) the element of the nest's current iteration? */
+static bool rf_own(gen *G, const nest_info *ni, const ir_buffer *b, ir_expr *const *idx) {
+    if (!ni->cnst || buf_elems(b) != ni->total || rf_layout(G, ni->total).S > RF_MAXS) return false;
+    if (b->rank == ni->n) {
+        bool ok = true;
+        for (int d = 0; d < b->rank && ok; d++) {
+            int64_t e;
+            ok = ir_const_int_value(b->shape[d], &e) && e == ni->ext[d] && is_var(idx[d], ni->loops[d]->var);
+        }
+        if (ok) return true;
+    }
+    /* the nest's unit dimensions dropped */
+    int d = 0;
+    for (int k = 0; k < ni->n; k++) {
+        if (ni->ext[k] == 1) continue;
+        int64_t e;
+        if (d >= b->rank || !ir_const_int_value(b->shape[d], &e) || e != ni->ext[k] || !is_var(idx[d], ni->loops[k]->var)) return false;
+        d++;
+    }
+    return d == b->rank;
+}
+/* Is the row of the nest's current slot a constant (so that f[i] of a replicated fragment
+ * has a constant index)? */
+static bool rf_rowconst(gen *G, const nest_info *ni) {
+    if (!ni->cnst || ni->n < 2) return false;
+    rf_lay L = rf_layout(G, ni->total);
+    return ni->ext[0] == 1 || (ni->total / ni->ext[0]) % ((int64_t)L.V * G->threads) == 0;
+}
+/* b[idx] with b RF_REP in a distributed nest: b[i] with i the row of the nest. */
+static bool rf_row(gen *G, const nest_info *ni, const ir_buffer *b, ir_expr *const *idx) {
+    return b->rank == 1 && ni->cnst && ni->n >= 2 && buf_elems(b) == ni->ext[0] && is_var(idx[0], ni->loops[0]->var) && rf_rowconst(G, ni) &&
+           rf_layout(G, ni->total).S <= RF_MAXS;
+}
+/* b[idx] with b RF_REP in a 1-D nest over its rows (run by every thread). */
+static bool rf_repidx(const nest_info *ni, const ir_buffer *b, ir_expr *const *idx) {
+    return b->rank == 1 && ni->cnst && ni->n == 1 && buf_elems(b) == ni->ext[0] && is_var(idx[0], ni->loops[0]->var);
+}
+
+/* Does the nest touch a register fragment of role `role` (0: any)? */
+static bool rf_touch_expr(gen *G, const ir_expr *e, int role) {
+    if (!e) return false;
+    if (e->kind == IR_E_LOAD && G->rf[e->buf->id] && (!role || G->rf[e->buf->id] == role)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (rf_touch_expr(G, e->args[i], role)) return true;
+    return false;
+}
+static bool rf_touch(gen *G, const ir_stmt *s, int role) {
+    if (!s) return false;
+    if (rf_touch_expr(G, s->lo, role) || rf_touch_expr(G, s->extent, role) || rf_touch_expr(G, s->cond, role) || rf_touch_expr(G, s->value, role)) return true;
+    if ((s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) && s->buf) {
+        if (G->rf[s->buf->id] && (!role || G->rf[s->buf->id] == role)) return true;
+        for (int d = 0; d < s->buf->rank; d++)
+            if (rf_touch_expr(G, s->idx[d], role)) return true;
+    }
+    for (int r = 0; r < s->nregions; r++)
+        if (G->rf[s->regions[r].buf->id] && (!role || G->rf[s->regions[r].buf->id] == role)) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (rf_touch(G, s->body[i], role)) return true;
+    return false;
+}
+/* Does s write memory other than replicated register fragments? */
+static bool rf_writes_other(gen *G, const ir_stmt *s) {
+    if (!s) return false;
+    if (s->kind == IR_S_ATOMIC || is_tileop(s)) return true;
+    if (s->kind == IR_S_STORE && G->rf[s->buf->id] != RF_REP) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (rf_writes_other(G, s->body[i])) return true;
+    return false;
+}
+
+/* Accesses inside a nest body (thread context). */
+static void rf_check_expr(gen *G, const ir_expr *e, const nest_info *ni, bool repnest) {
+    if (!e) return;
+    if (e->kind == IR_E_LOAD && G->rf[e->buf->id]) {
+        int r = G->rf[e->buf->id];
+        bool ok = repnest ? r == RF_REP && rf_repidx(ni, e->buf, e->args)
+                          : (r == RF_DIST ? rf_own(G, ni, e->buf, e->args) : rf_row(G, ni, e->buf, e->args));
+        if (!ok) rf_kill(G, e->buf);
+    }
+    for (int i = 0; i < e->nargs; i++) rf_check_expr(G, e->args[i], ni, repnest);
+}
+static void rf_check_thread(gen *G, const ir_stmt *s, const nest_info *ni, bool repnest) {
+    if (!s) return;
+    if (is_tileop(s) || s->kind == IR_S_ATOMIC) {
+        rf_kill_stmt(G, s);
+        return;
+    }
+    rf_check_expr(G, s->lo, ni, repnest);
+    rf_check_expr(G, s->extent, ni, repnest);
+    rf_check_expr(G, s->cond, ni, repnest);
+    rf_check_expr(G, s->value, ni, repnest);
+    if (s->kind == IR_S_STORE) {
+        for (int d = 0; d < s->buf->rank; d++) rf_check_expr(G, s->idx[d], ni, repnest);
+        int r = G->rf[s->buf->id];
+        if (r) {
+            bool ok = repnest ? r == RF_REP && rf_repidx(ni, s->buf, s->idx) : r == RF_DIST && rf_own(G, ni, s->buf, s->idx);
+            if (!ok) rf_kill(G, s->buf);
+        }
+    }
+    for (int i = 0; i < s->nbody; i++) rf_check_thread(G, s->body[i], ni, repnest);
+}
+
+/* Is region r the whole of its (constant-shape) buffer? */
+static bool whole_region(const ir_region *r) {
+    for (int d = 0; d < r->buf->rank; d++) {
+        int64_t s, e, n;
+        if (!ir_const_int_value(r->start[d], &s) || s != 0 || !ir_const_int_value(r->extent[d], &e) || !ir_const_int_value(r->buf->shape[d], &n) ||
+            e != n)
+            return false;
+    }
+    return true;
+}
+static bool region_reads_rf(gen *G, const ir_region *r) {
+    for (int d = 0; d < r->buf->rank; d++)
+        if (rf_touch_expr(G, r->start[d], 0) || rf_touch_expr(G, r->extent[d], 0)) return true;
+    return false;
+}
+
+/* The row reduction the register lowering covers: src RF_DIST (R x n1), dst RF_REP (R). */
+static bool rf_reduce_ok(gen *G, const ir_stmt *s) {
+    const ir_region *src = &s->regions[0], *dst = &s->regions[1];
+    int op = s->reduce_op;
+    if (G->rf[src->buf->id] != RF_DIST || G->rf[dst->buf->id] != RF_REP) return false;
+    if (src->buf->rank != 2 || s->dim != 1 || dst->buf->rank != 1 || !whole_region(src) || !whole_region(dst)) return false;
+    if (compute_dt(dst->buf->dtype) != TILE_DT_F32 || !is_float(src->buf->dtype) || src->buf->dtype == TILE_DT_F64) return false;
+    if (op != IR_RED_SUM && op != IR_RED_MAX && op != IR_RED_MIN && op != IR_RED_ABSSUM && op != IR_RED_ABSMAX) return false;
+    int64_t R = 0, n1 = 0;
+    ir_const_int_value(src->buf->shape[0], &R);
+    ir_const_int_value(src->buf->shape[1], &n1);
+    if (buf_elems(dst->buf) != R || R > RF_MAXR) return false;
+    rf_lay L = rf_layout(G, R * n1);
+    return L.S <= RF_MAXS && (R == 1 || n1 % ((int64_t)L.V * G->threads) == 0);
+}
+
+/* One round of the analysis over block-level statement s. */
+static void rf_check_block(gen *G, const ir_stmt *s) {
+    if (!s) return;
+    if (s->kind == IR_S_SEQ) {
+        for (int i = 0; i < s->nbody; i++) rf_check_block(G, s->body[i]);
+        return;
+    }
+    if (s->kind == IR_S_ALLOC) return;
+    if (!has_sync(s)) {
+        rf_kill_stmt(G, s);
+        return;
+    }
+    switch (s->kind) {
+    case IR_S_FOR:
+        if (s->loop_kind == IR_LOOP_PARALLEL) {
+            if (!rf_touch(G, s, 0)) return;
+            nest_info ni;
+            nest_collect(s, &ni);
+            for (int k = 0; k < ni.n; k++) {
+                rf_kill_expr(G, ni.loops[k]->lo);
+                rf_kill_expr(G, ni.loops[k]->extent);
+            }
+            const ir_stmt *body = ni.loops[ni.n - 1]->body[0];
+            bool repnest = ni.n == 1 && rf_touch(G, body, RF_REP);
+            if (!ni.cnst || (repnest && rf_writes_other(G, body))) {
+                rf_kill_stmt(G, s);
+                return;
+            }
+            rf_check_thread(G, body, &ni, repnest);
+            return;
+        }
+        rf_kill_expr(G, s->lo);
+        rf_kill_expr(G, s->extent);
+        rf_check_block(G, s->body[0]);
+        return;
+    case IR_S_WHILE:
+    case IR_S_IF:
+        rf_kill_expr(G, s->cond);
+        for (int i = 0; i < s->nbody; i++) rf_check_block(G, s->body[i]);
+        return;
+    case IR_S_COPY: {
+        const ir_region *a = &s->regions[0], *b = &s->regions[1];
+        if (!G->rf[a->buf->id] && !G->rf[b->buf->id]) return;
+        const ir_region *fr = G->rf[a->buf->id] ? a : b, *gl = fr == a ? b : a;
+        bool ok = G->rf[fr->buf->id] == RF_DIST && !G->rf[gl->buf->id] && G->space[gl->buf->id] == SP_GLOBAL && whole_region(fr) &&
+                  !region_reads_rf(G, gl) && gl->buf->dtype != TILE_DT_FP4_E2M1;
+        if (!ok) rf_kill_stmt(G, s);
+        return;
+    }
+    case IR_S_FILL:
+        if (G->rf[s->regions[0].buf->id] && (!whole_region(&s->regions[0]) || rf_touch_expr(G, s->value, 0))) rf_kill_stmt(G, s);
+        return;
+    case IR_S_REDUCE:
+        if ((G->rf[s->regions[0].buf->id] || G->rf[s->regions[1].buf->id]) && !rf_reduce_ok(G, s)) rf_kill_stmt(G, s);
+        return;
+    default:
+        rf_kill_stmt(G, s);
+        return;
+    }
+}
+
+static bool has_gemm(const ir_stmt *s) {
+    if (!s) return false;
+    if (s->kind == IR_S_GEMM) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (has_gemm(s->body[i])) return true;
+    return false;
+}
+
+/* Candidates: fragments allocated at block level (where place() would put them in shared
+ * memory). `block` as in place(). */
+static void rf_candidates(gen *G, const ir_stmt *s, bool block) {
+    if (!s) return;
+    if (block && s->kind != IR_S_ALLOC && !has_sync(s)) block = false;
+    if (s->kind == IR_S_ALLOC) {
+        const ir_buffer *b = s->buf;
+        int64_t n = buf_elems(b);
+        if (block && b->scope == IR_SCOPE_FRAGMENT && n >= 1 && b->dtype != TILE_DT_FP4_E2M1 && b->rank >= 1) G->rf[b->id] = RF_DIST;
+        return;
+    }
+    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) block = false;
+    for (int i = 0; i < s->nbody; i++) rf_candidates(G, s->body[i], block);
+}
+/* Roles: a 1-D candidate that is a reduction's destination or read as f[i] (i the row of a
+ * 2-D+ nest) is replicated. */
+static void rf_roles_expr(gen *G, const ir_expr *e, const nest_info *ni) {
+    if (!e) return;
+    if (e->kind == IR_E_LOAD && G->rf[e->buf->id] && e->buf->rank == 1 && ni->n >= 2 && ni->cnst && is_var(e->args[0], ni->loops[0]->var) &&
+        buf_elems(e->buf) == ni->ext[0] && ni->total != ni->ext[0])
+        G->rf[e->buf->id] = RF_REP;
+    for (int i = 0; i < e->nargs; i++) rf_roles_expr(G, e->args[i], ni);
+}
+static void rf_roles_thread(gen *G, const ir_stmt *s, const nest_info *ni) {
+    if (!s) return;
+    rf_roles_expr(G, s->lo, ni);
+    rf_roles_expr(G, s->extent, ni);
+    rf_roles_expr(G, s->cond, ni);
+    rf_roles_expr(G, s->value, ni);
+    if (s->kind == IR_S_STORE)
+        for (int d = 0; d < s->buf->rank; d++) rf_roles_expr(G, s->idx[d], ni);
+    for (int i = 0; i < s->nbody; i++) rf_roles_thread(G, s->body[i], ni);
+}
+static void rf_roles(gen *G, const ir_stmt *s) {
+    if (!s) return;
+    if (s->kind == IR_S_REDUCE && G->rf[s->regions[1].buf->id] && s->regions[1].buf->rank == 1 && buf_elems(s->regions[1].buf) <= RF_MAXR)
+        G->rf[s->regions[1].buf->id] = RF_REP;
+    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) {
+        nest_info ni;
+        nest_collect(s, &ni);
+        rf_roles_thread(G, ni.loops[ni.n - 1]->body[0], &ni);
+        return;
+    }
+    for (int i = 0; i < s->nbody; i++) rf_roles(G, s->body[i]);
+}
+
+static void gacc_expr(gen *G, const ir_expr *e) {
+    if (!e) return;
+    if (e->kind == IR_E_LOAD) G->gacc[e->buf->id] |= 1;
+    for (int i = 0; i < e->nargs; i++) gacc_expr(G, e->args[i]);
+}
+/* bits: 1 read, 2 written, 4 written by more than one statement or inside a block-level loop */
+static void gacc_w(gen *G, const ir_buffer *b, bool loop) {
+    G->gacc[b->id] |= (G->gacc[b->id] & 2) || loop ? 6 : 2;
+}
+static void gacc_stmt(gen *G, const ir_stmt *s, bool loop, bool par) {
+    if (!s) return;
+    if (!par && (s->kind == IR_S_WHILE || (s->kind == IR_S_FOR && s->loop_kind != IR_LOOP_PARALLEL))) loop = true;
+    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) par = true;
+    gacc_expr(G, s->lo);
+    gacc_expr(G, s->extent);
+    gacc_expr(G, s->cond);
+    gacc_expr(G, s->value);
+    if ((s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) && s->buf) {
+        gacc_w(G, s->buf, loop);
+        if (s->kind == IR_S_ATOMIC) G->gacc[s->buf->id] |= 1;
+        for (int d = 0; d < s->buf->rank; d++) gacc_expr(G, s->idx[d]);
+    }
+    for (int r = 0; r < s->nregions; r++) {
+        const ir_region *g = &s->regions[r];
+        bool w = (s->kind == IR_S_COPY && r == 1) || s->kind == IR_S_FILL || (s->kind == IR_S_REDUCE && r == 1) || (s->kind == IR_S_GEMM && r == 2);
+        bool rd = !w || (s->kind == IR_S_REDUCE && !s->clear) || s->kind == IR_S_GEMM;
+        if (w) gacc_w(G, g->buf, loop);
+        if (rd) G->gacc[g->buf->id] |= 1;
+        for (int d = 0; d < g->buf->rank; d++) {
+            gacc_expr(G, g->start[d]);
+            gacc_expr(G, g->extent[d]);
+        }
+    }
+    for (int i = 0; i < s->nbody; i++) gacc_stmt(G, s->body[i], loop, par);
+}
+
+/* Register-fragment analysis of a kernel body (before place()). */
+static void rf_analyse(gen *G, const ir_stmt *body) {
+    for (int i = 0; i < G->f->nbuffers; i++) {
+        G->rf[i] = RF_NONE;
+        G->gacc[i] = 0;
+    }
+    G->rf_rmax = 0;
+    gacc_stmt(G, body, false, false);
+    if (G->o->mem_opt < 1 || !G->o->regfrag || G->threads < 32 || G->threads % 32 != 0 || has_gemm(body)) return;
+    rf_candidates(G, body, true);
+    rf_roles(G, body);
+    for (int i = 0; i < G->f->nbuffers; i++)
+        if (G->rf[i] == RF_REP && buf_elems(G->f->buffers[i]) > RF_MAXR) G->rf[i] = RF_NONE;
+    for (int round = 0; round < 64; round++) {
+        G->rf_changed = false;
+        rf_check_block(G, body);
+        if (!G->rf_changed) break;
+    }
+}
+
+/* Does s need no barrier around it: it touches no shared memory, no global buffer that the
+ * kernel both reads and writes, and makes no atomic update? (Every statement that writes
+ * shared memory has its own barriers before and after.) */
+static bool local_expr(gen *G, const ir_expr *e) {
+    if (!e) return true;
+    if (e->kind == IR_E_LOAD) {
+        int sp = G->space[e->buf->id];
+        if (sp == SP_SHARED || sp == SP_NONE || (sp == SP_GLOBAL && (G->gacc[e->buf->id] & 2))) return false;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!local_expr(G, e->args[i])) return false;
+    return true;
+}
+static bool stmt_local(gen *G, const ir_stmt *s) {
+    if (!s) return true;
+    if (s->kind == IR_S_ATOMIC || s->kind == IR_S_GEMM || s->kind == IR_S_KERNEL) return false;
+    if (!local_expr(G, s->lo) || !local_expr(G, s->extent) || !local_expr(G, s->cond) || !local_expr(G, s->value)) return false;
+    if (s->kind == IR_S_STORE) {
+        int sp = G->space[s->buf->id];
+        if (sp == SP_SHARED || sp == SP_NONE || (sp == SP_GLOBAL && (G->gacc[s->buf->id] & 5))) return false;
+        for (int d = 0; d < s->buf->rank; d++)
+            if (!local_expr(G, s->idx[d])) return false;
+    }
+    for (int r = 0; r < s->nregions; r++) {
+        const ir_region *g = &s->regions[r];
+        int sp = G->space[g->buf->id];
+        bool w = (s->kind == IR_S_COPY && r == 1) || s->kind == IR_S_FILL || s->kind == IR_S_REDUCE;
+        if (sp == SP_SHARED || sp == SP_NONE || (sp == SP_GLOBAL && (G->gacc[g->buf->id] & (w ? 5 : 2)))) return false;
+        for (int d = 0; d < g->buf->rank; d++)
+            if (!local_expr(G, g->start[d]) || !local_expr(G, g->extent[d])) return false;
+    }
+    for (int i = 0; i < s->nbody; i++)
+        if (!stmt_local(G, s->body[i])) return false;
+    return true;
+}
+
+/* ---------- register fragments: code ---------- */
+/* The element index of slot `s` (a C expression) of this thread in a layout. */
+static void rf_elem(gen *G, tile_strbuf *o, rf_lay L, const char *s) {
+    if (L.V == 1) tile_sb_printf(o, "((int64_t)(%s) * %d + tl_tid)", s, G->threads);
+    else tile_sb_printf(o, "((int64_t)((%s) / %d) * %lld + tl_tid * %d + (%s) %% %d)", s, L.V, (long long)L.V * G->threads, L.V, s, L.V);
+}
+
+/* Report a bounds-check failure kept by tl_ixd. */
+static void rf_flush(gen *G, tile_strbuf *o) {
+    if (G->o->checks) line(G, o, "if (tl_es) { tl_fail(tl_err, tl_es - 1, tl_ea, tl_eb, tl_ec); tl_es = 0; }");
+}
+
+static void rf_decl(gen *G, tile_strbuf *o, const ir_buffer *b) {
+    int64_t n = buf_elems(b);
+    int S = G->rf[b->id] == RF_REP ? (int)n : rf_layout(G, n).S;
+    tile_strbuf nm = {0};
+    buf_name(&nm, b);
+    line(G, o, "%s %s[%d]; /* register fragment (%s, %lld elements) */", stype(b->dtype), nm.data, S,
+         G->rf[b->id] == RF_REP ? "one copy per thread" : "distributed over the threads", (long long)n);
+    tile_sb_free(&nm);
+    if (b->dtype == TILE_DT_F64) G->uses_f64 = true;
+}
+
+/* A T.Parallel nest over register fragments: each thread walks its slots (unrolled); no
+ * barrier unless it touches shared memory or global data the kernel both reads and writes. */
+static void gen_parallel_rf(gen *G, tile_strbuf *o, const ir_stmt *s, const nest_info *ni) {
+    const ir_stmt *body = ni->loops[ni->n - 1]->body[0];
+    for (int k = 0; k < ni->n; k++)
+        if (breaks_out(ni->loops[k]->body[0], true)) {
+            gfail(G, s->loc, "'break' out of a T.Parallel loop is not supported on the GPU targets");
+            return;
+        }
+    bool repnest = ni->n == 1 && rf_touch(G, body, RF_REP);
+    bool local = stmt_local(G, s);
+    if (!local) barrier(G, o);
+    int t = G->tmp++;
+    char slot[32], row[160];
+    snprintf(slot, sizeof slot, "tl_s%d", t);
+    line(G, o, "{");
+    G->ind++;
+    if (repnest) {
+        /* every thread runs the nest on its own copy of the replicated fragments */
+        line(G, o, "#pragma unroll");
+        line(G, o, "for (int %s = 0; %s < %lld; %s++) {", slot, slot, (long long)ni->ext[0], slot);
+        G->ind++;
+        tile_strbuf v = {0};
+        var_name(&v, ni->loops[0]->var);
+        line(G, o, "%s = (int32_t)%s;", v.data, slot);
+        tile_sb_free(&v);
+        G->rf_slot = NULL;
+        G->rf_rep = slot;
+    } else {
+        rf_lay L = rf_layout(G, ni->total);
+        line(G, o, "#pragma unroll");
+        line(G, o, "for (int %s = 0; %s < %d; %s++) {", slot, slot, L.S, slot);
+        G->ind++;
+        tile_strbuf e = {0};
+        rf_elem(G, &e, L, slot);
+        line(G, o, "const int64_t tl_e%d = %s;", t, e.data);
+        tile_sb_free(&e);
+        if (L.guard) line(G, o, "if (tl_e%d < %lld) {", t, (long long)ni->total);
+        else line(G, o, "{");
+        G->ind++;
+        line(G, o, "uint32_t tl_r%d = (uint32_t)tl_e%d;", t, t);
+        for (int k = ni->n - 1; k >= 0; k--) {
+            tile_strbuf v = {0};
+            var_name(&v, ni->loops[k]->var);
+            if (k > 0) line(G, o, "%s = (int32_t)(tl_r%d %% %lluu); tl_r%d /= %lluu;", v.data, t, (unsigned long long)ni->ext[k], t, (unsigned long long)ni->ext[k]);
+            else line(G, o, "%s = (int32_t)tl_r%d;", v.data, t);
+            tile_sb_free(&v);
+        }
+        /* the row of a slot is a constant when rf_rowconst holds */
+        if (ni->n >= 2 && ni->ext[0] == 1) snprintf(row, sizeof row, "0");
+        else if (ni->n >= 2) snprintf(row, sizeof row, "((%s / %d) * %lld / %lld)", slot, L.V, (long long)L.V * G->threads, (long long)(ni->total / ni->ext[0]));
+        else snprintf(row, sizeof row, "0");
+        G->rf_slot = slot;
+        G->rf_rep = ni->n >= 2 && rf_rowconst(G, ni) ? row : NULL;
+    }
+    bool was = G->defer;
+    G->defer = true;
+    for (int k = 0; k < ni->n; k++) vr_loop(G, ni->loops[k]->var, ni->loops[k]->lo, ni->loops[k]->extent);
+    gen_thread(G, o, body);
+    for (int k = 0; k < ni->n; k++) vr_clear(G, ni->loops[k]->var);
+    G->defer = was;
+    G->rf_slot = NULL;
+    G->rf_rep = NULL;
+    if (!repnest) {
+        G->ind--;
+        line(G, o, "}");
+    }
+    G->ind--;
+    line(G, o, "}");
+    rf_flush(G, o);
+    G->ind--;
+    line(G, o, "}");
+    if (!local) barrier(G, o);
+}
+
+/* Value of element `off` of global buffer b, or 0 when !in (as dtype `to`). */
+static void rf_gload(gen *G, tile_strbuf *o, const ir_buffer *b, const char *in, const char *off, tile_dtype to) {
+    tile_strbuf l = {0}, c = {0};
+    load_at(G, &l, b, off);
+    conv(G, &c, b->dtype, to, l.data);
+    tile_sb_printf(o, "(%s ? %s : (%s)0)", in, c.data, vtype(to));
+    tile_sb_free(&l);
+    tile_sb_free(&c);
+}
+
+/* T.copy global -> RF_DIST fragment or back: each thread moves its own slots; groups of 4
+ * consecutive elements as one 16-byte (8 for f16/bf16) access when the global side allows it
+ * (checked at run time, as gen_copy_vec does), else element by element with the clipping. */
+static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    const ir_region *src = &s->regions[0], *dst = &s->regions[1];
+    bool in = G->rf[dst->buf->id] != 0; /* global -> registers */
+    const ir_region *fr = in ? dst : src, *gl = in ? src : dst;
+    int gN = in ? 0 : 1; /* region number of the global side (tl_*0_ = src, tl_*1_ = dst) */
+    rf_lay L = rf_layout(G, buf_elems(fr->buf));
+    tile_dtype fd = fr->buf->dtype, gd = gl->buf->dtype;
+    int R = gl->buf->rank;
+    bool g16 = gd == TILE_DT_F16 || gd == TILE_DT_BF16;
+    bool vec = L.V == 4 && G->o->mem_opt && R >= 1 &&
+               ((fd == gd && bits_of(fd) == 32) || (fd == TILE_DT_F32 && g16));
+    line(G, o, "{");
+    G->ind++;
+    region_prep(G, o, gl, gN);
+    line(G, o, "const int64_t tl_c%d = %lld;", 1 - gN, (long long)L.n);
+    if (vec) line(G, o, "const int tl_vec = (tl_e%d_%d & 3) == 0 && (tl_s%d_%d & 3) == 0 && (tl_d%d_%d & 3) == 0;", gN, R - 1, gN, R - 1, gN, R - 1);
+    int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "copy: the source has %lld elements but the destination has %lld");
+    line(G, o, "if (tl_c0 != tl_c1) tl_fail(tl_err, %d, tl_c0, tl_c1, 0);", site);
+    line(G, o, "else {");
+    G->ind++;
+    tile_strbuf fn = {0}, gn = {0};
+    buf_name(&fn, fr->buf);
+    buf_name(&gn, gl->buf);
+    line(G, o, "#pragma unroll");
+    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s += %d) {", L.S, L.V);
+    G->ind++;
+    tile_strbuf e = {0};
+    rf_elem(G, &e, L, "tl_s");
+    line(G, o, "const int64_t tl_eg = %s;", e.data);
+    tile_sb_free(&e);
+    if (L.guard) line(G, o, "if (tl_eg < %lld) {", (long long)L.n);
+    else line(G, o, "{");
+    G->ind++;
+    if (vec) {
+        region_pos(G, o, gl, gN, "tl_eg");
+        line(G, o, "if (tl_vec && tl_in%d && tl_p%d_%d + 3 < tl_d%d_%d) {", gN, gN, R - 1, gN, R - 1);
+        G->ind++;
+        const char *q = sp_qual(G, SP_GLOBAL);
+        if (in) {
+            if (!g16) {
+                line(G, o, "const uint4 tl_u = *(const %suint4 *)(%s + tl_o0);", q, gn.data);
+                const char *cx[4] = {"x", "y", "z", "w"};
+                for (int v = 0; v < 4; v++) {
+                    if (fd == TILE_DT_F32) line(G, o, "%s[tl_s + %d] = TL_F32_BITS(tl_u.%s);", fn.data, v, cx[v]);
+                    else line(G, o, "%s[tl_s + %d] = (%s)tl_u.%s;", fn.data, v, stype(fd), cx[v]);
+                }
+            } else {
+                const char *cv = gd == TILE_DT_F16 ? "tcv_f16_bits_to_f32" : "tcv_bf16_bits_to_f32";
+                line(G, o, "const uint2 tl_u = *(const %suint2 *)(%s + tl_o0);", q, gn.data);
+                line(G, o, "%s[tl_s + 0] = %s((uint16_t)(tl_u.x & 0xffffu));", fn.data, cv);
+                line(G, o, "%s[tl_s + 1] = %s((uint16_t)(tl_u.x >> 16));", fn.data, cv);
+                line(G, o, "%s[tl_s + 2] = %s((uint16_t)(tl_u.y & 0xffffu));", fn.data, cv);
+                line(G, o, "%s[tl_s + 3] = %s((uint16_t)(tl_u.y >> 16));", fn.data, cv);
+            }
+        } else {
+            if (!g16) {
+                line(G, o, "uint4 tl_u;");
+                const char *cx[4] = {"x", "y", "z", "w"};
+                for (int v = 0; v < 4; v++) {
+                    if (fd == TILE_DT_F32) line(G, o, "tl_u.%s = TL_BITS_F32(%s[tl_s + %d]);", cx[v], fn.data, v);
+                    else line(G, o, "tl_u.%s = (uint32_t)%s[tl_s + %d];", cx[v], fn.data, v);
+                }
+                line(G, o, "*(%suint4 *)(%s + tl_o1) = tl_u;", q, gn.data);
+            } else {
+                const char *cv = gd == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
+                line(G, o, "uint2 tl_u;");
+                line(G, o, "tl_u.x = (uint32_t)%s(%s[tl_s + 0]) | ((uint32_t)%s(%s[tl_s + 1]) << 16);", cv, fn.data, cv, fn.data);
+                line(G, o, "tl_u.y = (uint32_t)%s(%s[tl_s + 2]) | ((uint32_t)%s(%s[tl_s + 3]) << 16);", cv, fn.data, cv, fn.data);
+                line(G, o, "*(%suint2 *)(%s + tl_o1) = tl_u;", q, gn.data);
+            }
+        }
+        G->ind--;
+        line(G, o, "} else {");
+        G->ind++;
+    }
+    /* element by element, clipped */
+    line(G, o, "#pragma unroll");
+    line(G, o, "for (int tl_v = 0; tl_v < %d; tl_v++) {", L.V);
+    G->ind++;
+    region_pos(G, o, gl, gN, "tl_eg + tl_v");
+    if (in) {
+        tile_strbuf v = {0};
+        char inn[16];
+        snprintf(inn, sizeof inn, "tl_in%d", gN);
+        rf_gload(G, &v, gl->buf, inn, "tl_o0", compute_dt(gd) == TILE_DT_F64 ? TILE_DT_F64 : is_float(gd) ? TILE_DT_F32 : gd);
+        store_at(G, o, fr->buf, "tl_s + tl_v", v.data, compute_dt(gd) == TILE_DT_F64 ? TILE_DT_F64 : is_float(gd) ? TILE_DT_F32 : gd);
+        tile_sb_free(&v);
+    } else {
+        line(G, o, "if (tl_in1) {");
+        G->ind++;
+        tile_strbuf v = {0};
+        load_at(G, &v, fr->buf, "tl_s + tl_v");
+        line(G, o, "const %s tl_x = %s;", vtype(fd), v.data);
+        store_at(G, o, gl->buf, "tl_o1", "tl_x", fd);
+        tile_sb_free(&v);
+        G->ind--;
+        line(G, o, "}");
+    }
+    G->ind--;
+    line(G, o, "}");
+    if (vec) {
+        G->ind--;
+        line(G, o, "}");
+    }
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&fn);
+    tile_sb_free(&gn);
+}
+
+static void gen_fill_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    const ir_buffer *b = s->regions[0].buf;
+    int64_t n = buf_elems(b);
+    int S = G->rf[b->id] == RF_REP ? (int)n : rf_layout(G, n).S;
+    tile_strbuf v = {0};
+    ex(G, &v, s->value);
+    line(G, o, "{");
+    G->ind++;
+    line(G, o, "const %s tl_fv = %s;", vtype(s->value->dtype), v.data);
+    line(G, o, "#pragma unroll");
+    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", S);
+    G->ind++;
+    store_at(G, o, b, "tl_s", "tl_fv", s->value->dtype);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&v);
+}
+
+/* T.reduce_* over dim 1 of a RF_DIST fragment (R x n1) into a RF_REP one (R): each thread
+ * folds its slots of each row in slot order, the 32 lanes of a warp combine with an xor
+ * butterfly (CUDA: __shfl_xor_sync; OpenCL: the same steps through shared memory), then lane
+ * 0 of each warp leaves its partial in shared memory and every thread folds the warps'
+ * partials in warp order, so every thread ends with the same value. */
+static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    const ir_buffer *src = s->regions[0].buf, *dst = s->regions[1].buf;
+    int op = s->reduce_op;
+    int64_t R = 0, n1 = 0;
+    ir_const_int_value(src->shape[0], &R);
+    ir_const_int_value(src->shape[1], &n1);
+    rf_lay L = rf_layout(G, R * n1);
+    int NW = G->threads / 32;
+    if ((int)R > G->rf_rmax) G->rf_rmax = (int)R;
+    int wbase = G->rf_wtot; /* this reduction's cross-warp partials */
+    G->rf_wtot += (int)R * NW;
+    bool sum = op == IR_RED_SUM || op == IR_RED_ABSSUM, isabs = op == IR_RED_ABSSUM || op == IR_RED_ABSMAX;
+    const char *comb = sum ? NULL : G->cuda ? (op == IR_RED_MIN ? "fminf" : "fmaxf") : (op == IR_RED_MIN ? "fmin" : "fmax");
+    tile_strbuf idl = {0};
+    if (sum) tile_sb_puts(&idl, "0.0f");
+    else f32_lit(&idl, op == IR_RED_MIN ? INFINITY : -INFINITY);
+#define RF_COMB(a, b) (sum ? line(G, o, "%s = %s + %s;", a, a, b) : line(G, o, "%s = %s(%s, %s);", a, comb, a, b))
+    /* a reduction in a loop reuses its scratch in the next iteration (and OpenCL's butterfly
+     * scratch is shared by all): wait until the last reads are done */
+    if (G->blk_loop || !G->cuda) barrier(G, o);
+    line(G, o, "{");
+    G->ind++;
+    line(G, o, "float tl_ra[%lld];", (long long)R);
+    line(G, o, "#pragma unroll");
+    line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) tl_ra[tl_q] = %s;", (long long)R, idl.data);
+    line(G, o, "#pragma unroll");
+    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", L.S);
+    G->ind++;
+    if (L.guard) {
+        tile_strbuf e = {0};
+        rf_elem(G, &e, L, "tl_s");
+        line(G, o, "if (%s >= %lld) continue;", e.data, (long long)L.n);
+        tile_sb_free(&e);
+    }
+    tile_strbuf x = {0};
+    load_at(G, &x, src, "tl_s");
+    line(G, o, "float tl_x = %s;", x.data);
+    tile_sb_free(&x);
+    if (isabs) line(G, o, "tl_x = %s(tl_x);", G->cuda ? "fabsf" : "fabs");
+    char row[160];
+    if (R == 1) snprintf(row, sizeof row, "tl_ra[0]");
+    else snprintf(row, sizeof row, "tl_ra[(tl_s / %d) * %lld / %lld]", L.V, (long long)L.V * G->threads, (long long)n1);
+    RF_COMB(row, "tl_x");
+    G->ind--;
+    line(G, o, "}");
+    line(G, o, "#pragma unroll");
+    line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
+    G->ind++;
+    if (G->cuda) {
+        for (int m = 16; m >= 1; m /= 2) {
+            char sh[80];
+            snprintf(sh, sizeof sh, "__shfl_xor_sync(0xffffffffu, tl_ra[tl_q], %d)", m);
+            RF_COMB("tl_ra[tl_q]", sh);
+        }
+        G->ind--;
+        line(G, o, "}");
+    } else {
+        G->ind--;
+        line(G, o, "}");
+        /* OpenCL 1.2 has no shuffles: the same butterfly through shared memory, two halves of
+         * R x threads floats used alternately (one barrier a step) */
+        for (int m = 16; m >= 1; m /= 2) {
+            long h = (m == 16 || m == 4 || m == 1) ? 0 : (long)R * G->threads;
+            line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) tl_rfx[%ld + tl_q * %d + tl_tid] = tl_ra[tl_q];", (long long)R, h, G->threads);
+            line(G, o, "TL_BARRIER();");
+            line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
+            G->ind++;
+            char sh[96];
+            snprintf(sh, sizeof sh, "tl_rfx[%ld + tl_q * %d + (tl_tid ^ %d)]", h, G->threads, m);
+            RF_COMB("tl_ra[tl_q]", sh);
+            G->ind--;
+            line(G, o, "}");
+        }
+    }
+    if (NW > 1) {
+        line(G, o, "if ((tl_tid & 31) == 0)");
+        line(G, o, "    for (int tl_q = 0; tl_q < %lld; tl_q++) tl_rfw[%d + tl_q * %d + (tl_tid >> 5)] = tl_ra[tl_q];", (long long)R, wbase, NW);
+        line(G, o, "TL_BARRIER();");
+        line(G, o, "#pragma unroll");
+        line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
+        G->ind++;
+        line(G, o, "float tl_a = tl_rfw[%d + tl_q * %d];", wbase, NW);
+        line(G, o, "for (int tl_w = 1; tl_w < %d; tl_w++) {", NW);
+        G->ind++;
+        char sh[64];
+        snprintf(sh, sizeof sh, "tl_rfw[%d + tl_q * %d + tl_w]", wbase, NW);
+        RF_COMB("tl_a", sh);
+        G->ind--;
+        line(G, o, "}");
+        line(G, o, "tl_ra[tl_q] = tl_a;");
+        G->ind--;
+        line(G, o, "}");
+    }
+    line(G, o, "#pragma unroll");
+    line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
+    G->ind++;
+    if (!s->clear) {
+        tile_strbuf d0 = {0};
+        loaded_as(G, &d0, dst, "tl_q", TILE_DT_F32);
+        line(G, o, "float tl_old = %s;", d0.data);
+        tile_sb_free(&d0);
+        RF_COMB("tl_ra[tl_q]", "tl_old");
+    }
+    store_at(G, o, dst, "tl_q", "tl_ra[tl_q]", TILE_DT_F32);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
+#undef RF_COMB
+    G->barrier_fresh = false;
+    tile_sb_free(&idl);
+}
+
+/* A T.Parallel nest: flattened, iterations strided over the threads, barrier after (none
+ * when the nest is thread-local: stmt_local). */
 static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
     const ir_stmt *loops[16];
     int n = 1;
@@ -904,10 +1895,46 @@ static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
             gfail(G, s->loc, "'break' out of a T.Parallel loop is not supported on the GPU targets");
             return;
         }
-    barrier(G, o);
+    bool local = stmt_local(G, s);
+    if (!local) barrier(G, o);
     int t = G->tmp++;
     line(G, o, "{");
     G->ind++;
+    nest_info ni;
+    nest_collect(s, &ni);
+    if (G->o->mem_opt && ni.cnst && ni.n == n && G->threads > 1 && (ni.total + G->threads - 1) / G->threads <= 32) {
+        /* constant extents, a few iterations a thread: unrolled, 32-bit decoding with
+         * constant divisors, so the loads of all iterations can be in flight together */
+        int S = (int)((ni.total + G->threads - 1) / G->threads);
+        line(G, o, "#pragma unroll");
+        line(G, o, "for (int tl_s%d = 0; tl_s%d < %d; tl_s%d++) {", t, t, S, t);
+        G->ind++;
+        /* unsigned: with __launch_bounds__ the compiler knows tl_tid < threads, so the
+         * decoded indices get known ranges (and guards like `row < M` can fold) */
+        line(G, o, "const uint32_t tl_e%d = (uint32_t)tl_s%d * %du + (uint32_t)tl_tid;", t, t, G->threads);
+        if (ni.total % G->threads) line(G, o, "if (tl_e%d >= %lluu) break;", t, (unsigned long long)ni.total);
+        line(G, o, "uint32_t tl_r%d = tl_e%d;", t, t);
+        for (int k = n - 1; k >= 0; k--) {
+            tile_strbuf v = {0};
+            var_name(&v, loops[k]->var);
+            if (k > 0) line(G, o, "%s = (int32_t)(tl_r%d %% %lluu); tl_r%d /= %lluu;", v.data, t, (unsigned long long)ni.ext[k], t, (unsigned long long)ni.ext[k]);
+            else line(G, o, "%s = (int32_t)tl_r%d;", v.data, t);
+            tile_sb_free(&v);
+        }
+        bool was = G->defer;
+        G->defer = true;
+        for (int k = 0; k < n; k++) vr_loop(G, loops[k]->var, loops[k]->lo, loops[k]->extent);
+        gen_thread(G, o, loops[n - 1]->body[0]);
+        for (int k = 0; k < n; k++) vr_clear(G, loops[k]->var);
+        G->defer = was;
+        G->ind--;
+        line(G, o, "}");
+        rf_flush(G, o);
+        G->ind--;
+        line(G, o, "}");
+        if (!local) barrier(G, o);
+        return;
+    }
     for (int k = 0; k < n; k++) {
         tile_strbuf lo = {0}, ext = {0};
         ex(G, &lo, loops[k]->lo);
@@ -931,14 +1958,16 @@ static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
         else line(G, o, "%s = (int32_t)(tl_lo%d_%d + tl_r%d);", v.data, t, k, t);
         tile_sb_free(&v);
     }
+    for (int k = 0; k < n; k++) vr_loop(G, loops[k]->var, loops[k]->lo, loops[k]->extent);
     gen_thread(G, o, loops[n - 1]->body[0]);
+    for (int k = 0; k < n; k++) vr_clear(G, loops[k]->var);
     G->ind--;
     line(G, o, "}");
     G->ind--;
     line(G, o, "}");
     tile_sb_free(&tot);
     tile_sb_free(&pos);
-    barrier(G, o);
+    if (!local) barrier(G, o);
 }
 
 /* A BREAK or CONTINUE in s that leaves s (not inside a loop of s). */
@@ -1039,6 +2068,10 @@ static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
     }
     if (s->kind == IR_S_ALLOC) {
         if (G->space[s->buf->id] == SP_SHARED) return;
+        if (G->rf[s->buf->id]) {
+            rf_decl(G, o, s->buf);
+            return;
+        }
         gen_thread(G, o, s);
         return;
     }
@@ -1049,13 +2082,28 @@ static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
     if (!uniform_check(G, s, s->kind == IR_S_FOR ? s->lo : s->cond) || (s->kind == IR_S_FOR && !uniform_check(G, s, s->extent))) return;
     switch (s->kind) {
     case IR_S_FOR:
-        if (s->loop_kind == IR_LOOP_PARALLEL) gen_parallel(G, o, s);
-        else gen_for_serial(G, o, s, true);
+        if (s->loop_kind == IR_LOOP_PARALLEL) {
+            if (rf_touch(G, s, 0)) {
+                nest_info ni;
+                nest_collect(s, &ni);
+                gen_parallel_rf(G, o, s, &ni);
+            } else gen_parallel(G, o, s);
+        } else gen_for_serial(G, o, s, true);
         return;
     case IR_S_WHILE: gen_while(G, o, s, gen_block); return;
     case IR_S_IF: gen_if(G, o, s, gen_block); return;
     case IR_S_KERNEL: gfail(G, s->loc, "kernels cannot be nested"); return;
     default:
+        if (rf_touch(G, s, 0)) {
+            bool local = stmt_local(G, s);
+            if (!local) barrier(G, o);
+            if (s->kind == IR_S_COPY) gen_copy_rf(G, o, s);
+            else if (s->kind == IR_S_FILL) gen_fill_rf(G, o, s);
+            else if (s->kind == IR_S_REDUCE) gen_reduce_rf(G, o, s);
+            else gfail(G, s->loc, "internal: tile operation on a register fragment");
+            if (!local) barrier(G, o);
+            return;
+        }
         barrier(G, o);
         gen_tileop(G, o, s, "tl_tid", G->threads > 1 ? "tl_nth" : "1");
         barrier(G, o);
@@ -1743,13 +2791,35 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     for (int i = 0; i < f->nvars; i++) G->priv[i] = false;
     G->red_off = -1;
     G->redw_off = -1;
+    for (int i = 0; i < f->nbuffers; i++) G->rf[i] = RF_NONE;
+    G->rf_rmax = 0;
+    G->rf_wtot = 0;
+    G->blk_loop = 0;
     snprintf(L->lowering, sizeof L->lowering, "simt");
 
+    /* integer ranges: block indices of a constant grid; variables assigned once */
+    for (int i = 0; i < f->nvars; i++) {
+        G->vr_ok[i] = false;
+        G->nassign[i] = 0;
+    }
+    if (k) {
+        count_assign(G, k->body[0]);
+        for (int d = 0; d < k->ngrid; d++) {
+            int64_t g;
+            if (ir_const_int_value(k->grid[d], &g) && g >= 1 && g <= INT32_MAX) {
+                G->vr_ok[k->block_vars[d]->id] = true;
+                G->vr_lo[k->block_vars[d]->id] = 0;
+                G->vr_hi[k->block_vars[d]->id] = g - 1;
+            }
+        }
+    } else
+        for (int i = 0; i < nstmts; i++) count_assign(G, stmts[i]);
     tile_strbuf body = {0}, helpers = {0};
     /* Hopper: a GEMM main loop becomes TMA + mbarrier ring + warp-specialised wgmma */
     bool arch = k && G->cuda && G->o->sm >= 90 && (sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body));
     if (!arch && !G->failed) {
         if (k) mark_private(G, k->body[0], false);
+        if (k) rf_analyse(G, k->body[0]);
         if (k) place(G, k->body[0], true);
         else
             for (int i = 0; i < nstmts; i++) place(G, stmts[i], false);
@@ -1763,6 +2833,17 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
         tile_sb_free(&helpers);
         return;
     }
+    long rfw_off = -1, rfx_off = -1;
+    if (!arch && G->rf_rmax > 0) {
+        G->smem = (G->smem + 15) & ~(size_t)15;
+        rfw_off = (long)G->smem;
+        G->smem += (size_t)G->rf_wtot * 4 + 4;
+        if (!G->cuda) {
+            G->smem = (G->smem + 15) & ~(size_t)15;
+            rfx_off = (long)G->smem;
+            G->smem += (size_t)G->rf_rmax * (size_t)G->threads * 8;
+        }
+    }
     if (!arch) L->smem = G->smem ? (G->smem + 15) & ~(size_t)15 : 16;
     tile_sb_puts(src, helpers.data ? helpers.data : "");
     tile_sb_free(&helpers);
@@ -1771,8 +2852,10 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     tile_sb_printf(src, "\n/* tl-launch %s threads=%d smem=%zu lowering=%s tma=%d persistent=%d */", L->name, L->threads, L->smem, L->lowering, L->ntma,
                    L->persistent ? 1 : 0);
     if (arch) tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d, 1) %s(", L->threads, L->name);
+    else if (G->cuda) /* the block size bounds threadIdx.x for the compiler (and its registers) */
+        tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d) %s(", L->threads, L->name);
     else tile_sb_printf(src, "\nTL_KERNEL void %s(", L->name);
-    for (int i = 0; i < P->nbufs; i++) tile_sb_printf(src, "TL_GLOBAL uint8_t *tl_b%d, ", i);
+    for (int i = 0; i < P->nbufs; i++) tile_sb_printf(src, "TL_GLOBAL uint8_t *%stl_b%d, ", G->cuda ? "__restrict__ " : "", i);
     tile_sb_puts(src, "TL_GLOBAL const int64_t *tl_scal, TL_GLOBAL int64_t *tl_err");
     for (int i = 0; i < L->ntma; i++) tile_sb_printf(src, ", const __grid_constant__ tl_tmap tl_tma%d", i);
     if (!G->cuda) tile_sb_puts(src, ", __local uint8_t *tl_smem");
@@ -1782,6 +2865,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
                           "    const int tl_tid = (int)threadIdx.x; const int64_t tl_blk = (int64_t)blockIdx.x;\n");
     else tile_sb_puts(src, "    const int tl_tid = (int)get_local_id(0); const int64_t tl_blk = (int64_t)get_group_id(0);\n");
     tile_sb_printf(src, "    const int tl_nth = %d;\n    (void)tl_nth; (void)tl_blk; (void)tl_smem;\n", L->threads);
+    if (!arch) tile_sb_puts(src, "    int tl_es = 0; int64_t tl_ea = 0, tl_eb = 0, tl_ec = 0; (void)tl_es; (void)tl_ea; (void)tl_eb; (void)tl_ec;\n");
     for (int i = 0; i < P->nbufs; i++) {
         const ir_buffer *b = P->bufs[i].buf;
         tile_strbuf n = {0};
@@ -1845,6 +2929,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     }
     if (G->red_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_red = (TL_LOCAL float *)(tl_smem + %ld);\n", G->red_off);
     if (G->redw_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_redw = (TL_LOCAL float *)(tl_smem + %ld);\n", G->redw_off);
+    if (rfw_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_rfw = (TL_LOCAL float *)(tl_smem + %ld);\n", rfw_off);
+    if (rfx_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_rfx = (TL_LOCAL float *)(tl_smem + %ld);\n", rfx_off);
     tile_sb_puts(src, body.data ? body.data : "");
     tile_sb_puts(src, "}\n");
     tile_sb_free(&body);
@@ -1870,6 +2956,12 @@ int simt_generate(const ir_func *f, const simt_options *o, simt_program *out, ti
     G.bufarg = tile_xcalloc(nb, sizeof(int));
     G.slot = tile_xcalloc(nv, sizeof(long));
     G.priv = tile_xcalloc(nv, sizeof(bool));
+    G.rf = tile_xcalloc(nb, 1);
+    G.vr_ok = tile_xcalloc(nv, sizeof(bool));
+    G.vr_lo = tile_xcalloc(nv, sizeof(int64_t));
+    G.vr_hi = tile_xcalloc(nv, sizeof(int64_t));
+    G.nassign = tile_xcalloc(nv, sizeof(int));
+    G.gacc = tile_xcalloc(nb, 1);
     out->nscalars = f->nsizes + f->nparams;
     /* buffers the kernels take: tensor parameters, returned tensors, global temporaries */
     for (int i = 0; i < f->nparams; i++)
@@ -1932,6 +3024,12 @@ int simt_generate(const ir_func *f, const simt_options *o, simt_program *out, ti
     free(G.bufarg);
     free(G.slot);
     free(G.priv);
+    free(G.rf);
+    free(G.vr_ok);
+    free(G.vr_lo);
+    free(G.vr_hi);
+    free(G.nassign);
+    free(G.gacc);
     out->source = src.data ? src.data : tile_xstrdup("");
     if (G.failed) {
         simt_program_free(out);

@@ -41,6 +41,8 @@ typedef struct simt_options {
                          * env TILE_SIMT_MEMOPT) = warp-cooperative f32 row reductions with clear=True
                          * and 16-byte vector copies; 2 = also reductions with clear=False
                          * (experimental); 0 = off */
+    bool regfrag;       /* register fragments (simt.c, "register fragments"; env TILE_SIMT_REGFRAG,
+                         * default 1; needs mem_opt >= 1) */
     int sm;             /* CUDA: 90 = sm_90a (Hopper: TMA + wgmma lowering of GEMM kernels,
                          * src/codegen/sm90.c); 0 = the portable SIMT lowering only */
 } simt_options;

@@ -40,6 +40,21 @@ TL_FN int64_t tl_ix(int64_t acc, int64_t i, int64_t d, int dim, TL_GLOBAL int64_
     }
     return acc * d + i;
 }
+/* An index the generator proved inside (no check). */
+TL_FN int64_t tl_ixs(int64_t acc, int64_t i, int64_t d) { return acc * d + i; }
+/* The same check as tl_ix with the failure kept in the thread's registers (*es: site + 1, or 0; the
+ * first one is kept) and reported by the caller after the loop (tl_fail): no store in the hot
+ * loop, so the loads of an unrolled T.Parallel nest can all be in flight together. */
+TL_FN int64_t tl_ixd(int64_t acc, int64_t i, int64_t d, int dim, int site, int *es, int64_t *ea, int64_t *eb, int64_t *ec) {
+    const int bad = (uint64_t)i >= (uint64_t)d;
+    if (bad && *es == 0) {
+        *es = site + 1;
+        *ea = dim;
+        *eb = i;
+        *ec = d;
+    }
+    return acc * d + (bad ? 0 : i);
+}
 
 /* ---------- floats <-> narrow formats, without double ---------- */
 TL_FN uint32_t tl_encode_f32(TL_FMT_PTR f, float x) {

@@ -118,6 +118,7 @@ EXAMPLES = [
     ("seed_matmul_004.tl", ["-D", "M=31", "-D", "N=17", "-D", "K=23"]),
     ("softmax.tl", ["-D", "M=100", "-D", "N=300"]),
     ("softmax_plain.tl", ["-D", "M=64", "-D", "N=100"]),
+    ("softmax_row.tl", ["-D", "M=37", "-D", "N=301"]),
 ]
 
 
