@@ -734,8 +734,19 @@ static ir_stmt *rewrite(rf *R, ir_stmt *s) {
     case IR_S_FOR:
         if (R->f->form == IR_FORM_PLAIN && s->loop_kind == IR_LOOP_PARALLEL && s->par_group_depth == 1) {
             const char *why = NULL;
-            /* quick filter: five statements, the first a load of [i, 0] */
             if (nstmts(s->body[0]) == 5) {
+                /* The plain-form softmax already computes exp once and reads X once (three
+                 * passes over a row that stays in cache): the rewrite saves a third of the
+                 * traffic but, compute-bound on this machine's cores, measured 10-15% slower
+                 * at a quiet moment (bench/results/cpu-rows-2026-11-29-s3.md). Opt-in until it
+                 * wins somewhere. */
+                const char *on = getenv("TILE_ROWFUSE_PLAIN");
+                if (!on || !*on || !strcmp(on, "0")) {
+                    if (tile_log_enabled(TILE_LOG_DEBUG))
+                        tile_log(TILE_LOG_DEBUG, "rowfuse: plain-form loop %s at %s:%d left alone (TILE_ROWFUSE_PLAIN=1 rewrites a plain row softmax)",
+                                 s->var->name, loc_file(s->loc), s->loc.line);
+                    return s;
+                }
                 ir_stmt *r = match_plain(R, s, &why);
                 if (r) return r;
                 if (tile_log_enabled(TILE_LOG_DEBUG))

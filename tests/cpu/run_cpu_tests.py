@@ -435,11 +435,18 @@ def test_row_kernels(ctx):
     for want in ("reduction(tile_fmax:", "reduction(+:", "tile_copy_f32_nt(", "__builtin_prefetch("):
         if want not in r.stdout:
             raise Fail("the emitted softmax lacks %s" % want)
+    # the plain-form rewrite is opt-in (TILE_ROWFUSE_PLAIN=1): plain cases run both ways
+    plain_on = ctx.env(TILE_ROWFUSE_PLAIN=1)
+    r = ctx.run(["ir", os.path.join(EX, "softmax_plain.tl"), "--target", "cpu"], env=plain_on)
+    if "rf_row" not in r.stdout and "rf_c" not in r.stdout:
+        raise Fail("TILE_ROWFUSE_PLAIN=1 did not rewrite the plain softmax:\n" + r.stdout)
     for ex, defs in ROW_CASES:
         args = ["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"]
         for d in defs:
             args += ["-D", d]
         check_ok(ctx.run(args), "%s %s" % (ex, " ".join(defs)))
+        if ex == "softmax_plain.tl":
+            check_ok(ctx.run(args, env=plain_on), "%s %s TILE_ROWFUSE_PLAIN=1" % (ex, " ".join(defs)))
     # symbolic sizes (no -D): the rewrite keeps M and N as run-time sizes
     check_ok(ctx.run(["run", sm, "--target", "cpu", "--check", "--quiet", "--shape", "X=7x3333", "--shape", "Y=7x3333"]),
              "softmax.tl --shape X=7x3333 (symbolic M, N)")
@@ -462,14 +469,15 @@ def test_row_kernels(ctx):
     x[5, :] = 1e30                 # huge, equal
     xin = os.path.join(ctx.tmp, "xs.npy")
     np.save(xin, x)
-    for ex, out, rows in (("softmax_plain.tl", "ret", range(6)), ("softmax.tl", "Y", (1, 2, 3, 4, 5))):
+    for ex, out, rows, env in (("softmax_plain.tl", "ret", range(6), None), ("softmax_plain.tl", "ret", range(6), plain_on),
+                               ("softmax.tl", "Y", (1, 2, 3, 4, 5), None)):
         res = []
         for tgt in ("cpu", "interp"):
             y = os.path.join(ctx.tmp, "ys_%s.npy" % tgt)
             args = ["run", os.path.join(EX, ex), "--target", tgt, "--in", "X=" + xin, "--out", "%s=%s" % (out, y), "-q"]
             if ex == "softmax.tl":
                 args += ["-D", "M=6", "-D", "N=4500"]
-            ctx.run(args)
+            ctx.run(args, env=env) if env else ctx.run(args)
             res.append(np.load(y))
         c, i = res
         for row in rows:
