@@ -359,7 +359,8 @@ def test_expf_sweep(ctx):
     np.save(xin, x)
     ctx.run(["run", os.path.join(DATA, "expf.tl"), "--target", "cpu", "--in", "X=" + xin, "--out", "ret=" + y, "-q"])
     c = np.load(y)
-    ref = np.exp(x.astype(np.float64)).astype(np.float32)
+    with np.errstate(over="ignore"):  # exp(89) rounds to +inf in f32, as it should
+        ref = np.exp(x.astype(np.float64)).astype(np.float32)
     d = np.abs(c.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
     if np.isnan(c).any() or d.max() > 1:
         k = int(np.argmax(d))
