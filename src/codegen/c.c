@@ -1201,6 +1201,99 @@ static bool simd_reduction_pragma(gen *G, const ir_stmt *s, tile_strbuf *out) {
     return ok;
 }
 
+/* ---------- max/min reductions in four streams ----------
+ * An f32 max/min reduction loop (`m = max(m, x(j))`, the chunk max of rowfuse's read pass)
+ * under `omp simd` keeps one vector accumulator: each step waits for the previous compare
+ * and select (about 6 cycles per 16 elements on AVX-512, measured), so the loop runs at the
+ * latency of that chain, not at the throughput of the load and compare units. When every
+ * reduction of the loop is such a max/min and the body stores nothing, the range is split
+ * into four contiguous quarters walked side by side, each quarter with its own copy of the
+ * accumulators (four independent chains), combined with the same tile_fmaxf/tile_fminf
+ * afterwards; the at most three elements past 4 quarters run last. Max and min are exact,
+ * so only the order of equal-valued candidates changes (as with omp simd lanes already). */
+enum { MM_STREAMS = 4 };
+static bool body_stores(const ir_stmt *s) {
+    if (!s) return false;
+    if (s->kind == IR_S_STORE) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (body_stores(s->body[i])) return true;
+    return false;
+}
+/* the accumulators (and whether each is a max) when loop s qualifies; else 0 */
+static int minmax_streams(gen *G, const ir_stmt *s, const ir_var **acc, bool *is_max) {
+    if (G->fn->kernel_body || (G->opt && G->opt->bounds_checks) || body_stores(s->body[0])) return 0;
+    opt_loop_deps d;
+    opt_deps_analyze(G->f, s, &d);
+    if (d.kind != OPT_DEP_REDUCTION || d.has_continue || d.nred < 1 || d.nred > 4) return 0;
+    for (int i = 0; i < d.nred; i++) {
+        const ir_var *v = d.red[i].var;
+        if (!v || d.red[i].buf || v->dtype != TILE_DT_F32 || (d.red[i].op != IR_RED_MAX && d.red[i].op != IR_RED_MIN)) return 0;
+        acc[i] = v;
+        is_max[i] = d.red[i].op == IR_RED_MAX;
+    }
+    return d.nred;
+}
+/* emit loop s (loop variable id, bounds lo<t>/hi<t>, the simd pragma `red` of
+ * simd_reduction_pragma) in MM_STREAMS streams; false (nothing emitted) when the body
+ * jumps (failing operations) */
+static bool gfor_minmax(gen *G, const ir_stmt *s, int t, const char *red) {
+    const ir_var *acc[4];
+    bool mx[4];
+    int na = minmax_streams(G, s, acc, mx);
+    if (!na) return false;
+    int id = s->var->id;
+    size_t at = B(G)->len;
+    line(G, "{");
+    G->indent++;
+    line(G, "int64_t q%d_ = (hi%d - lo%d) / %d;", t, t, t, MM_STREAMS);
+    tile_strbuf pr = {0};
+    tile_sb_puts(&pr, red);
+    if (pr.len >= 2 && pr.data[pr.len - 1] == ')' && pr.data[pr.len - 2] == '"') pr.len -= 2; /* drop `")` */
+    pr.data[pr.len] = 0;
+    for (int a = 0; a < na; a++)
+        for (int k = 1; k < MM_STREAMS; k++) {
+            line(G, "float a%d_%d_%d = v%d;", t, a, k, acc[a]->id);
+            tile_sb_printf(&pr, " reduction(%s:a%d_%d_%d)", mx[a] ? "tile_fmax" : "tile_fmin", t, a, k);
+        }
+    tile_sb_puts(&pr, "\")");
+    ind(G);
+    tile_sb_puts(B(G), pr.data);
+    tile_sb_putc(B(G), '\n');
+    tile_sb_free(&pr);
+    line(G, "for (int64_t u%d_ = 0; u%d_ < q%d_; u%d_++) {", t, t, t, t);
+    G->indent++;
+    for (int k = 0; k < MM_STREAMS; k++) {
+        line(G, "{");
+        G->indent++;
+        line(G, "int64_t v%d = lo%d + %d * q%d_ + u%d_;", id, t, k, t, t);
+        for (int a = 0; k && a < na; a++) line(G, "float v%d = a%d_%d_%d;", acc[a]->id, t, a, k);
+        gstmt(G, s->body[0]);
+        for (int a = 0; k && a < na; a++) line(G, "a%d_%d_%d = v%d;", t, a, k, acc[a]->id);
+        G->indent--;
+        line(G, "}");
+    }
+    G->indent--;
+    line(G, "}");
+    for (int a = 0; a < na; a++) {
+        const char *f = mx[a] ? "tile_fmaxf" : "tile_fminf";
+        line(G, "v%d = %s(%s(v%d, a%d_%d_1), %s(a%d_%d_2, a%d_%d_3));", acc[a]->id, f, f, acc[a]->id, t, a, f, t, a, t, a);
+    }
+    line(G, "for (int64_t v%d = lo%d + %d * q%d_; v%d < hi%d; v%d++) {", id, t, MM_STREAMS, t, id, t, id);
+    G->indent++;
+    gstmt(G, s->body[0]);
+    G->indent--;
+    line(G, "}");
+    G->indent--;
+    line(G, "}");
+    const char *txt = B(G)->data + at;
+    if (strstr(txt, "goto ") || strstr(txt, "break;") || strstr(txt, "continue;")) {
+        B(G)->len = at;
+        B(G)->data[at] = 0;
+        return false;
+    }
+    return true;
+}
+
 /* ---------- streaming write loops ----------
  * A vectorized loop outside kernels whose body is one f32 store into a tensor (parameter or
  * output) along its contiguous last dimension, `Y[..., j (+ c)] = e` with e not reading Y
@@ -1365,6 +1458,12 @@ static void gfor(gen *G, const ir_stmt *s) {
     }
     tile_strbuf red = {0};
     bool simd_red = simd_reduction_pragma(G, s, &red);
+    if (simd_red && !nts && gfor_minmax(G, s, t, red.data)) {
+        tile_sb_free(&red);
+        G->indent--;
+        line(G, "}");
+        return;
+    }
     if ((s->loop_kind == IR_LOOP_PARALLEL || s->loop_kind == IR_LOOP_VECTORIZED) && !contains_loop(s->body[0])) line(G, "TILE_IVDEP");
     else if (s->loop_kind == IR_LOOP_UNROLLED) line(G, "_Pragma(\"GCC unroll 4\")");
     size_t at = B(G)->len;

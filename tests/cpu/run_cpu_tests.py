@@ -25,6 +25,7 @@ Needs only Python 3. Exit status 0 pass, 1 fail, 77 skip.
 import argparse
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -378,7 +379,18 @@ def test_row_reductions(ctx):
     for want in ("reduction(tile_fmax:", "reduction(tile_fmin:", "reduction(+:"):
         if want not in r.stdout:
             raise Fail("the emitted C has no `omp simd %s` loop" % want)
+    if not re.search(r"reduction\(tile_fmax:a\d+_0_3\)", r.stdout):
+        raise Fail("the max loop is not split into four streams (c.c, gfor_minmax)")
     rng = np.random.default_rng(5)
+    # short rows: fewer elements than streams, and each tail length past 4 quarters
+    for n in (2, 3, 6, 8, 9):
+        x = rng.uniform(-3, 3, (9, n)).astype(np.float32)
+        x[1, :] = np.nan
+        x[2, n - 1] = np.nan
+        x[3, -1] = 7.0
+        c, i = _run_both(ctx, "rowred.tl", x, "ret")
+        if not (c[:, :2].view(np.int32) == i[:, :2].view(np.int32)).all():
+            raise Fail("N=%d: max/min differ: %r vs %r" % (n, c[:, :2], i[:, :2]))
     x = rng.uniform(-3, 3, (37, 203)).astype(np.float32)
     x[rng.random(x.shape) < 0.05] = np.nan
     x[3, 0] = np.nan
