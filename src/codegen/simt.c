@@ -1270,16 +1270,6 @@ static void rf_check_thread(gen *G, const ir_stmt *s, const nest_info *ni, bool 
     for (int i = 0; i < s->nbody; i++) rf_check_thread(G, s->body[i], ni, repnest);
 }
 
-/* Is region r the whole of its (constant-shape) buffer? */
-static bool whole_region(const ir_region *r) {
-    for (int d = 0; d < r->buf->rank; d++) {
-        int64_t s, e, n;
-        if (!ir_const_int_value(r->start[d], &s) || s != 0 || !ir_const_int_value(r->extent[d], &e) || !ir_const_int_value(r->buf->shape[d], &n) ||
-            e != n)
-            return false;
-    }
-    return true;
-}
 static bool region_reads_rf(gen *G, const ir_region *r) {
     for (int d = 0; d < r->buf->rank; d++)
         if (rf_touch_expr(G, r->start[d], 0) || rf_touch_expr(G, r->extent[d], 0)) return true;
@@ -1291,7 +1281,7 @@ static bool rf_reduce_ok(gen *G, const ir_stmt *s) {
     const ir_region *src = &s->regions[0], *dst = &s->regions[1];
     int op = s->reduce_op;
     if (G->rf[src->buf->id] != RF_DIST || G->rf[dst->buf->id] != RF_REP) return false;
-    if (src->buf->rank != 2 || s->dim != 1 || dst->buf->rank != 1 || !whole_region(src) || !whole_region(dst)) return false;
+    if (src->buf->rank != 2 || s->dim != 1 || dst->buf->rank != 1 || !ir_region_is_whole(src) || !ir_region_is_whole(dst)) return false;
     if (compute_dt(dst->buf->dtype) != TILE_DT_F32 || !is_float(src->buf->dtype) || src->buf->dtype == TILE_DT_F64) return false;
     if (op != IR_RED_SUM && op != IR_RED_MAX && op != IR_RED_MIN && op != IR_RED_ABSSUM && op != IR_RED_ABSMAX) return false;
     int64_t R = 0, n1 = 0;
@@ -1346,13 +1336,13 @@ static void rf_check_block(gen *G, const ir_stmt *s) {
         const ir_region *a = &s->regions[0], *b = &s->regions[1];
         if (!G->rf[a->buf->id] && !G->rf[b->buf->id]) return;
         const ir_region *fr = G->rf[a->buf->id] ? a : b, *gl = fr == a ? b : a;
-        bool ok = G->rf[fr->buf->id] == RF_DIST && !G->rf[gl->buf->id] && G->space[gl->buf->id] == SP_GLOBAL && whole_region(fr) &&
+        bool ok = G->rf[fr->buf->id] == RF_DIST && !G->rf[gl->buf->id] && G->space[gl->buf->id] == SP_GLOBAL && ir_region_is_whole(fr) &&
                   !region_reads_rf(G, gl) && gl->buf->dtype != TILE_DT_FP4_E2M1;
         if (!ok) rf_kill_stmt(G, s);
         return;
     }
     case IR_S_FILL:
-        if (G->rf[s->regions[0].buf->id] && (!whole_region(&s->regions[0]) || rf_touch_expr(G, s->value, 0))) rf_kill_stmt(G, s);
+        if (G->rf[s->regions[0].buf->id] && (!ir_region_is_whole(&s->regions[0]) || rf_touch_expr(G, s->value, 0))) rf_kill_stmt(G, s);
         return;
     case IR_S_REDUCE:
         if ((G->rf[s->regions[0].buf->id] || G->rf[s->regions[1].buf->id]) && !rf_reduce_ok(G, s)) rf_kill_stmt(G, s);

@@ -74,14 +74,7 @@ typedef struct sm90 {
 static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
 
 /* Region r covers all of buffer b (starts 0, extents = shape). */
-static bool whole(const ir_region *r, const ir_buffer *b) {
-    if (r->buf != b) return false;
-    for (int d = 0; d < b->rank; d++) {
-        int64_t s, e, n;
-        if (!cint(r->start[d], &s) || s != 0 || !cint(r->extent[d], &e) || !cint(b->shape[d], &n) || e != n) return false;
-    }
-    return true;
-}
+static bool whole(const ir_region *r, const ir_buffer *b) { return r->buf == b && ir_region_is_whole(r); }
 
 /* A copy from a rank-2 global tensor into all of shared buffer dst (same dtype, box = dst's
  * shape), the tensor's rows 16-byte multiples. */

@@ -119,14 +119,8 @@ static const aload *find_load(const attn *A, const ir_buffer *b) {
     return NULL;
 }
 
-static bool whole(const ir_region *r, const ir_buffer *b) {
-    if (r->buf != b) return false;
-    for (int d = 0; d < b->rank; d++) {
-        int64_t s, e, n;
-        if (!cint(r->start[d], &s) || s != 0 || !cint(r->extent[d], &e) || !cint(b->shape[d], &n) || e != n) return false;
-    }
-    return true;
-}
+/* Region r covers all of buffer b (starts 0, extents = shape). */
+static bool whole(const ir_region *r, const ir_buffer *b) { return r->buf == b && ir_region_is_whole(r); }
 
 static const ir_stmt *unwrap(const ir_stmt *s) {
     while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];

@@ -465,6 +465,16 @@ static bool lin_of(const ir_expr *e, lin *l, int depth) {
     }
 }
 
+bool ir_region_is_whole(const ir_region *r) {
+    for (int d = 0; d < r->buf->rank; d++) {
+        int64_t s, e, n;
+        if (!ir_const_int_value(r->start[d], &s) || s != 0 || !ir_const_int_value(r->extent[d], &e) ||
+            !ir_const_int_value(r->buf->shape[d], &n) || e != n)
+            return false;
+    }
+    return true;
+}
+
 bool ir_const_int_value(const ir_expr *e, int64_t *out) {
     lin l;
     if (!lin_of(e, &l, 0)) return false;

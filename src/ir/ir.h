@@ -303,6 +303,9 @@ ir_stmt *ir_seq(ir_module *m, ir_stmt **stmts, int n, tile_loc loc);      /* stm
 /* Constant folding helpers: true and *out set when e is a constant integer. Sees through
  * casts and linear arithmetic: (by + 1) * 64 - by * 64 is the constant 64. */
 bool ir_const_int_value(const ir_expr *e, int64_t *out);
+/* Region r is the whole of its buffer: every start the constant 0 and every extent the
+ * buffer's (constant) size in that dimension. */
+bool ir_region_is_whole(const ir_region *r);
 /* Structural equality of two expressions (same kinds, dtypes, operators, vars, buffers,
  * constants and operands). */
 bool ir_expr_equal(const ir_expr *a, const ir_expr *b);
