@@ -404,11 +404,15 @@ def test_row_reductions(ctx):
         bad = np.argwhere(c[:, :2].view(np.int32) != i[:, :2].view(np.int32))[0]
         raise Fail("max/min differ at %r: %r vs %r" % (tuple(bad), c[tuple(bad)], i[tuple(bad)]))
     sc, si = c[:, 2], i[:, 2]
-    fin = np.isfinite(si)
     if not (np.isnan(sc) == np.isnan(si)).all():
         raise Fail("sum: NaN pattern differs")
-    err = np.linalg.norm(sc[fin] - si[fin]) / np.linalg.norm(si[fin])
-    if err > 1e-5:
+    # the sums' values on NaN-free rows (with 5% NaN elements almost no row above has one)
+    x = rng.uniform(-3, 3, (37, 203)).astype(np.float32)
+    x[5, :] = 0
+    c, i = _run_both(ctx, "rowred.tl", x, "ret")
+    sc, si = c[:, 2], i[:, 2]
+    err = np.linalg.norm(sc - si) / np.linalg.norm(si)
+    if not np.isfinite(err) or err > 1e-5:
         raise Fail("sum: relative error %g" % err)
     print("  max/min bit-identical, sum relative error %.2g" % err)
 
