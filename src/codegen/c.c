@@ -1303,20 +1303,6 @@ static bool gfor_minmax(gen *G, const ir_stmt *s, int t, const char *red) {
  * are written (two units of traffic instead of three). Runs shorter than NT_MIN elements,
  * and checked builds (TILE_CPU_CHECKS), take the ordinary loop. */
 enum { NT_CHUNK = 256, NT_MIN = 1024 };
-static bool expr_uses_var(const ir_expr *e, const ir_var *v) {
-    if (!e) return false;
-    if (e->kind == IR_E_VAR && e->var == v) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_uses_var(e->args[i], v)) return true;
-    return false;
-}
-static bool expr_loads(const ir_expr *e, const ir_buffer *b) {
-    if (!e) return false;
-    if (e->kind == IR_E_LOAD && e->buf == b) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_loads(e->args[i], b)) return true;
-    return false;
-}
 static const ir_stmt *nt_store(gen *G, const ir_stmt *s) {
     if (s->loop_kind != IR_LOOP_VECTORIZED || G->fn->kernel_body || (G->opt && G->opt->bounds_checks)) return NULL;
     const ir_stmt *b = s->body[0];
@@ -1325,14 +1311,14 @@ static const ir_stmt *nt_store(gen *G, const ir_stmt *s) {
     const ir_buffer *Y = b->buf;
     if (Y->dtype != TILE_DT_F32 || b->value->dtype != TILE_DT_F32 || Y->scope != IR_SCOPE_GLOBAL || Y->role == IR_BUF_TEMP || Y->rank < 1) return NULL;
     for (int d = 0; d + 1 < Y->rank; d++)
-        if (expr_uses_var(b->idx[d], s->var)) return NULL;
+        if (ir_expr_uses_var(b->idx[d], s->var)) return NULL;
     const ir_expr *last = b->idx[Y->rank - 1];
     if (!(last->kind == IR_E_VAR && last->var == s->var)) {
         if (last->kind != IR_E_BINARY || last->op != IR_B_ADD) return NULL;
         int k = last->args[0]->kind == IR_E_VAR && last->args[0]->var == s->var ? 0 : 1;
-        if (!(last->args[k]->kind == IR_E_VAR && last->args[k]->var == s->var) || expr_uses_var(last->args[1 - k], s->var)) return NULL;
+        if (!(last->args[k]->kind == IR_E_VAR && last->args[k]->var == s->var) || ir_expr_uses_var(last->args[1 - k], s->var)) return NULL;
     }
-    if (expr_loads(b->value, Y)) return NULL;
+    if (ir_expr_loads(b->value, Y)) return NULL;
     return b;
 }
 /* the 2-D tensors the row loop reads as B[row, ...] (row: the outlined loop's variable): the
@@ -1561,13 +1547,6 @@ static const ir_stmt *fz_single(const ir_stmt *s) {
     while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];
     return s;
 }
-static bool fz_reads_buf(const ir_expr *e, const ir_buffer *b) {
-    if (!e) return false;
-    if (e->kind == IR_E_LOAD && e->buf == b) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (fz_reads_buf(e->args[i], b)) return true;
-    return false;
-}
 static bool fz_const0(const ir_expr *e) {
     int64_t v;
     return e && ir_const_int_value(e, &v) && v == 0;
@@ -1588,7 +1567,7 @@ static const ir_stmt *fuse_match(gen *G, const ir_stmt *a, const ir_stmt *r) {
     if (st->buf != F || F->rank != 2 || !ir_const_int_value(a->extent, &R) || !ir_const_int_value(in->extent, &L)) return NULL;
     if (R != G->cdims[F->id][0] || L != G->cdims[F->id][1]) return NULL;
     if (st->idx[0]->kind != IR_E_VAR || st->idx[0]->var != a->var || st->idx[1]->kind != IR_E_VAR || st->idx[1]->var != in->var) return NULL;
-    if (!st->value || st->value->dtype != TILE_DT_F32 || fz_reads_buf(st->value, D)) return NULL;
+    if (!st->value || st->value->dtype != TILE_DT_F32 || ir_expr_loads(st->value, D)) return NULL;
     return st;
 }
 static void gfused_reduce(gen *G, const ir_stmt *a, const ir_stmt *st, const ir_stmt *r) {

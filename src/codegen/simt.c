@@ -1033,13 +1033,6 @@ static const ir_stmt *single_child(const ir_stmt *s) {
     while (c && c->kind == IR_S_SEQ && c->nbody == 1 && c->body) c = c->body[0];
     return c;
 }
-static bool expr_uses_var(const ir_expr *e, const ir_var *v) {
-    if (!e) return false;
-    if (e->kind == IR_E_VAR && e->var == v) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_uses_var(e->args[i], v)) return true;
-    return false;
-}
 /* A BREAK that would leave the loop s itself (not a loop nested in it). */
 static bool breaks_out(const ir_stmt *s, bool top) {
     if (!s) return false;
@@ -1095,7 +1088,7 @@ static void nest_collect(const ir_stmt *s, nest_info *ni) {
         if (!c || c->kind != IR_S_FOR) break;
         bool dep = false;
         for (int k = 0; k < ni->n; k++)
-            if (expr_uses_var(c->lo, ni->loops[k]->var) || expr_uses_var(c->extent, ni->loops[k]->var)) dep = true;
+            if (ir_expr_uses_var(c->lo, ni->loops[k]->var) || ir_expr_uses_var(c->extent, ni->loops[k]->var)) dep = true;
         if (dep) break;
         ni->loops[ni->n++] = c;
     }
@@ -1876,7 +1869,7 @@ static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
         if (!c || c->kind != IR_S_FOR) break;
         bool dep = false;
         for (int k = 0; k < n; k++)
-            if (expr_uses_var(c->lo, loops[k]->var) || expr_uses_var(c->extent, loops[k]->var)) dep = true;
+            if (ir_expr_uses_var(c->lo, loops[k]->var) || ir_expr_uses_var(c->extent, loops[k]->var)) dep = true;
         if (dep) break;
         loops[n++] = c;
     }

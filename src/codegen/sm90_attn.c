@@ -434,19 +434,12 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
     return layout(A, 2, 0);
 }
 
-static bool expr_uses(const ir_expr *e, const ir_buffer *b) {
-    if (!e || !b) return false;
-    if (e->kind == IR_E_LOAD && e->buf == b) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_uses(e->args[i], b)) return true;
-    return false;
-}
 
 static bool stmt_uses(const ir_stmt *s, const ir_buffer *b) {
     if (!s || !b) return false;
     for (int i = 0; i < s->nregions; i++)
         if (s->regions[i].buf == b) return true;
-    if ((s->kind == IR_S_STORE && s->buf == b) || expr_uses(s->value, b) || expr_uses(s->cond, b)) return true;
+    if ((s->kind == IR_S_STORE && s->buf == b) || ir_expr_loads(s->value, b) || ir_expr_loads(s->cond, b)) return true;
     for (int i = 0; i < s->nbody; i++)
         if (stmt_uses(s->body[i], b)) return true;
     return false;

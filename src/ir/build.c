@@ -465,6 +465,22 @@ static bool lin_of(const ir_expr *e, lin *l, int depth) {
     }
 }
 
+bool ir_expr_uses_var(const ir_expr *e, const ir_var *v) {
+    if (!e) return false;
+    if (e->kind == IR_E_VAR && e->var == v) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (ir_expr_uses_var(e->args[i], v)) return true;
+    return false;
+}
+
+bool ir_expr_loads(const ir_expr *e, const ir_buffer *b) {
+    if (!e || !b) return false;
+    if (e->kind == IR_E_LOAD && e->buf == b) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (ir_expr_loads(e->args[i], b)) return true;
+    return false;
+}
+
 bool ir_region_is_whole(const ir_region *r) {
     for (int d = 0; d < r->buf->rank; d++) {
         int64_t s, e, n;

@@ -306,6 +306,9 @@ bool ir_const_int_value(const ir_expr *e, int64_t *out);
 /* Region r is the whole of its buffer: every start the constant 0 and every extent the
  * buffer's (constant) size in that dimension. */
 bool ir_region_is_whole(const ir_region *r);
+/* Does expression e mention variable v / load from buffer b (anywhere in its tree)? */
+bool ir_expr_uses_var(const ir_expr *e, const ir_var *v);
+bool ir_expr_loads(const ir_expr *e, const ir_buffer *b);
 /* Structural equality of two expressions (same kinds, dtypes, operators, vars, buffers,
  * constants and operands). */
 bool ir_expr_equal(const ir_expr *a, const ir_expr *b);

@@ -45,13 +45,6 @@ static ir_stmt *single(ir_stmt *s) {
     return s;
 }
 
-static bool expr_has_var(const ir_expr *e, const ir_var *v) {
-    if (!e) return false;
-    if (e->kind == IR_E_VAR && e->var == v) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_has_var(e->args[i], v)) return true;
-    return false;
-}
 
 static bool expr_has_load(const ir_expr *e) {
     if (!e) return false;
@@ -65,7 +58,7 @@ static bool expr_has_load(const ir_expr *e) {
 static ir_expr *subst(ir_module *m, ir_expr *e, const ir_var *v, ir_expr *r) {
     if (!e) return e;
     if (e->kind == IR_E_VAR) return e->var == v ? r : e;
-    if (!expr_has_var(e, v)) return e;
+    if (!ir_expr_uses_var(e, v)) return e;
     ir_expr *n = TILE_NEW(&m->arena, ir_expr);
     *n = *e;
     n->args = TILE_NEW_ARRAY(&m->arena, ir_expr *, e->nargs);
@@ -90,7 +83,7 @@ typedef struct mm {
 
 static bool has_nest_var(const mm *q, const ir_expr *e) {
     for (int i = 0; i < q->nloops; i++)
-        if (expr_has_var(e, q->loops[i]->var)) return true;
+        if (ir_expr_uses_var(e, q->loops[i]->var)) return true;
     return false;
 }
 
@@ -103,7 +96,7 @@ static bool pinned_by(const mm *q, const ir_expr *e, const ir_var *v) {
     const ir_stmt *rck[3] = {q->rloop, q->cloop, q->kloop};
     for (int i = 0; i < 3; i++) {
         if (!rck[i] || rck[i]->var == v) continue;
-        if (expr_has_var(e, rck[i]->var)) return false;
+        if (ir_expr_uses_var(e, rck[i]->var)) return false;
     }
     return true;
 }
@@ -114,7 +107,7 @@ static ir_stmt *pinning_loop(const mm *q, const ir_expr *e) {
     ir_stmt *found = NULL;
     for (int i = 0; i < q->nloops; i++) {
         const ir_var *v = q->loops[i]->var;
-        if (!expr_has_var(e, v)) continue;
+        if (!ir_expr_uses_var(e, v)) continue;
         int64_t c;
         if (found || !opt_affine_coeff(e, v, &c) || c != 1) return NULL;
         found = q->loops[i];
@@ -172,10 +165,10 @@ static bool assign_operands(mm *q, const ir_expr *x, const ir_expr *y) {
     const ir_var *r = q->rloop->var, *c = q->cloop->var, *k = q->kloop->var;
     int ra = A->rank, rb = B->rank;
     for (int d = 0; d < ra - 2; d++)
-        if (expr_has_var(lx->args[d], r) || expr_has_var(lx->args[d], c) || expr_has_var(lx->args[d], k) || expr_has_load(lx->args[d]))
+        if (ir_expr_uses_var(lx->args[d], r) || ir_expr_uses_var(lx->args[d], c) || ir_expr_uses_var(lx->args[d], k) || expr_has_load(lx->args[d]))
             return false;
     for (int d = 0; d < rb - 2; d++)
-        if (expr_has_var(ly->args[d], r) || expr_has_var(ly->args[d], c) || expr_has_var(ly->args[d], k) || expr_has_load(ly->args[d]))
+        if (ir_expr_uses_var(ly->args[d], r) || ir_expr_uses_var(ly->args[d], c) || ir_expr_uses_var(ly->args[d], k) || expr_has_load(ly->args[d]))
             return false;
     if (pinned_by(q, lx->args[ra - 2], r) && pinned_by(q, lx->args[ra - 1], k)) q->trans_a = false;
     else if (pinned_by(q, lx->args[ra - 2], k) && pinned_by(q, lx->args[ra - 1], r)) q->trans_a = true;
@@ -185,9 +178,9 @@ static bool assign_operands(mm *q, const ir_expr *x, const ir_expr *y) {
     else return false;
     /* A and B must not depend on c / r respectively */
     for (int d = 0; d < ra; d++)
-        if (expr_has_var(lx->args[d], c)) return false;
+        if (ir_expr_uses_var(lx->args[d], c)) return false;
     for (int d = 0; d < rb; d++)
-        if (expr_has_var(ly->args[d], r)) return false;
+        if (ir_expr_uses_var(ly->args[d], r)) return false;
     q->A = A;
     q->B = B;
     q->aidx = lx->args;
@@ -255,7 +248,7 @@ static const char *match_matmul(sched *S, ir_stmt *s, mm *q) {
         for (int i = 0; i < n; i++) {
             bool used = false;
             for (int d = 0; d < q->C->rank; d++)
-                if (expr_has_var(cur->idx[d], chain[i]->var)) used = true;
+                if (ir_expr_uses_var(cur->idx[d], chain[i]->var)) used = true;
             if (!used) {
                 if (q->kloop) return mm_reject("two loops do not index C");
                 q->kloop = chain[i];
@@ -277,7 +270,7 @@ static const char *match_matmul(sched *S, ir_stmt *s, mm *q) {
         ir_stmt *l = q->loops[i];
         if (l->loop_kind != IR_LOOP_SERIAL) return mm_reject("a loop is not serial");
         if (has_nest_var(q, l->lo) || has_nest_var(q, l->extent) || expr_has_load(l->lo) || expr_has_load(l->extent) ||
-            (q->acc && (expr_has_var(l->lo, q->acc) || expr_has_var(l->extent, q->acc))))
+            (q->acc && (ir_expr_uses_var(l->lo, q->acc) || ir_expr_uses_var(l->extent, q->acc))))
             return mm_reject("loop bounds depend on the nest");
         int64_t e;
         if (ir_const_int_value(l->extent, &e) && e <= 0) return mm_reject("an empty loop");
@@ -290,7 +283,7 @@ static const char *match_matmul(sched *S, ir_stmt *s, mm *q) {
     /* every batch loop pins a leading dimension of C; leading dims use no r/c/k */
     for (int d = 0; d < rc - 2; d++) {
         const ir_expr *e = st->idx[d];
-        if (expr_has_load(e) || expr_has_var(e, q->rloop->var) || expr_has_var(e, q->cloop->var) || expr_has_var(e, q->kloop->var))
+        if (expr_has_load(e) || ir_expr_uses_var(e, q->rloop->var) || ir_expr_uses_var(e, q->cloop->var) || ir_expr_uses_var(e, q->kloop->var))
             return mm_reject("a leading index of C uses the matrix loops");
     }
     for (int i = 0; i < q->nloops; i++) {

@@ -163,21 +163,7 @@ static void stmt_exprs(const ir_stmt *s, expr_cb cb, void *ctx) {
     }
 }
 
-static bool expr_has_var(const ir_expr *e, const ir_var *v) {
-    if (!e) return false;
-    if (e->kind == IR_E_VAR && e->var == v) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_has_var(e->args[i], v)) return true;
-    return false;
-}
 
-static bool expr_loads_buf(const ir_expr *e, const ir_buffer *b) {
-    if (!e) return false;
-    if (e->kind == IR_E_LOAD && e->buf == b) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_loads_buf(e->args[i], b)) return true;
-    return false;
-}
 
 typedef struct var_find {
     const ir_var *v;
@@ -443,7 +429,7 @@ static void collect(dctx *d, const ir_stmt *s, int loops_inside) {
         store_self ss = {s};
         const ir_expr *self = NULL, *other = NULL;
         int k = red_form(s->value, store_is_self, &ss, &self, &other);
-        if (k >= 0 && !expr_loads_buf(other, s->buf)) {
+        if (k >= 0 && !ir_expr_loads(other, s->buf)) {
             lc.skip = strip_cast(self);
             lc.red_op = k;
         }
@@ -589,7 +575,7 @@ static void red_scan_stmt(red_scan *r, const ir_stmt *s) {
         local_self ls = {r->v};
         const ir_expr *self = NULL, *other = NULL;
         int k = red_form(s->value, local_is_self, &ls, &self, &other);
-        if (k < 0 || expr_has_var(other, r->v) || (r->kind >= 0 && r->kind != k)) {
+        if (k < 0 || ir_expr_uses_var(other, r->v) || (r->kind >= 0 && r->kind != k)) {
             r->kind = -1;
             return;
         }

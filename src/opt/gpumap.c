@@ -52,13 +52,6 @@ static ir_expr *ceildiv(gm *g, ir_expr *a, int64_t c) {
     return bin(g, IR_B_FLOORDIV, bin(g, IR_B_ADD, a, ci(g, c - 1, a->loc)), ci(g, c, a->loc));
 }
 
-static bool expr_has_var(const ir_expr *e, const ir_var *v) {
-    if (!e) return false;
-    if (e->kind == IR_E_VAR && e->var == v) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_has_var(e->args[i], v)) return true;
-    return false;
-}
 
 /* Only constants and symbolic sizes (what the host can evaluate for a grid). */
 static bool host_expr(const ir_expr *e) {
@@ -74,7 +67,7 @@ static bool host_expr(const ir_expr *e) {
 static ir_expr *subst(gm *g, ir_expr *e, const ir_var *v, ir_expr *r) {
     if (!e) return e;
     if (e->kind == IR_E_VAR) return e->var == v ? r : e;
-    if (!expr_has_var(e, v)) return e;
+    if (!ir_expr_uses_var(e, v)) return e;
     ir_expr *n = TILE_NEW(&g->m->arena, ir_expr);
     *n = *e;
     n->args = TILE_NEW_ARRAY(&g->m->arena, ir_expr *, e->nargs);
@@ -327,7 +320,7 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
             if (!ir_const_int_value(r->extent[d], &e) || e != 1) return *why = "a batch dimension of an operand is not a single index", NULL;
             for (int v = 0; v < g->f->nvars; v++) {
                 const ir_var *x = g->f->vars[v];
-                if (x->kind != IR_VAR_SIZE && (!batch || x != batch->var) && expr_has_var(r->start[d], x))
+                if (x->kind != IR_VAR_SIZE && (!batch || x != batch->var) && ir_expr_uses_var(r->start[d], x))
                     return *why = "a batch index depends on more than the batch loop", NULL;
             }
         }
@@ -455,19 +448,19 @@ static bool has_var_use(const ir_stmt *s, const ir_var *v);
 
 static bool expr_list_has(ir_expr *const *e, int n, const ir_var *v) {
     for (int i = 0; i < n; i++)
-        if (expr_has_var(e[i], v)) return true;
+        if (ir_expr_uses_var(e[i], v)) return true;
     return false;
 }
 
 static bool has_var_use(const ir_stmt *s, const ir_var *v) {
     if (!s) return false;
     if (s->var == v) return true;
-    if (expr_has_var(s->lo, v) || expr_has_var(s->extent, v) || expr_has_var(s->cond, v) || expr_has_var(s->value, v)) return true;
+    if (ir_expr_uses_var(s->lo, v) || ir_expr_uses_var(s->extent, v) || ir_expr_uses_var(s->cond, v) || ir_expr_uses_var(s->value, v)) return true;
     if (s->buf && s->idx && expr_list_has(s->idx, s->buf->rank, v)) return true;
     for (int i = 0; i < s->nregions; i++)
         if (expr_list_has(s->regions[i].start, s->regions[i].buf->rank, v) || expr_list_has(s->regions[i].extent, s->regions[i].buf->rank, v)) return true;
     for (int i = 0; i < s->ngrid; i++)
-        if (expr_has_var(s->grid[i], v)) return true;
+        if (ir_expr_uses_var(s->grid[i], v)) return true;
     for (int i = 0; i < s->nbody; i++)
         if (has_var_use(s->body[i], v)) return true;
     return false;
@@ -494,12 +487,12 @@ static const char *thread_unfit(const ir_stmt *s, bool top) {
 static bool used_outside(const ir_stmt *s, const ir_var *v, const ir_stmt *skip) {
     if (!s || s == skip) return false;
     if (s->var == v) return true;
-    if (expr_has_var(s->lo, v) || expr_has_var(s->extent, v) || expr_has_var(s->cond, v) || expr_has_var(s->value, v)) return true;
+    if (ir_expr_uses_var(s->lo, v) || ir_expr_uses_var(s->extent, v) || ir_expr_uses_var(s->cond, v) || ir_expr_uses_var(s->value, v)) return true;
     if (s->buf && s->idx && expr_list_has(s->idx, s->buf->rank, v)) return true;
     for (int i = 0; i < s->nregions; i++)
         if (expr_list_has(s->regions[i].start, s->regions[i].buf->rank, v) || expr_list_has(s->regions[i].extent, s->regions[i].buf->rank, v)) return true;
     for (int i = 0; i < s->ngrid; i++)
-        if (expr_has_var(s->grid[i], v)) return true;
+        if (ir_expr_uses_var(s->grid[i], v)) return true;
     for (int i = 0; i < s->nbody; i++)
         if (used_outside(s->body[i], v, skip)) return true;
     return false;
