@@ -38,8 +38,6 @@ typedef struct sched {
     ir_func *f;
 } sched;
 
-static const char *loc_file(tile_loc l) { return l.src && l.src->name ? l.src->name : "<ir>"; }
-
 static ir_stmt *single(ir_stmt *s) {
     while (s && s->kind == IR_S_SEQ && s->nbody == 1 && s->body) s = s->body[0];
     return s;
@@ -418,7 +416,7 @@ static ir_stmt *bounds_assert(sched *S, bound_list *bl, const ir_stmt **loops, i
     tile_strbuf sb = {0};
     tile_sb_printf(&sb, "out-of-bounds %s of ", what);
     put_access(&sb, b, idx);
-    tile_sb_printf(&sb, " in the loop nest at %s:%d (turned into a gemm)", loc_file(loc), loc.line);
+    tile_sb_printf(&sb, " in the loop nest at %s:%d (turned into a gemm)", opt_loc_file(loc), loc.line);
     a->msg = tile_arena_strdup(&m->arena, sb.data);
     tile_sb_free(&sb);
     return a;
@@ -477,7 +475,7 @@ static ir_stmt *try_matmul(sched *S, ir_stmt *s) {
     const char *why = match_matmul(S, s, &q);
     if (why) {
         if (tile_log_enabled(TILE_LOG_DEBUG))
-            tile_log(TILE_LOG_DEBUG, "autoschedule: loop %s at %s:%d is not a contraction: %s", s->var->name, loc_file(s->loc), s->loc.line, why);
+            tile_log(TILE_LOG_DEBUG, "autoschedule: loop %s at %s:%d is not a contraction: %s", s->var->name, opt_loc_file(s->loc), s->loc.line, why);
         return NULL;
     }
     ir_stmt *out = build_gemm(S, &q, s);
@@ -487,7 +485,7 @@ static ir_stmt *try_matmul(sched *S, ir_stmt *s) {
         for (int i = 0; i < q.nloops; i++) nb += is_batch(&q, q.loops[i]);
         tile_sb_printf(&sb, "autoschedule: %smatmul: ", nb ? "batched " : "");
         for (int i = 0; i < q.nloops; i++) tile_sb_printf(&sb, "%s%s", i ? "," : "", q.loops[i]->var->name);
-        tile_sb_printf(&sb, " nest at %s:%d -> gemm(%s%s, %s%s -> %s%s), ", loc_file(s->loc), s->loc.line, q.A->name,
+        tile_sb_printf(&sb, " nest at %s:%d -> gemm(%s%s, %s%s -> %s%s), ", opt_loc_file(s->loc), s->loc.line, q.A->name,
                        q.trans_a ? "^T" : "", q.B->name, q.trans_b ? "^T" : "", q.C->name, q.clear ? "" : ", accumulate");
         const ir_stmt *dims[3] = {q.rloop, q.cloop, q.kloop};
         for (int i = 0; i < 3; i++) {
@@ -598,7 +596,7 @@ static ir_stmt *sched_for(sched *S, ir_stmt *s, const ir_stmt *serial_outer) {
             else if (d.kind == OPT_DEP_INDEPENDENT && too_short(s)) tile_sb_puts(&sb, "fewer than 2 iterations");
             else if (d.kind == OPT_DEP_INDEPENDENT) tile_sb_puts(&sb, "its body holds a tile operation");
             else opt_deps_describe(&d, &sb);
-            tile_log(TILE_LOG_INFO, "autoschedule: loop %s at %s:%d stays serial: %s", s->var->name, loc_file(s->loc), s->loc.line, sb.data);
+            tile_log(TILE_LOG_INFO, "autoschedule: loop %s at %s:%d stays serial: %s", s->var->name, opt_loc_file(s->loc), s->loc.line, sb.data);
             tile_sb_free(&sb);
         }
         s->body[0] = sched_stmt(S, s->body[0], serial_outer ? serial_outer : s);
@@ -613,7 +611,7 @@ static ir_stmt *sched_for(sched *S, ir_stmt *s, const ir_stmt *serial_outer) {
         tile_strbuf sb = {0};
         int n = 0;
         nest_names(s, &sb, &n);
-        tile_log(TILE_LOG_INFO, "autoschedule: %s: %s nest at %s:%d -> parallel %s%s%s%s%s%s", what, sb.data, loc_file(s->loc), s->loc.line,
+        tile_log(TILE_LOG_INFO, "autoschedule: %s: %s nest at %s:%d -> parallel %s%s%s%s%s%s", what, sb.data, opt_loc_file(s->loc), s->loc.line,
                  s->var->name, ps.nvec ? ", vectorized " : "", ps.nvec ? ps.vec_names.data : "",
                  serial_outer ? " (the enclosing loop " : "", serial_outer ? serial_outer->var->name : "",
                  serial_outer ? " carries a dependence)" : "");

@@ -42,8 +42,6 @@ typedef struct gm {
     int ntiles; /* names of the buffers made */
 } gm;
 
-static const char *loc_file(tile_loc l) { return l.src && l.src->name ? l.src->name : "<ir>"; }
-
 static ir_expr *ci(gm *g, int64_t v, tile_loc l) { return ir_const_int(g->m, TILE_DT_I32, v, l); }
 static ir_expr *as_i32(gm *g, ir_expr *e) { return ir_cast(g->m, TILE_DT_I32, e, e->loc); }
 static ir_expr *bin(gm *g, ir_binop op, ir_expr *a, ir_expr *b) { return ir_binary(g->m, op, as_i32(g, a), as_i32(g, b), a->loc); }
@@ -351,7 +349,7 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
         ir_buffer *bt = transpose_b(g, B, pre, &npre, l);
         Bw = whole(g, bt);
         tb = true;
-        tile_log(TILE_LOG_INFO, "%s:%d: gpumap: %s (K x N) is transposed into %s (N x K) first, for the tensor-core lowering", loc_file(l), l.line, B->buf->name,
+        tile_log(TILE_LOG_INFO, "%s:%d: gpumap: %s (K x N) is transposed into %s (N x K) first, for the tensor-core lowering", opt_loc_file(l), l.line, B->buf->name,
                  bt->name);
     }
     B = &Bw;
@@ -437,7 +435,7 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
         pre[npre++] = ks;
         ks = ir_seq(g->m, pre, npre, l);
     }
-    tile_log(TILE_LOG_INFO, "%s:%d: gpumap: gemm %s x %s -> %s in tile form: %dx%dx%d tiles, %d stages, %d threads, %s accumulator%s%s", loc_file(l),
+    tile_log(TILE_LOG_INFO, "%s:%d: gpumap: gemm %s x %s -> %s in tile form: %dx%dx%d tiles, %d stages, %d threads, %s accumulator%s%s", opt_loc_file(l),
              l.line, A->buf->name, B->buf->name, C->buf->name, t.bm, t.bn, t.bk, t.stages, t.threads, tile_dtype_name(acc),
              batch ? ", batch loop -> grid z" : "", guarded ? ", parts of matrices: element copies guarded by the regions' bounds" : "");
     return ks;
@@ -554,7 +552,7 @@ static ir_stmt *par_kernel(gm *g, ir_stmt *loop, const char **why) {
     ks->body = TILE_NEW_ARRAY(&g->m->arena, ir_stmt *, 1);
     ks->body[0] = loop;
     ks->nbody = 1;
-    tile_log(TILE_LOG_INFO, "%s:%d: gpumap: parallel loop '%s'%s -> kernel, %lld %s a block of %d threads", loc_file(l), l.line, loop->var->name,
+    tile_log(TILE_LOG_INFO, "%s:%d: gpumap: parallel loop '%s'%s -> kernel, %lld %s a block of %d threads", opt_loc_file(l), l.line, loop->var->name,
              nest ? tile_arena_printf(&g->m->arena, " and its inner loop '%s'", inner->var->name) : "", (long long)rows,
              rows == 1 ? "iteration" : "iterations", threads);
     return ks;
@@ -576,7 +574,7 @@ static ir_stmt *map_top(gm *g, ir_stmt *s) {
         } else k = par_kernel(g, s, &why);
     } else return s;
     if (k) return k;
-    tile_log(TILE_LOG_INFO, "%s:%d: gpumap: %s left to one GPU thread: %s", loc_file(s->loc), s->loc.line, s->kind == IR_S_GEMM ? "gemm" : "loop", why);
+    tile_log(TILE_LOG_INFO, "%s:%d: gpumap: %s left to one GPU thread: %s", opt_loc_file(s->loc), s->loc.line, s->kind == IR_S_GEMM ? "gemm" : "loop", why);
     return s;
 }
 

@@ -27,4 +27,7 @@ const opt_pass *const *opt_pipeline(const char *target, int *npasses);
  * or 1 with diagnostics (an unknown stop_after is an error naming the passes). */
 int opt_run(ir_module *m, ir_func *f, const char *target, const char *stop_after, tile_diags *d);
 
+/* The file name a pass's log lines give for location l ("<ir>" for built nodes). */
+static inline const char *opt_loc_file(tile_loc l) { return l.src && l.src->name ? l.src->name : "<ir>"; }
+
 #endif

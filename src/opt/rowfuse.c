@@ -68,8 +68,6 @@ typedef struct rf {
     ir_func *f;
 } rf;
 
-static const char *loc_file(tile_loc l) { return l.src && l.src->name ? l.src->name : "<ir>"; }
-
 /* ---------- expression substitution ---------- */
 
 typedef struct subst {
@@ -442,7 +440,7 @@ static ir_stmt *match_plain(rf *R, ir_stmt *s, const char **reason) {
     }
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: loop %s at %s:%d is a row softmax (plain form) -> one read pass per row (online max and sum in chunks of %d), one write pass",
-                 i->name, loc_file(s->loc), s->loc.line, ROW_CHUNK);
+                 i->name, opt_loc_file(s->loc), s->loc.line, ROW_CHUNK);
     return s;
 }
 
@@ -636,7 +634,7 @@ static ir_stmt *match_tile_softmax(rf *R, ir_stmt *ks, const char **reason) {
 logged:
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d is an online row softmax (%lldx%lld tiles) -> rows of %s over the pool: one read pass (online max and sum in chunks of %d), one write pass",
-                 loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)bN, X->name, ROW_CHUNK);
+                 opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)bN, X->name, ROW_CHUNK);
     return rl;
 }
 
@@ -719,7 +717,7 @@ static ir_stmt *match_tile_rowscale(rf *R, ir_stmt *ks, const char **reason) {
     rl->body[0] = ir_seq(R->m, body, 4, l);
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d scales rows by a row sum (%lldx%lld blocks, RMSNorm-like) -> rows of %s over the pool: one sum pass, one write pass",
-                 loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)N, X->name);
+                 opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)N, X->name);
     return rl;
 }
 
@@ -744,13 +742,13 @@ static ir_stmt *rewrite(rf *R, ir_stmt *s) {
                 if (!on || !*on || !strcmp(on, "0")) {
                     if (tile_log_enabled(TILE_LOG_DEBUG))
                         tile_log(TILE_LOG_DEBUG, "rowfuse: plain-form loop %s at %s:%d left alone (TILE_ROWFUSE_PLAIN=1 rewrites a plain row softmax)",
-                                 s->var->name, loc_file(s->loc), s->loc.line);
+                                 s->var->name, opt_loc_file(s->loc), s->loc.line);
                     return s;
                 }
                 ir_stmt *r = match_plain(R, s, &why);
                 if (r) return r;
                 if (tile_log_enabled(TILE_LOG_DEBUG))
-                    tile_log(TILE_LOG_DEBUG, "rowfuse: loop %s at %s:%d left alone: %s", s->var->name, loc_file(s->loc), s->loc.line, why ? why : "?");
+                    tile_log(TILE_LOG_DEBUG, "rowfuse: loop %s at %s:%d left alone: %s", s->var->name, opt_loc_file(s->loc), s->loc.line, why ? why : "?");
             }
             return s;
         }
@@ -762,7 +760,7 @@ static ir_stmt *rewrite(rf *R, ir_stmt *s) {
         if (!r) r = match_tile_rowscale(R, s, &w2);
         if (r) return r;
         if (tile_log_enabled(TILE_LOG_DEBUG))
-            tile_log(TILE_LOG_DEBUG, "rowfuse: kernel at %s:%d left alone: not an online softmax (%s); not a row scaling (%s)", loc_file(s->loc), s->loc.line,
+            tile_log(TILE_LOG_DEBUG, "rowfuse: kernel at %s:%d left alone: not an online softmax (%s); not a row scaling (%s)", opt_loc_file(s->loc), s->loc.line,
                      w1 ? w1 : "?", w2 ? w2 : "?");
         return s;
     }

@@ -44,8 +44,6 @@ typedef struct tg {
     ir_func *f;
 } tg;
 
-static const char *loc_file(tile_loc l) { return l.src && l.src->name ? l.src->name : "<ir>"; }
-
 static const ir_expr *strip_cast(const ir_expr *e) {
     while (e && e->kind == IR_E_CAST && e->nargs == 1) e = e->args[0];
     return e;
@@ -213,7 +211,7 @@ static ir_stmt *match_kernel(tg *T, ir_stmt *ks, const char **reason) {
         tile_log(TILE_LOG_INFO,
                  "tilegemm: kernel at %s:%d is a blocked GEMM (%lldx%lldx%lld tiles, grid %lldx%lld, %lld K steps) -> "
                  "one gemm(%s, %s%s -> %s) of %lldx%lldx%lld on the GEMM library",
-                 loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)bN, (long long)bK, (long long)gv[gi], (long long)gv[gj],
+                 opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)bN, (long long)bK, (long long)gv[gi], (long long)gv[gj],
                  (long long)E, A->name, B->name, tb ? "^T" : "", C->name, (long long)Mx, (long long)Nx, (long long)Kx);
     return gm;
 }
@@ -232,7 +230,7 @@ static ir_stmt *rewrite(tg *T, ir_stmt *s) {
         ir_stmt *g = match_kernel(T, s, &why);
         if (g) return g;
         if (tile_log_enabled(TILE_LOG_DEBUG))
-            tile_log(TILE_LOG_DEBUG, "tilegemm: kernel at %s:%d left alone: %s", loc_file(s->loc), s->loc.line, why ? why : "?");
+            tile_log(TILE_LOG_DEBUG, "tilegemm: kernel at %s:%d left alone: %s", opt_loc_file(s->loc), s->loc.line, why ? why : "?");
         return s;
     }
     default: return s;
