@@ -731,23 +731,8 @@ static void galloc(gen *G, const ir_stmt *s) {
         line(G, "b%d = b%d_stk;", id, id);
         return;
     }
+    /* the buffer's size in bytes, as a C expression */
     tile_strbuf cnt = {0};
-    if (G->fn->kernel_body || G->fn->range_body) {
-        /* the worker's scratch slot for this buffer (prelude: tile_scratch_get) */
-        if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
-        else {
-            tile_sb_puts(&cnt, "(size_t)(1");
-            for (int d = 0; d < b->rank; d++) tile_sb_printf(&cnt, " * b%d_n%d", id, d);
-            if (b->dtype == TILE_DT_FP4_E2M1) tile_sb_puts(&cnt, " / 2 + 1)");
-            else tile_sb_printf(&cnt, " * %d)", DBITS[b->dtype] / 8);
-        }
-        int m = msg_at(G, s->loc, "cannot allocate memory for '%s'", b->name);
-        line(G, "b%d = (%s *)tile_scratch_get(%d, %s + 64);", id, stype(b->dtype), id, cnt.data);
-        line(G, "if (!b%d) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", id, m);
-        tile_sb_free(&cnt);
-        return;
-    }
-    G->fn->heap[id] = true;
     if (G->constshape[id]) tile_sb_printf(&cnt, "(size_t)%zu", bytes ? bytes : 1);
     else {
         tile_sb_puts(&cnt, "(size_t)(1");
@@ -755,6 +740,15 @@ static void galloc(gen *G, const ir_stmt *s) {
         if (b->dtype == TILE_DT_FP4_E2M1) tile_sb_puts(&cnt, " / 2 + 1)");
         else tile_sb_printf(&cnt, " * %d)", DBITS[b->dtype] / 8);
     }
+    if (G->fn->kernel_body || G->fn->range_body) {
+        /* the worker's scratch slot for this buffer (prelude: tile_scratch_get) */
+        int m = msg_at(G, s->loc, "cannot allocate memory for '%s'", b->name);
+        line(G, "b%d = (%s *)tile_scratch_get(%d, %s + 64);", id, stype(b->dtype), id, cnt.data);
+        line(G, "if (!b%d) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", id, m);
+        tile_sb_free(&cnt);
+        return;
+    }
+    G->fn->heap[id] = true;
     int m = msg_at(G, s->loc, "cannot allocate memory for '%s'", b->name);
     line(G, "free(h%d);", id);
     line(G, "h%d = malloc(%s + 64);", id, cnt.data);
