@@ -442,25 +442,9 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
 }
 
 /* ---------- parallel loops -> kernels ---------- */
-static bool has_var_use(const ir_stmt *s, const ir_var *v);
-
 static bool expr_list_has(ir_expr *const *e, int n, const ir_var *v) {
     for (int i = 0; i < n; i++)
         if (ir_expr_uses_var(e[i], v)) return true;
-    return false;
-}
-
-static bool has_var_use(const ir_stmt *s, const ir_var *v) {
-    if (!s) return false;
-    if (s->var == v) return true;
-    if (ir_expr_uses_var(s->lo, v) || ir_expr_uses_var(s->extent, v) || ir_expr_uses_var(s->cond, v) || ir_expr_uses_var(s->value, v)) return true;
-    if (s->buf && s->idx && expr_list_has(s->idx, s->buf->rank, v)) return true;
-    for (int i = 0; i < s->nregions; i++)
-        if (expr_list_has(s->regions[i].start, s->regions[i].buf->rank, v) || expr_list_has(s->regions[i].extent, s->regions[i].buf->rank, v)) return true;
-    for (int i = 0; i < s->ngrid; i++)
-        if (ir_expr_uses_var(s->grid[i], v)) return true;
-    for (int i = 0; i < s->nbody; i++)
-        if (has_var_use(s->body[i], v)) return true;
     return false;
 }
 
@@ -481,7 +465,7 @@ static const char *thread_unfit(const ir_stmt *s, bool top) {
     return NULL;
 }
 
-/* Is v used in s outside the subtree `skip`? */
+/* Is v used in s outside the subtree `skip` (NULL: anywhere in s)? */
 static bool used_outside(const ir_stmt *s, const ir_var *v, const ir_stmt *skip) {
     if (!s || s == skip) return false;
     if (s->var == v) return true;
@@ -501,7 +485,7 @@ static bool used_outside(const ir_stmt *s, const ir_var *v, const ir_stmt *skip)
 static const char *shared_local(gm *g, const ir_stmt *loop) {
     for (int i = 0; i < g->f->nvars; i++) {
         const ir_var *v = g->f->vars[i];
-        if (v->kind != IR_VAR_LOCAL || !has_var_use(loop->body[0], v)) continue;
+        if (v->kind != IR_VAR_LOCAL || !used_outside(loop->body[0], v, NULL)) continue;
         if (used_outside(g->f->body, v, loop)) return v->name;
     }
     return NULL;
