@@ -271,6 +271,28 @@ static size_t enc_chunk(tlink_compress_method m, const float *restrict x, size_t
  * +-1.0f * scale), so encodings and residuals are bit for bit the same
  * (tests/link/test_compress.c compares against a scalar reference). */
 
+/* Both encoders end alike: the ragged tail of fewer than 8 elements (lane 0 of the |t| sums),
+ * then the scale, the lanes' sum in a fixed tree order over k, stored in the first 4 bytes of
+ * out and returned; *pp moves past the tail's sign byte. */
+static float s1_enc_finish(const float *restrict x, float *restrict e, size_t i, size_t k, float s[8], uint8_t *out,
+                           uint8_t **pp) {
+    uint8_t *p = *pp;
+    if (i < k) {
+        unsigned b = 0;
+        for (size_t j = 0; i + j < k; j++) {
+            float t = e ? x[i + j] + e[i + j] : x[i + j];
+            if (e) e[i + j] = t;
+            s[0] += fabsf(t);
+            b |= (unsigned)!signbit(t) << j;
+        }
+        *p++ = (uint8_t)b;
+    }
+    float scale = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / (float)k;
+    memcpy(out, &scale, 4);
+    *pp = p;
+    return scale;
+}
+
 /* the scalar reference / portable fallback; e == NULL: no error feedback (x encoded as is) */
 static size_t s1_enc_scalar(const float *restrict x, float *restrict e, size_t k, uint8_t *restrict out) {
     float s[8] = {0};
@@ -286,18 +308,7 @@ static size_t s1_enc_scalar(const float *restrict x, float *restrict e, size_t k
         }
         *p++ = (uint8_t)b;
     }
-    if (i < k) {
-        unsigned b = 0;
-        for (size_t j = 0; i + j < k; j++) {
-            float t = e ? x[i + j] + e[i + j] : x[i + j];
-            if (e) e[i + j] = t;
-            s[0] += fabsf(t);
-            b |= (unsigned)!signbit(t) << j;
-        }
-        *p++ = (uint8_t)b;
-    }
-    float scale = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / (float)k;
-    memcpy(out, &scale, 4);
+    float scale = s1_enc_finish(x, e, i, k, s, out, &p);
     if (e)
         for (size_t q = 0; q < k; q++) e[q] = e[q] - copysignf(1.0f, e[q]) * scale;
     return (size_t)(p - out);
@@ -336,18 +347,7 @@ __attribute__((target("avx2"))) static size_t s1_enc_avx2(const float *restrict 
     }
     float s[8];
     _mm256_storeu_ps(s, acc);
-    if (i < k) {
-        unsigned b = 0;
-        for (size_t j = 0; i + j < k; j++) {
-            float t = e ? x[i + j] + e[i + j] : x[i + j];
-            if (e) e[i + j] = t;
-            s[0] += fabsf(t);
-            b |= (unsigned)!signbit(t) << j;
-        }
-        *p++ = (uint8_t)b;
-    }
-    float scale = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / (float)k;
-    memcpy(out, &scale, 4);
+    float scale = s1_enc_finish(x, e, i, k, s, out, &p);
     if (e) {
         const __m256 sgn = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
         const __m256 one = _mm256_set1_ps(1.0f), vs = _mm256_set1_ps(scale);
