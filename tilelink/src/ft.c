@@ -287,6 +287,23 @@ void tl_ft_mark_revoked(tlink_comm *c, int who) {
 
 /* ---------------------------------------------------------------- public: revoke, query */
 
+/* Before shrink or rejoin re-forms a communicator: finish this rank's queued operations, then
+ * (unless it is broken already) revoke the old one, tell the peers by heartbeat and break it
+ * with the reason `why`; `name_call` makes `why` the current call's name in later errors. */
+static void revoke_to_reform(tlink_comm *c, const char *why, bool name_call) {
+    tl_async_drain(c);
+    pthread_mutex_lock(&c->exec_mu);
+    if (name_call) c->cur_coll = why;
+    if (!c->broken) {
+        tl_ft_mark_revoked(c, c->rank);
+        if (c->ft) hb_send_all(c->ft, 0);
+        char msg[96];
+        snprintf(msg, sizeof msg, "communicator revoked by rank %d (%s)", c->rank, why);
+        tl_comm_break(c, TLINK_ERR_REVOKED, -1, msg);
+    }
+    pthread_mutex_unlock(&c->exec_mu);
+}
+
 tlink_status tlink_comm_revoke(tlink_comm *c) {
     if (!c) {
         tl_set_thread_error("tlink_comm_revoke: comm is NULL");
@@ -348,18 +365,8 @@ tlink_status tlink_comm_shrink(tlink_comm *c, tlink_comm **out) {
         return TLINK_ERR_INVALID_ARG;
     }
     *out = NULL;
-    tl_async_drain(c);
-    pthread_mutex_lock(&c->exec_mu);
-    c->cur_coll = "shrink";
     /* everyone else must stop using the old communicator: shrinking implies revoking it */
-    if (!c->broken) {
-        tl_ft_mark_revoked(c, c->rank);
-        if (c->ft) hb_send_all(c->ft, 0);
-        char msg[96];
-        snprintf(msg, sizeof msg, "communicator revoked by rank %d (shrink)", c->rank);
-        tl_comm_break(c, TLINK_ERR_REVOKED, -1, msg);
-    }
-    pthread_mutex_unlock(&c->exec_mu);
+    revoke_to_reform(c, "shrink", true);
     int n = c->size, seq = ++c->shrink_seq;
     double t0 = tl_now(), deadline = t0 + c->timeout;
     if (!c->store) return tl_err(c, TLINK_ERR_BOOTSTRAP, "shrink: this communicator has no store connection");
@@ -477,16 +484,7 @@ tlink_status tlink_comm_rejoin(tlink_comm *c, tlink_comm **out) {
         return tl_err(c, TLINK_ERR_UNSUPPORTED,
                       "rejoin: only a communicator made by tlink_comm_init* can be re-formed (not a split or shrunk "
                       "one): use tlink_comm_shrink");
-    tl_async_drain(c);
-    pthread_mutex_lock(&c->exec_mu);
-    if (!c->broken) {
-        tl_ft_mark_revoked(c, c->rank);
-        if (c->ft) hb_send_all(c->ft, 0);
-        char msg[96];
-        snprintf(msg, sizeof msg, "communicator revoked by rank %d (rejoin)", c->rank);
-        tl_comm_break(c, TLINK_ERR_REVOKED, -1, msg);
-    }
-    pthread_mutex_unlock(&c->exec_mu);
+    revoke_to_reform(c, "rejoin", false);
     tlink_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.rank = c->rank;
