@@ -373,6 +373,9 @@ static tlink_status direct_allreduce(tlink_comm *c, char *buf, size_t count, siz
     return TLINK_OK;
 }
 
+/* the all-rank synchronisation of the direct collectives, alone (cost.c measures it) */
+tlink_status tl_direct_barrier(tlink_comm *c) { return direct_allreduce(c, NULL, 0, 1, NULL); }
+
 /* Segmented direct allreduce for larger messages on one host: per segment, every rank copies
  * its input into its slot, reduces its own block of the segment from all slots (rank order),
  * publishes it, and copies every rank's reduced block back: three synchronisations per

@@ -239,8 +239,33 @@ typedef struct rinfo {
     char hostname[64];
     char hostid[128];
     char addr[96];
+    uint64_t cpus[16];              /* sched_getaffinity: the CPUs (0..1023) this rank may use */
+    int32_t cores, pad2;            /* TLINK_CORES (0: unset); rank 0's applies */
 } rinfo;
-#define RINFO_MAGIC 0x544c5249u
+#define RINFO_MAGIC 0x544c5250u
+
+/* The CPUs the ranks of each host may use, together (the union of their affinity masks: ranks
+ * bound one per core are not oversubscribed, ranks sharing an affinity of 2 CPUs are; rank 0's
+ * TLINK_CORES, when set, replaces the count on every host): sets
+ * c->local_cores for this host and c->ranks_per_core, the most ranks per usable CPU on any host
+ * (the cost model's oversubscription term; every rank computes the same from the same table). */
+static void host_cores(tlink_comm *c, const rinfo *all) {
+    c->ranks_per_core = 0;
+    for (int h = 0; h < c->nhosts; h++) {
+        uint64_t u[16] = {0};
+        for (int r = 0; r < c->size; r++)
+            if (c->host_of[r] == h)
+                for (int k = 0; k < 16; k++) u[k] |= all[r].cpus[k];
+        int n = 0;
+        for (int k = 0; k < 16; k++) n += __builtin_popcountll(u[k]);
+        if (all[0].cores > 0) n = all[0].cores; /* TLINK_CORES: e.g. a CPU quota the mask does not show */
+        if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN); /* no affinity reported */
+        if (n <= 0) n = 1;
+        if (h == c->host_idx) c->local_cores = n;
+        double rpc = (double)c->host_nranks[h] / n;
+        if (rpc > c->ranks_per_core) c->ranks_per_core = rpc;
+    }
+}
 
 static tlink_comm *comm_alloc(void) {
     tlink_comm *c = calloc(1, sizeof *c);
@@ -297,6 +322,12 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     tlink_status st = tl_tcp_listen(c, me.addr, sizeof me.addr);
     if (st) return st;
     me.pad = tl_ft_open(c, me.addr); /* heartbeat port (ft.c), 0 when none */
+    cpu_set_t mycs;
+    if (sched_getaffinity(0, sizeof mycs, &mycs) == 0) {
+        for (int k = 0; k < 1024 && k < CPU_SETSIZE; k++)
+            if (CPU_ISSET(k, &mycs)) me.cpus[k / 64] |= 1ULL << (k % 64);
+    }
+    me.cores = (int32_t)tl_env_long("TLINK_CORES", 0);
     char key[256];
     snprintf(key, sizeof key, "%s/rank/%d", c->prefix, c->rank);
     st = tlink_store_set(c->store, key, &me, sizeof me);
@@ -406,11 +437,8 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
            c->nstreams);
     /* spin briefly, then yield, then sleep; when this host's ranks outnumber our cores,
      * busy-waiting only steals the CPU from the peer we wait for */
-    cpu_set_t cs;
-    int ncpu = 0;
-    if (sched_getaffinity(0, sizeof cs, &cs) == 0) ncpu = CPU_COUNT(&cs);
-    if (ncpu <= 0) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int over = c->local_size > ncpu;
+    host_cores(c, all);
+    int over = c->local_size > c->local_cores;
     /* not oversubscribed: poll shared memory without system calls first (a yield is a system
      * call, and on a busy machine it hands the core to another job for a time slice), up to
      * 2 ms, unless the peer we wait for last waited on our own CPU (p2p.c) */

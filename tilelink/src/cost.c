@@ -12,7 +12,7 @@
 
 static const char *tname[TLINK_TRANSPORT_COUNT] = {"self", "shm", "tcp"};
 
-static int parse_cost_file(const char *path, double *alpha, double *beta, int *have, double *gamma) {
+static int parse_cost_file(const char *path, double *alpha, double *beta, int *have, double *gamma, double *sync) {
     FILE *f = fopen(path, "re");
     if (!f) return -1;
     char line[256];
@@ -25,6 +25,19 @@ static int parse_cost_file(const char *path, double *alpha, double *beta, int *h
         if (sscanf(line, " cost %31s alpha_us%*[ =]%lf beta_gbps%*[ =]%lf", name, &a, &b) == 3) {
             for (int t = 0; t < TLINK_TRANSPORT_COUNT; t++)
                 if (!strcmp(name, tname[t]) && a >= 0 && b > 0) { alpha[t] = a * 1e-6; beta[t] = 1e-9 / b; have[t] = 1; }
+            continue;
+        }
+        if (!strncmp(line + strspn(line, " \t"), "sync ", 5)) {
+            /* "sync all_us=A step_us=S [all_ns_per_kib=X step_ns_per_kib=Y]" (oversubscribed hosts) */
+            double x = 0, y = 0;
+            int k = sscanf(line, " sync all_us%*[ =]%lf step_us%*[ =]%lf all_ns_per_kib%*[ =]%lf step_ns_per_kib%*[ =]%lf",
+                           &a, &b, &x, &y);
+            if (sync && k >= 2 && a >= 0 && b >= 0 && x >= 0 && y >= 0) {
+                sync[0] = a * 1e-6;
+                sync[1] = b * 1e-6;
+                sync[2] = x * 1e-9 / 1024;
+                sync[3] = y * 1e-9 / 1024;
+            }
             continue;
         }
         if (sscanf(line, " reduce gbps%*[ =]%lf", &a) == 1) {
@@ -130,6 +143,87 @@ static tlink_status pingpong(tlink_comm *c, int peer, int initiator, double *alp
     return TLINK_OK;
 }
 
+/* Ranks outnumbering the host's cores (c->ranks_per_core > 1): a rank that waits for another
+ * one that is not running waits for the scheduler to hand it a core, not for a cache line, and
+ * the ping-pong above (two ranks, the others asleep) does not see that. Measured here with
+ * every rank of the host taking part, each as the mean per operation over a round of 16, the
+ * fastest of 3 rounds (a descheduling by another job does not decide it):
+ *   [0] an all-rank synchronisation alone (the direct collectives' arrival flags),
+ *   [1] a ring-shift step of 8 bytes alone (what ring, trees, recursive doubling pay per step),
+ *   [2] W bytes of copying per rank (all ranks at once, one synchronisation at the end),
+ *   [3] W bytes of copying, then an all-rank synchronisation, [4] then a ring-shift step.
+ * A synchronisation after work costs more than one alone: the ranks of a core finish their
+ * work one after another, and a rank that waits gives its core away (to a core partner that
+ * still works, or to another job for a time slice). all = [0], step = [1]; the excess per byte,
+ * ([3] - [2] - [0]) / W and ([4] - [2] - [1]) / W, prices that in proportion to the work before
+ * a synchronisation (direct waits for every rank after whole segments; a ring step only for
+ * its neighbour after a block). Only on one host with shared memory (the direct flags are per
+ * host); costs about 1 + 3 * 48 * (a few us + the copy) = 5-20 ms on 4 ranks of 2 cores. */
+static tlink_status measure_sync(tlink_comm *c, double out[4]) {
+    const int iters = 16, rounds = 3;
+    const size_t W = 256 << 10;
+    int n = c->size, right = (c->rank + 1) % n, left = (c->rank - 1 + n) % n;
+    double best[5] = {1e9, 1e9, 1e9, 1e9, 1e9};
+    uint64_t x = 0, y = 0;
+    char *src = malloc(W), *dst = malloc(W);
+    if (!src || !dst) { free(src); free(dst); return tl_err(c, TLINK_ERR_NO_MEMORY, "out of memory"); }
+    memset(src, 1, W);
+    memset(dst, 2, W);
+    tlink_status st = tl_direct_barrier(c); /* warm-up: everyone is here */
+    for (int r = 0; r < rounds && !st; r++) {
+        double t[6];
+        t[0] = tl_now();
+        for (int i = 0; i < iters && !st; i++) st = tl_direct_barrier(c);
+        t[1] = tl_now();
+        for (int i = 0; i < iters && !st; i++) st = tl_xchg(c, right, &x, 8, left, &y, 8, NULL, 1);
+        t[2] = tl_now();
+        /* the copies feed back into their source so that none can be left out */
+        for (int i = 0; i < iters; i++) { memcpy(dst, src, W); src[i] ^= dst[W - 1 - i]; }
+        if (!st) st = tl_direct_barrier(c);
+        t[3] = tl_now();
+        for (int i = 0; i < iters && !st; i++) {
+            memcpy(dst, src, W);
+            src[i] ^= dst[W - 1 - i];
+            st = tl_direct_barrier(c);
+        }
+        t[4] = tl_now();
+        for (int i = 0; i < iters && !st; i++) {
+            memcpy(dst, src, W);
+            src[i] ^= dst[W - 1 - i];
+            st = tl_xchg(c, right, &x, 8, left, &y, 8, NULL, 1);
+        }
+        t[5] = tl_now();
+        if (!st) st = tl_direct_barrier(c); /* the next round starts together */
+        for (int k = 0; k < 5; k++) best[k] = TL_MIN(best[k], (t[k + 1] - t[k]) / iters);
+    }
+    free(src);
+    free(dst);
+    if (st) return st;
+    out[0] = best[0];
+    out[1] = best[1];
+    out[2] = TL_MAX(0.0, best[3] - best[2] - best[0]) / (double)W;
+    out[3] = TL_MAX(0.0, best[4] - best[2] - best[1]) / (double)W;
+    return TLINK_OK;
+}
+
+/* Estimates where nothing was measured (topology predictions, TLINK_COST_MEASURE=0) for k
+ * ranks per core, fitted to measure_sync's figures on a 2-core VM at 1.5, 2 and 4 ranks per
+ * core (docs/tilelink.md): a synchronisation costs its contention-free price (half of alpha
+ * for the flags, alpha for a step) plus about 3 us per extra rank per core (handing the core
+ * over: a sched_yield or a futex wake and the cache lines that follow); after work, the excess
+ * grows by (k - 1) x 0.17 ns (all-rank) and 0.11 ns (ring step) per byte of that work. */
+void tl_cost_sync_estimate(tlink_comm *c, double alpha) {
+    double k = c->ranks_per_core;
+    if (!(k > 1)) {
+        c->sync_all = c->sync_step = c->sync_all_pb = c->sync_step_pb = 0;
+        return;
+    }
+    c->sync_all = 0.5 * alpha + (k - 1) * 3e-6;
+    c->sync_step = alpha + (k - 1) * 3e-6;
+    c->sync_all_pb = (k - 1) * 0.17e-9;
+    c->sync_step_pb = (k - 1) * 0.11e-9;
+}
+
 tlink_status tl_cost_init(tlink_comm *c) {
     c->alpha[TLINK_TRANSPORT_SELF] = 0;
     c->beta[TLINK_TRANSPORT_SELF] = 1.0 / 20e9;
@@ -141,6 +235,8 @@ tlink_status tl_cost_init(tlink_comm *c) {
     if (c->size == 1) return TLINK_OK;
     int have[TLINK_TRANSPORT_COUNT] = {0};
     double alpha[TLINK_TRANSPORT_COUNT], beta[TLINK_TRANSPORT_COUNT], gamma = c->gamma;
+    double sync[4] = {-1, -1, 0, 0}; /* TLINK_COST_FILE's sync line; -1: not given */
+    int msync = 0;             /* measure sync costs (rank 0 decides: every rank must take part) */
     memcpy(alpha, c->alpha, sizeof alpha);
     memcpy(beta, c->beta, sizeof beta);
     char key[256], plan[64];
@@ -150,13 +246,13 @@ tlink_status tl_cost_init(tlink_comm *c) {
         const char *file = tl_getenv("TLINK_COST_FILE");
         cache_path(cpath, sizeof cpath);
         if (file) {
-            if (parse_cost_file(file, alpha, beta, have, &gamma))
+            if (parse_cost_file(file, alpha, beta, have, &gamma, sync))
                 tl_log(TL_LOG_WARN, "TLINK_COST_FILE=%s: %s", file, strerror(errno));
         } else if (cpath[0]) {
             struct stat sb;
             double max_age = tl_env_double("TLINK_COST_CACHE_MAX_AGE", 86400);
             if (stat(cpath, &sb) == 0 && difftime(time(NULL), sb.st_mtime) < max_age) {
-                parse_cost_file(cpath, alpha, beta, have, &gamma);
+                parse_cost_file(cpath, alpha, beta, have, &gamma, NULL);
                 for (int t = 0; t < TLINK_TRANSPORT_COUNT; t++) cached[t] = have[t];
             }
         }
@@ -167,8 +263,10 @@ tlink_status tl_cost_init(tlink_comm *c) {
             if (t == TLINK_TRANSPORT_SHM && (!have[t] || cached[t]) && shm_partner < 0) shm_partner = r;
             if (t == TLINK_TRANSPORT_TCP && (!have[t] || cached[t]) && tcp_partner < 0) tcp_partner = r;
         }
-        snprintf(plan, sizeof plan, "%d %d %d %d", shm_partner, tcp_partner, shm_partner >= 0 && cached[TLINK_TRANSPORT_SHM],
-                 tcp_partner >= 0 && cached[TLINK_TRANSPORT_TCP]);
+        msync = c->ranks_per_core > 1 && c->nhosts == 1 && c->dslots && sync[0] < 0 &&
+                tl_env_long("TLINK_COST_MEASURE", 1) != 0;
+        snprintf(plan, sizeof plan, "%d %d %d %d %d", shm_partner, tcp_partner, shm_partner >= 0 && cached[TLINK_TRANSPORT_SHM],
+                 tcp_partner >= 0 && cached[TLINK_TRANSPORT_TCP], msync);
         snprintf(key, sizeof key, "%s/costplan", c->prefix);
         if (tlink_store_set(c->store, key, plan, strlen(plan) + 1))
             return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: %s", tlink_store_last_error(c->store));
@@ -177,9 +275,9 @@ tlink_status tl_cost_init(tlink_comm *c) {
         snprintf(key, sizeof key, "%s/costplan", c->prefix);
         tlink_status st = tlink_store_get(c->store, key, &v, NULL, c->timeout);
         if (st) return tl_err(c, st, "bootstrap: waiting for rank 0's cost plan: %s", tlink_store_last_error(c->store));
-        if (sscanf(v, "%d %d %d %d", &shm_partner, &tcp_partner, &cached[TLINK_TRANSPORT_SHM],
-                   &cached[TLINK_TRANSPORT_TCP]) != 4)
-            shm_partner = tcp_partner = -1;
+        if (sscanf(v, "%d %d %d %d %d", &shm_partner, &tcp_partner, &cached[TLINK_TRANSPORT_SHM],
+                   &cached[TLINK_TRANSPORT_TCP], &msync) != 5)
+            shm_partner = tcp_partner = -1, msync = 0;
         free(v);
     }
     int partners[2] = {shm_partner, tcp_partner};
@@ -195,23 +293,45 @@ tlink_status tl_cost_init(tlink_comm *c) {
             have[t] = !cached[t] || re ? 2 : 1;
         }
     }
+    if (msync) {
+        tlink_status st = measure_sync(c, sync);
+        if (st) return st;
+    }
     snprintf(key, sizeof key, "%s/cost", c->prefix);
     if (c->rank == 0) {
         if ((have[TLINK_TRANSPORT_SHM] == 2 || have[TLINK_TRANSPORT_TCP] == 2) && !tl_getenv("TLINK_COST_FILE"))
             write_cache(cpath, alpha, beta, have);
         char val[256];
-        snprintf(val, sizeof val, "%a %a %a %a %a", alpha[1], beta[1], alpha[2], beta[2], gamma);
+        snprintf(val, sizeof val, "%a %a %a %a %a %a %a %a %a", alpha[1], beta[1], alpha[2], beta[2], gamma, sync[0],
+                 sync[1], sync[2], sync[3]);
         if (tlink_store_set(c->store, key, val, strlen(val) + 1))
             return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: %s", tlink_store_last_error(c->store));
     }
     void *v = NULL;
     tlink_status st = tlink_store_get(c->store, key, &v, NULL, c->timeout);
     if (st) return tl_err(c, st, "bootstrap: waiting for rank 0's cost model: %s", tlink_store_last_error(c->store));
-    if (sscanf(v, "%la %la %la %la %la", &c->alpha[1], &c->beta[1], &c->alpha[2], &c->beta[2], &c->gamma) != 5)
+    if (sscanf(v, "%la %la %la %la %la %la %la %la %la", &c->alpha[1], &c->beta[1], &c->alpha[2], &c->beta[2],
+               &c->gamma, &sync[0], &sync[1], &sync[2], &sync[3]) != 9)
         tl_log(TL_LOG_WARN, "bad cost model from rank 0: '%s'", (char *)v);
     free(v);
+    const char *how = "measured";
+    if (c->ranks_per_core > 1 && sync[0] >= 0 && sync[1] >= 0) {
+        c->sync_all = sync[0];
+        c->sync_step = sync[1];
+        c->sync_all_pb = sync[2];
+        c->sync_step_pb = sync[3];
+        if (!msync) how = "TLINK_COST_FILE";
+    } else {
+        tl_cost_sync_estimate(c, c->alpha[TLINK_TRANSPORT_SHM]);
+        how = "estimated";
+    }
     tl_log(TL_LOG_INFO, "cost model: shm alpha %.2f us, %.2f GB/s; tcp alpha %.2f us, %.2f GB/s", c->alpha[1] * 1e6,
            1e-9 / c->beta[1], c->alpha[2] * 1e6, 1e-9 / c->beta[2]);
+    if (c->ranks_per_core > 1)
+        tl_log(TL_LOG_INFO, "cost model: %d ranks on %d usable cores (%.2f per core): all-rank sync %.2f us + %.2f ns/KiB "
+               "of work before it, ring step %.2f us + %.2f ns/KiB (%s); copy and reduce terms x%.2f", c->local_size,
+               c->local_cores, c->ranks_per_core, c->sync_all * 1e6, c->sync_all_pb * 1e9 * 1024, c->sync_step * 1e6,
+               c->sync_step_pb * 1e9 * 1024, how, c->ranks_per_core);
     return TLINK_OK;
 }
 
@@ -261,36 +381,54 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
     if (n <= 1) return 0;
     int flat = (c->nhosts > 1 || c->force_tcp) ? TLINK_TRANSPORT_TCP : TLINK_TRANSPORT_SHM;
     double a = c->alpha[flat], b = c->beta[flat], g = c->gamma, B = (double)bytes, N = n;
+    /* Oversubscribed (more ranks than usable cores on a host; flat shared memory): every rank's
+     * copying and reducing shares a core with k - 1 others (beta and gamma x k), a step that
+     * waits for a peer costs at least a measured ring step (sync_step) and an all-rank
+     * synchronisation a measured sync_all, each growing with the work every rank did before
+     * it (the *_pb terms, per byte); see measure_sync. The all-reduce algorithms charge each
+     * step for the bytes it moved (xs), the other collectives only the floor. */
+    double k = flat == TLINK_TRANSPORT_SHM && c->ranks_per_core > 1 ? c->ranks_per_core : 1;
+    double xs = 0, xa = 0; /* seconds per byte of work before a step / an all-rank sync */
+    if (k > 1) {
+        b *= k;
+        g *= k;
+        a = TL_MAX(a, c->sync_step);
+        xs = c->sync_step_pb;
+        xa = c->sync_all_pb;
+    }
     int p2 = 1 << flog2(n), fold = p2 != n;
-    double L = clog2(n), foldc = fold ? 2 * (a + B * b) + B * g : 0;
+    double L = clog2(n), foldc = fold ? 2 * (a + B * b + B * xs) + B * g : 0;
     double chunk = 64.0 * 1024, nch = ceil(B / chunk);
     if (nch < 1) nch = 1;
     double t = 0;
     switch (coll) {
     case TLINK_COLL_ALLREDUCE:
         switch (algo) {
-        case TLINK_ALGO_RING: t = 2 * (N - 1) * (a + B / N * b) + (N - 1) / N * B * g; break;
-        case TLINK_ALGO_RECURSIVE_DOUBLING: t = flog2(n) * (a + B * b + B * g + B / 8e9) + foldc; break;
+        case TLINK_ALGO_RING: t = 2 * (N - 1) * (a + B / N * (b + xs)) + (N - 1) / N * B * g; break;
+        case TLINK_ALGO_RECURSIVE_DOUBLING: t = flog2(n) * (a + B * (b + xs) + B * g + B / 8e9) + foldc; break;
         case TLINK_ALGO_RABENSEIFNER:
-            t = 2 * flog2(n) * a + 2 * (p2 - 1.0) / p2 * B * b + (p2 - 1.0) / p2 * B * g + foldc;
+            t = 2 * flog2(n) * a + 2 * (p2 - 1.0) / p2 * B * (b + xs) + (p2 - 1.0) / p2 * B * g + foldc;
             break;
-        case TLINK_ALGO_BINOMIAL_TREE: t = 2 * L * (a + B * b) + L * B * g; break;
+        case TLINK_ALGO_BINOMIAL_TREE: t = 2 * L * (a + B * (b + xs)) + L * B * g; break;
         case TLINK_ALGO_DOUBLE_BINARY_TREE: {
-            double depth = clog2(n) + 1, half = nch / 2 < 1 ? 1 : nch / 2;
-            t = 2 * (depth + half - 1) * (a + chunk * b * (B < chunk ? B / chunk : 1)) * 1.0 + B * g;
+            double depth = clog2(n) + 1, half = nch / 2 < 1 ? 1 : nch / 2, cb = B < chunk ? B : chunk;
+            t = 2 * (depth + half - 1) * (a + cb * (b + xs)) * 1.0 + B * g;
             break;
         }
         case TLINK_ALGO_DIRECT:
             if (bytes <= TL_DIRECT_SLOT) {
                 /* one synchronisation among the host's ranks: a flag store and poll, about half
                  * of alpha (the ping-pong's message also moves the ring's tail, head and
-                 * doorbell lines); one copy in, one out (beta prices two copies) */
-                t = 0.5 * a + B * b + (N - 1) * B * g;
+                 * doorbell lines); one copy in, one out (beta prices two copies);
+                 * oversubscribed: the measured all-rank synchronisation after a copy of B */
+                t = (k > 1 ? c->sync_all + B * xa : 0.5 * a) + B * b + (N - 1) * B * g;
             } else {
                 /* per segment three synchronisations; each byte copied in and out once (beta,
-                 * from a ping-pong, prices two copies) plus reading the blocks to reduce */
+                 * from a ping-pong, prices two copies) plus reading the blocks to reduce;
+                 * oversubscribed: three all-rank synchronisations, after copying the segment in,
+                 * reducing a block from every slot (a segment's bytes) and copying it out */
                 double nseg = ceil(B / (double)(c->dseg ? c->dseg : 1));
-                t = nseg * 3 * a + 1.5 * B * b + (N - 1) / N * B * g;
+                t = nseg * 3 * (k > 1 ? c->sync_all : a) + 3 * B * xa + 1.5 * B * b + (N - 1) / N * B * g;
             }
             break;
         case TLINK_ALGO_HIERARCHICAL: {
@@ -341,7 +479,7 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
         break;
     case TLINK_COLL_ALLTOALL:
     case TLINK_COLL_ALLTOALLV: t = (N - 1) * (a + B / N * b); break;
-    case TLINK_COLL_BARRIER: t = algo == TLINK_ALGO_DIRECT ? 2 * a : L * a; break;
+    case TLINK_COLL_BARRIER: t = algo == TLINK_ALGO_DIRECT ? (k > 1 ? c->sync_all : 2 * a) : L * a; break;
     default: return -1;
     }
     return t * 1e6;

@@ -147,6 +147,13 @@ struct tlink_comm {
     int force_tcp;
     double spin_s, yield_s;         /* busy-wait budgets before sleeping (smaller when oversubscribed) */
     int yield_every;                /* polls per sched_yield in the yield phase */
+    int local_cores;                /* CPUs this host's ranks may use (union of their affinities) */
+    double ranks_per_core;          /* most ranks per usable CPU on any host (> 1: oversubscribed) */
+    /* cost model, oversubscribed hosts (cost.c): one all-rank synchronisation of the host's
+     * ranks and one step of a ring shift with every rank taking part (seconds), and what each
+     * costs more per byte of work every rank did before it (seconds per byte); measured at
+     * start-up, estimated, or from TLINK_COST_FILE; 0 when ranks_per_core <= 1 */
+    double sync_all, sync_step, sync_all_pb, sync_step_pb;
     /* store */
     tlink_store *store;
     tlink_store_server *server;     /* ref held if this process hosts the store */
@@ -252,6 +259,8 @@ tlink_status tl_execute(tlink_comm *c, tl_args *a);    /* blocking entry: orders
 
 /* ---------- cost.c ---------- */
 tlink_status tl_cost_init(tlink_comm *c);
+tlink_status tl_direct_barrier(tlink_comm *c); /* coll.c: needs c->dslots and one host */
+void tl_cost_sync_estimate(tlink_comm *c, double alpha); /* cost.c: estimated oversubscription terms */
 tlink_algo tl_choose(tlink_comm *c, tlink_coll coll, size_t bytes, double *pred_us, const char *dtname);
 double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo a, size_t bytes);
 int tl_algo_valid(const tlink_comm *c, tlink_coll coll, tlink_algo a);

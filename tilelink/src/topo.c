@@ -1117,6 +1117,11 @@ int tlink_topo_predict(const tlink_topo *t, tlink_coll coll, size_t bytes, tlink
         c->alpha[TLINK_TRANSPORT_TCP] = a;
         c->beta[TLINK_TRANSPORT_TCP] = b;
     }
+    /* hosts with more ranks than cores: the model's oversubscription terms, estimated */
+    for (int i = 0; i < t->nhosts; i++)
+        if (t->hosts[i].ncores > 0 && (double)t->hosts[i].nranks / t->hosts[i].ncores > c->ranks_per_core)
+            c->ranks_per_core = (double)t->hosts[i].nranks / t->hosts[i].ncores;
+    tl_cost_sync_estimate(c, c->alpha[TLINK_TRANSPORT_SHM]);
     int n = 0;
     for (int a = 1; a < TLINK_ALGO_COUNT; a++) {
         double us = tlink_predict_us(c, coll, (tlink_algo)a, bytes, NULL);
