@@ -97,6 +97,30 @@ int main(void) {
     }
     CHECK(tlink_topo_synthetic(0, 8, 1, 0, &t) == TLINK_ERR_INVALID_ARG, "0 hosts");
 
+    /* ---- a host with more ranks than cores: the model's oversubscription terms ---- */
+    {
+        static const char *cores[3] = {" cores 2", " cores 8", ""};
+        tlink_topo_cost oc[3][TLINK_ALGO_COUNT];
+        int on[3] = {0, 0, 0};
+        for (int v = 0; v < 3; v++) {
+            char text[200];
+            snprintf(text, sizeof text, HDR "cost shm alpha_us=1 beta_gbps=4\nhost a ranks 0-7%s\n", cores[v]);
+            t = NULL;
+            CHECK(tlink_topo_parse("over.topo", text, &t, err, sizeof err) == TLINK_OK, "over.topo: %s", err);
+            if (t) on[v] = tlink_topo_predict(t, TLINK_COLL_ALLREDUCE, 1 << 20, oc[v], TLINK_ALGO_COUNT, NULL);
+            tlink_topo_free(t);
+        }
+        CHECK(on[0] >= 5 && on[0] == on[1] && on[1] == on[2], "algorithm counts %d %d %d", on[0], on[1], on[2]);
+        for (int i = 0; i < on[0] && i < TLINK_ALGO_COUNT; i++) {
+            /* 4 ranks per core: every algorithm costs more (copies x4, each step waits for
+             * peers queued on a core); unknown cores: no oversubscription term */
+            CHECK(oc[0][i].us > 1.5 * oc[1][i].us, "%s: 2 cores %g us, 8 cores %g us", tlink_algo_name(oc[0][i].algo),
+                  oc[0][i].us, oc[1][i].us);
+            CHECK(oc[2][i].us == oc[1][i].us, "%s: unknown cores %g us, 8 cores %g us", tlink_algo_name(oc[2][i].algo),
+                  oc[2][i].us, oc[1][i].us);
+        }
+    }
+
     /* ---- a file with every directive ---- */
     const char *full =
         "# a small cluster\n"

@@ -1,6 +1,7 @@
 /* test_algo.c — algorithm selection: TLINK_ALGO forcing (global and per collective), fallback
  * when a forced algorithm does not apply, the cost-model API, TLINK_COST_FILE, and the
- * TLINK_DEBUG=info log line. */
+ * TLINK_DEBUG=info log line; the oversubscription terms (TLINK_CORES, the cost file's sync line,
+ * the start-up measurement) and the choices they make. */
 #include "tl_launch.h"
 
 static int fails;
@@ -16,7 +17,32 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         return 1;
     }
     float x[100] = {0};
-    if (phase == 0) { /* TLINK_ALGO=rabenseifner */
+    if (phase >= 2) {
+        /* oversubscription: 4 ranks, TLINK_CORES=2 (phase 2: the cost file's sync figures;
+         * phase 4: measured at start-up) or 8 (phase 3: not oversubscribed); the choices are
+         * pure arithmetic on the given figures (phases 2 and 3), no timing */
+        tlink_algo small = TLINK_ALGO_COUNT, big = TLINK_ALGO_COUNT;
+        double us_small = tlink_predict_us(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_AUTO, 8, &small);
+        double us_big = tlink_predict_us(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_AUTO, 1 << 20, &big);
+        double direct_big = tlink_predict_us(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_DIRECT, 1 << 20, NULL);
+        double ring_big = tlink_predict_us(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_RING, 1 << 20, NULL);
+        EXPECT(us_small > 0 && small == TLINK_ALGO_DIRECT, "8 B: chose %s", tlink_algo_name(small));
+        if (phase == 2) {
+            /* direct: 3 syncs of 4 us + 3 x 1 MiB x 0.156 ns (491 us) + copies and reductions at
+             * half speed; ring: 6 steps of 4 us + 256 KiB x 0.098 ns: ~1000 us against ~1330 */
+            EXPECT(us_big > 0 && big != TLINK_ALGO_DIRECT, "1 MiB oversubscribed: chose %s (%g us)",
+                   tlink_algo_name(big), us_big);
+            EXPECT(direct_big > 1.25 * ring_big, "direct %g us, ring %g us", direct_big, ring_big);
+        } else if (phase == 3) {
+            /* the same figures, 8 cores: the contention-free model prices direct below ring (3 x
+             * 0.5 us of flags against ring's 6 x 0.5 us, the same bytes) */
+            EXPECT(us_big > 0 && direct_big < ring_big, "8 cores: direct %g us, ring %g us", direct_big, ring_big);
+        }
+        float y[64];
+        for (int i = 0; i < 64; i++) y[i] = (float)(rank + i);
+        EXPECT(tlink_allreduce(c, y, y, 64, TLINK_F32, TLINK_SUM) == TLINK_OK, "allreduce");
+        EXPECT(y[5] == 6 + 4 * 5, "allreduce result %g", y[5]);
+    } else if (phase == 0) { /* TLINK_ALGO=rabenseifner */
         tlink_allreduce(c, x, x, 100, TLINK_F32, TLINK_SUM);
         EXPECT(!strcmp(tlink_last_algo(c), "rabenseifner"), "allreduce ran %s", tlink_last_algo(c));
         tlink_broadcast(c, x, 100, TLINK_F32, 0);
@@ -71,6 +97,49 @@ int main(void) {
     }
     if (lf) fclose(lf);
     if (!seen) { printf("FAIL: no 'allreduce 400 B f32: chose ring (predicted ...' line in the TLINK_DEBUG=info log\n"); bad++; }
+    /* phases 2-4: the oversubscription terms (TLINK_CORES makes the machine's core count
+     * irrelevant); the log must show them and say where they came from */
+    unsetenv("TLINK_ALGO");
+    f = fopen("tlink_test_algo_over.topo", "w");
+    fprintf(f, "topology 1\ncost shm alpha_us=0.5 beta_gbps=5\nreduce gbps=8\n"
+               "sync all_us=4 step_us=4 all_ns_per_kib=160 step_ns_per_kib=100\n");
+    fclose(f);
+    static const struct { int phase; const char *cores, *file, *want; } ov[] = {
+        {2, "2", "tlink_test_algo_over.topo",
+         "cost model: 4 ranks on 2 usable cores (2.00 per core): all-rank sync 4.00 us + 160.00 ns/KiB of work before "
+         "it, ring step 4.00 us + 100.00 ns/KiB (TLINK_COST_FILE); copy and reduce terms x2.00"},
+        {3, "8", "tlink_test_algo_over.topo", NULL},
+        {4, "2", NULL, "cost model: 4 ranks on 2 usable cores (2.00 per core): all-rank sync "},
+    };
+    for (int i = 0; i < 3; i++) {
+        phase = ov[i].phase;
+        setenv("TLINK_CORES", ov[i].cores, 1);
+        if (ov[i].file) setenv("TLINK_COST_FILE", ov[i].file, 1);
+        else unsetenv("TLINK_COST_FILE");
+        fflush(stderr);
+        if (!freopen("tlink_test_algo_over.log", "w", stderr)) return 1;
+        bad += tlt_launch(4, rank_main, NULL, 60, NULL) != 0;
+        fflush(stderr);
+        dup2(saved, 2);
+        int found = 0, over_lines = 0;
+        lf = fopen("tlink_test_algo_over.log", "r");
+        while (lf && fgets(line, sizeof line, lf)) {
+            if (ov[i].want && strstr(line, ov[i].want) && (phase != 4 || strstr(line, "(measured)"))) found++;
+            if (strstr(line, "usable cores")) over_lines++;
+            if (strstr(line, "FAIL")) fputs(line, stdout);
+        }
+        if (lf) fclose(lf);
+        if (ov[i].want && found != 4) {
+            printf("FAIL: phase %d: %d of 4 ranks logged '%s...'%s\n", phase, found, ov[i].want,
+                   phase == 4 ? " (measured)" : "");
+            bad++;
+        }
+        if (!ov[i].want && over_lines) {
+            printf("FAIL: phase %d: 4 ranks on 8 cores logged an oversubscription line\n", phase);
+            bad++;
+        }
+    }
+    unsetenv("TLINK_CORES");
     /* phase 0: one algorithm for everything; not-applicable collectives fall back */
     phase = 0;
     unsetenv("TLINK_COST_FILE");
