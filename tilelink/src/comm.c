@@ -445,6 +445,7 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     c->spin_s = tl_env_double("TLINK_SPIN_US", over ? 0 : 2000) * 1e-6;
     c->yield_s = tl_env_double("TLINK_YIELD_US", over ? 50 : 2000) * 1e-6;
     c->yield_every = (int)tl_env_long("TLINK_POLLS_PER_YIELD", over ? 1 : 16);
+    c->coloc_move = tl_env_long("TLINK_COLOC_MOVE", 1) != 0;
     if (c->yield_every < 1) c->yield_every = 1;
     c->tcp_chunk = (size_t)tl_env_long("TLINK_SOCKET_CHUNK", 128 << 10);
     if (c->tcp_chunk < 4096) c->tcp_chunk = 4096;

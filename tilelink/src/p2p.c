@@ -58,6 +58,37 @@ static inline int peer_shares_cpu(const tlink_comm *c, int local_idx, int my_cpu
     return c->dseq && my_cpu > 0 && atomic_load_explicit(&c->dseq[local_idx].cpu, memory_order_relaxed) == my_cpu;
 }
 
+/* Two ranks of a host that has a core for each can still end up queued on one CPU: on a busy
+ * machine the kernel wakes a sleeping rank (futex) on the CPU of the rank that woke it when
+ * no CPU is idle, and two ranks that poll and yield in turn look balanced to it. From then on
+ * every message costs two context switches (2 us instead of 0.3 at 2 ranks, load 7-11: the
+ * 8-byte all-reduce 4.5x Open MPI's, whose ranks never sleep). After TL_COLOC_STREAK waits in
+ * a row that found an awaited peer on our CPU, the rank with the higher local index moves:
+ * it takes its CPU out of its affinity mask, which migrates it at once, and puts the mask
+ * back, which leaves it where it went; at most every TL_COLOC_GAP_S. Not when the host's ranks
+ * outnumber its cores (sharing a CPU is then unavoidable), nor with TLINK_COLOC_MOVE=0. */
+#define TL_COLOC_STREAK 4
+#define TL_COLOC_GAP_S 0.02
+static void colocated(tlink_comm *c, int peer_idx, int my_cpu) {
+    if (!c->coloc_move || c->local_size > c->local_cores || peer_idx > c->local_rank || my_cpu <= 0) return;
+    if (++c->coloc_streak < TL_COLOC_STREAK) return;
+    double now = tl_now();
+    if (now - c->coloc_moved < TL_COLOC_GAP_S) return;
+    c->coloc_moved = now;
+    c->coloc_streak = 0;
+    cpu_set_t orig, away;
+    if (sched_getaffinity(0, sizeof orig, &orig) != 0 || my_cpu - 1 >= CPU_SETSIZE) return;
+    away = orig;
+    CPU_CLR(my_cpu - 1, &away);
+    if (CPU_COUNT(&away) == 0) return;
+    if (sched_setaffinity(0, sizeof away, &away) == 0) {
+        c->coloc_moves++;
+        sched_setaffinity(0, sizeof orig, &orig);
+        tl_log(TL_LOG_DEBUG, "rank %d: local rank %d waited on CPU %d too: moved to CPU %d (move %d)", c->rank,
+               peer_idx, my_cpu - 1, sched_getcpu(), c->coloc_moves);
+    }
+}
+
 /* keep polling? 1: yes; 0: the budget is spent, or an awaited local peer shares our CPU
  * (yield next: sched_yield lets it run). Looked at every 64 polls. */
 static int keep_spinning(tlink_comm *c, double el, double spin, int my_cpu, const tl_op *ops, int n) {
@@ -65,11 +96,16 @@ static int keep_spinning(tlink_comm *c, double el, double spin, int my_cpu, cons
     if (ops) {
         for (int i = 0; i < n; i++)
             if (!ops[i].finished && c->peers[ops[i].peer].transport == TLINK_TRANSPORT_SHM &&
-                peer_shares_cpu(c, c->peers[ops[i].peer].local_idx, my_cpu))
+                peer_shares_cpu(c, c->peers[ops[i].peer].local_idx, my_cpu)) {
+                colocated(c, c->peers[ops[i].peer].local_idx, my_cpu);
                 return 0;
+            }
     } else {
         for (int i = 0; i < c->local_size; i++)
-            if (i != c->local_rank && peer_shares_cpu(c, i, my_cpu)) return 0;
+            if (i != c->local_rank && peer_shares_cpu(c, i, my_cpu)) {
+                colocated(c, i, my_cpu);
+                return 0;
+            }
     }
     return 1;
 }
@@ -393,7 +429,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         if (!op->esize) op->esize = 1;
     }
     double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + TL_LIVE_CHECK_S;
-    int spins = 0, armed = 0, spinning = 1, sleeping = 0;
+    int spins = 0, armed = 0, spinning = 1, sleeping = 0, yielding = 0;
     double t_yield = 0;
     int my_cpu = 0;
     unsigned progress_events = 0;
@@ -442,6 +478,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         }
         if (all_done) {
             if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+            if (spinning && spins) c->coloc_streak = 0; /* the peer delivered while we polled */
             return TLINK_OK;
         }
         if (c->shm && atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) {
@@ -485,10 +522,10 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
             double el = tl_now() - t_idle, spin = want_tcp ? 0 : c->spin_s;
             if (spinning && spin > 0 && keep_spinning(c, el, spin, my_cpu, ops, n)) continue;
             if (spinning) { spinning = 0; t_yield = el; }
-            if (el < t_yield + c->yield_s) { sched_yield(); continue; }
-            sleeping = 1;
+            if (el < t_yield + c->yield_s) yielding = 1;
+            else sleeping = 1;
         }
-        /* blocking phase */
+        /* yield or block; either way look at failures and the deadline now and then */
         double now = tl_now();
         if (now >= next_live) {
             next_live = now + TL_LIVE_CHECK_S;
@@ -524,6 +561,11 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
             snprintf(msg, sizeof msg, "timeout after %.1f s%s", c->timeout, who);
             tl_comm_break(c, TLINK_ERR_TIMEOUT, -1, msg);
             return tl_err(c, TLINK_ERR_TIMEOUT, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
+        }
+        if (yielding) {
+            yielding = 0;
+            sched_yield();
+            continue;
         }
         if (want_shm && !armed) {
             /* announce we may sleep, then re-check everything once before sleeping */
@@ -589,12 +631,15 @@ void tl_ring_all_local(tlink_comm *c) {
 tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
     if (ready(c, arg)) return TLINK_OK;
     double t0 = tl_now(), deadline = t0 + c->timeout, next_live = t0 + TL_LIVE_CHECK_S;
-    int spins = 0, sleeping = 0, spinning = 1;
+    int spins = 0, sleeping = 0, spinning = 1, yielding = 0;
     double t_yield = 0;
     int my_cpu = 0;
     if (c->spin_s > 0) publish_cpu(c, &my_cpu);
     for (;;) {
-        if (ready(c, arg)) return TLINK_OK;
+        if (ready(c, arg)) {
+            if (spinning) c->coloc_streak = 0; /* the peers arrived while we polled */
+            return TLINK_OK;
+        }
         if (atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) return shm_abort_seen(c);
         if (!sleeping) {
             if ((++spins % c->yield_every) != 0) {
@@ -605,8 +650,8 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
             /* pure polling: no system call */
             if (spinning && c->spin_s > 0 && keep_spinning(c, el, c->spin_s, my_cpu, NULL, 0)) continue;
             if (spinning) { spinning = 0; t_yield = el; }
-            if (el < t_yield + c->yield_s) { sched_yield(); continue; }
-            sleeping = 1;
+            if (el < t_yield + c->yield_s) yielding = 1;
+            else sleeping = 1;
         }
         double now = tl_now();
         if (now >= next_live) {
@@ -623,6 +668,11 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
             snprintf(msg, sizeof msg, "timeout after %.1f s waiting for the ranks of this host", c->timeout);
             tl_comm_break(c, TLINK_ERR_TIMEOUT, -1, msg);
             return tl_err(c, TLINK_ERR_TIMEOUT, "%s: %s", c->cur_coll ? c->cur_coll : "shm", msg);
+        }
+        if (yielding) {
+            yielding = 0;
+            sched_yield();
+            continue;
         }
         atomic_fetch_add(&c->my_bell->waiters, 1);
         uint32_t seq = atomic_load(&c->my_bell->seq);

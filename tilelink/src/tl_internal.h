@@ -148,6 +148,10 @@ struct tlink_comm {
     double spin_s, yield_s;         /* busy-wait budgets before sleeping (smaller when oversubscribed) */
     int yield_every;                /* polls per sched_yield in the yield phase */
     int local_cores;                /* CPUs this host's ranks may use (union of their affinities) */
+    int coloc_move;                 /* TLINK_COLOC_MOVE: move off a CPU shared with a peer (p2p.c) */
+    int coloc_streak, coloc_moves;  /* p2p.c: waits in a row that found an awaited peer on our CPU;
+                                       migrations away from it so far */
+    double coloc_moved;             /* when this rank last moved (tl_now) */
     double ranks_per_core;          /* most ranks per usable CPU on any host (> 1: oversubscribed) */
     /* cost model, oversubscribed hosts (cost.c): one all-rank synchronisation of the host's
      * ranks and one step of a ring shift with every rank taking part (seconds), and what each
