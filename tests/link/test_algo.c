@@ -30,8 +30,9 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         if (phase == 2) {
             /* direct: 3 syncs of 4 us + 3 x 1 MiB x 0.156 ns (491 us) + copies and reductions at
              * half speed; ring: 6 steps of 4 us + 256 KiB x 0.098 ns: ~1000 us against ~1330 */
-            EXPECT(us_big > 0 && big != TLINK_ALGO_DIRECT, "1 MiB oversubscribed: chose %s (%g us)",
-                   tlink_algo_name(big), us_big);
+            /* double binary tree: its per-rank work (2 MiB moved), not its pipeline path */
+            EXPECT(us_big > 0 && (big == TLINK_ALGO_RING || big == TLINK_ALGO_RABENSEIFNER),
+                   "1 MiB oversubscribed: chose %s (%g us)", tlink_algo_name(big), us_big);
             EXPECT(direct_big > 1.25 * ring_big, "direct %g us, ring %g us", direct_big, ring_big);
         } else if (phase == 3) {
             /* the same figures, 8 cores: the contention-free model prices direct below ring (3 x

@@ -146,24 +146,32 @@ static tlink_status pingpong(tlink_comm *c, int peer, int initiator, double *alp
 /* Ranks outnumbering the host's cores (c->ranks_per_core > 1): a rank that waits for another
  * one that is not running waits for the scheduler to hand it a core, not for a cache line, and
  * the ping-pong above (two ranks, the others asleep) does not see that. Measured here with
- * every rank of the host taking part, each as the mean per operation over a round of 16, the
- * fastest of 3 rounds (a descheduling by another job does not decide it):
+ * every rank of the host taking part, each as the mean per operation over a round of 16
+ * (5 rounds):
  *   [0] an all-rank synchronisation alone (the direct collectives' arrival flags),
  *   [1] a ring-shift step of 8 bytes alone (what ring, trees, recursive doubling pay per step),
  *   [2] W bytes of copying per rank (all ranks at once, one synchronisation at the end),
  *   [3] W bytes of copying, then an all-rank synchronisation, [4] then a ring-shift step.
  * A synchronisation after work costs more than one alone: the ranks of a core finish their
  * work one after another, and a rank that waits gives its core away (to a core partner that
- * still works, or to another job for a time slice). all = [0], step = [1]; the excess per byte,
- * ([3] - [2] - [0]) / W and ([4] - [2] - [1]) / W, prices that in proportion to the work before
- * a synchronisation (direct waits for every rank after whole segments; a ring step only for
- * its neighbour after a block). Only on one host with shared memory (the direct flags are per
- * host); costs about 1 + 3 * 48 * (a few us + the copy) = 5-20 ms on 4 ranks of 2 cores. */
+ * still works, or to another job for a time slice). all = [0], step = [1], the fastest round
+ * (a descheduling by another job does not decide them); the excess per byte, ([3] - [2] - [0])
+ * / W and ([4] - [2] - [1]) / W within a round, the median of the rounds (a difference of two
+ * noisy means: one bad round must not decide it), all-rank at least ring-step, prices that in
+ * proportion to the work before a synchronisation (direct waits for every rank after whole
+ * segments; a ring step only for its neighbour after a block). Only on one host with shared
+ * memory (the direct flags are per host); costs 5-30 ms on 4 ranks of 2 cores. */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static tlink_status measure_sync(tlink_comm *c, double out[4]) {
-    const int iters = 16, rounds = 3;
+    enum { rounds = 5 };
+    const int iters = 16;
     const size_t W = 256 << 10;
     int n = c->size, right = (c->rank + 1) % n, left = (c->rank - 1 + n) % n;
-    double best[5] = {1e9, 1e9, 1e9, 1e9, 1e9};
+    double best[2] = {1e9, 1e9}, xa[rounds], xs[rounds];
     uint64_t x = 0, y = 0;
     char *src = malloc(W), *dst = malloc(W);
     if (!src || !dst) { free(src); free(dst); return tl_err(c, TLINK_ERR_NO_MEMORY, "out of memory"); }
@@ -194,15 +202,23 @@ static tlink_status measure_sync(tlink_comm *c, double out[4]) {
         }
         t[5] = tl_now();
         if (!st) st = tl_direct_barrier(c); /* the next round starts together */
-        for (int k = 0; k < 5; k++) best[k] = TL_MIN(best[k], (t[k + 1] - t[k]) / iters);
+        double m[5];
+        for (int k = 0; k < 5; k++) m[k] = (t[k + 1] - t[k]) / iters;
+        best[0] = TL_MIN(best[0], m[0]);
+        best[1] = TL_MIN(best[1], m[1]);
+        xa[r] = (m[3] - m[2] - m[0]) / (double)W;
+        xs[r] = (m[4] - m[2] - m[1]) / (double)W;
     }
     free(src);
     free(dst);
     if (st) return st;
+    qsort(xa, rounds, sizeof xa[0], cmp_double);
+    qsort(xs, rounds, sizeof xs[0], cmp_double);
     out[0] = best[0];
     out[1] = best[1];
-    out[2] = TL_MAX(0.0, best[3] - best[2] - best[0]) / (double)W;
-    out[3] = TL_MAX(0.0, best[4] - best[2] - best[1]) / (double)W;
+    out[3] = TL_MAX(0.0, xs[rounds / 2]);
+    /* waiting for every rank after the same work is never cheaper than waiting for one */
+    out[2] = TL_MAX(out[3], xa[rounds / 2]);
     return TLINK_OK;
 }
 
@@ -321,6 +337,17 @@ tlink_status tl_cost_init(tlink_comm *c) {
         c->sync_all_pb = sync[2];
         c->sync_step_pb = sync[3];
         if (!msync) how = "TLINK_COST_FILE";
+        else {
+            /* the per-byte excesses are differences of noisy means (0 to 5x from run to run
+             * on a busy machine); the fitted estimates are their floor, so that one quiet
+             * moment at start-up does not bring back direct for large messages (measured
+             * 1.4-2x slower than ring there whatever the start-up figures said) */
+            tlink_comm e = *c;
+            tl_cost_sync_estimate(&e, c->alpha[TLINK_TRANSPORT_SHM]);
+            c->sync_all_pb = TL_MAX(c->sync_all_pb, e.sync_all_pb);
+            c->sync_step_pb = TL_MAX(c->sync_step_pb, e.sync_step_pb);
+            how = "measured; per-byte terms at least the estimates";
+        }
     } else {
         tl_cost_sync_estimate(c, c->alpha[TLINK_TRANSPORT_SHM]);
         how = "estimated";
@@ -413,6 +440,13 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
         case TLINK_ALGO_DOUBLE_BINARY_TREE: {
             double depth = clog2(n) + 1, half = nch / 2 < 1 ? 1 : nch / 2, cb = B < chunk ? B : chunk;
             t = 2 * (depth + half - 1) * (a + cb * (b + xs)) * 1.0 + B * g;
+            /* the formula above is the pipeline's critical path, which is what counts when
+             * every rank has a core; oversubscribed, the cores are the bottleneck and each
+             * rank's own work counts: interior in one tree and a leaf in the other, a rank
+             * sends and receives 2B in all (ring: 1.5B) and reduces B. Measured on 4 ranks
+             * of 2 cores, 256 KiB - 4 MiB: 1.6-2.6x ring's time (bench/results/
+             * link-allreduce-2026-11-30-s4.md) */
+            if (k > 1) t = TL_MAX(t, 2 * (depth + half - 1) * a + 2 * B * (b + xs) + B * g);
             break;
         }
         case TLINK_ALGO_DIRECT:
