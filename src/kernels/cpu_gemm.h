@@ -101,7 +101,8 @@ enum {
     TK_CPU_SSE2 = 1u << 0, TK_CPU_AVX = 1u << 1, TK_CPU_AVX2 = 1u << 2, TK_CPU_FMA = 1u << 3,
     TK_CPU_F16C = 1u << 4, TK_CPU_AVX512F = 1u << 5, TK_CPU_AVX512BW = 1u << 6,
     TK_CPU_AVX512VL = 1u << 7, TK_CPU_AVX512DQ = 1u << 8, TK_CPU_AVX512VNNI = 1u << 9,
-    TK_CPU_AVX512BF16 = 1u << 10, TK_CPU_AVX512FP16 = 1u << 11, TK_CPU_AMX_BF16 = 1u << 12
+    TK_CPU_AVX512BF16 = 1u << 10, TK_CPU_AVX512FP16 = 1u << 11, TK_CPU_AMX_BF16 = 1u << 12,
+    TK_CPU_AMX_TILE = 1u << 13
 };
 /* Usable features (cpuid, with xgetbv confirming the OS saves the AVX / AVX-512 state). */
 TILE_API unsigned tk_cpu_features(void);

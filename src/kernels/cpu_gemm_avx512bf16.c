@@ -52,5 +52,6 @@ static void ukr_bf16_avx512(int64_t kp, const float *af, const float *bf, float 
     ALL12(ACC_STORE)
 }
 
-const tk_bf16_kernel tk_bf16_avx512 = {.name = "avx512_bf16", .mr = MR, .nr = NR, .ukr = ukr_bf16_avx512};
+const tk_bf16_kernel tk_bf16_avx512 = {
+    .name = "avx512_bf16", .mr = MR, .nr = NR, .kq = 1, .a_layout = TK_BF16_PAIRS, .ukr = ukr_bf16_avx512};
 #endif
