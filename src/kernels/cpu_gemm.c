@@ -194,7 +194,7 @@ typedef struct tk_buf {
 } tk_buf;
 
 typedef struct tk_tls {
-    tk_buf a, b, w;
+    tk_buf a, b, w, bs; /* packed A, a task's packed B, the f32 C workspace, shared packed B */
     int registered;
 } tk_tls;
 
@@ -208,6 +208,7 @@ static void tls_destroy(void *p) {
     free(t->a.p);
     free(t->b.p);
     free(t->w.p);
+    free(t->bs.p);
     memset(t, 0, sizeof *t);
 }
 
@@ -303,6 +304,10 @@ typedef struct gctx {
     float *apack;           /* K-block at pc starts at apack + mpad*pc */
     int64_t npc, napan, apan_per_task;
     int64_t nN, nMt, mchunk;
+    /* bf16 in parallel: all of B packed once (NULL: each task packs its own block); K block
+     * pb's panels start at bshared + pb*bstride, panel q at + q*NR*rows */
+    float *bshared;
+    int64_t bstride, npanb, bpan_per_task, natasks;
     int failed;
 } gctx;
 
@@ -323,6 +328,29 @@ static void pack_a_task(void *arg, int64_t t) {
     else x->ks.pack(&x->a, x->ic + r0, rl, pc, kc, MR, dst);
 }
 
+/* pack shared B panels: task t = (K block, group of panels) */
+static void pack_b_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    const int NR = x->ks.nr;
+    const int64_t ngroups = cdiv(x->npanb, x->bpan_per_task);
+    const int64_t pb = t / ngroups, grp = t % ngroups;
+    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+    const int64_t q0 = grp * x->bpan_per_task;
+    int64_t q1 = q0 + x->bpan_per_task;
+    if (q1 > x->npanb) q1 = x->npanb;
+    if (q0 >= q1) return;
+    const int64_t j0 = q0 * NR, nl = (q1 * NR < x->N ? q1 * NR : x->N) - j0;
+    float *dst = x->bshared + pb * x->bstride + j0 * ks_rows(&x->ks, kc);
+    x->ks.bpack(&x->b, j0, nl, pc, kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst);
+}
+
+/* the first parallel step with a shared B: A panel tasks, then B panel tasks */
+static void pack_ab_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    if (t < x->natasks) pack_a_task(arg, t);
+    else pack_b_task(arg, t - x->natasks);
+}
+
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */
 static void compute_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
@@ -337,8 +365,8 @@ static void compute_task(void *arg, int64_t t) {
 
     tk_tls *tl = &t_tls;
     const int64_t npan = cdiv(nl, NR);
-    float *bp = (float *)buf_get(&tl->b, (size_t)(npan * NR * ks_rows(ks, x->KC)) * sizeof(float));
-    if (!bp) {
+    float *bp = x->bshared ? NULL : (float *)buf_get(&tl->b, (size_t)(npan * NR * ks_rows(ks, x->KC)) * sizeof(float));
+    if (!bp && !x->bshared) {
         x->failed = 1;
         return;
     }
@@ -347,7 +375,8 @@ static void compute_task(void *arg, int64_t t) {
         const int64_t kc = x->K - pc < x->KC ? x->K - pc : x->KC;
         const int64_t kst = ks_rows(ks, kc); /* panel rows stored: k steps or k pairs */
         const int beta = pc == 0 ? x->accumulate : 1;
-        if (ks->kdiv == 2) ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp);
+        if (x->bshared) bp = x->bshared + (pc / x->KC) * x->bstride + j0 * kst;
+        else if (ks->kdiv == 2) ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp);
         else ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
         const float *ablk = x->apack + x->mpad * (pc / x->KC) * ks_rows(ks, x->KC);
         for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
@@ -374,6 +403,36 @@ static void compute_task(void *arg, int64_t t) {
             }
         }
     }
+}
+
+/* The tiles of C per task with a shared packed B (bf16): N blocks of NCb (at most x->NCb,
+ * the L2 bound) x row chunks of mchunk, minimising
+ *     waves x (mc * nb + 75 (mc + nb)),   waves = ceil(tasks / threads)
+ * i.e. the slowest thread's compute (mc nb per K step) plus the operand traffic of its tiles
+ * ((mc + nb) per K step, weighted by ~ the flops per byte a core's AMX outruns its share of
+ * L3 bandwidth by): few, large, square-ish tiles in whole waves. */
+static void bf16_tiles(gctx *x, int nthreads) {
+    const int MR = x->ks.mr, NR = x->ks.nr;
+    const int64_t ncap = x->NCb, nmax = cdiv(x->N, NR) < 64 ? cdiv(x->N, NR) : 64;
+    const int64_t mmax = x->napan < 64 ? x->napan : 64;
+    double best = -1;
+    int64_t bnb = ncap, bmc = x->mpad;
+    for (int64_t nn = cdiv(x->N, ncap); nn <= nmax; nn++) {
+        const int64_t nb = round_up(cdiv(x->N, nn), NR);
+        if (nb > ncap) continue;
+        const int64_t nblk = cdiv(x->N, nb);
+        for (int64_t nm = 1; nm <= mmax; nm++) {
+            const int64_t mc = round_up(cdiv(x->mlen, nm), MR);
+            const int64_t tasks = nblk * cdiv(x->mlen, mc);
+            const double waves = (double)cdiv(tasks, nthreads);
+            const double cost = waves * ((double)mc * (double)nb + 75.0 * (double)(mc + nb));
+            if (best < 0 || cost < best) best = cost, bnb = nb, bmc = mc;
+        }
+    }
+    x->NCb = bnb;
+    x->nN = cdiv(x->N, bnb);
+    x->mchunk = bmc;
+    x->nMt = cdiv(x->mlen, bmc);
 }
 
 /* Small f32 problems with unit-stride B rows and C rows: no packing at all. */
@@ -502,23 +561,43 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     if (!apack) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing A",
                             (long long)(MCa * K * 4));
     x.apack = apack;
+    /* bf16 in parallel: pack B once, shared by all tasks (a task's tile of C then costs no
+     * B packing of its own, so tiles can be chosen for reuse alone), up to 256 MiB */
+    if (bk && par) {
+        x.npanb = cdiv(N, NR);
+        x.bstride = x.npanb * NR * ks_rows(&x.ks, KC);
+        if ((double)x.bstride * (double)x.npc * 4.0 <= 256.0 * 1024 * 1024) {
+            x.bshared = (float *)buf_get(&tl->bs, (size_t)(x.bstride * x.npc) * sizeof(float));
+            if (!x.bshared) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing B",
+                                        (long long)(x.bstride * x.npc * 4));
+            x.bpan_per_task = cdiv(x.npanb * x.npc, want_tasks);
+            if (x.bpan_per_task > x.npanb) x.bpan_per_task = x.npanb;
+        }
+    }
 
     for (int64_t ic = 0; ic < M; ic += MCa) {
         x.ic = ic;
         x.mlen = M - ic < MCa ? M - ic : MCa;
         x.mpad = round_up(x.mlen, MR);
         x.napan = cdiv(x.mlen, MR);
+        x.NCb = NCb;
         x.nN = cdiv(N, NCb);
         if (par) {
             x.apan_per_task = cdiv(x.napan * x.npc, want_tasks);
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
-            pfor(pool, x.npc * cdiv(x.napan, x.apan_per_task), pack_a_task, &x);
-            /* bf16: about 2 tasks per thread (large tiles), f32: 8 */
-            const int64_t want = bk ? 2 * (int64_t)nthreads : want_tasks;
-            int64_t nm = x.nN >= (bk ? want : 4 * (int64_t)nthreads) ? 1 : cdiv(want, x.nN);
-            if (nm > x.napan) nm = x.napan;
-            x.mchunk = round_up(cdiv(x.mlen, nm), MR);
-            x.nMt = cdiv(x.mlen, x.mchunk);
+            x.natasks = x.npc * cdiv(x.napan, x.apan_per_task);
+            if (x.bshared && ic == 0)
+                pfor(pool, x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task), pack_ab_task, &x);
+            else
+                pfor(pool, x.natasks, pack_a_task, &x);
+            if (x.bshared && !g_env_nc) {
+                bf16_tiles(&x, tk_cpu_count());
+            } else {
+                int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
+                if (nm > x.napan) nm = x.napan;
+                x.mchunk = round_up(cdiv(x.mlen, nm), MR);
+                x.nMt = cdiv(x.mlen, x.mchunk);
+            }
             pfor(pool, x.nN * x.nMt, compute_task, &x);
         } else {
             x.apan_per_task = x.napan;
@@ -531,6 +610,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     }
     buf_trim(&tl->a);
     buf_trim(&tl->b);
+    buf_trim(&tl->bs);
     return TK_GEMM_OK;
 }
 
