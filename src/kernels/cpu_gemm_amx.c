@@ -20,6 +20,7 @@
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -55,6 +56,9 @@ typedef struct tilecfg {
 } tilecfg;
 
 static __thread int t_configured;
+/* TILE_GEMM_AMX_PF=1: prefetch the B panel's next 16-pair chunk (2 KiB) into L1 during the
+ * current one (an experiment: B streams from L2, which tileloadd reads more slowly) */
+static int g_pf = -1;
 
 static void configure(void) {
     tilecfg cfg __attribute__((aligned(64)));
@@ -71,6 +75,11 @@ static void configure(void) {
 __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc,
                                               int beta) {
     if (!t_configured) configure();
+    if (g_pf < 0) {
+        const char *e = getenv("TILE_GEMM_AMX_PF");
+        g_pf = e && *e == '1';
+    }
+    const int pf = g_pf;
     const char *a = (const char *)af, *b = (const char *)bf;
     const int64_t ldb = ldc * 4; /* bytes */
     if (beta) {
@@ -93,6 +102,8 @@ __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const
         _tile_loadd(5, a + 1024, 64); /* rows 16-31 */
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
+        if (pf)
+            for (int l = 0; l < 32; l++) _mm_prefetch(b + 2048 + 64 * l, _MM_HINT_T0);
         a += 2048;
         b += 2048;
     }
