@@ -20,11 +20,11 @@
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "kernels/cpu_gemm_int.h"
 
 #define ARCH_GET_XCOMP_PERM 0x1022
@@ -32,9 +32,17 @@
 #define XFEATURE_XTILEDATA 18
 
 static int g_amx_ok;
+/* The B panel streams from L2, which tileloadd reads more slowly than L1: the kernel
+ * prefetches the next 16-pair chunk of B (2 KiB) into L1 while it multiplies the current one
+ * (faster in 5 of the 6 cases of one back-to-back comparison, 6% slower at 1024^3 on 16
+ * threads; that run was noisy, bench/results/cpu-bf16-2026-11-30-s4.md); TILE_GEMM_AMX_PF=0
+ * turns it off (for measurements). */
+static int g_pf = 1;
 static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
 
 static void amx_request_once(void) {
+    const char *e = tile_env("TILE_GEMM_AMX_PF");
+    g_pf = !(e && e[0] == '0' && e[1] == 0);
 #ifdef SYS_arch_prctl
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) return;
     unsigned long bits = 0;
@@ -56,9 +64,6 @@ typedef struct tilecfg {
 } tilecfg;
 
 static __thread int t_configured;
-/* TILE_GEMM_AMX_PF=1: prefetch the B panel's next 16-pair chunk (2 KiB) into L1 during the
- * current one (an experiment: B streams from L2, which tileloadd reads more slowly) */
-static int g_pf = -1;
 
 static void configure(void) {
     tilecfg cfg __attribute__((aligned(64)));
@@ -75,10 +80,6 @@ static void configure(void) {
 __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc,
                                               int beta) {
     if (!t_configured) configure();
-    if (g_pf < 0) {
-        const char *e = getenv("TILE_GEMM_AMX_PF");
-        g_pf = e && *e == '1';
-    }
     const int pf = g_pf;
     const char *a = (const char *)af, *b = (const char *)bf;
     const int64_t ldb = ldc * 4; /* bytes */
