@@ -1,0 +1,18 @@
+#!/bin/sh
+# sm80_check.sh TILE NVRTC_CHECK TMPDIR NAME EXPECT ARGS... — `tile emit --target cuda` for
+# sm_80, sm_89 and (with TILE_CUDA_MMA_SYNC=1, the mma.sync lowering before wgmma) sm_90a;
+# check that each kernel took the EXPECTed lowering (the tl-launch comment) and compile each
+# with NVRTC for its architecture (exit 77 when NVRTC is not loadable).
+tile=$1; check=$2; dir=$3; name=$4; expect=$5
+shift 5
+mkdir -p "$dir" || exit 1
+for arch in sm_80 sm_89 sm_90a; do
+  out="$dir/sm80_${name}_$arch.cu"
+  TILE_CUDA_MMA_SYNC=1 TILE_CUDA_ARCH=$arch "$tile" emit "$@" --target cuda > "$out" || { echo "tile emit failed ($arch)"; exit 1; }
+  grep -q "tl-launch .* lowering=$expect " "$out" || { echo "$arch: expected lowering $expect:"; grep "tl-launch" "$out"; exit 1; }
+  "$check" "$out" $arch || exit $?
+done
+# TILE_CUDA_MMA_SYNC=0 turns the lowering off
+TILE_CUDA_MMA_SYNC=0 TILE_CUDA_ARCH=sm_80 "$tile" emit "$@" --target cuda > "$dir/sm80_${name}_off.cu" || { echo "tile emit failed (off)"; exit 1; }
+if grep -q "lowering=sm80-mma" "$dir/sm80_${name}_off.cu"; then echo "TILE_CUDA_MMA_SYNC=0: still sm80-mma"; exit 1; fi
+exit 0
