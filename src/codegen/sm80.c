@@ -12,9 +12,10 @@
  *             T.gemm(A_s, B_s, C_f, transpose_B=True)   [or transpose_B=False: B stored K x N]
  *         T.copy(C_f, C[r'', c''])
  *
- * with dt float16 or bfloat16, A, B and C rank-2 global tensors, BK = 16, 32 or 64, and the
- * T/32 warps tiling the BM x BN block in warp tiles whose sides are multiples of 16 (at most
- * 128 f32 accumulators a thread). It becomes:
+ * with dt float16 or bfloat16 (or, on sm_89 and later, float8_e4m3 / float8_e5m2 with B stored
+ * N x K and a 16-bit result C), A, B and C rank-2 global tensors, rows of BK * sizeof(dt) = 32,
+ * 64 or 128 bytes, and the T/32 warps tiling the BM x BN block in warp tiles whose sides are
+ * multiples of 16 (at most 128 f32 accumulators a thread). It becomes:
  *
  *   - a ring of S shared stages (num_stages, as many as fit in the architecture's shared
  *     memory), each holding the A tile (BM rows of BK) and the B tile (BN rows of BK, or BK
@@ -25,11 +26,13 @@
  *     barrier per iteration). A chunk outside the tensor is a zero-fill cp.async (src-size
  *     0); a chunk that straddles the tensor's last column, or whose address is not 16-byte
  *     aligned, is loaded element by element (zeros outside), so any shape is right;
- *   - per k step of 16: ldmatrix.x4 of the warp's A fragments (16 rows each) and of its B
- *     fragments (two n8 tiles each; ldmatrix.x4.trans for B stored K x N), then
+ *   - per k step of 32 bytes: ldmatrix.x4 of the warp's A fragments (16 rows each) and of its
+ *     B fragments (two n8 tiles each; ldmatrix.x4.trans for B stored K x N), then
  *     mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} on accumulators in registers in
  *     mma's layout (thread t of a warp: rows t/4 and t/4 + 8 of each 16-row tile, columns
- *     2(t%4), +1 of each 8-column tile);
+ *     2(t%4), +1 of each 8-column tile). fp8: m16n8k32.{e4m3,e5m2}, whose fragments hold the
+ *     same bytes as the 16-bit ones (so the same ldmatrix), each started from zero and added
+ *     to the accumulators in f32 (mma's fp8 sums carry fewer bits than f32, as wgmma's);
  *   - the fill initialises the accumulators, and the final copy stores them clipped at the
  *     tensor bounds with the rounding of every store (pairs as one 4- or 8-byte store).
  *
@@ -52,6 +55,7 @@ typedef struct sm80 {
     int warps, wgm, wgn;   /* warps, and the warp grid: wgm along M x wgn along N */
     int wm, wn;            /* a warp's tile: wm x wn (multiples of 16) */
     int stages;
+    int esize;             /* bytes an element: 2 (f16/bf16) or 1 (fp8) */
     tile_dtype dt;
 } sm80;
 
@@ -122,7 +126,11 @@ static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
     if (m->As == m->Bs || !((m->As == shared[0] && m->Bs == shared[1]) || (m->As == shared[1] && m->Bs == shared[0]))) return false;
     m->dt = m->As->dtype;
     if (m->Bs->dtype != m->dt || m->Cf->dtype != TILE_DT_F32 || m->As->rank != 2 || m->Bs->rank != 2 || m->Cf->rank != 2) return false;
-    if (m->dt != TILE_DT_F16 && m->dt != TILE_DT_BF16) return false;
+    if (m->dt != TILE_DT_F16 && m->dt != TILE_DT_BF16 && m->dt != TILE_DT_FP8_E4M3 && m->dt != TILE_DT_FP8_E5M2) return false;
+    m->esize = tile_dtype_bits(m->dt) / 8;
+    /* fp8 (m16n8k32 .e4m3/.e5m2): sm_89 and later; B stored N x K only (ldmatrix .trans moves
+     * 16-bit elements, so K x N fp8 tiles cannot be read as mma's B fragments) */
+    if (m->esize == 1 && (sm < 89 || m->bkn)) return false;
     for (int i = 0; i < 2; i++) {
         const ir_buffer *dst = NULL, *src = NULL;
         if (!g2s_copy(G, lb->body[i], &dst, &src)) return false;
@@ -135,7 +143,8 @@ static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
         !cint(m->Bs->shape[m->bkn ? 0 : 1], &bk2))
         return false;
     if (!cint(m->Cf->shape[0], &cm) || !cint(m->Cf->shape[1], &cn) || bk != bk2 || cm != bm || cn != bn) return false;
-    if (bk != 16 && bk != 32 && bk != 64) return false;
+    /* a k step is 32 bytes (16 f16/bf16 or 32 fp8 elements); rows of 32, 64 or 128 bytes */
+    if (bk * m->esize != 32 && bk * m->esize != 64 && bk * m->esize != 128) return false;
     if (bm < 16 || bn < 16 || bm % 16 || bn % 16 || bm > 512 || bn > 512) return false;
     m->BM = bm; m->BN = bn; m->BK = bk;
     /* the warp grid: warp tiles of multiples of 16 in both directions, at most 128
@@ -162,7 +171,11 @@ static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
     if (!cint(dr->extent[0], &e0) || !cint(dr->extent[1], &e1) || e0 != bm || e1 != bn) return false;
     if (dr->buf->dtype != TILE_DT_F32 && dr->buf->dtype != TILE_DT_F16 && dr->buf->dtype != TILE_DT_BF16) return false;
     m->C = dr->buf;
-    size_t stage = (size_t)(bm + bn) * (size_t)bk * 2, cap = smem_max(sm);
+    /* fp8 products summed by mma carry fewer bits than f32 (as wgmma's, sm90.c): each k step's
+     * mma starts from zero and is added to the accumulators in f32, and only results rounded
+     * to 16 bits take this path */
+    if (m->esize == 1 && m->C->dtype == TILE_DT_F32) return false;
+    size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->esize, cap = smem_max(sm);
     int st = m->loop->loop_kind == IR_LOOP_PIPELINED && m->loop->num_stages > 0 ? m->loop->num_stages : 2;
     if (st > 8) st = 8;
     while (st > 1 && (size_t)st * stage > cap) st--;
@@ -195,6 +208,17 @@ static const char *helpers_text =
     "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1)); \\\n"
     "}\n"
     "TL80_MMA(f16)\nTL80_MMA(bf16)\n"
+    "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890\n"
+    "/* fp8: d += (0 + a b) — the products summed from zero, added to d in f32 */\n"
+    "#define TL80_MMA8(T) \\\n"
+    "TL_FN void tl80_mma_##T(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { \\\n"
+    "    float p0, p1, p2, p3; \\\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k32.row.col.f32.\" #T \".\" #T \".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\" \\\n"
+    "                 : \"=f\"(p0), \"=f\"(p1), \"=f\"(p2), \"=f\"(p3) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1), \"f\"(0.0f)); \\\n"
+    "    d[0] += p0; d[1] += p1; d[2] += p2; d[3] += p3; \\\n"
+    "}\n"
+    "TL80_MMA8(e4m3)\nTL80_MMA8(e5m2)\n"
+    "#endif\n"
     "#endif\n"
     "#endif\n";
 
@@ -218,7 +242,9 @@ static void swz(tile_strbuf *o, int nc, const char *r, const char *c) {
 
 /* The loads of one tile (rows x nc chunks of 8 elements) of global tensor `g` (rows R x
  * columns Cc, start r0, c0) into shared address `dst` (a uint32_t expression). */
-static void load_tile(gen *G, tile_strbuf *o, const ir_buffer *g, const char *r0, const char *c0, int64_t rows, int nc, const char *dst, int threads) {
+static void load_tile(gen *G, tile_strbuf *o, const ir_buffer *g, const char *r0, const char *c0, int64_t rows, int nc, const char *dst, int threads, int esize) {
+    const int ce = 16 / esize; /* elements a chunk */
+    const char *et = esize == 2 ? "uint16_t" : "uint8_t";
     tile_strbuf name = {0};
     simt_g_buf(&name, g);
     char *R = expr_s(G, g->shape[0]), *Cc = expr_s(G, g->shape[1]);
@@ -232,15 +258,15 @@ static void load_tile(gen *G, tile_strbuf *o, const ir_buffer *g, const char *r0
     tile_sb_printf(o, "                    const uint32_t tl_d = %s + ", dst);
     swz(o, nc, "tl_r", "tl_c");
     tile_sb_puts(o, ";\n");
-    tile_sb_puts(o, "                    const int64_t tl_y = tl_gr + tl_r, tl_x = tl_gc + tl_c * 8, tl_e = tl_y * tl_C + tl_x;\n");
-    tile_sb_printf(o, "                    const uint16_t *tl_src = (const uint16_t *)%s;\n", name.data);
-    tile_sb_puts(o, "                    if (tl_y >= 0 && tl_y < tl_R && tl_x >= 0 && tl_x + 8 <= tl_C && (tl_e & 7) == 0) tl80_cp16(tl_d, tl_src + tl_e, 16u);\n"
-                    "                    else if (tl_y < 0 || tl_y >= tl_R || tl_x + 8 <= 0 || tl_x >= tl_C) tl80_cp16(tl_d, tl_src, 0u);\n"
-                    "                    else {\n"
-                    "                        uint16_t *tl_p = (uint16_t *)(tl_smem + (tl_d - tl80_sa(tl_smem)));\n"
-                    "#pragma unroll\n"
-                    "                        for (int tl_u = 0; tl_u < 8; tl_u++) tl_p[tl_u] = tl_x + tl_u >= 0 && tl_x + tl_u < tl_C ? tl_src[tl_e + tl_u] : (uint16_t)0;\n"
-                    "                    }\n");
+    tile_sb_printf(o, "                    const int64_t tl_y = tl_gr + tl_r, tl_x = tl_gc + tl_c * %d, tl_e = tl_y * tl_C + tl_x;\n", ce);
+    tile_sb_printf(o, "                    const %s *tl_src = (const %s *)%s;\n", et, et, name.data);
+    tile_sb_printf(o, "                    if (tl_y >= 0 && tl_y < tl_R && tl_x >= 0 && tl_x + %d <= tl_C && (tl_e & %d) == 0) tl80_cp16(tl_d, tl_src + tl_e, 16u);\n", ce, ce - 1);
+    tile_sb_printf(o, "                    else if (tl_y < 0 || tl_y >= tl_R || tl_x + %d <= 0 || tl_x >= tl_C) tl80_cp16(tl_d, tl_src, 0u);\n", ce);
+    tile_sb_printf(o, "                    else {\n"
+                      "                        %s *tl_p = (%s *)(tl_smem + (tl_d - tl80_sa(tl_smem)));\n"
+                      "#pragma unroll\n"
+                      "                        for (int tl_u = 0; tl_u < %d; tl_u++) tl_p[tl_u] = tl_x + tl_u >= 0 && tl_x + tl_u < tl_C ? tl_src[tl_e + tl_u] : (%s)0;\n"
+                      "                    }\n", et, et, ce, et);
     tile_sb_puts(o, "                }\n            }\n");
     free(R);
     free(Cc);
@@ -253,9 +279,9 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     int sm = simt_g_options(G)->sm;
     if (sm < 80) return false;
     if (!match(G, k, &m, sm)) return false;
-    const int S = m.stages, T = k->threads, MI = m.wm / 16, NI = m.wn / 8, NCA = (int)m.BK / 8, NCB = m.bkn ? (int)m.BN / 8 : NCA;
-    const size_t aBytes = (size_t)(m.BM * m.BK) * 2, stage = aBytes + (size_t)(m.BN * m.BK) * 2;
-    const char *t = m.dt == TILE_DT_F16 ? "f16" : "bf16";
+    const int S = m.stages, T = k->threads, MI = m.wm / 16, NI = m.wn / 8, NCA = (int)m.BK * m.esize / 16, NCB = m.bkn ? (int)m.BN / 8 : NCA;
+    const size_t aBytes = (size_t)(m.BM * m.BK) * (size_t)m.esize, stage = aBytes + (size_t)(m.BN * m.BK) * (size_t)m.esize;
+    const char *t = m.dt == TILE_DT_F16 ? "f16" : m.dt == TILE_DT_BF16 ? "bf16" : m.dt == TILE_DT_FP8_E4M3 ? "e4m3" : "e5m2";
 
     L->smem = (size_t)S * stage;
     snprintf(L->lowering, sizeof L->lowering, "sm80-mma");
@@ -271,7 +297,8 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
 
     tile_sb_printf(o, "    /* mma.sync GEMM (src/codegen/sm80.c): %lldx%lldx%lld %s tile, %d stages, %d warps as %dx%d of %dx%d%s */\n", (long long)m.BM,
                    (long long)m.BN, (long long)m.BK, t, S, m.warps, m.wgm, m.wgn, m.wm, m.wn, m.bkn ? ", B stored K x N" : "");
-    tile_sb_puts(o, "#ifdef TL_SM80_OK\n");
+    if (m.esize == 1) tile_sb_puts(o, "#if defined(TL_SM80_OK) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890)\n");
+    else tile_sb_puts(o, "#ifdef TL_SM80_OK\n");
     tile_sb_puts(o, "    const uint32_t tl_s0 = tl80_sa(tl_smem);\n");
     tile_sb_printf(o, "    const int tl_lane = tl_tid %% 32, tl_wid = tl_tid / 32, tl_wm = tl_wid %% %d, tl_wn = tl_wid / %d;\n", m.wgm, m.wgm);
     tile_sb_printf(o, "    const int32_t tl_n = (int32_t)(%s), tl_lo = (int32_t)(%s);\n", ext, lo);
@@ -284,8 +311,8 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(&ld, "            %s = tl_lo + tl_j;\n", kv.data);
     char bdst[48];
     snprintf(bdst, sizeof bdst, "tl_st + %zuu", aBytes);
-    load_tile(G, &ld, m.A, a0, a1, m.BM, NCA, "tl_st", T);
-    load_tile(G, &ld, m.B, b0, b1, m.bkn ? m.BK : m.BN, NCB, bdst, T);
+    load_tile(G, &ld, m.A, a0, a1, m.BM, NCA, "tl_st", T, m.esize);
+    load_tile(G, &ld, m.B, b0, b1, m.bkn ? m.BK : m.BN, NCB, bdst, T, m.esize);
     /* prologue: the first S-1 iterations' loads, one commit group each (empty ones too, so
      * that wait_group counts stay uniform) */
     if (S >= 2) {
@@ -311,8 +338,8 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_puts(o, "        TL80_COMMIT(); }\n        TL80_WAIT(0);\n        __syncthreads();\n");
         tile_sb_printf(o, "        const uint32_t tl_sa = tl_s0, tl_sb = tl_s0 + %zuu;\n", aBytes);
     }
-    /* the k steps of 16 */
-    tile_sb_printf(o, "#pragma unroll\n        for (int kk = 0; kk < %d; kk++) {\n", (int)m.BK / 16);
+    /* the k steps of 32 bytes: 16 f16/bf16 elements (m16n8k16) or 32 fp8 (m16n8k32) */
+    tile_sb_printf(o, "#pragma unroll\n        for (int kk = 0; kk < %d; kk++) {\n", (int)m.BK * m.esize / 32);
     tile_sb_printf(o, "            uint32_t tl_a[%d][4], tl_b[%d][4];\n", MI, NI / 2);
     tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++) tl80_ldm4(tl_a[i], tl_sa + ", MI);
     char rx[96], cx[96];
@@ -363,7 +390,7 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_puts(o, "            }\n");
     }
     tile_sb_puts(o, "        }\n    }\n");
-    tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without mma.sync m16n8k16 / cp.async: run with sm_80 or later */\n#endif\n");
+    tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without mma.sync m16n8k16 / cp.async: run with sm_80 or later (fp8: sm_89) */\n#endif\n");
 
     tile_sb_free(&ld);
     free(lo); free(ext); free(fillv); free(a0); free(a1); free(b0); free(b1); free(c0); free(c1); free(cr); free(cc);

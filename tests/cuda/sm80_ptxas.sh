@@ -16,7 +16,7 @@ case $? in
 0) ;;
 *) case "$msg" in *"cannot load libnvrtc"*) echo "$msg"; exit 77;; esac; echo "$msg"; exit 1;;
 esac
-grep -q "mma.sync.aligned.m16n8k16" "$ptx" || { echo "no mma.sync in the PTX"; exit 1; }
+grep -q "mma.sync.aligned.m16n8k" "$ptx" || { echo "no mma.sync in the PTX"; exit 1; }
 grep -q "ldmatrix.sync.aligned" "$ptx" || { echo "no ldmatrix in the PTX"; exit 1; }
 grep -q "cp.async.cg.shared.global" "$ptx" || { echo "no cp.async in the PTX"; exit 1; }
 log=$(ptxas -v -arch=$arch "$ptx" -o "$dir/sm80_ptxas_${name}_$arch.cubin" 2>&1) || { echo "$log"; exit 1; }
