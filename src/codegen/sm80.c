@@ -331,22 +331,22 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_printf(o, "            const uint32_t tl_st = tl_s0 + (uint32_t)(tl_j %% %d) * %zuu;\n", S, stage);
         tile_sb_puts(o, ld.data);
         tile_sb_puts(o, "        }\n        TL80_COMMIT(); }\n");
-        tile_sb_printf(o, "        const uint32_t tl_sa = tl_s0 + (uint32_t)(tl_it %% %d) * %zuu, tl_sb = tl_sa + %zuu;\n", S, stage, aBytes);
+        tile_sb_printf(o, "        const uint32_t tl_pa = tl_s0 + (uint32_t)(tl_it %% %d) * %zuu, tl_pb = tl_pa + %zuu;\n", S, stage, aBytes);
     } else {
         tile_sb_puts(o, "        { const int32_t tl_j = tl_it;\n            const uint32_t tl_st = tl_s0;\n");
         tile_sb_puts(o, ld.data);
         tile_sb_puts(o, "        TL80_COMMIT(); }\n        TL80_WAIT(0);\n        __syncthreads();\n");
-        tile_sb_printf(o, "        const uint32_t tl_sa = tl_s0, tl_sb = tl_s0 + %zuu;\n", aBytes);
+        tile_sb_printf(o, "        const uint32_t tl_pa = tl_s0, tl_pb = tl_s0 + %zuu;\n", aBytes);
     }
     /* the k steps of 32 bytes: 16 f16/bf16 elements (m16n8k16) or 32 fp8 (m16n8k32) */
     tile_sb_printf(o, "#pragma unroll\n        for (int kk = 0; kk < %d; kk++) {\n", (int)m.BK * m.esize / 32);
     tile_sb_printf(o, "            uint32_t tl_a[%d][4], tl_b[%d][4];\n", MI, NI / 2);
-    tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++) tl80_ldm4(tl_a[i], tl_sa + ", MI);
+    tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++) tl80_ldm4(tl_a[i], tl_pa + ", MI);
     char rx[96], cx[96];
     snprintf(rx, sizeof rx, "tl_wm * %d + i * 16 + tl_lane %% 16", m.wm);
     swz(o, NCA, rx, "kk * 2 + tl_lane / 16");
     tile_sb_puts(o, ");\n");
-    tile_sb_printf(o, "#pragma unroll\n            for (int j = 0; j < %d; j++) %s(tl_b[j], tl_sb + ", NI / 2, m.bkn ? "tl80_ldm4t" : "tl80_ldm4");
+    tile_sb_printf(o, "#pragma unroll\n            for (int j = 0; j < %d; j++) %s(tl_b[j], tl_pb + ", NI / 2, m.bkn ? "tl80_ldm4t" : "tl80_ldm4");
     if (m.bkn) {
         snprintf(cx, sizeof cx, "(tl_wn * %d + j * 16) / 8 + tl_lane / 16", m.wn);
         swz(o, NCB, "kk * 16 + ((tl_lane / 8) % 2) * 8 + tl_lane % 8", cx);
