@@ -2798,8 +2798,16 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     } else
         for (int i = 0; i < nstmts; i++) count_assign(G, stmts[i]);
     tile_strbuf body = {0}, helpers = {0};
-    /* Hopper: a GEMM main loop becomes TMA + mbarrier ring + warp-specialised wgmma */
-    bool arch = k && G->cuda && G->o->sm >= 90 && (sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body));
+    /* Hopper: a GEMM main loop becomes TMA + mbarrier ring + warp-specialised wgmma; sm_80 and
+     * later (and sm_90a when wgmma declines, or first with TILE_CUDA_MMA_SYNC=1): cp.async +
+     * ldmatrix + mma.sync (sm80.c) */
+    bool arch = false;
+    if (k && G->cuda) {
+        bool mma_first = tile_env_long("TILE_CUDA_MMA_SYNC", -1) == 1;
+        if (mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
+        if (!arch && G->o->sm >= 90) arch = sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body);
+        if (!arch && !mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
+    }
     if (!arch && !G->failed) {
         if (k) mark_private(G, k->body[0], false);
         if (k) rf_analyse(G, k->body[0]);

@@ -1,5 +1,5 @@
 /* simt_gen.h — internal interface between the SIMT generator (simt.c) and its
- * architecture-specific lowerings (sm90.c). Not a public API. */
+ * architecture-specific lowerings (sm90.c, sm90_attn.c, sm80.c). Not a public API. */
 #ifndef TILE_SIMT_GEN_H
 #define TILE_SIMT_GEN_H
 
@@ -29,6 +29,11 @@ void simt_g_fail(gen *G, tile_loc loc, const char *msg);
  * and return true; else return false and leave everything untouched (the caller uses the
  * portable lowering). Also writes the device helpers it needs to `helpers`. */
 bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
+
+/* sm80.c: if kernel statement k is a GEMM main loop the mma.sync lowering covers (f16/bf16,
+ * see sm80.c; options.sm >= 80), the same contract as sm90_gemm_kernel. Off with
+ * TILE_CUDA_MMA_SYNC=0. */
+bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
 
 /* Install (fn) or remove (NULL) the load hook used by simt_g_expr. */
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx);
