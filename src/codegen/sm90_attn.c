@@ -104,6 +104,13 @@ typedef struct attn {
     /* emission: the parallel nest being generated */
     const ir_var *pi, *pj;
     int par_width;
+    /* fast math (TILE_SM90_ATTN_FAST, default on; header comment, "Fast math") */
+    bool fast;
+    /* uniform masks (TILE_SM90_ATTN_MASKSKIP, default on): while a nest is generated for a
+     * tile where the select msel's condition is uniform, it is replaced by its arm marm */
+    bool mskip;
+    const ir_expr *msel;
+    int marm;
 } attn;
 
 static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
@@ -497,10 +504,111 @@ static bool overlap_ok(attn *A) {
     return true;
 }
 
+/* ---------- uniform masks ----------
+ * A 2-D T.Parallel nest storing F[i, j] = select(c, a, b) where c is a conjunction of
+ * comparisons (<, <=, >, >=) between integer expressions affine in (i, j) (the other
+ * variables — loop variable, block indices, sizes — are fixed while the nest runs): an
+ * affine function over the box [0, BM) x [0, W) takes its extremes at the corners, so each
+ * comparison holds on the whole box iff it holds at the four corners. The nest is emitted
+ * three times: c true at every corner -> F = a everywhere; a single comparison false at
+ * every corner -> F = b; otherwise the per-element form. For the example this is the
+ * causal diagonal (only the diagonal tile is mixed) and the ragged last key tile. */
+
+static bool uses_ij(const attn *A, const ir_expr *e) {
+    if (!e) return false;
+    if (e->kind == IR_E_VAR) return e->var == A->pi || e->var == A->pj;
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_ij(A, e->args[i])) return true;
+    return false;
+}
+
+static bool no_load(const ir_expr *e) {
+    if (!e) return true;
+    if (e->kind == IR_E_LOAD || e->kind == IR_E_CALL) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!no_load(e->args[i])) return false;
+    return true;
+}
+
+/* e: an integer expression affine in (i, j) */
+static bool affine_ij(const attn *A, const ir_expr *e) {
+    if (!tile_dtype_is_int(e->dtype)) return false;
+    if (!uses_ij(A, e)) return no_load(e);
+    switch (e->kind) {
+    case IR_E_VAR: return true;
+    case IR_E_UNARY: return e->op == IR_U_NEG && affine_ij(A, e->args[0]);
+    case IR_E_CAST: /* widening, signed to signed */
+        return tile_dtype_is_int(e->args[0]->dtype) && tile_dtype_is_signed(e->args[0]->dtype) && tile_dtype_is_signed(e->dtype) &&
+               tile_dtype_bits(e->dtype) >= tile_dtype_bits(e->args[0]->dtype) && affine_ij(A, e->args[0]);
+    case IR_E_BINARY:
+        if (e->op == IR_B_ADD || e->op == IR_B_SUB) return affine_ij(A, e->args[0]) && affine_ij(A, e->args[1]);
+        if (e->op == IR_B_MUL)
+            return affine_ij(A, e->args[0]) && affine_ij(A, e->args[1]) && (!uses_ij(A, e->args[0]) || !uses_ij(A, e->args[1]));
+        return false;
+    default: return false;
+    }
+}
+
+static bool mask_cmp(const attn *A, const ir_expr *c) {
+    return c->kind == IR_E_BINARY && (c->op == IR_B_LT || c->op == IR_B_LE || c->op == IR_B_GT || c->op == IR_B_GE) &&
+           affine_ij(A, c->args[0]) && affine_ij(A, c->args[1]);
+}
+
+/* c: a conjunction of affine comparisons; *single: c is one comparison */
+static bool mask_cond(const attn *A, const ir_expr *c, bool *single) {
+    if (c->kind == IR_E_BINARY && c->op == IR_B_AND) {
+        bool s1, s2;
+        *single = false;
+        return mask_cond(A, c->args[0], &s1) && mask_cond(A, c->args[1], &s2);
+    }
+    *single = true;
+    if (c->kind == IR_E_UNARY && c->op == IR_U_NOT) return mask_cmp(A, c->args[0]);
+    return mask_cmp(A, c);
+}
+
+/* the select of a nest body that is one store of select(mask, a, b), or NULL */
+static const ir_expr *mask_select(const attn *A, const ir_stmt *body, bool *single) {
+    body = unwrap(body);
+    if (!body || body->kind != IR_S_STORE || body->value->kind != IR_E_SELECT) return NULL;
+    const ir_expr *sel = body->value;
+    return uses_ij(A, sel->args[0]) && mask_cond(A, sel->args[0], single) ? sel : NULL;
+}
+
 /* ---------- emission ---------- */
+
+static bool is_fmul(const ir_expr *e) { return e->kind == IR_E_BINARY && e->op == IR_B_MUL && e->dtype == TILE_DT_F32; }
 
 static bool hook(void *ctx, tile_strbuf *o, const ir_expr *e) {
     attn *A = ctx;
+    if (e->kind == IR_E_SELECT && e == A->msel && A->marm) {
+        /* the mask is uniform over this tile: its arm */
+        simt_g_expr(A->G, o, e->args[A->marm]);
+        return true;
+    }
+    if (A->fast && e->dtype == TILE_DT_F32 && e->kind == IR_E_CALL && e->op == IR_I_EXP2) {
+        tile_sb_puts(o, "tl_at_ex2(");
+        simt_g_expr(A->G, o, e->args[0]);
+        tile_sb_puts(o, ")");
+        return true;
+    }
+    if (A->fast && e->dtype == TILE_DT_F32 && e->kind == IR_E_BINARY && (e->op == IR_B_ADD || e->op == IR_B_SUB)) {
+        /* contraction: x*y + z, x*y - z, z + x*y, z - x*y as one fma */
+        const ir_expr *m = NULL, *z = NULL;
+        bool negm = false, negz = false;
+        if (is_fmul(e->args[0])) { m = e->args[0]; z = e->args[1]; negz = e->op == IR_B_SUB; }
+        else if (is_fmul(e->args[1])) { m = e->args[1]; z = e->args[0]; negm = e->op == IR_B_SUB; }
+        if (m) {
+            tile_sb_printf(o, "fmaf(%s(", negm ? "-" : "");
+            simt_g_expr(A->G, o, m->args[0]);
+            tile_sb_puts(o, "), (");
+            simt_g_expr(A->G, o, m->args[1]);
+            tile_sb_printf(o, "), %s(", negz ? "-" : "");
+            simt_g_expr(A->G, o, z);
+            tile_sb_puts(o, "))");
+            return true;
+        }
+    }
+    if (e->kind != IR_E_LOAD) return false;
     const afrag *f = find_frag(A, e->buf);
     if (!f) return false;
     if (f->kind == FR_ROW) tile_sb_printf(o, "tl_f%d[tl_h]", f->b->id);
@@ -578,6 +686,29 @@ static void open_elems(tile_strbuf *o, int in, int width) {
     ind(o, in); tile_sb_puts(o, "for (int tl_h = 0; tl_h < 2; tl_h++)\n");
     ind(o, in); tile_sb_puts(o, "#pragma unroll\n");
     ind(o, in); tile_sb_puts(o, "for (int tl_e = 0; tl_e < 2; tl_e++) {\n");
+}
+
+static void emit_stores(attn *A, tile_strbuf *o, const ir_stmt *b, int in);
+
+/* a T.Parallel nest of `depth` (1: rows, 2: elements) over the thread's own elements */
+static void emit_nest(attn *A, tile_strbuf *o, const ir_stmt *body, int depth, int in) {
+    tile_strbuf ni = {0}, nj = {0};
+    simt_g_var(&ni, A->pi);
+    ind(o, in); tile_sb_puts(o, "{ /* T.Parallel over the thread's own elements */\n");
+    if (depth == 1) {
+        ind(o, in + 1); tile_sb_puts(o, "#pragma unroll\n");
+        ind(o, in + 1); tile_sb_puts(o, "for (int tl_h = 0; tl_h < 2; tl_h++) {\n");
+        ind(o, in + 2); tile_sb_printf(o, "%s = tl_r0 + 8 * tl_h;\n", ni.data);
+    } else {
+        simt_g_var(&nj, A->pj);
+        open_elems(o, in + 1, A->par_width);
+        ind(o, in + 2); tile_sb_printf(o, "%s = tl_r0 + 8 * tl_h; %s = tl_jj * 8 + 2 * tl_q + tl_e;\n", ni.data, nj.data);
+    }
+    emit_stores(A, o, body, in + 2);
+    ind(o, in + 1); tile_sb_puts(o, "}\n");
+    ind(o, in); tile_sb_puts(o, "}\n");
+    tile_sb_free(&ni);
+    tile_sb_free(&nj);
 }
 
 static void emit_stores(attn *A, tile_strbuf *o, const ir_stmt *b, int in) {
@@ -683,21 +814,42 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
     case IR_S_FOR: {
         const ir_stmt *body = NULL;
         int depth = par_nest(A, s, &body);
+        bool single = false;
+        const ir_expr *sel = A->mskip && depth == 2 ? mask_select(A, body, &single) : NULL;
+        if (!sel) {
+            emit_nest(A, o, body, depth, in);
+            return;
+        }
+        /* the mask's condition at the tile's four corners (header of "uniform masks") */
         tile_strbuf ni = {0}, nj = {0};
         simt_g_var(&ni, A->pi);
-        ind(o, in); tile_sb_puts(o, "{ /* T.Parallel over the thread's own elements */\n");
-        if (depth == 1) {
-            ind(o, in + 1); tile_sb_puts(o, "#pragma unroll\n");
-            ind(o, in + 1); tile_sb_puts(o, "for (int tl_h = 0; tl_h < 2; tl_h++) {\n");
-            ind(o, in + 2); tile_sb_printf(o, "%s = tl_r0 + 8 * tl_h;\n", ni.data);
-        } else {
-            simt_g_var(&nj, A->pj);
-            open_elems(o, in + 1, A->par_width);
-            ind(o, in + 2); tile_sb_printf(o, "%s = tl_r0 + 8 * tl_h; %s = tl_jj * 8 + 2 * tl_q + tl_e;\n", ni.data, nj.data);
+        simt_g_var(&nj, A->pj);
+        char *c = expr_s(A, sel->args[0]);
+        ind(o, in); tile_sb_puts(o, "{ /* the mask at the tile's corners: uniform (1 all true, 2 all false) or mixed (0) */\n");
+        ind(o, in + 1); tile_sb_puts(o, "bool tl_mc[4];\n");
+        for (int q = 0; q < 4; q++) {
+            ind(o, in + 1);
+            tile_sb_printf(o, "%s = %d; %s = %d; tl_mc[%d] = %s;\n", ni.data, q & 1 ? (int)A->BM - 1 : 0, nj.data, q & 2 ? A->par_width - 1 : 0, q, c);
         }
-        emit_stores(A, o, body, in + 2);
+        ind(o, in + 1);
+        tile_sb_printf(o, "const int tl_mu = tl_mc[0] && tl_mc[1] && tl_mc[2] && tl_mc[3] ? 1 : %s;\n",
+                       single ? "!tl_mc[0] && !tl_mc[1] && !tl_mc[2] && !tl_mc[3] ? 2 : 0" : "0");
+        ind(o, in + 1); tile_sb_puts(o, "if (tl_mu == 1) {\n");
+        A->msel = sel;
+        A->marm = 1;
+        emit_nest(A, o, body, depth, in + 2);
+        if (single) {
+            ind(o, in + 1); tile_sb_puts(o, "} else if (tl_mu == 2) {\n");
+            A->marm = 2;
+            emit_nest(A, o, body, depth, in + 2);
+        }
+        A->msel = NULL;
+        A->marm = 0;
+        ind(o, in + 1); tile_sb_puts(o, "} else {\n");
+        emit_nest(A, o, body, depth, in + 2);
         ind(o, in + 1); tile_sb_puts(o, "}\n");
         ind(o, in); tile_sb_puts(o, "}\n");
+        free(c);
         tile_sb_free(&ni);
         tile_sb_free(&nj);
         return;
@@ -791,6 +943,8 @@ static const char *helpers_text =
     "TL_FN uint32_t tl_at_pack_bf16(float lo, float hi) { uint32_t r; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n"
     "TL_FN uint32_t tl_at_pack_f16(float lo, float hi) { uint32_t r; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n"
     "TL_FN float tl_at_add(float a, float b) { return a + b; }\n"
+    "/* exp2 on the special-function unit, denormal results flushed (fast math) */\n"
+    "TL_FN float tl_at_ex2(float x) { float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }\n"
     "TL_FN void tl_at_mb_init(uint32_t b, uint32_t n) { asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(b), \"r\"(n) : \"memory\"); }\n"
     "TL_FN void tl_at_mb_arrive(uint32_t b) { asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(b) : \"memory\"); }\n"
     "/* arrives on b when this thread's earlier cp.async copies are complete */\n"
@@ -899,6 +1053,8 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     /* warp-specialised unless TILE_SM90_ATTN_WS=0 or its stages do not fit: the loop's
      * num_stages (2 to 4), as many as fit */
     A.ws = tile_env_long("TILE_SM90_ATTN_WS", 1) != 0;
+    A.fast = tile_env_long("TILE_SM90_ATTN_FAST", 1) != 0;
+    A.mskip = tile_env_long("TILE_SM90_ATTN_MASKSKIP", 1) != 0;
     /* overlapped: the consumer holds two stages (that of it, and that of it - 1 until P V
      * of it - 1 completes), so three stages when they fit keep the producer one ahead */
     A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 0) != 0 && overlap_ok(&A);
