@@ -666,7 +666,37 @@ static void emit_load(attn *A, tile_strbuf *o, const aload *l, const char *stage
     ind(o, in + 1); tile_sb_printf(o, "const int64_t tl_go = %s, tl_gs = %s, tl_gn = %s, tl_g0 = %s;\n", off.data, srow.data, nrow.data, st.data);
     ind(o, in + 1); tile_sb_printf(o, "const bool tl_gok = %s;\n", ok.data);
     ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_sd = tl_s0 + %zuu + (uint32_t)(%s) * %du;\n", l->off, stage, (int)((tile + 1023) & ~1023));
-    ind(o, in + 1); tile_sb_printf(o, "for (int tl_c = tl_tid; tl_c < %d; tl_c += %d) {\n", l->rows * cpr, A->ws ? 128 : A->wgs * 128);
+    const int nt = A->ws ? 128 : A->wgs * 128;
+    if (nt % cpr == 0 && (l->rows * cpr) % nt == 0) {
+        /* every thread copies one fixed 16-byte column chunk of rows r0, r0 + RS, ...: the
+         * address arithmetic is done once, the copies unrolled (RS = threads / chunks a row) */
+        const int rs = nt / cpr, per = l->rows * cpr / nt;
+        ind(o, in + 1); tile_sb_printf(o, "const int tl_ch = tl_tid %% %d, tl_rr = tl_tid / %d;\n", cpr, cpr);
+        /* rows tl_rr + RS k in bounds: RS k in [tl_klo, tl_klo + tl_kn), one unsigned compare */
+        ind(o, in + 1); tile_sb_puts(o, "const int64_t tl_rb = tl_g0 + tl_rr;\n");
+        ind(o, in + 1);
+        tile_sb_printf(o, "const int tl_klo = (int)(-tl_rb < 0 ? 0 : -tl_rb > %d ? %d : -tl_rb), tl_khi = (int)(tl_gn - tl_rb < 0 ? 0 : tl_gn - tl_rb > %d ? %d : tl_gn - tl_rb);\n",
+                       rs * per, rs * per, rs * per, rs * per);
+        ind(o, in + 1); tile_sb_puts(o, "const uint32_t tl_kn = tl_gok && tl_khi > tl_klo ? (uint32_t)(tl_khi - tl_klo) : 0u;\n");
+        ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_dd = tl_sd + (uint32_t)(tl_ch >> 3) * %du + (uint32_t)tl_rr * 128u;\n", l->rows * 128);
+        ind(o, in + 1); tile_sb_printf(o, "const auto *tl_gp = %s + tl_go + (int64_t)tl_rr * tl_gs + tl_ch * 8;\n", gn.data);
+        if (rs % 8 == 0) { ind(o, in + 1); tile_sb_puts(o, "const uint32_t tl_sw = (uint32_t)(((tl_ch & 7) ^ (tl_rr & 7)) << 4);\n"); }
+        ind(o, in + 1); tile_sb_puts(o, "#pragma unroll\n");
+        ind(o, in + 1); tile_sb_printf(o, "for (int tl_k = 0; tl_k < %d; tl_k++) {\n", per);
+        ind(o, in + 2); tile_sb_printf(o, "const bool tl_in = (uint32_t)(%d * tl_k - tl_klo) < tl_kn;\n", rs);
+        ind(o, in + 2);
+        if (rs % 8 == 0)
+            tile_sb_printf(o, "tl_at_cp16(tl_dd + (uint32_t)(%d * tl_k) * 128u + tl_sw, tl_in ? (const void *)(tl_gp + (int64_t)(%d * tl_k) * tl_gs) : (const void *)%s, tl_in ? 16u : 0u);\n",
+                           rs, rs, gn.data);
+        else
+            tile_sb_printf(o, "tl_at_cp16(tl_dd + (uint32_t)(%d * tl_k) * 128u + (uint32_t)(((tl_ch & 7) ^ ((tl_rr + %d * tl_k) & 7)) << 4), tl_in ? (const void *)(tl_gp + (int64_t)(%d * tl_k) * tl_gs) : (const void *)%s, tl_in ? 16u : 0u);\n",
+                           rs, rs, rs, gn.data);
+        ind(o, in + 1); tile_sb_puts(o, "}\n");
+        ind(o, in); tile_sb_puts(o, "}\n");
+        tile_sb_free(&off); tile_sb_free(&ok); tile_sb_free(&srow); tile_sb_free(&nrow); tile_sb_free(&st); tile_sb_free(&gn);
+        return;
+    }
+    ind(o, in + 1); tile_sb_printf(o, "for (int tl_c = tl_tid; tl_c < %d; tl_c += %d) {\n", l->rows * cpr, nt);
     ind(o, in + 2); tile_sb_printf(o, "const int tl_r = tl_c / %d, tl_ch = tl_c %% %d;\n", cpr, cpr);
     ind(o, in + 2); tile_sb_puts(o, "const bool tl_in = tl_gok && tl_g0 + tl_r >= 0 && tl_g0 + tl_r < tl_gn;\n");
     ind(o, in + 2); tile_sb_printf(o, "const void *tl_src = tl_in ? (const void *)(%s + tl_go + (int64_t)tl_r * tl_gs + tl_ch * 8) : (const void *)%s;\n", gn.data, gn.data);
