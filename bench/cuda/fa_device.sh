@@ -29,9 +29,11 @@ if [ -n "${FA_NCU:-}" ]; then
           timeout 150 ncu --clock-control none --launch-count 1 \
             --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
             --section MemoryWorkloadAnalysis --section Occupancy --section SourceCounters \
+            --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum" \
             $B/bin/tile run examples/flash_attention.tl -D batch=4 -D heads=32 -D seq_len=4096 -D dim=128 -D is_causal=False \
             -D dtype=bfloat16 -D block_M=128 -D block_N=128 -D threads=256 -D num_stages=3 --target cuda --quiet ) > "$O/ncu_$name.txt" 2>&1
-        echo "ncu rc=$?"; grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued" "$O/ncu_$name.txt" | head -12
+        echo "ncu rc=$?"; grep -E "stalled_.*ratio +[0-9.]+$" "$O/ncu_$name.txt" | awk '$NF > 0.3' | sed 's/smsp__average_warps_issue_stalled_//'
+        grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued" "$O/ncu_$name.txt" | head -12
     done
 fi
 if [ "${FA_BENCH:-1}" = 1 ]; then

@@ -97,6 +97,9 @@ typedef struct attn {
     /* the overlapped schedule (TILE_SM90_ATTN_OVERLAP=1): S = Q K^T of iteration it + 1 is
      * issued before the statements of iteration it (header comment, "Overlap") */
     bool ov;
+    /* with ov and two consumer warpgroups (TILE_SM90_ATTN_PINGPONG=1): the warpgroups take
+     * turns issuing their GEMMs (named barriers 1 and 2; docs, "Overlapped schedule") */
+    bool pp;
     int ss_idx, rs_idx;      /* body indices of the SS and RS GEMMs */
     const ir_buffer *sfr;    /* the SS GEMM's accumulator S */
     size_t smem;
@@ -679,18 +682,20 @@ static void emit_load(attn *A, tile_strbuf *o, const aload *l, const char *stage
                        rs * per, rs * per, rs * per, rs * per);
         ind(o, in + 1); tile_sb_puts(o, "const uint32_t tl_kn = tl_gok && tl_khi > tl_klo ? (uint32_t)(tl_khi - tl_klo) : 0u;\n");
         ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_dd = tl_sd + (uint32_t)(tl_ch >> 3) * %du + (uint32_t)tl_rr * 128u;\n", l->rows * 128);
-        ind(o, in + 1); tile_sb_printf(o, "const auto *tl_gp = %s + tl_go + (int64_t)tl_rr * tl_gs + tl_ch * 8;\n", gn.data);
+        ind(o, in + 1); tile_sb_printf(o, "auto tl_gp = %s + tl_go + (int64_t)tl_rr * tl_gs + tl_ch * 8;\n", gn.data);
+        ind(o, in + 1); tile_sb_printf(o, "const int64_t tl_gstep = %d * tl_gs;\n", rs);
         if (rs % 8 == 0) { ind(o, in + 1); tile_sb_puts(o, "const uint32_t tl_sw = (uint32_t)(((tl_ch & 7) ^ (tl_rr & 7)) << 4);\n"); }
         ind(o, in + 1); tile_sb_puts(o, "#pragma unroll\n");
         ind(o, in + 1); tile_sb_printf(o, "for (int tl_k = 0; tl_k < %d; tl_k++) {\n", per);
         ind(o, in + 2); tile_sb_printf(o, "const bool tl_in = (uint32_t)(%d * tl_k - tl_klo) < tl_kn;\n", rs);
         ind(o, in + 2);
         if (rs % 8 == 0)
-            tile_sb_printf(o, "tl_at_cp16(tl_dd + (uint32_t)(%d * tl_k) * 128u + tl_sw, tl_in ? (const void *)(tl_gp + (int64_t)(%d * tl_k) * tl_gs) : (const void *)%s, tl_in ? 16u : 0u);\n",
-                           rs, rs, gn.data);
+            tile_sb_printf(o, "tl_at_cp16(tl_dd + (uint32_t)(%d * tl_k) * 128u + tl_sw, tl_in ? (const void *)tl_gp : (const void *)%s, tl_in ? 16u : 0u);\n",
+                           rs, gn.data);
         else
-            tile_sb_printf(o, "tl_at_cp16(tl_dd + (uint32_t)(%d * tl_k) * 128u + (uint32_t)(((tl_ch & 7) ^ ((tl_rr + %d * tl_k) & 7)) << 4), tl_in ? (const void *)(tl_gp + (int64_t)(%d * tl_k) * tl_gs) : (const void *)%s, tl_in ? 16u : 0u);\n",
-                           rs, rs, rs, gn.data);
+            tile_sb_printf(o, "tl_at_cp16(tl_dd + (uint32_t)(%d * tl_k) * 128u + (uint32_t)(((tl_ch & 7) ^ ((tl_rr + %d * tl_k) & 7)) << 4), tl_in ? (const void *)tl_gp : (const void *)%s, tl_in ? 16u : 0u);\n",
+                           rs, rs, gn.data);
+        ind(o, in + 2); tile_sb_puts(o, "tl_gp += tl_gstep;\n");
         ind(o, in + 1); tile_sb_puts(o, "}\n");
         ind(o, in); tile_sb_puts(o, "}\n");
         tile_sb_free(&off); tile_sb_free(&ok); tile_sb_free(&srow); tile_sb_free(&nrow); tile_sb_free(&st); tile_sb_free(&gn);
@@ -985,6 +990,8 @@ static const char *helpers_text =
     "        asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(b), \"r\"(ph) : \"memory\");\n"
     "    } while (!ok);\n"
     "}\n"
+    "#define TL_AT_BAR_SYNC(id) asm volatile(\"bar.sync %0, 256;\" :: \"r\"(id) : \"memory\")\n"
+    "#define TL_AT_BAR_ARRIVE(id) asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(id) : \"memory\")\n"
     "#define TL_AT_SETMAXNREG_DEC(n) asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#define TL_AT_SETMAXNREG_INC(n) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#endif\n#endif\n";
@@ -1053,11 +1060,20 @@ static void emit_overlap_loop(attn *A, tile_strbuf *o, const ir_stmt *lb, const 
     bool skip = false;
     if (preload) tile_sb_printf(o, "        tl_at_mb_wait(tl_bar + %du, 0u);\n", 16 * S);
     A->npend = 0;
+    /* ping-pong: warpgroup w waits on barrier 1 + w before issuing its GEMMs and, after them,
+     * lets the other one go (arrive on 2 - w); warpgroup 1 lets warpgroup 0 go first and
+     * skips its last arrive, so every barrier completes exactly as often as it is waited on */
+    const char *pp_sync = "                TL_AT_BAR_SYNC(1 + tl_wg);\n";
+    const char *pp_arrive = "                if (tl_wg == 0 || tl_it + 1 < tl_n) TL_AT_BAR_ARRIVE(2 - tl_wg);\n";
     tile_sb_puts(o, "        if (tl_n > 0) {\n");
+    if (A->pp) tile_sb_puts(o, "            if (tl_wg == 1) TL_AT_BAR_ARRIVE(1);\n");
     tile_sb_puts(o, "            {\n                const int32_t tl_it = 0; const uint32_t tl_stg = 0u; (void)tl_it;\n");
     tile_sb_puts(o, "                tl_at_mb_wait(tl_bar, 0u); TL_AT_FENCE_ASYNC();\n");
     tile_sb_printf(o, "                %s = tl_lo;\n", kv);
-    for (int j = 0; j <= A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    for (int j = 0; j < A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    if (A->pp) tile_sb_puts(o, pp_sync);
+    emit_stmt(A, o, lb->body[A->ss_idx], NULL, 4, &skip);
+    if (A->pp) tile_sb_puts(o, pp_arrive);
     emit_rest(A, o, lb, 4);
     wait_gemm(A, o, 4);
     tile_sb_puts(o, "            }\n");
@@ -1065,8 +1081,11 @@ static void emit_overlap_loop(attn *A, tile_strbuf *o, const ir_stmt *lb, const 
     tile_sb_printf(o, "                const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
     tile_sb_puts(o, "                tl_at_mb_wait(tl_bar + 8u * tl_stg, tl_ph); TL_AT_FENCE_ASYNC();\n");
     tile_sb_printf(o, "                %s = tl_lo + tl_it;\n", kv);
-    for (int j = 0; j <= A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    for (int j = 0; j < A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    if (A->pp) tile_sb_puts(o, pp_sync);
+    emit_stmt(A, o, lb->body[A->ss_idx], NULL, 4, &skip);
     emit_rs_late(A, o, rs, "tl_it - 1", 4, true);
+    if (A->pp) tile_sb_puts(o, pp_arrive);
     emit_rest(A, o, lb, 4);
     wait_gemm(A, o, 4);
     tile_sb_puts(o, "            }\n");
@@ -1097,6 +1116,7 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     }
     if (!A.ws) layout(&A, 2, 0);
     if (!A.ws) A.ov = false;
+    A.pp = A.ov && A.wgs == 2 && tile_env_long("TILE_SM90_ATTN_PINGPONG", 0) != 0;
     L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));
     L->smem = A.smem;
     L->ntma = 0;
@@ -1120,7 +1140,9 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "    /* sm_90a attention (src/codegen/sm90_attn.c): %d consumer warpgroup(s) x 64 rows, fragments in registers, "
                       "%s, %d stages, wgmma SS + RS%s */\n",
                    A.wgs, A.ws ? "a cp.async producer warpgroup" : "cp.async issued by every thread", S,
-                   A.ov ? ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it" : "");
+                   A.ov ? (A.pp ? ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it; warpgroup ping-pong"
+                                : ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it")
+                        : "");
     tile_sb_puts(o, "#ifdef TL_AT_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
     tile_sb_puts(o, "    const uint32_t tl_s0 = tl_at_sa(tl_sb), tl_bar = tl_s0; (void)tl_bar;\n");

@@ -6,7 +6,8 @@
 # not loadable). With TILE_SM90_ATTN_OVERLAP=1 in the environment, a kernel that takes the
 # attention lowering must also take the overlapped schedule (P V issued late, after the next
 # S = Q K^T) — the same checks apply to it — unless TILE_TEST_INORDER=1 says that it must
-# decline it.
+# decline it. With TILE_SM90_ATTN_PINGPONG=1 as well, a kernel of two consumer warpgroups must
+# take the warpgroup ping-pong.
 tile=$1; check=$2; dir=$3; name=$4; expect=$5
 shift 5
 mkdir -p "$dir" || exit 1
@@ -21,6 +22,9 @@ if [ "$expect" = sm90-attn ]; then
     if [ "${TILE_SM90_ATTN_OVERLAP:-0}" = 1 ] && [ "${TILE_TEST_INORDER:-0}" != 1 ]; then
         grep -q 'O += P V of iteration tl_it - 1, issued late' "$out" || { echo "TILE_SM90_ATTN_OVERLAP=1: the overlapped schedule was not taken"; exit 1; }
         grep -q 'TL_AT_WG_WAIT(1);' "$out" || { echo "TILE_SM90_ATTN_OVERLAP=1: no wait that leaves P V in flight"; exit 1; }
+        if [ "${TILE_SM90_ATTN_PINGPONG:-0}" = 1 ] && grep -q "2 consumer warpgroup(s)" "$out"; then
+            grep -q 'warpgroup ping-pong' "$out" && grep -q 'TL_AT_BAR_SYNC(1 + tl_wg)' "$out" || { echo "TILE_SM90_ATTN_PINGPONG=1: no ping-pong"; exit 1; }
+        fi
     elif grep -q 'issued late' "$out"; then
         echo "the overlapped schedule was taken without TILE_SM90_ATTN_OVERLAP=1"; exit 1
     fi
