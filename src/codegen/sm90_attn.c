@@ -100,6 +100,9 @@ typedef struct attn {
     /* with ov and two consumer warpgroups (TILE_SM90_ATTN_PINGPONG=1): the warpgroups take
      * turns issuing their GEMMs (named barriers 1 and 2; docs, "Overlapped schedule") */
     bool pp;
+    /* loads by TMA (TILE_SM90_ATTN_TMA): one producer thread, full-rank tensor maps */
+    bool tma;
+    int ld_map[AT_MAXL]; /* the tensor map of each load */
     int ss_idx, rs_idx;      /* body indices of the SS and RS GEMMs */
     const ir_buffer *sfr;    /* the SS GEMM's accumulator S */
     size_t smem;
@@ -660,6 +663,27 @@ static void region_base(attn *A, const ir_region *r, int rowdim, tile_strbuf *of
     }
 }
 
+/* TMA copies of load l into `stage` on mbarrier `mb` (C expressions): one per 64-column
+ * panel, coordinates innermost first (the panel's column, then each dimension's start) */
+static void emit_load_tma(attn *A, tile_strbuf *o, const aload *l, int li, const char *stage, const char *mb, int in) {
+    const ir_region *r = &l->cp->regions[0];
+    const int rank = l->g->rank, tile = l->rows * l->cols * 2;
+    ind(o, in); tile_sb_printf(o, "{ /* TMA %s -> %s (%d x %d, swizzled) */\n", l->g->name, l->sh->name, l->rows, l->cols);
+    ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_sd = tl_s0 + %zuu + (uint32_t)(%s) * %du;\n", l->off, stage, (int)((tile + 1023) & ~1023));
+    tile_strbuf c = {0};
+    for (int d = rank - 2; d >= 0; d--) {
+        char *st = expr_s(A, r->start[d]);
+        tile_sb_printf(&c, ", (int32_t)(%s)", st);
+        free(st);
+    }
+    for (int p = 0; p < l->cols / 64; p++) {
+        ind(o, in + 1);
+        tile_sb_printf(o, "tl_at_tma%dd(tl_sd + %du, &tl_tma%d, %s, %d%s);\n", rank, p * l->rows * 128, A->ld_map[li], mb, p * 64, c.data);
+    }
+    ind(o, in); tile_sb_puts(o, "}\n");
+    tile_sb_free(&c);
+}
+
 static void emit_load(attn *A, tile_strbuf *o, const aload *l, const char *stage, int in) {
     tile_strbuf off = {0}, ok = {0}, srow = {0}, nrow = {0}, st = {0}, gn = {0};
     region_base(A, &l->cp->regions[0], l->rowdim, &off, &ok, &srow, &nrow, &st);
@@ -992,6 +1016,7 @@ static const char *helpers_text =
     "}\n"
     "#define TL_AT_BAR_SYNC(id) asm volatile(\"bar.sync %0, 256;\" :: \"r\"(id) : \"memory\")\n"
     "#define TL_AT_BAR_ARRIVE(id) asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(id) : \"memory\")\n"
+    "TL_FN void tl_at_mb_expect(uint32_t b, uint32_t bytes) { asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(b), \"r\"(bytes) : \"memory\"); }\n"
     "#define TL_AT_SETMAXNREG_DEC(n) asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#define TL_AT_SETMAXNREG_INC(n) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#endif\n#endif\n";
@@ -1117,14 +1142,43 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     if (!A.ws) layout(&A, 2, 0);
     if (!A.ws) A.ov = false;
     A.pp = A.ov && A.wgs == 2 && tile_env_long("TILE_SM90_ATTN_PINGPONG", 0) != 0;
+    /* TMA loads (TILE_SM90_ATTN_TMA, warp-specialised form): one full-rank tensor map per
+     * load, boxes of [rows, 64] (one 128-byte swizzled panel) */
+    A.tma = A.ws && tile_env_long("TILE_SM90_ATTN_TMA", 1) != 0 && A.nld <= SIMT_MAX_TMA;
+    for (int q = 0; q < A.nld && A.tma; q++)
+        if (A.ld[q].g->rank > 5 || A.ld[q].rows > 256) A.tma = false;
     L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));
     L->smem = A.smem;
     L->ntma = 0;
+    if (A.tma) {
+        L->ntma = A.nld;
+        for (int q = 0; q < A.nld; q++) {
+            A.ld_map[q] = q;
+            L->tma[q] = (simt_tma){simt_g_bufarg(G, A.ld[q].g), 2, A.ld[q].rows, 64, 128, true, A.ld[q].rowdim};
+        }
+    }
     L->persistent = false;
     snprintf(L->lowering, sizeof L->lowering, "sm90-attn");
 
     const char *t = A.dt == TILE_DT_BF16 ? "bf16" : "f16";
     tile_sb_puts(helpers, helpers_text);
+    if (A.tma) {
+        tile_sb_puts(helpers, "#ifndef TL_TMAP_DEF\n#define TL_TMAP_DEF 1\nstruct __align__(64) tl_tmap { unsigned long long v[16]; };\n#endif\n");
+        unsigned done = 0;
+        for (int q = 0; q < A.nld; q++) {
+            int r = A.ld[q].g->rank;
+            if (done & (1u << r)) continue;
+            done |= 1u << r;
+            tile_sb_printf(helpers, "#if defined(TL_AT_OK) && !defined(TL_AT_TMA%d)\n#define TL_AT_TMA%d 1\n", r, r);
+            tile_sb_printf(helpers, "TL_FN void tl_at_tma%dd(uint32_t dst, const tl_tmap *m, uint32_t mb", r);
+            for (int k = 0; k < r; k++) tile_sb_printf(helpers, ", int32_t c%d", k);
+            tile_sb_printf(helpers, ") {\n    asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [%%0], [%%1, {", r);
+            for (int k = 0; k < r; k++) tile_sb_printf(helpers, "%s%%%d", k ? ", " : "", k + 3);
+            tile_sb_puts(helpers, "}], [%2];\"\n                 :: \"r\"(dst), \"l\"((uint64_t)m), \"r\"(mb)");
+            for (int k = 0; k < r; k++) tile_sb_printf(helpers, ", \"r\"(c%d)", k);
+            tile_sb_puts(helpers, " : \"memory\");\n}\n#endif\n");
+        }
+    }
     /* one wrapper per GEMM shape */
     const ir_stmt *lb = A.loop->body[0];
     int n = lb->kind == IR_S_SEQ ? lb->nbody : 1;
@@ -1139,7 +1193,7 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     const int S = A.stages;
     tile_sb_printf(o, "    /* sm_90a attention (src/codegen/sm90_attn.c): %d consumer warpgroup(s) x 64 rows, fragments in registers, "
                       "%s, %d stages, wgmma SS + RS%s */\n",
-                   A.wgs, A.ws ? "a cp.async producer warpgroup" : "cp.async issued by every thread", S,
+                   A.wgs, A.ws ? (A.tma ? "a TMA producer warpgroup" : "a cp.async producer warpgroup") : "cp.async issued by every thread", S,
                    A.ov ? (A.pp ? ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it; warpgroup ping-pong"
                                 : ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it")
                         : "");
@@ -1157,22 +1211,50 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     if (A.ws) {
         /* barriers: full[S] (128 producer arrivals, cp.async.mbarrier.arrive), empty[S] (one
          * arrival per consumer warpgroup), the pre-loop loads' barrier */
+        /* full barriers: 128 cp.async arrivals, or one expect_tx arrival (TMA) */
+        const unsigned fc = A.tma ? 1u : 128u;
         tile_sb_puts(o, "    if (tl_tid == 0) {\n");
-        tile_sb_printf(o, "        for (int s = 0; s < %d; s++) { tl_at_mb_init(tl_bar + 8u * s, 128u); tl_at_mb_init(tl_bar + 8u * (%d + s), %du); }\n", S, S, A.wgs);
-        tile_sb_printf(o, "        tl_at_mb_init(tl_bar + %du, 128u);\n", 16 * S);
+        tile_sb_printf(o, "        for (int s = 0; s < %d; s++) { tl_at_mb_init(tl_bar + 8u * s, %uu); tl_at_mb_init(tl_bar + 8u * (%d + s), %du); }\n", S, fc, S, A.wgs);
+        tile_sb_printf(o, "        tl_at_mb_init(tl_bar + %du, %uu);\n", 16 * S, fc);
         tile_sb_puts(o, "        asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n    }\n    __syncthreads();\n");
         tile_sb_puts(o, "    if (tl_tid < 128) {\n");
         if (A.wgs >= 2) tile_sb_puts(o, "        TL_AT_SETMAXNREG_DEC(40);\n");
-        for (int q = 0; q < A.nld; q++)
-            if (!A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "0", 2);
-        tile_sb_printf(o, "        tl_at_cp_arrive(tl_bar + %du);\n", 16 * S);
-        tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
-        tile_sb_printf(o, "            const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
-        tile_sb_printf(o, "            tl_at_mb_wait(tl_bar + 8u * (%d + tl_stg), tl_ph ^ 1u);\n", S);
-        tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
-        for (int q = 0; q < A.nld; q++)
-            if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "tl_stg", 3);
-        tile_sb_puts(o, "            tl_at_cp_arrive(tl_bar + 8u * tl_stg);\n        }\n");
+        if (A.tma) {
+            /* one thread issues every copy: expect_tx of the stage's bytes, then the boxes */
+            size_t pre_bytes = 0, loop_bytes = 0;
+            for (int q = 0; q < A.nld; q++) {
+                size_t b = (size_t)A.ld[q].rows * (size_t)A.ld[q].cols * 2;
+                if (A.ld[q].in_loop) loop_bytes += b;
+                else pre_bytes += b;
+            }
+            char mb[64];
+            tile_sb_puts(o, "      if (tl_tid == 0) {\n");
+            if (pre_bytes) {
+                tile_sb_printf(o, "        tl_at_mb_expect(tl_bar + %du, %zuu);\n", 16 * S, pre_bytes);
+                snprintf(mb, sizeof mb, "tl_bar + %du", 16 * S);
+                for (int q = 0; q < A.nld; q++)
+                    if (!A.ld[q].in_loop) emit_load_tma(&A, o, &A.ld[q], q, "0", mb, 2);
+            }
+            tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
+            tile_sb_printf(o, "            const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
+            tile_sb_printf(o, "            tl_at_mb_wait(tl_bar + 8u * (%d + tl_stg), tl_ph ^ 1u);\n", S);
+            tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
+            tile_sb_printf(o, "            tl_at_mb_expect(tl_bar + 8u * tl_stg, %zuu);\n", loop_bytes);
+            for (int q = 0; q < A.nld; q++)
+                if (A.ld[q].in_loop) emit_load_tma(&A, o, &A.ld[q], q, "tl_stg", "tl_bar + 8u * tl_stg", 3);
+            tile_sb_puts(o, "        }\n      }\n");
+        } else {
+            for (int q = 0; q < A.nld; q++)
+                if (!A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "0", 2);
+            tile_sb_printf(o, "        tl_at_cp_arrive(tl_bar + %du);\n", 16 * S);
+            tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
+            tile_sb_printf(o, "            const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
+            tile_sb_printf(o, "            tl_at_mb_wait(tl_bar + 8u * (%d + tl_stg), tl_ph ^ 1u);\n", S);
+            tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
+            for (int q = 0; q < A.nld; q++)
+                if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "tl_stg", 3);
+            tile_sb_puts(o, "            tl_at_cp_arrive(tl_bar + 8u * tl_stg);\n        }\n");
+        }
         tile_sb_puts(o, "    } else {\n");
         if (A.wgs >= 2) tile_sb_puts(o, "        TL_AT_SETMAXNREG_INC(232);\n");
         tile_sb_puts(o, "        const int tl_wg = tl_tid / 128 - 1, tl_t = tl_tid % 128, tl_q = tl_t % 4;\n");
