@@ -21,6 +21,14 @@ if [ "${FA_TESTS:-1}" = 1 ]; then
     timeout ${FA_TEST_TIMEOUT:-200} ctest --test-dir $B -R "sm90attn" -j16 --output-on-failure > "$O/tests.log" 2>&1
     echo "tests rc=$?"; grep -E "tests passed|Failed|Not Run|\*\*\*Fail|Timeout" "$O/tests.log" | head -20
 fi
+if [ "${FA_COMPILE:-1}" = 1 ]; then
+    step "cold compile (TILE_LOG=info, no kernel cache)"
+    for c in False True; do
+        TILE_LOG=info TILE_CACHE_DIR=$(mktemp -d) timeout 60 $B/bin/tile run examples/flash_attention.tl -D batch=1 -D heads=32 -D seq_len=4096 \
+            -D dim=128 -D is_causal=$c -D dtype=bfloat16 -D block_M=128 -D block_N=128 -D threads=256 -D num_stages=3 --target cuda --quiet 2>&1 \
+            | grep -iE "nvrtc|compil" | head -4 | tee -a "$O/compile.log"
+    done
+fi
 if [ -n "${FA_NCU:-}" ]; then
     for pair in $FA_NCU; do
         name=${pair%%=*}; envs=${pair#*=}

@@ -38,7 +38,7 @@
  * Anything else returns false and the portable lowering (simt.c) runs the kernel. Results
  * differ from the interpreter only in the order of f32 additions (wgmma, row sums).
  *
- * Overlap (TILE_SM90_ATTN_OVERLAP=1, warp-specialised form only; FlashAttention-3's
+ * Overlap (default; TILE_SM90_ATTN_OVERLAP=0 turns it off; warp-specialised form only; FlashAttention-3's
  * intra-warpgroup pipelining): the RS GEMM O += P V of iteration it is issued late, in
  * iteration it + 1 right after its SS GEMM S = Q K^T (after the loop for the last one), so
  * the softmax statements of it + 1 run while it is on the tensor cores; they are
@@ -94,7 +94,7 @@ typedef struct attn {
      * reads or writes */
     struct apend { const ir_buffer *c, *a; bool rel; } pend[4];
     int npend;
-    /* the overlapped schedule (TILE_SM90_ATTN_OVERLAP=1): S = Q K^T of iteration it + 1 is
+    /* the overlapped schedule (default, TILE_SM90_ATTN_OVERLAP=0: off): S = Q K^T of iteration it + 1 is
      * issued before the statements of iteration it (header comment, "Overlap") */
     bool ov;
     /* with ov and two consumer warpgroups (TILE_SM90_ATTN_PINGPONG=1): the warpgroups take
@@ -1131,7 +1131,7 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     A.mskip = tile_env_long("TILE_SM90_ATTN_MASKSKIP", 1) != 0;
     /* overlapped: the consumer holds two stages (that of it, and that of it - 1 until P V
      * of it - 1 completes), so three stages when they fit keep the producer one ahead */
-    A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 0) != 0 && overlap_ok(&A);
+    A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 1) != 0 && overlap_ok(&A);
     if (A.ws) {
         int S = A.loop->loop_kind == IR_LOOP_PIPELINED && A.loop->num_stages > 2 ? A.loop->num_stages : 2;
         if (A.ov && S < 3) S = 3;
