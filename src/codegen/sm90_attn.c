@@ -26,11 +26,14 @@
  *     so masking, scaling and exp2 are the program's;
  *   - T.reduce over dim 1 folds the thread's elements, then the four threads of a row
  *     combine with two xor shuffles;
- *   - loads go to shared memory by cp.async (16-byte chunks, zero-filled outside the
- *     tensor, i.e. the tile copy's clipping) in the 128-byte swizzled layout of wgmma
- *     (64-column panels); loads inside the loop are double-buffered: the next iteration's
- *     tiles are issued before this iteration's compute (they depend only on the loop
- *     variable);
+ *   - loads go to shared memory in the 128-byte swizzled layout of wgmma (64-column
+ *     panels), zero outside the tensor (the tile copy's clipping): by TMA from one producer
+ *     thread (full-rank tensor maps, one box a panel; TILE_SM90_ATTN_TMA=0: 16-byte cp.async
+ *     from the producer warpgroup), into a ring of stages filled ahead of the consumers
+ *     (their boxes depend only on the loop variable and block indices);
+ *   - fast math (TILE_SM90_ATTN_FAST=0: off): exp2 as ex2.approx.ftz, x*y +- z as fma;
+ *     uniform mask tiles (TILE_SM90_ATTN_MASKSKIP=0: off): a select on a conjunction of
+ *     comparisons affine in (i, j) is decided at the tile's corners (see "uniform masks");
  *   - the GEMMs are wgmma.mma_async m64nNk16: SS with both operands K-major, RS with P from
  *     registers and B [K, N] N-major (the descriptor's transpose bit);
  *   - the final copy pair stores the registers to global memory, clipped at the tensor
@@ -38,7 +41,7 @@
  * Anything else returns false and the portable lowering (simt.c) runs the kernel. Results
  * differ from the interpreter only in the order of f32 additions (wgmma, row sums).
  *
- * Overlap (default; TILE_SM90_ATTN_OVERLAP=0 turns it off; warp-specialised form only; FlashAttention-3's
+ * Overlap (the default; TILE_SM90_ATTN_OVERLAP=0 turns it off; warp-specialised form only; FlashAttention-3's
  * intra-warpgroup pipelining): the RS GEMM O += P V of iteration it is issued late, in
  * iteration it + 1 right after its SS GEMM S = Q K^T (after the loop for the last one), so
  * the softmax statements of it + 1 run while it is on the tensor cores; they are
@@ -48,7 +51,9 @@
  * next iteration's mask statements, which write S only, run in program order on the one S
  * register set) — checked by overlap_ok; otherwise the in-order schedule. Nothing is in
  * flight at the loop's back edge, and there is one S register set: either breaks ptxas's
- * wgmma pipelining (serialisation, spills) at block 128 x 128, dim 128 (docs).
+ * wgmma pipelining (serialisation, spills) at block 128 x 128, dim 128 (docs). With two
+ * consumer warpgroups, TILE_SM90_ATTN_PINGPONG=1 makes them take turns issuing their GEMMs
+ * (named barriers; measured within noise, so off).
  */
 #include "simt_gen.h"
 
