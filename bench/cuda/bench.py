@@ -26,7 +26,7 @@ The mma80 group times the mma.sync lowering (src/codegen/sm80.c, TILE_CUDA_MMA_S
 4096^3 and 8192^3 against cuBLAS: on an sm_90 card that is "the sm_80 path on an sm_90 card".
 --quick runs small shapes with 5 timed runs (a smoke test of the harness, not a result).
 --fa-env VAR=VAL[,VAR=VAL] (repeatable): each flash attention case runs once more with these
-environment variables set for our `tile run` (e.g. TILE_SM90_ATTN_OVERLAP=1, the overlapped
+environment variables set for our `tile run` (e.g. TILE_SM90_ATTN_OVERLAP=0, the in-order
 Hopper attention schedule), the row named with them, its peer measured again beside it.
 The speed ratio is peer time / our time (above 1: we are faster).
 """

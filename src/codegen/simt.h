@@ -59,7 +59,7 @@ typedef struct simt_buf {
 } simt_buf;
 
 /* A TMA tensor map a launch takes (sm_90a): the host encodes it for buffer `buf` of the plan
- * (rank 2, row-major; dims from the buffer's shape) with a box of box_rows x box_cols
+ * (rank 2, or the buffer's rank with full_rank; row-major; dims from the buffer's shape) with a box of box_rows x box_cols
  * elements and `swizzle` bytes of swizzle (32, 64 or 128; 0 = none), and passes it by value
  * after the error record (`const __grid_constant__ tl_tmap`), in order. */
 typedef struct simt_tma {
@@ -67,6 +67,10 @@ typedef struct simt_tma {
     int elem_bytes;     /* 1 or 2 */
     int box_rows, box_cols;
     int swizzle;
+    /* full-rank map (sm90_attn.c): the buffer's own rank (at most 5); the box is box_cols
+     * along the last dimension, box_rows along dimension rowdim and 1 along the others */
+    bool full_rank;
+    int rowdim;
 } simt_tma;
 #define SIMT_MAX_TMA 4
 

@@ -6,8 +6,9 @@
 #include "simt.h"
 
 typedef struct gen gen;
-/* A hook for loads (IR_E_LOAD): writes the element's C expression and returns true, or
- * returns false for the generator's own load. */
+/* A hook called for every expression simt_g_expr generates (loads of register fragments,
+ * sm90_attn.c's fast-math forms): writes the expression's C code and returns true, or
+ * returns false for the generator's own code. */
 typedef bool (*simt_load_hook)(void *ctx, tile_strbuf *o, const ir_expr *e);
 
 /* The C expression of e (IR rules; run-time error sites registered as usual). */
