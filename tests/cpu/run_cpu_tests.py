@@ -379,8 +379,10 @@ def test_row_reductions(ctx):
     for want in ("reduction(tile_fmax:", "reduction(tile_fmin:", "reduction(+:"):
         if want not in r.stdout:
             raise Fail("the emitted C has no `omp simd %s` loop" % want)
-    if not re.search(r"reduction\(tile_fmax:a\d+_0_3\)", r.stdout):
-        raise Fail("the max loop is not split into four streams (c.c, gfor_minmax)")
+    if not re.search(r"v\d+ = tile_row_maxf\(b\d+ \+ ", r.stdout):
+        raise Fail("the max loop over a contiguous f32 row is not a tile_row_maxf call (c.c, grow_read)")
+    if not re.search(r"reduction\(tile_fmin:a\d+_0_3\)", r.stdout):
+        raise Fail("the min loop is not split into four streams (c.c, gfor_minmax)")
     rng = np.random.default_rng(5)
     # short rows: fewer elements than streams, and each tail length past 4 quarters
     for n in (2, 3, 6, 8, 9):
@@ -399,6 +401,12 @@ def test_row_reductions(ctx):
     x[6, :] = 0
     x[6, 7] = -0.0
     x[7, 0] = -0.0
+    x[8, 1:] = np.nan              # tile_row_maxf: no element but the first counts
+    x[9, 0] = np.nan               # ... and every element -inf or NaN, the first NaN
+    x[9, 1:] = -np.inf
+    x[9, 50] = np.nan
+    x[10, 1:] = -np.inf            # ... -inf and one finite value in the masked tail
+    x[10, 200] = -5.0
     c, i = _run_both(ctx, "rowred.tl", x, "ret")
     if not (c[:, :2].view(np.int32) == i[:, :2].view(np.int32)).all():
         bad = np.argwhere(c[:, :2].view(np.int32) != i[:, :2].view(np.int32))[0]
