@@ -128,6 +128,7 @@ typedef struct gen {
     const ir_var *row_var; /* the loop variable of the outlined parallel loop being generated */
     const ir_stmt *row_body; /* its body */
     int row_t;             /* its tmp number (lo<row_t> + end_ is the end of the worker's range) */
+    bool row_reads_ahead;  /* its read pass prefetches ahead (tile_row_expsumf): no next-row prefetch in its write loops */
     bool may_fail;       /* the statement being generated contains an operation that can fail */
     bool *constshape;    /* per buffer: every dim is a constant */
     int64_t (*cdims)[8]; /* per buffer: the constant dims */
@@ -1370,7 +1371,7 @@ static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
      * 16 elements (the AVX-512 vector; every other vector repeats a line with AVX) */
     const ir_buffer *pf[8];
     int npf = 0;
-    if (G->row_var) row_loads(G, G->row_body, pf, &npf);
+    if (G->row_var && !G->row_reads_ahead) row_loads(G, G->row_body, pf, &npf);
     for (int k = 0; k < npf; k++) {
         tile_strbuf ps = {0};
         put_stride(G, &ps, pf[k], 0);
@@ -1511,6 +1512,7 @@ static bool grow_read(gen *G, const ir_stmt *s, int t) {
     } else tile_sb_puts(&pe, "NULL");
     char *shs = expr_str(G, sh, M_VALUE);
     line(G, "v%d = tile_row_expsumf(%s, %s, hi%d - lo%d, %s, v%d);", c->id, px.data, pe.data, t, t, shs, c->id);
+    if (G->row_var) G->row_reads_ahead = true;
     free(shs);
     tile_sb_free(&px);
     tile_sb_free(&pe);
@@ -1546,6 +1548,8 @@ static void gfor(gen *G, const ir_stmt *s) {
         if (!contains_loop(s->body[0])) line(G, "TILE_IVDEP");
         line(G, "for (int64_t v%d = lo%d + begin_; v%d < lo%d + end_; v%d++) {", id, t, id, t, id);
         G->indent++;
+        bool saved_ahead = G->row_reads_ahead;
+        G->row_reads_ahead = false;
         const ir_var *saved_row = G->row_var;
         const ir_stmt *saved_body = G->row_body;
         int saved_row_t = G->row_t;
@@ -1554,6 +1558,7 @@ static void gfor(gen *G, const ir_stmt *s) {
         G->row_t = t;
         gstmt(G, s->body[0]);
         G->row_var = saved_row;
+        G->row_reads_ahead = saved_ahead;
         G->row_body = saved_body;
         G->row_t = saved_row_t;
         G->indent--;

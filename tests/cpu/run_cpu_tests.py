@@ -468,8 +468,8 @@ ROW_CASES = [
 def test_row_kernels(ctx):
     """TileOpt's rowfuse pass on cpu: the tile-form softmax and RMSNorm kernels and the plain
     softmax become rows over the pool (`tile ir`: no kernel left; TILE_NO_ROWFUSE=1 keeps it),
-    the read pass runs as omp simd reductions and the write pass with streaming stores
-    (`tile emit`); results within the tolerance of the interpreter on ragged shapes, with
+    the softmax's read pass runs as the prelude's row helpers, RMSNorm's as an omp simd
+    reduction, the write pass with streaming stores (`tile emit`); results within the tolerance of the interpreter on ragged shapes, with
     TILE_CPU_CHECKS=1 and TILE_NUM_THREADS=3; special values give the interpreter's NaN
     pattern (a leading run of -inf longer than a chunk, an all -inf row, NaN, inf)."""
     sm = os.path.join(EX, "softmax.tl")
@@ -480,9 +480,17 @@ def test_row_kernels(ctx):
     if "kernel grid" not in r.stdout:
         raise Fail("TILE_NO_ROWFUSE=1 did not keep the kernel")
     r = ctx.run(["emit", sm, "--target", "cpu", "-D", "N=4096"])
-    for want in ("reduction(tile_fmax:", "reduction(+:", "tile_copy_f32_nt(", "__builtin_prefetch("):
-        if want not in r.stdout:
+    body = r.stdout[r.stdout.index("static int tile_fn0("):]
+    for want in ("= tile_row_maxf(b", "= tile_row_expsumf(b", "tile_stream_f32v(b", "tile_sfence();"):
+        if want not in body:
             raise Fail("the emitted softmax lacks %s" % want)
+    if "__builtin_prefetch(" in body:
+        raise Fail("the softmax's write loop prefetches the next row (its read pass prefetches ahead)")
+    r = ctx.run(["emit", os.path.join(EX, "rmsnorm.tl"), "--target", "cpu", "-D", "N=4096"])
+    body = r.stdout[r.stdout.index("static int tile_fn0("):]
+    for want in ("reduction(+:", "tile_stream_f32v(b", "__builtin_prefetch(b"):
+        if want not in body:
+            raise Fail("the emitted RMSNorm lacks %s" % want)
     # the plain-form rewrite is opt-in (TILE_ROWFUSE_PLAIN=1): plain cases run both ways
     plain_on = ctx.env(TILE_ROWFUSE_PLAIN=1)
     r = ctx.run(["ir", os.path.join(EX, "softmax_plain.tl"), "--target", "cpu"], env=plain_on)
