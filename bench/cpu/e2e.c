@@ -14,10 +14,15 @@
  *
  *   e2e [--threads T] [--sizes 1024,2048,4096] [--rows 4096,16384,65536] [--reps 5] [--root DIR]
  *       [--no-gemm] [--no-rows] [--no-latency] [--cpu-time]
- * Prints a markdown table; bench/cpu/run.sh writes it to bench/results/.
+ * Prints a markdown table; bench/cpu/run.sh writes it to bench/results/. Built with
+ * -DE2E_NO_BLAS (bench/cpu/run.sh with ROWS_ONLY=1) it needs no OpenBLAS and has no GEMM rows.
+ * The row kernels are timed in rounds that alternate with a memcpy of the same buffers by
+ * the same number of threads: the ratio is of two medians taken at the same moments.
  */
 #define _GNU_SOURCE
+#ifndef E2E_NO_BLAS
 #include <cblas.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,7 +35,9 @@
 
 #include "tile.h"
 
+#ifndef E2E_NO_BLAS
 void openblas_set_num_threads(int n);
+#endif
 
 /* --cpu-time: time with the process's CPU time instead of the wall clock (with --threads 1
  * only: a development aid on a loaded machine, where wall time includes waiting for a core) */
@@ -74,6 +81,7 @@ static tile_kernel *compile(const char *root, const char *file, const char *cons
     return k;
 }
 
+#ifndef E2E_NO_BLAS
 /* Time `reps` runs of k on cpu (after one warm-up); params/rets preallocated. */
 static double time_tile(tile_kernel *k, tile_tensor *p, int np, tile_tensor *r, int nr, int reps) {
     double *t = calloc((size_t)reps, sizeof *t);
@@ -131,6 +139,8 @@ static void gemm_rows(const char *root, const int *sizes, int nsizes, int reps, 
         free(A); free(B); free(C); free(C2); free(C3);
     }
 }
+
+#endif
 
 typedef struct cp_job { char *dst; const char *src; size_t n; } cp_job;
 static void *cp_thread(void *a) {
@@ -336,13 +346,21 @@ int main(int argc, char **argv) {
         char b[16];
         snprintf(b, sizeof b, "%d", threads);
         setenv("TILE_NUM_THREADS", b, 1); /* read once, when the thread pool starts */
+#ifndef E2E_NO_BLAS
         openblas_set_num_threads(threads);
+#endif
     } else threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (latency) compile_latency(root);
     unsetenv("TILE_CACHE_DIR");
+#ifdef E2E_NO_BLAS
+    if (gemm) fprintf(stderr, "e2e: built without OpenBLAS (E2E_NO_BLAS): no GEMM rows\n"), gemm = 0;
+    (void)sizes, (void)nsizes;
+#endif
     if (gemm) {
         printf("\n| problem | threads | Tile GFLOP/s, seed matmul (plain form) | Tile GFLOP/s, tile-form GEMM | OpenBLAS GFLOP/s | OpenBLAS time / Tile time (seed / tile form) | check |\n|---|---|---|---|---|---|---|\n");
+#ifndef E2E_NO_BLAS
         gemm_rows(root, sizes, nsizes, reps, threads);
+#endif
     }
     if (nrows) rows_bench(root, rows, nrows, reps, threads);
     return 0;
