@@ -426,6 +426,40 @@ def test_row_reductions(ctx):
 
 
 @test
+def test_row_helpers(ctx):
+    """A plain max loop and a `s += exp(x - m)` loop over contiguous f32 rows (logsumexp.tl)
+    run as the prelude's tile_row_maxf / tile_row_expsumf (no row buffer: NULL), not in
+    checked builds; results within the f32 tolerance of the interpreter for row lengths
+    around the 16-lane vector and the 32-element step (masked tails), and the interpreter's
+    NaN pattern and values with NaN, inf and -inf elements."""
+    f = os.path.join(DATA, "logsumexp.tl")
+    r = ctx.run(["emit", f, "--target", "cpu", "-D", "M=4", "-D", "N=100"])
+    if not re.search(r"= tile_row_maxf\(b\d+ \+ ", r.stdout) or not re.search(r"= tile_row_expsumf\(b\d+ \+ .*, NULL, ", r.stdout):
+        raise Fail("logsumexp's loops are not tile_row_maxf / tile_row_expsumf(..., NULL, ...) calls")
+    r = ctx.run(["emit", f, "--target", "cpu", "-D", "M=4", "-D", "N=100"], env=ctx.env(TILE_CPU_CHECKS=1))
+    if "= tile_row_maxf(b" in r.stdout or "= tile_row_expsumf(b" in r.stdout:
+        raise Fail("a checked build calls the row helpers (its loops check bounds)")
+    for n in (1, 5, 15, 16, 17, 31, 32, 33, 48, 100, 2049):
+        check_ok(ctx.run(["run", f, "--target", "cpu", "--check", "--quiet", "-D", "M=5", "-D", "N=%d" % n]), "logsumexp N=%d" % n)
+    np = _np()
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-20, 20, (7, 70)).astype(np.float32)
+    x[1, 33] = np.nan       # NaN in a full vector: NaN
+    x[2, 68] = np.nan       # NaN in the masked tail: NaN
+    x[3, :] = -np.inf       # all -inf: m = -inf, exp(-inf - -inf) = NaN, as the interpreter
+    x[4, 5] = np.inf        # +inf: NaN
+    x[5, 1:] = -np.inf      # one finite element
+    x[6, :40] = -200.0      # exp underflows to 0 there
+    c, i = _run_both(ctx, "logsumexp.tl", x, "ret")
+    if not (np.isnan(c) == np.isnan(i)).all():
+        raise Fail("NaN pattern differs: %r vs %r" % (c, i))
+    ok = ~np.isnan(i)
+    if not (np.isinf(c[ok]) == np.isinf(i[ok])).all() or np.abs(c[ok & np.isfinite(i)] - i[ok & np.isfinite(i)]).max() > 1e-5 * np.abs(i[ok & np.isfinite(i)]).max():
+        raise Fail("values differ: %r vs %r" % (c, i))
+    print("  logsumexp: row helpers, %d lengths and special values as the interpreter" % 11)
+
+
+@test
 def test_fused_reduce(ctx):
     """With TILE_FUSE_REDUCE=1, a T.Parallel nest followed by T.reduce_sum of the fragment it
     wrote is one loop per row on cpu (two such pairs in fusedred.tl; a nest that reads the
