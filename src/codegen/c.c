@@ -1298,8 +1298,9 @@ static bool gfor_minmax(gen *G, const ir_stmt *s, int t, const char *red) {
  * ordinary stores up to the first aligned vector and for the tail, then one sfence: the
  * lines of Y are not read from memory before they are written (two units of traffic instead
  * of three). A first form computed 256 elements into an L1 buffer and copied them out
- * (tile_copy_f32_nt): the store and reload of every element halved the rows' bandwidth on
- * one core (bench/results/cpu-rows-2026-11-30-s4.md). Runs shorter than NT_MIN elements,
+ * (tile_copy_f32_nt): the store and reload of every element cost RMSNorm 10-20% of its
+ * bandwidth on one core (bench/cpu/rowforms.sh, bench/results/cpu-rows-2026-11-30-s4.md).
+ * Runs shorter than NT_MIN elements,
  * and checked builds (TILE_CPU_CHECKS), take the ordinary loop. */
 enum { NT_MIN = 1024 };
 static const ir_stmt *nt_store(gen *G, const ir_stmt *s) {
