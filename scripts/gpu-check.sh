@@ -168,6 +168,7 @@ sass_one() { # name want args...
   local verdict=ok
   [ "$want" = HGMMA ] && [ "$h" -eq 0 ] && verdict="no HGMMA"
   [ "$want" = QGMMA ] && [ "$q" -eq 0 ] && verdict="no QGMMA"
+  [ "$want" = HMMA ] && [ "$m" -eq 0 ] && verdict="no HMMA"
   [ "$l" -gt 0 ] && verdict="${verdict/ok/} local-memory spills"
   printf "%-16s %-6s %6d %6d %6d %8d  %s\n" "$name" "$want" "$h" "$q" "$m" "$l" "$verdict" >>"$logdir/sass.txt"
   [ "$verdict" = ok ]
@@ -182,8 +183,11 @@ elif [ "$have_cuda" = 1 ] && command -v cuobjdump >/dev/null; then
   sass_one gemm_fp8 QGMMA examples/gemm_fp8.tl -D M=512 -D N=512 -D K=512 -D out_dtype=bfloat16 \
     -D block_M=128 -D block_N=128 -D block_K=128 -D num_stages=6 -D threads=256 || nbad=$((nbad + 1))
   sass_one plain_mm_bf16 HGMMA tests/cuda/data/plain_matmul_bf16.tl -D M=512 -D N=512 -D K=512 || nbad=$((nbad + 1))
+  # the mma.sync lowering (src/codegen/sm80.c) forced, in bench.py's mma80 configuration
+  TILE_CUDA_MMA_SYNC=1 sass_one gemm_mma80 HMMA examples/gemm.tl -D M=512 -D N=512 -D K=512 -D dtype=bfloat16 -D out_dtype=bfloat16 -D trans_B=True \
+    -D block_M=128 -D block_N=256 -D block_K=32 -D num_stages=4 -D threads=256 || nbad=$((nbad + 1))
   cat "$logdir/sass.txt"
-  if [ $nbad -eq 0 ]; then record sass ok "GEMM kernels use HGMMA/QGMMA, no LDL/STL"; else record sass FAILED "$nbad of 3 GEMM kernels lack wgmma or spill (table below)"; fi
+  if [ $nbad -eq 0 ]; then record sass ok "GEMM kernels use HGMMA/QGMMA/HMMA, no LDL/STL"; else record sass FAILED "$nbad of 4 GEMM kernels lack wgmma/mma or spill (table below)"; fi
 else record sass skipped "no cuda target or no cuobjdump"
 fi
 

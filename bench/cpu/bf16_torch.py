@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""bench/cpu/bf16_torch.py — Tile's CPU bf16 GEMM (bf16 in, f32 accumulate) against PyTorch's
-CPU bf16 matmul (oneDNN underneath) and against our own f32 GEMM, in the same run.
+"""bench/cpu/bf16_torch.py — Tile's CPU bf16 GEMM (bf16 in, f32 accumulate) through each of its
+bf16 kernels (AMX tdpbf16ps, AVX512-BF16 vdpbf16ps), Tile's own f32 GEMM, and PyTorch's CPU
+bf16 and f32 matmul (oneDNN underneath), all in the same run, same threads.
 
 For machines where Debian's libdnnl-dev cannot be installed (the GPU machine has no network)
 but PyTorch is present; bench/cpu_gemm/run.sh is the full comparison (OpenBLAS + oneDNN's C
 API) where apt works. Issue 3 asks bf16 >= 0.9x oneDNN and >= 1.7x our f32 GEMM on CPUs with
-AVX512-BF16 (this script says whether the CPU has it and which bf16 kernel Tile picked).
+AVX512-BF16.
 
     python3 bench/cpu/bf16_torch.py --tile build/bin/tile [--sizes 1024,2048,4096] [--iters 10]
+        [--threads all,1] [--iters1 3] [--out FILE]
 
 Ours: `tile run examples/gemm.tl --target cpu --bench` (the tile-form GEMM, which TileOpt's
-tilegemm pass runs as one packed GEMM on all cores; median of --iters runs, host time). The
-peer: torch.matmul on bf16 CPU tensors (bf16 result, f32 accumulation inside oneDNN), and
-torch f32 for reference; medians of the same number of runs after a warm-up. Prints a
-markdown report (stdout, and --out FILE)."""
+tilegemm pass runs as one packed GEMM on the thread pool; median of --iters runs, host time),
+with TILE_CPU_ISA=amx / avx512bf16 for the bf16 kernels (a path the CPU lacks is reported
+n/a) and the default ISA for f32 (bf16 never enters the f32 GEMM). The peer: torch.matmul on
+CPU tensors, bf16 (bf16 result, f32 accumulation inside oneDNN) and f32; medians of the same
+number of runs after a warm-up. "1" threads: this process and its children are pinned to one
+CPU (sched_setaffinity; Tile sizes its pool from the affinity) and torch.set_num_threads(1).
+Prints a markdown report (stdout, and --out FILE)."""
 import argparse
 import datetime
 import os
@@ -37,17 +42,32 @@ def cpu_flags():
     return (model.group(1) if model else "?"), " ".join(want)
 
 
-def ours(tile, size, dtype, iters):
+def ours(tile, size, dtype, iters, isa=None):
+    """median ms, or None when this CPU lacks the forced ISA"""
     cmd = [tile, "run", "examples/gemm.tl", "--target", "cpu", "--bench", "--iters", str(iters), "--quiet",
            "-D", "M=%d" % size, "-D", "N=%d" % size, "-D", "K=%d" % size, "-D", "dtype=%s" % dtype]
     env = dict(os.environ, TILE_LOG="info")
+    env.pop("TILE_CPU_ISA", None)
+    if isa:
+        env["TILE_CPU_ISA"] = isa
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     out = p.stdout + p.stderr
+    if isa and "does not support" in out:
+        return None
     m = re.search(r"median ([0-9.]+) ms", out)
     if p.returncode != 0 or not m:
-        raise SystemExit("tile failed (%s):\n%s" % (" ".join(cmd), out[-2000:]))
-    kern = re.findall(r"(tilegemm: [^\n]*|thread pool: [^\n]*)", out)
-    return float(m.group(1)), " ".join(cmd), kern[:2]
+        raise SystemExit("tile failed (%s %s):\n%s" % ("TILE_CPU_ISA=%s" % isa if isa else "", " ".join(cmd), out[-2000:]))
+    return float(m.group(1))
+
+
+def tile_cpu_line(tile, isa=None):
+    env = dict(os.environ)
+    env.pop("TILE_CPU_ISA", None)
+    if isa:
+        env["TILE_CPU_ISA"] = isa
+    dev = subprocess.run([tile, "devices"], capture_output=True, text=True, env=env).stdout
+    line = next((l for l in dev.splitlines() if l.startswith("cpu")), "cpu ?")
+    return " ".join(line.split())
 
 
 def peer(torch, size, dtype, iters):
@@ -63,39 +83,64 @@ def peer(torch, size, dtype, iters):
     return statistics.median(ts)
 
 
+def fmt(v, spec="%.2f"):
+    return "n/a" if v is None else spec % v
+
+
+def ratio(num, den):
+    return "n/a" if num is None or den is None else "%.2fx" % (num / den)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tile", default="build/bin/tile")
     ap.add_argument("--sizes", default="1024,2048,4096")
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--threads", default="all,1", help="comma list of 'all' and/or '1'")
+    ap.add_argument("--iters1", type=int, default=3, help="iterations for the 1-thread runs")
     ap.add_argument("--out")
     a = ap.parse_args()
     import torch
-    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    all_cpus = sorted(os.sched_getaffinity(0))
     model, flags = cpu_flags()
-    dev = subprocess.run([a.tile, "devices"], capture_output=True, text=True).stdout
-    cpu_line = next((l for l in dev.splitlines() if l.startswith("cpu")), "cpu ?")
-    lines = ["# CPU bf16 GEMM vs PyTorch (oneDNN), %s" % datetime.date.today(), "",
-             "- CPU: %s; %d cores usable; flags: %s" % (model, len(os.sched_getaffinity(0)), flags),
-             "- `tile devices`: `%s`" % " ".join(cpu_line.split()),
-             "- torch %s (mkldnn bf16: %s), %s" % (torch.__version__, torch.backends.mkldnn.is_available(), platform.platform()),
-             "- Command: `python3 bench/cpu/bf16_torch.py --tile %s --sizes %s --iters %d`" % (a.tile, a.sizes, a.iters),
-             "- ours = tile-form examples/gemm.tl on --target cpu (bf16 A, B; f32 accumulate and C), median of --iters; "
-             "peer = torch.matmul on CPU tensors, median of the same count after a warm-up. Speed = peer time / our time.",
-             "", "| size | ours bf16 (ms) | GFLOP/s | torch bf16 (ms) | ours / torch bf16 | ours f32 (ms) | torch f32 (ms) | ours bf16 / ours f32 speed |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    notes = []
-    for s in [int(x) for x in a.sizes.split(",") if x]:
-        ob, cmd, kern = ours(a.tile, s, "bfloat16", a.iters)
-        of, _, _ = ours(a.tile, s, "float32", a.iters)
-        pb = peer(torch, s, torch.bfloat16, a.iters)
-        pf = peer(torch, s, torch.float32, a.iters)
-        gf = 2.0 * s ** 3 / (ob * 1e-3) / 1e9
-        lines.append("| %d | %.2f | %.0f | %.2f | %.2fx | %.2f | %.2f | %.2fx |" % (s, ob, gf, pb, pb / ob, of, pf, of / ob))
-        if kern:
-            notes.append("- %d: %s" % (s, "; ".join(kern)))
-        print(lines[-1], file=sys.stderr)
-    lines += [""] + notes
+    lines = ["# CPU bf16 GEMM: Tile (AMX, AVX512-BF16, f32) vs PyTorch (oneDNN), %s" % datetime.date.today(), "",
+             "- CPU: %s; %d cores usable; flags: %s" % (model, len(all_cpus), flags),
+             "- `tile devices` (auto): `%s`" % tile_cpu_line(a.tile),
+             "- torch %s (mkldnn: %s), %s" % (torch.__version__, torch.backends.mkldnn.is_available(), platform.platform()),
+             "- Command: `python3 bench/cpu/bf16_torch.py --tile %s --sizes %s --iters %d --threads %s --iters1 %d`"
+             % (a.tile, a.sizes, a.iters, a.threads, a.iters1),
+             "- ours = tile-form examples/gemm.tl on --target cpu (bf16 A, B; f32 accumulate and C; TILE_CPU_ISA=amx "
+             "or avx512bf16 picks the bf16 kernel), median of the iterations; peer = torch.matmul on CPU tensors "
+             "(bf16 result for bf16), median of the same count after a warm-up. Ratios are speed ratios (time of the "
+             "other / time of ours): > 1 means ours is faster.", ""]
+    for isa in ("amx", "avx512bf16"):
+        lines.append("- TILE_CPU_ISA=%s: `%s`" % (isa, tile_cpu_line(a.tile, isa)))
+    lines.append("")
+    for th in [t for t in a.threads.split(",") if t]:
+        if th == "1":
+            os.sched_setaffinity(0, {all_cpus[0]})
+            iters = a.iters1
+        else:
+            os.sched_setaffinity(0, set(all_cpus))
+            iters = a.iters
+        nth = len(os.sched_getaffinity(0))
+        torch.set_num_threads(nth)
+        lines += ["## %d thread%s (median of %d)" % (nth, "" if nth == 1 else "s", iters), "",
+                  "| size | AMX bf16 (ms) | AMX TFLOP/s | AVX512-BF16 bf16 (ms) | ours f32 (ms) | torch bf16 (ms) | torch f32 (ms) "
+                  "| AMX vs torch bf16 | AMX vs ours f32 | AVX512-BF16 vs ours f32 | AVX512-BF16 vs torch bf16 |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for sz in [int(x) for x in a.sizes.split(",") if x]:
+            am = ours(a.tile, sz, "bfloat16", iters, "amx")
+            av = ours(a.tile, sz, "bfloat16", iters, "avx512bf16")
+            of = ours(a.tile, sz, "float32", iters)
+            pb = peer(torch, sz, torch.bfloat16, iters)
+            pf = peer(torch, sz, torch.float32, iters)
+            tf = None if am is None else 2.0 * sz ** 3 / (am * 1e-3) / 1e12
+            lines.append("| %d | %s | %s | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s |" % (
+                sz, fmt(am), fmt(tf), fmt(av), of, pb, pf, ratio(pb, am), ratio(of, am), ratio(of, av), ratio(pb, av)))
+            print(lines[-1], file=sys.stderr, flush=True)
+        lines.append("")
+    os.sched_setaffinity(0, set(all_cpus))
     txt = "\n".join(lines) + "\n"
     print(txt)
     if a.out:

@@ -22,9 +22,11 @@ output is wrong is reported FAIL and its time is not a result.
   python3 bench/cuda/bench.py --tile build-gpu/bin/tile [--quick] [--iters 20] [--only gemm,fa]
       [--out bench/results/cuda-DATE.md]
 
+The mma80 group times the mma.sync lowering (src/codegen/sm80.c, TILE_CUDA_MMA_SYNC=1) on bf16
+4096^3 and 8192^3 against cuBLAS: on an sm_90 card that is "the sm_80 path on an sm_90 card".
 --quick runs small shapes with 5 timed runs (a smoke test of the harness, not a result).
 --fa-env VAR=VAL[,VAR=VAL] (repeatable): each flash attention case runs once more with these
-environment variables set for our `tile run` (e.g. TILE_SM90_ATTN_OVERLAP=1, the overlapped
+environment variables set for our `tile run` (e.g. TILE_SM90_ATTN_OVERLAP=0, the in-order
 Hopper attention schedule), the row named with them, its peer measured again beside it.
 The speed ratio is peer time / our time (above 1: we are faster).
 """
@@ -47,6 +49,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # the sm_90a lowering's configurations (docs/backends-gpu.md, "Hopper"); B is stored N x K.
 GEMM_BF16_TILE = ["-D", "block_M=128", "-D", "block_N=256", "-D", "block_K=64", "-D", "num_stages=4", "-D", "threads=256", "-D", "trans_B=True"]
 GEMM_FP8_TILE = ["-D", "block_M=128", "-D", "block_N=128", "-D", "block_K=128", "-D", "num_stages=6", "-D", "threads=256"]
+# The mma.sync lowering (src/codegen/sm80.c) forced on an sm_90 card: "the sm_80 path on an sm_90
+# card" (TILE_CUDA_MMA_SYNC=1 takes it before wgmma); --mma80-tile BMxBNxBKxSTAGESxTHREADS.
+GEMM_MMA80_ENV = {"TILE_CUDA_MMA_SYNC": "1"}
+GEMM_MMA80_TILE = "128x256x32x4x256"
 FA_TILE = ["-D", "block_M=128", "-D", "block_N=128", "-D", "num_stages=3", "-D", "threads=256"]
 
 
@@ -131,7 +137,7 @@ def run_tile(args, tile, file, defines, outs, iters, tmp, timeout, env=None):
     return float(m.group(1)), paths, m.group(2)
 
 
-def cases(quick):
+def cases(quick, mma80_tile=GEMM_MMA80_TILE):
     """(group, name, file, defines, outs, kind, params) — kind picks reference, peer and counts."""
     g = []
     gemm_shapes = [(512, 512, 512), (1024, 768, 256)] if quick else [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048)]
@@ -143,6 +149,12 @@ def cases(quick):
         dm = ["-D", "M=%d" % M, "-D", "N=%d" % N, "-D", "K=%d" % K]
         g.append(("fp8", "fp8 e4m3 GEMM %dx%dx%d (B NxK)" % (M, N, K), "examples/gemm_fp8.tl",
                   dm + ["-D", "out_dtype=bfloat16"] + GEMM_FP8_TILE, ["A", "B", "C"], "gemm_fp8", (M, N, K)))
+    bm, bn, bk, st, th = (int(x) for x in mma80_tile.split("x"))
+    for (M, N, K) in gemm_shapes[:2]:
+        dm = ["-D", "M=%d" % M, "-D", "N=%d" % N, "-D", "K=%d" % K]
+        g.append(("mma80", "bf16 GEMM %dx%dx%d (B NxK) mma.sync %s" % (M, N, K, mma80_tile), "examples/gemm.tl",
+                  dm + ["-D", "dtype=bfloat16", "-D", "out_dtype=bfloat16", "-D", "trans_B=True", "-D", "block_M=%d" % bm, "-D", "block_N=%d" % bn,
+                        "-D", "block_K=%d" % bk, "-D", "num_stages=%d" % st, "-D", "threads=%d" % th], ["A", "B", "C"], "gemm_bf16", (M, N, K)))
     M = N = K = 512 if quick else 4096
     dm = ["-D", "M=%d" % M, "-D", "N=%d" % N, "-D", "K=%d" % K]
     g.append(("plain", "seed matmul plain form bf16->f32 %dx%dx%d" % (M, N, K), "tests/cuda/data/plain_matmul_bf16.tl", dm,
@@ -232,7 +244,8 @@ def main():
     ap.add_argument("--tile", default=os.path.join(ROOT, "build-gpu", "bin", "tile"))
     ap.add_argument("--iters", type=int, default=0, help="timed runs (default 20; --quick: 5)")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated groups: gemm,fp8,plain,fa,mem")
+    ap.add_argument("--only", default="", help="comma-separated groups: gemm,fp8,mma80,plain,fa,mem")
+    ap.add_argument("--mma80-tile", default=GEMM_MMA80_TILE, metavar="BMxBNxBKxSxT", help="tile of the mma80 group (the mma.sync lowering forced)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per case of ours")
     ap.add_argument("--out", default="")
     ap.add_argument("--verbose", action="store_true")
@@ -267,8 +280,8 @@ def main():
                      (n >> 20, max(iters, 20), copy_bw))
     with tempfile.TemporaryDirectory(prefix="tile-bench-") as tmp:
         todo = []
-        for c in cases(args.quick):
-            todo.append(c + ({},))
+        for c in cases(args.quick, args.mma80_tile):
+            todo.append(c + (dict(GEMM_MMA80_ENV) if c[0] == "mma80" else {},))
             for e in (args.fa_env if c[0] == "fa" else []):
                 env = dict(kv.split("=", 1) for kv in e.split(",") if kv)
                 todo.append((c[0], "%s [%s]" % (c[1], e)) + c[2:] + (env,))

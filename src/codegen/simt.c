@@ -58,7 +58,7 @@ struct gen {
     bool uses_f64;
     tile_vec sites;       /* simt_site* */
     bool sm90_helpers;    /* sm90.c's device helpers already written */
-    simt_load_hook load_hook; /* sm90_attn.c: loads of register fragments (NULL: none) */
+    simt_load_hook load_hook; /* sm90_attn.c: loads of register fragments, fast math (NULL: none) */
     void *load_hook_ctx;
     long red_off;         /* OpenCL: shared offset of the warp-reduction scratch (2 x threads floats), or -1 */
     long redw_off;        /* shared offset of the per-warp partials (threads / 32 floats), or -1 */
@@ -593,6 +593,7 @@ static void ex_reinterpret(gen *G, tile_strbuf *o, const ir_expr *e) {
 
 static void ex(gen *G, tile_strbuf *o, const ir_expr *e) {
     if (!e) { tile_sb_puts(o, "0"); return; }
+    if (G->load_hook && G->load_hook(G->load_hook_ctx, o, e)) return;
     switch (e->kind) {
     case IR_E_CONST:
         if (e->dtype == TILE_DT_F64) { G->uses_f64 = true; f64_lit(o, e->fval); }
@@ -605,7 +606,6 @@ static void ex(gen *G, tile_strbuf *o, const ir_expr *e) {
         var_name(o, e->var);
         return;
     case IR_E_LOAD: {
-        if (G->load_hook && G->load_hook(G->load_hook_ctx, o, e)) return;
         if (G->space[e->buf->id] == SP_NONE) {
             gfail(G, e->loc, "buffer '%s' is used where the GPU code generator cannot place it", e->buf->name);
             tile_sb_puts(o, "0");
@@ -2798,8 +2798,16 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     } else
         for (int i = 0; i < nstmts; i++) count_assign(G, stmts[i]);
     tile_strbuf body = {0}, helpers = {0};
-    /* Hopper: a GEMM main loop becomes TMA + mbarrier ring + warp-specialised wgmma */
-    bool arch = k && G->cuda && G->o->sm >= 90 && (sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body));
+    /* Hopper: a GEMM main loop becomes TMA + mbarrier ring + warp-specialised wgmma; sm_80 and
+     * later (and sm_90a when wgmma declines, or first with TILE_CUDA_MMA_SYNC=1): cp.async +
+     * ldmatrix + mma.sync (sm80.c) */
+    bool arch = false;
+    if (k && G->cuda) {
+        bool mma_first = tile_env_long("TILE_CUDA_MMA_SYNC", -1) == 1;
+        if (mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
+        if (!arch && G->o->sm >= 90) arch = sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body);
+        if (!arch && !mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
+    }
     if (!arch && !G->failed) {
         if (k) mark_private(G, k->body[0], false);
         if (k) rf_analyse(G, k->body[0]);

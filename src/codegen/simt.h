@@ -44,7 +44,10 @@ typedef struct simt_options {
     bool regfrag;       /* register fragments (simt.c, "register fragments"; env TILE_SIMT_REGFRAG,
                          * default 1; needs mem_opt >= 1) */
     int sm;             /* CUDA: 90 = sm_90a (Hopper: TMA + wgmma lowering of GEMM kernels,
-                         * src/codegen/sm90.c); 0 = the portable SIMT lowering only */
+                         * src/codegen/sm90.c; mma.sync where it declines); 80..89 = sm_80 ..
+                         * sm_89 and other architectures with mma.sync but no wgmma (the
+                         * mma.sync lowering, src/codegen/sm80.c); 0 = the portable SIMT
+                         * lowering only */
 } simt_options;
 
 /* A buffer the kernels take: parameter, returned tensor, or a global temporary that the
@@ -56,7 +59,7 @@ typedef struct simt_buf {
 } simt_buf;
 
 /* A TMA tensor map a launch takes (sm_90a): the host encodes it for buffer `buf` of the plan
- * (rank 2, row-major; dims from the buffer's shape) with a box of box_rows x box_cols
+ * (rank 2, or the buffer's rank with full_rank; row-major; dims from the buffer's shape) with a box of box_rows x box_cols
  * elements and `swizzle` bytes of swizzle (32, 64 or 128; 0 = none), and passes it by value
  * after the error record (`const __grid_constant__ tl_tmap`), in order. */
 typedef struct simt_tma {
@@ -64,6 +67,10 @@ typedef struct simt_tma {
     int elem_bytes;     /* 1 or 2 */
     int box_rows, box_cols;
     int swizzle;
+    /* full-rank map (sm90_attn.c): the buffer's own rank (at most 5); the box is box_cols
+     * along the last dimension, box_rows along dimension rowdim and 1 along the others */
+    bool full_rank;
+    int rowdim;
 } simt_tma;
 #define SIMT_MAX_TMA 4
 
@@ -76,7 +83,8 @@ typedef struct simt_launch {
     tile_loc loc;
     int ntma;                 /* TMA tensor maps after the standard arguments (sm_90a) */
     simt_tma tma[SIMT_MAX_TMA];
-    char lowering[16];        /* "simt", or "sm90-wgmma" for the Hopper GEMM lowering */
+    char lowering[16];        /* "simt", "sm90-wgmma" (the Hopper GEMM lowering), "sm90-attn",
+                                 "sm80-mma" (the mma.sync GEMM lowering) */
     bool persistent;          /* the kernel loops over the grid's blocks itself: launch at most
                                  one block per multiprocessor (fewer when the grid is smaller) */
 } simt_launch;

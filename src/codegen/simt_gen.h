@@ -1,13 +1,14 @@
 /* simt_gen.h — internal interface between the SIMT generator (simt.c) and its
- * architecture-specific lowerings (sm90.c). Not a public API. */
+ * architecture-specific lowerings (sm90.c, sm90_attn.c, sm80.c). Not a public API. */
 #ifndef TILE_SIMT_GEN_H
 #define TILE_SIMT_GEN_H
 
 #include "simt.h"
 
 typedef struct gen gen;
-/* A hook for loads (IR_E_LOAD): writes the element's C expression and returns true, or
- * returns false for the generator's own load. */
+/* A hook called for every expression simt_g_expr generates (loads of register fragments,
+ * sm90_attn.c's fast-math forms): writes the expression's C code and returns true, or
+ * returns false for the generator's own code. */
 typedef bool (*simt_load_hook)(void *ctx, tile_strbuf *o, const ir_expr *e);
 
 /* The C expression of e (IR rules; run-time error sites registered as usual). */
@@ -29,6 +30,11 @@ void simt_g_fail(gen *G, tile_loc loc, const char *msg);
  * and return true; else return false and leave everything untouched (the caller uses the
  * portable lowering). Also writes the device helpers it needs to `helpers`. */
 bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
+
+/* sm80.c: if kernel statement k is a GEMM main loop the mma.sync lowering covers (f16/bf16,
+ * see sm80.c; options.sm >= 80), the same contract as sm90_gemm_kernel. Off with
+ * TILE_CUDA_MMA_SYNC=0. */
+bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
 
 /* Install (fn) or remove (NULL) the load hook used by simt_g_expr. */
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx);

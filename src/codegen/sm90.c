@@ -219,7 +219,7 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
 static const char *helpers_text =
     "/* ---- src/codegen/sm90.c: Hopper helpers (TMA, mbarrier, wgmma) ---- */\n"
     "#ifndef TL_SM90_HELPERS\n#define TL_SM90_HELPERS 1\n"
-    "struct __align__(64) tl_tmap { unsigned long long v[16]; };\n"
+    "#ifndef TL_TMAP_DEF\n#define TL_TMAP_DEF 1\nstruct __align__(64) tl_tmap { unsigned long long v[16]; };\n#endif\n"
     "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
     "#define TL_SM90_OK 1\n"
     "#endif\n"

@@ -26,11 +26,14 @@
  *     so masking, scaling and exp2 are the program's;
  *   - T.reduce over dim 1 folds the thread's elements, then the four threads of a row
  *     combine with two xor shuffles;
- *   - loads go to shared memory by cp.async (16-byte chunks, zero-filled outside the
- *     tensor, i.e. the tile copy's clipping) in the 128-byte swizzled layout of wgmma
- *     (64-column panels); loads inside the loop are double-buffered: the next iteration's
- *     tiles are issued before this iteration's compute (they depend only on the loop
- *     variable);
+ *   - loads go to shared memory in the 128-byte swizzled layout of wgmma (64-column
+ *     panels), zero outside the tensor (the tile copy's clipping): by TMA from one producer
+ *     thread (full-rank tensor maps, one box a panel; TILE_SM90_ATTN_TMA=0: 16-byte cp.async
+ *     from the producer warpgroup), into a ring of stages filled ahead of the consumers
+ *     (their boxes depend only on the loop variable and block indices);
+ *   - fast math (TILE_SM90_ATTN_FAST=0: off): exp2 as ex2.approx.ftz, x*y +- z as fma;
+ *     uniform mask tiles (TILE_SM90_ATTN_MASKSKIP=0: off): a select on a conjunction of
+ *     comparisons affine in (i, j) is decided at the tile's corners (see "uniform masks");
  *   - the GEMMs are wgmma.mma_async m64nNk16: SS with both operands K-major, RS with P from
  *     registers and B [K, N] N-major (the descriptor's transpose bit);
  *   - the final copy pair stores the registers to global memory, clipped at the tensor
@@ -38,7 +41,7 @@
  * Anything else returns false and the portable lowering (simt.c) runs the kernel. Results
  * differ from the interpreter only in the order of f32 additions (wgmma, row sums).
  *
- * Overlap (TILE_SM90_ATTN_OVERLAP=1, warp-specialised form only; FlashAttention-3's
+ * Overlap (the default; TILE_SM90_ATTN_OVERLAP=0 turns it off; warp-specialised form only; FlashAttention-3's
  * intra-warpgroup pipelining): the RS GEMM O += P V of iteration it is issued late, in
  * iteration it + 1 right after its SS GEMM S = Q K^T (after the loop for the last one), so
  * the softmax statements of it + 1 run while it is on the tensor cores; they are
@@ -48,7 +51,9 @@
  * next iteration's mask statements, which write S only, run in program order on the one S
  * register set) — checked by overlap_ok; otherwise the in-order schedule. Nothing is in
  * flight at the loop's back edge, and there is one S register set: either breaks ptxas's
- * wgmma pipelining (serialisation, spills) at block 128 x 128, dim 128 (docs).
+ * wgmma pipelining (serialisation, spills) at block 128 x 128, dim 128 (docs). With two
+ * consumer warpgroups, TILE_SM90_ATTN_PINGPONG=1 makes them take turns issuing their GEMMs
+ * (named barriers; measured within noise, so off).
  */
 #include "simt_gen.h"
 
@@ -94,9 +99,15 @@ typedef struct attn {
      * reads or writes */
     struct apend { const ir_buffer *c, *a; bool rel; } pend[4];
     int npend;
-    /* the overlapped schedule (TILE_SM90_ATTN_OVERLAP=1): S = Q K^T of iteration it + 1 is
+    /* the overlapped schedule (default, TILE_SM90_ATTN_OVERLAP=0: off): S = Q K^T of iteration it + 1 is
      * issued before the statements of iteration it (header comment, "Overlap") */
     bool ov;
+    /* with ov and two consumer warpgroups (TILE_SM90_ATTN_PINGPONG=1): the warpgroups take
+     * turns issuing their GEMMs (named barriers 1 and 2; docs, "Overlapped schedule") */
+    bool pp;
+    /* loads by TMA (TILE_SM90_ATTN_TMA): one producer thread, full-rank tensor maps */
+    bool tma;
+    int ld_map[AT_MAXL]; /* the tensor map of each load */
     int ss_idx, rs_idx;      /* body indices of the SS and RS GEMMs */
     const ir_buffer *sfr;    /* the SS GEMM's accumulator S */
     size_t smem;
@@ -104,6 +115,13 @@ typedef struct attn {
     /* emission: the parallel nest being generated */
     const ir_var *pi, *pj;
     int par_width;
+    /* fast math (TILE_SM90_ATTN_FAST, default on; header comment, "Fast math") */
+    bool fast;
+    /* uniform masks (TILE_SM90_ATTN_MASKSKIP, default on): while a nest is generated for a
+     * tile where the select msel's condition is uniform, it is replaced by its arm marm */
+    bool mskip;
+    const ir_expr *msel;
+    int marm;
 } attn;
 
 static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
@@ -497,10 +515,111 @@ static bool overlap_ok(attn *A) {
     return true;
 }
 
+/* ---------- uniform masks ----------
+ * A 2-D T.Parallel nest storing F[i, j] = select(c, a, b) where c is a conjunction of
+ * comparisons (<, <=, >, >=) between integer expressions affine in (i, j) (the other
+ * variables — loop variable, block indices, sizes — are fixed while the nest runs): an
+ * affine function over the box [0, BM) x [0, W) takes its extremes at the corners, so each
+ * comparison holds on the whole box iff it holds at the four corners. The nest is emitted
+ * three times: c true at every corner -> F = a everywhere; a single comparison false at
+ * every corner -> F = b; otherwise the per-element form. For the example this is the
+ * causal diagonal (only the diagonal tile is mixed) and the ragged last key tile. */
+
+static bool uses_ij(const attn *A, const ir_expr *e) {
+    if (!e) return false;
+    if (e->kind == IR_E_VAR) return e->var == A->pi || e->var == A->pj;
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_ij(A, e->args[i])) return true;
+    return false;
+}
+
+static bool no_load(const ir_expr *e) {
+    if (!e) return true;
+    if (e->kind == IR_E_LOAD || e->kind == IR_E_CALL) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!no_load(e->args[i])) return false;
+    return true;
+}
+
+/* e: an integer expression affine in (i, j) */
+static bool affine_ij(const attn *A, const ir_expr *e) {
+    if (!tile_dtype_is_int(e->dtype)) return false;
+    if (!uses_ij(A, e)) return no_load(e);
+    switch (e->kind) {
+    case IR_E_VAR: return true;
+    case IR_E_UNARY: return e->op == IR_U_NEG && affine_ij(A, e->args[0]);
+    case IR_E_CAST: /* widening, signed to signed */
+        return tile_dtype_is_int(e->args[0]->dtype) && tile_dtype_is_signed(e->args[0]->dtype) && tile_dtype_is_signed(e->dtype) &&
+               tile_dtype_bits(e->dtype) >= tile_dtype_bits(e->args[0]->dtype) && affine_ij(A, e->args[0]);
+    case IR_E_BINARY:
+        if (e->op == IR_B_ADD || e->op == IR_B_SUB) return affine_ij(A, e->args[0]) && affine_ij(A, e->args[1]);
+        if (e->op == IR_B_MUL)
+            return affine_ij(A, e->args[0]) && affine_ij(A, e->args[1]) && (!uses_ij(A, e->args[0]) || !uses_ij(A, e->args[1]));
+        return false;
+    default: return false;
+    }
+}
+
+static bool mask_cmp(const attn *A, const ir_expr *c) {
+    return c->kind == IR_E_BINARY && (c->op == IR_B_LT || c->op == IR_B_LE || c->op == IR_B_GT || c->op == IR_B_GE) &&
+           affine_ij(A, c->args[0]) && affine_ij(A, c->args[1]);
+}
+
+/* c: a conjunction of affine comparisons; *single: c is one comparison */
+static bool mask_cond(const attn *A, const ir_expr *c, bool *single) {
+    if (c->kind == IR_E_BINARY && c->op == IR_B_AND) {
+        bool s1, s2;
+        *single = false;
+        return mask_cond(A, c->args[0], &s1) && mask_cond(A, c->args[1], &s2);
+    }
+    *single = true;
+    if (c->kind == IR_E_UNARY && c->op == IR_U_NOT) return mask_cmp(A, c->args[0]);
+    return mask_cmp(A, c);
+}
+
+/* the select of a nest body that is one store of select(mask, a, b), or NULL */
+static const ir_expr *mask_select(const attn *A, const ir_stmt *body, bool *single) {
+    body = unwrap(body);
+    if (!body || body->kind != IR_S_STORE || body->value->kind != IR_E_SELECT) return NULL;
+    const ir_expr *sel = body->value;
+    return uses_ij(A, sel->args[0]) && mask_cond(A, sel->args[0], single) ? sel : NULL;
+}
+
 /* ---------- emission ---------- */
+
+static bool is_fmul(const ir_expr *e) { return e->kind == IR_E_BINARY && e->op == IR_B_MUL && e->dtype == TILE_DT_F32; }
 
 static bool hook(void *ctx, tile_strbuf *o, const ir_expr *e) {
     attn *A = ctx;
+    if (e->kind == IR_E_SELECT && e == A->msel && A->marm) {
+        /* the mask is uniform over this tile: its arm */
+        simt_g_expr(A->G, o, e->args[A->marm]);
+        return true;
+    }
+    if (A->fast && e->dtype == TILE_DT_F32 && e->kind == IR_E_CALL && e->op == IR_I_EXP2) {
+        tile_sb_puts(o, "tl_at_ex2(");
+        simt_g_expr(A->G, o, e->args[0]);
+        tile_sb_puts(o, ")");
+        return true;
+    }
+    if (A->fast && e->dtype == TILE_DT_F32 && e->kind == IR_E_BINARY && (e->op == IR_B_ADD || e->op == IR_B_SUB)) {
+        /* contraction: x*y + z, x*y - z, z + x*y, z - x*y as one fma */
+        const ir_expr *m = NULL, *z = NULL;
+        bool negm = false, negz = false;
+        if (is_fmul(e->args[0])) { m = e->args[0]; z = e->args[1]; negz = e->op == IR_B_SUB; }
+        else if (is_fmul(e->args[1])) { m = e->args[1]; z = e->args[0]; negm = e->op == IR_B_SUB; }
+        if (m) {
+            tile_sb_printf(o, "fmaf(%s(", negm ? "-" : "");
+            simt_g_expr(A->G, o, m->args[0]);
+            tile_sb_puts(o, "), (");
+            simt_g_expr(A->G, o, m->args[1]);
+            tile_sb_printf(o, "), %s(", negz ? "-" : "");
+            simt_g_expr(A->G, o, z);
+            tile_sb_puts(o, "))");
+            return true;
+        }
+    }
+    if (e->kind != IR_E_LOAD) return false;
     const afrag *f = find_frag(A, e->buf);
     if (!f) return false;
     if (f->kind == FR_ROW) tile_sb_printf(o, "tl_f%d[tl_h]", f->b->id);
@@ -549,6 +668,27 @@ static void region_base(attn *A, const ir_region *r, int rowdim, tile_strbuf *of
     }
 }
 
+/* TMA copies of load l into `stage` on mbarrier `mb` (C expressions): one per 64-column
+ * panel, coordinates innermost first (the panel's column, then each dimension's start) */
+static void emit_load_tma(attn *A, tile_strbuf *o, const aload *l, int li, const char *stage, const char *mb, int in) {
+    const ir_region *r = &l->cp->regions[0];
+    const int rank = l->g->rank, tile = l->rows * l->cols * 2;
+    ind(o, in); tile_sb_printf(o, "{ /* TMA %s -> %s (%d x %d, swizzled) */\n", l->g->name, l->sh->name, l->rows, l->cols);
+    ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_sd = tl_s0 + %zuu + (uint32_t)(%s) * %du;\n", l->off, stage, (int)((tile + 1023) & ~1023));
+    tile_strbuf c = {0};
+    for (int d = rank - 2; d >= 0; d--) {
+        char *st = expr_s(A, r->start[d]);
+        tile_sb_printf(&c, ", (int32_t)(%s)", st);
+        free(st);
+    }
+    for (int p = 0; p < l->cols / 64; p++) {
+        ind(o, in + 1);
+        tile_sb_printf(o, "tl_at_tma%dd(tl_sd + %du, &tl_tma%d, %s, %d%s);\n", rank, p * l->rows * 128, A->ld_map[li], mb, p * 64, c.data);
+    }
+    ind(o, in); tile_sb_puts(o, "}\n");
+    tile_sb_free(&c);
+}
+
 static void emit_load(attn *A, tile_strbuf *o, const aload *l, const char *stage, int in) {
     tile_strbuf off = {0}, ok = {0}, srow = {0}, nrow = {0}, st = {0}, gn = {0};
     region_base(A, &l->cp->regions[0], l->rowdim, &off, &ok, &srow, &nrow, &st);
@@ -558,7 +698,39 @@ static void emit_load(attn *A, tile_strbuf *o, const aload *l, const char *stage
     ind(o, in + 1); tile_sb_printf(o, "const int64_t tl_go = %s, tl_gs = %s, tl_gn = %s, tl_g0 = %s;\n", off.data, srow.data, nrow.data, st.data);
     ind(o, in + 1); tile_sb_printf(o, "const bool tl_gok = %s;\n", ok.data);
     ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_sd = tl_s0 + %zuu + (uint32_t)(%s) * %du;\n", l->off, stage, (int)((tile + 1023) & ~1023));
-    ind(o, in + 1); tile_sb_printf(o, "for (int tl_c = tl_tid; tl_c < %d; tl_c += %d) {\n", l->rows * cpr, A->ws ? 128 : A->wgs * 128);
+    const int nt = A->ws ? 128 : A->wgs * 128;
+    if (nt % cpr == 0 && (l->rows * cpr) % nt == 0) {
+        /* every thread copies one fixed 16-byte column chunk of rows r0, r0 + RS, ...: the
+         * address arithmetic is done once, the copies unrolled (RS = threads / chunks a row) */
+        const int rs = nt / cpr, per = l->rows * cpr / nt;
+        ind(o, in + 1); tile_sb_printf(o, "const int tl_ch = tl_tid %% %d, tl_rr = tl_tid / %d;\n", cpr, cpr);
+        /* rows tl_rr + RS k in bounds: RS k in [tl_klo, tl_klo + tl_kn), one unsigned compare */
+        ind(o, in + 1); tile_sb_puts(o, "const int64_t tl_rb = tl_g0 + tl_rr;\n");
+        ind(o, in + 1);
+        tile_sb_printf(o, "const int tl_klo = (int)(-tl_rb < 0 ? 0 : -tl_rb > %d ? %d : -tl_rb), tl_khi = (int)(tl_gn - tl_rb < 0 ? 0 : tl_gn - tl_rb > %d ? %d : tl_gn - tl_rb);\n",
+                       rs * per, rs * per, rs * per, rs * per);
+        ind(o, in + 1); tile_sb_puts(o, "const uint32_t tl_kn = tl_gok && tl_khi > tl_klo ? (uint32_t)(tl_khi - tl_klo) : 0u;\n");
+        ind(o, in + 1); tile_sb_printf(o, "const uint32_t tl_dd = tl_sd + (uint32_t)(tl_ch >> 3) * %du + (uint32_t)tl_rr * 128u;\n", l->rows * 128);
+        ind(o, in + 1); tile_sb_printf(o, "auto tl_gp = %s + tl_go + (int64_t)tl_rr * tl_gs + tl_ch * 8;\n", gn.data);
+        ind(o, in + 1); tile_sb_printf(o, "const int64_t tl_gstep = %d * tl_gs;\n", rs);
+        if (rs % 8 == 0) { ind(o, in + 1); tile_sb_puts(o, "const uint32_t tl_sw = (uint32_t)(((tl_ch & 7) ^ (tl_rr & 7)) << 4);\n"); }
+        ind(o, in + 1); tile_sb_puts(o, "#pragma unroll\n");
+        ind(o, in + 1); tile_sb_printf(o, "for (int tl_k = 0; tl_k < %d; tl_k++) {\n", per);
+        ind(o, in + 2); tile_sb_printf(o, "const bool tl_in = (uint32_t)(%d * tl_k - tl_klo) < tl_kn;\n", rs);
+        ind(o, in + 2);
+        if (rs % 8 == 0)
+            tile_sb_printf(o, "tl_at_cp16(tl_dd + (uint32_t)(%d * tl_k) * 128u + tl_sw, tl_in ? (const void *)tl_gp : (const void *)%s, tl_in ? 16u : 0u);\n",
+                           rs, gn.data);
+        else
+            tile_sb_printf(o, "tl_at_cp16(tl_dd + (uint32_t)(%d * tl_k) * 128u + (uint32_t)(((tl_ch & 7) ^ ((tl_rr + %d * tl_k) & 7)) << 4), tl_in ? (const void *)tl_gp : (const void *)%s, tl_in ? 16u : 0u);\n",
+                           rs, rs, gn.data);
+        ind(o, in + 2); tile_sb_puts(o, "tl_gp += tl_gstep;\n");
+        ind(o, in + 1); tile_sb_puts(o, "}\n");
+        ind(o, in); tile_sb_puts(o, "}\n");
+        tile_sb_free(&off); tile_sb_free(&ok); tile_sb_free(&srow); tile_sb_free(&nrow); tile_sb_free(&st); tile_sb_free(&gn);
+        return;
+    }
+    ind(o, in + 1); tile_sb_printf(o, "for (int tl_c = tl_tid; tl_c < %d; tl_c += %d) {\n", l->rows * cpr, nt);
     ind(o, in + 2); tile_sb_printf(o, "const int tl_r = tl_c / %d, tl_ch = tl_c %% %d;\n", cpr, cpr);
     ind(o, in + 2); tile_sb_puts(o, "const bool tl_in = tl_gok && tl_g0 + tl_r >= 0 && tl_g0 + tl_r < tl_gn;\n");
     ind(o, in + 2); tile_sb_printf(o, "const void *tl_src = tl_in ? (const void *)(%s + tl_go + (int64_t)tl_r * tl_gs + tl_ch * 8) : (const void *)%s;\n", gn.data, gn.data);
@@ -578,6 +750,29 @@ static void open_elems(tile_strbuf *o, int in, int width) {
     ind(o, in); tile_sb_puts(o, "for (int tl_h = 0; tl_h < 2; tl_h++)\n");
     ind(o, in); tile_sb_puts(o, "#pragma unroll\n");
     ind(o, in); tile_sb_puts(o, "for (int tl_e = 0; tl_e < 2; tl_e++) {\n");
+}
+
+static void emit_stores(attn *A, tile_strbuf *o, const ir_stmt *b, int in);
+
+/* a T.Parallel nest of `depth` (1: rows, 2: elements) over the thread's own elements */
+static void emit_nest(attn *A, tile_strbuf *o, const ir_stmt *body, int depth, int in) {
+    tile_strbuf ni = {0}, nj = {0};
+    simt_g_var(&ni, A->pi);
+    ind(o, in); tile_sb_puts(o, "{ /* T.Parallel over the thread's own elements */\n");
+    if (depth == 1) {
+        ind(o, in + 1); tile_sb_puts(o, "#pragma unroll\n");
+        ind(o, in + 1); tile_sb_puts(o, "for (int tl_h = 0; tl_h < 2; tl_h++) {\n");
+        ind(o, in + 2); tile_sb_printf(o, "%s = tl_r0 + 8 * tl_h;\n", ni.data);
+    } else {
+        simt_g_var(&nj, A->pj);
+        open_elems(o, in + 1, A->par_width);
+        ind(o, in + 2); tile_sb_printf(o, "%s = tl_r0 + 8 * tl_h; %s = tl_jj * 8 + 2 * tl_q + tl_e;\n", ni.data, nj.data);
+    }
+    emit_stores(A, o, body, in + 2);
+    ind(o, in + 1); tile_sb_puts(o, "}\n");
+    ind(o, in); tile_sb_puts(o, "}\n");
+    tile_sb_free(&ni);
+    tile_sb_free(&nj);
 }
 
 static void emit_stores(attn *A, tile_strbuf *o, const ir_stmt *b, int in) {
@@ -683,21 +878,42 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
     case IR_S_FOR: {
         const ir_stmt *body = NULL;
         int depth = par_nest(A, s, &body);
+        bool single = false;
+        const ir_expr *sel = A->mskip && depth == 2 ? mask_select(A, body, &single) : NULL;
+        if (!sel) {
+            emit_nest(A, o, body, depth, in);
+            return;
+        }
+        /* the mask's condition at the tile's four corners (header of "uniform masks") */
         tile_strbuf ni = {0}, nj = {0};
         simt_g_var(&ni, A->pi);
-        ind(o, in); tile_sb_puts(o, "{ /* T.Parallel over the thread's own elements */\n");
-        if (depth == 1) {
-            ind(o, in + 1); tile_sb_puts(o, "#pragma unroll\n");
-            ind(o, in + 1); tile_sb_puts(o, "for (int tl_h = 0; tl_h < 2; tl_h++) {\n");
-            ind(o, in + 2); tile_sb_printf(o, "%s = tl_r0 + 8 * tl_h;\n", ni.data);
-        } else {
-            simt_g_var(&nj, A->pj);
-            open_elems(o, in + 1, A->par_width);
-            ind(o, in + 2); tile_sb_printf(o, "%s = tl_r0 + 8 * tl_h; %s = tl_jj * 8 + 2 * tl_q + tl_e;\n", ni.data, nj.data);
+        simt_g_var(&nj, A->pj);
+        char *c = expr_s(A, sel->args[0]);
+        ind(o, in); tile_sb_puts(o, "{ /* the mask at the tile's corners: uniform (1 all true, 2 all false) or mixed (0) */\n");
+        ind(o, in + 1); tile_sb_puts(o, "bool tl_mc[4];\n");
+        for (int q = 0; q < 4; q++) {
+            ind(o, in + 1);
+            tile_sb_printf(o, "%s = %d; %s = %d; tl_mc[%d] = %s;\n", ni.data, q & 1 ? (int)A->BM - 1 : 0, nj.data, q & 2 ? A->par_width - 1 : 0, q, c);
         }
-        emit_stores(A, o, body, in + 2);
+        ind(o, in + 1);
+        tile_sb_printf(o, "const int tl_mu = tl_mc[0] && tl_mc[1] && tl_mc[2] && tl_mc[3] ? 1 : %s;\n",
+                       single ? "!tl_mc[0] && !tl_mc[1] && !tl_mc[2] && !tl_mc[3] ? 2 : 0" : "0");
+        ind(o, in + 1); tile_sb_puts(o, "if (tl_mu == 1) {\n");
+        A->msel = sel;
+        A->marm = 1;
+        emit_nest(A, o, body, depth, in + 2);
+        if (single) {
+            ind(o, in + 1); tile_sb_puts(o, "} else if (tl_mu == 2) {\n");
+            A->marm = 2;
+            emit_nest(A, o, body, depth, in + 2);
+        }
+        A->msel = NULL;
+        A->marm = 0;
+        ind(o, in + 1); tile_sb_puts(o, "} else {\n");
+        emit_nest(A, o, body, depth, in + 2);
         ind(o, in + 1); tile_sb_puts(o, "}\n");
         ind(o, in); tile_sb_puts(o, "}\n");
+        free(c);
         tile_sb_free(&ni);
         tile_sb_free(&nj);
         return;
@@ -791,6 +1007,8 @@ static const char *helpers_text =
     "TL_FN uint32_t tl_at_pack_bf16(float lo, float hi) { uint32_t r; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n"
     "TL_FN uint32_t tl_at_pack_f16(float lo, float hi) { uint32_t r; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n"
     "TL_FN float tl_at_add(float a, float b) { return a + b; }\n"
+    "/* exp2 on the special-function unit, denormal results flushed (fast math) */\n"
+    "TL_FN float tl_at_ex2(float x) { float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }\n"
     "TL_FN void tl_at_mb_init(uint32_t b, uint32_t n) { asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(b), \"r\"(n) : \"memory\"); }\n"
     "TL_FN void tl_at_mb_arrive(uint32_t b) { asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(b) : \"memory\"); }\n"
     "/* arrives on b when this thread's earlier cp.async copies are complete */\n"
@@ -801,6 +1019,9 @@ static const char *helpers_text =
     "        asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(b), \"r\"(ph) : \"memory\");\n"
     "    } while (!ok);\n"
     "}\n"
+    "#define TL_AT_BAR_SYNC(id) asm volatile(\"bar.sync %0, 256;\" :: \"r\"(id) : \"memory\")\n"
+    "#define TL_AT_BAR_ARRIVE(id) asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(id) : \"memory\")\n"
+    "TL_FN void tl_at_mb_expect(uint32_t b, uint32_t bytes) { asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(b), \"r\"(bytes) : \"memory\"); }\n"
     "#define TL_AT_SETMAXNREG_DEC(n) asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#define TL_AT_SETMAXNREG_INC(n) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(n))\n"
     "#endif\n#endif\n";
@@ -869,11 +1090,20 @@ static void emit_overlap_loop(attn *A, tile_strbuf *o, const ir_stmt *lb, const 
     bool skip = false;
     if (preload) tile_sb_printf(o, "        tl_at_mb_wait(tl_bar + %du, 0u);\n", 16 * S);
     A->npend = 0;
+    /* ping-pong: warpgroup w waits on barrier 1 + w before issuing its GEMMs and, after them,
+     * lets the other one go (arrive on 2 - w); warpgroup 1 lets warpgroup 0 go first and
+     * skips its last arrive, so every barrier completes exactly as often as it is waited on */
+    const char *pp_sync = "                TL_AT_BAR_SYNC(1 + tl_wg);\n";
+    const char *pp_arrive = "                if (tl_wg == 0 || tl_it + 1 < tl_n) TL_AT_BAR_ARRIVE(2 - tl_wg);\n";
     tile_sb_puts(o, "        if (tl_n > 0) {\n");
+    if (A->pp) tile_sb_puts(o, "            if (tl_wg == 1) TL_AT_BAR_ARRIVE(1);\n");
     tile_sb_puts(o, "            {\n                const int32_t tl_it = 0; const uint32_t tl_stg = 0u; (void)tl_it;\n");
     tile_sb_puts(o, "                tl_at_mb_wait(tl_bar, 0u); TL_AT_FENCE_ASYNC();\n");
     tile_sb_printf(o, "                %s = tl_lo;\n", kv);
-    for (int j = 0; j <= A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    for (int j = 0; j < A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    if (A->pp) tile_sb_puts(o, pp_sync);
+    emit_stmt(A, o, lb->body[A->ss_idx], NULL, 4, &skip);
+    if (A->pp) tile_sb_puts(o, pp_arrive);
     emit_rest(A, o, lb, 4);
     wait_gemm(A, o, 4);
     tile_sb_puts(o, "            }\n");
@@ -881,8 +1111,11 @@ static void emit_overlap_loop(attn *A, tile_strbuf *o, const ir_stmt *lb, const 
     tile_sb_printf(o, "                const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
     tile_sb_puts(o, "                tl_at_mb_wait(tl_bar + 8u * tl_stg, tl_ph); TL_AT_FENCE_ASYNC();\n");
     tile_sb_printf(o, "                %s = tl_lo + tl_it;\n", kv);
-    for (int j = 0; j <= A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    for (int j = 0; j < A->ss_idx; j++) emit_stmt(A, o, lb->body[j], NULL, 4, &skip);
+    if (A->pp) tile_sb_puts(o, pp_sync);
+    emit_stmt(A, o, lb->body[A->ss_idx], NULL, 4, &skip);
     emit_rs_late(A, o, rs, "tl_it - 1", 4, true);
+    if (A->pp) tile_sb_puts(o, pp_arrive);
     emit_rest(A, o, lb, 4);
     wait_gemm(A, o, 4);
     tile_sb_puts(o, "            }\n");
@@ -899,9 +1132,11 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     /* warp-specialised unless TILE_SM90_ATTN_WS=0 or its stages do not fit: the loop's
      * num_stages (2 to 4), as many as fit */
     A.ws = tile_env_long("TILE_SM90_ATTN_WS", 1) != 0;
+    A.fast = tile_env_long("TILE_SM90_ATTN_FAST", 1) != 0;
+    A.mskip = tile_env_long("TILE_SM90_ATTN_MASKSKIP", 1) != 0;
     /* overlapped: the consumer holds two stages (that of it, and that of it - 1 until P V
      * of it - 1 completes), so three stages when they fit keep the producer one ahead */
-    A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 0) != 0 && overlap_ok(&A);
+    A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 1) != 0 && overlap_ok(&A);
     if (A.ws) {
         int S = A.loop->loop_kind == IR_LOOP_PIPELINED && A.loop->num_stages > 2 ? A.loop->num_stages : 2;
         if (A.ov && S < 3) S = 3;
@@ -911,14 +1146,44 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     }
     if (!A.ws) layout(&A, 2, 0);
     if (!A.ws) A.ov = false;
+    A.pp = A.ov && A.wgs == 2 && tile_env_long("TILE_SM90_ATTN_PINGPONG", 0) != 0;
+    /* TMA loads (TILE_SM90_ATTN_TMA, warp-specialised form): one full-rank tensor map per
+     * load, boxes of [rows, 64] (one 128-byte swizzled panel) */
+    A.tma = A.ws && tile_env_long("TILE_SM90_ATTN_TMA", 1) != 0 && A.nld <= SIMT_MAX_TMA;
+    for (int q = 0; q < A.nld && A.tma; q++)
+        if (A.ld[q].g->rank > 5 || A.ld[q].rows > 256) A.tma = false;
     L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));
     L->smem = A.smem;
     L->ntma = 0;
+    if (A.tma) {
+        L->ntma = A.nld;
+        for (int q = 0; q < A.nld; q++) {
+            A.ld_map[q] = q;
+            L->tma[q] = (simt_tma){simt_g_bufarg(G, A.ld[q].g), 2, A.ld[q].rows, 64, 128, true, A.ld[q].rowdim};
+        }
+    }
     L->persistent = false;
     snprintf(L->lowering, sizeof L->lowering, "sm90-attn");
 
     const char *t = A.dt == TILE_DT_BF16 ? "bf16" : "f16";
     tile_sb_puts(helpers, helpers_text);
+    if (A.tma) {
+        tile_sb_puts(helpers, "#ifndef TL_TMAP_DEF\n#define TL_TMAP_DEF 1\nstruct __align__(64) tl_tmap { unsigned long long v[16]; };\n#endif\n");
+        unsigned done = 0;
+        for (int q = 0; q < A.nld; q++) {
+            int r = A.ld[q].g->rank;
+            if (done & (1u << r)) continue;
+            done |= 1u << r;
+            tile_sb_printf(helpers, "#if defined(TL_AT_OK) && !defined(TL_AT_TMA%d)\n#define TL_AT_TMA%d 1\n", r, r);
+            tile_sb_printf(helpers, "TL_FN void tl_at_tma%dd(uint32_t dst, const tl_tmap *m, uint32_t mb", r);
+            for (int k = 0; k < r; k++) tile_sb_printf(helpers, ", int32_t c%d", k);
+            tile_sb_printf(helpers, ") {\n    asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [%%0], [%%1, {", r);
+            for (int k = 0; k < r; k++) tile_sb_printf(helpers, "%s%%%d", k ? ", " : "", k + 3);
+            tile_sb_puts(helpers, "}], [%2];\"\n                 :: \"r\"(dst), \"l\"((uint64_t)m), \"r\"(mb)");
+            for (int k = 0; k < r; k++) tile_sb_printf(helpers, ", \"r\"(c%d)", k);
+            tile_sb_puts(helpers, " : \"memory\");\n}\n#endif\n");
+        }
+    }
     /* one wrapper per GEMM shape */
     const ir_stmt *lb = A.loop->body[0];
     int n = lb->kind == IR_S_SEQ ? lb->nbody : 1;
@@ -933,8 +1198,10 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     const int S = A.stages;
     tile_sb_printf(o, "    /* sm_90a attention (src/codegen/sm90_attn.c): %d consumer warpgroup(s) x 64 rows, fragments in registers, "
                       "%s, %d stages, wgmma SS + RS%s */\n",
-                   A.wgs, A.ws ? "a cp.async producer warpgroup" : "cp.async issued by every thread", S,
-                   A.ov ? ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it" : "");
+                   A.wgs, A.ws ? (A.tma ? "a TMA producer warpgroup" : "a cp.async producer warpgroup") : "cp.async issued by every thread", S,
+                   A.ov ? (A.pp ? ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it; warpgroup ping-pong"
+                                : ", overlapped: P V of iteration it - 1 issued after S of it, the softmax of it running under it")
+                        : "");
     tile_sb_puts(o, "#ifdef TL_AT_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
     tile_sb_puts(o, "    const uint32_t tl_s0 = tl_at_sa(tl_sb), tl_bar = tl_s0; (void)tl_bar;\n");
@@ -949,22 +1216,50 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     if (A.ws) {
         /* barriers: full[S] (128 producer arrivals, cp.async.mbarrier.arrive), empty[S] (one
          * arrival per consumer warpgroup), the pre-loop loads' barrier */
+        /* full barriers: 128 cp.async arrivals, or one expect_tx arrival (TMA) */
+        const unsigned fc = A.tma ? 1u : 128u;
         tile_sb_puts(o, "    if (tl_tid == 0) {\n");
-        tile_sb_printf(o, "        for (int s = 0; s < %d; s++) { tl_at_mb_init(tl_bar + 8u * s, 128u); tl_at_mb_init(tl_bar + 8u * (%d + s), %du); }\n", S, S, A.wgs);
-        tile_sb_printf(o, "        tl_at_mb_init(tl_bar + %du, 128u);\n", 16 * S);
+        tile_sb_printf(o, "        for (int s = 0; s < %d; s++) { tl_at_mb_init(tl_bar + 8u * s, %uu); tl_at_mb_init(tl_bar + 8u * (%d + s), %du); }\n", S, fc, S, A.wgs);
+        tile_sb_printf(o, "        tl_at_mb_init(tl_bar + %du, %uu);\n", 16 * S, fc);
         tile_sb_puts(o, "        asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n    }\n    __syncthreads();\n");
         tile_sb_puts(o, "    if (tl_tid < 128) {\n");
         if (A.wgs >= 2) tile_sb_puts(o, "        TL_AT_SETMAXNREG_DEC(40);\n");
-        for (int q = 0; q < A.nld; q++)
-            if (!A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "0", 2);
-        tile_sb_printf(o, "        tl_at_cp_arrive(tl_bar + %du);\n", 16 * S);
-        tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
-        tile_sb_printf(o, "            const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
-        tile_sb_printf(o, "            tl_at_mb_wait(tl_bar + 8u * (%d + tl_stg), tl_ph ^ 1u);\n", S);
-        tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
-        for (int q = 0; q < A.nld; q++)
-            if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "tl_stg", 3);
-        tile_sb_puts(o, "            tl_at_cp_arrive(tl_bar + 8u * tl_stg);\n        }\n");
+        if (A.tma) {
+            /* one thread issues every copy: expect_tx of the stage's bytes, then the boxes */
+            size_t pre_bytes = 0, loop_bytes = 0;
+            for (int q = 0; q < A.nld; q++) {
+                size_t b = (size_t)A.ld[q].rows * (size_t)A.ld[q].cols * 2;
+                if (A.ld[q].in_loop) loop_bytes += b;
+                else pre_bytes += b;
+            }
+            char mb[64];
+            tile_sb_puts(o, "      if (tl_tid == 0) {\n");
+            if (pre_bytes) {
+                tile_sb_printf(o, "        tl_at_mb_expect(tl_bar + %du, %zuu);\n", 16 * S, pre_bytes);
+                snprintf(mb, sizeof mb, "tl_bar + %du", 16 * S);
+                for (int q = 0; q < A.nld; q++)
+                    if (!A.ld[q].in_loop) emit_load_tma(&A, o, &A.ld[q], q, "0", mb, 2);
+            }
+            tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
+            tile_sb_printf(o, "            const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
+            tile_sb_printf(o, "            tl_at_mb_wait(tl_bar + 8u * (%d + tl_stg), tl_ph ^ 1u);\n", S);
+            tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
+            tile_sb_printf(o, "            tl_at_mb_expect(tl_bar + 8u * tl_stg, %zuu);\n", loop_bytes);
+            for (int q = 0; q < A.nld; q++)
+                if (A.ld[q].in_loop) emit_load_tma(&A, o, &A.ld[q], q, "tl_stg", "tl_bar + 8u * tl_stg", 3);
+            tile_sb_puts(o, "        }\n      }\n");
+        } else {
+            for (int q = 0; q < A.nld; q++)
+                if (!A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "0", 2);
+            tile_sb_printf(o, "        tl_at_cp_arrive(tl_bar + %du);\n", 16 * S);
+            tile_sb_puts(o, "        for (int32_t tl_it = 0; tl_it < tl_n; tl_it++) {\n");
+            tile_sb_printf(o, "            const uint32_t tl_stg = (uint32_t)tl_it %% %du, tl_ph = ((uint32_t)tl_it / %du) & 1u;\n", S, S);
+            tile_sb_printf(o, "            tl_at_mb_wait(tl_bar + 8u * (%d + tl_stg), tl_ph ^ 1u);\n", S);
+            tile_sb_printf(o, "            %s = tl_lo + tl_it;\n", kv.data);
+            for (int q = 0; q < A.nld; q++)
+                if (A.ld[q].in_loop) emit_load(&A, o, &A.ld[q], "tl_stg", 3);
+            tile_sb_puts(o, "            tl_at_cp_arrive(tl_bar + 8u * tl_stg);\n        }\n");
+        }
         tile_sb_puts(o, "    } else {\n");
         if (A.wgs >= 2) tile_sb_puts(o, "        TL_AT_SETMAXNREG_INC(232);\n");
         tile_sb_puts(o, "        const int tl_wg = tl_tid / 128 - 1, tl_t = tl_tid % 128, tl_q = tl_t % 4;\n");

@@ -50,22 +50,48 @@ const char *tk_cpu_gemm_error(void) { return t_err; }
 
 /* ---------- ISA selection and blocking ---------- */
 
-static const tk_isa *g_isa;         /* NULL: invalid selection */
-static const tk_isa *g_isa_auto;
+/* A selectable path: the f32 kernel set and the bf16 x bf16 kernel (NULL: dequantise to f32). */
+typedef struct isa_sel {
+    const char *name;
+    const tk_isa *isa;
+    const tk_bf16_kernel *bk;
+} isa_sel;
+
+static const isa_sel g_sels[] = {
+#if defined(__x86_64__) || defined(__i386__)
+    {"amx", &tk_isa_avx512, &tk_bf16_amx},
+    {"avx512bf16", &tk_isa_avx512, &tk_bf16_avx512},
+    {"avx512", &tk_isa_avx512, NULL},
+    {"avx2", &tk_isa_avx2, NULL},
+#endif
+    {"generic", &tk_isa_generic, NULL},
+};
+#define N_SELS ((int)(sizeof g_sels / sizeof g_sels[0]))
+#if defined(__x86_64__) || defined(__i386__)
+#define ISA_NAMES "amx, avx512bf16, avx512, avx2, generic"
+#else
+#define ISA_NAMES "generic"
+#endif
+
+static const isa_sel *g_sel;        /* NULL: invalid selection */
+static const isa_sel *g_sel_auto;   /* the best one this CPU runs (the first supported) */
+static const tk_isa *g_isa;         /* g_sel->isa, NULL when invalid */
 static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
 static int64_t g_env_kc, g_env_nc, g_env_mc;
-static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate */
+static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_tls_key;
 
-static const tk_isa *isa_by_name(const char *name) {
-#if defined(__x86_64__) || defined(__i386__)
-    if (strcmp(name, "avx512") == 0) return &tk_isa_avx512;
-    if (strcmp(name, "avx2") == 0) return &tk_isa_avx2;
-#endif
-    if (strcmp(name, "generic") == 0) return &tk_isa_generic;
+static const isa_sel *sel_by_name(const char *name) {
+    for (int i = 0; i < N_SELS; i++)
+        if (strcmp(g_sels[i].name, name) == 0) return &g_sels[i];
     return NULL;
+}
+
+static void set_sel(const isa_sel *s) {
+    g_sel = s;
+    g_isa = s ? s->isa : NULL;
 }
 
 static void tls_destroy(void *p);
@@ -93,65 +119,70 @@ static void init_once(void) {
     g_env_nc = env_int("TILE_GEMM_NC");
     g_env_mc = env_int("TILE_GEMM_MC");
     const char *bm = tile_env("TILE_GEMM_BF16");
-    g_bf16_mode = !bm ? 0 : strcmp(bm, "off") == 0 ? 1 : strcmp(bm, "emulate") == 0 ? 2 : 0;
+    g_bf16_mode = !bm                                ? 0
+                  : strcmp(bm, "off") == 0           ? 1
+                  : strcmp(bm, "emulate") == 0       ? 2
+                  : strcmp(bm, "emulate_amx") == 0   ? 3
+                                                     : 0;
 
-    g_isa_auto = tk_isa_supported("avx512") ? isa_by_name("avx512")
-                 : tk_isa_supported("avx2") ? isa_by_name("avx2")
-                                            : &tk_isa_generic;
-    g_isa = g_isa_auto;
+    g_sel_auto = &g_sels[N_SELS - 1];
+    for (int i = 0; i < N_SELS; i++)
+        if (tk_isa_supported(g_sels[i].name)) {
+            g_sel_auto = &g_sels[i];
+            break;
+        }
+    set_sel(g_sel_auto);
     const char *want = tile_env("TILE_CPU_ISA");
     if (want && *want && strcmp(want, "auto") != 0) {
-        const tk_isa *w = isa_by_name(want);
+        const isa_sel *w = sel_by_name(want);
         if (!w) {
-            g_isa = NULL;
-            snprintf(g_isa_msg, sizeof g_isa_msg,
-                     "TILE_CPU_ISA=%s: unknown ISA (expected avx512, avx2, generic or auto)", want);
+            set_sel(NULL);
+            snprintf(g_isa_msg, sizeof g_isa_msg, "TILE_CPU_ISA=%s: unknown ISA (expected %s or auto)", want, ISA_NAMES);
         } else if (!tk_isa_supported(want)) {
-            g_isa = NULL;
+            set_sel(NULL);
             snprintf(g_isa_msg, sizeof g_isa_msg,
                      "TILE_CPU_ISA=%s: this CPU (or OS) does not support %s; use %s or unset TILE_CPU_ISA",
-                     want, want, g_isa_auto->name);
+                     want, want, g_sel_auto->name);
         } else {
-            g_isa = w;
+            set_sel(w);
         }
     }
 }
 
 static void ensure_init(void) { pthread_once(&g_once, init_once); }
 
-/* The bf16 x bf16 kernel to use with the current ISA, or NULL (dequantise to f32).
- * TILE_GEMM_BF16=off disables it, =emulate forces the portable model (for tests). */
+/* The bf16 x bf16 kernel of the current selection, or NULL (dequantise to f32).
+ * TILE_GEMM_BF16=off disables it, =emulate / =emulate_amx force the portable models of the
+ * vdpbf16ps / AMX kernels (for tests on CPUs without them). */
 static const tk_bf16_kernel *bf16_kernel(void) {
     if (g_bf16_mode == 1) return NULL;
     if (g_bf16_mode == 2) return &tk_bf16_emulated;
-#if defined(__x86_64__) || defined(__i386__)
-    if (g_isa == &tk_isa_avx512 && (tk_cpu_features() & TK_CPU_AVX512BF16)) return &tk_bf16_avx512;
-#endif
-    return NULL;
+    if (g_bf16_mode == 3) return &tk_bf16_amx_emulated;
+    return g_sel ? g_sel->bk : NULL;
 }
 
 const char *tk_cpu_isa(void) {
     ensure_init();
-    return g_isa ? g_isa->name : "invalid";
+    return g_sel ? g_sel->name : "invalid";
 }
 
 const char *tk_cpu_bf16_kernel(void) {
     ensure_init();
-    const tk_bf16_kernel *k = g_isa ? bf16_kernel() : NULL;
+    const tk_bf16_kernel *k = g_sel ? bf16_kernel() : NULL;
     return k ? k->name : "f32";
 }
 
 int tk_cpu_set_isa(const char *name) {
     ensure_init();
     if (!name || !*name || strcmp(name, "auto") == 0) {
-        g_isa = g_isa_auto;
+        set_sel(g_sel_auto);
         return 0;
     }
-    const tk_isa *w = isa_by_name(name);
-    if (!w) return fail(-1, "unknown CPU ISA '%s' (expected avx512, avx2, generic or auto)", name), -1;
+    const isa_sel *w = sel_by_name(name);
+    if (!w) return fail(-1, "unknown CPU ISA '%s' (expected %s or auto)", name, ISA_NAMES), -1;
     if (!tk_isa_supported(name))
-        return fail(-1, "this CPU (or OS) does not support the %s ISA (best here: %s)", name, g_isa_auto->name), -1;
-    g_isa = w;
+        return fail(-1, "this CPU (or OS) does not support the %s ISA (best here: %s)", name, g_sel_auto->name), -1;
+    set_sel(w);
     return 0;
 }
 
@@ -163,7 +194,7 @@ typedef struct tk_buf {
 } tk_buf;
 
 typedef struct tk_tls {
-    tk_buf a, b, w;
+    tk_buf a, b, w, bs; /* packed A, a task's packed B, the f32 C workspace, shared packed B */
     int registered;
 } tk_tls;
 
@@ -177,6 +208,7 @@ static void tls_destroy(void *p) {
     free(t->a.p);
     free(t->b.p);
     free(t->w.p);
+    free(t->bs.p);
     memset(t, 0, sizeof *t);
 }
 
@@ -219,32 +251,41 @@ static void buf_trim(tk_buf *b) {
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* The kernel set a GEMM runs with: f32 panels (kdiv 1) or bf16 k-pair panels (kdiv 2). */
+/* The kernel set a GEMM runs with: f32 panels (kdiv 1) or bf16 k-pair panels (kdiv 2, pair
+ * rows padded to a multiple of kq, A in layout a_layout, B in TK_BF16_PAIRS). */
+typedef void (*tk_bpack_fn)(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
+                            int layout, uint32_t *dst);
 typedef struct kset {
-    int mr, nr, kdiv;
+    int mr, nr, kdiv, kq, a_layout;
     tk_ukr_fn ukr;
-    tk_pack_fn pack;
+    tk_pack_fn pack;   /* f32 panels */
+    tk_bpack_fn bpack; /* bf16 pair panels */
 } kset;
 
-/* Pack bf16 k-pairs: word (p, kq) = bits(p, k0+2kq) | bits(p, k0+2kq+1) << 16, the odd tail
- * padded with zero; panel q at dst + q*R*ceil(klen/2) words. */
-static void pack_bf16_pairs(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, float *dstf) {
+/* panel rows stored for a K block of kc: k steps (f32) or k pairs padded to kq (bf16) */
+static int64_t ks_rows(const kset *ks, int64_t kc) { return round_up(cdiv(kc, ks->kdiv), ks->kq); }
+
+/* Portable bf16 packer: word (p, q) = bits(p, k0+2q) | bits(p, k0+2q+1) << 16 (the odd
+ * tail's high half and the pairs up to a multiple of kq are zero, so are rows past plen),
+ * at [q*R + p%R] (TK_BF16_PAIRS) or [(q/16)*R*16 + (p%R)*16 + q%16] (TK_BF16_ROWS16) of
+ * panel p/R, which starts at dst + (p/R)*R*kpad. */
+void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
+                          int layout, uint32_t *dst) {
     const uint16_t *src = (const uint16_t *)s->p;
-    const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2;
-    uint32_t *dst = (uint32_t *)(void *)dstf;
+    const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2, kpad = round_up(kp, kq);
     for (int64_t r0 = 0; r0 < plen; r0 += R) {
         const int rl = (int)(plen - r0 < R ? plen - r0 : R);
-        uint32_t *d = dst + r0 * kp;
-        for (int64_t q = 0; q < kp; q++) {
-            const int64_t k = k0 + 2 * q;
-            const int hi = 2 * q + 1 < klen;
-            uint32_t *dq = d + q * R;
-            const uint16_t *lo = src + (p0 + r0) * sp + k * sk;
-            if (hi)
-                for (int r = 0; r < rl; r++) dq[r] = (uint32_t)lo[r * sp] | (uint32_t)lo[r * sp + sk] << 16;
-            else
-                for (int r = 0; r < rl; r++) dq[r] = lo[r * sp];
-            for (int r = rl; r < R; r++) dq[r] = 0;
+        uint32_t *d = dst + r0 * kpad;
+        for (int64_t q = 0; q < kpad; q++) {
+            for (int r = 0; r < R; r++) {
+                uint32_t w = 0;
+                if (r < rl && q < kp) {
+                    const uint16_t *lo = src + (p0 + r0 + r) * sp + (k0 + 2 * q) * sk;
+                    w = 2 * q + 1 < klen ? (uint32_t)lo[0] | (uint32_t)lo[sk] << 16 : lo[0];
+                }
+                if (layout == TK_BF16_PAIRS) d[q * R + r] = w;
+                else d[(q / 16) * R * 16 + r * 16 + q % 16] = w;
+            }
         }
     }
 }
@@ -263,13 +304,17 @@ typedef struct gctx {
     float *apack;           /* K-block at pc starts at apack + mpad*pc */
     int64_t npc, napan, apan_per_task;
     int64_t nN, nMt, mchunk;
+    /* bf16 in parallel: all of B packed once (NULL: each task packs its own block); K block
+     * pb's panels start at bshared + pb*bstride, panel q at + q*NR*rows */
+    float *bshared;
+    int64_t bstride, npanb, bpan_per_task, natasks;
     int failed;
 } gctx;
 
 /* pack A panels: task t = (K block, group of panels) */
 static void pack_a_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
-    const int MR = x->ks.mr, kdiv = x->ks.kdiv;
+    const int MR = x->ks.mr;
     const int64_t ngroups = cdiv(x->napan, x->apan_per_task);
     const int64_t pb = t / ngroups, grp = t % ngroups;
     const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
@@ -278,14 +323,39 @@ static void pack_a_task(void *arg, int64_t t) {
     if (q1 > x->napan) q1 = x->napan;
     if (q0 >= q1) return;
     const int64_t r0 = q0 * MR, rl = (q1 * MR < x->mlen ? q1 * MR : x->mlen) - r0;
-    x->ks.pack(&x->a, x->ic + r0, rl, pc, kc, MR, x->apack + x->mpad * (pc / kdiv) + r0 * cdiv(kc, kdiv));
+    float *dst = x->apack + x->mpad * pb * ks_rows(&x->ks, x->KC) + r0 * ks_rows(&x->ks, kc);
+    if (x->ks.kdiv == 2) x->ks.bpack(&x->a, x->ic + r0, rl, pc, kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst);
+    else x->ks.pack(&x->a, x->ic + r0, rl, pc, kc, MR, dst);
+}
+
+/* pack shared B panels: task t = (K block, group of panels) */
+static void pack_b_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    const int NR = x->ks.nr;
+    const int64_t ngroups = cdiv(x->npanb, x->bpan_per_task);
+    const int64_t pb = t / ngroups, grp = t % ngroups;
+    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+    const int64_t q0 = grp * x->bpan_per_task;
+    int64_t q1 = q0 + x->bpan_per_task;
+    if (q1 > x->npanb) q1 = x->npanb;
+    if (q0 >= q1) return;
+    const int64_t j0 = q0 * NR, nl = (q1 * NR < x->N ? q1 * NR : x->N) - j0;
+    float *dst = x->bshared + pb * x->bstride + j0 * ks_rows(&x->ks, kc);
+    x->ks.bpack(&x->b, j0, nl, pc, kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst);
+}
+
+/* the first parallel step with a shared B: A panel tasks, then B panel tasks */
+static void pack_ab_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    if (t < x->natasks) pack_a_task(arg, t);
+    else pack_b_task(arg, t - x->natasks);
 }
 
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */
 static void compute_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
     const kset *ks = &x->ks;
-    const int MR = ks->mr, NR = ks->nr, kdiv = ks->kdiv;
+    const int MR = ks->mr, NR = ks->nr;
     const int64_t jn = t / x->nMt, im = t % x->nMt;
     const int64_t j0 = jn * x->NCb;
     const int64_t nl = x->N - j0 < x->NCb ? x->N - j0 : x->NCb;
@@ -295,18 +365,20 @@ static void compute_task(void *arg, int64_t t) {
 
     tk_tls *tl = &t_tls;
     const int64_t npan = cdiv(nl, NR);
-    float *bp = (float *)buf_get(&tl->b, (size_t)(npan * NR * cdiv(x->KC, kdiv)) * sizeof(float));
-    if (!bp) {
+    float *bp = x->bshared ? NULL : (float *)buf_get(&tl->b, (size_t)(npan * NR * ks_rows(ks, x->KC)) * sizeof(float));
+    if (!bp && !x->bshared) {
         x->failed = 1;
         return;
     }
     float tmp[TK_MAX_TILE] __attribute__((aligned(64)));
     for (int64_t pc = 0; pc < x->K; pc += x->KC) {
         const int64_t kc = x->K - pc < x->KC ? x->K - pc : x->KC;
-        const int64_t kst = cdiv(kc, kdiv); /* panel rows stored: k steps or k pairs */
+        const int64_t kst = ks_rows(ks, kc); /* panel rows stored: k steps or k pairs */
         const int beta = pc == 0 ? x->accumulate : 1;
-        ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
-        const float *ablk = x->apack + x->mpad * (pc / kdiv);
+        if (x->bshared) bp = x->bshared + (pc / x->KC) * x->bstride + j0 * kst;
+        else if (ks->kdiv == 2) ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp);
+        else ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
+        const float *ablk = x->apack + x->mpad * (pc / x->KC) * ks_rows(ks, x->KC);
         for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
             const float *ap = ablk + ir * kst; /* panel ir/MR */
             const int64_t mr = x->mlen - ir < MR ? x->mlen - ir : MR;
@@ -331,6 +403,36 @@ static void compute_task(void *arg, int64_t t) {
             }
         }
     }
+}
+
+/* The tiles of C per task with a shared packed B (bf16): N blocks of NCb (at most x->NCb,
+ * the L2 bound) x row chunks of mchunk, minimising
+ *     waves x (mc * nb + 75 (mc + nb)),   waves = ceil(tasks / threads)
+ * i.e. the slowest thread's compute (mc nb per K step) plus the operand traffic of its tiles
+ * ((mc + nb) per K step, weighted by ~ the flops per byte a core's AMX outruns its share of
+ * L3 bandwidth by): few, large, square-ish tiles in whole waves. */
+static void bf16_tiles(gctx *x, int nthreads) {
+    const int MR = x->ks.mr, NR = x->ks.nr;
+    const int64_t ncap = x->NCb, nmax = cdiv(x->N, NR) < 64 ? cdiv(x->N, NR) : 64;
+    const int64_t mmax = x->napan < 64 ? x->napan : 64;
+    double best = -1;
+    int64_t bnb = ncap, bmc = x->mpad;
+    for (int64_t nn = cdiv(x->N, ncap); nn <= nmax; nn++) {
+        const int64_t nb = round_up(cdiv(x->N, nn), NR);
+        if (nb > ncap) continue;
+        const int64_t nblk = cdiv(x->N, nb);
+        for (int64_t nm = 1; nm <= mmax; nm++) {
+            const int64_t mc = round_up(cdiv(x->mlen, nm), MR);
+            const int64_t tasks = nblk * cdiv(x->mlen, mc);
+            const double waves = (double)cdiv(tasks, nthreads);
+            const double cost = waves * ((double)mc * (double)nb + 75.0 * (double)(mc + nb));
+            if (best < 0 || cost < best) best = cost, bnb = nb, bmc = mc;
+        }
+    }
+    x->NCb = bnb;
+    x->nN = cdiv(x->N, bnb);
+    x->mchunk = bmc;
+    x->nMt = cdiv(x->mlen, bmc);
 }
 
 /* Small f32 problems with unit-stride B rows and C rows: no packing at all. */
@@ -390,9 +492,13 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     x.K = K;
     x.accumulate = accumulate;
     if (bk) {
-        x.ks = (kset){bk->mr, bk->nr, 2, bk->ukr, pack_bf16_pairs};
+        tk_bpack_fn bp = tk_pack_bf16_generic;
+#if defined(__x86_64__) || defined(__i386__)
+        if (isa == &tk_isa_avx512) bp = tk_pack_bf16_avx512;
+#endif
+        x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp};
     } else {
-        x.ks = (kset){isa->mr, isa->nr, 1, isa->ukr, isa->pack};
+        x.ks = (kset){isa->mr, isa->nr, 1, 1, 0, isa->ukr, isa->pack, NULL};
     }
     const int MR = x.ks.mr, NR = x.ks.nr;
 
@@ -405,14 +511,25 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     int64_t KC = g_env_kc ? g_env_kc : (g_l1 / 2) / (MR * 4);
     KC = KC < 16 ? 16 : KC > 2048 ? 2048 : KC;
     if (bk) KC *= 2; /* a bf16 pair panel of 2 KC k-steps takes the room of KC f32 ones */
-    KC = round_up(cdiv(K, cdiv(K, KC)), 4); /* equal K blocks (a multiple of 4: whole pairs) */
+    /* equal K blocks, a multiple of 4 (whole pairs) and of 2 kq (whole padded pair chunks:
+     * every block but the last fills its panels exactly) */
+    const int64_t kmul = 2 * x.ks.kq > 4 ? 2 * x.ks.kq : 4;
+    KC = round_up(cdiv(K, cdiv(K, KC)), kmul);
     /* NCb: the B block (KC x NCb) takes about half of L2; in parallel, N is split further
      * into equal blocks whose count is a multiple of the thread count (at least 4 per
      * thread); failing that, down to 2 NR columns, then the rows are split too */
     int64_t NCb = g_env_nc ? round_up(g_env_nc, NR) : ((g_l2 / 2) / (KC * 4)) / NR * NR;
     if (NCb < NR) NCb = NR;
     NCb = round_up(cdiv(N, cdiv(N, NCb)), NR);
-    if (par && !g_env_nc) {
+    if (bk && !g_env_nc) {
+        /* bf16: the kernels are 2x (vdpbf16ps) to ~10x (AMX) faster per k than the f32 one,
+         * so C tiles per task are larger for more reuse of each packed A panel (L1) and B
+         * block (L2): the B block (KC x NCb bf16) in half of L2, at most 512 columns; the
+         * rows are split below for enough tasks */
+        int64_t nb = ((g_l2 / 2) / (KC * 2)) / NR * NR;
+        nb = nb < NR ? NR : nb > 512 ? 512 : nb;
+        NCb = round_up(cdiv(N, cdiv(N, nb)), NR);
+    } else if (par && !g_env_nc) {
         int64_t found = 0;
         int64_t n0 = cdiv(N, NCb) > 4 * (int64_t)nthreads ? cdiv(N, NCb) : 4 * (int64_t)nthreads;
         for (int64_t nn = n0; nn <= cdiv(N, NR) && !found; nn++) {
@@ -440,25 +557,47 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     x.npc = cdiv(K, KC);
 
     tk_tls *tl = &t_tls;
-    float *apack = (float *)buf_get(&tl->a, (size_t)(MCa * (cdiv(K, x.ks.kdiv) + x.npc)) * sizeof(float));
+    float *apack = (float *)buf_get(&tl->a, (size_t)(MCa * x.npc * ks_rows(&x.ks, KC)) * sizeof(float));
     if (!apack) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing A",
                             (long long)(MCa * K * 4));
     x.apack = apack;
+    /* bf16 in parallel: pack B once, shared by all tasks (a task's tile of C then costs no
+     * B packing of its own, so tiles can be chosen for reuse alone), up to 256 MiB */
+    if (bk && par) {
+        x.npanb = cdiv(N, NR);
+        x.bstride = x.npanb * NR * ks_rows(&x.ks, KC);
+        if ((double)x.bstride * (double)x.npc * 4.0 <= 256.0 * 1024 * 1024) {
+            x.bshared = (float *)buf_get(&tl->bs, (size_t)(x.bstride * x.npc) * sizeof(float));
+            if (!x.bshared) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing B",
+                                        (long long)(x.bstride * x.npc * 4));
+            x.bpan_per_task = cdiv(x.npanb * x.npc, want_tasks);
+            if (x.bpan_per_task > x.npanb) x.bpan_per_task = x.npanb;
+        }
+    }
 
     for (int64_t ic = 0; ic < M; ic += MCa) {
         x.ic = ic;
         x.mlen = M - ic < MCa ? M - ic : MCa;
         x.mpad = round_up(x.mlen, MR);
         x.napan = cdiv(x.mlen, MR);
+        x.NCb = NCb;
         x.nN = cdiv(N, NCb);
         if (par) {
             x.apan_per_task = cdiv(x.napan * x.npc, want_tasks);
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
-            pfor(pool, x.npc * cdiv(x.napan, x.apan_per_task), pack_a_task, &x);
-            int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
-            if (nm > x.napan) nm = x.napan;
-            x.mchunk = round_up(cdiv(x.mlen, nm), MR);
-            x.nMt = cdiv(x.mlen, x.mchunk);
+            x.natasks = x.npc * cdiv(x.napan, x.apan_per_task);
+            if (x.bshared && ic == 0)
+                pfor(pool, x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task), pack_ab_task, &x);
+            else
+                pfor(pool, x.natasks, pack_a_task, &x);
+            if (x.bshared && !g_env_nc) {
+                bf16_tiles(&x, tk_cpu_count());
+            } else {
+                int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
+                if (nm > x.napan) nm = x.napan;
+                x.mchunk = round_up(cdiv(x.mlen, nm), MR);
+                x.nMt = cdiv(x.mlen, x.mchunk);
+            }
             pfor(pool, x.nN * x.nMt, compute_task, &x);
         } else {
             x.apan_per_task = x.napan;
@@ -471,6 +610,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     }
     buf_trim(&tl->a);
     buf_trim(&tl->b);
+    buf_trim(&tl->bs);
     return TK_GEMM_OK;
 }
 

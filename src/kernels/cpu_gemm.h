@@ -26,8 +26,8 @@
  *
  * DTypes: A and B may be f32, f16, bf16, float8_e4m3, float8_e5m2, float4_e2m1 (each
  * independently); they are converted exactly to f32 while packing ("dequantise-while-
- * packing") and the f32 micro-kernel runs (on CPUs with AVX512-BF16 a bf16 x bf16 GEMM uses
- * vdpbf16ps instead). C may be f32 (fast path), f16, bf16 (accumulated in f32, rounded once
+ * packing") and the f32 micro-kernel runs (a bf16 x bf16 GEMM uses the AMX kernel on CPUs
+ * with AMX, vdpbf16ps on CPUs with AVX512-BF16). C may be f32 (fast path), f16, bf16 (accumulated in f32, rounded once
  * to nearest even at the end, bit-exact with tile_store_f) or any other float dtype.
  * If A, B or C is f64, the whole GEMM runs in f64 (a simpler, slower loop nest).
  *
@@ -42,9 +42,11 @@
  * large GEMMs are split into tasks over (M, N) macro-tiles run through pfor; small ones
  * run on the calling thread anyway.
  *
- * ISA: chosen once at first use from cpuid/xgetbv: "avx512" (AVX-512F/BW/VL + FMA), "avx2"
- * (AVX2 + FMA + F16C) or "generic" (portable C). TILE_CPU_ISA=avx512|avx2|generic forces one;
- * forcing one the CPU lacks makes every call fail with a message (never a crash).
+ * ISA: chosen once at first use from cpuid/xgetbv: "amx" (AVX-512 + AMX-TILE/BF16, the OS
+ * granting the tile state), "avx512bf16" (AVX-512 + AVX512-BF16), "avx512" (AVX-512F/BW/VL/DQ +
+ * FMA), "avx2" (AVX2 + FMA + F16C) or "generic" (portable C); the first two differ from
+ * "avx512" only in the bf16 x bf16 kernel. TILE_CPU_ISA=amx|avx512bf16|avx512|avx2|generic
+ * forces one; forcing one the CPU lacks makes every call fail with a message (never a crash).
  */
 #ifndef TILE_KERNELS_CPU_GEMM_H
 #define TILE_KERNELS_CPU_GEMM_H
@@ -84,14 +86,16 @@ TILE_API int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool);
 TILE_API const char *tk_cpu_gemm_error(void);
 
 /* ---------- CPU features and ISA selection ---------- */
-/* The ISA in use: "avx512" | "avx2" | "generic", or "invalid" when TILE_CPU_ISA / the last
+/* The ISA in use: "amx" | "avx512bf16" | "avx512" | "avx2" | "generic", or "invalid" when
+ * TILE_CPU_ISA / the last
  * tk_cpu_set_isa asked for one this CPU lacks (tk_cpu_gemm then fails with TK_GEMM_EISA). */
 TILE_API const char *tk_cpu_isa(void);
-/* The kernel a bf16 x bf16 GEMM uses: "avx512_bf16" (vdpbf16ps, on CPUs with AVX512-BF16),
- * "bf16_emulated" (TILE_GEMM_BF16=emulate: a portable model of it, for tests) or "f32"
- * (operands dequantised to f32 while packing; also with TILE_GEMM_BF16=off). */
+/* The kernel a bf16 x bf16 GEMM uses: "amx" (tdpbf16ps, ISA amx), "avx512_bf16" (vdpbf16ps,
+ * ISA avx512bf16), "bf16_emulated" / "amx_emulated" (TILE_GEMM_BF16=emulate / emulate_amx:
+ * portable models of them, for tests) or "f32" (operands dequantised to f32 while packing;
+ * also with TILE_GEMM_BF16=off). */
 TILE_API const char *tk_cpu_bf16_kernel(void);
-/* Force an ISA ("avx512", "avx2", "generic"), or NULL / "" / "auto" to go back to the best
+/* Force an ISA ("amx", "avx512bf16", "avx512", "avx2", "generic"), or NULL / "" / "auto" to go back to the best
  * one (TILE_CPU_ISA is read only once, at first use; this overrides it). Returns 0, or -1
  * with a message in tk_cpu_gemm_error() if the name is unknown or the CPU cannot run it
  * (the selection is left unchanged then). Not thread-safe against concurrent GEMMs. */
@@ -101,7 +105,8 @@ enum {
     TK_CPU_SSE2 = 1u << 0, TK_CPU_AVX = 1u << 1, TK_CPU_AVX2 = 1u << 2, TK_CPU_FMA = 1u << 3,
     TK_CPU_F16C = 1u << 4, TK_CPU_AVX512F = 1u << 5, TK_CPU_AVX512BW = 1u << 6,
     TK_CPU_AVX512VL = 1u << 7, TK_CPU_AVX512DQ = 1u << 8, TK_CPU_AVX512VNNI = 1u << 9,
-    TK_CPU_AVX512BF16 = 1u << 10, TK_CPU_AVX512FP16 = 1u << 11, TK_CPU_AMX_BF16 = 1u << 12
+    TK_CPU_AVX512BF16 = 1u << 10, TK_CPU_AVX512FP16 = 1u << 11, TK_CPU_AMX_BF16 = 1u << 12,
+    TK_CPU_AMX_TILE = 1u << 13
 };
 /* Usable features (cpuid, with xgetbv confirming the OS saves the AVX / AVX-512 state). */
 TILE_API unsigned tk_cpu_features(void);

@@ -189,6 +189,78 @@ static float max_avx512(const float *x, int64_t n) {
     return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
 
+/* ---------- bf16 k-pair packing (layouts in cpu_gemm_int.h), AVX-512F/BW/VL only ---------- */
+
+static inline __mmask16 mask16(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+static inline __mmask32 mask32(int64_t n) { return n >= 32 ? (__mmask32)0xFFFFFFFFu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1); }
+
+/* 16 words: lo[c] | hi[c] << 16 for the lanes in m (zero elsewhere; hi NULL: zero high halves) */
+static inline __m512i pair16(const uint16_t *lo, const uint16_t *hi, __mmask16 m) {
+    __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo));
+    if (!hi) return l;
+    __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi));
+    return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
+}
+
+void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
+                         int layout, uint32_t *dst) {
+    const uint16_t *src = (const uint16_t *)s->p;
+    const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2, kpad = (kp + kq - 1) / kq * kq;
+    if (layout == TK_BF16_PAIRS && sp == 1) {
+        /* panel elements contiguous (B row-major): interleave two source rows per pair row */
+        for (int64_t r0 = 0; r0 < plen; r0 += R) {
+            const int64_t rl = plen - r0 < R ? plen - r0 : R;
+            uint32_t *d = dst + r0 * kpad;
+            for (int64_t q = 0; q < kpad; q++) {
+                uint32_t *dq = d + q * R;
+                const uint16_t *lo = q < kp ? src + (k0 + 2 * q) * sk + p0 + r0 : NULL;
+                const uint16_t *hi = lo && 2 * q + 1 < klen ? lo + sk : NULL;
+                for (int c = 0; c < R; c += 16) {
+                    const __m512i v = lo ? pair16(lo + c, hi ? hi + c : NULL, mask16(rl - c)) : _mm512_setzero_si512();
+                    _mm512_mask_storeu_epi32(dq + c, mask16(R - c), v);
+                }
+            }
+        }
+        return;
+    }
+    if (layout == TK_BF16_ROWS16 && sk == 1) {
+        /* k contiguous (A row-major): a 16-pair row chunk is 32 consecutive bf16 of a row */
+        for (int64_t r0 = 0; r0 < plen; r0 += R) {
+            const int64_t rl = plen - r0 < R ? plen - r0 : R;
+            uint32_t *d = dst + r0 * kpad;
+            for (int r = 0; r < R; r++) {
+                const uint16_t *row = src + (p0 + r0 + r) * sp + k0;
+                for (int64_t ch = 0; ch < kpad / 16; ch++) {
+                    const __m512i v = r < rl ? _mm512_maskz_loadu_epi16(mask32(klen - 32 * ch), row + 32 * ch)
+                                             : _mm512_setzero_si512();
+                    _mm512_storeu_si512((void *)(d + ch * R * 16 + r * 16), v);
+                }
+            }
+        }
+        return;
+    }
+    if (layout == TK_BF16_PAIRS && sk == 1) {
+        /* k contiguous into pair rows (vdpbf16ps A, row-major): whole 32-bit words */
+        const int64_t kfull = klen / 2;
+        for (int64_t r0 = 0; r0 < plen; r0 += R) {
+            const int rl = (int)(plen - r0 < R ? plen - r0 : R);
+            uint32_t *d = dst + r0 * kpad;
+            const uint16_t *base = src + (p0 + r0) * sp + k0;
+            for (int64_t q = 0; q < kpad; q++) {
+                uint32_t *dq = d + q * R;
+                int r = 0;
+                if (q < kfull)
+                    for (; r < rl; r++) memcpy(&dq[r], base + r * sp + 2 * q, 4);
+                else if (q < kp)
+                    for (; r < rl; r++) dq[r] = base[r * sp + 2 * q];
+                for (; r < R; r++) dq[r] = 0;
+            }
+        }
+        return;
+    }
+    tk_pack_bf16_generic(s, p0, plen, k0, klen, R, kq, layout, dst);
+}
+
 const tk_isa tk_isa_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR,
     .ukr = ukr_avx512, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,

@@ -7,9 +7,10 @@
  * vdpbf16ps flushes bf16 subnormal inputs and f32 subnormal results to zero (DAZ/FTZ)
  * and rounds to nearest even after each of its two products.
  * The development CPU lacks AVX512-BF16: CI tests the packing and loop nest through the
- * portable emulation (TILE_GEMM_BF16=emulate); this kernel itself passed tests/kernels on the
- * GPU machine's Xeon host (avx512_bf16, 2026-11-29), where it ran slower than the f32 kernel
- * (bench/results/cpu-bf16-2026-11-29.md: 0.73-0.91x): not yet tuned. */
+ * portable emulation (TILE_GEMM_BF16=emulate); this kernel itself passes tests/kernels on the
+ * GPU machine's Xeon host. There it runs at 0.48-0.65x the f32 kernel, which is its ceiling:
+ * vdpbf16ps zmm issues at a quarter of the FMA rate on that CPU (bench/cpu/bf16_uarch.c,
+ * bench/results/cpu-bf16-2026-11-30-s4.md), i.e. half the flops; AMX is the fast bf16 path. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #include <stdint.h>
@@ -52,5 +53,6 @@ static void ukr_bf16_avx512(int64_t kp, const float *af, const float *bf, float 
     ALL12(ACC_STORE)
 }
 
-const tk_bf16_kernel tk_bf16_avx512 = {.name = "avx512_bf16", .mr = MR, .nr = NR, .ukr = ukr_bf16_avx512};
+const tk_bf16_kernel tk_bf16_avx512 = {
+    .name = "avx512_bf16", .mr = MR, .nr = NR, .kq = 1, .a_layout = TK_BF16_PAIRS, .ukr = ukr_bf16_avx512};
 #endif

@@ -74,7 +74,36 @@ static void ukr_bf16_emulated(int64_t kp, const float *af, const float *bf, floa
     }
 }
 
-const tk_bf16_kernel tk_bf16_emulated = {.name = "bf16_emulated", .mr = 12, .nr = 32, .ukr = ukr_bf16_emulated};
+const tk_bf16_kernel tk_bf16_emulated = {
+    .name = "bf16_emulated", .mr = 12, .nr = 32, .kq = 1, .a_layout = TK_BF16_PAIRS, .ukr = ukr_bf16_emulated};
+
+/* A portable model of the AMX kernel (cpu_gemm_amx.c: C 32 x 32 as 2 x 2 tiles of 16 x 16
+ * f32; A in 16-pair row chunks, word (i, q) at a[(q/16)*32*16 + i*16 + q%16]; B pairs
+ * b[q*32 + j]; kp a multiple of 16), used to test the AMX packing and loop nest where there
+ * is no AMX (TILE_GEMM_BF16=emulate_amx). Like tdpbf16ps: per pair, acc += a_lo*b_lo, then
+ * acc += a_hi*b_hi (no subnormal flushing here). */
+static void ukr_amx_emulated(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc, int beta) {
+    const uint32_t *a = (const uint32_t *)(const void *)af, *b = (const uint32_t *)(const void *)bf;
+    float acc[32][32];
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 32; j++) acc[i][j] = beta ? c[i * ldc + j] : 0.0f;
+    for (int64_t q = 0; q < kp; q++) {
+        const uint32_t *aq = a + (q / 16) * 32 * 16 + q % 16, *bq = b + q * 32;
+        for (int i = 0; i < 32; i++) {
+            const float alo = tkp_bits_f32(aq[i * 16] << 16), ahi = tkp_bits_f32(aq[i * 16] & 0xFFFF0000u);
+            for (int j = 0; j < 32; j++) {
+                const float blo = tkp_bits_f32(bq[j] << 16), bhi = tkp_bits_f32(bq[j] & 0xFFFF0000u);
+                acc[i][j] = fmaf(alo, blo, acc[i][j]);
+                acc[i][j] = fmaf(ahi, bhi, acc[i][j]);
+            }
+        }
+    }
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 32; j++) c[i * ldc + j] = acc[i][j];
+}
+
+const tk_bf16_kernel tk_bf16_amx_emulated = {
+    .name = "amx_emulated", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = ukr_amx_emulated};
 
 const tk_isa tk_isa_generic = {
     .name = "generic", .mr = G_MR, .nr = G_NR,

@@ -42,20 +42,41 @@ typedef struct tk_isa {
 } tk_isa;
 
 /* A bf16 x bf16 -> f32 micro-kernel on k-PAIR panels (32-bit words holding two bf16 of
- * consecutive k, lower k in the low half): a[kp*mr + i], b[kp*nr + j]; kp = number of pairs.
- * Same C contract as tk_ukr_fn (the float pointers are reinterpreted). */
+ * consecutive k, lower k in the low half); kp = number of pair rows in the panels (a
+ * multiple of kq). Same C contract as tk_ukr_fn (the float pointers are reinterpreted).
+ * Panel layouts (each panel R x kp words):
+ *   TK_BF16_PAIRS  word (p, q) at [q*R + p]              (vdpbf16ps A and B, AMX B: "VNNI")
+ *   TK_BF16_ROWS16 word (p, q) at [(q/16)*R*16 + p*16 + q%16]  (AMX A: 16-pair row chunks,
+ *                  so one 16 x 16-word A tile is 1 KiB contiguous)
+ * The packers (tk_pack_bf16_generic / _avx512) fill them, padding rows past plen and pairs
+ * past ceil(klen/2), up to a multiple of kq, with zeros. */
+enum { TK_BF16_PAIRS = 0, TK_BF16_ROWS16 = 1 };
 typedef struct tk_bf16_kernel {
     const char *name;
-    int mr, nr;
+    int mr, nr, kq;
+    int a_layout; /* TK_BF16_PAIRS or TK_BF16_ROWS16; B is always TK_BF16_PAIRS */
     tk_ukr_fn ukr;
 } tk_bf16_kernel;
-extern const tk_bf16_kernel tk_bf16_emulated; /* portable C model of vdpbf16ps, for tests */
+extern const tk_bf16_kernel tk_bf16_emulated;     /* portable C model of vdpbf16ps, for tests */
+extern const tk_bf16_kernel tk_bf16_amx_emulated; /* portable C model of the AMX kernel, for tests */
+
+/* Portable bf16 packers (cpu_gemm.c): kq = pair-row padding multiple. */
+void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
+                          int layout, uint32_t *dst);
 
 extern const tk_isa tk_isa_generic;
 #if defined(__x86_64__) || defined(__i386__)
 extern const tk_isa tk_isa_avx2;
 extern const tk_isa tk_isa_avx512;
 extern const tk_bf16_kernel tk_bf16_avx512; /* vdpbf16ps */
+extern const tk_bf16_kernel tk_bf16_amx;    /* AMX tdpbf16ps */
+/* AVX-512BW packers for the bf16 layouts (cpu_gemm_avx512bf16.c; need only AVX-512F/BW/VL):
+ * fast paths for unit-stride k (sk == 1) and unit-stride panels (sp == 1), else generic. */
+void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
+                         int layout, uint32_t *dst);
+/* Asks Linux for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM), once per process;
+ * 1 if granted (cpu_gemm_amx.c). */
+int tk_amx_request(void);
 #endif
 
 /* Exact dequantisation tables, filled once before any ISA routine runs. */
@@ -63,7 +84,8 @@ extern float tk_lut_e4m3[256];
 extern float tk_lut_e5m2[256];
 extern float tk_lut_e2m1[16];
 
-/* 1 if this CPU (and OS) can run the named ISA ("generic" | "avx2" | "avx512"). */
+/* 1 if this CPU (and OS) can run the named ISA ("generic" | "avx2" | "avx512" | "avx512bf16"
+ * | "amx"; amx also asks the OS for the tile state, see tk_amx_request). */
 int tk_isa_supported(const char *name);
 
 #define TK_MAX_TILE 1024 /* MR * NR of every ISA fits */

@@ -1,7 +1,8 @@
 /* cpuid.c — run-time CPU feature detection, cache sizes and CPU count for the CPU kernels.
  *
  * Features come from cpuid; the AVX and AVX-512 ones count only when xgetbv says the OS
- * saves the corresponding register state (XCR0 bits 1-2 for AVX, 5-7 for AVX-512).
+ * saves the corresponding register state (XCR0 bits 1-2 for AVX, 5-7 for AVX-512, 17-18
+ * for AMX tiles).
  * Cache sizes: /sys/devices/system/cpu/cpu0/cache first, then CPUID leaf 4 (Intel) or
  * 0x8000001D (AMD). */
 #define _GNU_SOURCE
@@ -67,8 +68,13 @@ static unsigned detect_features(void) {
                 if (r[0] & (1u << 5)) f |= TK_CPU_AVX512BF16;
             }
         }
-        /* AMX needs XCR0 bits 17-18 (tile config + data) too */
-        if ((edx7 & (1u << 22)) && (xcr0 & 0x60000) == 0x60000) f |= TK_CPU_AMX_BF16;
+        /* AMX: amx_bf16 (EDX bit 22) and amx_tile (bit 24), and XCR0 bits 17-18 (the OS
+         * manages the tile config + tile data state); Linux also wants a per-process
+         * request (tk_amx_request) before the first tile instruction */
+        if ((xcr0 & 0x60000) == 0x60000) {
+            if (edx7 & (1u << 24)) f |= TK_CPU_AMX_TILE;
+            if ((edx7 & (1u << 22)) && (edx7 & (1u << 24))) f |= TK_CPU_AMX_BF16;
+        }
     }
     /* "avx512" features are only usable as a set here; F without F's companions is odd
      * (Xeon Phi) and gets no AVX-512 path, see tk_isa_supported. */
@@ -196,6 +202,10 @@ int tk_isa_supported(const char *name) {
     const unsigned avx512 = avx2 | TK_CPU_AVX512F | TK_CPU_AVX512BW | TK_CPU_AVX512VL | TK_CPU_AVX512DQ;
     if (strcmp(name, "avx2") == 0) return (f & avx2) == avx2;
     if (strcmp(name, "avx512") == 0) return (f & avx512) == avx512;
+    if (strcmp(name, "avx512bf16") == 0) return (f & (avx512 | TK_CPU_AVX512BF16)) == (avx512 | TK_CPU_AVX512BF16);
+    if (strcmp(name, "amx") == 0)
+        return (f & (avx512 | TK_CPU_AMX_TILE | TK_CPU_AMX_BF16)) == (avx512 | TK_CPU_AMX_TILE | TK_CPU_AMX_BF16) &&
+               tk_amx_request();
 #endif
     return 0;
 }

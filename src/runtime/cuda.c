@@ -6,6 +6,8 @@
  *
  *   TILE_CUDA_DEVICE   device ordinal (default 0)
  *   TILE_CUDA_ARCH     compile for this architecture instead of the device's (e.g. sm_80)
+ *   TILE_CUDA_MMA_SYNC 1: the mma.sync GEMM lowering (src/codegen/sm80.c) before wgmma on
+ *                      sm_90a; 0: never (default: sm_80..sm_89, and where wgmma declines)
  *   TILE_BENCH_FLUSH   0: do not flush the L2 cache between timed runs (tile_bench)
  * Cubins are cached on disk (simt_rt.h), keyed by the source, the architecture and the
  * NVRTC version; TILE_LOG=info logs the NVRTC compile time of each kernel and each cache hit.
@@ -298,9 +300,18 @@ static bool cuda_available(tile_strbuf *why) {
     return false;
 }
 
+static int arch_sm(const char *arch);
+
 static void cuda_device_name(tile_strbuf *out) {
     if (!ensure_device()) return;
-    tile_sb_printf(out, "%s (%s, driver %d.%d, NVRTC %d.%d)", g_name, g_arch, g_driver / 1000, (g_driver % 1000) / 10, g_nv_major, g_nv_minor);
+    tile_sb_printf(out, "%s (%s, driver %d.%d, NVRTC %d.%d", g_name, g_arch, g_driver / 1000, (g_driver % 1000) / 10, g_nv_major, g_nv_minor);
+    /* the tensor-core GEMM lowerings this architecture gets (TILE_LOG=info names each kernel's) */
+    int sm = arch_sm(g_arch);
+    long ms = tile_env_long("TILE_CUDA_MMA_SYNC", -1);
+    bool wg = sm >= 90 && tile_env_long("TILE_CUDA_SM90", 1) != 0, mma = sm >= 80 && ms != 0;
+    if (!wg && !mma) tile_sb_puts(out, ", GEMM: simt)");
+    else if (wg && mma) tile_sb_printf(out, ", GEMM: %s)", ms == 1 ? "sm80-mma first, then sm90-wgmma" : "sm90-wgmma, else sm80-mma");
+    else tile_sb_printf(out, ", GEMM: %s)", wg ? "sm90-wgmma" : "sm80-mma");
 }
 
 /* ---------- the caching device allocator ----------
@@ -440,8 +451,15 @@ static void cuda_release(void *p) {
     free(x);
 }
 
-/* The architecture-specific lowering for arch (src/codegen/sm90.c for sm_90a). */
-static int arch_sm(const char *arch) { return arch && !strcmp(arch, "sm_90a") ? 90 : 0; }
+/* The architecture-specific lowerings for arch (simt_options.sm): 90 for sm_90a (wgmma,
+ * src/codegen/sm90.c); sm_80 .. sm_89 their number, and later architectures without the
+ * sm_90a features 89 (mma.sync, src/codegen/sm80.c); 0 below sm_80 (the portable lowering). */
+static int arch_sm(const char *arch) {
+    if (!arch || strncmp(arch, "sm_", 3) != 0) return 0;
+    if (!strcmp(arch, "sm_90a")) return 90;
+    int n = atoi(arch + 3);
+    return n < 80 ? 0 : n > 89 ? 89 : n;
+}
 
 static int cuda_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
     simt_options o;
@@ -476,6 +494,7 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     }
     for (int i = 0; i < x->P.nlaunches; i++) {
         const simt_launch *L = &x->P.launches[i];
+        tile_log(TILE_LOG_INFO, "cuda: '%s' kernel %s for %s: lowering %s (%d threads, %zu B shared)", f->name, L->name, g_arch, L->lowering, L->threads, L->smem);
         if (L->threads > 1024) {
             tile_diag dg = {TILE_DIAG_ERROR, L->loc, NULL};
             tile_strbuf m = {0};

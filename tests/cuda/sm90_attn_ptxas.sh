@@ -12,7 +12,7 @@ mkdir -p "$dir" || exit 1
 cu="$dir/sm90attn_ptxas_$name.cu"; ptx="$dir/sm90attn_ptxas_$name.ptx"
 TILE_CUDA_ARCH=sm_90a "$tile" emit "$@" --target cuda > "$cu" || { echo "tile emit failed"; exit 1; }
 grep -q "tl-launch .* lowering=sm90-attn " "$cu" || { echo "the attention lowering was not taken"; exit 1; }
-if [ "${TILE_SM90_ATTN_OVERLAP:-0}" = 1 ]; then
+if [ "${TILE_SM90_ATTN_OVERLAP:-1}" = 1 ]; then
     grep -q 'issued late' "$cu" || { echo "the overlapped schedule was not taken"; exit 1; }
 fi
 msg=$(python3 "$(dirname "$0")/../../bench/cuda/nvrtc_ptx.py" "$cu" "$ptx" compute_90a 2>&1)

@@ -298,6 +298,9 @@ static int test_gemm(void) {
             run_case(bshapes[s][0], bshapes[s][1], bshapes[s][2], TILE_DT_BF16, TILE_DT_BF16, l == 3 ? TILE_DT_BF16 : TILE_DT_F32,
                      l, (l + s) % 4, (l + 2 * s) % 3, (l + s) & 1, 0);
     run_case(150, 301, 97, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, 0, 0, 1, 1);
+    /* threaded bf16 with transposed / strided operands and a bf16 C (the shared packed B) */
+    run_case(97, 130, 301, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_BF16, 1, 2, 0, 0, 1);
+    run_case(261, 77, 129, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 2, 1, 1, 1, 1);
     /* large-ish and threaded (the pfor path), including a non-f32 C */
     int before = g_pfor_calls;
     run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 0, 1);
@@ -320,8 +323,16 @@ static int same_float(float a, float b) {
     return x == y;
 }
 
+static int skip_invalid(void) {
+    tk_gemm g = {0};
+    g.M = g.N = g.K = 1;
+    tk_cpu_gemm(&g, NULL, NULL);
+    printf("skipped: %s\n", tk_cpu_gemm_error());
+    return 77;
+}
+
 static int test_helpers(void) {
-    if (strcmp(tk_cpu_isa(), "invalid") == 0) return 77;
+    if (strcmp(tk_cpu_isa(), "invalid") == 0) return skip_invalid();
     printf("isa %s, features 0x%x, %d cpus\n", tk_cpu_isa(), tk_cpu_features(), tk_cpu_count());
     int64_t l1, l2, l3;
     tk_cpu_cache_sizes(&l1, &l2, &l3);
