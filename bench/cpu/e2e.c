@@ -14,10 +14,15 @@
  *
  *   e2e [--threads T] [--sizes 1024,2048,4096] [--rows 4096,16384,65536] [--reps 5] [--root DIR]
  *       [--no-gemm] [--no-rows] [--no-latency] [--cpu-time]
- * Prints a markdown table; bench/cpu/run.sh writes it to bench/results/.
+ * Prints a markdown table; bench/cpu/run.sh writes it to bench/results/. Built with
+ * -DE2E_NO_BLAS (bench/cpu/run.sh with ROWS_ONLY=1) it needs no OpenBLAS and has no GEMM rows.
+ * The row kernels are timed in rounds that alternate with a memcpy of the same buffers by
+ * the same number of threads: the ratio is of two medians taken at the same moments.
  */
 #define _GNU_SOURCE
+#ifndef E2E_NO_BLAS
 #include <cblas.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,7 +35,9 @@
 
 #include "tile.h"
 
+#ifndef E2E_NO_BLAS
 void openblas_set_num_threads(int n);
+#endif
 
 /* --cpu-time: time with the process's CPU time instead of the wall clock (with --threads 1
  * only: a development aid on a loaded machine, where wall time includes waiting for a core) */
@@ -74,6 +81,7 @@ static tile_kernel *compile(const char *root, const char *file, const char *cons
     return k;
 }
 
+#ifndef E2E_NO_BLAS
 /* Time `reps` runs of k on cpu (after one warm-up); params/rets preallocated. */
 static double time_tile(tile_kernel *k, tile_tensor *p, int np, tile_tensor *r, int nr, int reps) {
     double *t = calloc((size_t)reps, sizeof *t);
@@ -132,6 +140,8 @@ static void gemm_rows(const char *root, const int *sizes, int nsizes, int reps, 
     }
 }
 
+#endif
+
 typedef struct cp_job { char *dst; const char *src; size_t n; } cp_job;
 static void *cp_thread(void *a) {
     cp_job *j = a;
@@ -167,11 +177,49 @@ static double memcpy_bw(size_t bytes, int reps, int threads) {
     return bw;
 }
 
+/* One timed memcpy of n bytes src -> dst by `threads` threads (slices), seconds. */
+static double memcpy_once(char *dst, const char *src, size_t n, int threads) {
+    pthread_t th[64];
+    cp_job jobs[64];
+    if (threads > 64) threads = 64;
+    size_t per = n / (size_t)threads;
+    double s = now();
+    for (int k = 0; k < threads; k++) {
+        jobs[k].dst = dst + per * (size_t)k;
+        jobs[k].src = src + per * (size_t)k;
+        jobs[k].n = k == threads - 1 ? n - per * (size_t)k : per;
+        pthread_create(&th[k], NULL, cp_thread, &jobs[k]);
+    }
+    for (int k = 0; k < threads; k++) pthread_join(th[k], NULL);
+    return now() - s;
+}
+
+/* The row kernels against memcpy side by side: `reps` rounds of (memcpy X -> Y, kernel), after
+ * one warm-up round, so that both see the same moment of a shared machine; the medians of
+ * each. The kernel runs last, so Y holds its output afterwards. */
+static void time_rows_paired(tile_kernel *k, tile_tensor *p, int np, tile_tensor *r, int nr, int reps, int threads, void *X, void *Y,
+                             size_t bytes, double *t_kernel, double *t_memcpy) {
+    double *t = calloc((size_t)reps, sizeof *t), *tm = calloc((size_t)reps, sizeof *tm);
+    char *err = NULL;
+    for (int i = 0; i <= reps; i++) {
+        double c = memcpy_once(Y, X, bytes, threads);
+        double a = now();
+        if (tile_run(k, "cpu", p, np, r, nr, NULL, &err) != TILE_OK) die("tile_run", err);
+        if (i) t[i - 1] = now() - a, tm[i - 1] = c;
+    }
+    *t_kernel = median(t, reps);
+    *t_memcpy = median(tm, reps);
+    free(t);
+    free(tm);
+}
+
 static void rows_bench(const char *root, const int *rows, int nrows, int reps, int threads) {
     const size_t elems = (size_t)1 << 25; /* 128 MiB of f32 per tensor */
     double mbw = memcpy_bw(elems * 4, reps, threads);
     printf("\nmemcpy of 128 MiB (%d thread%s; read + write counted): %.2f GB/s\n\n", threads, threads == 1 ? "" : "s", mbw * 1e-9);
-    printf("| kernel | row length N | rows M | threads | effective GB/s (read X once, write Y once) | / memcpy | check |\n|---|---|---|---|---|---|---|\n");
+    printf("Each kernel below is timed in rounds alternating with a memcpy of X into Y (same buffers, same threads): "
+           "the last two columns are that memcpy's median and the ratio of the two medians.\n\n");
+    printf("| kernel | row length N | rows M | threads | effective GB/s (read X once, write Y once) | check | memcpy GB/s, interleaved | / memcpy |\n|---|---|---|---|---|---|---|---|\n");
     float *X = malloc(elems * 4), *Y = malloc(elems * 4), *W = malloc(65536 * 4);
     for (size_t i = 0; i < elems; i++) X[i] = frand() * 4.0f;
     for (int i = 0; i < 65536; i++) W[i] = frand();
@@ -202,8 +250,10 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
             tile_tensor p3[3] = {{X, TILE_DT_F32, 2, {M, N}}, {W, TILE_DT_F32, 1, {N}}, {Y, TILE_DT_F32, 2, {M, N}}};
             tile_tensor p2[2] = {{X, TILE_DT_F32, 2, {M, N}}, {Y, TILE_DT_F32, 2, {M, N}}};
             tile_tensor r1 = {Y, TILE_DT_F32, 2, {M, N}};
-            double t = form == 1 ? time_tile(k, p3, 3, NULL, 0, reps)
-                     : form == 2 ? time_tile(k, p2, 1, &r1, 1, reps) : time_tile(k, p2, 2, NULL, 0, reps);
+            double t, tm;
+            if (form == 1) time_rows_paired(k, p3, 3, NULL, 0, reps, threads, X, Y, elems * 4, &t, &tm);
+            else if (form == 2) time_rows_paired(k, p2, 1, &r1, 1, reps, threads, X, Y, elems * 4, &t, &tm);
+            else time_rows_paired(k, p2, 2, NULL, 0, reps, threads, X, Y, elems * 4, &t, &tm);
             if (which0 >= 3) unsetenv("TILE_NO_ROWFUSE");
             if (which0 == 2) unsetenv("TILE_ROWFUSE_PLAIN");
             int which = form == 1;
@@ -224,8 +274,9 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
                     for (int j = 0; j < N; j++) worst = fmax(worst, fabs(y[j] - x[j] * inv * W[j]) / (fabs(x[j] * inv * W[j]) + 1e-6));
                 }
             }
-            printf("| %s | %d | %d | %d | %.2f | **%.2f** | %s (max rel %.2g) |\n", names[which0], N, M, threads, bw * 1e-9, bw / mbw,
-                   worst < 1e-4 ? "ok" : "MISMATCH", worst);
+            double cbw = 2.0 * (double)elems * 4 / tm;
+            printf("| %s | %d | %d | %d | %.2f | %s (max rel %.2g) | %.2f | **%.2f** |\n", names[which0], N, M, threads, bw * 1e-9,
+                   worst < 1e-4 ? "ok" : "MISMATCH", worst, cbw * 1e-9, tm / t);
             fflush(stdout);
             tile_module_free(mod);
         }
@@ -295,13 +346,21 @@ int main(int argc, char **argv) {
         char b[16];
         snprintf(b, sizeof b, "%d", threads);
         setenv("TILE_NUM_THREADS", b, 1); /* read once, when the thread pool starts */
+#ifndef E2E_NO_BLAS
         openblas_set_num_threads(threads);
+#endif
     } else threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (latency) compile_latency(root);
     unsetenv("TILE_CACHE_DIR");
+#ifdef E2E_NO_BLAS
+    if (gemm) fprintf(stderr, "e2e: built without OpenBLAS (E2E_NO_BLAS): no GEMM rows\n"), gemm = 0;
+    (void)sizes, (void)nsizes;
+#endif
     if (gemm) {
         printf("\n| problem | threads | Tile GFLOP/s, seed matmul (plain form) | Tile GFLOP/s, tile-form GEMM | OpenBLAS GFLOP/s | OpenBLAS time / Tile time (seed / tile form) | check |\n|---|---|---|---|---|---|---|\n");
+#ifndef E2E_NO_BLAS
         gemm_rows(root, sizes, nsizes, reps, threads);
+#endif
     }
     if (nrows) rows_bench(root, rows, nrows, reps, threads);
     return 0;

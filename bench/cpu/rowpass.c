@@ -2,7 +2,9 @@
  * row held in L1/L2 (no memory traffic): the chunk max, exp-and-sum (tile_expf, omp simd),
  * and the scaling write pass with streaming stores, written as c.c emits them (the max in
  * four streams as gfor_minmax does when ROWPASS_STREAMS=4). Built by rowpass.sh against
- * the prelude that `tile emit` prints, so two builds of Tile compare side by side. Cycles
+ * the prelude that `tile emit` prints, so two builds of Tile compare side by side (a prelude
+ * with tile_row_maxf / tile_row_expsumf / tile_stream_f32v is measured through those, as c.c
+ * emits the passes since session 4; STREAMS does not apply to it). Cycles
  * are wall time x the nominal clock (GHZ, default 2.8): the best of 2000 repetitions. */
 #include "rowpass_prelude.h"
 #include <stdio.h>
@@ -14,6 +16,22 @@
 #define CH 2048
 static float X[N] __attribute__((aligned(64))), E[N] __attribute__((aligned(64))), Y[N] __attribute__((aligned(64)));
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return (double)t.tv_sec + (double)t.tv_nsec * 1e-9; }
+#if defined(TILE_NT_W)
+/* a prelude with the row helpers (c.c's grow_read) and vector-at-a-time streaming stores */
+__attribute__((noinline)) static float maxpass(const float *x, int64_t lo, int64_t hi, float m) { return tile_row_maxf(x + lo, hi - lo, m); }
+__attribute__((noinline)) static float exppass(const float *x, float *e, int64_t lo, int64_t hi, float sh) {
+    return tile_row_expsumf(x + lo, e + lo, hi - lo, sh, 0.0f);
+}
+__attribute__((noinline)) static void wpass(const float *e, float *y, int64_t n, float g) {
+    for (int64_t c = 0; c < n; c += TILE_NT_W) {
+        float tb[TILE_NT_W] __attribute__((aligned(64)));
+        _Pragma("omp simd")
+        for (int64_t j = c; j < c + TILE_NT_W; j++) tb[j - c] = e[j] * g;
+        tile_stream_f32v(y + c, tb);
+    }
+    tile_sfence();
+}
+#else
 __attribute__((noinline)) static float maxpass(const float *x, int64_t lo, int64_t hi, float m) {
     float v = m;
 #if ROWPASS_STREAMS == 4
@@ -49,6 +67,7 @@ __attribute__((noinline)) static void wpass(const float *e, float *y, int64_t n,
     }
     tile_sfence();
 }
+#endif
 int main(void) {
     const char *gs = getenv("GHZ");
     double ghz = gs ? atof(gs) : 2.8, tm = 1e9, te = 1e9, tw = 1e9, chk = 0;

@@ -11,7 +11,7 @@ STREAMS=${2:-4}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$TILE" emit "$ROOT/examples/softmax.tl" --target cpu > "$T/emitted.c"
-awk '{print} /^static inline void tile_sfence/{f=1} f && /^}/{exit}' "$T/emitted.c" > "$T/rowpass_prelude.h"
+awk '/^\/\* ---------- GEMM on regions/{exit} {print}' "$T/emitted.c" > "$T/rowpass_prelude.h"
 cc -std=gnu11 -O2 -fno-fast-math -ffp-contract=off -fno-math-errno -fopenmp-simd -march=native -mprefer-vector-width=512 -w \
    -DROWPASS_STREAMS="$STREAMS" -I"$T" "$ROOT/bench/cpu/rowpass.c" -o "$T/rowpass" -lm
 "$T/rowpass"

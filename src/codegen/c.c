@@ -128,6 +128,7 @@ typedef struct gen {
     const ir_var *row_var; /* the loop variable of the outlined parallel loop being generated */
     const ir_stmt *row_body; /* its body */
     int row_t;             /* its tmp number (lo<row_t> + end_ is the end of the worker's range) */
+    bool row_reads_ahead;  /* its read pass prefetches ahead (tile_row_expsumf): no next-row prefetch in its write loops */
     bool may_fail;       /* the statement being generated contains an operation that can fail */
     bool *constshape;    /* per buffer: every dim is a constant */
     int64_t (*cdims)[8]; /* per buffer: the constant dims */
@@ -1291,12 +1292,17 @@ static bool gfor_minmax(gen *G, const ir_stmt *s, int t, const char *red) {
 /* ---------- streaming write loops ----------
  * A vectorized loop outside kernels whose body is one f32 store into a tensor (parameter or
  * output) along its contiguous last dimension, `Y[..., j (+ c)] = e` with e not reading Y
- * (rowfuse's write pass; the plain form's elementwise loops), computes e for chunks of
- * NT_CHUNK elements into an L1 buffer and copies each chunk out with streaming stores
- * (tile_copy_f32_nt), then one sfence: the lines of Y are not read from memory before they
- * are written (two units of traffic instead of three). Runs shorter than NT_MIN elements,
+ * (rowfuse's write pass; the plain form's elementwise loops), computes e one vector at a
+ * time (TILE_NT_W lanes, an `omp simd` loop into a vector-sized array that the compiler
+ * keeps in a register) and writes each vector with a streaming store (tile_stream_f32v),
+ * ordinary stores up to the first aligned vector and for the tail, then one sfence: the
+ * lines of Y are not read from memory before they are written (two units of traffic instead
+ * of three). A first form computed 256 elements into an L1 buffer and copied them out
+ * (tile_copy_f32_nt): the store and reload of every element cost RMSNorm 10-20% of its
+ * bandwidth on one core (bench/cpu/rowforms.sh, bench/results/cpu-rows-2026-11-30-s4.md).
+ * Runs shorter than NT_MIN elements,
  * and checked builds (TILE_CPU_CHECKS), take the ordinary loop. */
-enum { NT_CHUNK = 256, NT_MIN = 1024 };
+enum { NT_MIN = 1024 };
 static const ir_stmt *nt_store(gen *G, const ir_stmt *s) {
     if (s->loop_kind != IR_LOOP_VECTORIZED || G->fn->kernel_body || (G->opt && G->opt->bounds_checks)) return NULL;
     const ir_stmt *b = s->body[0];
@@ -1337,42 +1343,181 @@ static void row_loads(gen *G, const ir_stmt *s, const ir_buffer **out, int *n) {
 }
 static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
     int id = s->var->id;
-    line(G, "if (hi%d - lo%d >= %d) {", t, t, NT_MIN);
-    G->indent++;
-    line(G, "for (int64_t c%d = lo%d; c%d < hi%d; c%d += %d) {", t, t, t, t, t, NT_CHUNK);
-    G->indent++;
-    line(G, "int64_t ce%d = c%d + %d < hi%d ? c%d + %d : hi%d;", t, t, NT_CHUNK, t, t, NT_CHUNK, t);
-    line(G, "float tb%d[%d] __attribute__((aligned(64)));", t, NT_CHUNK);
     char *v = expr_str(G, st->value, M_VALUE);
     bool fails = G->may_fail;
     G->may_fail = false;
-    line(G, "TILE_IVDEP");
-    line(G, "for (int64_t v%d = c%d; v%d < ce%d; v%d++) tb%d[v%d - c%d] = %s;", id, t, id, t, id, t, id, t, v);
-    free(v);
+    tile_strbuf off = {0};
+    put_offset(G, &off, st->buf, st->idx, st->loc);
+    const char *o = off.data ? off.data : "0";
+    int y = st->buf->id;
+    line(G, "if (hi%d - lo%d >= %d) {", t, t, NT_MIN);
+    G->indent++;
+    /* ordinary stores up to the vector-aligned element, whole aligned vectors with streaming
+     * stores, ordinary stores for the tail */
+    line(G, "v%d = lo%d;", id, t);
+    line(G, "int64_t c%d = lo%d + (int64_t)((-(uintptr_t)(b%d + %s) & (TILE_NT_W * 4 - 1)) / 4);", t, t, y, o);
+    line(G, "if (c%d > hi%d) c%d = hi%d;", t, t, t, t);
+    line(G, "for (v%d = lo%d; v%d < c%d; v%d++) b%d[%s] = %s;", id, t, id, t, id, y, o, v);
+    if (fails) line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
+    line(G, "for (; c%d + TILE_NT_W <= hi%d; c%d += TILE_NT_W) {", t, t, t);
+    G->indent++;
+    line(G, "float tb%d[TILE_NT_W] __attribute__((aligned(64)));", t);
+    if (fails) line(G, "TILE_IVDEP");
+    else line(G, "_Pragma(\"omp simd\")");
+    line(G, "for (int64_t v%d = c%d; v%d < c%d + TILE_NT_W; v%d++) tb%d[v%d - c%d] = %s;", id, t, id, t, id, t, id, t, v);
     if (fails) line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
     line(G, "v%d = c%d;", id, t);
     /* rows: prefetch these columns of the next row of what the row loop reads (the worker's
-     * next iteration reads it: its reads overlap this row's streaming writes) */
+     * next iteration reads it: its reads overlap this row's streaming writes); one line per
+     * 16 elements (the AVX-512 vector; every other vector repeats a line with AVX) */
     const ir_buffer *pf[8];
     int npf = 0;
-    if (G->row_var) row_loads(G, G->row_body, pf, &npf);
+    if (G->row_var && !G->row_reads_ahead) row_loads(G, G->row_body, pf, &npf);
     for (int k = 0; k < npf; k++) {
         tile_strbuf ps = {0};
         put_stride(G, &ps, pf[k], 0);
-        line(G, "if (v%d + 1 < lo%d + end_ && c%d < %s) for (int64_t pk_ = 0; pk_ < ce%d - c%d; pk_ += %d) __builtin_prefetch(b%d + (v%d + 1) * %s + c%d + pk_, 0, TILE_ROW_PREFETCH);",
-             G->row_var->id, G->row_t, t, ps.data, t, t, 64 / (DBITS[pf[k]->dtype] / 8), pf[k]->id, G->row_var->id, ps.data, t);
+        int per = 64 / (DBITS[pf[k]->dtype] / 8);
+        line(G, "if (v%d + 1 < lo%d + end_ && c%d < %s) for (int64_t pk_ = 0; pk_ < TILE_NT_W; pk_ += %d) __builtin_prefetch(b%d + (v%d + 1) * %s + c%d + pk_, 0, TILE_ROW_PREFETCH);",
+             G->row_var->id, G->row_t, t, ps.data, per, pf[k]->id, G->row_var->id, ps.data, t);
         tile_sb_free(&ps);
     }
-    tile_strbuf off = {0};
-    put_offset(G, &off, st->buf, st->idx, st->loc);
-    line(G, "tile_copy_f32_nt(b%d + (%s), tb%d, ce%d - c%d);", st->buf->id, off.data ? off.data : "0", t, t, t);
-    tile_sb_free(&off);
+    line(G, "tile_stream_f32v(b%d + (%s), tb%d);", y, o, t);
     G->indent--;
     line(G, "}");
+    line(G, "for (v%d = c%d; v%d < hi%d; v%d++) b%d[%s] = %s;", id, t, id, t, id, y, o, v);
+    if (fails) line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
     line(G, "tile_sfence();");
+    free(v);
+    tile_sb_free(&off);
     G->indent--;
     line(G, "} else {");
     G->indent++;
+}
+
+/* ---------- the read pass of row kernels ----------
+ * Two serial loops outside kernels over a contiguous f32 run x(j) = X[..., j] (the last
+ * index is the loop variable, the others do not use it), as rowfuse's read pass writes them,
+ * run as calls of the prelude's hand-vectorised row helpers (tile_row_maxf, tile_row_expsumf:
+ * the compiler builds a ~26-operation vector exp from tile_expf, the helper 17 with
+ * vscalefps, the same values bit for bit):
+ *   m = max(m, x(j))                                   ->  m = tile_row_maxf(&x(lo), n, m)
+ *   [e = exp(x(j) - sh); [E[j] = e;]] c = c + e         ->  c = tile_row_expsumf(&x(lo), &E(lo) or NULL, n, sh, c)
+ * with m, c, e f32 locals, sh an f32 local or constant, E an f32 buffer along its last index
+ * (the one-exp form's row of exponentials). Checked builds keep the loops. */
+static const ir_stmt *unseq(const ir_stmt *s) {
+    while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];
+    return s;
+}
+/* e is an f32 load of a contiguous run along loop variable j (through an f32 -> f32 cast) */
+static const ir_expr *row_run(const ir_expr *e, const ir_var *j) {
+    if (e && e->kind == IR_E_CAST && e->dtype == TILE_DT_F32 && e->nargs == 1 && e->args[0]->dtype == TILE_DT_F32) e = e->args[0];
+    if (!e || e->kind != IR_E_LOAD || e->dtype != TILE_DT_F32 || e->buf->dtype != TILE_DT_F32 || e->buf->rank < 1 || e->nargs != e->buf->rank)
+        return NULL;
+    const ir_expr *last = e->args[e->nargs - 1];
+    if (last->kind != IR_E_VAR || last->var != j) return NULL;
+    for (int d = 0; d + 1 < e->nargs; d++)
+        if (ir_expr_uses_var(e->args[d], j)) return NULL;
+    return e;
+}
+/* s stores along a contiguous run of loop variable j (as row_run for loads) */
+static bool store_run(const ir_stmt *s, const ir_var *j) {
+    const ir_buffer *B = s->buf;
+    if (B->rank < 1) return false;
+    const ir_expr *last = s->idx[B->rank - 1];
+    if (last->kind != IR_E_VAR || last->var != j) return false;
+    for (int d = 0; d + 1 < B->rank; d++)
+        if (ir_expr_uses_var(s->idx[d], j)) return false;
+    return true;
+}
+static bool f32_local(const ir_var *v) { return v && v->dtype == TILE_DT_F32 && v->kind == IR_VAR_LOCAL; }
+static bool is_var_ref(const ir_expr *e, const ir_var *v) { return e && e->kind == IR_E_VAR && e->var == v; }
+/* `c = c + a` or `c = a + c` (f32 local c): a, else NULL */
+static const ir_expr *acc_add(const ir_stmt *s, const ir_var **c) {
+    if (!s || s->kind != IR_S_ASSIGN || !f32_local(s->var)) return NULL;
+    const ir_expr *v = s->value;
+    if (!v || v->kind != IR_E_BINARY || v->op != IR_B_ADD || v->nargs != 2 || v->dtype != TILE_DT_F32) return NULL;
+    *c = s->var;
+    if (is_var_ref(v->args[0], s->var) && !ir_expr_uses_var(v->args[1], s->var)) return v->args[1];
+    if (is_var_ref(v->args[1], s->var) && !ir_expr_uses_var(v->args[0], s->var)) return v->args[0];
+    return NULL;
+}
+/* exp(x(j) - sh): the load and sh */
+static const ir_expr *exp_of_shifted(const ir_expr *e, const ir_var *j, const ir_expr **sh) {
+    if (!e || e->kind != IR_E_CALL || e->op != IR_I_EXP || e->nargs != 1 || e->dtype != TILE_DT_F32) return NULL;
+    const ir_expr *d = e->args[0];
+    if (!d || d->kind != IR_E_BINARY || d->op != IR_B_SUB || d->nargs != 2 || d->dtype != TILE_DT_F32) return NULL;
+    const ir_expr *b = d->args[1];
+    if (!((b->kind == IR_E_VAR && f32_local(b->var) && b->var != j) || (b->kind == IR_E_CONST && b->dtype == TILE_DT_F32))) return NULL;
+    *sh = b;
+    return row_run(d->args[0], j);
+}
+static void put_run_ptr(gen *G, tile_strbuf *sb, const ir_expr *ld) {
+    tile_strbuf off = {0};
+    put_offset(G, &off, ld->buf, ld->args, ld->loc);
+    tile_sb_printf(sb, "b%d + %s", ld->buf->id, off.data ? off.data : "0");
+    tile_sb_free(&off);
+}
+static bool grow_read(gen *G, const ir_stmt *s, int t) {
+    if (s->loop_kind != IR_LOOP_SERIAL || G->fn->kernel_body || (G->opt && G->opt->bounds_checks)) return false;
+    const ir_var *j = s->var;
+    const ir_stmt *b = unseq(s->body[0]);
+    if (!b) return false;
+    if (b->kind == IR_S_ASSIGN && f32_local(b->var)) { /* m = max(m, x(j)) */
+        const ir_expr *v = b->value, *ld = NULL;
+        if (v && v->kind == IR_E_BINARY && v->op == IR_B_MAX && v->nargs == 2 && v->dtype == TILE_DT_F32) {
+            if (is_var_ref(v->args[0], b->var)) ld = row_run(v->args[1], j);
+            else if (is_var_ref(v->args[1], b->var)) ld = row_run(v->args[0], j);
+        }
+        if (ld) {
+            tile_strbuf p = {0};
+            line(G, "int64_t v%d = lo%d;", j->id, t);
+            put_run_ptr(G, &p, ld);
+            line(G, "v%d = tile_row_maxf(%s, hi%d - lo%d, v%d);", b->var->id, p.data, t, t, b->var->id);
+            tile_sb_free(&p);
+            return true;
+        }
+    }
+    /* the exp-and-sum loop: one, two or three statements */
+    const ir_stmt *st[3];
+    int n = 0;
+    if (b->kind == IR_S_SEQ) {
+        if (b->nbody < 1 || b->nbody > 3) return false;
+        for (int i = 0; i < b->nbody; i++) st[n++] = unseq(b->body[i]);
+    } else st[n++] = b;
+    const ir_var *c = NULL, *ev = NULL;
+    const ir_expr *sh = NULL, *ld = NULL, *a = acc_add(st[n - 1], &c);
+    const ir_stmt *es = NULL;
+    if (!a) return false;
+    if (n == 1) {
+        ld = exp_of_shifted(a, j, &sh);
+    } else {
+        if (st[0]->kind != IR_S_ASSIGN || !f32_local(st[0]->var)) return false;
+        ev = st[0]->var;
+        ld = exp_of_shifted(st[0]->value, j, &sh);
+        if (!ld || !is_var_ref(a, ev) || ev == c) return false;
+        if (n == 3) {
+            es = st[1];
+            if (es->kind != IR_S_STORE || es->buf->dtype != TILE_DT_F32 || !is_var_ref(es->value, ev) || !store_run(es, j) || es->buf == ld->buf)
+                return false;
+        }
+    }
+    if (!ld || !sh || (sh->kind == IR_E_VAR && (sh->var == c || sh->var == ev))) return false;
+    tile_strbuf px = {0}, pe = {0};
+    line(G, "int64_t v%d = lo%d;", j->id, t);
+    put_run_ptr(G, &px, ld);
+    if (es) {
+        tile_strbuf off = {0};
+        put_offset(G, &off, es->buf, es->idx, es->loc);
+        tile_sb_printf(&pe, "b%d + %s", es->buf->id, off.data ? off.data : "0");
+        tile_sb_free(&off);
+    } else tile_sb_puts(&pe, "NULL");
+    char *shs = expr_str(G, sh, M_VALUE);
+    line(G, "v%d = tile_row_expsumf(%s, %s, hi%d - lo%d, %s, v%d);", c->id, px.data, pe.data, t, t, shs, c->id);
+    if (G->row_var) G->row_reads_ahead = true;
+    free(shs);
+    tile_sb_free(&px);
+    tile_sb_free(&pe);
+    return true;
 }
 
 static void gfor(gen *G, const ir_stmt *s) {
@@ -1404,6 +1549,8 @@ static void gfor(gen *G, const ir_stmt *s) {
         if (!contains_loop(s->body[0])) line(G, "TILE_IVDEP");
         line(G, "for (int64_t v%d = lo%d + begin_; v%d < lo%d + end_; v%d++) {", id, t, id, t, id);
         G->indent++;
+        bool saved_ahead = G->row_reads_ahead;
+        G->row_reads_ahead = false;
         const ir_var *saved_row = G->row_var;
         const ir_stmt *saved_body = G->row_body;
         int saved_row_t = G->row_t;
@@ -1412,6 +1559,7 @@ static void gfor(gen *G, const ir_stmt *s) {
         G->row_t = t;
         gstmt(G, s->body[0]);
         G->row_var = saved_row;
+        G->row_reads_ahead = saved_ahead;
         G->row_body = saved_body;
         G->row_t = saved_row_t;
         G->indent--;
@@ -1431,6 +1579,11 @@ static void gfor(gen *G, const ir_stmt *s) {
     free(lo);
     free(ext);
     check_fail(G);
+    if (grow_read(G, s, t)) {
+        G->indent--;
+        line(G, "}");
+        return;
+    }
     const ir_stmt *nts = nt_store(G, s);
     if (nts) {
         line(G, "int64_t v%d;", id);

@@ -607,6 +607,18 @@ static inline void tile_copy_f32_nt(float *d, const float *s, int64_t n) {
 #endif
     for (; i < n; i++) d[i] = s[i];
 }
+/* one vector of f32 from an aligned array to an aligned destination with a streaming store
+ * (c.c's streaming write loops); TILE_NT_W lanes */
+#if defined(__AVX512F__)
+#define TILE_NT_W 16
+static inline void tile_stream_f32v(float *d, const float *s) { _mm512_stream_ps(d, _mm512_load_ps(s)); }
+#elif defined(__AVX__)
+#define TILE_NT_W 8
+static inline void tile_stream_f32v(float *d, const float *s) { _mm256_stream_ps(d, _mm256_load_ps(s)); }
+#else
+#define TILE_NT_W 16
+static inline void tile_stream_f32v(float *d, const float *s) { memcpy(d, s, TILE_NT_W * sizeof(float)); }
+#endif
 /* locality of the next-row prefetches of streaming write loops (c.c, gfor_nt): 2 = into L2
  * (prefetcht1): an L1 prefetch of the next row evicted the row being re-read */
 #ifndef TILE_ROW_PREFETCH
@@ -616,6 +628,116 @@ static inline void tile_sfence(void) {
 #if defined(__AVX512F__) || defined(__AVX__)
     _mm_sfence();
 #endif
+}
+
+/* ---------- the read pass of row kernels (c.c, grow_read: rowfuse's chunk max and
+ * exp-and-sum loops) ----------
+ * tile_exp_f32x16 is tile_expf on 16 lanes with AVX-512's vscalefps for the final
+ * multiplication by 2^n: the same clamp, n, reduction and polynomial, then p * 2^n rounded
+ * once, as tile_expf's (p * 2^n1) * 2^n2 is (p * 2^n1 is exact: n1 >= -80), so every input
+ * gives tile_expf's value (NaN gives a NaN). 17 vector operations instead of ~26: the n1/n2
+ * split, shifts and bias adds that the compiler must build from the scalar code become one
+ * instruction; the clamp is one vmaxps and one vminps.
+ * tile_row_maxf(x, n, m) folds x[0..n) into m as `m = tile_fmaxf(m, x[j])` does (NaN
+ * elements skipped, fmax) with four independent 16-lane accumulators; a chunk whose elements
+ * are all -inf or NaN takes the scalar fold (exact in every case).
+ * tile_row_expsumf(x, e, n, sh, s) returns s + sum_j exp(x[j] - sh) and stores each exp into
+ * e[j] when e is not NULL; two accumulators (summed in another order than a loop would: the
+ * tolerance of a reduction, as the omp simd loop it replaces). It is the compute-heavy part
+ * of the row (the memory reads sit idle while it runs), so it prefetches x TILE_ROW_AHEAD
+ * elements ahead into L1: one chunk of rowfuse's read pass, the next row's first chunk at a
+ * row's last (a prefetch past the tensor is dropped, never faults). The row's write loop then
+ * prefetches nothing (c.c: prefetching the next row there as well measured slower).
+ * Without AVX-512 both are the loops they replace. */
+#ifndef TILE_ROW_AHEAD
+#define TILE_ROW_AHEAD 2048
+#endif
+#if defined(__AVX512F__)
+static inline __m512 tile_exp_f32x16(__m512 x) {
+    const __m512 mg = _mm512_set1_ps(0x1.8p23f);
+    __m512 xc = _mm512_max_ps(_mm512_set1_ps(-110.0f), x); /* (a > b) ? a : b: a NaN x passes */
+    __m512 nf = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(0x1.715476p+0f), mg), mg);
+    nf = _mm512_min_ps(nf, _mm512_set1_ps(144.0f));
+    __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-0x1.62e430p-1f), xc);
+    r = _mm512_fmadd_ps(nf, _mm512_set1_ps(0x1.05c610p-29f), r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0x1.a01a02p-13f), r, _mm512_set1_ps(0x1.6c16c2p-10f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.111112p-7f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.555556p-5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.555556p-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.000000p-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, nf);
+}
+#endif
+static inline float tile_row_maxf(const float *x, int64_t n, float m) {
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    if (n >= 16) {
+        const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+        __m512 a0 = ninf, a1 = ninf, a2 = ninf, a3 = ninf;
+        for (; i + 64 <= n; i += 64) { /* max(x, a): a NaN x leaves a */
+            a0 = _mm512_max_ps(_mm512_loadu_ps(x + i), a0);
+            a1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), a1);
+            a2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 32), a2);
+            a3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 48), a3);
+        }
+        for (; i + 16 <= n; i += 16) a0 = _mm512_max_ps(_mm512_loadu_ps(x + i), a0);
+        if (i < n) a1 = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, (__mmask16)((1u << (n - i)) - 1), x + i), a1);
+        float r = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3)));
+        if (r != -__builtin_inff()) return tile_fmaxf(m, r);
+        i = 0; /* every element -inf or NaN: the scalar fold decides between -inf, m and NaN */
+    }
+#endif
+    for (; i < n; i++) m = tile_fmaxf(m, x[i]);
+    return m;
+}
+static inline float tile_row_expsumf(const float *x, float *e, int64_t n, float sh, float s) {
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    if (n >= 16) {
+        const __m512 vs = _mm512_set1_ps(sh);
+        __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+        for (; i + 32 <= n; i += 32) {
+            _mm_prefetch((const char *)(x + i + TILE_ROW_AHEAD), _MM_HINT_T0);
+            _mm_prefetch((const char *)(x + i + TILE_ROW_AHEAD + 16), _MM_HINT_T0);
+            __m512 e0 = tile_exp_f32x16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs));
+            __m512 e1 = tile_exp_f32x16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vs));
+            if (e) {
+                _mm512_storeu_ps(e + i, e0);
+                _mm512_storeu_ps(e + i + 16, e1);
+            }
+            s0 = _mm512_add_ps(s0, e0);
+            s1 = _mm512_add_ps(s1, e1);
+        }
+        if (i + 16 <= n) {
+            __m512 e0 = tile_exp_f32x16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs));
+            if (e) _mm512_storeu_ps(e + i, e0);
+            s0 = _mm512_add_ps(s0, e0);
+            i += 16;
+        }
+        if (i < n) {
+            __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+            __m512 e1 = tile_exp_f32x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vs));
+            if (e) _mm512_mask_storeu_ps(e + i, k, e1);
+            s1 = _mm512_mask_add_ps(s1, k, s1, e1);
+            i = n;
+        }
+        s = s + _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    }
+#endif
+    if (i < n) {
+        float c = 0.0f, t;
+        if (e) {
+            _Pragma("omp simd reduction(+:c) private(t)")
+            for (int64_t j = i; j < n; j++) { t = tile_expf(x[j] - sh); e[j] = t; c = c + t; }
+        } else {
+            _Pragma("omp simd reduction(+:c) private(t)")
+            for (int64_t j = i; j < n; j++) { t = tile_expf(x[j] - sh); c = c + t; }
+        }
+        s = s + c;
+    }
+    return s;
 }
 
 /* ---------- GEMM on regions ----------

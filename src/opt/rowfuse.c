@@ -39,9 +39,10 @@
  *       for c: g = exp(F[c] - m) * (1 / s); for j in vectorized(chunk): Y[i, j] = E[j] * g
  *
  * or, for S3, `acc = 0; for j: acc = acc + P(x(j)); r = Q(acc); for j: Y[i, j] = R(x(j), r,
- * W[j])`. The cpu code generator runs the chunk loops as `omp simd` reductions (tile_expf on
- * 512-bit vectors) and the write loop with streaming stores; the row (at most 256 KiB for
- * 64K f32) is re-read from L2, so X is read from memory once and Y written once.
+ * W[j])`. The cpu code generator runs the softmax's chunk loops as the prelude's
+ * hand-vectorised tile_row_maxf / tile_row_expsumf (c.c grow_read), RMSNorm's sum as an
+ * `omp simd` reduction, and the write loop with streaming stores; the row (at most 256 KiB
+ * for 64K f32) is re-read from L2, so X is read from memory once and Y written once.
  *
  * Same meaning, up to rounding: the max is exact; the sum of exponentials is the same
  * mathematical value (the chunk rescale exp(m - cm) * exp(x - m) = exp(x - cm)), summed in

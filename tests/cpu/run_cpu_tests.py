@@ -379,8 +379,10 @@ def test_row_reductions(ctx):
     for want in ("reduction(tile_fmax:", "reduction(tile_fmin:", "reduction(+:"):
         if want not in r.stdout:
             raise Fail("the emitted C has no `omp simd %s` loop" % want)
-    if not re.search(r"reduction\(tile_fmax:a\d+_0_3\)", r.stdout):
-        raise Fail("the max loop is not split into four streams (c.c, gfor_minmax)")
+    if not re.search(r"v\d+ = tile_row_maxf\(b\d+ \+ ", r.stdout):
+        raise Fail("the max loop over a contiguous f32 row is not a tile_row_maxf call (c.c, grow_read)")
+    if not re.search(r"reduction\(tile_fmin:a\d+_0_3\)", r.stdout):
+        raise Fail("the min loop is not split into four streams (c.c, gfor_minmax)")
     rng = np.random.default_rng(5)
     # short rows: fewer elements than streams, and each tail length past 4 quarters
     for n in (2, 3, 6, 8, 9):
@@ -399,6 +401,12 @@ def test_row_reductions(ctx):
     x[6, :] = 0
     x[6, 7] = -0.0
     x[7, 0] = -0.0
+    x[8, 1:] = np.nan              # tile_row_maxf: no element but the first counts
+    x[9, 0] = np.nan               # ... and every element -inf or NaN, the first NaN
+    x[9, 1:] = -np.inf
+    x[9, 50] = np.nan
+    x[10, 1:] = -np.inf            # ... -inf and one finite value in the masked tail
+    x[10, 200] = -5.0
     c, i = _run_both(ctx, "rowred.tl", x, "ret")
     if not (c[:, :2].view(np.int32) == i[:, :2].view(np.int32)).all():
         bad = np.argwhere(c[:, :2].view(np.int32) != i[:, :2].view(np.int32))[0]
@@ -415,6 +423,40 @@ def test_row_reductions(ctx):
     if not np.isfinite(err) or err > 1e-5:
         raise Fail("sum: relative error %g" % err)
     print("  max/min bit-identical, sum relative error %.2g" % err)
+
+
+@test
+def test_row_helpers(ctx):
+    """A plain max loop and a `s += exp(x - m)` loop over contiguous f32 rows (logsumexp.tl)
+    run as the prelude's tile_row_maxf / tile_row_expsumf (no row buffer: NULL), not in
+    checked builds; results within the f32 tolerance of the interpreter for row lengths
+    around the 16-lane vector and the 32-element step (masked tails), and the interpreter's
+    NaN pattern and values with NaN, inf and -inf elements."""
+    f = os.path.join(DATA, "logsumexp.tl")
+    r = ctx.run(["emit", f, "--target", "cpu", "-D", "M=4", "-D", "N=100"])
+    if not re.search(r"= tile_row_maxf\(b\d+ \+ ", r.stdout) or not re.search(r"= tile_row_expsumf\(b\d+ \+ .*, NULL, ", r.stdout):
+        raise Fail("logsumexp's loops are not tile_row_maxf / tile_row_expsumf(..., NULL, ...) calls")
+    r = ctx.run(["emit", f, "--target", "cpu", "-D", "M=4", "-D", "N=100"], env=ctx.env(TILE_CPU_CHECKS=1))
+    if "= tile_row_maxf(b" in r.stdout or "= tile_row_expsumf(b" in r.stdout:
+        raise Fail("a checked build calls the row helpers (its loops check bounds)")
+    for n in (1, 5, 15, 16, 17, 31, 32, 33, 48, 100, 2049):
+        check_ok(ctx.run(["run", f, "--target", "cpu", "--check", "--quiet", "-D", "M=5", "-D", "N=%d" % n]), "logsumexp N=%d" % n)
+    np = _np()
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-20, 20, (7, 70)).astype(np.float32)
+    x[1, 33] = np.nan       # NaN in a full vector: NaN
+    x[2, 68] = np.nan       # NaN in the masked tail: NaN
+    x[3, :] = -np.inf       # all -inf: m = -inf, exp(-inf - -inf) = NaN, as the interpreter
+    x[4, 5] = np.inf        # +inf: NaN
+    x[5, 1:] = -np.inf      # one finite element
+    x[6, :40] = -200.0      # exp underflows to 0 there
+    c, i = _run_both(ctx, "logsumexp.tl", x, "ret")
+    if not (np.isnan(c) == np.isnan(i)).all():
+        raise Fail("NaN pattern differs: %r vs %r" % (c, i))
+    ok = ~np.isnan(i)
+    if not (np.isinf(c[ok]) == np.isinf(i[ok])).all() or np.abs(c[ok & np.isfinite(i)] - i[ok & np.isfinite(i)]).max() > 1e-5 * np.abs(i[ok & np.isfinite(i)]).max():
+        raise Fail("values differ: %r vs %r" % (c, i))
+    print("  logsumexp: row helpers, %d lengths and special values as the interpreter" % 11)
 
 
 @test
@@ -460,8 +502,8 @@ ROW_CASES = [
 def test_row_kernels(ctx):
     """TileOpt's rowfuse pass on cpu: the tile-form softmax and RMSNorm kernels and the plain
     softmax become rows over the pool (`tile ir`: no kernel left; TILE_NO_ROWFUSE=1 keeps it),
-    the read pass runs as omp simd reductions and the write pass with streaming stores
-    (`tile emit`); results within the tolerance of the interpreter on ragged shapes, with
+    the softmax's read pass runs as the prelude's row helpers, RMSNorm's as an omp simd
+    reduction, the write pass with streaming stores (`tile emit`); results within the tolerance of the interpreter on ragged shapes, with
     TILE_CPU_CHECKS=1 and TILE_NUM_THREADS=3; special values give the interpreter's NaN
     pattern (a leading run of -inf longer than a chunk, an all -inf row, NaN, inf)."""
     sm = os.path.join(EX, "softmax.tl")
@@ -472,9 +514,17 @@ def test_row_kernels(ctx):
     if "kernel grid" not in r.stdout:
         raise Fail("TILE_NO_ROWFUSE=1 did not keep the kernel")
     r = ctx.run(["emit", sm, "--target", "cpu", "-D", "N=4096"])
-    for want in ("reduction(tile_fmax:", "reduction(+:", "tile_copy_f32_nt(", "__builtin_prefetch("):
-        if want not in r.stdout:
+    body = r.stdout[r.stdout.index("static int tile_fn0("):]
+    for want in ("= tile_row_maxf(b", "= tile_row_expsumf(b", "tile_stream_f32v(b", "tile_sfence();"):
+        if want not in body:
             raise Fail("the emitted softmax lacks %s" % want)
+    if "__builtin_prefetch(" in body:
+        raise Fail("the softmax's write loop prefetches the next row (its read pass prefetches ahead)")
+    r = ctx.run(["emit", os.path.join(EX, "rmsnorm.tl"), "--target", "cpu", "-D", "N=4096"])
+    body = r.stdout[r.stdout.index("static int tile_fn0("):]
+    for want in ("reduction(+:", "tile_stream_f32v(b", "__builtin_prefetch(b"):
+        if want not in body:
+            raise Fail("the emitted RMSNorm lacks %s" % want)
     # the plain-form rewrite is opt-in (TILE_ROWFUSE_PLAIN=1): plain cases run both ways
     plain_on = ctx.env(TILE_ROWFUSE_PLAIN=1)
     r = ctx.run(["ir", os.path.join(EX, "softmax_plain.tl"), "--target", "cpu"], env=plain_on)
