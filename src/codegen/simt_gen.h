@@ -25,6 +25,31 @@ const simt_options *simt_g_options(gen *G);
 /* Report an error (the first one wins). */
 void simt_g_fail(gen *G, tile_loc loc, const char *msg);
 
+/* The GEMM main loop both tensor-core GEMM lowerings (sm90.c, sm80.c) take, found by
+ * simt_match_gemm_kernel (tc_gemm.c):
+ *
+ *     with T.Kernel(...): A_s, B_s = T.alloc_shared(...) (two); C_f = T.alloc_fragment((BM, BN), f32)
+ *         T.fill(C_f, v)
+ *         for k in T.Pipelined(n, ...) (or serial): T.copy(A[..], A_s); T.copy(B[..], B_s)   (either order)
+ *                                                   T.gemm(A_s, B_s, C_f[, transpose_B])
+ *         T.copy(C_f, C[..])
+ *
+ * A, B, C rank-2 global tensors (kernel arguments); each copy's box = its shared tile's
+ * constant shape; A_s (BM, BK), B_s (BN, BK) or, transpose_B=False, (BK, BN); dtype f16,
+ * bf16 or fp8 (e4m3/e5m2) for both; C f32, f16 or bf16, and 16-bit when the inputs are fp8
+ * (the tensor cores' fp8 sums carry fewer bits than f32; 16-bit results hide that). The
+ * lowerings add their own limits (tile sizes, threads, alignment, stages). */
+typedef struct simt_gemm_shape {
+    const ir_stmt *fill, *loop, *cpA, *cpB, *gemm, *store;
+    const ir_buffer *As, *Bs, *Cf, *A, *B, *C;
+    int64_t BM, BN, BK;
+    bool bkn;  /* B stored K x N (transpose_B=False): B_s is (BK, BN) */
+    int esize; /* bytes an input element: 2 or 1 */
+    tile_dtype dt;
+} simt_gemm_shape;
+/* Fill m and return true when kernel statement k has that shape; false otherwise. */
+bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m);
+
 /* sm90.c: if kernel statement k is a GEMM main loop the Hopper lowering covers (see
  * sm90.c), write its body to `body`, fill L's threads, smem, TMA maps and lowering name,
  * and return true; else return false and leave everything untouched (the caller uses the

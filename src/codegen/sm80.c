@@ -48,19 +48,11 @@
 #include <string.h>
 
 typedef struct sm80 {
-    const ir_stmt *fill, *loop, *cpA, *cpB, *gemm, *store;
-    const ir_buffer *As, *Bs, *Cf, *A, *B, *C;
-    int64_t BM, BN, BK;
-    bool bkn;              /* B stored K x N (transpose_B=False): B_s is (BK, BN) */
+    simt_gemm_shape g;     /* the kernel's GEMM main loop (simt_gen.h) */
     int warps, wgm, wgn;   /* warps, and the warp grid: wgm along M x wgn along N */
     int wm, wn;            /* a warp's tile: wm x wn (multiples of 16) */
     int stages;
-    int esize;             /* bytes an element: 2 (f16/bf16) or 1 (fp8) */
-    tile_dtype dt;
 } sm80;
-
-static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
-static bool whole(const ir_region *r, const ir_buffer *b) { return r->buf == b && ir_region_is_whole(r); }
 
 /* The shared memory one block may take on architecture sm (the opt-in maximum). */
 static size_t smem_max(int sm) {
@@ -69,84 +61,16 @@ static size_t smem_max(int sm) {
     return 99 * 1024; /* sm_86, sm_89 */
 }
 
-/* A copy from a rank-2 global tensor into all of shared buffer dst (same dtype). */
-static bool g2s_copy(gen *G, const ir_stmt *s, const ir_buffer **dst, const ir_buffer **src) {
-    if (!s || s->kind != IR_S_COPY || s->nregions != 2) return false;
-    const ir_region *a = &s->regions[0], *b = &s->regions[1];
-    if (!whole(b, b->buf) || b->buf->scope != IR_SCOPE_SHARED || a->buf->rank != 2 || a->buf->scope != IR_SCOPE_GLOBAL || a->buf->dtype != b->buf->dtype)
-        return false;
-    if (simt_g_bufarg(G, a->buf) < 0) return false;
-    int64_t e0, e1, n0, n1;
-    if (!cint(a->extent[0], &e0) || !cint(a->extent[1], &e1) || !cint(b->buf->shape[0], &n0) || !cint(b->buf->shape[1], &n1)) return false;
-    if (e0 != n0 || e1 != n1) return false;
-    *dst = b->buf;
-    *src = a->buf;
-    return true;
-}
-
 static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
     memset(m, 0, sizeof *m);
-    const ir_stmt *body = k->body[0];
-    if (!body || body->kind != IR_S_SEQ) return false;
-    const ir_buffer *shared[2] = {0};
-    int nshared = 0;
-    for (int i = 0; i < body->nbody; i++) {
-        const ir_stmt *s = body->body[i];
-        switch (s->kind) {
-        case IR_S_ALLOC:
-            if (s->buf->scope == IR_SCOPE_SHARED && nshared < 2) shared[nshared++] = s->buf;
-            else if (s->buf->scope == IR_SCOPE_FRAGMENT && !m->Cf) m->Cf = s->buf;
-            else return false;
-            break;
-        case IR_S_FILL:
-            if (m->fill || m->loop || !m->Cf || !whole(&s->regions[0], m->Cf)) return false;
-            m->fill = s;
-            break;
-        case IR_S_FOR:
-            if (m->loop || !m->fill || (s->loop_kind != IR_LOOP_PIPELINED && s->loop_kind != IR_LOOP_SERIAL)) return false;
-            m->loop = s;
-            break;
-        case IR_S_COPY:
-            if (m->store || !m->loop) return false;
-            m->store = s;
-            break;
-        default: return false;
-        }
-    }
-    if (!m->loop || !m->store || nshared != 2 || !m->Cf) return false;
-    const ir_stmt *lb = m->loop->body[0];
-    if (!lb || lb->kind != IR_S_SEQ || lb->nbody != 3) return false;
-    const ir_stmt *g = lb->body[2];
-    if (g->kind != IR_S_GEMM || g->trans_a || g->clear) return false;
-    m->bkn = !g->trans_b;
-    m->gemm = g;
-    m->As = g->regions[0].buf;
-    m->Bs = g->regions[1].buf;
-    if (!whole(&g->regions[0], m->As) || !whole(&g->regions[1], m->Bs) || !whole(&g->regions[2], m->Cf)) return false;
-    if (m->As == m->Bs || !((m->As == shared[0] && m->Bs == shared[1]) || (m->As == shared[1] && m->Bs == shared[0]))) return false;
-    m->dt = m->As->dtype;
-    if (m->Bs->dtype != m->dt || m->Cf->dtype != TILE_DT_F32 || m->As->rank != 2 || m->Bs->rank != 2 || m->Cf->rank != 2) return false;
-    if (m->dt != TILE_DT_F16 && m->dt != TILE_DT_BF16 && m->dt != TILE_DT_FP8_E4M3 && m->dt != TILE_DT_FP8_E5M2) return false;
-    m->esize = tile_dtype_bits(m->dt) / 8;
+    if (!simt_match_gemm_kernel(G, k, &m->g)) return false;
     /* fp8 (m16n8k32 .e4m3/.e5m2): sm_89 and later; B stored N x K only (ldmatrix .trans moves
      * 16-bit elements, so K x N fp8 tiles cannot be read as mma's B fragments) */
-    if (m->esize == 1 && (sm < 89 || m->bkn)) return false;
-    for (int i = 0; i < 2; i++) {
-        const ir_buffer *dst = NULL, *src = NULL;
-        if (!g2s_copy(G, lb->body[i], &dst, &src)) return false;
-        if (dst == m->As && !m->cpA) { m->cpA = lb->body[i]; m->A = src; }
-        else if (dst == m->Bs && !m->cpB) { m->cpB = lb->body[i]; m->B = src; }
-        else return false;
-    }
-    int64_t bm, bk, bn, bk2, cm, cn;
-    if (!cint(m->As->shape[0], &bm) || !cint(m->As->shape[1], &bk) || !cint(m->Bs->shape[m->bkn ? 1 : 0], &bn) ||
-        !cint(m->Bs->shape[m->bkn ? 0 : 1], &bk2))
-        return false;
-    if (!cint(m->Cf->shape[0], &cm) || !cint(m->Cf->shape[1], &cn) || bk != bk2 || cm != bm || cn != bn) return false;
+    if (m->g.esize == 1 && (sm < 89 || m->g.bkn)) return false;
+    const int64_t bm = m->g.BM, bn = m->g.BN, bk = m->g.BK;
     /* a k step is 32 bytes (16 f16/bf16 or 32 fp8 elements); rows of 32, 64 or 128 bytes */
-    if (bk * m->esize != 32 && bk * m->esize != 64 && bk * m->esize != 128) return false;
+    if (bk * m->g.esize != 32 && bk * m->g.esize != 64 && bk * m->g.esize != 128) return false;
     if (bm < 16 || bn < 16 || bm % 16 || bn % 16 || bm > 512 || bn > 512) return false;
-    m->BM = bm; m->BN = bn; m->BK = bk;
     /* the warp grid: warp tiles of multiples of 16 in both directions, at most 128
      * accumulators a thread, the smallest wm + wn (fewest ldmatrix per mma) */
     if (k->threads <= 0 || k->threads % 32 || k->threads > 1024) return false;
@@ -164,19 +88,10 @@ static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
         }
     }
     if (best < 0) return false;
-    /* the store: all of C_f to a rank-2 global tensor */
-    const ir_region *sr = &m->store->regions[0], *dr = &m->store->regions[1];
-    if (!whole(sr, m->Cf) || dr->buf->scope != IR_SCOPE_GLOBAL || dr->buf->rank != 2 || simt_g_bufarg(G, dr->buf) < 0) return false;
-    int64_t e0, e1;
-    if (!cint(dr->extent[0], &e0) || !cint(dr->extent[1], &e1) || e0 != bm || e1 != bn) return false;
-    if (dr->buf->dtype != TILE_DT_F32 && dr->buf->dtype != TILE_DT_F16 && dr->buf->dtype != TILE_DT_BF16) return false;
-    m->C = dr->buf;
-    /* fp8 products summed by mma carry fewer bits than f32 (as wgmma's, sm90.c): each k step's
-     * mma starts from zero and is added to the accumulators in f32, and only results rounded
-     * to 16 bits take this path */
-    if (m->esize == 1 && m->C->dtype == TILE_DT_F32) return false;
-    size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->esize, cap = smem_max(sm);
-    int st = m->loop->loop_kind == IR_LOOP_PIPELINED && m->loop->num_stages > 0 ? m->loop->num_stages : 2;
+    /* (fp8 with an f32 result: declined by the shape match, as each k step's mma starts from
+     * zero and is added to the accumulators in f32, whose f32 sums mma's fp8 sums would not give) */
+    size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->g.esize, cap = smem_max(sm);
+    int st = m->g.loop->loop_kind == IR_LOOP_PIPELINED && m->g.loop->num_stages > 0 ? m->g.loop->num_stages : 2;
     if (st > 8) st = 8;
     while (st > 1 && (size_t)st * stage > cap) st--;
     if ((size_t)st * stage > cap) return false;
@@ -279,25 +194,25 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     int sm = simt_g_options(G)->sm;
     if (sm < 80) return false;
     if (!match(G, k, &m, sm)) return false;
-    const int S = m.stages, T = k->threads, MI = m.wm / 16, NI = m.wn / 8, NCA = (int)m.BK * m.esize / 16, NCB = m.bkn ? (int)m.BN / 8 : NCA;
-    const size_t aBytes = (size_t)(m.BM * m.BK) * (size_t)m.esize, stage = aBytes + (size_t)(m.BN * m.BK) * (size_t)m.esize;
-    const char *t = m.dt == TILE_DT_F16 ? "f16" : m.dt == TILE_DT_BF16 ? "bf16" : m.dt == TILE_DT_FP8_E4M3 ? "e4m3" : "e5m2";
+    const int S = m.stages, T = k->threads, MI = m.wm / 16, NI = m.wn / 8, NCA = (int)m.g.BK * m.g.esize / 16, NCB = m.g.bkn ? (int)m.g.BN / 8 : NCA;
+    const size_t aBytes = (size_t)(m.g.BM * m.g.BK) * (size_t)m.g.esize, stage = aBytes + (size_t)(m.g.BN * m.g.BK) * (size_t)m.g.esize;
+    const char *t = m.g.dt == TILE_DT_F16 ? "f16" : m.g.dt == TILE_DT_BF16 ? "bf16" : m.g.dt == TILE_DT_FP8_E4M3 ? "e4m3" : "e5m2";
 
     L->smem = (size_t)S * stage;
     snprintf(L->lowering, sizeof L->lowering, "sm80-mma");
     tile_sb_puts(helpers, helpers_text);
 
     tile_strbuf kv = {0};
-    simt_g_var(&kv, m.loop->var);
-    char *lo = expr_s(G, m.loop->lo), *ext = expr_s(G, m.loop->extent), *fillv = expr_s(G, m.fill->value);
-    char *a0 = expr_s(G, m.cpA->regions[0].start[0]), *a1 = expr_s(G, m.cpA->regions[0].start[1]);
-    char *b0 = expr_s(G, m.cpB->regions[0].start[0]), *b1 = expr_s(G, m.cpB->regions[0].start[1]);
-    char *c0 = expr_s(G, m.store->regions[1].start[0]), *c1 = expr_s(G, m.store->regions[1].start[1]);
-    char *cr = expr_s(G, m.C->shape[0]), *cc = expr_s(G, m.C->shape[1]);
+    simt_g_var(&kv, m.g.loop->var);
+    char *lo = expr_s(G, m.g.loop->lo), *ext = expr_s(G, m.g.loop->extent), *fillv = expr_s(G, m.g.fill->value);
+    char *a0 = expr_s(G, m.g.cpA->regions[0].start[0]), *a1 = expr_s(G, m.g.cpA->regions[0].start[1]);
+    char *b0 = expr_s(G, m.g.cpB->regions[0].start[0]), *b1 = expr_s(G, m.g.cpB->regions[0].start[1]);
+    char *c0 = expr_s(G, m.g.store->regions[1].start[0]), *c1 = expr_s(G, m.g.store->regions[1].start[1]);
+    char *cr = expr_s(G, m.g.C->shape[0]), *cc = expr_s(G, m.g.C->shape[1]);
 
-    tile_sb_printf(o, "    /* mma.sync GEMM (src/codegen/sm80.c): %lldx%lldx%lld %s tile, %d stages, %d warps as %dx%d of %dx%d%s */\n", (long long)m.BM,
-                   (long long)m.BN, (long long)m.BK, t, S, m.warps, m.wgm, m.wgn, m.wm, m.wn, m.bkn ? ", B stored K x N" : "");
-    if (m.esize == 1) tile_sb_puts(o, "#if defined(TL_SM80_OK) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890)\n");
+    tile_sb_printf(o, "    /* mma.sync GEMM (src/codegen/sm80.c): %lldx%lldx%lld %s tile, %d stages, %d warps as %dx%d of %dx%d%s */\n", (long long)m.g.BM,
+                   (long long)m.g.BN, (long long)m.g.BK, t, S, m.warps, m.wgm, m.wgn, m.wm, m.wn, m.g.bkn ? ", B stored K x N" : "");
+    if (m.g.esize == 1) tile_sb_puts(o, "#if defined(TL_SM80_OK) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890)\n");
     else tile_sb_puts(o, "#ifdef TL_SM80_OK\n");
     tile_sb_puts(o, "    const uint32_t tl_s0 = tl80_sa(tl_smem);\n");
     tile_sb_printf(o, "    const int tl_lane = tl_tid %% 32, tl_wid = tl_tid / 32, tl_wm = tl_wid %% %d, tl_wn = tl_wid / %d;\n", m.wgm, m.wgm);
@@ -311,8 +226,8 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(&ld, "            %s = tl_lo + tl_j;\n", kv.data);
     char bdst[48];
     snprintf(bdst, sizeof bdst, "tl_st + %zuu", aBytes);
-    load_tile(G, &ld, m.A, a0, a1, m.BM, NCA, "tl_st", T, m.esize);
-    load_tile(G, &ld, m.B, b0, b1, m.bkn ? m.BK : m.BN, NCB, bdst, T, m.esize);
+    load_tile(G, &ld, m.g.A, a0, a1, m.g.BM, NCA, "tl_st", T, m.g.esize);
+    load_tile(G, &ld, m.g.B, b0, b1, m.g.bkn ? m.g.BK : m.g.BN, NCB, bdst, T, m.g.esize);
     /* prologue: the first S-1 iterations' loads, one commit group each (empty ones too, so
      * that wait_group counts stay uniform) */
     if (S >= 2) {
@@ -339,15 +254,15 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_printf(o, "        const uint32_t tl_pa = tl_s0, tl_pb = tl_s0 + %zuu;\n", aBytes);
     }
     /* the k steps of 32 bytes: 16 f16/bf16 elements (m16n8k16) or 32 fp8 (m16n8k32) */
-    tile_sb_printf(o, "#pragma unroll\n        for (int kk = 0; kk < %d; kk++) {\n", (int)m.BK * m.esize / 32);
+    tile_sb_printf(o, "#pragma unroll\n        for (int kk = 0; kk < %d; kk++) {\n", (int)m.g.BK * m.g.esize / 32);
     tile_sb_printf(o, "            uint32_t tl_a[%d][4], tl_b[%d][4];\n", MI, NI / 2);
     tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++) tl80_ldm4(tl_a[i], tl_pa + ", MI);
     char rx[96], cx[96];
     snprintf(rx, sizeof rx, "tl_wm * %d + i * 16 + tl_lane %% 16", m.wm);
     swz(o, NCA, rx, "kk * 2 + tl_lane / 16");
     tile_sb_puts(o, ");\n");
-    tile_sb_printf(o, "#pragma unroll\n            for (int j = 0; j < %d; j++) %s(tl_b[j], tl_pb + ", NI / 2, m.bkn ? "tl80_ldm4t" : "tl80_ldm4");
-    if (m.bkn) {
+    tile_sb_printf(o, "#pragma unroll\n            for (int j = 0; j < %d; j++) %s(tl_b[j], tl_pb + ", NI / 2, m.g.bkn ? "tl80_ldm4t" : "tl80_ldm4");
+    if (m.g.bkn) {
         snprintf(cx, sizeof cx, "(tl_wn * %d + j * 16) / 8 + tl_lane / 16", m.wn);
         swz(o, NCB, "kk * 16 + ((tl_lane / 8) % 2) * 8 + tl_lane % 8", cx);
     } else {
@@ -372,10 +287,10 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_puts(o, "            if (c >= 0 && c + 1 < tl_N && ((r * tl_N + c) & 1) == 0) {\n");
     {
         tile_strbuf cn = {0};
-        simt_g_buf(&cn, m.C);
-        if (m.C->dtype == TILE_DT_F32) tile_sb_printf(o, "                *(float2 *)&%s[r * tl_N + c] = make_float2(x0, x1);\n", cn.data);
+        simt_g_buf(&cn, m.g.C);
+        if (m.g.C->dtype == TILE_DT_F32) tile_sb_printf(o, "                *(float2 *)&%s[r * tl_N + c] = make_float2(x0, x1);\n", cn.data);
         else {
-            const char *cv = m.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
+            const char *cv = m.g.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
             tile_sb_printf(o, "                *(uint32_t *)&%s[r * tl_N + c] = (uint32_t)%s(x0) | ((uint32_t)%s(x1) << 16);\n", cn.data, cv, cv);
         }
         tile_sb_free(&cn);
@@ -386,7 +301,7 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         snprintf(off, sizeof off, "r * tl_N + c + %d", e);
         snprintf(val, sizeof val, "x%d", e);
         tile_sb_printf(o, "            if (c + %d >= 0 && c + %d < tl_N) {\n", e, e);
-        simt_g_store(G, o, 4, m.C, off, val, TILE_DT_F32);
+        simt_g_store(G, o, 4, m.g.C, off, val, TILE_DT_F32);
         tile_sb_puts(o, "            }\n");
     }
     tile_sb_puts(o, "        }\n    }\n");

@@ -59,101 +59,30 @@
 #define SM90_SMEM_MAX (227 * 1024)
 
 typedef struct sm90 {
-    const ir_stmt *fill, *loop, *cpA, *cpB, *gemm, *store;
-    const ir_buffer *As, *Bs, *Cf, *A, *B, *C;
-    int64_t BM, BN, BK;
-    int esize, swz, consumers, mt, stages, kstep;
-    bool bkn;      /* B stored K x N (transpose_B=False): B_s is (BK, BN), read N-major by wgmma */
+    simt_gemm_shape g; /* the kernel's GEMM main loop (simt_gen.h) */
+    int swz, consumers, mt, stages, kstep;
     int swzB;      /* B's swizzle in bytes: BK*esize (K-major), or the widest of 128/64/32 dividing
                     * BN*esize (N-major: TMA boxes of BK rows x swzB bytes side by side) */
     bool tstore;   /* epilogue through shared memory and TMA stores (16-bit C, BN % 64 == 0) */
     size_t cbytes; /* shared staging of C for tstore: BM x BN x 2 */
-    tile_dtype dt;
 } sm90;
 
 static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
 
-/* Region r covers all of buffer b (starts 0, extents = shape). */
-static bool whole(const ir_region *r, const ir_buffer *b) { return r->buf == b && ir_region_is_whole(r); }
-
-/* A copy from a rank-2 global tensor into all of shared buffer dst (same dtype, box = dst's
- * shape), the tensor's rows 16-byte multiples. */
-static bool tma_copy(gen *G, const ir_stmt *s, const ir_buffer *dst, const ir_buffer **src) {
-    if (!s || s->kind != IR_S_COPY || s->nregions != 2) return false;
-    const ir_region *a = &s->regions[0], *b = &s->regions[1];
-    if (!whole(b, dst) || a->buf->rank != 2 || a->buf->scope != IR_SCOPE_GLOBAL || a->buf->dtype != dst->dtype) return false;
-    if (simt_g_bufarg(G, a->buf) < 0) return false;
-    int64_t e0, e1, n0, n1, cols;
-    if (!cint(a->extent[0], &e0) || !cint(a->extent[1], &e1) || !cint(dst->shape[0], &n0) || !cint(dst->shape[1], &n1)) return false;
-    if (e0 != n0 || e1 != n1) return false;
-    /* TMA: global row pitch a multiple of 16 bytes (known when the shape is a constant) */
-    if (!cint(a->buf->shape[1], &cols) || (cols * tile_dtype_bits(a->buf->dtype) / 8) % 16 != 0) return false;
-    *src = a->buf;
-    return true;
+/* TMA reads rows of global tensor t: its row pitch must be a multiple of 16 bytes (known when
+ * the shape is a constant). */
+static bool tma_rows_ok(const ir_buffer *t) {
+    int64_t cols;
+    return cint(t->shape[1], &cols) && (cols * tile_dtype_bits(t->dtype) / 8) % 16 == 0;
 }
 
 static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     memset(m, 0, sizeof *m);
-    const ir_stmt *body = k->body[0];
-    if (!body || body->kind != IR_S_SEQ) return false;
-    const ir_buffer *shared[2] = {0};
-    int nshared = 0;
-    for (int i = 0; i < body->nbody; i++) {
-        const ir_stmt *s = body->body[i];
-        switch (s->kind) {
-        case IR_S_ALLOC:
-            if (s->buf->scope == IR_SCOPE_SHARED && nshared < 2) shared[nshared++] = s->buf;
-            else if (s->buf->scope == IR_SCOPE_FRAGMENT && !m->Cf) m->Cf = s->buf;
-            else return false;
-            break;
-        case IR_S_FILL:
-            if (m->fill || m->loop || !m->Cf || !whole(&s->regions[0], m->Cf)) return false;
-            m->fill = s;
-            break;
-        case IR_S_FOR:
-            if (m->loop || !m->fill || (s->loop_kind != IR_LOOP_PIPELINED && s->loop_kind != IR_LOOP_SERIAL)) return false;
-            m->loop = s;
-            break;
-        case IR_S_COPY:
-            if (m->store || !m->loop) return false;
-            m->store = s;
-            break;
-        default: return false;
-        }
-    }
-    if (!m->loop || !m->store || nshared != 2 || !m->Cf) return false;
-    /* the loop body: copy, copy, gemm */
-    const ir_stmt *lb = m->loop->body[0];
-    if (!lb || lb->kind != IR_S_SEQ || lb->nbody != 3) return false;
-    const ir_stmt *g = lb->body[2];
-    if (g->kind != IR_S_GEMM || g->trans_a || g->clear) return false;
-    m->bkn = !g->trans_b;
-    m->gemm = g;
-    m->As = g->regions[0].buf;
-    m->Bs = g->regions[1].buf;
-    if (!whole(&g->regions[0], m->As) || !whole(&g->regions[1], m->Bs) || !whole(&g->regions[2], m->Cf)) return false;
-    if (m->As == m->Bs || !((m->As == shared[0] && m->Bs == shared[1]) || (m->As == shared[1] && m->Bs == shared[0]))) return false;
-    m->dt = m->As->dtype;
-    if (m->Bs->dtype != m->dt || m->Cf->dtype != TILE_DT_F32 || m->As->rank != 2 || m->Bs->rank != 2 || m->Cf->rank != 2) return false;
-    if (m->dt != TILE_DT_F16 && m->dt != TILE_DT_BF16 && m->dt != TILE_DT_FP8_E4M3 && m->dt != TILE_DT_FP8_E5M2) return false;
-    m->esize = tile_dtype_bits(m->dt) / 8;
-    m->kstep = 32 / m->esize;
-    for (int i = 0; i < 2; i++) {
-        const ir_stmt *c = lb->body[i];
-        if (c->kind != IR_S_COPY) return false;
-        const ir_buffer *dst = c->regions[1].buf, *src = NULL;
-        if (!tma_copy(G, c, dst, &src)) return false;
-        if (dst == m->As && !m->cpA) { m->cpA = c; m->A = src; }
-        else if (dst == m->Bs && !m->cpB) { m->cpB = c; m->B = src; }
-        else return false;
-    }
-    int64_t bm, bk, bn, bk2, cm, cn;
-    if (!cint(m->As->shape[0], &bm) || !cint(m->As->shape[1], &bk) || !cint(m->Bs->shape[m->bkn ? 1 : 0], &bn) ||
-        !cint(m->Bs->shape[m->bkn ? 0 : 1], &bk2))
-        return false;
-    if (!cint(m->Cf->shape[0], &cm) || !cint(m->Cf->shape[1], &cn) || bk != bk2 || cm != bm || cn != bn) return false;
-    m->BM = bm; m->BN = bn; m->BK = bk;
-    m->swz = (int)(bk * m->esize);
+    if (!simt_match_gemm_kernel(G, k, &m->g)) return false;
+    if (!tma_rows_ok(m->g.A) || !tma_rows_ok(m->g.B)) return false;
+    const int64_t bm = m->g.BM, bn = m->g.BN, bk = m->g.BK;
+    m->kstep = 32 / m->g.esize;
+    m->swz = (int)(bk * m->g.esize);
     if (m->swz != 32 && m->swz != 64 && m->swz != 128) return false;
     if (bn < 8 || bn > 256 || bn % 8) return false;
     /* one or two consumer warpgroups: with more, setmaxnreg could not give each the
@@ -168,32 +97,21 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     /* B stored K x N: wgmma reads it N-major (its transpose bit), which only 16-bit types have
      * (fp8 wgmma takes K-major operands only); the N-major swizzle atom is 8 rows of K by
      * swzB bytes of N, so BN * esize must be a multiple of 32 bytes */
-    if (m->bkn) {
-        if (m->esize != 2) return false;
-        int64_t nb = bn * m->esize;
+    if (m->g.bkn) {
+        if (m->g.esize != 2) return false;
+        int64_t nb = bn * m->g.esize;
         m->swzB = nb % 128 == 0 ? 128 : nb % 64 == 0 ? 64 : nb % 32 == 0 ? 32 : 0;
         if (!m->swzB || bk % 16) return false;
     } else m->swzB = m->swz;
     /* every stage's tiles (and B's boxes) start on their swizzle pattern's repeat */
-    if ((bm * bk * m->esize) % (8 * m->swzB) || ((bm + bn) * bk * m->esize) % (8 * m->swz) || ((bm + bn) * bk * m->esize) % (8 * m->swzB)) return false;
+    if ((bm * bk * m->g.esize) % (8 * m->swzB) || ((bm + bn) * bk * m->g.esize) % (8 * m->swz) || ((bm + bn) * bk * m->g.esize) % (8 * m->swzB)) return false;
     /* fp8: wgmma accumulates fp8 products with fewer than f32's bits, so each stage's
      * products go to a second set of registers first and are added in f32 (twice the
-     * registers: at most 64 + 64) */
-    if (m->esize == 1 && m->mt * bn > 128) return false;
-    /* the store: all of C_f to a rank-2 global tensor */
-    const ir_region *sr = &m->store->regions[0], *dr = &m->store->regions[1];
-    if (!whole(sr, m->Cf) || dr->buf->scope != IR_SCOPE_GLOBAL || dr->buf->rank != 2 || simt_g_bufarg(G, dr->buf) < 0) return false;
-    int64_t e0, e1;
-    if (!cint(dr->extent[0], &e0) || !cint(dr->extent[1], &e1) || e0 != bm || e1 != bn) return false;
-    if (dr->buf->dtype != TILE_DT_F32 && dr->buf->dtype != TILE_DT_F16 && dr->buf->dtype != TILE_DT_BF16) return false;
-    m->C = dr->buf;
-    /* fp8 wgmma accumulates with fewer bits than f32 even within one stage (measured on an
-     * H200: 1.8e-4 norm-wise against exact f32 sums, above the 1e-5 that f32 results are
-     * checked to): only results rounded to 16 bits, which hide that, take this lowering */
-    if (m->esize == 1 && m->C->dtype == TILE_DT_F32) return false;
+     * registers: at most 64 + 64); f32 results are declined by the shape match */
+    if (m->g.esize == 1 && m->mt * bn > 128) return false;
     /* stages: the loop's num_stages (at least 1), as many as fit in shared memory */
-    size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->esize;
-    int st = m->loop->loop_kind == IR_LOOP_PIPELINED && m->loop->num_stages > 0 ? m->loop->num_stages : 2;
+    size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->g.esize;
+    int st = m->g.loop->loop_kind == IR_LOOP_PIPELINED && m->g.loop->num_stages > 0 ? m->g.loop->num_stages : 2;
     if (st > 8) st = 8;
     while (st > 1 && 1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) st--;
     if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) return false;
@@ -202,7 +120,7 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
      * swizzled); the staging tile takes stages, down to 3 at the fewest */
     int64_t ccols;
     m->cbytes = (size_t)bm * (size_t)bn * 2;
-    if (tile_env_long("TILE_SM90_TMA_STORE", 1) != 0 && m->C->dtype != TILE_DT_F32 && bn % 64 == 0 && cint(m->C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
+    if (tile_env_long("TILE_SM90_TMA_STORE", 1) != 0 && m->g.C->dtype != TILE_DT_F32 && bn % 64 == 0 && cint(m->g.C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
         int st2 = st;
 #define SM90_TS_BYTES(n) (1024 + (((size_t)(n) * stage + 1023) & ~(size_t)1023) + m->cbytes + 16 * (size_t)(n))
         while (st2 > 1 && SM90_TS_BYTES(st2) > SM90_SMEM_MAX) st2--;
@@ -304,11 +222,11 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     sm90 m;
     if (tile_env_long("TILE_CUDA_SM90", 1) == 0) return false;
     if (!match(G, k, &m)) return false;
-    const int C = m.consumers, S = m.stages, MT = m.mt, NR = (int)m.BN / 2;
-    const size_t aBytes = (size_t)(m.BM * m.BK) * (size_t)m.esize, bBytes = (size_t)(m.BN * m.BK) * (size_t)m.esize;
+    const int C = m.consumers, S = m.stages, MT = m.mt, NR = (int)m.g.BN / 2;
+    const size_t aBytes = (size_t)(m.g.BM * m.g.BK) * (size_t)m.g.esize, bBytes = (size_t)(m.g.BN * m.g.BK) * (size_t)m.g.esize;
     const size_t stage = aBytes + bBytes;
     const int layout = m.swz == 128 ? 1 : m.swz == 64 ? 2 : 3;
-    const bool promote = m.esize == 1;
+    const bool promote = m.g.esize == 1;
 
     /* the plan */
     L->threads = 128 * (C + 1);
@@ -316,13 +234,13 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     const size_t cOff = ((size_t)S * stage + 1023) & ~(size_t)1023, barOff = m.tstore ? cOff + m.cbytes : (size_t)S * stage;
     L->smem = 1024 + barOff + 16 * (size_t)S;
     L->ntma = m.tstore ? 3 : 2;
-    if (m.tstore) L->tma[2] = (simt_tma){simt_g_bufarg(G, m.C), 2, MT * 64, 64, 128};
-    L->tma[0] = (simt_tma){simt_g_bufarg(G, m.A), m.esize, (int)m.BM, (int)m.BK, m.swz};
+    if (m.tstore) L->tma[2] = (simt_tma){simt_g_bufarg(G, m.g.C), 2, MT * 64, 64, 128};
+    L->tma[0] = (simt_tma){simt_g_bufarg(G, m.g.A), m.g.esize, (int)m.g.BM, (int)m.g.BK, m.swz};
     /* B: one box of the tile (N x K), or BN*esize/swzB boxes of BK rows x swzB bytes (K x N) */
-    const int bbox = m.bkn ? m.swzB / m.esize : 0, nbbox = m.bkn ? (int)m.BN / bbox : 1;
+    const int bbox = m.g.bkn ? m.swzB / m.g.esize : 0, nbbox = m.g.bkn ? (int)m.g.BN / bbox : 1;
     const int layoutB = m.swzB == 128 ? 1 : m.swzB == 64 ? 2 : 3;
-    if (m.bkn) L->tma[1] = (simt_tma){simt_g_bufarg(G, m.B), m.esize, (int)m.BK, bbox, m.swzB};
-    else L->tma[1] = (simt_tma){simt_g_bufarg(G, m.B), m.esize, (int)m.BN, (int)m.BK, m.swz};
+    if (m.g.bkn) L->tma[1] = (simt_tma){simt_g_bufarg(G, m.g.B), m.g.esize, (int)m.g.BK, bbox, m.swzB};
+    else L->tma[1] = (simt_tma){simt_g_bufarg(G, m.g.B), m.g.esize, (int)m.g.BN, (int)m.g.BK, m.swz};
     snprintf(L->lowering, sizeof L->lowering, "sm90-wgmma");
     L->persistent = true;
     /* persistent: each block loops over tiles tl_blk, tl_blk + gridDim.x, ... (block
@@ -363,21 +281,21 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     }
 
     tile_sb_puts(helpers, helpers_text);
-    wgmma_fn(helpers, m.dt, (int)m.BN, m.bkn);
+    wgmma_fn(helpers, m.g.dt, (int)m.g.BN, m.g.bkn);
 
-    const char *t = ptx_type(m.dt);
+    const char *t = ptx_type(m.g.dt);
     tile_strbuf kv = {0};
-    simt_g_var(&kv, m.loop->var);
-    char *lo = expr_s(G, m.loop->lo), *ext = expr_s(G, m.loop->extent);
-    char *fillv = expr_s(G, m.fill->value);
-    char *a0 = expr_s(G, m.cpA->regions[0].start[0]), *a1 = expr_s(G, m.cpA->regions[0].start[1]);
-    char *b0 = expr_s(G, m.cpB->regions[0].start[0]), *b1 = expr_s(G, m.cpB->regions[0].start[1]);
-    char *c0 = expr_s(G, m.store->regions[1].start[0]), *c1 = expr_s(G, m.store->regions[1].start[1]);
-    char *cr = expr_s(G, m.C->shape[0]), *cc = expr_s(G, m.C->shape[1]);
+    simt_g_var(&kv, m.g.loop->var);
+    char *lo = expr_s(G, m.g.loop->lo), *ext = expr_s(G, m.g.loop->extent);
+    char *fillv = expr_s(G, m.g.fill->value);
+    char *a0 = expr_s(G, m.g.cpA->regions[0].start[0]), *a1 = expr_s(G, m.g.cpA->regions[0].start[1]);
+    char *b0 = expr_s(G, m.g.cpB->regions[0].start[0]), *b1 = expr_s(G, m.g.cpB->regions[0].start[1]);
+    char *c0 = expr_s(G, m.g.store->regions[1].start[0]), *c1 = expr_s(G, m.g.store->regions[1].start[1]);
+    char *cr = expr_s(G, m.g.C->shape[0]), *cc = expr_s(G, m.g.C->shape[1]);
     tile_sb_printf(&decode, "            const int32_t tl_n = (int32_t)(%s), tl_lo = (int32_t)(%s); (void)tl_lo;\n", ext, lo);
 
     tile_sb_printf(o, "    /* sm_90a GEMM (src/codegen/sm90.c): %lldx%lldx%lld %s tile, %d stages, 1 TMA producer + %d wgmma consumer warpgroup(s) */\n",
-                   (long long)m.BM, (long long)m.BN, (long long)m.BK, t, S, C);
+                   (long long)m.g.BM, (long long)m.g.BN, (long long)m.g.BK, t, S, C);
     tile_sb_puts(o, "#ifdef TL_SM90_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
     tile_sb_printf(o, "    const uint32_t tl_s0 = tl_sa(tl_sb), tl_bar = tl_s0 + %zuu;\n", barOff);
@@ -399,10 +317,10 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "                %s = tl_lo + it;\n", kv.data);
     tile_sb_printf(o, "                tl_mb_expect(tl_bar + 8u * s, %zuu);\n", stage);
     tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu, &tl_tma0, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, a1, a0);
-    if (m.bkn)
+    if (m.g.bkn)
         for (int j = 0; j < nbbox; j++)
             tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s) + %d, (int32_t)(%s));\n", stage,
-                           aBytes + (size_t)j * (size_t)m.BK * (size_t)m.swzB, b1, j * bbox, b0);
+                           aBytes + (size_t)j * (size_t)m.g.BK * (size_t)m.swzB, b1, j * bbox, b0);
     else
         tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, aBytes, b1, b0);
     tile_sb_puts(o, "            }\n            }\n        }\n    } else {\n");
@@ -428,12 +346,12 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     /* B's descriptor: K-major, 32 bytes (one k step) further per kk; N-major (K x N), 16 rows
      * of swzB bytes (two 8-row swizzle atoms) further, atoms along N BK*swzB bytes apart */
     char bdesc[128];
-    if (m.bkn)
-        snprintf(bdesc, sizeof bdesc, "tl_wg_desc_mn(sb + %uu * kk, %uu, %uu, %d)", (unsigned)(16 * m.swzB), (unsigned)(m.BK * m.swzB), (unsigned)(8 * m.swzB), layoutB);
+    if (m.g.bkn)
+        snprintf(bdesc, sizeof bdesc, "tl_wg_desc_mn(sb + %uu * kk, %uu, %uu, %d)", (unsigned)(16 * m.swzB), (unsigned)(m.g.BK * m.swzB), (unsigned)(8 * m.swzB), layoutB);
     else
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc(sb + 32u * kk, %uu, %d)", (unsigned)(8 * m.swz), layout);
     for (int i = 0; i < MT; i++)
-        tile_sb_printf(o, "                tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), %s, %s);\n", t, (int)m.BN, m.bkn ? "t" : "",
+        tile_sb_printf(o, "                tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), %s, %s);\n", t, (int)m.g.BN, m.g.bkn ? "t" : "",
                        promote ? "tl_part" : "tl_acc", i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, bdesc, promote ? "kk > 0" : "1");
     tile_sb_puts(o, "            }\n            TL_WG_COMMIT();\n");
     if (promote) {
@@ -459,15 +377,15 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
          * with TMA (clipped at C's bounds) and the warpgroup goes on to its next tile; the
          * staging tile is rewritten only once the previous tile's stores have read it */
         const unsigned boxb = (unsigned)(MT * 64 * 128);
-        const char *cvt = m.C->dtype == TILE_DT_F16 ? "tl_pack_f16" : "tl_pack_bf16";
+        const char *cvt = m.g.C->dtype == TILE_DT_F16 ? "tl_pack_f16" : "tl_pack_bf16";
         tile_sb_printf(o, "        { const uint32_t tl_cs = tl_s0 + %zuu + (uint32_t)tl_cw * %zuu;\n", cOff, m.cbytes / (size_t)C);
         tile_sb_puts(o, "        if (tl_t == 0) TL_BULK_WAIT_READ0();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n");
         tile_sb_puts(o, "        const uint32_t tl_rl = (uint32_t)(tl_t / 32) * 16u + (uint32_t)(tl_t % 32) / 4u, tl_x = (uint32_t)(tl_t % 32) / 4u;\n");
-        tile_sb_printf(o, "#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n        for (int h = 0; h < 2; h++)\n#pragma unroll\n        for (int j = 0; j < %d; j++)\n", MT, (int)m.BN / 8);
+        tile_sb_printf(o, "#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n        for (int h = 0; h < 2; h++)\n#pragma unroll\n        for (int j = 0; j < %d; j++)\n", MT, (int)m.g.BN / 8);
         tile_sb_printf(o, "            tl_st_shared32(tl_cs + (uint32_t)(j / 8) * %uu + (tl_rl + (uint32_t)(i * 64 + h * 8)) * 128u + ((((uint32_t)j %% 8u) ^ tl_x) << 4) + (uint32_t)(tl_t %% 4) * 4u,\n", boxb);
         tile_sb_printf(o, "                           %s(tl_acc[i][j * 4 + h * 2], tl_acc[i][j * 4 + h * 2 + 1]));\n", cvt);
         tile_sb_puts(o, "        TL_FENCE_PROXY_ASYNC();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n        if (tl_t == 0) {\n");
-        for (int jb = 0; jb < (int)m.BN / 64; jb++)
+        for (int jb = 0; jb < (int)m.g.BN / 64; jb++)
             tile_sb_printf(o, "            tl_tma_store2d(&tl_tma2, tl_cs + %uu, (int32_t)(%s) + %d, (int32_t)(%s) + tl_cw * %d);\n", (unsigned)jb * boxb, c1, jb * 64, c0, MT * 64);
         tile_sb_puts(o, "            TL_BULK_COMMIT();\n        }\n        }\n        }\n");
         /* the last stores have finished before the block ends */
@@ -479,7 +397,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "        const int64_t tl_M = (int64_t)(%s), tl_N = (int64_t)(%s);\n", cr, cc);
     tile_sb_printf(o, "#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n        for (int h = 0; h < 2; h++) {\n", MT);
     tile_sb_puts(o, "            const int64_t r = tl_r0 + i * 64 + h * 8;\n            if (r < 0 || r >= tl_M) continue;\n");
-    tile_sb_printf(o, "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n", (int)m.BN / 8);
+    tile_sb_printf(o, "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n", (int)m.g.BN / 8);
     tile_sb_puts(o, "                const int64_t c = tl_c0 + j * 8;\n");
     /* both columns inside and an even row length: one 4- or 8-byte store of the pair
      * (the same rounding as the element stores below) */
@@ -487,11 +405,11 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_puts(o, "                    const float x0 = tl_acc[i][j * 4 + h * 2], x1 = tl_acc[i][j * 4 + h * 2 + 1];\n");
     {
         tile_strbuf cn = {0};
-        simt_g_buf(&cn, m.C);
-        if (m.C->dtype == TILE_DT_F32) tile_sb_printf(o, "                    *(float2 *)&%s[r * tl_N + c] = make_float2(x0, x1);\n", cn.data);
+        simt_g_buf(&cn, m.g.C);
+        if (m.g.C->dtype == TILE_DT_F32) tile_sb_printf(o, "                    *(float2 *)&%s[r * tl_N + c] = make_float2(x0, x1);\n", cn.data);
         else
             tile_sb_printf(o, "                    *(uint32_t *)&%s[r * tl_N + c] = (uint32_t)%s(x0) | ((uint32_t)%s(x1) << 16);\n", cn.data,
-                           m.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits", m.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits");
+                           m.g.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits", m.g.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits");
         tile_sb_free(&cn);
     }
     tile_sb_puts(o, "                    continue;\n                }\n");
@@ -500,7 +418,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         snprintf(off, sizeof off, "r * tl_N + c + %d", e);
         snprintf(val, sizeof val, "tl_acc[i][j * 4 + h * 2 + %d]", e);
         tile_sb_printf(o, "                if (c + %d >= 0 && c + %d < tl_N) {\n", e, e);
-        simt_g_store(G, o, 5, m.C, off, val, TILE_DT_F32);
+        simt_g_store(G, o, 5, m.g.C, off, val, TILE_DT_F32);
         tile_sb_puts(o, "                }\n");
     }
     tile_sb_puts(o, "            }\n        }\n        }\n    }\n");
