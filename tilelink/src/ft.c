@@ -105,8 +105,8 @@ static char local_state(tlink_comm *c, int r) {
 
 static void *hb_main(void *arg) {
     tl_ft *f = arg;
-    double next = 0;
-    uint64_t seq = 0;
+    uint64_t seq = 1; /* round 1 went out from tl_ft_start */
+    double next = tl_now() + f->interval;
     while (!atomic_load(&f->stop)) {
         double now = tl_now();
         if (now >= next) {
@@ -237,6 +237,10 @@ void tl_ft_start(tlink_comm *c) {
     f->rng = tl_random64();
     f->t_start = tl_now();
     for (int r = 0; r < f->n; r++) f->last[r] = f->t_start;
+    /* the first round from the caller, before init returns: on a busy machine the thread may
+     * not run for a while, and a peer never heard from is not judged by its silence, so a
+     * rank stopped right after init would go undetected until the transports' deadline */
+    hb_send_all(f, 1);
     if (pthread_create(&f->thr, NULL, hb_main, f) == 0) f->running = 1;
     else tl_log(TL_LOG_WARN, "rank %d: cannot start the heartbeat thread", c->rank);
 }
