@@ -260,6 +260,7 @@ typedef struct kset {
     tk_ukr_fn ukr;
     tk_pack_fn pack;   /* f32 panels */
     tk_bpack_fn bpack; /* bf16 pair panels */
+    void (*begin)(void), (*end)(void); /* around a compute task's kernel calls (tk_bf16_kernel) */
 } kset;
 
 /* panel rows stored for a K block of kc: k steps (f32) or k pairs padded to kq (bf16) */
@@ -371,6 +372,7 @@ static void compute_task(void *arg, int64_t t) {
         return;
     }
     float tmp[TK_MAX_TILE] __attribute__((aligned(64)));
+    if (ks->begin) ks->begin();
     for (int64_t pc = 0; pc < x->K; pc += x->KC) {
         const int64_t kc = x->K - pc < x->KC ? x->K - pc : x->KC;
         const int64_t kst = ks_rows(ks, kc); /* panel rows stored: k steps or k pairs */
@@ -403,6 +405,7 @@ static void compute_task(void *arg, int64_t t) {
             }
         }
     }
+    if (ks->end) ks->end();
 }
 
 /* The tiles of C per task with a shared packed B (bf16): N blocks of NCb (at most x->NCb,
@@ -496,7 +499,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
 #if defined(__x86_64__) || defined(__i386__)
         if (isa == &tk_isa_avx512) bp = tk_pack_bf16_avx512;
 #endif
-        x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp};
+        x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp, bk->task_begin, bk->task_end};
     } else {
         x.ks = (kset){isa->mr, isa->nr, 1, 1, 0, isa->ukr, isa->pack, NULL};
     }

@@ -13,9 +13,12 @@
  * tdpbf16ps treats bf16 subnormal inputs as zero, flushes f32 subnormal results and rounds
  * to nearest even after each of a pair's two products (as vdpbf16ps).
  *
- * Each thread loads the tile configuration once (ldtilecfg) before its first kernel call;
- * nothing else in the process uses the tiles, and the OS keeps them across context switches. */
-#if defined(__x86_64__) || defined(__i386__)
+ * The tile configuration is loaded (ldtilecfg) at the start of each compute task and the
+ * tiles are released (tilerelease) at its end (tk_bf16_kernel.task_begin/task_end), so the
+ * kernel never relies on a configuration another AMX user of the thread (oneDNN in the same
+ * process) may have changed or released in between, and leaves the thread's tile state
+ * initialised for them. */
+#if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_BF16__)
 #define _GNU_SOURCE
 #include <immintrin.h>
 #include <pthread.h>
@@ -63,9 +66,7 @@ typedef struct tilecfg {
     uint8_t rows[16];
 } tilecfg;
 
-static __thread int t_configured;
-
-static void configure(void) {
+static void amx_task_begin(void) {
     tilecfg cfg __attribute__((aligned(64)));
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -74,12 +75,12 @@ static void configure(void) {
         cfg.rows[t] = 16;
     }
     _tile_loadconfig(&cfg);
-    t_configured = 1;
 }
+
+static void amx_task_end(void) { _tile_release(); }
 
 __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc,
                                               int beta) {
-    if (!t_configured) configure();
     const int pf = g_pf;
     const char *a = (const char *)af, *b = (const char *)bf;
     const int64_t ldb = ldc * 4; /* bytes */
@@ -115,5 +116,15 @@ __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const
 }
 
 const tk_bf16_kernel tk_bf16_amx = {
-    .name = "amx", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = ukr_amx};
+    .name = "amx", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = ukr_amx,
+    .task_begin = amx_task_begin, .task_end = amx_task_end};
+#elif defined(__x86_64__) || defined(__i386__)
+/* built without AMX support (CMakeLists.txt: the compiler lacks -mamx-tile/-mamx-bf16, or a
+ * 32-bit target): AMX is never reported, so this kernel is never chosen */
+#include <stddef.h>
+
+#include "kernels/cpu_gemm_int.h"
+
+int tk_amx_request(void) { return 0; }
+const tk_bf16_kernel tk_bf16_amx = {.name = "amx", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = NULL};
 #endif

@@ -2,6 +2,8 @@
  * and the reference the SIMD paths are tested against. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "kernels/cpu_gemm_int.h"
 
@@ -82,7 +84,18 @@ const tk_bf16_kernel tk_bf16_emulated = {
  * b[q*32 + j]; kp a multiple of 16), used to test the AMX packing and loop nest where there
  * is no AMX (TILE_GEMM_BF16=emulate_amx). Like tdpbf16ps: per pair, acc += a_lo*b_lo, then
  * acc += a_hi*b_hi (no subnormal flushing here). */
+/* like the AMX kernel's tile configuration: set around each compute task; a kernel call
+ * outside one is a loop-nest bug the emulated tests must catch */
+static __thread int t_amx_emulated_task;
+static void amx_emulated_begin(void) { t_amx_emulated_task = 1; }
+static void amx_emulated_end(void) { t_amx_emulated_task = 0; }
+
 static void ukr_amx_emulated(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc, int beta) {
+    if (!t_amx_emulated_task) {
+        fprintf(stderr, "tk_bf16_amx_emulated: kernel called outside a compute task (no task_begin): the real AMX "
+                        "kernel would run without its tile configuration\n");
+        abort();
+    }
     const uint32_t *a = (const uint32_t *)(const void *)af, *b = (const uint32_t *)(const void *)bf;
     float acc[32][32];
     for (int i = 0; i < 32; i++)
@@ -103,7 +116,8 @@ static void ukr_amx_emulated(int64_t kp, const float *af, const float *bf, float
 }
 
 const tk_bf16_kernel tk_bf16_amx_emulated = {
-    .name = "amx_emulated", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = ukr_amx_emulated};
+    .name = "amx_emulated", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = ukr_amx_emulated,
+    .task_begin = amx_emulated_begin, .task_end = amx_emulated_end};
 
 const tk_isa tk_isa_generic = {
     .name = "generic", .mr = G_MR, .nr = G_NR,

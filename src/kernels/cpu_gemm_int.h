@@ -56,6 +56,12 @@ typedef struct tk_bf16_kernel {
     int mr, nr, kq;
     int a_layout; /* TK_BF16_PAIRS or TK_BF16_ROWS16; B is always TK_BF16_PAIRS */
     tk_ukr_fn ukr;
+    /* called on the thread around each compute task's kernel calls (NULL: nothing): AMX
+     * loads its tile configuration and releases the tiles after, so that another AMX user on
+     * the same thread (oneDNN in the same process) never finds them in a state it did not
+     * set, and Tile never runs on a configuration someone else left */
+    void (*task_begin)(void);
+    void (*task_end)(void);
 } tk_bf16_kernel;
 extern const tk_bf16_kernel tk_bf16_emulated;     /* portable C model of vdpbf16ps, for tests */
 extern const tk_bf16_kernel tk_bf16_amx_emulated; /* portable C model of the AMX kernel, for tests */
