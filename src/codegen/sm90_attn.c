@@ -57,6 +57,7 @@
  */
 #include "simt_gen.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -541,10 +542,12 @@ static bool no_load(const ir_expr *e) {
     return true;
 }
 
-/* e: an integer expression affine in (i, j) */
+/* e: an integer expression affine in (i, j), every part that depends on (i, j) at most 32
+ * bits wide (the corner test checks their ranges in double, see mask_exact) */
 static bool affine_ij(const attn *A, const ir_expr *e) {
     if (!tile_dtype_is_int(e->dtype)) return false;
     if (!uses_ij(A, e)) return no_load(e);
+    if (tile_dtype_bits(e->dtype) > 32) return false;
     switch (e->kind) {
     case IR_E_VAR: return true;
     case IR_E_UNARY: return e->op == IR_U_NEG && affine_ij(A, e->args[0]);
@@ -575,6 +578,51 @@ static bool mask_cond(const attn *A, const ir_expr *c, bool *single) {
     *single = true;
     if (c->kind == IR_E_UNARY && c->op == IR_U_NOT) return mask_cmp(A, c->args[0]);
     return mask_cmp(A, c);
+}
+
+/* Integer arithmetic wraps (docs/language.md), and a wrapped expression is not affine: the
+ * corner test holds only while every part of the mask that depends on (i, j) stays inside
+ * its dtype's range over the tile. Being affine, each such part takes its extremes at the
+ * corners too, so the generated code also evaluates every part exactly at each corner
+ * (mask_exact: in double, exact for the integers of at most 32 bits the parts and
+ * tile-constant leaves are while they are in range; a part out of range shows as out of
+ * range, rounding cannot bring it back) and treats the tile as mixed when one is outside
+ * (mask_ranges). */
+static void mask_exact(attn *A, tile_strbuf *o, const ir_expr *e) {
+    if (!uses_ij(A, e)) {
+        tile_sb_puts(o, "(double)(");
+        simt_g_expr(A->G, o, e);
+        tile_sb_puts(o, ")");
+        return;
+    }
+    switch (e->kind) {
+    case IR_E_VAR: tile_sb_puts(o, "(double)("); simt_g_var(o, e->var); tile_sb_puts(o, ")"); return;
+    case IR_E_UNARY: tile_sb_puts(o, "(-"); mask_exact(A, o, e->args[0]); tile_sb_puts(o, ")"); return;
+    case IR_E_CAST: mask_exact(A, o, e->args[0]); return; /* widening, signed to signed: the same value */
+    default: /* IR_E_BINARY + - * (affine_ij) */
+        tile_sb_puts(o, "(");
+        mask_exact(A, o, e->args[0]);
+        tile_sb_puts(o, e->op == IR_B_ADD ? " + " : e->op == IR_B_SUB ? " - " : " * ");
+        mask_exact(A, o, e->args[1]);
+        tile_sb_puts(o, ")");
+        return;
+    }
+}
+
+/* " && (lo <= v && v <= hi)" for every integer part of condition c that depends on (i, j) */
+static void mask_ranges(attn *A, tile_strbuf *o, const ir_expr *c) {
+    if (!uses_ij(A, c)) return;
+    if (tile_dtype_is_int(c->dtype)) {
+        const int bits = tile_dtype_bits(c->dtype);
+        const double lo = tile_dtype_is_signed(c->dtype) ? -ldexp(1.0, bits - 1) : 0.0;
+        const double hi = tile_dtype_is_signed(c->dtype) ? ldexp(1.0, bits - 1) - 1.0 : ldexp(1.0, bits) - 1.0;
+        tile_sb_printf(o, " && (%.1f <= ", lo);
+        mask_exact(A, o, c);
+        tile_sb_puts(o, " && ");
+        mask_exact(A, o, c);
+        tile_sb_printf(o, " <= %.1f)", hi);
+    }
+    for (int i = 0; i < c->nargs; i++) mask_ranges(A, o, c->args[i]);
 }
 
 /* the select of a nest body that is one store of select(mask, a, b), or NULL */
@@ -890,13 +938,18 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
         simt_g_var(&nj, A->pj);
         char *c = expr_s(A, sel->args[0]);
         ind(o, in); tile_sb_puts(o, "{ /* the mask at the tile's corners: uniform (1 all true, 2 all false) or mixed (0) */\n");
-        ind(o, in + 1); tile_sb_puts(o, "bool tl_mc[4];\n");
+        tile_strbuf rng = {0};
+        mask_ranges(A, &rng, sel->args[0]);
+        ind(o, in + 1); tile_sb_puts(o, "bool tl_mc[4], tl_min = true; /* tl_min: no part of the mask wraps on this tile */\n");
         for (int q = 0; q < 4; q++) {
             ind(o, in + 1);
-            tile_sb_printf(o, "%s = %d; %s = %d; tl_mc[%d] = %s;\n", ni.data, q & 1 ? (int)A->BM - 1 : 0, nj.data, q & 2 ? A->par_width - 1 : 0, q, c);
+            tile_sb_printf(o, "%s = %d; %s = %d; tl_mc[%d] = %s;", ni.data, q & 1 ? (int)A->BM - 1 : 0, nj.data, q & 2 ? A->par_width - 1 : 0, q, c);
+            if (rng.data) tile_sb_printf(o, " tl_min = tl_min%s;", rng.data);
+            tile_sb_puts(o, "\n");
         }
+        tile_sb_free(&rng);
         ind(o, in + 1);
-        tile_sb_printf(o, "const int tl_mu = tl_mc[0] && tl_mc[1] && tl_mc[2] && tl_mc[3] ? 1 : %s;\n",
+        tile_sb_printf(o, "const int tl_mu = !tl_min ? 0 : tl_mc[0] && tl_mc[1] && tl_mc[2] && tl_mc[3] ? 1 : %s;\n",
                        single ? "!tl_mc[0] && !tl_mc[1] && !tl_mc[2] && !tl_mc[3] ? 2 : 0" : "0");
         ind(o, in + 1); tile_sb_puts(o, "if (tl_mu == 1) {\n");
         A->msel = sel;
