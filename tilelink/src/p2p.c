@@ -83,7 +83,14 @@ static void colocated(tlink_comm *c, int peer_idx, int my_cpu) {
     if (CPU_COUNT(&away) == 0) return;
     if (sched_setaffinity(0, sizeof away, &away) == 0) {
         c->coloc_moves++;
-        sched_setaffinity(0, sizeof orig, &orig);
+        if (sched_setaffinity(0, sizeof orig, &orig) != 0) {
+            /* the mask could not be put back (the cpuset changed meanwhile?): stop moving, so
+             * that repeated moves cannot narrow it further, and say so */
+            c->coloc_move = 0;
+            tl_log(TL_LOG_WARN, "rank %d: could not restore the thread's CPU affinity after moving off CPU %d (%s); "
+                                "co-location moves are off for this communicator", c->rank, my_cpu - 1, strerror(errno));
+            return;
+        }
         tl_log(TL_LOG_DEBUG, "rank %d: local rank %d waited on CPU %d too: moved to CPU %d (move %d)", c->rank,
                peer_idx, my_cpu - 1, sched_getcpu(), c->coloc_moves);
     }
