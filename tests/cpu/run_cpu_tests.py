@@ -525,18 +525,22 @@ def test_row_kernels(ctx):
     for want in ("reduction(+:", "tile_stream_f32v(b", "__builtin_prefetch(b"):
         if want not in body:
             raise Fail("the emitted RMSNorm lacks %s" % want)
-    # the plain-form rewrite is opt-in (TILE_ROWFUSE_PLAIN=1): plain cases run both ways
-    plain_on = ctx.env(TILE_ROWFUSE_PLAIN=1)
-    r = ctx.run(["ir", os.path.join(EX, "softmax_plain.tl"), "--target", "cpu"], env=plain_on)
+    # the plain-form rewrite is on by default (TILE_ROWFUSE_PLAIN=0 turns it off): plain
+    # cases run both ways
+    plain_off = ctx.env(TILE_ROWFUSE_PLAIN=0)
+    r = ctx.run(["ir", os.path.join(EX, "softmax_plain.tl"), "--target", "cpu"])
     if "rf_row" not in r.stdout and "rf_c" not in r.stdout:
-        raise Fail("TILE_ROWFUSE_PLAIN=1 did not rewrite the plain softmax:\n" + r.stdout)
+        raise Fail("rowfuse did not rewrite the plain softmax by default:\n" + r.stdout)
+    r = ctx.run(["ir", os.path.join(EX, "softmax_plain.tl"), "--target", "cpu"], env=plain_off)
+    if "rf_row" in r.stdout or "rf_c" in r.stdout:
+        raise Fail("TILE_ROWFUSE_PLAIN=0 still rewrote the plain softmax:\n" + r.stdout)
     for ex, defs in ROW_CASES:
         args = ["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"]
         for d in defs:
             args += ["-D", d]
         check_ok(ctx.run(args), "%s %s" % (ex, " ".join(defs)))
         if ex == "softmax_plain.tl":
-            check_ok(ctx.run(args, env=plain_on), "%s %s TILE_ROWFUSE_PLAIN=1" % (ex, " ".join(defs)))
+            check_ok(ctx.run(args, env=plain_off), "%s %s TILE_ROWFUSE_PLAIN=0" % (ex, " ".join(defs)))
     # symbolic sizes (no -D): the rewrite keeps M and N as run-time sizes
     check_ok(ctx.run(["run", sm, "--target", "cpu", "--check", "--quiet", "--shape", "X=7x3333", "--shape", "Y=7x3333"]),
              "softmax.tl --shape X=7x3333 (symbolic M, N)")
@@ -559,7 +563,7 @@ def test_row_kernels(ctx):
     x[5, :] = 1e30                 # huge, equal
     xin = os.path.join(ctx.tmp, "xs.npy")
     np.save(xin, x)
-    for ex, out, rows, env in (("softmax_plain.tl", "ret", range(6), None), ("softmax_plain.tl", "ret", range(6), plain_on),
+    for ex, out, rows, env in (("softmax_plain.tl", "ret", range(6), None), ("softmax_plain.tl", "ret", range(6), plain_off),
                                ("softmax.tl", "Y", (1, 2, 3, 4, 5), None)):
         res = []
         for tgt in ("cpu", "interp"):
