@@ -79,17 +79,17 @@ static void ukr_bf16_emulated(int64_t kp, const float *af, const float *bf, floa
 const tk_bf16_kernel tk_bf16_emulated = {
     .name = "bf16_emulated", .mr = 12, .nr = 32, .kq = 1, .a_layout = TK_BF16_PAIRS, .ukr = ukr_bf16_emulated};
 
-/* A portable model of the AMX kernel (cpu_gemm_amx.c: C 32 x 32 as 2 x 2 tiles of 16 x 16
- * f32; A in 16-pair row chunks, word (i, q) at a[(q/16)*32*16 + i*16 + q%16]; B pairs
- * b[q*32 + j]; kp a multiple of 16), used to test the AMX packing and loop nest where there
- * is no AMX (TILE_GEMM_BF16=emulate_amx). Like tdpbf16ps: per pair, acc += a_lo*b_lo, then
- * acc += a_hi*b_hi (no subnormal flushing here). */
 /* like the AMX kernel's tile configuration: set around each compute task; a kernel call
  * outside one is a loop-nest bug the emulated tests must catch */
 static __thread int t_amx_emulated_task;
 static void amx_emulated_begin(void) { t_amx_emulated_task = 1; }
 static void amx_emulated_end(void) { t_amx_emulated_task = 0; }
 
+/* A portable model of the AMX kernel (cpu_gemm_amx.c: C 32 x 32 as 2 x 2 tiles of 16 x 16
+ * f32; A in 16-pair row chunks, word (i, q) at a[(q/16)*32*16 + i*16 + q%16]; B pairs
+ * b[q*32 + j]; kp a multiple of 16), used to test the AMX packing and loop nest where there
+ * is no AMX (TILE_GEMM_BF16=emulate_amx). Like tdpbf16ps: per pair, acc += a_lo*b_lo, then
+ * acc += a_hi*b_hi (no subnormal flushing here). */
 static void ukr_amx_emulated(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc, int beta) {
     if (!t_amx_emulated_task) {
         fprintf(stderr, "tk_bf16_amx_emulated: kernel called outside a compute task (no task_begin): the real AMX "
