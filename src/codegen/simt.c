@@ -701,37 +701,44 @@ static bool const_shape(const ir_buffer *b, int64_t *n) {
     return true;
 }
 
-/* Decide where each buffer ALLOCated in a kernel (block = block context) lives. */
-static void place(gen *G, const ir_stmt *s, bool block) {
+/* Calls fn(G, alloc, block) for every ALLOC under s: block says whether it is at block level,
+ * i.e. every statement on the way down is an allocation or needs the whole block (has_sync)
+ * and no parallel loop encloses it. place() and rf_candidates() share this context. */
+static void walk_allocs(gen *G, const ir_stmt *s, bool block, void (*fn)(gen *, const ir_stmt *, bool)) {
     if (!s) return;
     if (block && s->kind != IR_S_ALLOC && !has_sync(s)) block = false;
     if (s->kind == IR_S_ALLOC) {
-        const ir_buffer *b = s->buf;
-        if (b->scope == IR_SCOPE_GLOBAL) {
-            gfail(G, s->loc, "global buffer '%s' allocated inside a kernel: the GPU targets cannot allocate device memory from a kernel", b->name);
-            return;
-        }
-        int64_t n;
-        if (!const_shape(b, &n)) {
-            gfail(G, s->loc, "%s buffer '%s' needs a constant shape on the GPU targets", ir_scope_name(b->scope), b->name);
-            return;
-        }
-        if (G->rf[b->id]) {
-            G->space[b->id] = SP_PRIVATE;
-        } else if (block) {
-            if (G->space[b->id] != SP_SHARED) {
-                G->space[b->id] = SP_SHARED;
-                G->smem = (G->smem + 15) & ~(size_t)15;
-                G->soff[b->id] = G->smem;
-                G->smem += tile_dtype_storage_bytes(b->dtype, (size_t)n) + 4;
-            }
-        } else {
-            G->space[b->id] = SP_PRIVATE;
-        }
+        fn(G, s, block);
         return;
     }
     if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) block = false;
-    for (int i = 0; i < s->nbody; i++) place(G, s->body[i], block);
+    for (int i = 0; i < s->nbody; i++) walk_allocs(G, s->body[i], block, fn);
+}
+
+/* Decide where buffer ALLOCated by s (block: at block level, walk_allocs) lives. */
+static void place_alloc(gen *G, const ir_stmt *s, bool block) {
+    const ir_buffer *b = s->buf;
+    if (b->scope == IR_SCOPE_GLOBAL) {
+        gfail(G, s->loc, "global buffer '%s' allocated inside a kernel: the GPU targets cannot allocate device memory from a kernel", b->name);
+        return;
+    }
+    int64_t n;
+    if (!const_shape(b, &n)) {
+        gfail(G, s->loc, "%s buffer '%s' needs a constant shape on the GPU targets", ir_scope_name(b->scope), b->name);
+        return;
+    }
+    if (G->rf[b->id]) {
+        G->space[b->id] = SP_PRIVATE;
+    } else if (block) {
+        if (G->space[b->id] != SP_SHARED) {
+            G->space[b->id] = SP_SHARED;
+            G->smem = (G->smem + 15) & ~(size_t)15;
+            G->soff[b->id] = G->smem;
+            G->smem += tile_dtype_storage_bytes(b->dtype, (size_t)n) + 4;
+        }
+    } else {
+        G->space[b->id] = SP_PRIVATE;
+    }
 }
 
 /* ---------- statements ---------- */
@@ -1354,19 +1361,12 @@ static bool has_gemm(const ir_stmt *s) {
     return false;
 }
 
-/* Candidates: fragments allocated at block level (where place() would put them in shared
- * memory). `block` as in place(). */
-static void rf_candidates(gen *G, const ir_stmt *s, bool block) {
-    if (!s) return;
-    if (block && s->kind != IR_S_ALLOC && !has_sync(s)) block = false;
-    if (s->kind == IR_S_ALLOC) {
-        const ir_buffer *b = s->buf;
-        int64_t n = buf_elems(b);
-        if (block && b->scope == IR_SCOPE_FRAGMENT && n >= 1 && b->dtype != TILE_DT_FP4_E2M1 && b->rank >= 1) G->rf[b->id] = RF_DIST;
-        return;
-    }
-    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) block = false;
-    for (int i = 0; i < s->nbody; i++) rf_candidates(G, s->body[i], block);
+/* Candidates: fragments allocated at block level (where place_alloc would put them in shared
+ * memory); called through walk_allocs. */
+static void rf_candidate(gen *G, const ir_stmt *s, bool block) {
+    const ir_buffer *b = s->buf;
+    int64_t n = buf_elems(b);
+    if (block && b->scope == IR_SCOPE_FRAGMENT && n >= 1 && b->dtype != TILE_DT_FP4_E2M1 && b->rank >= 1) G->rf[b->id] = RF_DIST;
 }
 /* Roles: a 1-D candidate that is a reduction's destination or read as f[i] (i the row of a
  * 2-D+ nest) is replicated. */
@@ -1445,7 +1445,7 @@ static void rf_analyse(gen *G, const ir_stmt *body) {
     G->rf_rmax = 0;
     gacc_stmt(G, body, false, false);
     if (G->o->mem_opt < 1 || !G->o->regfrag || G->threads < 32 || G->threads % 32 != 0 || has_gemm(body)) return;
-    rf_candidates(G, body, true);
+    walk_allocs(G, body, true, rf_candidate);
     rf_roles(G, body);
     for (int i = 0; i < G->f->nbuffers; i++)
         if (G->rf[i] == RF_REP && buf_elems(G->f->buffers[i]) > RF_MAXR) G->rf[i] = RF_NONE;
@@ -2811,9 +2811,9 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     if (!arch && !G->failed) {
         if (k) mark_private(G, k->body[0], false);
         if (k) rf_analyse(G, k->body[0]);
-        if (k) place(G, k->body[0], true);
+        if (k) walk_allocs(G, k->body[0], true, place_alloc);
         else
-            for (int i = 0; i < nstmts; i++) place(G, stmts[i], false);
+            for (int i = 0; i < nstmts; i++) walk_allocs(G, stmts[i], false, place_alloc);
         G->ind = 1;
         if (k && !G->failed) gen_block(G, &body, k->body[0]);
         else if (!G->failed)
