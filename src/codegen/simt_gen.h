@@ -49,6 +49,11 @@ typedef struct simt_gemm_shape {
 } simt_gemm_shape;
 /* Fill m and return true when kernel statement k has that shape; false otherwise. */
 bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m);
+/* The clipped store of an accumulator pair (x0, x1: f32 C expressions) to C[r, c] and
+ * C[r, c + 1] of rank-2 tensor C (C variables r, c and tl_N, its row length, in scope), at
+ * `indent` levels: one 4- or 8-byte store when both elements are inside and the pair is
+ * aligned, else element stores; rounded like every store. */
+void simt_gemm_store_pair(gen *G, tile_strbuf *o, int indent, const ir_buffer *C, const char *x0, const char *x1);
 
 /* sm90.c: if kernel statement k is a GEMM main loop the Hopper lowering covers (see
  * sm90.c), write its body to `body`, fill L's threads, smem, TMA maps and lowering name,

@@ -284,26 +284,7 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_puts(o, "        const int64_t r = tl_r0 + i * 16 + h * 8;\n        if (r < 0 || r >= tl_M) continue;\n");
     tile_sb_printf(o, "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n", NI);
     tile_sb_puts(o, "            const int64_t c = tl_c0 + j * 8;\n            const float x0 = tl_acc[i][j][h * 2], x1 = tl_acc[i][j][h * 2 + 1];\n");
-    tile_sb_puts(o, "            if (c >= 0 && c + 1 < tl_N && ((r * tl_N + c) & 1) == 0) {\n");
-    {
-        tile_strbuf cn = {0};
-        simt_g_buf(&cn, m.g.C);
-        if (m.g.C->dtype == TILE_DT_F32) tile_sb_printf(o, "                *(float2 *)&%s[r * tl_N + c] = make_float2(x0, x1);\n", cn.data);
-        else {
-            const char *cv = m.g.C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
-            tile_sb_printf(o, "                *(uint32_t *)&%s[r * tl_N + c] = (uint32_t)%s(x0) | ((uint32_t)%s(x1) << 16);\n", cn.data, cv, cv);
-        }
-        tile_sb_free(&cn);
-    }
-    tile_sb_puts(o, "                continue;\n            }\n");
-    for (int e = 0; e < 2; e++) {
-        char off[64], val[8];
-        snprintf(off, sizeof off, "r * tl_N + c + %d", e);
-        snprintf(val, sizeof val, "x%d", e);
-        tile_sb_printf(o, "            if (c + %d >= 0 && c + %d < tl_N) {\n", e, e);
-        simt_g_store(G, o, 4, m.g.C, off, val, TILE_DT_F32);
-        tile_sb_puts(o, "            }\n");
-    }
+    simt_gemm_store_pair(G, o, 3, m.g.C, "x0", "x1");
     tile_sb_puts(o, "        }\n    }\n");
     tile_sb_puts(o, "#else\n    __trap(); /* compiled for an architecture without mma.sync m16n8k16 / cp.async: run with sm_80 or later (fp8: sm_89) */\n#endif\n");
 

@@ -4,6 +4,7 @@
  * limits on top. */
 #include "simt_gen.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
@@ -98,4 +99,27 @@ bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
      * results are checked to): only results rounded to 16 bits, which hide that, qualify */
     if (m->esize == 1 && m->C->dtype == TILE_DT_F32) return false;
     return true;
+}
+
+void simt_gemm_store_pair(gen *G, tile_strbuf *o, int indent, const ir_buffer *C, const char *x0, const char *x1) {
+    tile_strbuf cn = {0};
+    simt_g_buf(&cn, C);
+    char in[64] = "";
+    for (int i = 0; i < indent && i < 15; i++) strcat(in, "    ");
+    tile_sb_printf(o, "%sif (c >= 0 && c + 1 < tl_N && ((r * tl_N + c) & 1) == 0) {\n", in);
+    if (C->dtype == TILE_DT_F32) tile_sb_printf(o, "%s    *(float2 *)&%s[r * tl_N + c] = make_float2(%s, %s);\n", in, cn.data, x0, x1);
+    else {
+        const char *cv = C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
+        tile_sb_printf(o, "%s    *(uint32_t *)&%s[r * tl_N + c] = (uint32_t)%s(%s) | ((uint32_t)%s(%s) << 16);\n", in, cn.data, cv, x0, cv, x1);
+    }
+    tile_sb_printf(o, "%s} else {\n", in);
+    for (int e = 0; e < 2; e++) {
+        char off[32];
+        snprintf(off, sizeof off, "r * tl_N + c + %d", e);
+        tile_sb_printf(o, "%s    if (c + %d >= 0 && c + %d < tl_N) {\n", in, e, e);
+        simt_g_store(G, o, indent + 2, C, off, e ? x1 : x0, TILE_DT_F32);
+        tile_sb_printf(o, "%s    }\n", in);
+    }
+    tile_sb_printf(o, "%s}\n", in);
+    tile_sb_free(&cn);
 }
