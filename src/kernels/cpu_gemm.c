@@ -312,37 +312,46 @@ typedef struct gctx {
     int failed;
 } gctx;
 
+/* The part of a packing step that task t covers: npan panels of R rows (A) or columns (B),
+ * len in all, in groups of per_task, for every K block: the task's K block (pb: its index,
+ * pc: its first k, kc: its length) and its rows or columns [p0, p0 + plen). False when the
+ * task's group is empty. */
+typedef struct pack_slice {
+    int64_t pb, pc, kc, p0, plen;
+} pack_slice;
+static bool pack_slice_of(const gctx *x, int64_t t, int64_t npan, int64_t per_task, int R, int64_t len, pack_slice *s) {
+    const int64_t ngroups = cdiv(npan, per_task);
+    s->pb = t / ngroups;
+    s->pc = s->pb * x->KC;
+    s->kc = x->K - s->pc < x->KC ? x->K - s->pc : x->KC;
+    const int64_t q0 = (t % ngroups) * per_task;
+    int64_t q1 = q0 + per_task;
+    if (q1 > npan) q1 = npan;
+    if (q0 >= q1) return false;
+    s->p0 = q0 * R;
+    s->plen = (q1 * R < len ? q1 * R : len) - s->p0;
+    return true;
+}
+
 /* pack A panels: task t = (K block, group of panels) */
 static void pack_a_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
     const int MR = x->ks.mr;
-    const int64_t ngroups = cdiv(x->napan, x->apan_per_task);
-    const int64_t pb = t / ngroups, grp = t % ngroups;
-    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
-    const int64_t q0 = grp * x->apan_per_task;
-    int64_t q1 = q0 + x->apan_per_task;
-    if (q1 > x->napan) q1 = x->napan;
-    if (q0 >= q1) return;
-    const int64_t r0 = q0 * MR, rl = (q1 * MR < x->mlen ? q1 * MR : x->mlen) - r0;
-    float *dst = x->apack + x->mpad * pb * ks_rows(&x->ks, x->KC) + r0 * ks_rows(&x->ks, kc);
-    if (x->ks.kdiv == 2) x->ks.bpack(&x->a, x->ic + r0, rl, pc, kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst);
-    else x->ks.pack(&x->a, x->ic + r0, rl, pc, kc, MR, dst);
+    pack_slice p;
+    if (!pack_slice_of(x, t, x->napan, x->apan_per_task, MR, x->mlen, &p)) return;
+    float *dst = x->apack + x->mpad * p.pb * ks_rows(&x->ks, x->KC) + p.p0 * ks_rows(&x->ks, p.kc);
+    if (x->ks.kdiv == 2) x->ks.bpack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst);
+    else x->ks.pack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, dst);
 }
 
 /* pack shared B panels: task t = (K block, group of panels) */
 static void pack_b_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
     const int NR = x->ks.nr;
-    const int64_t ngroups = cdiv(x->npanb, x->bpan_per_task);
-    const int64_t pb = t / ngroups, grp = t % ngroups;
-    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
-    const int64_t q0 = grp * x->bpan_per_task;
-    int64_t q1 = q0 + x->bpan_per_task;
-    if (q1 > x->npanb) q1 = x->npanb;
-    if (q0 >= q1) return;
-    const int64_t j0 = q0 * NR, nl = (q1 * NR < x->N ? q1 * NR : x->N) - j0;
-    float *dst = x->bshared + pb * x->bstride + j0 * ks_rows(&x->ks, kc);
-    x->ks.bpack(&x->b, j0, nl, pc, kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst);
+    pack_slice p;
+    if (!pack_slice_of(x, t, x->npanb, x->bpan_per_task, NR, x->N, &p)) return;
+    float *dst = x->bshared + p.pb * x->bstride + p.p0 * ks_rows(&x->ks, p.kc);
+    x->ks.bpack(&x->b, p.p0, p.plen, p.pc, p.kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst);
 }
 
 /* the first parallel step with a shared B: A panel tasks, then B panel tasks */
