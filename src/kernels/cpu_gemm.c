@@ -310,7 +310,145 @@ typedef struct gctx {
     float *bshared;
     int64_t bstride, npanb, bpan_per_task, natasks;
     int failed;
+    /* bf16 kernels (denormals, bf16_plan): the packing tasks record the magnitude range of
+     * what they pack (scan_a / scan_b) into amn/amx, bmn/bmx; once the scale is known, the
+     * packers apply 2^sa / 2^sb to what they pack from then on */
+    int scan_a, scan_b, sa, sb;
+    uint32_t amn, amx, bmn, bmx;
 } gctx;
+
+/* ---------- bf16 denormals ----------
+ * tdpbf16ps and vdpbf16ps treat subnormal bf16 inputs (and tdpbf16ps the C tile it loads) as
+ * zero and flush subnormal results to zero, whatever MXCSR says; the f32 path is IEEE. The
+ * bf16 GEMM gives the IEEE result anyway:
+ *   Every product a*b of bf16 values with exponents ea, eb is a multiple of 2^(ea+eb-14) (8
+ *   significant bits each), and so is every partial sum (rounding to f32 keeps multiples of
+ *   a power of two that is above the rounding unit, and leaves smaller ones exact), C's old
+ *   values being multiples of 2^(ec-23). So if no input is subnormal and
+ *       q = min(ea_min + eb_min - 14, ec_min - 23) >= -126
+ *   nothing is ever subnormal, the flushing never fires and the result is the IEEE one.
+ *   Otherwise A and B are scaled by powers of two 2^sa, 2^sb (exact) such that the scaled
+ *   inputs are normal, q + sa + sb >= -126 and the sums stay finite, C is pre-scaled by
+ *   2^(sa+sb) (when accumulating) and post-scaled by 2^-(sa+sb) (one rounding, as IEEE's own
+ *   gradual underflow). If no such scale exists (operands spanning more than ~250 binades)
+ *   the GEMM runs on the f32 path (dequantise-while-packing, IEEE FMA).
+ * The ranges come from the packed panels (scanned right after each packing task, while they
+ * are in cache), or from the sources where B is packed per task or A in several blocks. */
+
+static void atomic_min_u32(uint32_t *p, uint32_t v) {
+    uint32_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < o && !__atomic_compare_exchange_n(p, &o, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+static void atomic_max_u32(uint32_t *p, uint32_t v) {
+    uint32_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > o && !__atomic_compare_exchange_n(p, &o, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+void tk_bf16_range_generic(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx) {
+    uint32_t a = *mn, b = *mx;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t m = h[i] & 0x7FFFu;
+        if (m && m < a) a = m;
+        if (m < 0x7F80u && m > b) b = m;
+    }
+    *mn = a;
+    *mx = b;
+}
+
+static void bf16_range(const tk_isa *isa, const uint32_t *w, int64_t nwords, uint32_t *mn, uint32_t *mx) {
+    uint32_t a = 0x10000u, b = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == &tk_isa_avx512) tk_bf16_range_avx512((const uint16_t *)(const void *)w, 2 * nwords, &a, &b);
+    else
+#endif
+        tk_bf16_range_generic((const uint16_t *)(const void *)w, 2 * nwords, &a, &b);
+    (void)isa;
+    atomic_min_u32(mn, a);
+    atomic_max_u32(mx, b);
+}
+
+/* the range of a bf16 source view (np x nk elements) */
+static void src_range(const tk_src *s, int64_t np, int64_t nk, uint32_t *mn, uint32_t *mx) {
+    const uint16_t *h = (const uint16_t *)s->p;
+    for (int64_t p = 0; p < np; p++) {
+        if (s->sk == 1) {
+            tk_bf16_range_generic(h + p * s->sp, nk, mn, mx);
+            continue;
+        }
+        for (int64_t k = 0; k < nk; k++) tk_bf16_range_generic(h + p * s->sp + k * s->sk, 1, mn, mx);
+    }
+}
+
+/* floor(log2 |x|) of a nonzero finite bf16 magnitude m (bits & 0x7FFF) */
+static int bf16_exp(uint32_t m) {
+    if (m >= 0x80u) return (int)(m >> 7) - 127;
+    return -133 + (31 - __builtin_clz(m)); /* subnormal: m 2^-133 */
+}
+/* ... and of an f32 one */
+static int f32_exp(uint32_t m) {
+    if (m >= 0x800000u) return (int)(m >> 23) - 127;
+    return -149 + (31 - __builtin_clz(m));
+}
+
+/* multiply n packed bf16 values (two per word) by 2^sh; the caller guarantees that every
+ * nonzero finite one stays normal and finite (bf16_plan), so this is exact */
+static void bf16_rescale(uint32_t *w, int64_t nwords, int sh) {
+    if (sh == 0) return;
+    uint16_t *h = (uint16_t *)(void *)w;
+    for (int64_t i = 0; i < 2 * nwords; i++) {
+        const uint32_t v = h[i], e = (v >> 7) & 0xFFu, m = v & 0x7Fu;
+        if (e == 0xFFu || (e == 0 && m == 0)) continue;
+        if (e != 0) {
+            h[i] = (uint16_t)(v + (uint32_t)(sh * 128)); /* exponent field + sh, stays in 1..254 */
+        } else {
+            const float f = (float)ldexp((double)m, -133 + sh); /* normal, <= 7 significant bits: exact */
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            h[i] = (uint16_t)((v & 0x8000u) | (u >> 16));
+        }
+    }
+}
+
+/* C (M x N f32 view) *= 2^sh, rounded once (exact when sh > 0: bf16_plan keeps it finite) */
+static void scale_c(float *c, int64_t rs, int64_t cs, int64_t M, int64_t N, int sh) {
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float *p = c + i * rs + j * cs;
+            *p = (float)ldexp((double)*p, sh);
+        }
+}
+
+/* The plan for a bf16 GEMM from the magnitude ranges of A, B (and C's old values when
+ * accumulating: cmn/cmx as f32 magnitude bits, cmn == 0 none): 0 = run as is, 1 = scale A
+ * by 2^*sa and B by 2^*sb, -1 = use the f32 path. */
+static int bf16_plan(uint32_t amn, uint32_t amx, uint32_t bmn, uint32_t bmx, uint32_t cmn, uint32_t cmx, int64_t K,
+                     int *sa, int *sb) {
+    *sa = *sb = 0;
+    const int prods = amn < 0x7F80u && bmn < 0x7F80u; /* some nonzero finite product */
+    if (!prods) return cmn && cmn < 0x800000u ? -1 : 0; /* only C's old values: a subnormal one would be flushed */
+    const int ea0 = bf16_exp(amn), ea1 = bf16_exp(amx), eb0 = bf16_exp(bmn), eb1 = bf16_exp(bmx);
+    int q = ea0 + eb0 - 14;
+    int clog = 0;
+    while (((int64_t)1 << clog) < K && clog < 62) clog++;
+    int E = ea1 + eb1 + 2 + clog; /* |sum of products| < 2^E */
+    if (cmn) {
+        if (f32_exp(cmn) - 23 < q) q = f32_exp(cmn) - 23;
+        if (cmx && f32_exp(cmx) + 1 > E) E = f32_exp(cmx) + 1;
+    }
+    E += 1; /* |C| < 2^E */
+    const int sa_lo = -126 - ea0, sa_hi = 127 - ea1, sb_lo = -126 - eb0, sb_hi = 127 - eb1;
+    const int s_lo0 = -126 - q, s_hi0 = 127 - E;
+    if (s_lo0 <= 0 && sa_lo <= 0 && sb_lo <= 0) return 0; /* nothing can be subnormal */
+    const int lo = s_lo0 > sa_lo + sb_lo ? s_lo0 : sa_lo + sb_lo;
+    const int hi = s_hi0 < sa_hi + sb_hi ? s_hi0 : sa_hi + sb_hi;
+    if (lo > hi || sa_lo > sa_hi || sb_lo > sb_hi) return -1;
+    const int sh = lo > 0 ? lo : hi < 0 ? hi : 0;
+    *sa = sa_lo > sh - sb_hi ? sa_lo : sh - sb_hi;
+    *sb = sh - *sa;
+    return 1;
+}
 
 /* The part of a packing step that task t covers: npan panels of R rows (A) or columns (B),
  * len in all, in groups of per_task, for every K block: the task's K block (pb: its index,
@@ -340,8 +478,14 @@ static void pack_a_task(void *arg, int64_t t) {
     pack_slice p;
     if (!pack_slice_of(x, t, x->napan, x->apan_per_task, MR, x->mlen, &p)) return;
     float *dst = x->apack + x->mpad * p.pb * ks_rows(&x->ks, x->KC) + p.p0 * ks_rows(&x->ks, p.kc);
-    if (x->ks.kdiv == 2) x->ks.bpack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst);
-    else x->ks.pack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, dst);
+    if (x->ks.kdiv == 2) {
+        x->ks.bpack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst);
+        const int64_t nw = round_up(p.plen, MR) * ks_rows(&x->ks, p.kc);
+        if (x->scan_a) bf16_range(x->isa, (const uint32_t *)(void *)dst, nw, &x->amn, &x->amx);
+        bf16_rescale((uint32_t *)(void *)dst, nw, x->sa);
+    } else {
+        x->ks.pack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, dst);
+    }
 }
 
 /* pack shared B panels: task t = (K block, group of panels) */
@@ -352,6 +496,8 @@ static void pack_b_task(void *arg, int64_t t) {
     if (!pack_slice_of(x, t, x->npanb, x->bpan_per_task, NR, x->N, &p)) return;
     float *dst = x->bshared + p.pb * x->bstride + p.p0 * ks_rows(&x->ks, p.kc);
     x->ks.bpack(&x->b, p.p0, p.plen, p.pc, p.kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst);
+    if (x->scan_b)
+        bf16_range(x->isa, (const uint32_t *)(void *)dst, round_up(p.plen, NR) * ks_rows(&x->ks, p.kc), &x->bmn, &x->bmx);
 }
 
 /* the first parallel step with a shared B: A panel tasks, then B panel tasks */
@@ -387,8 +533,12 @@ static void compute_task(void *arg, int64_t t) {
         const int64_t kst = ks_rows(ks, kc); /* panel rows stored: k steps or k pairs */
         const int beta = pc == 0 ? x->accumulate : 1;
         if (x->bshared) bp = x->bshared + (pc / x->KC) * x->bstride + j0 * kst;
-        else if (ks->kdiv == 2) ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp);
-        else ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
+        else if (ks->kdiv == 2) {
+            ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp);
+            bf16_rescale((uint32_t *)(void *)bp, npan * NR * kst, x->sb);
+        } else {
+            ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
+        }
         const float *ablk = x->apack + x->mpad * (pc / x->KC) * ks_rows(ks, x->KC);
         for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
             const float *ap = ablk + ir * kst; /* panel ir/MR */
@@ -467,6 +617,40 @@ static void gemm_direct(const tk_isa *isa, const tk_src *a, const tk_src *b, flo
             isa->ukr_direct(K, A + i * a->sp, a->sp, a->sk, B + j, b->sk, c + i * c_rs + j, c_rs, beta, m, n);
         }
     }
+}
+
+/* After the first packing step of a bf16 GEMM: decide (bf16_plan) and apply the scale to
+ * what is packed already (A block 0, the shared B) and to C's old values; the packers scale
+ * the rest. Returns bf16_plan's verdict; *cshift = sa + sb. */
+static int bf16_apply_plan(gctx *x, int *cshift) {
+    uint32_t cmn = 0, cmx = 0;
+    if (x->accumulate) {
+        cmn = 0xFFFFFFFFu;
+        for (int64_t i = 0; i < x->M; i++)
+            for (int64_t j = 0; j < x->N; j++) {
+                uint32_t u;
+                memcpy(&u, x->c + i * x->c_rs + j * x->c_cs, 4);
+                u &= 0x7FFFFFFFu;
+                if (u && u < cmn) cmn = u;
+                if (u < 0x7F800000u && u > cmx) cmx = u;
+            }
+        if (cmn >= 0x7F800000u) cmn = cmx = 0;
+    }
+    x->scan_a = x->scan_b = 0;
+    int sa, sb;
+    const int plan = bf16_plan(x->amn, x->amx, x->bmn, x->bmx, cmn, cmx, x->K, &sa, &sb);
+    *cshift = 0;
+    if (plan <= 0) return plan;
+    for (int64_t pb = 0; pb < x->npc; pb++) {
+        const int64_t kc = x->K - pb * x->KC < x->KC ? x->K - pb * x->KC : x->KC, rows = ks_rows(&x->ks, kc);
+        bf16_rescale((uint32_t *)(void *)(x->apack + x->mpad * pb * ks_rows(&x->ks, x->KC)), x->mpad * rows, sa);
+        if (x->bshared) bf16_rescale((uint32_t *)(void *)(x->bshared + pb * x->bstride), x->npanb * x->ks.nr * rows, sb);
+    }
+    x->sa = sa;
+    x->sb = sb;
+    *cshift = sa + sb;
+    if (x->accumulate) scale_c(x->c, x->c_rs, x->c_cs, x->M, x->N, sa + sb);
+    return plan;
 }
 
 /* C (f32, element strides c_rs/c_cs) (+)= A @ B with the packed kernels.
@@ -587,6 +771,16 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         }
     }
 
+    if (bk) {
+        /* denormals (above): the ranges of A and B before the first compute task */
+        x.amn = x.bmn = 0x10000u;
+        x.amx = x.bmx = 0;
+        x.scan_a = M <= MCa;
+        x.scan_b = x.bshared != NULL;
+        if (!x.scan_a) src_range(&x.a, M, K, &x.amn, &x.amx);
+        if (!x.scan_b) src_range(&x.b, N, K, &x.bmn, &x.bmx);
+    }
+    int cshift = 0; /* C was computed times 2^cshift */
     for (int64_t ic = 0; ic < M; ic += MCa) {
         x.ic = ic;
         x.mlen = M - ic < MCa ? M - ic : MCa;
@@ -602,6 +796,10 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 pfor(pool, x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task), pack_ab_task, &x);
             else
                 pfor(pool, x.natasks, pack_a_task, &x);
+            if (bk && ic == 0) {
+                const int plan = bf16_apply_plan(&x, &cshift);
+                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool);
+            }
             if (x.bshared && !g_env_nc) {
                 bf16_tiles(&x, tk_cpu_count());
             } else {
@@ -614,12 +812,17 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         } else {
             x.apan_per_task = x.napan;
             for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);
+            if (bk && ic == 0) {
+                const int plan = bf16_apply_plan(&x, &cshift);
+                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool);
+            }
             x.mchunk = x.mpad;
             x.nMt = 1;
             for (int64_t t = 0; t < x.nN; t++) compute_task(&x, t);
         }
         if (x.failed) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
     }
+    if (cshift) scale_c(c, c_rs, c_cs, M, N, -cshift);
     buf_trim(&tl->a);
     buf_trim(&tl->b);
     buf_trim(&tl->bs);

@@ -261,6 +261,32 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
     tk_pack_bf16_generic(s, p0, plen, k0, klen, R, kq, layout, dst);
 }
 
+void tk_bf16_range_avx512(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx) {
+    /* min of (|x| - 1) as u16 (zero wraps to 0xFFFF, so it never wins), max of the finite |x| */
+    const __m512i abs = _mm512_set1_epi16(0x7FFF), one = _mm512_set1_epi16(1), inf = _mm512_set1_epi16(0x7F80);
+    __m512i n0 = _mm512_set1_epi16(-1), n1 = n0, x0 = _mm512_setzero_si512(), x1 = x0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i m0 = _mm512_and_si512(_mm512_loadu_si512((const void *)(h + i)), abs);
+        const __m512i m1 = _mm512_and_si512(_mm512_loadu_si512((const void *)(h + i + 32)), abs);
+        n0 = _mm512_min_epu16(n0, _mm512_sub_epi16(m0, one));
+        n1 = _mm512_min_epu16(n1, _mm512_sub_epi16(m1, one));
+        x0 = _mm512_mask_max_epu16(x0, _mm512_cmplt_epu16_mask(m0, inf), x0, m0);
+        x1 = _mm512_mask_max_epu16(x1, _mm512_cmplt_epu16_mask(m1, inf), x1, m1);
+    }
+    uint16_t ln[32], lx[32];
+    _mm512_storeu_si512((void *)ln, _mm512_min_epu16(n0, n1));
+    _mm512_storeu_si512((void *)lx, _mm512_max_epu16(x0, x1));
+    uint32_t a = *mn, b = *mx;
+    for (int l = 0; l < 32; l++) {
+        if ((uint32_t)ln[l] + 1 < a) a = (uint32_t)ln[l] + 1;
+        if (lx[l] > b) b = lx[l];
+    }
+    *mn = a;
+    *mx = b;
+    if (i < n) tk_bf16_range_generic(h + i, n - i, mn, mx);
+}
+
 const tk_isa tk_isa_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR,
     .ukr = ukr_avx512, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,

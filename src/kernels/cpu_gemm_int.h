@@ -70,6 +70,11 @@ extern const tk_bf16_kernel tk_bf16_amx_emulated; /* portable C model of the AMX
 void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
                           int layout, uint32_t *dst);
 
+/* The magnitude range of n bf16 values (bits & 0x7FFF), combined into *mn (the smallest
+ * nonzero one; 0x10000 = none yet) and *mx (the largest finite one; 0 = none yet): what the
+ * bf16 GEMM checks against the hardware kernels' denormal flushing (cpu_gemm.c). */
+void tk_bf16_range_generic(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx);
+
 extern const tk_isa tk_isa_generic;
 #if defined(__x86_64__) || defined(__i386__)
 extern const tk_isa tk_isa_avx2;
@@ -80,6 +85,7 @@ extern const tk_bf16_kernel tk_bf16_amx;    /* AMX tdpbf16ps */
  * fast paths for unit-stride k (sk == 1) and unit-stride panels (sp == 1), else generic. */
 void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
                          int layout, uint32_t *dst);
+void tk_bf16_range_avx512(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx);
 /* Asks Linux for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM), once per process;
  * 1 if granted (cpu_gemm_amx.c). */
 int tk_amx_request(void);

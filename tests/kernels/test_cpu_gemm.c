@@ -7,6 +7,8 @@
  *   test_cpu_gemm badargs   error codes and messages for bad arguments
  *   test_cpu_gemm badisa    TILE_CPU_ISA names an unsupported/unknown ISA: a clear error
  *   test_cpu_gemm concurrent  4 threads calling at once get bit-identical results
+ *   test_cpu_gemm denormal  bf16 operands with subnormal inputs / products (MX-like scales):
+ *                           IEEE results although the bf16 hardware flushes (DAZ/FTZ)
  *
  * Tolerance. Every C element is a dot product of K terms (plus C's old value when
  * accumulating) summed in f32 in SOME order (blocked by KC, FMA or not). For any order,
@@ -143,6 +145,9 @@ static double dt_scale(tile_dtype dt) {
 
 static int g_nthreads = 2;
 
+/* optional operand values (denormal tests): which = 0 A(i, k), 1 B(k, j), 2 C0(i, j) */
+static double (*g_fill)(int which, int64_t r, int64_t c);
+
 /* one GEMM case; returns nothing, counts failures */
 static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype bdt, tile_dtype cdt, int la, int lb,
                      int lc, int acc, int threaded) {
@@ -156,6 +161,12 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
     mat_init(&C, cdt, M, N, lc);
     mat_fill(&A, dt_scale(adt));
     mat_fill(&B, dt_scale(bdt));
+    if (g_fill) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) mat_set(&A, i, k, g_fill(0, i, k));
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) mat_set(&B, k, j, g_fill(1, k, j));
+    }
     /* every storage element of C first gets a sentinel; the ones in the view get C0 or NaN */
     for (size_t e = 0; e < C.nelem; e++) tile_store_f(cdt, C.buf, e, 42.0);
     const double sentinel = tile_load_f(cdt, C.buf, 0); /* 42 as the dtype holds it */
@@ -163,7 +174,7 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             if (acc) {
-                mat_set(&C, i, j, uniform() * 4.0);
+                mat_set(&C, i, j, g_fill ? g_fill(2, i, j) : uniform() * 4.0);
                 c0[i * N + j] = mat_get(&C, i, j);
             } else {
                 /* NaN where the dtype has one (fp4 has none: a value the result can't be) */
@@ -213,7 +224,10 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
                     mag += fabs(p);
                 }
                 double got = mat_get(&C, i, j);
-                double tol = gamma * mag * (1 + uc) + uc * fabs(ref);
+                /* + the absolute error of IEEE gradual underflow: each of the n roundings of
+                 * an f32 subnormal result errs by at most half the subnormal spacing 2^-149 */
+                double tol = gamma * mag * (1 + uc) + uc * fabs(ref) + n * 0x1p-150 +
+                             (cdt == TILE_DT_BF16 ? 0x1p-134 : cdt == TILE_DT_F16 ? 0x1p-25 : 0.0); /* C's own */
                 /* narrow outputs: half their subnormal spacing, and they saturate */
                 double maxf = cdt == TILE_DT_FP4_E2M1 ? 6.0 : cdt == TILE_DT_FP8_E4M3 ? 448.0 : cdt == TILE_DT_FP8_E5M2 ? 57344.0 : 0;
                 if (maxf > 0) {
@@ -310,6 +324,72 @@ static int test_gemm(void) {
     run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 1, 0);
     run_case(100, 512, 64, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 0, 1); /* N in equal blocks per thread */
     CHECK(g_pfor_calls > before, "the threaded cases never called the parallel-for");
+    printf("%d cases, %d failures\n", g_cases, g_fail);
+    return g_fail ? 1 : 0;
+}
+
+/* ---------- denormals ----------
+ * tdpbf16ps / vdpbf16ps treat subnormal inputs as zero and flush subnormal results (the
+ * emulated kernels model that, cpu_gemm_generic.c); tk_cpu_gemm must still give the IEEE
+ * f32 result (within the tolerance above, whose absolute term covers gradual underflow).
+ * Each fill below makes the plain hardware kernel fail that check. */
+static double mx_value(int64_t r, int64_t c) { /* e2m1 magnitudes x an MX-like scale 2^-(128..135) */
+    static const double e2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    const uint64_t h = next_u64();
+    return ((h & 8) ? -1.0 : 1.0) * e2m1[h & 7] * ldexp(1.0, -128 - (int)((r / 32 + c) % 8));
+}
+static double fill_mx(int which, int64_t r, int64_t c) { /* A normal, B bf16-subnormal or tiny */
+    return which == 0 ? uniform() * 4.0 : which == 1 ? mx_value(r, c) : uniform();
+}
+static double fill_tiny(int which, int64_t r, int64_t c) { /* normal inputs, subnormal products */
+    (void)r, (void)c;
+    return which == 2 ? uniform() * 0x1p-140 : (0.5 + 0.5 * fabs(uniform())) * (next_u64() & 1 ? 0x1p-70 : -0x1p-70);
+}
+static double fill_tiny_c(int which, int64_t r, int64_t c) { /* products near 2^-126, C0 subnormal */
+    (void)r, (void)c;
+    return which == 2 ? uniform() * 0x1p-128 : uniform() * 0x1p-63;
+}
+static double fill_wide(int which, int64_t r, int64_t c) { /* no power-of-two scale fits: the f32 path */
+    (void)c;
+    if (which == 0) return uniform() * (r % 7 == 0 ? 0x1p100 : 0x1p-100);
+    return which == 1 ? uniform() * 0x1p-20 : uniform();
+}
+static double fill_huge(int which, int64_t r, int64_t c) { /* large but in range: no scaling needed */
+    (void)r, (void)c;
+    return which == 2 ? uniform() * 0x1p100 : uniform() * 0x1p56;
+}
+static double fill_zero_a(int which, int64_t r, int64_t c) { /* A all zero, C0 subnormal */
+    (void)r, (void)c;
+    return which == 0 ? 0.0 : which == 1 ? uniform() * 0x1p-130 : uniform() * 0x1p-135;
+}
+
+static int test_denormal(void) {
+    const char *isa = tk_cpu_isa();
+    if (strcmp(isa, "invalid") == 0) {
+        tk_gemm g = {0};
+        g.M = g.N = g.K = 1;
+        tk_cpu_gemm(&g, NULL, NULL);
+        printf("skipped: %s\n", tk_cpu_gemm_error());
+        return 77;
+    }
+    printf("isa %s, bf16 kernel %s\n", isa, tk_cpu_bf16_kernel());
+    static double (*const fills[])(int, int64_t, int64_t) = {fill_mx, fill_tiny, fill_tiny_c, fill_wide, fill_huge,
+                                                             fill_zero_a};
+    static const int64_t shapes[][4] = {/* M, N, K, threaded */
+                                        {64, 64, 128, 0}, {33, 47, 101, 0}, {1, 1, 1, 0}, {150, 130, 300, 1},
+                                        {64, 64, 128, 1}};
+    for (int f = 0; f < 6; f++)
+        for (int s = 0; s < 5; s++)
+            for (int acc = 0; acc < 2; acc++) {
+                g_fill = fills[f];
+                const int l = (f + s + acc) % 4;
+                run_case(shapes[s][0], shapes[s][1], shapes[s][2], TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, l,
+                         (l + 1) % 4, l % 3, acc, (int)shapes[s][3]);
+            }
+    /* a bf16 C (the f32 workspace path) */
+    g_fill = fill_mx;
+    run_case(40, 70, 96, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_BF16, 0, 0, 0, 0, 1);
+    g_fill = NULL;
     printf("%d cases, %d failures\n", g_cases, g_fail);
     return g_fail ? 1 : 0;
 }
@@ -553,6 +633,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "badargs") == 0) return test_badargs();
     if (strcmp(mode, "badisa") == 0) return test_badisa();
     if (strcmp(mode, "concurrent") == 0) return test_concurrent();
-    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent\n", argv[0]);
+    if (strcmp(mode, "denormal") == 0) return test_denormal();
+    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal\n", argv[0]);
     return 2;
 }
