@@ -158,7 +158,14 @@ static const tk_bf16_kernel *bf16_kernel(void) {
     if (g_bf16_mode == 1) return NULL;
     if (g_bf16_mode == 2) return &tk_bf16_emulated;
     if (g_bf16_mode == 3) return &tk_bf16_amx_emulated;
-    return g_sel ? g_sel->bk : NULL;
+    const tk_bf16_kernel *k = g_sel ? g_sel->bk : NULL;
+#if defined(__x86_64__) || defined(__i386__)
+    /* AMX: Linux's permission for the tile data state is asked for here, at the first use
+     * (it enlarges every signal frame of the process, so processes that never run a bf16
+     * GEMM never ask); refused: vdpbf16ps where the CPU has it, else the f32 path */
+    if (k == &tk_bf16_amx && !tk_amx_request()) k = tk_isa_supported("avx512bf16") ? &tk_bf16_avx512 : NULL;
+#endif
+    return k;
 }
 
 const char *tk_cpu_isa(void) {
@@ -658,7 +665,8 @@ static int bf16_apply_plan(gctx *x, int *cshift) {
  * panels for every K block, then the compute tasks, each looping over K with its own B
  * packing. */
 static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_src b, float *c, int64_t c_rs,
-                    int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool) {
+                    int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool,
+                    int workers) {
     /* orientation: the micro-kernel writes rows of C with unit stride */
     if (c_cs != 1 && c_rs == 1) {
         tk_src t = a;
@@ -698,7 +706,8 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     }
     const int MR = x.ks.mr, NR = x.ks.nr;
 
-    const int nthreads = tk_cpu_count() > 1 ? tk_cpu_count() : 2;
+    /* workers: the pool's size (tk_gemm.nthreads), not the CPU count (TILE_NUM_THREADS) */
+    const int nthreads = workers > 1 ? workers : 2;
     const double flops = 2.0 * (double)M * (double)N * (double)K;
     const int par = pfor != NULL && flops >= 4.0e6;
     const int64_t want_tasks = 8 * (int64_t)nthreads; /* dynamic scheduling evens them out */
@@ -798,10 +807,10 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 pfor(pool, x.natasks, pack_a_task, &x);
             if (bk && ic == 0) {
                 const int plan = bf16_apply_plan(&x, &cshift);
-                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool);
+                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
             }
             if (x.bshared && !g_env_nc) {
-                bf16_tiles(&x, tk_cpu_count());
+                bf16_tiles(&x, workers);
             } else {
                 int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
                 if (nm > x.napan) nm = x.napan;
@@ -814,7 +823,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);
             if (bk && ic == 0) {
                 const int plan = bf16_apply_plan(&x, &cshift);
-                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool);
+                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
             }
             x.mchunk = x.mpad;
             x.nMt = 1;
@@ -952,8 +961,10 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
     tk_src a = {g->A, g->a_dtype, g->a_rs, g->a_cs};
     tk_src b = {g->B, g->b_dtype, g->b_cs, g->b_rs};
     const tk_bf16_kernel *bk = (g->a_dtype == TILE_DT_BF16 && g->b_dtype == TILE_DT_BF16) ? bf16_kernel() : NULL;
+    if (g->nthreads < 0) return fail(TK_GEMM_EINVAL, "cpu gemm: nthreads must be >= 0, not %d", g->nthreads);
+    const int workers = g->nthreads > 0 ? g->nthreads : tk_cpu_count();
     if (g->c_dtype == TILE_DT_F32)
-        return gemm_f32(isa, bk, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool);
+        return gemm_f32(isa, bk, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool, workers);
 
     /* other C dtypes: accumulate in an f32 workspace, round once */
     tk_tls *tl = &t_tls;
@@ -963,7 +974,7 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
                 w[i * N + j] = (float)ld_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs);
-    int rc = gemm_f32(isa, bk, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool);
+    int rc = gemm_f32(isa, bk, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool, workers);
     if (rc == TK_GEMM_OK) {
         if (g->c_cs == 1 && g->c_dtype != TILE_DT_FP4_E2M1) {
             for (int64_t i = 0; i < M; i++) tk_cvt_from_f32(g->c_dtype, g->C, i * g->c_rs, w + i * N, N);

@@ -97,7 +97,7 @@ extern float tk_lut_e5m2[256];
 extern float tk_lut_e2m1[16];
 
 /* 1 if this CPU (and OS) can run the named ISA ("generic" | "avx2" | "avx512" | "avx512bf16"
- * | "amx"; amx also asks the OS for the tile state, see tk_amx_request). */
+ * | "amx"; for amx the OS tile-state request comes later, at the first bf16 GEMM: tk_amx_request). */
 int tk_isa_supported(const char *name);
 
 #define TK_MAX_TILE 1024 /* MR * NR of every ISA fits */

@@ -585,6 +585,7 @@ static int test_badargs(void) {
     BAD("bad B dtype", "unsupported dtype for B", b_dtype, (tile_dtype)99);
     BAD("int C", "C must have a float dtype", c_dtype, TILE_DT_U8);
     BAD("accumulate 2", "accumulate must be 0 or 1", accumulate, 2);
+    BAD("nthreads -1", "nthreads must be >= 0", nthreads, -1);
     BAD("C zero stride", "map several elements to one", c_cs, 0);
     BAD("huge stride", "offsets overflow", a_rs, INT64_MAX / 2);
     for (int i = 0; i < nb; i++) {
