@@ -78,7 +78,8 @@ static const isa_sel *g_sel_auto;   /* the best one this CPU runs (the first sup
 static const tk_isa *g_isa;         /* g_sel->isa, NULL when invalid */
 static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
-static int64_t g_env_kc, g_env_nc, g_env_mc;
+static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
+static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_tls_key;
@@ -95,6 +96,35 @@ static void set_sel(const isa_sel *s) {
 }
 
 static void tls_destroy(void *p);
+
+/* ---------- profiling (TILE_GEMM_PROF=1; for measurements, no effect otherwise) ----------
+ * Per GEMM: the wall time of the packing step, the bf16 plan, the compute step; of the
+ * compute step, how long until the first task started (thread wake-up) and after the last
+ * one ended (join), the tasks' summed busy time and, inside it, the micro-kernel loops'
+ * (the rest of a task: B packing where B is not shared, edge tiles, tile config). */
+#include <time.h>
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static struct {
+    uint64_t calls, total, pack, plan, compute, wake, tail, busy, kern, tasks, workers;
+} g_pr;
+static uint64_t g_pr_first, g_pr_last; /* the current compute step's first task start, last task end */
+static void pr_add(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static void prof_report(void) {
+    if (!g_pr.calls) return;
+    const double n = (double)g_pr.calls;
+    fprintf(stderr,
+            "tk_cpu_gemm prof: %llu calls; per call (us): total %.1f = pack %.1f + plan %.1f + compute %.1f (of it "
+            "wake-up %.1f, join %.1f); %.1f tasks of %.1f us each; busy %.0f%% of %.0f workers x compute; "
+            "micro-kernel loops %.0f%% of task time\n",
+            (unsigned long long)g_pr.calls, g_pr.total / n / 1e3, g_pr.pack / n / 1e3, g_pr.plan / n / 1e3,
+            g_pr.compute / n / 1e3, g_pr.wake / n / 1e3, g_pr.tail / n / 1e3, g_pr.tasks / n,
+            g_pr.tasks ? g_pr.busy / (double)g_pr.tasks / 1e3 : 0.0, 100.0 * g_pr.busy / ((double)g_pr.compute * (g_pr.workers / n) + 1),
+            g_pr.workers / n, g_pr.busy ? 100.0 * g_pr.kern / g_pr.busy : 0.0);
+}
 
 static int64_t env_int(const char *name) {
     const char *s = tile_env(name);
@@ -118,6 +148,9 @@ static void init_once(void) {
     g_env_kc = env_int("TILE_GEMM_KC");
     g_env_nc = env_int("TILE_GEMM_NC");
     g_env_mc = env_int("TILE_GEMM_MC");
+    g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
+    g_prof = env_int("TILE_GEMM_PROF") > 0;
+    if (g_prof) atexit(prof_report);
     const char *bm = tile_env("TILE_GEMM_BF16");
     g_bf16_mode = !bm                                ? 0
                   : strcmp(bm, "off") == 0           ? 1
@@ -534,6 +567,8 @@ static void compute_task(void *arg, int64_t t) {
         return;
     }
     float tmp[TK_MAX_TILE] __attribute__((aligned(64)));
+    const uint64_t tstart = g_prof ? now_ns() : 0;
+    uint64_t kern = 0;
     if (ks->begin) ks->begin();
     for (int64_t pc = 0; pc < x->K; pc += x->KC) {
         const int64_t kc = x->K - pc < x->KC ? x->K - pc : x->KC;
@@ -547,6 +582,7 @@ static void compute_task(void *arg, int64_t t) {
             ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
         }
         const float *ablk = x->apack + x->mpad * (pc / x->KC) * ks_rows(ks, x->KC);
+        const uint64_t k0 = g_prof ? now_ns() : 0;
         for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
             const float *ap = ablk + ir * kst; /* panel ir/MR */
             const int64_t mr = x->mlen - ir < MR ? x->mlen - ir : MR;
@@ -570,8 +606,21 @@ static void compute_task(void *arg, int64_t t) {
                 }
             }
         }
+        if (g_prof) kern += now_ns() - k0;
     }
     if (ks->end) ks->end();
+    if (g_prof) {
+        const uint64_t tend = now_ns();
+        pr_add(&g_pr.busy, tend - tstart);
+        pr_add(&g_pr.kern, kern);
+        pr_add(&g_pr.tasks, 1);
+        uint64_t o = __atomic_load_n(&g_pr_first, __ATOMIC_RELAXED);
+        while (tstart < o && !__atomic_compare_exchange_n(&g_pr_first, &o, tstart, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+        o = __atomic_load_n(&g_pr_last, __ATOMIC_RELAXED);
+        while (tend > o && !__atomic_compare_exchange_n(&g_pr_last, &o, tend, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+    }
 }
 
 /* The tiles of C per task with a shared packed B (bf16): N blocks of NCb (at most x->NCb,
@@ -586,6 +635,11 @@ static void bf16_tiles(gctx *x, int nthreads) {
     const int64_t mmax = x->napan < 64 ? x->napan : 64;
     double best = -1;
     int64_t bnb = ncap, bmc = x->mpad;
+    /* TILE_GEMM_MIN_WAVES=w (measurements): only splits with at least w tasks per thread,
+     * where there are any */
+    int minw_zero = 0;
+again:;
+    const int64_t minw = minw_zero ? 0 : g_env_waves;
     for (int64_t nn = cdiv(x->N, ncap); nn <= nmax; nn++) {
         const int64_t nb = round_up(cdiv(x->N, nn), NR);
         if (nb > ncap) continue;
@@ -593,10 +647,15 @@ static void bf16_tiles(gctx *x, int nthreads) {
         for (int64_t nm = 1; nm <= mmax; nm++) {
             const int64_t mc = round_up(cdiv(x->mlen, nm), MR);
             const int64_t tasks = nblk * cdiv(x->mlen, mc);
+            if (minw && tasks < minw * nthreads) continue;
             const double waves = (double)cdiv(tasks, nthreads);
             const double cost = waves * ((double)mc * (double)nb + 75.0 * (double)(mc + nb));
             if (best < 0 || cost < best) best = cost, bnb = nb, bmc = mc;
         }
+    }
+    if (best < 0 && minw) { /* no split that fine: the unconstrained best */
+        minw_zero = 1;
+        goto again;
     }
     x->NCb = bnb;
     x->nN = cdiv(x->N, bnb);
@@ -790,6 +849,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         if (!x.scan_b) src_range(&x.b, N, K, &x.bmn, &x.bmx);
     }
     int cshift = 0; /* C was computed times 2^cshift */
+    const uint64_t pr0 = g_prof ? now_ns() : 0;
     for (int64_t ic = 0; ic < M; ic += MCa) {
         x.ic = ic;
         x.mlen = M - ic < MCa ? M - ic : MCa;
@@ -805,10 +865,12 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 pfor(pool, x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task), pack_ab_task, &x);
             else
                 pfor(pool, x.natasks, pack_a_task, &x);
+            const uint64_t pr1 = g_prof ? now_ns() : 0;
             if (bk && ic == 0) {
                 const int plan = bf16_apply_plan(&x, &cshift);
                 if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
             }
+            const uint64_t pr2 = g_prof ? now_ns() : 0;
             if (x.bshared && !g_env_nc) {
                 bf16_tiles(&x, workers);
             } else {
@@ -817,7 +879,20 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 x.mchunk = round_up(cdiv(x.mlen, nm), MR);
                 x.nMt = cdiv(x.mlen, x.mchunk);
             }
+            g_pr_first = UINT64_MAX;
+            g_pr_last = 0;
+            const uint64_t pr3 = g_prof ? now_ns() : 0;
             pfor(pool, x.nN * x.nMt, compute_task, &x);
+            if (g_prof) {
+                const uint64_t pr4 = now_ns();
+                pr_add(&g_pr.pack, pr1 - (ic == 0 ? pr0 : pr1));
+                pr_add(&g_pr.plan, pr2 - pr1);
+                pr_add(&g_pr.compute, pr4 - pr3);
+                if (g_pr_last) {
+                    pr_add(&g_pr.wake, g_pr_first - pr3);
+                    pr_add(&g_pr.tail, pr4 - g_pr_last);
+                }
+            }
         } else {
             x.apan_per_task = x.napan;
             for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);
@@ -832,6 +907,11 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         if (x.failed) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
     }
     if (cshift) scale_c(c, c_rs, c_cs, M, N, -cshift);
+    if (g_prof && par) {
+        pr_add(&g_pr.total, now_ns() - pr0);
+        pr_add(&g_pr.calls, 1);
+        pr_add(&g_pr.workers, (uint64_t)workers);
+    }
     buf_trim(&tl->a);
     buf_trim(&tl->b);
     buf_trim(&tl->bs);
