@@ -9,10 +9,10 @@ export NCCL_NVLS_ENABLE=0
 L=$OUT/log.txt
 { date -u; lscpu | grep -E "Model name|^CPU\(s\)|L1d|L2|L3|Flags" | cut -c1-300; cat /proc/loadavg; } > $L 2>&1
 echo "== build" >> $L
-timeout 240 sh -c 'cmake -S . -B b -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C b -j16 > b.log 2>&1'
+timeout 180 sh -c 'cmake -S . -B b -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C b -j16 > b.log 2>&1'
 echo "build rc=$?" >> $L; tail -3 b.log >> $L
 echo "== ctest" >> $L
-timeout 200 ctest --test-dir b -L 'kernels|cpu' -j16 --timeout 100 > $OUT/ctest.txt 2>&1
+timeout 150 ctest --test-dir b -L 'kernels|cpu' -j16 --timeout 100 > $OUT/ctest.txt 2>&1
 tail -12 $OUT/ctest.txt >> $L
 ( TILE_CPU_ISA=amx timeout 60 b/tests/kernels/test_cpu_gemm denormal 2>&1 | tail -3 ) >> $L
 T=b/bin/tile
@@ -34,6 +34,6 @@ if [ "$MODE" = full ]; then
   for kc in 384 768; do for sz in 1024 4096; do prof 16 $sz 10 TILE_GEMM_KC=$kc; done; done
 fi
 echo "== bench" >> $L
-timeout 300 python3 bench/cpu/bf16_torch.py --tile $T --sizes 1024,2048,4096 --iters 10 --threads all,1 --iters1 3 \
+timeout 160 python3 bench/cpu/bf16_torch.py --tile $T --sizes 1024,2048,4096 --iters 10 --threads all,1 --iters1 3 \
   --rounds 3 --commit "$COMMIT" --out $OUT/bench.md > /dev/null 2>> $L
 echo "bench rc=$?" >> $L; cat /proc/loadavg >> $L; date -u >> $L
