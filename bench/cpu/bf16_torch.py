@@ -17,7 +17,7 @@ with TILE_CPU_ISA=amx / avx512bf16 for the bf16 kernels (a path the CPU lacks is
 n/a) and the default ISA for f32 (bf16 never enters the f32 GEMM). The peer: torch.matmul on
 CPU tensors, bf16 (bf16 result, f32 accumulation inside oneDNN) and f32; medians of the same
 number of runs after a warm-up. "1" threads: this process and its children are pinned to one
-CPU (sched_setaffinity; Tile sizes its pool from the affinity) and torch.set_num_threads(1).
+CPU, the last one usable (sched_setaffinity; Tile sizes its pool from the affinity) and torch.set_num_threads(1).
 Noise: each size runs --rounds rounds interleaved (ours AMX, torch bf16, ours, torch, ...) and
 the AMX/torch ratio is reported as the median and min-max over the rounds, so one disturbed
 round cannot decide; ours f32 / torch f32 (and AVX512-BF16 with --others) run once per size.
@@ -133,7 +133,7 @@ def main():
     detail = ["## Rounds (ms: ours AMX / torch bf16 = ratio)", ""]
     for th in [t for t in a.threads.split(",") if t]:
         if th == "1":
-            os.sched_setaffinity(0, {all_cpus[0]})
+            os.sched_setaffinity(0, {all_cpus[-1]})  # not CPU 0: 1-thread runs pinned there were disturbed (s4 run 2, s5 run 1)
             iters = a.iters1
         else:
             os.sched_setaffinity(0, set(all_cpus))

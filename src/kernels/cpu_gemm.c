@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include "core/core.h"
@@ -98,9 +99,9 @@ static void set_sel(const isa_sel *s) {
 static void tls_destroy(void *p);
 
 /* ---------- profiling (TILE_GEMM_PROF=1; for measurements, no effect otherwise) ----------
- * Per GEMM: the wall time of the packing step, the bf16 plan, the compute step; of the
- * compute step, how long until the first task started (thread wake-up) and after the last
- * one ended (join), the tasks' summed busy time and, inside it, the micro-kernel loops'
+ * Per GEMM (of the last A block): the wall time until packing and the bf16 plan are done,
+ * then of the compute tasks; of the latter, the time after the last one ended (join), the
+ * tasks' summed busy time and, inside it, the micro-kernel loops'
  * (the rest of a task: B packing where B is not shared, edge tiles, tile config). */
 #include <time.h>
 static uint64_t now_ns(void) {
@@ -109,7 +110,7 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 static struct {
-    uint64_t calls, total, pack, plan, compute, wake, tail, busy, kern, tasks, workers;
+    uint64_t calls, total, pack, compute, tail, busy, kern, tasks, workers;
 } g_pr;
 static uint64_t g_pr_first, g_pr_last; /* the current compute step's first task start, last task end */
 static void pr_add(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
@@ -117,11 +118,11 @@ static void prof_report(void) {
     if (!g_pr.calls) return;
     const double n = (double)g_pr.calls;
     fprintf(stderr,
-            "tk_cpu_gemm prof: %llu calls; per call (us): total %.1f = pack %.1f + plan %.1f + compute %.1f (of it "
-            "wake-up %.1f, join %.1f); %.1f tasks of %.1f us each; busy %.0f%% of %.0f workers x compute; "
+            "tk_cpu_gemm prof: %llu calls; per call (us): total %.1f = pack and plan %.1f + compute %.1f (of it "
+            "join %.1f); %.1f tasks of %.1f us each; busy %.0f%% of %.0f workers x compute; "
             "micro-kernel loops %.0f%% of task time\n",
-            (unsigned long long)g_pr.calls, g_pr.total / n / 1e3, g_pr.pack / n / 1e3, g_pr.plan / n / 1e3,
-            g_pr.compute / n / 1e3, g_pr.wake / n / 1e3, g_pr.tail / n / 1e3, g_pr.tasks / n,
+            (unsigned long long)g_pr.calls, g_pr.total / n / 1e3, g_pr.pack / n / 1e3,
+            g_pr.compute / n / 1e3, g_pr.tail / n / 1e3, g_pr.tasks / n,
             g_pr.tasks ? g_pr.busy / (double)g_pr.tasks / 1e3 : 0.0, 100.0 * g_pr.busy / ((double)g_pr.compute * (g_pr.workers / n) + 1),
             g_pr.workers / n, g_pr.busy ? 100.0 * g_pr.kern / g_pr.busy : 0.0);
 }
@@ -355,6 +356,12 @@ typedef struct gctx {
      * packers apply 2^sa / 2^sb to what they pack from then on */
     int scan_a, scan_b, sa, sb;
     uint32_t amn, amx, bmn, bmx;
+    /* the fused parallel step (fused_task): pk_n packing tasks (A, or A then B when pk_both)
+     * claimed through pk_next, pk_done finished; the last one runs the bf16 plan (pk_plan)
+     * into plan / cshift and sets pk_ready */
+    int64_t pk_n, pk_next, pk_done, ntasks;
+    int pk_both, pk_plan, pk_ready, plan, cshift;
+    uint64_t t_ready;
 } gctx;
 
 /* ---------- bf16 denormals ----------
@@ -547,6 +554,44 @@ static void pack_ab_task(void *arg, int64_t t) {
     else pack_b_task(arg, t - x->natasks);
 }
 
+static int bf16_apply_plan(gctx *x, int *cshift);
+static void compute_task(void *arg, int64_t t);
+
+static void spin_pause(unsigned *n) {
+    if (++*n < 2000) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else {
+        sched_yield(); /* oversubscribed (CI): let the packing threads run */
+    }
+}
+
+/* Body t of the one parallel step of an A block: first help with the packing (claim packing
+ * tasks until none is left), wait until every packing task has finished (they were all
+ * claimed by running bodies, so this ends), the last finisher having run the bf16 plan,
+ * then compute task t. Saves the pool's second wake-up and join per GEMM, and needs no
+ * order from the parallel-for. */
+static void fused_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    for (;;) {
+        const int64_t i = __atomic_fetch_add(&x->pk_next, 1, __ATOMIC_ACQ_REL);
+        if (i >= x->pk_n) break;
+        if (x->pk_both) pack_ab_task(x, i);
+        else pack_a_task(x, i);
+        if (__atomic_add_fetch(&x->pk_done, 1, __ATOMIC_ACQ_REL) == x->pk_n) {
+            if (x->pk_plan) x->plan = bf16_apply_plan(x, &x->cshift);
+            if (g_prof) x->t_ready = now_ns();
+            __atomic_store_n(&x->pk_ready, 1, __ATOMIC_RELEASE);
+        }
+    }
+    if (t >= x->ntasks) return;
+    unsigned n = 0;
+    while (!__atomic_load_n(&x->pk_ready, __ATOMIC_ACQUIRE)) spin_pause(&n);
+    if (x->plan < 0) return; /* the f32 path takes over */
+    compute_task(arg, t);
+}
+
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */
 static void compute_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
@@ -629,17 +674,21 @@ static void compute_task(void *arg, int64_t t) {
  * i.e. the slowest thread's compute (mc nb per K step) plus the operand traffic of its tiles
  * ((mc + nb) per K step, weighted by ~ the flops per byte a core's AMX outruns its share of
  * L3 bandwidth by): few, large, square-ish tiles in whole waves. */
+#define BF16_MIN_WAVES 4
 static void bf16_tiles(gctx *x, int nthreads) {
     const int MR = x->ks.mr, NR = x->ks.nr;
     const int64_t ncap = x->NCb, nmax = cdiv(x->N, NR) < 64 ? cdiv(x->N, NR) : 64;
     const int64_t mmax = x->napan < 64 ? x->napan : 64;
     double best = -1;
     int64_t bnb = ncap, bmc = x->mpad;
-    /* TILE_GEMM_MIN_WAVES=w (measurements): only splits with at least w tasks per thread,
-     * where there are any */
     int minw_zero = 0;
 again:;
-    const int64_t minw = minw_zero ? 0 : g_env_waves;
+    /* at least BF16_MIN_WAVES tasks per thread where the shape allows: one task per thread
+     * leaves no slack when a core of the (virtual) machine is slow; dynamic scheduling of
+     * 4 per thread measured 30.7 -> 21.3 ms at 4096^3 on 16 threads (2048: 4.73 -> 4.34,
+     * 1024: 1.02 -> 0.97; bench/results/cpu-bf16-2026-11-30-s5.md). TILE_GEMM_MIN_WAVES
+     * overrides it (1: the cost model alone) */
+    const int64_t minw = minw_zero || nthreads < 2 ? 0 : g_env_waves ? g_env_waves : BF16_MIN_WAVES;
     for (int64_t nn = cdiv(x->N, ncap); nn <= nmax; nn++) {
         const int64_t nb = round_up(cdiv(x->N, nn), NR);
         if (nb > ncap) continue;
@@ -647,13 +696,13 @@ again:;
         for (int64_t nm = 1; nm <= mmax; nm++) {
             const int64_t mc = round_up(cdiv(x->mlen, nm), MR);
             const int64_t tasks = nblk * cdiv(x->mlen, mc);
-            if (minw && tasks < minw * nthreads) continue;
+            if (minw > 1 && tasks < minw * nthreads) continue;
             const double waves = (double)cdiv(tasks, nthreads);
             const double cost = waves * ((double)mc * (double)nb + 75.0 * (double)(mc + nb));
             if (best < 0 || cost < best) best = cost, bnb = nb, bmc = mc;
         }
     }
-    if (best < 0 && minw) { /* no split that fine: the unconstrained best */
+    if (best < 0 && minw > 1) { /* no split that fine: the unconstrained best */
         minw_zero = 1;
         goto again;
     }
@@ -770,11 +819,20 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     const double flops = 2.0 * (double)M * (double)N * (double)K;
     const int par = pfor != NULL && flops >= 4.0e6;
     const int64_t want_tasks = 8 * (int64_t)nthreads; /* dynamic scheduling evens them out */
+    /* packing tasks: as many on one worker as K blocks (whole rows of the sources, which
+     * the row-order packers read as streams) */
+    const int64_t pack_want = workers > 1 ? want_tasks : 1;
 
     /* KC: the A micro-panel (MR x KC floats) takes about half of L1 */
     int64_t KC = g_env_kc ? g_env_kc : (g_l1 / 2) / (MR * 4);
     KC = KC < 16 ? 16 : KC > 2048 ? 2048 : KC;
     if (bk) KC *= 2; /* a bf16 pair panel of 2 KC k-steps takes the room of KC f32 ones */
+    /* AMX (kq 16): its tile loads stream A and B from L2 at the kernel's pace, so what K
+     * blocking saves is the C tile's load and store per K block: 4x longer blocks (A panel
+     * 2x L1, 1536 k with a 48 KiB L1). Measured on the Xeon host of the GPU machine
+     * (TILE_GEMM_PROF, bench/results/cpu-bf16-2026-11-30-s5.md): 1 thread 2048^3 compute
+     * 21.4 -> 17.0 ms, 16 threads 1024^3 1.02 -> 0.73 ms, 4096^3 30.7 -> 24.0 ms */
+    if (bk && bk->kq == 16 && !g_env_kc) KC *= 4;
     /* equal K blocks, a multiple of 4 (whole pairs) and of 2 kq (whole padded pair chunks:
      * every block but the last fills its panels exactly) */
     const int64_t kmul = 2 * x.ks.kq > 4 ? 2 * x.ks.kq : 4;
@@ -834,7 +892,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             x.bshared = (float *)buf_get(&tl->bs, (size_t)(x.bstride * x.npc) * sizeof(float));
             if (!x.bshared) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing B",
                                         (long long)(x.bstride * x.npc * 4));
-            x.bpan_per_task = cdiv(x.npanb * x.npc, want_tasks);
+            x.bpan_per_task = cdiv(x.npanb * x.npc, pack_want);
             if (x.bpan_per_task > x.npanb) x.bpan_per_task = x.npanb;
         }
     }
@@ -858,19 +916,9 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         x.NCb = NCb;
         x.nN = cdiv(N, NCb);
         if (par) {
-            x.apan_per_task = cdiv(x.napan * x.npc, want_tasks);
+            x.apan_per_task = cdiv(x.napan * x.npc, pack_want);
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
             x.natasks = x.npc * cdiv(x.napan, x.apan_per_task);
-            if (x.bshared && ic == 0)
-                pfor(pool, x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task), pack_ab_task, &x);
-            else
-                pfor(pool, x.natasks, pack_a_task, &x);
-            const uint64_t pr1 = g_prof ? now_ns() : 0;
-            if (bk && ic == 0) {
-                const int plan = bf16_apply_plan(&x, &cshift);
-                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
-            }
-            const uint64_t pr2 = g_prof ? now_ns() : 0;
             if (x.bshared && !g_env_nc) {
                 bf16_tiles(&x, workers);
             } else {
@@ -879,20 +927,28 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 x.mchunk = round_up(cdiv(x.mlen, nm), MR);
                 x.nMt = cdiv(x.mlen, x.mchunk);
             }
+            /* one parallel step: the packing tasks, then (after the last one, and the bf16
+             * plan) the compute tasks (fused_task) */
+            x.pk_both = x.bshared && ic == 0;
+            x.pk_n = x.pk_both ? x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task) : x.natasks;
+            x.pk_next = x.pk_done = 0;
+            x.pk_ready = 0;
+            x.pk_plan = bk && ic == 0;
+            x.plan = 0;
             g_pr_first = UINT64_MAX;
             g_pr_last = 0;
-            const uint64_t pr3 = g_prof ? now_ns() : 0;
-            pfor(pool, x.nN * x.nMt, compute_task, &x);
+            /* bodies past the compute tasks only help packing (few compute tasks) */
+            x.ntasks = x.nN * x.nMt;
+            const int64_t nhelp = x.pk_n < workers ? x.pk_n : workers;
+            pfor(pool, x.ntasks > nhelp ? x.ntasks : nhelp, fused_task, &x);
             if (g_prof) {
                 const uint64_t pr4 = now_ns();
-                pr_add(&g_pr.pack, pr1 - (ic == 0 ? pr0 : pr1));
-                pr_add(&g_pr.plan, pr2 - pr1);
-                pr_add(&g_pr.compute, pr4 - pr3);
-                if (g_pr_last) {
-                    pr_add(&g_pr.wake, g_pr_first - pr3);
-                    pr_add(&g_pr.tail, pr4 - g_pr_last);
-                }
+                pr_add(&g_pr.pack, x.t_ready - (ic == 0 ? pr0 : x.t_ready));
+                pr_add(&g_pr.compute, pr4 - x.t_ready);
+                if (g_pr_last) pr_add(&g_pr.tail, pr4 - g_pr_last);
             }
+            if (x.plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
+            if (x.pk_plan) cshift = x.cshift;
         } else {
             x.apan_per_task = x.napan;
             for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);

@@ -202,21 +202,24 @@ static inline __m512i pair16(const uint16_t *lo, const uint16_t *hi, __mmask16 m
     return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
 }
 
+
 void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
                          int layout, uint32_t *dst) {
     const uint16_t *src = (const uint16_t *)s->p;
     const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2, kpad = (kp + kq - 1) / kq * kq;
     if (layout == TK_BF16_PAIRS && sp == 1) {
-        /* panel elements contiguous (B row-major): interleave two source rows per pair row */
-        for (int64_t r0 = 0; r0 < plen; r0 += R) {
-            const int64_t rl = plen - r0 < R ? plen - r0 : R;
-            uint32_t *d = dst + r0 * kpad;
-            for (int64_t q = 0; q < kpad; q++) {
-                uint32_t *dq = d + q * R;
-                const uint16_t *lo = q < kp ? src + (k0 + 2 * q) * sk + p0 + r0 : NULL;
-                const uint16_t *hi = lo && 2 * q + 1 < klen ? lo + sk : NULL;
+        /* panel elements contiguous (B row-major): interleave two source rows per pair row.
+         * Pair row by pair row across all the panels, so the source is read along its rows
+         * (two streams the hardware prefetchers follow) rather than down one panel's 64-byte
+         * column strip, which touches two new lines (pages, for wide B) per pair row */
+        for (int64_t q = 0; q < kpad; q++) {
+            const uint16_t *lo = q < kp ? src + (k0 + 2 * q) * sk + p0 : NULL;
+            const uint16_t *hi = lo && 2 * q + 1 < klen ? lo + sk : NULL;
+            for (int64_t r0 = 0; r0 < plen; r0 += R) {
+                const int64_t rl = plen - r0 < R ? plen - r0 : R;
+                uint32_t *dq = dst + r0 * kpad + q * R;
                 for (int c = 0; c < R; c += 16) {
-                    const __m512i v = lo ? pair16(lo + c, hi ? hi + c : NULL, mask16(rl - c)) : _mm512_setzero_si512();
+                    const __m512i v = lo ? pair16(lo + r0 + c, hi ? hi + r0 + c : NULL, mask16(rl - c)) : _mm512_setzero_si512();
                     _mm512_mask_storeu_epi32(dq + c, mask16(R - c), v);
                 }
             }
