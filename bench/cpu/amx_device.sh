@@ -12,7 +12,8 @@ echo "== build" >> $L
 timeout 180 sh -c 'cmake -S . -B b -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C b -j16 > b.log 2>&1'
 echo "build rc=$?" >> $L; tail -3 b.log >> $L
 echo "== ctest" >> $L
-timeout 150 ctest --test-dir b -L 'kernels|cpu' -j16 --timeout 100 > $OUT/ctest.txt 2>&1
+if [ "$MODE" = full ]; then LE=; else LE="-LE opencl"; fi  # quick: without opencl.portability (100 s)
+timeout 150 ctest --test-dir b -L 'kernels|cpu' $LE -j16 --timeout 100 > $OUT/ctest.txt 2>&1
 tail -12 $OUT/ctest.txt >> $L
 ( TILE_CPU_ISA=amx timeout 60 b/tests/kernels/test_cpu_gemm denormal 2>&1 | tail -3 ) >> $L
 T=b/bin/tile
@@ -24,8 +25,14 @@ prof() { # threads size iters [VAR=value ...]
   echo >> $L
 }
 echo "== profiles (TILE_GEMM_PROF)" >> $L
-for sz in 1024 2048 4096; do prof 16 $sz 10; done
-for sz in 1024 2048; do prof 1 $sz 3; done
+if [ "$MODE" = full ]; then
+  for sz in 1024 2048 4096; do prof 16 $sz 10; done
+  for sz in 1024 2048; do prof 1 $sz 3; done
+else
+  prof 16 1024 10; prof 16 4096 10
+  P1="taskset -c $(($(nproc) - 1))"; $P1 true 2>/dev/null || P1=
+  printf "(pinned: %s) " "$P1" >> $L; T0=$T; T="$P1 $T0"; prof 1 1024 3; T=$T0
+fi
 if [ "$MODE" = full ]; then
   echo "== sweeps" >> $L
   for kc in 256 384 512 768; do prof 1 2048 3 TILE_GEMM_KC=$kc; done
