@@ -83,6 +83,15 @@ static void test_pfor(void *pool, int64_t n, void (*body)(void *, int64_t), void
     g_pfor_calls++;
 }
 
+/* a parallel-for that runs the bodies on this thread in REVERSE order: the GEMM's one
+ * parallel step (packing claimed by whichever body runs first, then compute) must not rely
+ * on the order in which bodies start */
+static void test_pfor_rev(void *pool, int64_t n, void (*body)(void *, int64_t), void *arg) {
+    (void)pool;
+    for (int64_t i = n - 1; i >= 0; i--) body(arg, i);
+    g_pfor_calls++;
+}
+
 /* ---------- operands ---------- */
 typedef struct mat {
     tile_dtype dt;
@@ -190,7 +199,9 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
                  .A = mat_ptr(&A), .a_rs = A.rs, .a_cs = A.cs,
                  .B = mat_ptr(&B), .b_rs = B.rs, .b_cs = B.cs,
                  .C = (void *)mat_ptr(&C), .c_rs = C.rs, .c_cs = C.cs, .accumulate = acc};
-    int rc = threaded ? tk_cpu_gemm(&g, test_pfor, &g_nthreads) : tk_cpu_gemm(&g, NULL, NULL);
+    int rc = threaded == 2 ? tk_cpu_gemm(&g, test_pfor_rev, NULL)
+             : threaded    ? tk_cpu_gemm(&g, test_pfor, &g_nthreads)
+                           : tk_cpu_gemm(&g, NULL, NULL);
     g_cases++;
     char what[256];
     snprintf(what, sizeof what, "M=%lld N=%lld K=%lld A=%s(l%d) B=%s(l%d) C=%s(l%d) acc=%d thr=%d isa=%s", (long long)M,
@@ -323,6 +334,12 @@ static int test_gemm(void) {
     run_case(150, 301, 97, TILE_DT_F16, TILE_DT_FP4_E2M1, TILE_DT_BF16, 1, 0, 0, 0, 1);
     run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 1, 0);
     run_case(100, 512, 64, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 0, 1); /* N in equal blocks per thread */
+    /* the parallel step with bodies started in reverse order (f32, bf16 with a shared B) */
+    run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 1, 2);
+    run_case(97, 130, 301, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 1, 0, 0, 1, 2);
+    /* one compute task, two workers: a body that only helps with packing (bf16); a long K (f32) */
+    run_case(32, 32, 4096, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, 0, 0, 0, 1);
+    run_case(16, 32, 8192, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 1, 0, 1, 1);
     CHECK(g_pfor_calls > before, "the threaded cases never called the parallel-for");
     printf("%d cases, %d failures\n", g_cases, g_fail);
     return g_fail ? 1 : 0;
@@ -386,6 +403,9 @@ static int test_denormal(void) {
                 run_case(shapes[s][0], shapes[s][1], shapes[s][2], TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, l,
                          (l + 1) % 4, l % 3, acc, (int)shapes[s][3]);
             }
+    /* the scaled path with the parallel step's bodies in reverse order */
+    g_fill = fill_tiny;
+    run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, 0, 0, 1, 2);
     /* a bf16 C (the f32 workspace path) */
     g_fill = fill_mx;
     run_case(40, 70, 96, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_BF16, 0, 0, 0, 0, 1);
