@@ -81,6 +81,7 @@ static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
 static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
+static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_tls_key;
@@ -151,6 +152,8 @@ static void init_once(void) {
     g_env_mc = env_int("TILE_GEMM_MC");
     g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
     g_prof = env_int("TILE_GEMM_PROF") > 0;
+    const char *bs = tile_env("TILE_GEMM_BSHARED");
+    g_no_bshared = bs && strcmp(bs, "0") == 0;
     if (g_prof) atexit(prof_report);
     const char *bm = tile_env("TILE_GEMM_BF16");
     g_bf16_mode = !bm                                ? 0
@@ -361,6 +364,12 @@ typedef struct gctx {
      * into plan / cshift and sets pk_ready */
     int64_t pk_n, pk_next, pk_done, ntasks;
     int pk_both, pk_plan, pk_ready, plan, cshift;
+    /* range scans of sources the packing tasks do not see, as more tasks of the same step
+     * (the first A block only): A's rows in ns_a chunks of rows_a (A in several blocks), B's
+     * panels in ns_b chunks of cols_b (B packed per task), C's rows in ns_c chunks of rows_c
+     * (accumulating: its old values) into cmn/cmx (f32 magnitude bits) */
+    int64_t ns_a, rows_a, ns_b, cols_b, ns_c, rows_c;
+    uint32_t cmn, cmx;
     uint64_t t_ready;
 } gctx;
 
@@ -380,7 +389,9 @@ typedef struct gctx {
  *   gradual underflow). If no such scale exists (operands spanning more than ~250 binades)
  *   the GEMM runs on the f32 path (dequantise-while-packing, IEEE FMA).
  * The ranges come from the packed panels (scanned right after each packing task, while they
- * are in cache), or from the sources where B is packed per task or A in several blocks. */
+ * are in cache), or from the sources where B is packed per task or A in several blocks, and
+ * C's old values when accumulating: in parallel, as more tasks of the packing step
+ * (scan_task). */
 
 static void atomic_min_u32(uint32_t *p, uint32_t v) {
     uint32_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -417,9 +428,9 @@ static void bf16_range(const tk_isa *isa, const uint32_t *w, int64_t nwords, uin
 }
 
 /* the range of a bf16 source view (np x nk elements) */
-static void src_range(const tk_src *s, int64_t np, int64_t nk, uint32_t *mn, uint32_t *mx) {
+static void src_range(const tk_src *s, int64_t p0, int64_t np, int64_t nk, uint32_t *mn, uint32_t *mx) {
     const uint16_t *h = (const uint16_t *)s->p;
-    for (int64_t p = 0; p < np; p++) {
+    for (int64_t p = p0; p < p0 + np; p++) {
         if (s->sk == 1) {
             tk_bf16_range_generic(h + p * s->sp, nk, mn, mx);
             continue;
@@ -557,6 +568,42 @@ static void pack_ab_task(void *arg, int64_t t) {
 static int bf16_apply_plan(gctx *x, int *cshift);
 static void compute_task(void *arg, int64_t t);
 
+/* the magnitude range of rows [r0, r0 + nr) of C's old values (f32 bits & 0x7FFFFFFF:
+ * smallest nonzero, largest finite) merged into *mn / *mx */
+static void c_range(const gctx *x, int64_t r0, int64_t nr, uint32_t *mn, uint32_t *mx) {
+    uint32_t a = 0xFFFFFFFFu, b = 0;
+    for (int64_t i = r0; i < r0 + nr; i++)
+        for (int64_t j = 0; j < x->N; j++) {
+            uint32_t u;
+            memcpy(&u, x->c + i * x->c_rs + j * x->c_cs, 4);
+            u &= 0x7FFFFFFFu;
+            if (u && u < a) a = u;
+            if (u < 0x7F800000u && u > b) b = u;
+        }
+    atomic_min_u32(mn, a);
+    atomic_max_u32(mx, b);
+}
+
+/* scan task t of the first A block's parallel step (gctx.ns_a / ns_b / ns_c) */
+static void scan_task(gctx *x, int64_t t) {
+    uint32_t mn = 0x10000u, mx = 0;
+    if (t < x->ns_a) {
+        const int64_t r0 = t * x->rows_a, nr = x->M - r0 < x->rows_a ? x->M - r0 : x->rows_a;
+        src_range(&x->a, r0, nr, x->K, &mn, &mx);
+        atomic_min_u32(&x->amn, mn);
+        atomic_max_u32(&x->amx, mx);
+    } else if ((t -= x->ns_a) < x->ns_b) {
+        const int64_t c0 = t * x->cols_b, nc = x->N - c0 < x->cols_b ? x->N - c0 : x->cols_b;
+        src_range(&x->b, c0, nc, x->K, &mn, &mx);
+        atomic_min_u32(&x->bmn, mn);
+        atomic_max_u32(&x->bmx, mx);
+    } else {
+        t -= x->ns_b;
+        const int64_t r0 = t * x->rows_c, nr = x->M - r0 < x->rows_c ? x->M - r0 : x->rows_c;
+        c_range(x, r0, nr, &x->cmn, &x->cmx);
+    }
+}
+
 static void spin_pause(unsigned *n) {
     if (++*n < 2000) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -577,7 +624,9 @@ static void fused_task(void *arg, int64_t t) {
     for (;;) {
         const int64_t i = __atomic_fetch_add(&x->pk_next, 1, __ATOMIC_ACQ_REL);
         if (i >= x->pk_n) break;
-        if (x->pk_both) pack_ab_task(x, i);
+        const int64_t npack = x->pk_n - (x->ns_a + x->ns_b + x->ns_c);
+        if (i >= npack) scan_task(x, i - npack);
+        else if (x->pk_both) pack_ab_task(x, i);
         else pack_a_task(x, i);
         if (__atomic_add_fetch(&x->pk_done, 1, __ATOMIC_ACQ_REL) == x->pk_n) {
             if (x->pk_plan) x->plan = bf16_apply_plan(x, &x->cshift);
@@ -738,19 +787,9 @@ static void gemm_direct(const tk_isa *isa, const tk_src *a, const tk_src *b, flo
  * what is packed already (A block 0, the shared B) and to C's old values; the packers scale
  * the rest. Returns bf16_plan's verdict; *cshift = sa + sb. */
 static int bf16_apply_plan(gctx *x, int *cshift) {
-    uint32_t cmn = 0, cmx = 0;
-    if (x->accumulate) {
-        cmn = 0xFFFFFFFFu;
-        for (int64_t i = 0; i < x->M; i++)
-            for (int64_t j = 0; j < x->N; j++) {
-                uint32_t u;
-                memcpy(&u, x->c + i * x->c_rs + j * x->c_cs, 4);
-                u &= 0x7FFFFFFFu;
-                if (u && u < cmn) cmn = u;
-                if (u < 0x7F800000u && u > cmx) cmx = u;
-            }
-        if (cmn >= 0x7F800000u) cmn = cmx = 0;
-    }
+    /* C's old values (accumulating): scanned by the caller (scan tasks, or serially) */
+    uint32_t cmn = x->cmn, cmx = x->cmx;
+    if (!x->accumulate || cmn >= 0x7F800000u) cmn = cmx = 0;
     x->scan_a = x->scan_b = 0;
     int sa, sb;
     const int plan = bf16_plan(x->amn, x->amx, x->bmn, x->bmx, cmn, cmx, x->K, &sa, &sb);
@@ -885,7 +924,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     x.apack = apack;
     /* bf16 in parallel: pack B once, shared by all tasks (a task's tile of C then costs no
      * B packing of its own, so tiles can be chosen for reuse alone), up to 256 MiB */
-    if (bk && par) {
+    if (bk && par && !g_no_bshared) {
         x.npanb = cdiv(N, NR);
         x.bstride = x.npanb * NR * ks_rows(&x.ks, KC);
         if ((double)x.bstride * (double)x.npc * 4.0 <= 256.0 * 1024 * 1024) {
@@ -901,10 +940,21 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         /* denormals (above): the ranges of A and B before the first compute task */
         x.amn = x.bmn = 0x10000u;
         x.amx = x.bmx = 0;
+        x.cmn = 0xFFFFFFFFu;
+        x.cmx = 0;
         x.scan_a = M <= MCa;
         x.scan_b = x.bshared != NULL;
-        if (!x.scan_a) src_range(&x.a, M, K, &x.amn, &x.amx);
-        if (!x.scan_b) src_range(&x.b, N, K, &x.bmn, &x.bmx);
+        if (par) {
+            /* what the packing tasks do not see is scanned by tasks of the same step, in
+             * about want_tasks chunks each */
+            if (!x.scan_a) x.rows_a = cdiv(M, want_tasks), x.ns_a = cdiv(M, x.rows_a);
+            if (!x.scan_b) x.cols_b = cdiv(N, want_tasks), x.ns_b = cdiv(N, x.cols_b);
+            if (accumulate) x.rows_c = cdiv(M, want_tasks), x.ns_c = cdiv(M, x.rows_c);
+        } else {
+            if (!x.scan_a) src_range(&x.a, 0, M, K, &x.amn, &x.amx);
+            if (!x.scan_b) src_range(&x.b, 0, N, K, &x.bmn, &x.bmx);
+            if (accumulate) c_range(&x, 0, M, &x.cmn, &x.cmx);
+        }
     }
     int cshift = 0; /* C was computed times 2^cshift */
     const uint64_t pr0 = g_prof ? now_ns() : 0;
@@ -931,6 +981,8 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
              * plan) the compute tasks (fused_task) */
             x.pk_both = x.bshared && ic == 0;
             x.pk_n = x.pk_both ? x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task) : x.natasks;
+            if (ic == 0) x.pk_n += x.ns_a + x.ns_b + x.ns_c;
+            else x.ns_a = x.ns_b = x.ns_c = 0;
             x.pk_next = x.pk_done = 0;
             x.pk_ready = 0;
             x.pk_plan = bk && ic == 0;
