@@ -298,7 +298,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* The kernel set a GEMM runs with: f32 panels (kdiv 1) or bf16 k-pair panels (kdiv 2, pair
  * rows padded to a multiple of kq, A in layout a_layout, B in TK_BF16_PAIRS). */
 typedef void (*tk_bpack_fn)(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
-                            int layout, uint32_t *dst);
+                            int layout, uint32_t *dst, uint32_t *rng);
 typedef struct kset {
     int mr, nr, kdiv, kq, a_layout;
     tk_ukr_fn ukr;
@@ -315,7 +315,7 @@ static int64_t ks_rows(const kset *ks, int64_t kc) { return round_up(cdiv(kc, ks
  * at [q*R + p%R] (TK_BF16_PAIRS) or [(q/16)*R*16 + (p%R)*16 + q%16] (TK_BF16_ROWS16) of
  * panel p/R, which starts at dst + (p/R)*R*kpad. */
 void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
-                          int layout, uint32_t *dst) {
+                          int layout, uint32_t *dst, uint32_t *rng) {
     const uint16_t *src = (const uint16_t *)s->p;
     const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2, kpad = round_up(kp, kq);
     for (int64_t r0 = 0; r0 < plen; r0 += R) {
@@ -333,6 +333,7 @@ void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0,
             }
         }
     }
+    if (rng) tk_bf16_range_generic((const uint16_t *)(const void *)dst, 2 * round_up(plen, R) * kpad, &rng[0], &rng[1]);
 }
 
 typedef struct gctx {
@@ -388,8 +389,7 @@ typedef struct gctx {
  *   2^(sa+sb) (when accumulating) and post-scaled by 2^-(sa+sb) (one rounding, as IEEE's own
  *   gradual underflow). If no such scale exists (operands spanning more than ~250 binades)
  *   the GEMM runs on the f32 path (dequantise-while-packing, IEEE FMA).
- * The ranges come from the packed panels (scanned right after each packing task, while they
- * are in cache), or from the sources where B is packed per task or A in several blocks, and
+ * The ranges come from the packers themselves (min/max over the registers they store), or from the sources where B is packed per task or A in several blocks, and
  * C's old values when accumulating: in parallel, as more tasks of the packing step
  * (scan_task). */
 
@@ -413,18 +413,6 @@ void tk_bf16_range_generic(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t 
     }
     *mn = a;
     *mx = b;
-}
-
-static void bf16_range(const tk_isa *isa, const uint32_t *w, int64_t nwords, uint32_t *mn, uint32_t *mx) {
-    uint32_t a = 0x10000u, b = 0;
-#if defined(__x86_64__) || defined(__i386__)
-    if (isa == &tk_isa_avx512) tk_bf16_range_avx512((const uint16_t *)(const void *)w, 2 * nwords, &a, &b);
-    else
-#endif
-        tk_bf16_range_generic((const uint16_t *)(const void *)w, 2 * nwords, &a, &b);
-    (void)isa;
-    atomic_min_u32(mn, a);
-    atomic_max_u32(mx, b);
 }
 
 /* the range of a bf16 source view (np x nk elements) */
@@ -537,10 +525,14 @@ static void pack_a_task(void *arg, int64_t t) {
     if (!pack_slice_of(x, t, x->napan, x->apan_per_task, MR, x->mlen, &p)) return;
     float *dst = x->apack + x->mpad * p.pb * ks_rows(&x->ks, x->KC) + p.p0 * ks_rows(&x->ks, p.kc);
     if (x->ks.kdiv == 2) {
-        x->ks.bpack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst);
-        const int64_t nw = round_up(p.plen, MR) * ks_rows(&x->ks, p.kc);
-        if (x->scan_a) bf16_range(x->isa, (const uint32_t *)(void *)dst, nw, &x->amn, &x->amx);
-        bf16_rescale((uint32_t *)(void *)dst, nw, x->sa);
+        uint32_t rng[2] = {0x10000u, 0};
+        x->ks.bpack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst,
+                    x->scan_a ? rng : NULL);
+        if (x->scan_a) {
+            atomic_min_u32(&x->amn, rng[0]);
+            atomic_max_u32(&x->amx, rng[1]);
+        }
+        bf16_rescale((uint32_t *)(void *)dst, round_up(p.plen, MR) * ks_rows(&x->ks, p.kc), x->sa);
     } else {
         x->ks.pack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, dst);
     }
@@ -553,9 +545,13 @@ static void pack_b_task(void *arg, int64_t t) {
     pack_slice p;
     if (!pack_slice_of(x, t, x->npanb, x->bpan_per_task, NR, x->N, &p)) return;
     float *dst = x->bshared + p.pb * x->bstride + p.p0 * ks_rows(&x->ks, p.kc);
-    x->ks.bpack(&x->b, p.p0, p.plen, p.pc, p.kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst);
-    if (x->scan_b)
-        bf16_range(x->isa, (const uint32_t *)(void *)dst, round_up(p.plen, NR) * ks_rows(&x->ks, p.kc), &x->bmn, &x->bmx);
+    uint32_t rng[2] = {0x10000u, 0};
+    x->ks.bpack(&x->b, p.p0, p.plen, p.pc, p.kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst,
+                x->scan_b ? rng : NULL);
+    if (x->scan_b) {
+        atomic_min_u32(&x->bmn, rng[0]);
+        atomic_max_u32(&x->bmx, rng[1]);
+    }
 }
 
 /* the first parallel step with a shared B: A panel tasks, then B panel tasks */
@@ -670,7 +666,7 @@ static void compute_task(void *arg, int64_t t) {
         const int beta = pc == 0 ? x->accumulate : 1;
         if (x->bshared) bp = x->bshared + (pc / x->KC) * x->bstride + j0 * kst;
         else if (ks->kdiv == 2) {
-            ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp);
+            ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp, NULL);
             bf16_rescale((uint32_t *)(void *)bp, npan * NR * kst, x->sb);
         } else {
             ks->pack(&x->b, j0, nl, pc, kc, NR, bp);

@@ -203,10 +203,28 @@ static inline __m512i pair16(const uint16_t *lo, const uint16_t *hi, __mmask16 m
 }
 
 
+/* the range of the 32 bf16 in v (bits & 0x7FFF) into the running lanes: n = min(|x| - 1)
+ * (zero wraps to 0xFFFF), x = max over the finite |x| (tk_bf16_range_avx512) */
+static inline void range32(__m512i v, __m512i *n, __m512i *x) {
+    const __m512i m = _mm512_and_si512(v, _mm512_set1_epi16(0x7FFF));
+    *n = _mm512_min_epu16(*n, _mm512_sub_epi16(m, _mm512_set1_epi16(1)));
+    *x = _mm512_mask_max_epu16(*x, _mm512_cmplt_epu16_mask(m, _mm512_set1_epi16(0x7F80)), *x, m);
+}
+static void range_store(__m512i n, __m512i x, uint32_t *rng) {
+    uint16_t ln[32], lx[32];
+    _mm512_storeu_si512((void *)ln, n);
+    _mm512_storeu_si512((void *)lx, x);
+    for (int l = 0; l < 32; l++) {
+        if ((uint32_t)ln[l] + 1 < rng[0]) rng[0] = (uint32_t)ln[l] + 1;
+        if (lx[l] > rng[1]) rng[1] = lx[l];
+    }
+}
+
 void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
-                         int layout, uint32_t *dst) {
+                         int layout, uint32_t *dst, uint32_t *rng) {
     const uint16_t *src = (const uint16_t *)s->p;
     const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2, kpad = (kp + kq - 1) / kq * kq;
+    __m512i rn = _mm512_set1_epi16(-1), rx = _mm512_setzero_si512(); /* the range, when rng */
     if (layout == TK_BF16_PAIRS && sp == 1) {
         /* panel elements contiguous (B row-major): interleave two source rows per pair row.
          * Pair row by pair row across all the panels, so the source is read along its rows
@@ -221,9 +239,11 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
                 for (int c = 0; c < R; c += 16) {
                     const __m512i v = lo ? pair16(lo + r0 + c, hi ? hi + r0 + c : NULL, mask16(rl - c)) : _mm512_setzero_si512();
                     _mm512_mask_storeu_epi32(dq + c, mask16(R - c), v);
+                    if (rng) range32(v, &rn, &rx);
                 }
             }
         }
+        if (rng) range_store(rn, rx, rng);
         return;
     }
     if (layout == TK_BF16_ROWS16 && sk == 1) {
@@ -237,9 +257,11 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
                     const __m512i v = r < rl ? _mm512_maskz_loadu_epi16(mask32(klen - 32 * ch), row + 32 * ch)
                                              : _mm512_setzero_si512();
                     _mm512_storeu_si512((void *)(d + ch * R * 16 + r * 16), v);
+                    if (rng) range32(v, &rn, &rx);
                 }
             }
         }
+        if (rng) range_store(rn, rx, rng);
         return;
     }
     if (layout == TK_BF16_PAIRS && sk == 1) {
@@ -259,9 +281,10 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
                 for (; r < R; r++) dq[r] = 0;
             }
         }
+        if (rng) tk_bf16_range_avx512((const uint16_t *)(const void *)dst, 2 * ((plen + R - 1) / R * R) * kpad, &rng[0], &rng[1]);
         return;
     }
-    tk_pack_bf16_generic(s, p0, plen, k0, klen, R, kq, layout, dst);
+    tk_pack_bf16_generic(s, p0, plen, k0, klen, R, kq, layout, dst, rng);
 }
 
 void tk_bf16_range_avx512(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx) {
