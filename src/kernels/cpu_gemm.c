@@ -983,8 +983,10 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             x.pk_ready = 0;
             x.pk_plan = bk && ic == 0;
             x.plan = 0;
-            g_pr_first = UINT64_MAX;
-            g_pr_last = 0;
+            if (g_prof) { /* (profiling assumes one GEMM at a time) */
+                g_pr_first = UINT64_MAX;
+                g_pr_last = 0;
+            }
             /* bodies past the compute tasks only help packing (few compute tasks) */
             x.ntasks = x.nN * x.nMt;
             const int64_t nhelp = x.pk_n < workers ? x.pk_n : workers;
