@@ -15,7 +15,7 @@
 #      (AB_ARGS sizes) -> OUTDIR/link-ab-16core.txt, and the cost model's start-up figures
 #      (TLINK_DEBUG=info) -> OUTDIR/link-costmodel.txt.
 # Environment passed through to run.sh: COMMIT (the commit to print; a copied tree has no git
-# history), WARM, ITERS, SMALL_MAX, WARM_SMALL, ITERS_SMALL. Nothing is installed system-wide.
+# history), RUN_TIMEOUT / AB_TIMEOUT (s, per run.sh / per ab.sh run), WARM, ITERS, SMALL_MAX, WARM_SMALL, ITERS_SMALL. Nothing is installed system-wide.
 set -u
 WHEEL=${1:?usage: bench/link/device.sh WHEEL OUTDIR}
 OUTDIR=${2:?usage: bench/link/device.sh WHEEL OUTDIR}
@@ -40,19 +40,19 @@ export BUILD TILE JOBS=$J
 
 echo "== run.sh"
 RANKS=${RANKS:-"2 4 8"} MAXSIZE=${MAXSIZE:-256M} REPEAT=${REPEAT:-3} NO_TCP=1 TCP_LAYOUTS=" " BIND=core \
-    OUT="$OUTDIR/link-allreduce-16core.md" bash "$ROOT/bench/link/run.sh" >/dev/null 2>"$OUTDIR/run-stderr.txt"
+    OUT="$OUTDIR/link-allreduce-16core.md" timeout "${RUN_TIMEOUT:-3000}" bash "$ROOT/bench/link/run.sh" >/dev/null 2>"$OUTDIR/run-stderr.txt"
 echo "run.sh exit $?"
 
 if [ "${AB:-1}" != 0 ]; then
     echo "== cost model at start-up"
     for n in ${AB_RANKS:-"4 8"}; do
         echo "-- $n ranks"
-        TLINK_DEBUG=info mpirun --allow-run-as-root --bind-to core --map-by core -n "$n" "$TILE" link-bench \
+        TLINK_DEBUG=info timeout 30 mpirun --allow-run-as-root --bind-to core --map-by core -n "$n" "$TILE" link-bench \
             -b 8 -e 256M -f 4 -w 1 -i 2 2>&1 | grep -E "cost model|chose|^ +[0-9]" | sed -n '1,120p'
     done >"$OUTDIR/link-costmodel.txt" 2>&1
     echo "== ab.sh"
     for n in ${AB_RANKS:-"4 8"}; do
-        BIND=core bash "$ROOT/bench/link/ab.sh" 3 "shm:$n" "${AB_ARGS:--b 16K -e 64M -f 8 -w 2 -i 8}" "X=1" \
+        BIND=core timeout "${AB_TIMEOUT:-1200}" bash "$ROOT/bench/link/ab.sh" 3 "shm:$n" "${AB_ARGS:--b 16K -e 64M -f 8 -w 2 -i 8}" "X=1" \
             "TLINK_ALGO=allreduce:direct" "TLINK_ALGO=allreduce:ring" "TLINK_ALGO=allreduce:rabenseifner" \
             "TLINK_ALGO=allreduce:recursive_doubling" "TLINK_ALGO=allreduce:double_binary_tree"
     done >"$OUTDIR/link-ab-16core.txt" 2>&1
