@@ -5,7 +5,9 @@
 # Open MPI time / TileLink time (higher is better), with every repetition's ratio.
 #   HOSTS: shm:N (N ranks on this host) or namespaces ns0:k,ns1:k (made by scripts/netns.sh up)
 #   VARIANT: environment assignments for TileLink ("X=1" for none); a leading BIN=/path/tool uses
-#            that tile / tile_link_tool binary instead of $TILE
+#            that tile / tile_link_tool binary instead of $TILE; "MPI ARGS..." runs Open MPI
+#            again with these mpirun arguments (shm:N only), e.g. its single-copy path off:
+#            "MPI --mca btl_vader_single_copy_mechanism none"
 # Environment: BUILD (default build-bench-link; holds mpi_allreduce and netns-agent.sh, as
 # bench/link/run.sh leaves them), TILE (default $BUILD/tests/link-net/tile_link_tool), BIND (none:
 # TileLink starts its own ranks, Open MPI --bind-to none; core: with shm:N both libraries are
@@ -30,6 +32,10 @@ for r in $(seq $R); do
   i=0
   for v in "$@"; do i=$((i+1))
     TT=$T; case $v in BIN=*) TT=${v%% *}; TT=${TT#BIN=}; v=${v#* };; esac
+    case $v in MPI\ *)  # another Open MPI configuration, e.g. "MPI --mca btl_vader_single_copy_mechanism none"
+      [ "${HOSTS%%:*}" = shm ] && $MR ${v#MPI } -n ${HOSTS#shm:} $B/mpi_allreduce $ARGS 2>/dev/null | awk -v r=$r -v v=$i '/^ +[0-9]+ +[0-9]+ /{print r, "v" v, $1, $6, "mpi", $9}' >> "$O/all"
+      continue;;
+    esac
     if [ "${HOSTS%%:*}" = shm ] && [ "${BIND:-none}" = core ]; then L="$MR -n ${HOSTS#shm:} $TT link-bench"
     elif [ "${HOSTS%%:*}" = shm ]; then L="$TT link-bench -n ${HOSTS#shm:}"; else L="$TT launch --netns --hosts $HOSTS -- $TT link-bench"; fi
     env $v $L $ARGS 2>&1 | sed 's/^\[0\] //' | awk -v r=$r -v v=$i '/^ +[0-9]+ +[0-9]+ /{print r, "v" v, $1, $6, $10, $9}' >> "$O/all"

@@ -12,8 +12,9 @@
 #      `mpirun --bind-to core --map-by core`), RANKS (default "2 4 8"), 8 B .. MAXSIZE (256M),
 #      REPEAT (3) interleaved repetitions, shared memory only -> OUTDIR/link-allreduce-16core.md;
 #   4. unless AB=0: bench/link/ab.sh at AB_RANKS ("4 8") with each all-reduce algorithm forced
-#      (AB_ARGS sizes) -> OUTDIR/link-ab-16core.txt, and the cost model's start-up figures
-#      (TLINK_DEBUG=info) -> OUTDIR/link-costmodel.txt.
+#      (AB_ARGS sizes; AB_ALGOS, default all but binomial tree) -> OUTDIR/link-ab-16core.txt,
+#      and unless COSTLOG=0 the cost model's start-up figures and choices (TLINK_DEBUG=info)
+#      -> OUTDIR/link-costmodel.txt.
 # Environment passed through to run.sh: COMMIT (the commit to print; a copied tree has no git
 # history), RUN_TIMEOUT / AB_TIMEOUT (s, per run.sh / per ab.sh run), WARM, ITERS, SMALL_MAX, WARM_SMALL, ITERS_SMALL. Nothing is installed system-wide.
 set -u
@@ -44,17 +45,16 @@ RANKS=${RANKS:-"2 4 8"} MAXSIZE=${MAXSIZE:-256M} REPEAT=${REPEAT:-3} NO_TCP=1 TC
 echo "run.sh exit $?"
 
 if [ "${AB:-1}" != 0 ]; then
-    echo "== cost model at start-up"
-    for n in ${AB_RANKS:-"4 8"}; do
+    [ "${COSTLOG:-1}" != 0 ] && echo "== cost model at start-up" && for n in ${AB_RANKS:-4 8}; do
         echo "-- $n ranks"
         TLINK_DEBUG=info timeout 30 mpirun --allow-run-as-root --bind-to core --map-by core -n "$n" "$TILE" link-bench \
-            -b 8 -e 256M -f 4 -w 1 -i 2 2>&1 | grep -E "cost model|chose|^ +[0-9]" | sed -n '1,120p'
+            -b 8 -e 256M -f 4 -w 1 -i 2 2>&1 | grep -E "cost model|chose|^ +[0-9]" | awk '!seen[substr($0, index($0, "tlink"))]++'
     done >"$OUTDIR/link-costmodel.txt" 2>&1
     echo "== ab.sh"
-    for n in ${AB_RANKS:-"4 8"}; do
-        BIND=core timeout "${AB_TIMEOUT:-1200}" bash "$ROOT/bench/link/ab.sh" 3 "shm:$n" "${AB_ARGS:--b 16K -e 64M -f 8 -w 2 -i 8}" "X=1" \
-            "TLINK_ALGO=allreduce:direct" "TLINK_ALGO=allreduce:ring" "TLINK_ALGO=allreduce:rabenseifner" \
-            "TLINK_ALGO=allreduce:recursive_doubling" "TLINK_ALGO=allreduce:double_binary_tree"
+    vs=()
+    for a in ${AB_ALGOS:-direct ring rabenseifner recursive_doubling double_binary_tree}; do vs+=("TLINK_ALGO=allreduce:$a"); done
+    for n in ${AB_RANKS:-4 8}; do
+        BIND=core timeout "${AB_TIMEOUT:-1200}" bash "$ROOT/bench/link/ab.sh" 3 "shm:$n" "${AB_ARGS:--b 16K -e 64M -f 8 -w 2 -i 8}" "X=1" "${vs[@]}"
     done >"$OUTDIR/link-ab-16core.txt" 2>&1
 fi
 rm -rf "$W"
