@@ -1,27 +1,49 @@
 /* threadpool.c — see threadpool.h.
  *
- * Workers sleep on a condition variable until the job generation changes, then take chunks
- * from an atomic counter. Every worker checks in once per job (even when no chunk is left),
- * so a job is complete when `pending` reaches zero and the next job cannot be confused with
- * a late worker's view of the previous one. `busy` (a trylock) admits one job at a time; a
- * thread-local flag marks threads inside a job so nested calls run inline. */
+ * A job is published by bumping a generation word (`gen`) after its fields are written.
+ * Workers wait for the word to change: first by polling it (with `pause`) for a bounded time
+ * after their last job (spin_us), then asleep on it (a futex on Linux, a condition variable
+ * elsewhere). The caller wakes sleepers with one broadcast on the word and only when someone
+ * sleeps; a woken worker reads the job without taking any lock, so workers start in parallel
+ * instead of one after another on a mutex. Workers take chunks from an atomic counter and
+ * every worker checks in once per job (even when no chunk is left): a job is complete when
+ * `pending` reaches zero, so the next job cannot be confused with a late worker's view of
+ * the previous one. The caller waits for that the same way (poll, then sleep on `pending`).
+ * `busy` (a trylock) admits one job at a time; a thread-local flag marks threads inside a
+ * job so nested calls run inline.
+ *
+ * Spinning only pays when each worker has a core of its own: the default spin (TILE_POOL_SPIN_US
+ * overrides it; 0 = never spin) is POOL_SPIN_DEFAULT_US when the pool has no more threads than
+ * the CPUs the process may run on, and 0 otherwise. */
 #define _GNU_SOURCE
 #include "threadpool.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "../core/core.h"
 
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#define POOL_SPIN_DEFAULT_US 50
+#define POOL_SPIN_MAX_US 100000
+
 typedef struct pool {
     int nthreads;              /* workers including the caller */
+    int spin_us;               /* poll this long before sleeping (0: sleep at once) */
     pthread_mutex_t busy;      /* held by the thread running a job */
-    pthread_mutex_t mu;
-    pthread_cond_t wake, done;
-    uint64_t gen;
-    int pending;               /* workers (not the caller) still in the current job */
-    /* the job */
+    uint32_t gen;              /* atomic; the futex workers sleep on */
+    int32_t pending;           /* atomic; workers (not the caller) still in the current job */
+    int sleepers;              /* atomic; workers asleep (or about to sleep) on gen */
+    int caller_sleeps;         /* atomic; the caller is asleep (or about to sleep) on pending */
+    /* the job (written before gen changes, read after) */
     tile_pool_task fn;
     void *arg;
     int64_t n, chunk;
@@ -32,6 +54,57 @@ static pool g_pool;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local int t_in_job;
 static int64_t g_pooled, g_inlined; /* atomic */
+
+/* ---- sleeping on a 32-bit word until it no longer holds a value ---- */
+#ifdef __linux__
+static void word_wait(void *w, uint32_t val) {
+    syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+static void word_wake(void *w) { syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
+#else
+static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_wcv = PTHREAD_COND_INITIALIZER;
+static void word_wait(void *w, uint32_t val) {
+    pthread_mutex_lock(&g_wmu);
+    while (__atomic_load_n((uint32_t *)w, __ATOMIC_SEQ_CST) == val) pthread_cond_wait(&g_wcv, &g_wmu);
+    pthread_mutex_unlock(&g_wmu);
+}
+static void word_wake(void *w) {
+    (void)w;
+    pthread_mutex_lock(&g_wmu);
+    pthread_cond_broadcast(&g_wcv);
+    pthread_mutex_unlock(&g_wmu);
+}
+#endif
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Poll *w (32 bits) while it equals val, for at most spin_us; returns whether it changed. */
+static int spin_while_eq(const void *w, uint32_t val, int spin_us) {
+    if (spin_us <= 0) return __atomic_load_n((const uint32_t *)w, __ATOMIC_ACQUIRE) != val;
+    uint64_t t0 = 0;
+    for (unsigned i = 0;; i++) {
+        if (__atomic_load_n((const uint32_t *)w, __ATOMIC_ACQUIRE) != val) return 1;
+        cpu_relax();
+        if ((i & 63) == 63) { /* read the clock now and then (vDSO, ~20 ns) */
+            uint64_t t = now_us();
+            if (!t0) t0 = t;
+            else if (t - t0 >= (uint64_t)spin_us) return 0;
+        }
+    }
+}
 
 static int affinity_count(void) {
     cpu_set_t set;
@@ -69,16 +142,21 @@ static void *worker_main(void *a) {
     pool *p = wa->p;
     int id = wa->id;
     free(wa);
-    uint64_t seen = 0;
-    t_in_job = 1; /* a worker's own nested calls run inline */
-    pthread_mutex_lock(&p->mu);
+    uint32_t seen = 0; /* gen starts at 0 and changes only once every worker checked in */
+    t_in_job = 1;      /* a worker's own nested calls run inline */
     for (;;) {
-        while (p->gen == seen) pthread_cond_wait(&p->wake, &p->mu);
-        seen = p->gen;
-        pthread_mutex_unlock(&p->mu);
+        if (!spin_while_eq(&p->gen, seen, p->spin_us)) {
+            /* announce the sleep before checking gen once more (in the futex): the caller bumps
+             * gen before it reads sleepers, so one of the two sees the other (seq_cst) */
+            __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+            while (__atomic_load_n(&p->gen, __ATOMIC_SEQ_CST) == seen) word_wait(&p->gen, seen);
+            __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+        }
+        seen = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);
         run_chunks(p, id);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
+        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0 &&
+            __atomic_load_n(&p->caller_sleeps, __ATOMIC_SEQ_CST))
+            word_wake(&p->pending);
     }
     return NULL;
 }
@@ -86,10 +164,12 @@ static void *worker_main(void *a) {
 static void pool_init(void) {
     pool *p = &g_pool;
     p->nthreads = wanted_threads();
+    long spin = p->nthreads <= affinity_count() ? POOL_SPIN_DEFAULT_US : 0;
+    spin = tile_env_long("TILE_POOL_SPIN_US", spin);
+    if (spin < 0) spin = 0;
+    if (spin > POOL_SPIN_MAX_US) spin = POOL_SPIN_MAX_US;
+    p->spin_us = (int)spin;
     pthread_mutex_init(&p->busy, NULL);
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setstacksize(&at, (size_t)16 << 20); /* kernel blocks keep tiles on the stack */
@@ -112,12 +192,17 @@ static void pool_init(void) {
         tile_log(TILE_LOG_WARN, "thread pool: started %d of %d threads", started, p->nthreads);
         p->nthreads = started;
     }
-    tile_log(TILE_LOG_INFO, "thread pool: %d threads", p->nthreads);
+    tile_log(TILE_LOG_INFO, "thread pool: %d threads, spin %d us", p->nthreads, p->spin_us);
 }
 
 int tile_pool_size(void) {
     pthread_once(&g_once, pool_init);
     return g_pool.nthreads;
+}
+
+int tile_pool_spin_us(void) {
+    pthread_once(&g_once, pool_init);
+    return g_pool.spin_us;
 }
 
 static void run_inline(int64_t n, tile_pool_task fn, void *arg) {
@@ -136,22 +221,36 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg) {
         chunk = n / ((int64_t)p->nthreads * 4);
         if (chunk < 1) chunk = 1;
     }
-    pthread_mutex_lock(&p->mu);
+    /* every worker checked in for the previous job (pending 0): nobody reads these now */
     p->fn = fn;
     p->arg = arg;
     p->n = n;
     p->chunk = chunk;
     __atomic_store_n(&p->next, 0, __ATOMIC_RELAXED);
-    p->pending = p->nthreads - 1;
-    p->gen++;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    __atomic_store_n(&p->pending, p->nthreads - 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->gen, 1, __ATOMIC_SEQ_CST); /* publishes the job (release) */
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) word_wake(&p->gen);
     t_in_job = 1;
     run_chunks(p, 0);
     t_in_job = 0;
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    /* wait for the workers to check in: poll for at most spin_us in all, then sleep */
+    int32_t left;
+    uint64_t t0 = 0;
+    for (unsigned i = 0; p->spin_us > 0 && (left = __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE)) > 0; i++) {
+        cpu_relax();
+        if ((i & 63) == 63) {
+            uint64_t t = now_us();
+            if (!t0) t0 = t;
+            else if (t - t0 >= (uint64_t)p->spin_us) break;
+        }
+    }
+    while ((left = __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE)) > 0) {
+        /* as for gen: the last worker decrements pending before it reads caller_sleeps */
+        __atomic_store_n(&p->caller_sleeps, 1, __ATOMIC_SEQ_CST);
+        left = __atomic_load_n(&p->pending, __ATOMIC_SEQ_CST);
+        if (left > 0) word_wait(&p->pending, (uint32_t)left);
+        __atomic_store_n(&p->caller_sleeps, 0, __ATOMIC_SEQ_CST);
+    }
     pthread_mutex_unlock(&p->busy);
 }
 

@@ -7,6 +7,9 @@
  * No oversubscription: the pool runs one parallel_for at a time. A call made while it is
  * busy — from another application thread, or nested inside a running task — runs inline on
  * the calling thread (serially), instead of spawning or queueing more threads.
+ *
+ * Idle workers poll for the next job for a short while (tile_pool_spin_us) before they
+ * sleep; a job wakes the sleepers with one broadcast and they start without a shared lock.
  */
 #ifndef TILE_THREADPOOL_H
 #define TILE_THREADPOOL_H
@@ -22,6 +25,11 @@ int tile_pool_size(void);
 /* Run fn over [0, n) in chunks of `chunk` iterations (0: automatic, about 4 chunks per
  * worker), handed out dynamically; returns when every chunk is done. */
 void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
+
+/* How long an idle worker (and the caller waiting for the workers) polls before it sleeps,
+ * in microseconds: TILE_POOL_SPIN_US, else 50 when the pool has no more threads than the
+ * CPUs the process may run on, else 0 (sleep at once: oversubscribed machines). */
+int tile_pool_spin_us(void);
 
 /* For tests: how many parallel_for calls ran on the pool / inline since the start. */
 void tile_pool_stats(int64_t *pooled, int64_t *inlined);

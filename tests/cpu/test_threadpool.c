@@ -3,8 +3,14 @@
  * Checks: every iteration runs exactly once (many sizes, automatic and fixed chunks);
  * worker ids stay below the pool size; a nested call runs inline on the calling worker;
  * calls from several application threads at once all complete, and the number of threads
- * running tasks at any moment never exceeds the pool size (no oversubscription). */
+ * running tasks at any moment never exceeds the pool size (no oversubscription); the spin
+ * setting follows its rule (TILE_POOL_SPIN_US, else spin only without oversubscription);
+ * many short jobs separated by pauses shorter and longer than the spin window (so workers
+ * and the caller go from polling to sleeping and back) each run every iteration once. */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +82,46 @@ static void outer_task(void *arg, int64_t b, int64_t e, int worker) {
     leave();
 }
 
+/* tiny jobs: no work, so workers check in at once (the caller's wait and the workers'
+ * sleep race with the next job's wake-up) */
+static void tiny_task(void *arg, int64_t b, int64_t e, int worker) {
+    counts *c = arg;
+    if (worker < 0 || worker >= g_size) __atomic_add_fetch(&g_bad_worker, 1, __ATOMIC_SEQ_CST);
+    for (int64_t i = b; i < e; i++) __atomic_add_fetch(&c->hits[i], 1, __ATOMIC_RELAXED);
+}
+
+static void pause_us(long us) {
+    if (us <= 0) return;
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* jobs with pauses around the spin window; returns the number of bad iterations */
+static int64_t spin_sleep_jobs(int jobs, unsigned seed) {
+    const long pauses[] = {0, 0, 0, 3, 0, 40, 0, 0, 150, 0, 700};
+    const int np = (int)(sizeof pauses / sizeof pauses[0]);
+    int64_t bad = 0;
+    int *hits = calloc(64, sizeof(int));
+    for (int j = 0; j < jobs; j++) {
+        seed = seed * 1103515245u + 12345u;
+        const int64_t n = 1 + (int64_t)((seed >> 16) % 63);
+        for (int64_t i = 0; i < n; i++) hits[i] = 0;
+        counts c = {hits};
+        tile_parallel_for(n, (seed >> 8) & 1 ? 1 : 0, tiny_task, &c);
+        for (int64_t i = 0; i < n; i++) bad += hits[i] != 1;
+        pause_us(pauses[(seed >> 4) % (unsigned)np]);
+    }
+    free(hits);
+    return bad;
+}
+
+static int64_t g_spin_bad;
+static void *spin_app_thread(void *arg) {
+    int64_t bad = spin_sleep_jobs(300, (unsigned)(uintptr_t)arg);
+    __atomic_add_fetch(&g_spin_bad, bad, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
 static void *app_thread(void *arg) {
     (void)arg;
     for (int r = 0; r < 20; r++) check_once(997, 0);
@@ -88,6 +134,21 @@ int main(void) {
     CHECK(g_size >= 1, "pool size %d", g_size);
     const char *want = getenv("EXPECT_THREADS");
     if (want) CHECK(g_size == atoi(want), "TILE_NUM_THREADS: pool size %d, expected %s", g_size, want);
+
+    /* the spin rule */
+    const int spin = tile_pool_spin_us();
+    const char *env_spin = getenv("TILE_POOL_SPIN_US");
+    int expect_spin;
+    if (env_spin && *env_spin) {
+        expect_spin = atoi(env_spin) < 0 ? 0 : atoi(env_spin);
+    } else {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        expect_spin = g_size <= (ncpu > 0 ? ncpu : 1) ? 50 : 0;
+    }
+    printf("spin %d us\n", spin);
+    CHECK(spin == expect_spin, "spin %d us, expected %d", spin, expect_spin);
 
     int64_t sizes[] = {0, 1, 2, 3, 7, 64, 1000, 100003};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -113,6 +174,16 @@ int main(void) {
     /* each application thread runs tasks itself, plus at most the pool's other workers */
     CHECK(g_max_active <= g_size + 3, "oversubscription: %d threads ran tasks at once with a pool of %d and 4 callers", g_max_active,
           g_size);
+
+    /* spin/sleep transitions: one caller, then three at once */
+    int64_t bad = spin_sleep_jobs(1500, 7u);
+    CHECK(bad == 0, "short jobs around the spin window: %lld iterations did not run exactly once", (long long)bad);
+    pthread_t st[3];
+    for (int i = 0; i < 3; i++) pthread_create(&st[i], NULL, spin_app_thread, (void *)(uintptr_t)(11u + (unsigned)i));
+    for (int i = 0; i < 3; i++) pthread_join(st[i], NULL);
+    CHECK(g_spin_bad == 0, "short jobs from 3 callers: %lld iterations did not run exactly once", (long long)g_spin_bad);
+    CHECK(g_bad_worker == 0, "%d tasks saw a worker id outside [0, %d)", g_bad_worker, g_size);
+
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;
