@@ -13,8 +13,9 @@
  * job so nested calls run inline.
  *
  * Spinning only pays when each worker has a core of its own: the default spin (TILE_POOL_SPIN_US
- * overrides it; 0 = never spin) is POOL_SPIN_DEFAULT_US when the pool has no more threads than
- * the CPUs the process may run on, and 0 otherwise. */
+ * overrides it; 0 = never spin) is POOL_SPIN_DEFAULT_US when the pool's threads fit on the CPUs
+ * the process may run on next to the machine's load (1-minute load average + threads <= CPUs
+ * + 0.5, read once when the pool starts), and 0 otherwise (CI, a shared build machine). */
 #define _GNU_SOURCE
 #include "threadpool.h"
 
@@ -164,7 +165,12 @@ static void *worker_main(void *a) {
 static void pool_init(void) {
     pool *p = &g_pool;
     p->nthreads = wanted_threads();
-    long spin = p->nthreads <= affinity_count() ? POOL_SPIN_DEFAULT_US : 0;
+    /* spin by default only when every thread can have a core: no more threads than CPUs,
+     * and those CPUs not already busy with other processes (1-minute load average) */
+    const int ncpu = affinity_count();
+    double load = 0;
+    if (getloadavg(&load, 1) != 1) load = 0;
+    long spin = p->nthreads <= ncpu && load + p->nthreads <= ncpu + 0.5 ? POOL_SPIN_DEFAULT_US : 0;
     spin = tile_env_long("TILE_POOL_SPIN_US", spin);
     if (spin < 0) spin = 0;
     if (spin > POOL_SPIN_MAX_US) spin = POOL_SPIN_MAX_US;
@@ -192,7 +198,7 @@ static void pool_init(void) {
         tile_log(TILE_LOG_WARN, "thread pool: started %d of %d threads", started, p->nthreads);
         p->nthreads = started;
     }
-    tile_log(TILE_LOG_INFO, "thread pool: %d threads, spin %d us", p->nthreads, p->spin_us);
+    tile_log(TILE_LOG_INFO, "thread pool: %d threads, spin %d us (load %.1f on %d CPUs)", p->nthreads, p->spin_us, load, ncpu);
 }
 
 int tile_pool_size(void) {
