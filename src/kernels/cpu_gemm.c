@@ -112,8 +112,12 @@ static uint64_t now_ns(void) {
 }
 static struct {
     uint64_t calls, total, pack, compute, tail, busy, kern, tasks, workers;
+    uint64_t pka, pkb, pks;     /* summed time of the A / B packing tasks and the range scans */
+    uint64_t join0, join1, joined; /* per call: when the first / last worker began its first body */
 } g_pr;
 static uint64_t g_pr_first, g_pr_last; /* the current compute step's first task start, last task end */
+static uint64_t g_pr_call, g_pr_t0, g_pr_j0, g_pr_j1; /* the current step: its number, start, first/last worker start */
+static _Thread_local uint64_t t_pr_call;               /* the step this thread last began a body of */
 static void pr_add(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static void prof_report(void) {
     if (!g_pr.calls) return;
@@ -126,6 +130,11 @@ static void prof_report(void) {
             g_pr.compute / n / 1e3, g_pr.tail / n / 1e3, g_pr.tasks / n,
             g_pr.tasks ? g_pr.busy / (double)g_pr.tasks / 1e3 : 0.0, 100.0 * g_pr.busy / ((double)g_pr.compute * (g_pr.workers / n) + 1),
             g_pr.workers / n, g_pr.busy ? 100.0 * g_pr.kern / g_pr.busy : 0.0);
+    fprintf(stderr,
+            "tk_cpu_gemm prof: packing step per call (us of all workers' time): A %.1f + B %.1f + range scans %.1f; "
+            "workers began after %.1f us (first) .. %.1f us (last; %.1f workers per call)\n",
+            g_pr.pka / n / 1e3, g_pr.pkb / n / 1e3, g_pr.pks / n / 1e3, g_pr.join0 / n / 1e3, g_pr.join1 / n / 1e3,
+            g_pr.joined / n);
 }
 
 static int64_t env_int(const char *name) {
@@ -617,13 +626,29 @@ static void spin_pause(unsigned *n) {
  * order from the parallel-for. */
 static void fused_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
+    if (g_prof) {
+        const uint64_t c = __atomic_load_n(&g_pr_call, __ATOMIC_RELAXED);
+        if (t_pr_call != c) { /* this worker's first body of the step */
+            t_pr_call = c;
+            const uint64_t d = now_ns() - g_pr_t0;
+            uint64_t o = __atomic_load_n(&g_pr_j0, __ATOMIC_RELAXED);
+            while (d < o && !__atomic_compare_exchange_n(&g_pr_j0, &o, d, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            }
+            o = __atomic_load_n(&g_pr_j1, __ATOMIC_RELAXED);
+            while (d > o && !__atomic_compare_exchange_n(&g_pr_j1, &o, d, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            }
+            pr_add(&g_pr.joined, 1);
+        }
+    }
     for (;;) {
         const int64_t i = __atomic_fetch_add(&x->pk_next, 1, __ATOMIC_ACQ_REL);
         if (i >= x->pk_n) break;
         const int64_t npack = x->pk_n - (x->ns_a + x->ns_b + x->ns_c);
+        const uint64_t p0 = g_prof ? now_ns() : 0;
         if (i >= npack) scan_task(x, i - npack);
         else if (x->pk_both) pack_ab_task(x, i);
         else pack_a_task(x, i);
+        if (g_prof) pr_add(i >= npack ? &g_pr.pks : x->pk_both && i >= x->natasks ? &g_pr.pkb : &g_pr.pka, now_ns() - p0);
         if (__atomic_add_fetch(&x->pk_done, 1, __ATOMIC_ACQ_REL) == x->pk_n) {
             if (x->pk_plan) x->plan = bf16_apply_plan(x, &x->cshift);
             if (g_prof) x->t_ready = now_ns();
@@ -986,6 +1011,10 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             if (g_prof) { /* (profiling assumes one GEMM at a time) */
                 g_pr_first = UINT64_MAX;
                 g_pr_last = 0;
+                g_pr_j0 = UINT64_MAX;
+                g_pr_j1 = 0;
+                g_pr_t0 = now_ns();
+                __atomic_fetch_add(&g_pr_call, 1, __ATOMIC_RELAXED);
             }
             /* bodies past the compute tasks only help packing (few compute tasks) */
             x.ntasks = x.nN * x.nMt;
@@ -996,6 +1025,10 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 pr_add(&g_pr.pack, x.t_ready - (ic == 0 ? pr0 : x.t_ready));
                 pr_add(&g_pr.compute, pr4 - x.t_ready);
                 if (g_pr_last) pr_add(&g_pr.tail, pr4 - g_pr_last);
+                if (g_pr_j1) {
+                    pr_add(&g_pr.join0, g_pr_j0);
+                    pr_add(&g_pr.join1, g_pr_j1);
+                }
             }
             if (x.plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
             if (x.pk_plan) cshift = x.cshift;
