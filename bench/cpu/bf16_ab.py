@@ -49,7 +49,7 @@ def main():
     nth = len(os.sched_getaffinity(0))
     torch.set_num_threads(nth)
     model, _ = bt.cpu_flags()
-    lines = ["# bf16 AMX GEMM before/after vs torch bf16, %s UTC" % datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), "",
+    lines = ["# bf16 AMX GEMM before/after vs torch bf16, %s UTC" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "",
              "- CPU: %s; %d threads (ours and torch); torch %s" % (model, nth, torch.__version__),
              "- Command: `python3 bench/cpu/bf16_ab.py %s --sizes %s --iters %d --rounds %d --isa '%s'`" % (
                  " ".join("--var '%s'" % v for v in a.var), a.sizes, a.iters, a.rounds, a.isa),

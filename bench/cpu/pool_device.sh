@@ -35,6 +35,11 @@ for sz in 1024 2048; do
     echo >> $L
   done
 done
+P1="taskset -c $(($(nproc) - 1))"; $P1 true 2>/dev/null || P1=
+printf "after 1 thread (pinned: %s) n=1024: " "$P1" >> $L
+env TILE_GEMM_PROF=1 TILE_CPU_ISA=${ISA-amx} TILE_NUM_THREADS=1 timeout 60 $P1 b/bin/tile run examples/gemm.tl --target cpu --bench \
+  --iters 5 --quiet -D M=1024 -D N=1024 -D K=1024 -D dtype=bfloat16 2>&1 | grep -E "prof|median" | tr '\n' ' ' >> $L
+echo >> $L
 date -u >> $L
 echo "== bench" >> $L
 timeout 200 python3 bench/cpu/bf16_ab.py --var before=b0/bin/tile --var after=b/bin/tile \

@@ -14,14 +14,15 @@
  *
  * Spinning only pays when each worker has a core of its own: the default spin (TILE_POOL_SPIN_US
  * overrides it; 0 = never spin) is POOL_SPIN_DEFAULT_US when the pool's threads fit on the CPUs
- * the process may run on next to the machine's load (1-minute load average + threads <= CPUs
- * + 0.5, read once when the pool starts), and 0 otherwise (CI, a shared build machine). */
+ * the process may run on next to the other threads runnable on the machine when the pool
+ * starts (/proc/loadavg's runnable count), and 0 otherwise (CI, a shared build machine). */
 #define _GNU_SOURCE
 #include "threadpool.h"
 
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -117,6 +118,19 @@ static int affinity_count(void) {
     return 1;
 }
 
+/* Threads of the whole machine that are runnable now, besides the calling one: the fourth
+ * field of /proc/loadavg (runnable/total) less one; 0 where it cannot be read. A snapshot,
+ * unlike the load averages, which also count this process's own recent work. */
+static int other_runnable(void) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return 0;
+    double l1, l5, l15;
+    int run = 0, total = 0;
+    const int got = fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &run, &total);
+    fclose(f);
+    return got == 5 && run > 1 ? run - 1 : 0;
+}
+
 static int wanted_threads(void) {
     long n = tile_env_long("TILE_NUM_THREADS", 0);
     if (n <= 0) n = affinity_count();
@@ -166,11 +180,10 @@ static void pool_init(void) {
     pool *p = &g_pool;
     p->nthreads = wanted_threads();
     /* spin by default only when every thread can have a core: no more threads than CPUs,
-     * and those CPUs not already busy with other processes (1-minute load average) */
+     * and those CPUs not already busy with other processes (runnable threads now) */
     const int ncpu = affinity_count();
-    double load = 0;
-    if (getloadavg(&load, 1) != 1) load = 0;
-    long spin = p->nthreads <= ncpu && load + p->nthreads <= ncpu + 0.5 ? POOL_SPIN_DEFAULT_US : 0;
+    const int others = other_runnable();
+    long spin = p->nthreads <= ncpu && others + p->nthreads <= ncpu ? POOL_SPIN_DEFAULT_US : 0;
     spin = tile_env_long("TILE_POOL_SPIN_US", spin);
     if (spin < 0) spin = 0;
     if (spin > POOL_SPIN_MAX_US) spin = POOL_SPIN_MAX_US;
@@ -198,7 +211,8 @@ static void pool_init(void) {
         tile_log(TILE_LOG_WARN, "thread pool: started %d of %d threads", started, p->nthreads);
         p->nthreads = started;
     }
-    tile_log(TILE_LOG_INFO, "thread pool: %d threads, spin %d us (load %.1f on %d CPUs)", p->nthreads, p->spin_us, load, ncpu);
+    tile_log(TILE_LOG_INFO, "thread pool: %d threads, spin %d us (%d other runnable threads, %d CPUs)", p->nthreads, p->spin_us,
+             others, ncpu);
 }
 
 int tile_pool_size(void) {

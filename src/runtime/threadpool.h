@@ -28,8 +28,8 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
 
 /* How long an idle worker (and the caller waiting for the workers) polls before it sleeps,
  * in microseconds: TILE_POOL_SPIN_US, else 50 when the pool's threads fit on the CPUs the
- * process may run on next to the machine's load when the pool started (1-minute load average
- * + threads <= CPUs + 0.5), else 0 (sleep at once: oversubscribed or busy machines). */
+ * process may run on next to the threads that were runnable on the machine when the pool
+ * started, else 0 (sleep at once: oversubscribed or busy machines). */
 int tile_pool_spin_us(void);
 
 /* For tests: how many parallel_for calls ran on the pool / inline since the start. */
