@@ -3,7 +3,7 @@
 # thread pool before/after. Builds this checkout (b) and a copy with OLD_THREADPOOL_C as
 # src/runtime/threadpool.c (b0), Release, in parallel; runs the pool and AMX GEMM tests at all
 # threads, bench/cpu/pool_ab.sh (pool round trips), TILE_GEMM_PROF profiles of 1024^3 / 2048^3
-# on all threads, then bench/cpu/bf16_ab.py (before / after / after without spinning vs torch
+# on all threads and 1024^3 on one pinned thread (one core's packing rate), then bench/cpu/bf16_ab.py (before / after / after without spinning vs torch
 # bf16, interleaved rounds). Logs under $OUT (log.txt, ab.md).
 #   sh bench/cpu/pool_device.sh OLD_THREADPOOL_C COMMIT [rounds]
 # (SKIP_BUILD=1: use b/ and b0/ as they are; SIZES, ISA: the bench's sizes and TILE_CPU_ISA.)
