@@ -1477,14 +1477,35 @@ static bool grow_read(gen *G, const ir_stmt *s, int t) {
             return true;
         }
     }
-    /* the exp-and-sum loop: one, two or three statements */
-    const ir_stmt *st[3];
+    /* the exp-and-sum loop: one, two or three statements (and a write riding along) */
+    const ir_stmt *st[4];
     int n = 0;
     if (b->kind == IR_S_SEQ) {
-        if (b->nbody < 1 || b->nbody > 3) return false;
+        if (b->nbody < 1 || b->nbody > 4) return false;
         for (int i = 0; i < b->nbody; i++) st[n++] = unseq(b->body[i]);
     } else st[n++] = b;
     const ir_var *c = NULL, *ev = NULL;
+    /* Y[..., j] = W[..., j] * g (g an f32 local or constant) after the three: rowfuse's
+     * pipelined softmax writing the previous row -> tile_row_expsum_wrf */
+    const ir_stmt *ys = NULL;
+    const ir_expr *yw = NULL, *yg = NULL;
+    if (n == 4) {
+        ys = st[3];
+        n = 3;
+        const ir_expr *v = ys->kind == IR_S_STORE ? ys->value : NULL;
+        if (!v || ys->buf->dtype != TILE_DT_F32 || !store_run(ys, j) || v->kind != IR_E_BINARY || v->op != IR_B_MUL || v->nargs != 2 ||
+            v->dtype != TILE_DT_F32)
+            return false;
+        for (int k = 0; k < 2; k++) {
+            const ir_expr *L = row_run(v->args[k], j), *o = v->args[1 - k];
+            if (L && ((o->kind == IR_E_VAR && f32_local(o->var) && o->var != j) || (o->kind == IR_E_CONST && o->dtype == TILE_DT_F32))) {
+                yw = L;
+                yg = o;
+                break;
+            }
+        }
+        if (!yw || yw->buf == ys->buf) return false;
+    }
     const ir_expr *sh = NULL, *ld = NULL, *a = acc_add(st[n - 1], &c);
     const ir_stmt *es = NULL;
     if (!a) return false;
@@ -1502,6 +1523,8 @@ static bool grow_read(gen *G, const ir_stmt *s, int t) {
         }
     }
     if (!ld || !sh || (sh->kind == IR_E_VAR && (sh->var == c || sh->var == ev))) return false;
+    if (ys && (!es || ys->buf == ld->buf || ys->buf == es->buf || (yg->kind == IR_E_VAR && (yg->var == c || yg->var == ev))))
+        return false;
     tile_strbuf px = {0}, pe = {0};
     line(G, "int64_t v%d = lo%d;", j->id, t);
     put_run_ptr(G, &px, ld);
@@ -1512,7 +1535,19 @@ static bool grow_read(gen *G, const ir_stmt *s, int t) {
         tile_sb_free(&off);
     } else tile_sb_puts(&pe, "NULL");
     char *shs = expr_str(G, sh, M_VALUE);
-    line(G, "v%d = tile_row_expsumf(%s, %s, hi%d - lo%d, %s, v%d);", c->id, px.data, pe.data, t, t, shs, c->id);
+    if (ys) {
+        tile_strbuf py = {0}, pw = {0}, off = {0};
+        put_offset(G, &off, ys->buf, ys->idx, ys->loc);
+        tile_sb_printf(&py, "b%d + %s", ys->buf->id, off.data ? off.data : "0");
+        put_run_ptr(G, &pw, yw);
+        char *gs = expr_str(G, yg, M_VALUE);
+        line(G, "v%d = tile_row_expsum_wrf(%s, %s, hi%d - lo%d, %s, v%d, %s, %s, %s);", c->id, px.data, pe.data, t, t, shs, c->id, py.data, pw.data, gs);
+        free(gs);
+        tile_sb_free(&py);
+        tile_sb_free(&pw);
+        tile_sb_free(&off);
+    } else
+        line(G, "v%d = tile_row_expsumf(%s, %s, hi%d - lo%d, %s, v%d);", c->id, px.data, pe.data, t, t, shs, c->id);
     if (G->row_var) G->row_reads_ahead = true;
     free(shs);
     tile_sb_free(&px);
