@@ -913,8 +913,22 @@ static ir_stmt *match_tile_rowscale(rf *R, ir_stmt *ks, const char **reason) {
         ir_stmt *cb[2] = {iff(R, pipe_writes(R, &Pp), loop(R, j2, start, ext, IR_LOOP_VECTORIZED,
                                                          store2e(R, Y, row_at(R, r, -1, l), j2, ir_cast(R->m, x->dtype, Re, l), l), l), l),
                           iff(R, pipe_reads(R, &Pp), loop(R, j1, start, ext, IR_LOOP_SERIAL, sum, l), l)};
+        /* both (every step of a block but its first and last): one loop sums row r and writes
+         * row r - 1 */
+        ir_var *j3 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
+        tilex tx3 = {X, r, 0}, tx3w = {X, r, -1};
+        S.b[0].to = tile_x(R, &tx3, j3, l);
+        T.b[0].to = tile_x(R, &tx3w, j3, l);
+        T.b[2].to = ir_cast(R->m, w->dtype, ir_load(R->m, W, (ir_expr *[]){V(R, j3, l)}, l), l);
+        ir_expr *P3 = clone(R, pb->value, &S), *R3 = clone(R, rb->value, &T);
+        ir_stmt *two[2] = {assign(R, a, ir_binary(R->m, IR_B_ADD, V(R, a, l), ir_cast(R->m, acc->dtype, ir_cast(R->m, sq->dtype, P3, l), l), l), l),
+                           store2e(R, Y, row_at(R, r, -1, l), j3, ir_cast(R->m, x->dtype, R3, l), l)};
+        ir_stmt *sel = ir_stmt_new(R->m, IR_S_IF, l);
+        sel->cond = ir_binary(R->m, IR_B_AND, pipe_writes(R, &Pp), pipe_reads(R, &Pp), l);
+        sel->body[0] = loop(R, j3, start, ext, IR_LOOP_SERIAL, ir_seq(R->m, two, 2, l), l);
+        sel->body[1] = ir_seq(R->m, cb, 2, l);
         ir_stmt *step[3] = {iff(R, pipe_reads(R, &Pp), assign(R, a, ir_const_float(R->m, acc->dtype, 0.0, l), l), l),
-                            loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL, ir_seq(R->m, cb, 2, l), l),
+                            loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL, sel, l),
                             iff(R, pipe_reads(R, &Pp), assign(R, sc, ir_cast(R->m, acc->dtype, Qe, l), l), l)};
         ir_stmt *pre[1] = {assign(R, sc, ir_const_float(R->m, acc->dtype, 0.0, l), l)};
         res = pipe_loop(R, &Pp, pre, 1, ir_seq(R->m, step, 3, l));
@@ -922,7 +936,7 @@ static ir_stmt *match_tile_rowscale(rf *R, ir_stmt *ks, const char **reason) {
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d scales rows by a row sum (%lldx%lld blocks, RMSNorm-like) -> rows of %s over the pool: %s",
                  opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)N, X->name,
-                 piped ? "pipelined (the write pass of row r - 1 interleaved chunk by chunk with the sum of row r)" : "one sum pass, one write pass");
+                 piped ? "pipelined (the write of row r - 1 in the loop of row r's sum)" : "one sum pass, one write pass");
     return res;
 }
 
