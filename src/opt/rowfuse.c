@@ -400,6 +400,11 @@ static bool pipe_on(void) {
     const char *e = getenv("TILE_ROWFUSE_PIPE");
     return !(e && !strcmp(e, "0"));
 }
+/* the pipelined loop, unless M is a constant below 64 (blocks of one row: nothing overlaps) */
+static bool pipe_worth(ir_expr *M) {
+    int64_t mv;
+    return !(ir_const_int_value(M, &mv) && mv / 32 < 2);
+}
 #define ROW_BLOCK 16       /* most rows of one block of the pipelined loop */
 #define ROW_KEEP_MAX 65536 /* longest row whose exponentials are kept (two rows of E per worker in L2) */
 
@@ -463,7 +468,7 @@ static ir_stmt *alloc_rows2(rf *R, ir_buffer **out, const char *name, ir_expr *n
 static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx, ir_expr *m0, ir_var *m, ir_var *s, ir_var *ev, ir_buffer *Y, tile_loc l) {
     pipe P = *Pp;
     ir_buffer *E, *F;
-    if (!pipe_on()) { /* the one-exp form one row after the other */
+    if (!pipe_on() || !pipe_worth(P.M)) { /* the one-exp form one row after the other */
         ir_stmt *b1[6] = {alloc_row(R, &E, "rf_exp", H, l), alloc_row(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l), assign(R, m, m0, l),
                           assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l), online_pass(R, m, s, H, xv, ctx, ev, E, F, l),
                           scaled_write(R, E, F, m, s, H, Y, P.r, l)};
@@ -496,6 +501,15 @@ static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx,
                         loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL, sel, l),
                         iff(R, pipe_reads(R, &P), ir_seq(R->m, fin, 2, l), l)};
     return pipe_loop(R, &P, pre, 4, ir_seq(R->m, step, 4, l));
+}
+/* the log's name of the softmax's form */
+static const char *form_name(ir_expr *H, ir_expr *M) {
+    int64_t h;
+    bool p = pipe_on() && pipe_worth(M);
+    const char *kept = p ? "pipelined one-exp form (blocks of rows; the write of row r - 1 in the loop of row r's exponentials)"
+                         : pipe_on() ? "one-exp form, rows one after the other (fewer than 64 rows)" : "one-exp form, rows one after the other (TILE_ROWFUSE_PIPE=0)";
+    if (!ir_const_int_value(H, &h)) return p ? "while N <= 65536 the pipelined one-exp form, else the online form" : "while N <= 65536 the one-exp form, else the online form";
+    return h <= ROW_KEEP_MAX ? kept : "online form (the row is longer than 65536: exponentials recomputed in the write pass)";
 }
 /* the choice between the pipelined one-exp form (rows up to ROW_KEEP_MAX) and the online form
  * (`other`): fixed when H is a constant, else a run-time test */
@@ -609,12 +623,11 @@ static ir_stmt *match_plain(rf *R, ir_stmt *s, const char **reason) {
         /* Y = e / s: the one-exp form, pipelined (rows up to ROW_KEEP_MAX) */
         pipe P;
         pipe_init(R, &P, as_i32(R, s->extent), l);
+        if (!pipe_on() || !pipe_worth(P.M)) P.r = i; /* rows one after the other: the source's loop variable */
         plainx pp = {X, P.r, 0};
         ir_expr *x0[2] = {V(R, P.r, l), I32(R, 0, l)};
         ir_stmt *kept = softmax_pipe(R, &P, H32, plain_x, &pp, ir_load(R->m, X, x0, l), m, sv, ev, Y, l);
-        int64_t h;
-        form = !ir_const_int_value(H32, &h) ? pipe_on() ? "pipelined one-exp form while N <= 65536, else online" : "one-exp form while N <= 65536 (TILE_ROWFUSE_PIPE=0: not pipelined), else online"
-               : h <= ROW_KEEP_MAX ? (pipe_on() ? "pipelined one-exp form" : "one-exp form (TILE_ROWFUSE_PIPE=0: not pipelined)") : "online (the row is longer than 65536)";
+        form = form_name(H32, P.M);
         res = by_row_length(R, H32, kept, s, l);
     }
     s->body[0] = ir_seq(R->m, nb, pre ? 5 : 4, l);
@@ -806,9 +819,7 @@ static ir_stmt *match_tile_softmax(rf *R, ir_stmt *ks, const char **reason) {
             pipe_init(R, &P, as_i32(R, X->shape[0]), l);
             tilex pt = {X, P.r, 0};
             ir_stmt *kept = softmax_pipe(R, &P, H, tile_x, &pt, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), m, s, NULL, Y, l);
-            int64_t h;
-            form = !ir_const_int_value(H, &h) ? pipe_on() ? "pipelined one-exp form while N <= 65536, else online" : "one-exp form while N <= 65536 (TILE_ROWFUSE_PIPE=0: not pipelined), else online"
-                   : h <= ROW_KEEP_MAX ? (pipe_on() ? "pipelined one-exp form" : "one-exp form (TILE_ROWFUSE_PIPE=0: not pipelined)") : "online (the row is longer than 65536)";
+            form = form_name(H, P.M);
             res = by_row_length(R, H, kept, rl, l);
         }
     }
@@ -875,7 +886,7 @@ static ir_stmt *match_tile_rowscale(rf *R, ir_stmt *ks, const char **reason) {
     ir_var *r = Pp.r;
     ir_var *j1 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l), *j2 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *a = newvar(R, "rf_acc", IR_VAR_LOCAL, acc->dtype, l), *sc = newvar(R, "rf_scale", IR_VAR_LOCAL, acc->dtype, l);
-    bool piped = pipe_on();
+    bool piped = pipe_on() && pipe_worth(Pp.M);
     tilex tx = {X, r, 0}, txw = {X, r, piped ? -1 : 0};
     subst S = {0};
     S.b[0].buf = x, S.b[0].nidx = 2, S.b[0].idx[0] = pv[0], S.b[0].idx[1] = pv[1], S.b[0].to = tile_x(R, &tx, j1, l);
