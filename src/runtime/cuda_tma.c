@@ -18,6 +18,15 @@ enum { TMA_U8 = 0, TMA_U16 = 1 };                                   /* CUtensorM
 enum { TMA_SW_NONE = 0, TMA_SW_32 = 1, TMA_SW_64 = 2, TMA_SW_128 = 3 }; /* CUtensorMapSwizzle */
 enum { TMA_L2_256 = 3 };                                            /* CUtensorMapL2promotion */
 
+/* A TMA'd buffer is always a parameter or returned tensor, and runtime.c refuses any of those
+ * with a dimension <= 0 before a backend runs ("'A' would have dimension 1 of size 0"), so
+ * an empty tensor cannot get here. Should that change, say so rather than launch a kernel
+ * with an unencoded map. */
+static int empty_tensor(const char *kname, const char *bname, tile_strbuf *err) {
+    tile_sb_printf(err, "internal error: kernel %s: '%s' has no elements, and TMA cannot describe an empty tensor", kname, bname);
+    return 1;
+}
+
 /* A map of the buffer's own rank (at most 5): dims innermost first, box box_cols along the
  * last dimension, box_rows along rowdim, 1 elsewhere (sm90_attn.c's K/V/Q tiles of a
  * [b, s, h, d] tensor: the box is clipped at every dimension, out-of-range reads are zero). */
@@ -38,7 +47,7 @@ static int encode_full(void *encode, const simt_tma *t, const ir_buffer *b, cons
             tile_sb_printf(err, "kernel %s: cannot compute the shape of '%s' for its TMA tensor map", kname, b->name);
             return 1;
         }
-        if (n <= 0) return 0; /* nothing to read: the map is never used with data */
+        if (n <= 0) return empty_tensor(kname, b->name, err);
         dims[k] = (unsigned long long)n;
         if (k > 0) strides[k - 1] = pitch;
         pitch *= (unsigned long long)n;
@@ -89,7 +98,10 @@ int tile_cuda_tma_encode(void *encode, const simt_program *P, const simt_launch 
             break;
         }
         unsigned long long pitch = (unsigned long long)cols * (unsigned long long)t->elem_bytes;
-        if (rows <= 0 || cols <= 0) continue; /* nothing to read: the map is never used with data */
+        if (rows <= 0 || cols <= 0) {
+            rc = empty_tensor(L->name, b->name, err);
+            break;
+        }
         if (pitch % 16 || bufptr[t->buf] % 16) {
             tile_sb_printf(err, "kernel %s: TMA needs the rows of '%s' to be a multiple of 16 bytes (they are %llu bytes)", L->name, b->name, pitch);
             rc = 1;
