@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/cpu/rowpipe.sh TILE — build bench/cpu/rowpipe.c against the C prelude printed by the
 # given `tile` binary and run each form of the row loop (serial, pipe, pipepf, fused) for
-# softmax and RMSNorm, one thread, each run alternating with a memcpy (ratio of medians).
+# softmax and RMSNorm, one thread, each run alternating with a memcpy (ratio of medians), and
+# the two reference loops (copy, expmap: see rowpipe.c).
 #   N=16384 CHUNKS="2048" ROUNDS=2 bench/cpu/rowpipe.sh build-bench-e2e/bin/tile
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,5 +27,10 @@ for rep in $(seq "$ROUNDS"); do
         for ch in $CHUNKS; do "$T/rowpipe" "$k" "$n" "$form" "$ch"; done
       done
     done
+  done
+  # the references: a hand-written copy and y = exp(x), without and with the prefetch ahead
+  for k in copy expmap; do
+    "$T/rowpipe" $k 16384 serial 2048
+    "$T/rowpipe" $k 16384 pipe 2048
   done
 done

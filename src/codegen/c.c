@@ -1480,15 +1480,16 @@ static bool gfor_sum_nt(gen *G, const ir_stmt *s, const ir_stmt *as, const ir_st
     line(G, "int64_t c%d = lo%d + (int64_t)((-(uintptr_t)(b%d + (%s)) & (TILE_NT_W * 4 - 1)) / 4);", t, t, y, o);
     line(G, "if (c%d > hi%d) c%d = hi%d;", t, t, t, t);
     line(G, "for (v%d = lo%d; v%d < c%d; v%d++) { v%d = v%d + (%s); b%d[%s] = %s; }", id, t, id, t, id, a, a, ps, y, o, qs);
-    line(G, "float av%d[TILE_NT_W] __attribute__((aligned(64))) = {0};", t);
+    line(G, "tile_f32v av%d = {0};", t);
     line(G, "for (; c%d + TILE_NT_W <= hi%d; c%d += TILE_NT_W) {", t, t, t);
     G->indent++;
-    line(G, "float tb%d[TILE_NT_W] __attribute__((aligned(64)));", t);
+    line(G, "float tb%d[TILE_NT_W] __attribute__((aligned(64))), tp%d[TILE_NT_W] __attribute__((aligned(64)));", t, t);
     line(G, "v%d = c%d;", id, t);
     for (int k = 0; k < npf; k++) line(G, "__builtin_prefetch(%s + TILE_ROW_AHEAD, 0, 3);", pf[k].data);
     line(G, "_Pragma(\"omp simd\")");
-    line(G, "for (int64_t v%d = c%d; v%d < c%d + TILE_NT_W; v%d++) { tb%d[v%d - c%d] = %s; av%d[v%d - c%d] = av%d[v%d - c%d] + (%s); }", id, t, id, t, id, t,
-         id, t, qs, t, id, t, t, id, t, ps);
+    line(G, "for (int64_t v%d = c%d; v%d < c%d + TILE_NT_W; v%d++) { tb%d[v%d - c%d] = %s; tp%d[v%d - c%d] = %s; }", id, t, id, t, id, t, id, t, qs, t, id, t,
+         ps);
+    line(G, "av%d += tile_ldv(tp%d);", t, t);
     line(G, "tile_stream_f32v(b%d + (%s), tb%d);", y, o, t);
     G->indent--;
     line(G, "}");
