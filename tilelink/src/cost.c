@@ -166,7 +166,12 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static tlink_status measure_sync(tlink_comm *c, double out[4]) {
+/* A rank that cannot allocate its buffers must not leave the others waiting in the first
+ * synchronisation until the timeout: the ranks first agree (the smallest of "my rank if my
+ * allocation failed, else size") and all skip the measurement together when one failed;
+ * *failed_rank is then that rank (the lowest of them), and the caller falls back to the
+ * estimates. TLINK_FAULT_SYNC_OOM=R makes rank R's allocation fail (tests). */
+static tlink_status measure_sync(tlink_comm *c, double out[4], int *failed_rank) {
     enum { rounds = 5 };
     const int iters = 16;
     const size_t W = 256 << 10;
@@ -174,10 +179,17 @@ static tlink_status measure_sync(tlink_comm *c, double out[4]) {
     double best[2] = {1e9, 1e9}, xa[rounds], xs[rounds];
     uint64_t x = 0, y = 0;
     char *src = malloc(W), *dst = malloc(W);
-    if (!src || !dst) { free(src); free(dst); return tl_err(c, TLINK_ERR_NO_MEMORY, "out of memory"); }
+    if (tl_env_long("TLINK_FAULT_SYNC_OOM", -1) == c->rank) { free(src); free(dst); src = dst = NULL; }
+    int32_t bad = src && dst ? n : c->rank;
+    tlink_status st = tl_direct_min_i32(c, &bad); /* also the warm-up: everyone is here */
+    *failed_rank = st || bad >= n ? -1 : (int)bad;
+    if (st || bad < n) {
+        free(src);
+        free(dst);
+        return st;
+    }
     memset(src, 1, W);
     memset(dst, 2, W);
-    tlink_status st = tl_direct_barrier(c); /* warm-up: everyone is here */
     for (int r = 0; r < rounds && !st; r++) {
         double t[6];
         t[0] = tl_now();
@@ -309,9 +321,17 @@ tlink_status tl_cost_init(tlink_comm *c) {
             have[t] = !cached[t] || re ? 2 : 1;
         }
     }
+    int oom_rank = -1;
     if (msync) {
-        tlink_status st = measure_sync(c, sync);
+        tlink_status st = measure_sync(c, sync, &oom_rank);
         if (st) return st;
+        if (oom_rank >= 0) {
+            if (c->rank == 0)
+                tl_log(TL_LOG_WARN, "cost model: rank %d could not allocate 512 KiB to measure the synchronisation "
+                       "costs (out of memory); every rank uses the estimates instead", oom_rank);
+            msync = 0;
+            sync[0] = sync[1] = -1;
+        }
     }
     snprintf(key, sizeof key, "%s/cost", c->prefix);
     if (c->rank == 0) {
@@ -350,7 +370,7 @@ tlink_status tl_cost_init(tlink_comm *c) {
         }
     } else {
         tl_cost_sync_estimate(c, c->alpha[TLINK_TRANSPORT_SHM]);
-        how = "estimated";
+        how = oom_rank >= 0 ? "estimated: the measurement was skipped, a rank was out of memory" : "estimated";
     }
     tl_log(TL_LOG_INFO, "cost model: shm alpha %.2f us, %.2f GB/s; tcp alpha %.2f us, %.2f GB/s", c->alpha[1] * 1e6,
            1e-9 / c->beta[1], c->alpha[2] * 1e6, 1e-9 / c->beta[2]);
@@ -434,19 +454,26 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
         case TLINK_ALGO_RING: t = 2 * (N - 1) * (a + B / N * (b + xs)) + (N - 1) / N * B * g; break;
         case TLINK_ALGO_RECURSIVE_DOUBLING: t = flog2(n) * (a + B * (b + xs) + B * g + B / 8e9) + foldc; break;
         case TLINK_ALGO_RABENSEIFNER:
-            t = 2 * flog2(n) * a + 2 * (p2 - 1.0) / p2 * B * (b + xs) + (p2 - 1.0) / p2 * B * g + foldc;
+            /* oversubscribed, its byte terms x1.25: on 4 ranks of 2 cores it measured 1.14-1.64x
+             * ring's time at 256 KiB - 16 MiB in interleaved runs (sessions 4 and 5, bench/results/
+             * link-allreduce-2026-11-30-s5-16core.md), where the terms above price the two alike
+             * (the same bytes, fewer steps); the cause (which partners share a core in the
+             * halving steps of B/2, B/4) is not modelled */
+            t = 2 * flog2(n) * a + (k > 1 ? 1.25 : 1) * (2 * (p2 - 1.0) / p2 * B * (b + xs) + (p2 - 1.0) / p2 * B * g) + foldc;
             break;
         case TLINK_ALGO_BINOMIAL_TREE: t = 2 * L * (a + B * (b + xs)) + L * B * g; break;
         case TLINK_ALGO_DOUBLE_BINARY_TREE: {
             double depth = clog2(n) + 1, half = nch / 2 < 1 ? 1 : nch / 2, cb = B < chunk ? B : chunk;
             t = 2 * (depth + half - 1) * (a + cb * (b + xs)) * 1.0 + B * g;
-            /* the formula above is the pipeline's critical path, which is what counts when
-             * every rank has a core; oversubscribed, the cores are the bottleneck and each
-             * rank's own work counts: interior in one tree and a leaf in the other, a rank
-             * sends and receives 2B in all (ring: 1.5B) and reduces B. Measured on 4 ranks
-             * of 2 cores, 256 KiB - 4 MiB: 1.6-2.6x ring's time (bench/results/
-             * link-allreduce-2026-11-30-s4.md) */
-            if (k > 1) t = TL_MAX(t, 2 * (depth + half - 1) * a + 2 * B * (b + xs) + B * g);
+            /* the formula above is the pipeline's critical path; but each rank is one thread
+             * and its own work is a floor whatever the core count: interior in one tree and a
+             * leaf in the other, a rank sends and receives 2B in all (ring: 2(n-1)/n B) and
+             * reduces B. Oversubscribed: measured on 4 ranks of 2 cores, 256 KiB - 4 MiB,
+             * 1.6-2.6x ring's time (bench/results/link-allreduce-2026-11-30-s4.md); with a
+             * core per rank: 8 ranks of 16 cores, 8-16 MiB, the critical path predicted
+             * 2.9 ms at 8 MiB against 6.4 ms measured, below Open MPI (0.90-0.94x;
+             * link-allreduce-2026-11-30-s5-16core.md) */
+            t = TL_MAX(t, 2 * (depth + half - 1) * a + 2 * B * (b + xs) + B * g);
             break;
         }
         case TLINK_ALGO_DIRECT:

@@ -264,6 +264,9 @@ tlink_status tl_execute(tlink_comm *c, tl_args *a);    /* blocking entry: orders
 /* ---------- cost.c ---------- */
 tlink_status tl_cost_init(tlink_comm *c);
 tlink_status tl_direct_barrier(tlink_comm *c); /* coll.c: needs c->dslots and one host */
+/* coll.c: the smallest of the host's ranks' values, through the direct flags (no allocation,
+ * no cost model: usable while the communicator is being set up); needs c->dslots, one host */
+tlink_status tl_direct_min_i32(tlink_comm *c, int32_t *v);
 void tl_cost_sync_estimate(tlink_comm *c, double alpha); /* cost.c: estimated oversubscription terms */
 tlink_algo tl_choose(tlink_comm *c, tlink_coll coll, size_t bytes, double *pred_us, const char *dtname);
 double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo a, size_t bytes);
