@@ -1489,7 +1489,7 @@ static bool gfor_sum_nt(gen *G, const ir_stmt *s, const ir_stmt *as, const ir_st
     line(G, "_Pragma(\"omp simd\")");
     line(G, "for (int64_t v%d = c%d; v%d < c%d + TILE_NT_W; v%d++) { tb%d[v%d - c%d] = %s; tp%d[v%d - c%d] = %s; }", id, t, id, t, id, t, id, t, qs, t, id, t,
          ps);
-    line(G, "av%d += tile_ldv(tp%d);", t, t);
+    line(G, "av%d += *(const tile_f32v *)tp%d;", t, t);
     line(G, "tile_stream_f32v(b%d + (%s), tb%d);", y, o, t);
     G->indent--;
     line(G, "}");

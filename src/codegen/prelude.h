@@ -620,13 +620,9 @@ static inline void tile_stream_f32v(float *d, const float *s) { _mm256_stream_ps
 static inline void tile_stream_f32v(float *d, const float *s) { memcpy(d, s, TILE_NT_W * sizeof(float)); }
 #endif
 /* TILE_NT_W f32 lanes as one vector value (a register): the lane partial sums of c.c's sum
- * with a streaming write riding along (gfor_sum_nt) */
-typedef float tile_f32v __attribute__((vector_size(TILE_NT_W * 4)));
-static inline tile_f32v tile_ldv(const float *p) {
-    tile_f32v v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
+ * with a streaming write riding along (gfor_sum_nt), added from a 64-byte-aligned array
+ * (may_alias: read through this type) */
+typedef float tile_f32v __attribute__((vector_size(TILE_NT_W * 4), may_alias));
 /* locality of the next-row prefetches of streaming write loops (c.c, gfor_nt): 2 = into L2
  * (prefetcht1): an L1 prefetch of the next row evicted the row being re-read */
 #ifndef TILE_ROW_PREFETCH
