@@ -9,7 +9,7 @@ API) where apt works. Issue 3 asks bf16 >= 0.9x oneDNN and >= 1.7x our f32 GEMM 
 AVX512-BF16.
 
     python3 bench/cpu/bf16_torch.py --tile build/bin/tile [--sizes 1024,2048,4096] [--iters 10]
-        [--threads all,1] [--iters1 3] [--out FILE]
+        [--threads all,1] [--iters1 3] [--rounds 5] [--others] [--commit SHA] [--out FILE]
 
 Ours: `tile run examples/gemm.tl --target cpu --bench` (the tile-form GEMM, which TileOpt's
 tilegemm pass runs as one packed GEMM on the thread pool; median of --iters runs, host time),
@@ -17,7 +17,10 @@ with TILE_CPU_ISA=amx / avx512bf16 for the bf16 kernels (a path the CPU lacks is
 n/a) and the default ISA for f32 (bf16 never enters the f32 GEMM). The peer: torch.matmul on
 CPU tensors, bf16 (bf16 result, f32 accumulation inside oneDNN) and f32; medians of the same
 number of runs after a warm-up. "1" threads: this process and its children are pinned to one
-CPU (sched_setaffinity; Tile sizes its pool from the affinity) and torch.set_num_threads(1).
+CPU, the last one usable (sched_setaffinity; Tile sizes its pool from the affinity) and torch.set_num_threads(1).
+Noise: each size runs --rounds rounds interleaved (ours AMX, torch bf16, ours, torch, ...) and
+the AMX/torch ratio is reported as the median and min-max over the rounds, so one disturbed
+round cannot decide; ours f32 / torch f32 (and AVX512-BF16 with --others) run once per size.
 Prints a markdown report (stdout, and --out FILE)."""
 import argparse
 import datetime
@@ -98,6 +101,12 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", default="all,1", help="comma list of 'all' and/or '1'")
     ap.add_argument("--iters1", type=int, default=3, help="iterations for the 1-thread runs")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds per size (ours, torch, ours, torch, ...): the AMX vs torch ratio is "
+                         "reported as the median and min-max over rounds")
+    ap.add_argument("--others", action="store_true",
+                    help="also time AVX512-BF16 (once per size; our f32 and torch f32 always run once per size)")
+    ap.add_argument("--commit", default="", help="the commit measured (written into the report)")
     ap.add_argument("--out")
     a = ap.parse_args()
     import torch
@@ -107,41 +116,61 @@ def main():
              "- CPU: %s; %d cores usable; flags: %s" % (model, len(all_cpus), flags),
              "- `tile devices` (auto): `%s`" % tile_cpu_line(a.tile),
              "- torch %s (mkldnn: %s), %s" % (torch.__version__, torch.backends.mkldnn.is_available(), platform.platform()),
-             "- Command: `python3 bench/cpu/bf16_torch.py --tile %s --sizes %s --iters %d --threads %s --iters1 %d`"
-             % (a.tile, a.sizes, a.iters, a.threads, a.iters1),
+             "- Command: `python3 bench/cpu/bf16_torch.py --tile %s --sizes %s --iters %d --threads %s --iters1 %d "
+             "--rounds %d%s`" % (a.tile, a.sizes, a.iters, a.threads, a.iters1, a.rounds, " --others" if a.others else ""),
+             "- Commit: %s; started %s UTC; load average %s" % (
+                 a.commit or "?", datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M:%S"),
+                 " ".join("%.2f" % x for x in os.getloadavg())),
              "- ours = tile-form examples/gemm.tl on --target cpu (bf16 A, B; f32 accumulate and C; TILE_CPU_ISA=amx "
-             "or avx512bf16 picks the bf16 kernel), median of the iterations; peer = torch.matmul on CPU tensors "
-             "(bf16 result for bf16), median of the same count after a warm-up. Ratios are speed ratios (time of the "
-             "other / time of ours): > 1 means ours is faster.", ""]
+             "or avx512bf16 picks the bf16 kernel), median of the iterations of one `tile run --bench`; peer = "
+             "torch.matmul on CPU tensors (bf16 result for bf16), median of the same count after a warm-up. Each "
+             "size runs --rounds rounds, each round ours (AMX) then torch bf16, so both see the same machine state; "
+             "the ratio (torch time / our time, > 1: ours faster) is taken per round and reported as the median "
+             "and the min-max over the rounds; the times are the medians over the rounds.", ""]
     for isa in ("amx", "avx512bf16"):
         lines.append("- TILE_CPU_ISA=%s: `%s`" % (isa, tile_cpu_line(a.tile, isa)))
     lines.append("")
+    detail = ["## Rounds (ms: ours AMX / torch bf16 = ratio)", ""]
     for th in [t for t in a.threads.split(",") if t]:
         if th == "1":
-            os.sched_setaffinity(0, {all_cpus[0]})
+            os.sched_setaffinity(0, {all_cpus[-1]})  # not CPU 0: 1-thread runs pinned there were disturbed (s4 run 2, s5 run 1)
             iters = a.iters1
         else:
             os.sched_setaffinity(0, set(all_cpus))
             iters = a.iters
         nth = len(os.sched_getaffinity(0))
         torch.set_num_threads(nth)
-        lines += ["## %d thread%s (median of %d)" % (nth, "" if nth == 1 else "s", iters), "",
-                  "| size | AMX bf16 (ms) | AMX TFLOP/s | AVX512-BF16 bf16 (ms) | ours f32 (ms) | torch bf16 (ms) | torch f32 (ms) "
-                  "| AMX vs torch bf16 | AMX vs ours f32 | AVX512-BF16 vs ours f32 | AVX512-BF16 vs torch bf16 |",
+        lines += ["## %d thread%s (%d rounds, each the median of %d runs)" % (nth, "" if nth == 1 else "s", a.rounds, iters), "",
+                  "| size | AMX bf16 (ms) | AMX TFLOP/s | torch bf16 (ms) | AMX vs torch bf16: median | min-max "
+                  "| ours f32 (ms) | AMX vs ours f32 | torch f32 (ms) | AVX512-BF16 (ms) | AVX512-BF16 vs ours f32 |",
                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for sz in [int(x) for x in a.sizes.split(",") if x]:
-            am = ours(a.tile, sz, "bfloat16", iters, "amx")
-            av = ours(a.tile, sz, "bfloat16", iters, "avx512bf16")
+            ams, pbs, rs = [], [], []
+            for _ in range(a.rounds):
+                am = ours(a.tile, sz, "bfloat16", iters, "amx")
+                pb = peer(torch, sz, torch.bfloat16, iters)
+                pbs.append(pb)
+                if am is not None:
+                    ams.append(am)
+                    rs.append(pb / am)
+            am = statistics.median(ams) if ams else None
+            pb = statistics.median(pbs)
             of = ours(a.tile, sz, "float32", iters)
-            pb = peer(torch, sz, torch.bfloat16, iters)
             pf = peer(torch, sz, torch.float32, iters)
+            av = ours(a.tile, sz, "bfloat16", iters, "avx512bf16") if a.others else None
             tf = None if am is None else 2.0 * sz ** 3 / (am * 1e-3) / 1e12
-            lines.append("| %d | %s | %s | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s |" % (
-                sz, fmt(am), fmt(tf), fmt(av), of, pb, pf, ratio(pb, am), ratio(of, am), ratio(of, av), ratio(pb, av)))
+            rmed = "%.2fx" % statistics.median(rs) if rs else "n/a"
+            rmm = "%.2f-%.2fx" % (min(rs), max(rs)) if rs else "n/a"
+            lines.append("| %d | %s | %s | %.2f | %s | %s | %.2f | %s | %.2f | %s | %s |" % (
+                sz, fmt(am), fmt(tf), pb, rmed, rmm, of, ratio(of, am), pf, fmt(av), ratio(of, av)))
+            detail.append("- %d thread%s, %d: %s" % (nth, "" if nth == 1 else "s", sz, ", ".join(
+                "%.2f/%.2f=%.2fx" % (x, y, y / x) for x, y in zip(ams, pbs))))
             print(lines[-1], file=sys.stderr, flush=True)
         lines.append("")
     os.sched_setaffinity(0, set(all_cpus))
-    txt = "\n".join(lines) + "\n"
+    lines.append("- load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
+    lines.append("")
+    txt = "\n".join(lines + detail) + "\n"
     print(txt)
     if a.out:
         with open(a.out, "w") as f:

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include "core/core.h"
@@ -78,7 +79,9 @@ static const isa_sel *g_sel_auto;   /* the best one this CPU runs (the first sup
 static const tk_isa *g_isa;         /* g_sel->isa, NULL when invalid */
 static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
-static int64_t g_env_kc, g_env_nc, g_env_mc;
+static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
+static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
+static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_tls_key;
@@ -95,6 +98,35 @@ static void set_sel(const isa_sel *s) {
 }
 
 static void tls_destroy(void *p);
+
+/* ---------- profiling (TILE_GEMM_PROF=1; for measurements, no effect otherwise) ----------
+ * Per GEMM (of the last A block): the wall time until packing and the bf16 plan are done,
+ * then of the compute tasks; of the latter, the time after the last one ended (join), the
+ * tasks' summed busy time and, inside it, the micro-kernel loops'
+ * (the rest of a task: B packing where B is not shared, edge tiles, tile config). */
+#include <time.h>
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static struct {
+    uint64_t calls, total, pack, compute, tail, busy, kern, tasks, workers;
+} g_pr;
+static uint64_t g_pr_first, g_pr_last; /* the current compute step's first task start, last task end */
+static void pr_add(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static void prof_report(void) {
+    if (!g_pr.calls) return;
+    const double n = (double)g_pr.calls;
+    fprintf(stderr,
+            "tk_cpu_gemm prof: %llu calls; per call (us): total %.1f = pack and plan %.1f + compute %.1f (of it "
+            "join %.1f); %.1f tasks of %.1f us each; busy %.0f%% of %.0f workers x compute; "
+            "micro-kernel loops %.0f%% of task time\n",
+            (unsigned long long)g_pr.calls, g_pr.total / n / 1e3, g_pr.pack / n / 1e3,
+            g_pr.compute / n / 1e3, g_pr.tail / n / 1e3, g_pr.tasks / n,
+            g_pr.tasks ? g_pr.busy / (double)g_pr.tasks / 1e3 : 0.0, 100.0 * g_pr.busy / ((double)g_pr.compute * (g_pr.workers / n) + 1),
+            g_pr.workers / n, g_pr.busy ? 100.0 * g_pr.kern / g_pr.busy : 0.0);
+}
 
 static int64_t env_int(const char *name) {
     const char *s = tile_env(name);
@@ -118,6 +150,11 @@ static void init_once(void) {
     g_env_kc = env_int("TILE_GEMM_KC");
     g_env_nc = env_int("TILE_GEMM_NC");
     g_env_mc = env_int("TILE_GEMM_MC");
+    g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
+    g_prof = env_int("TILE_GEMM_PROF") > 0;
+    const char *bs = tile_env("TILE_GEMM_BSHARED");
+    g_no_bshared = bs && strcmp(bs, "0") == 0;
+    if (g_prof) atexit(prof_report);
     const char *bm = tile_env("TILE_GEMM_BF16");
     g_bf16_mode = !bm                                ? 0
                   : strcmp(bm, "off") == 0           ? 1
@@ -158,7 +195,14 @@ static const tk_bf16_kernel *bf16_kernel(void) {
     if (g_bf16_mode == 1) return NULL;
     if (g_bf16_mode == 2) return &tk_bf16_emulated;
     if (g_bf16_mode == 3) return &tk_bf16_amx_emulated;
-    return g_sel ? g_sel->bk : NULL;
+    const tk_bf16_kernel *k = g_sel ? g_sel->bk : NULL;
+#if defined(__x86_64__) || defined(__i386__)
+    /* AMX: Linux's permission for the tile data state is asked for here, at the first use
+     * (it enlarges every signal frame of the process, so processes that never run a bf16
+     * GEMM never ask); refused: vdpbf16ps where the CPU has it, else the f32 path */
+    if (k == &tk_bf16_amx && !tk_amx_request()) k = tk_isa_supported("avx512bf16") ? &tk_bf16_avx512 : NULL;
+#endif
+    return k;
 }
 
 const char *tk_cpu_isa(void) {
@@ -254,7 +298,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* The kernel set a GEMM runs with: f32 panels (kdiv 1) or bf16 k-pair panels (kdiv 2, pair
  * rows padded to a multiple of kq, A in layout a_layout, B in TK_BF16_PAIRS). */
 typedef void (*tk_bpack_fn)(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
-                            int layout, uint32_t *dst);
+                            int layout, uint32_t *dst, uint32_t *rng);
 typedef struct kset {
     int mr, nr, kdiv, kq, a_layout;
     tk_ukr_fn ukr;
@@ -271,7 +315,7 @@ static int64_t ks_rows(const kset *ks, int64_t kc) { return round_up(cdiv(kc, ks
  * at [q*R + p%R] (TK_BF16_PAIRS) or [(q/16)*R*16 + (p%R)*16 + q%16] (TK_BF16_ROWS16) of
  * panel p/R, which starts at dst + (p/R)*R*kpad. */
 void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
-                          int layout, uint32_t *dst) {
+                          int layout, uint32_t *dst, uint32_t *rng) {
     const uint16_t *src = (const uint16_t *)s->p;
     const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2, kpad = round_up(kp, kq);
     for (int64_t r0 = 0; r0 < plen; r0 += R) {
@@ -289,6 +333,7 @@ void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0,
             }
         }
     }
+    if (rng) tk_bf16_range_generic((const uint16_t *)(const void *)dst, 2 * round_up(plen, R) * kpad, &rng[0], &rng[1]);
 }
 
 typedef struct gctx {
@@ -310,7 +355,146 @@ typedef struct gctx {
     float *bshared;
     int64_t bstride, npanb, bpan_per_task, natasks;
     int failed;
+    /* bf16 kernels (denormals, bf16_plan): the packing tasks record the magnitude range of
+     * what they pack (scan_a / scan_b) into amn/amx, bmn/bmx; once the scale is known, the
+     * packers apply 2^sa / 2^sb to what they pack from then on */
+    int scan_a, scan_b, sa, sb;
+    uint32_t amn, amx, bmn, bmx;
+    /* the fused parallel step (fused_task): pk_n packing tasks (A, or A then B when pk_both)
+     * claimed through pk_next, pk_done finished; the last one runs the bf16 plan (pk_plan)
+     * into plan / cshift and sets pk_ready */
+    int64_t pk_n, pk_next, pk_done, ntasks;
+    int pk_both, pk_plan, pk_ready, plan, cshift;
+    /* range scans of sources the packing tasks do not see, as more tasks of the same step
+     * (the first A block only): A's rows in ns_a chunks of rows_a (A in several blocks), B's
+     * panels in ns_b chunks of cols_b (B packed per task), C's rows in ns_c chunks of rows_c
+     * (accumulating: its old values) into cmn/cmx (f32 magnitude bits) */
+    int64_t ns_a, rows_a, ns_b, cols_b, ns_c, rows_c;
+    uint32_t cmn, cmx;
+    uint64_t t_ready;
 } gctx;
+
+/* ---------- bf16 denormals ----------
+ * tdpbf16ps and vdpbf16ps treat subnormal bf16 inputs (and tdpbf16ps the C tile it loads) as
+ * zero and flush subnormal results to zero, whatever MXCSR says; the f32 path is IEEE. The
+ * bf16 GEMM gives the IEEE result anyway:
+ *   Every product a*b of bf16 values with exponents ea, eb is a multiple of 2^(ea+eb-14) (8
+ *   significant bits each), and so is every partial sum (rounding to f32 keeps multiples of
+ *   a power of two that is above the rounding unit, and leaves smaller ones exact), C's old
+ *   values being multiples of 2^(ec-23). So if no input is subnormal and
+ *       q = min(ea_min + eb_min - 14, ec_min - 23) >= -126
+ *   nothing is ever subnormal, the flushing never fires and the result is the IEEE one.
+ *   Otherwise A and B are scaled by powers of two 2^sa, 2^sb (exact) such that the scaled
+ *   inputs are normal, q + sa + sb >= -126 and the sums stay finite, C is pre-scaled by
+ *   2^(sa+sb) (when accumulating) and post-scaled by 2^-(sa+sb) (one rounding, as IEEE's own
+ *   gradual underflow). If no such scale exists (operands spanning more than ~250 binades)
+ *   the GEMM runs on the f32 path (dequantise-while-packing, IEEE FMA).
+ * The ranges come from the packers themselves (min/max over the registers they store), or from the sources where B is packed per task or A in several blocks, and
+ * C's old values when accumulating: in parallel, as more tasks of the packing step
+ * (scan_task). */
+
+static void atomic_min_u32(uint32_t *p, uint32_t v) {
+    uint32_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < o && !__atomic_compare_exchange_n(p, &o, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+static void atomic_max_u32(uint32_t *p, uint32_t v) {
+    uint32_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > o && !__atomic_compare_exchange_n(p, &o, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+void tk_bf16_range_generic(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx) {
+    uint32_t a = *mn, b = *mx;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t m = h[i] & 0x7FFFu;
+        if (m && m < a) a = m;
+        if (m < 0x7F80u && m > b) b = m;
+    }
+    *mn = a;
+    *mx = b;
+}
+
+/* the range of a bf16 source view (np x nk elements) */
+static void src_range(const tk_src *s, int64_t p0, int64_t np, int64_t nk, uint32_t *mn, uint32_t *mx) {
+    const uint16_t *h = (const uint16_t *)s->p;
+    for (int64_t p = p0; p < p0 + np; p++) {
+        if (s->sk == 1) {
+            tk_bf16_range_generic(h + p * s->sp, nk, mn, mx);
+            continue;
+        }
+        for (int64_t k = 0; k < nk; k++) tk_bf16_range_generic(h + p * s->sp + k * s->sk, 1, mn, mx);
+    }
+}
+
+/* floor(log2 |x|) of a nonzero finite bf16 magnitude m (bits & 0x7FFF) */
+static int bf16_exp(uint32_t m) {
+    if (m >= 0x80u) return (int)(m >> 7) - 127;
+    return -133 + (31 - __builtin_clz(m)); /* subnormal: m 2^-133 */
+}
+/* ... and of an f32 one */
+static int f32_exp(uint32_t m) {
+    if (m >= 0x800000u) return (int)(m >> 23) - 127;
+    return -149 + (31 - __builtin_clz(m));
+}
+
+/* multiply n packed bf16 values (two per word) by 2^sh; the caller guarantees that every
+ * nonzero finite one stays normal and finite (bf16_plan), so this is exact */
+static void bf16_rescale(uint32_t *w, int64_t nwords, int sh) {
+    if (sh == 0) return;
+    uint16_t *h = (uint16_t *)(void *)w;
+    for (int64_t i = 0; i < 2 * nwords; i++) {
+        const uint32_t v = h[i], e = (v >> 7) & 0xFFu, m = v & 0x7Fu;
+        if (e == 0xFFu || (e == 0 && m == 0)) continue;
+        if (e != 0) {
+            h[i] = (uint16_t)(v + (uint32_t)(sh * 128)); /* exponent field + sh, stays in 1..254 */
+        } else {
+            const float f = (float)ldexp((double)m, -133 + sh); /* normal, <= 7 significant bits: exact */
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            h[i] = (uint16_t)((v & 0x8000u) | (u >> 16));
+        }
+    }
+}
+
+/* C (M x N f32 view) *= 2^sh, rounded once (exact when sh > 0: bf16_plan keeps it finite) */
+static void scale_c(float *c, int64_t rs, int64_t cs, int64_t M, int64_t N, int sh) {
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float *p = c + i * rs + j * cs;
+            *p = (float)ldexp((double)*p, sh);
+        }
+}
+
+/* The plan for a bf16 GEMM from the magnitude ranges of A, B (and C's old values when
+ * accumulating: cmn/cmx as f32 magnitude bits, cmn == 0 none): 0 = run as is, 1 = scale A
+ * by 2^*sa and B by 2^*sb, -1 = use the f32 path. */
+static int bf16_plan(uint32_t amn, uint32_t amx, uint32_t bmn, uint32_t bmx, uint32_t cmn, uint32_t cmx, int64_t K,
+                     int *sa, int *sb) {
+    *sa = *sb = 0;
+    const int prods = amn < 0x7F80u && bmn < 0x7F80u; /* some nonzero finite product */
+    if (!prods) return cmn && cmn < 0x800000u ? -1 : 0; /* only C's old values: a subnormal one would be flushed */
+    const int ea0 = bf16_exp(amn), ea1 = bf16_exp(amx), eb0 = bf16_exp(bmn), eb1 = bf16_exp(bmx);
+    int q = ea0 + eb0 - 14;
+    int clog = 0;
+    while (((int64_t)1 << clog) < K && clog < 62) clog++;
+    int E = ea1 + eb1 + 2 + clog; /* |sum of products| < 2^E */
+    if (cmn) {
+        if (f32_exp(cmn) - 23 < q) q = f32_exp(cmn) - 23;
+        if (cmx && f32_exp(cmx) + 1 > E) E = f32_exp(cmx) + 1;
+    }
+    E += 1; /* |C| < 2^E */
+    const int sa_lo = -126 - ea0, sa_hi = 127 - ea1, sb_lo = -126 - eb0, sb_hi = 127 - eb1;
+    const int s_lo0 = -126 - q, s_hi0 = 127 - E;
+    if (s_lo0 <= 0 && sa_lo <= 0 && sb_lo <= 0) return 0; /* nothing can be subnormal */
+    const int lo = s_lo0 > sa_lo + sb_lo ? s_lo0 : sa_lo + sb_lo;
+    const int hi = s_hi0 < sa_hi + sb_hi ? s_hi0 : sa_hi + sb_hi;
+    if (lo > hi || sa_lo > sa_hi || sb_lo > sb_hi) return -1;
+    const int sh = lo > 0 ? lo : hi < 0 ? hi : 0;
+    *sa = sa_lo > sh - sb_hi ? sa_lo : sh - sb_hi;
+    *sb = sh - *sa;
+    return 1;
+}
 
 /* The part of a packing step that task t covers: npan panels of R rows (A) or columns (B),
  * len in all, in groups of per_task, for every K block: the task's K block (pb: its index,
@@ -340,8 +524,18 @@ static void pack_a_task(void *arg, int64_t t) {
     pack_slice p;
     if (!pack_slice_of(x, t, x->napan, x->apan_per_task, MR, x->mlen, &p)) return;
     float *dst = x->apack + x->mpad * p.pb * ks_rows(&x->ks, x->KC) + p.p0 * ks_rows(&x->ks, p.kc);
-    if (x->ks.kdiv == 2) x->ks.bpack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst);
-    else x->ks.pack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, dst);
+    if (x->ks.kdiv == 2) {
+        uint32_t rng[2] = {0x10000u, 0};
+        x->ks.bpack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst,
+                    x->scan_a ? rng : NULL);
+        if (x->scan_a) {
+            atomic_min_u32(&x->amn, rng[0]);
+            atomic_max_u32(&x->amx, rng[1]);
+        }
+        bf16_rescale((uint32_t *)(void *)dst, round_up(p.plen, MR) * ks_rows(&x->ks, p.kc), x->sa);
+    } else {
+        x->ks.pack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, dst);
+    }
 }
 
 /* pack shared B panels: task t = (K block, group of panels) */
@@ -351,7 +545,13 @@ static void pack_b_task(void *arg, int64_t t) {
     pack_slice p;
     if (!pack_slice_of(x, t, x->npanb, x->bpan_per_task, NR, x->N, &p)) return;
     float *dst = x->bshared + p.pb * x->bstride + p.p0 * ks_rows(&x->ks, p.kc);
-    x->ks.bpack(&x->b, p.p0, p.plen, p.pc, p.kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst);
+    uint32_t rng[2] = {0x10000u, 0};
+    x->ks.bpack(&x->b, p.p0, p.plen, p.pc, p.kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst,
+                x->scan_b ? rng : NULL);
+    if (x->scan_b) {
+        atomic_min_u32(&x->bmn, rng[0]);
+        atomic_max_u32(&x->bmx, rng[1]);
+    }
 }
 
 /* the first parallel step with a shared B: A panel tasks, then B panel tasks */
@@ -359,6 +559,82 @@ static void pack_ab_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
     if (t < x->natasks) pack_a_task(arg, t);
     else pack_b_task(arg, t - x->natasks);
+}
+
+static int bf16_apply_plan(gctx *x, int *cshift);
+static void compute_task(void *arg, int64_t t);
+
+/* the magnitude range of rows [r0, r0 + nr) of C's old values (f32 bits & 0x7FFFFFFF:
+ * smallest nonzero, largest finite) merged into *mn / *mx */
+static void c_range(const gctx *x, int64_t r0, int64_t nr, uint32_t *mn, uint32_t *mx) {
+    uint32_t a = 0xFFFFFFFFu, b = 0;
+    for (int64_t i = r0; i < r0 + nr; i++)
+        for (int64_t j = 0; j < x->N; j++) {
+            uint32_t u;
+            memcpy(&u, x->c + i * x->c_rs + j * x->c_cs, 4);
+            u &= 0x7FFFFFFFu;
+            if (u && u < a) a = u;
+            if (u < 0x7F800000u && u > b) b = u;
+        }
+    atomic_min_u32(mn, a);
+    atomic_max_u32(mx, b);
+}
+
+/* scan task t of the first A block's parallel step (gctx.ns_a / ns_b / ns_c) */
+static void scan_task(gctx *x, int64_t t) {
+    uint32_t mn = 0x10000u, mx = 0;
+    if (t < x->ns_a) {
+        const int64_t r0 = t * x->rows_a, nr = x->M - r0 < x->rows_a ? x->M - r0 : x->rows_a;
+        src_range(&x->a, r0, nr, x->K, &mn, &mx);
+        atomic_min_u32(&x->amn, mn);
+        atomic_max_u32(&x->amx, mx);
+    } else if ((t -= x->ns_a) < x->ns_b) {
+        const int64_t c0 = t * x->cols_b, nc = x->N - c0 < x->cols_b ? x->N - c0 : x->cols_b;
+        src_range(&x->b, c0, nc, x->K, &mn, &mx);
+        atomic_min_u32(&x->bmn, mn);
+        atomic_max_u32(&x->bmx, mx);
+    } else {
+        t -= x->ns_b;
+        const int64_t r0 = t * x->rows_c, nr = x->M - r0 < x->rows_c ? x->M - r0 : x->rows_c;
+        c_range(x, r0, nr, &x->cmn, &x->cmx);
+    }
+}
+
+static void spin_pause(unsigned *n) {
+    if (++*n < 2000) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else {
+        sched_yield(); /* oversubscribed (CI): let the packing threads run */
+    }
+}
+
+/* Body t of the one parallel step of an A block: first help with the packing (claim packing
+ * tasks until none is left), wait until every packing task has finished (they were all
+ * claimed by running bodies, so this ends), the last finisher having run the bf16 plan,
+ * then compute task t. Saves the pool's second wake-up and join per GEMM, and needs no
+ * order from the parallel-for. */
+static void fused_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    for (;;) {
+        const int64_t i = __atomic_fetch_add(&x->pk_next, 1, __ATOMIC_ACQ_REL);
+        if (i >= x->pk_n) break;
+        const int64_t npack = x->pk_n - (x->ns_a + x->ns_b + x->ns_c);
+        if (i >= npack) scan_task(x, i - npack);
+        else if (x->pk_both) pack_ab_task(x, i);
+        else pack_a_task(x, i);
+        if (__atomic_add_fetch(&x->pk_done, 1, __ATOMIC_ACQ_REL) == x->pk_n) {
+            if (x->pk_plan) x->plan = bf16_apply_plan(x, &x->cshift);
+            if (g_prof) x->t_ready = now_ns();
+            __atomic_store_n(&x->pk_ready, 1, __ATOMIC_RELEASE);
+        }
+    }
+    if (t >= x->ntasks) return;
+    unsigned n = 0;
+    while (!__atomic_load_n(&x->pk_ready, __ATOMIC_ACQUIRE)) spin_pause(&n);
+    if (x->plan < 0) return; /* the f32 path takes over */
+    compute_task(arg, t);
 }
 
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */
@@ -381,15 +657,22 @@ static void compute_task(void *arg, int64_t t) {
         return;
     }
     float tmp[TK_MAX_TILE] __attribute__((aligned(64)));
+    const uint64_t tstart = g_prof ? now_ns() : 0;
+    uint64_t kern = 0;
     if (ks->begin) ks->begin();
     for (int64_t pc = 0; pc < x->K; pc += x->KC) {
         const int64_t kc = x->K - pc < x->KC ? x->K - pc : x->KC;
         const int64_t kst = ks_rows(ks, kc); /* panel rows stored: k steps or k pairs */
         const int beta = pc == 0 ? x->accumulate : 1;
         if (x->bshared) bp = x->bshared + (pc / x->KC) * x->bstride + j0 * kst;
-        else if (ks->kdiv == 2) ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp);
-        else ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
+        else if (ks->kdiv == 2) {
+            ks->bpack(&x->b, j0, nl, pc, kc, NR, ks->kq, TK_BF16_PAIRS, (uint32_t *)(void *)bp, NULL);
+            bf16_rescale((uint32_t *)(void *)bp, npan * NR * kst, x->sb);
+        } else {
+            ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
+        }
         const float *ablk = x->apack + x->mpad * (pc / x->KC) * ks_rows(ks, x->KC);
+        const uint64_t k0 = g_prof ? now_ns() : 0;
         for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
             const float *ap = ablk + ir * kst; /* panel ir/MR */
             const int64_t mr = x->mlen - ir < MR ? x->mlen - ir : MR;
@@ -413,8 +696,21 @@ static void compute_task(void *arg, int64_t t) {
                 }
             }
         }
+        if (g_prof) kern += now_ns() - k0;
     }
     if (ks->end) ks->end();
+    if (g_prof) {
+        const uint64_t tend = now_ns();
+        pr_add(&g_pr.busy, tend - tstart);
+        pr_add(&g_pr.kern, kern);
+        pr_add(&g_pr.tasks, 1);
+        uint64_t o = __atomic_load_n(&g_pr_first, __ATOMIC_RELAXED);
+        while (tstart < o && !__atomic_compare_exchange_n(&g_pr_first, &o, tstart, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+        o = __atomic_load_n(&g_pr_last, __ATOMIC_RELAXED);
+        while (tend > o && !__atomic_compare_exchange_n(&g_pr_last, &o, tend, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+    }
 }
 
 /* The tiles of C per task with a shared packed B (bf16): N blocks of NCb (at most x->NCb,
@@ -423,12 +719,21 @@ static void compute_task(void *arg, int64_t t) {
  * i.e. the slowest thread's compute (mc nb per K step) plus the operand traffic of its tiles
  * ((mc + nb) per K step, weighted by ~ the flops per byte a core's AMX outruns its share of
  * L3 bandwidth by): few, large, square-ish tiles in whole waves. */
+#define BF16_MIN_WAVES 4
 static void bf16_tiles(gctx *x, int nthreads) {
     const int MR = x->ks.mr, NR = x->ks.nr;
     const int64_t ncap = x->NCb, nmax = cdiv(x->N, NR) < 64 ? cdiv(x->N, NR) : 64;
     const int64_t mmax = x->napan < 64 ? x->napan : 64;
     double best = -1;
     int64_t bnb = ncap, bmc = x->mpad;
+    int minw_zero = 0;
+again:;
+    /* at least BF16_MIN_WAVES tasks per thread where the shape allows: one task per thread
+     * leaves no slack when a core of the (virtual) machine is slow; dynamic scheduling of
+     * 4 per thread measured 30.7 -> 21.3 ms at 4096^3 on 16 threads (2048: 4.73 -> 4.34,
+     * 1024: 1.02 -> 0.97; bench/results/cpu-bf16-2026-11-30-s5.md). TILE_GEMM_MIN_WAVES
+     * overrides it (1: the cost model alone) */
+    const int64_t minw = minw_zero || nthreads < 2 ? 0 : g_env_waves ? g_env_waves : BF16_MIN_WAVES;
     for (int64_t nn = cdiv(x->N, ncap); nn <= nmax; nn++) {
         const int64_t nb = round_up(cdiv(x->N, nn), NR);
         if (nb > ncap) continue;
@@ -436,10 +741,15 @@ static void bf16_tiles(gctx *x, int nthreads) {
         for (int64_t nm = 1; nm <= mmax; nm++) {
             const int64_t mc = round_up(cdiv(x->mlen, nm), MR);
             const int64_t tasks = nblk * cdiv(x->mlen, mc);
+            if (minw > 1 && tasks < minw * nthreads) continue;
             const double waves = (double)cdiv(tasks, nthreads);
             const double cost = waves * ((double)mc * (double)nb + 75.0 * (double)(mc + nb));
             if (best < 0 || cost < best) best = cost, bnb = nb, bmc = mc;
         }
+    }
+    if (best < 0 && minw > 1) { /* no split that fine: the unconstrained best */
+        minw_zero = 1;
+        goto again;
     }
     x->NCb = bnb;
     x->nN = cdiv(x->N, bnb);
@@ -469,12 +779,37 @@ static void gemm_direct(const tk_isa *isa, const tk_src *a, const tk_src *b, flo
     }
 }
 
+/* After the first packing step of a bf16 GEMM: decide (bf16_plan) and apply the scale to
+ * what is packed already (A block 0, the shared B) and to C's old values; the packers scale
+ * the rest. Returns bf16_plan's verdict; *cshift = sa + sb. */
+static int bf16_apply_plan(gctx *x, int *cshift) {
+    /* C's old values (accumulating): scanned by the caller (scan tasks, or serially) */
+    uint32_t cmn = x->cmn, cmx = x->cmx;
+    if (!x->accumulate || cmn >= 0x7F800000u) cmn = cmx = 0;
+    x->scan_a = x->scan_b = 0;
+    int sa, sb;
+    const int plan = bf16_plan(x->amn, x->amx, x->bmn, x->bmx, cmn, cmx, x->K, &sa, &sb);
+    *cshift = 0;
+    if (plan <= 0) return plan;
+    for (int64_t pb = 0; pb < x->npc; pb++) {
+        const int64_t kc = x->K - pb * x->KC < x->KC ? x->K - pb * x->KC : x->KC, rows = ks_rows(&x->ks, kc);
+        bf16_rescale((uint32_t *)(void *)(x->apack + x->mpad * pb * ks_rows(&x->ks, x->KC)), x->mpad * rows, sa);
+        if (x->bshared) bf16_rescale((uint32_t *)(void *)(x->bshared + pb * x->bstride), x->npanb * x->ks.nr * rows, sb);
+    }
+    x->sa = sa;
+    x->sb = sb;
+    *cshift = sa + sb;
+    if (x->accumulate) scale_c(x->c, x->c_rs, x->c_cs, x->M, x->N, sa + sb);
+    return plan;
+}
+
 /* C (f32, element strides c_rs/c_cs) (+)= A @ B with the packed kernels.
  * Two parallel steps per A block (normally one A block: all of M): pack the block's A
  * panels for every K block, then the compute tasks, each looping over K with its own B
  * packing. */
 static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_src b, float *c, int64_t c_rs,
-                    int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool) {
+                    int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool,
+                    int workers) {
     /* orientation: the micro-kernel writes rows of C with unit stride */
     if (c_cs != 1 && c_rs == 1) {
         tk_src t = a;
@@ -510,19 +845,29 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
 #endif
         x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp, bk->task_begin, bk->task_end};
     } else {
-        x.ks = (kset){isa->mr, isa->nr, 1, 1, 0, isa->ukr, isa->pack, NULL};
+        x.ks = (kset){isa->mr, isa->nr, 1, 1, 0, isa->ukr, isa->pack, NULL, NULL, NULL};
     }
     const int MR = x.ks.mr, NR = x.ks.nr;
 
-    const int nthreads = tk_cpu_count() > 1 ? tk_cpu_count() : 2;
+    /* workers: the pool's size (tk_gemm.nthreads), not the CPU count (TILE_NUM_THREADS) */
+    const int nthreads = workers > 1 ? workers : 2;
     const double flops = 2.0 * (double)M * (double)N * (double)K;
     const int par = pfor != NULL && flops >= 4.0e6;
     const int64_t want_tasks = 8 * (int64_t)nthreads; /* dynamic scheduling evens them out */
+    /* packing tasks: as many on one worker as K blocks (whole rows of the sources, which
+     * the row-order packers read as streams) */
+    const int64_t pack_want = workers > 1 ? want_tasks : 1;
 
     /* KC: the A micro-panel (MR x KC floats) takes about half of L1 */
     int64_t KC = g_env_kc ? g_env_kc : (g_l1 / 2) / (MR * 4);
     KC = KC < 16 ? 16 : KC > 2048 ? 2048 : KC;
     if (bk) KC *= 2; /* a bf16 pair panel of 2 KC k-steps takes the room of KC f32 ones */
+    /* AMX (kq 16): its tile loads stream A and B from L2 at the kernel's pace, so what K
+     * blocking saves is the C tile's load and store per K block: 4x longer blocks (A panel
+     * 2x L1, 1536 k with a 48 KiB L1). Measured on the Xeon host of the GPU machine
+     * (TILE_GEMM_PROF, bench/results/cpu-bf16-2026-11-30-s5.md): 1 thread 2048^3 compute
+     * 21.4 -> 17.0 ms, 16 threads 1024^3 1.02 -> 0.73 ms, 4096^3 30.7 -> 24.0 ms */
+    if (bk && bk->kq == 16 && !g_env_kc) KC *= 4;
     /* equal K blocks, a multiple of 4 (whole pairs) and of 2 kq (whole padded pair chunks:
      * every block but the last fills its panels exactly) */
     const int64_t kmul = 2 * x.ks.kq > 4 ? 2 * x.ks.kq : 4;
@@ -575,18 +920,40 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     x.apack = apack;
     /* bf16 in parallel: pack B once, shared by all tasks (a task's tile of C then costs no
      * B packing of its own, so tiles can be chosen for reuse alone), up to 256 MiB */
-    if (bk && par) {
+    if (bk && par && !g_no_bshared) {
         x.npanb = cdiv(N, NR);
         x.bstride = x.npanb * NR * ks_rows(&x.ks, KC);
         if ((double)x.bstride * (double)x.npc * 4.0 <= 256.0 * 1024 * 1024) {
             x.bshared = (float *)buf_get(&tl->bs, (size_t)(x.bstride * x.npc) * sizeof(float));
             if (!x.bshared) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing B",
                                         (long long)(x.bstride * x.npc * 4));
-            x.bpan_per_task = cdiv(x.npanb * x.npc, want_tasks);
+            x.bpan_per_task = cdiv(x.npanb * x.npc, pack_want);
             if (x.bpan_per_task > x.npanb) x.bpan_per_task = x.npanb;
         }
     }
 
+    if (bk) {
+        /* denormals (above): the ranges of A and B before the first compute task */
+        x.amn = x.bmn = 0x10000u;
+        x.amx = x.bmx = 0;
+        x.cmn = 0xFFFFFFFFu;
+        x.cmx = 0;
+        x.scan_a = M <= MCa;
+        x.scan_b = x.bshared != NULL;
+        if (par) {
+            /* what the packing tasks do not see is scanned by tasks of the same step, in
+             * about want_tasks chunks each */
+            if (!x.scan_a) x.rows_a = cdiv(M, want_tasks), x.ns_a = cdiv(M, x.rows_a);
+            if (!x.scan_b) x.cols_b = cdiv(N, want_tasks), x.ns_b = cdiv(N, x.cols_b);
+            if (accumulate) x.rows_c = cdiv(M, want_tasks), x.ns_c = cdiv(M, x.rows_c);
+        } else {
+            if (!x.scan_a) src_range(&x.a, 0, M, K, &x.amn, &x.amx);
+            if (!x.scan_b) src_range(&x.b, 0, N, K, &x.bmn, &x.bmx);
+            if (accumulate) c_range(&x, 0, M, &x.cmn, &x.cmx);
+        }
+    }
+    int cshift = 0; /* C was computed times 2^cshift */
+    const uint64_t pr0 = g_prof ? now_ns() : 0;
     for (int64_t ic = 0; ic < M; ic += MCa) {
         x.ic = ic;
         x.mlen = M - ic < MCa ? M - ic : MCa;
@@ -595,30 +962,61 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         x.NCb = NCb;
         x.nN = cdiv(N, NCb);
         if (par) {
-            x.apan_per_task = cdiv(x.napan * x.npc, want_tasks);
+            x.apan_per_task = cdiv(x.napan * x.npc, pack_want);
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
             x.natasks = x.npc * cdiv(x.napan, x.apan_per_task);
-            if (x.bshared && ic == 0)
-                pfor(pool, x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task), pack_ab_task, &x);
-            else
-                pfor(pool, x.natasks, pack_a_task, &x);
             if (x.bshared && !g_env_nc) {
-                bf16_tiles(&x, tk_cpu_count());
+                bf16_tiles(&x, workers);
             } else {
                 int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
                 if (nm > x.napan) nm = x.napan;
                 x.mchunk = round_up(cdiv(x.mlen, nm), MR);
                 x.nMt = cdiv(x.mlen, x.mchunk);
             }
-            pfor(pool, x.nN * x.nMt, compute_task, &x);
+            /* one parallel step: the packing tasks, then (after the last one, and the bf16
+             * plan) the compute tasks (fused_task) */
+            x.pk_both = x.bshared && ic == 0;
+            x.pk_n = x.pk_both ? x.natasks + x.npc * cdiv(x.npanb, x.bpan_per_task) : x.natasks;
+            if (ic == 0) x.pk_n += x.ns_a + x.ns_b + x.ns_c;
+            else x.ns_a = x.ns_b = x.ns_c = 0;
+            x.pk_next = x.pk_done = 0;
+            x.pk_ready = 0;
+            x.pk_plan = bk && ic == 0;
+            x.plan = 0;
+            if (g_prof) { /* (profiling assumes one GEMM at a time) */
+                g_pr_first = UINT64_MAX;
+                g_pr_last = 0;
+            }
+            /* bodies past the compute tasks only help packing (few compute tasks) */
+            x.ntasks = x.nN * x.nMt;
+            const int64_t nhelp = x.pk_n < workers ? x.pk_n : workers;
+            pfor(pool, x.ntasks > nhelp ? x.ntasks : nhelp, fused_task, &x);
+            if (g_prof) {
+                const uint64_t pr4 = now_ns();
+                pr_add(&g_pr.pack, x.t_ready - (ic == 0 ? pr0 : x.t_ready));
+                pr_add(&g_pr.compute, pr4 - x.t_ready);
+                if (g_pr_last) pr_add(&g_pr.tail, pr4 - g_pr_last);
+            }
+            if (x.plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
+            if (x.pk_plan) cshift = x.cshift;
         } else {
             x.apan_per_task = x.napan;
             for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);
+            if (bk && ic == 0) {
+                const int plan = bf16_apply_plan(&x, &cshift);
+                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
+            }
             x.mchunk = x.mpad;
             x.nMt = 1;
             for (int64_t t = 0; t < x.nN; t++) compute_task(&x, t);
         }
         if (x.failed) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
+    }
+    if (cshift) scale_c(c, c_rs, c_cs, M, N, -cshift);
+    if (g_prof && par) {
+        pr_add(&g_pr.total, now_ns() - pr0);
+        pr_add(&g_pr.calls, 1);
+        pr_add(&g_pr.workers, (uint64_t)workers);
     }
     buf_trim(&tl->a);
     buf_trim(&tl->b);
@@ -749,8 +1147,10 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
     tk_src a = {g->A, g->a_dtype, g->a_rs, g->a_cs};
     tk_src b = {g->B, g->b_dtype, g->b_cs, g->b_rs};
     const tk_bf16_kernel *bk = (g->a_dtype == TILE_DT_BF16 && g->b_dtype == TILE_DT_BF16) ? bf16_kernel() : NULL;
+    if (g->nthreads < 0) return fail(TK_GEMM_EINVAL, "cpu gemm: nthreads must be >= 0, not %d", g->nthreads);
+    const int workers = g->nthreads > 0 ? g->nthreads : tk_cpu_count();
     if (g->c_dtype == TILE_DT_F32)
-        return gemm_f32(isa, bk, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool);
+        return gemm_f32(isa, bk, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool, workers);
 
     /* other C dtypes: accumulate in an f32 workspace, round once */
     tk_tls *tl = &t_tls;
@@ -760,7 +1160,7 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
                 w[i * N + j] = (float)ld_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs);
-    int rc = gemm_f32(isa, bk, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool);
+    int rc = gemm_f32(isa, bk, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool, workers);
     if (rc == TK_GEMM_OK) {
         if (g->c_cs == 1 && g->c_dtype != TILE_DT_FP4_E2M1) {
             for (int64_t i = 0; i < M; i++) tk_cvt_from_f32(g->c_dtype, g->C, i * g->c_rs, w + i * N, N);

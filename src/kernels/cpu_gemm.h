@@ -66,6 +66,7 @@ typedef struct tk_gemm {
     const void *B; int64_t b_rs, b_cs;   /* op(B) viewed as K x N: element (k,j) at k*b_rs + j*b_cs */
     void *C; int64_t c_rs, c_cs;         /* C is M x N:            element (i,j) at i*c_rs + j*c_cs */
     int accumulate;                      /* 0: C = A@B (C is never read: beta == 0); 1: C += A@B */
+    int nthreads;                        /* workers pfor runs bodies on (0: tk_cpu_count()); sizes the task split */
 } tk_gemm;
 
 /* A "parallel for" the caller provides (the CPU runtime's thread pool): run body(arg, i) for

@@ -202,25 +202,48 @@ static inline __m512i pair16(const uint16_t *lo, const uint16_t *hi, __mmask16 m
     return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
 }
 
+
+/* the range of the 32 bf16 in v (bits & 0x7FFF) into the running lanes: n = min(|x| - 1)
+ * (zero wraps to 0xFFFF), x = max over the finite |x| (tk_bf16_range_avx512) */
+static inline void range32(__m512i v, __m512i *n, __m512i *x) {
+    const __m512i m = _mm512_and_si512(v, _mm512_set1_epi16(0x7FFF));
+    *n = _mm512_min_epu16(*n, _mm512_sub_epi16(m, _mm512_set1_epi16(1)));
+    *x = _mm512_mask_max_epu16(*x, _mm512_cmplt_epu16_mask(m, _mm512_set1_epi16(0x7F80)), *x, m);
+}
+static void range_store(__m512i n, __m512i x, uint32_t *rng) {
+    uint16_t ln[32], lx[32];
+    _mm512_storeu_si512((void *)ln, n);
+    _mm512_storeu_si512((void *)lx, x);
+    for (int l = 0; l < 32; l++) {
+        if ((uint32_t)ln[l] + 1 < rng[0]) rng[0] = (uint32_t)ln[l] + 1;
+        if (lx[l] > rng[1]) rng[1] = lx[l];
+    }
+}
+
 void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
-                         int layout, uint32_t *dst) {
+                         int layout, uint32_t *dst, uint32_t *rng) {
     const uint16_t *src = (const uint16_t *)s->p;
     const int64_t sp = s->sp, sk = s->sk, kp = (klen + 1) / 2, kpad = (kp + kq - 1) / kq * kq;
+    __m512i rn = _mm512_set1_epi16(-1), rx = _mm512_setzero_si512(); /* the range, when rng */
     if (layout == TK_BF16_PAIRS && sp == 1) {
-        /* panel elements contiguous (B row-major): interleave two source rows per pair row */
-        for (int64_t r0 = 0; r0 < plen; r0 += R) {
-            const int64_t rl = plen - r0 < R ? plen - r0 : R;
-            uint32_t *d = dst + r0 * kpad;
-            for (int64_t q = 0; q < kpad; q++) {
-                uint32_t *dq = d + q * R;
-                const uint16_t *lo = q < kp ? src + (k0 + 2 * q) * sk + p0 + r0 : NULL;
-                const uint16_t *hi = lo && 2 * q + 1 < klen ? lo + sk : NULL;
+        /* panel elements contiguous (B row-major): interleave two source rows per pair row.
+         * Pair row by pair row across all the panels, so the source is read along its rows
+         * (two streams the hardware prefetchers follow) rather than down one panel's 64-byte
+         * column strip, which touches two new lines (pages, for wide B) per pair row */
+        for (int64_t q = 0; q < kpad; q++) {
+            const uint16_t *lo = q < kp ? src + (k0 + 2 * q) * sk + p0 : NULL;
+            const uint16_t *hi = lo && 2 * q + 1 < klen ? lo + sk : NULL;
+            for (int64_t r0 = 0; r0 < plen; r0 += R) {
+                const int64_t rl = plen - r0 < R ? plen - r0 : R;
+                uint32_t *dq = dst + r0 * kpad + q * R;
                 for (int c = 0; c < R; c += 16) {
-                    const __m512i v = lo ? pair16(lo + c, hi ? hi + c : NULL, mask16(rl - c)) : _mm512_setzero_si512();
+                    const __m512i v = lo ? pair16(lo + r0 + c, hi ? hi + r0 + c : NULL, mask16(rl - c)) : _mm512_setzero_si512();
                     _mm512_mask_storeu_epi32(dq + c, mask16(R - c), v);
+                    if (rng) range32(v, &rn, &rx);
                 }
             }
         }
+        if (rng) range_store(rn, rx, rng);
         return;
     }
     if (layout == TK_BF16_ROWS16 && sk == 1) {
@@ -234,9 +257,11 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
                     const __m512i v = r < rl ? _mm512_maskz_loadu_epi16(mask32(klen - 32 * ch), row + 32 * ch)
                                              : _mm512_setzero_si512();
                     _mm512_storeu_si512((void *)(d + ch * R * 16 + r * 16), v);
+                    if (rng) range32(v, &rn, &rx);
                 }
             }
         }
+        if (rng) range_store(rn, rx, rng);
         return;
     }
     if (layout == TK_BF16_PAIRS && sk == 1) {
@@ -256,9 +281,36 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
                 for (; r < R; r++) dq[r] = 0;
             }
         }
+        if (rng) tk_bf16_range_avx512((const uint16_t *)(const void *)dst, 2 * ((plen + R - 1) / R * R) * kpad, &rng[0], &rng[1]);
         return;
     }
-    tk_pack_bf16_generic(s, p0, plen, k0, klen, R, kq, layout, dst);
+    tk_pack_bf16_generic(s, p0, plen, k0, klen, R, kq, layout, dst, rng);
+}
+
+void tk_bf16_range_avx512(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx) {
+    /* min of (|x| - 1) as u16 (zero wraps to 0xFFFF, so it never wins), max of the finite |x| */
+    const __m512i abs = _mm512_set1_epi16(0x7FFF), one = _mm512_set1_epi16(1), inf = _mm512_set1_epi16(0x7F80);
+    __m512i n0 = _mm512_set1_epi16(-1), n1 = n0, x0 = _mm512_setzero_si512(), x1 = x0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i m0 = _mm512_and_si512(_mm512_loadu_si512((const void *)(h + i)), abs);
+        const __m512i m1 = _mm512_and_si512(_mm512_loadu_si512((const void *)(h + i + 32)), abs);
+        n0 = _mm512_min_epu16(n0, _mm512_sub_epi16(m0, one));
+        n1 = _mm512_min_epu16(n1, _mm512_sub_epi16(m1, one));
+        x0 = _mm512_mask_max_epu16(x0, _mm512_cmplt_epu16_mask(m0, inf), x0, m0);
+        x1 = _mm512_mask_max_epu16(x1, _mm512_cmplt_epu16_mask(m1, inf), x1, m1);
+    }
+    uint16_t ln[32], lx[32];
+    _mm512_storeu_si512((void *)ln, _mm512_min_epu16(n0, n1));
+    _mm512_storeu_si512((void *)lx, _mm512_max_epu16(x0, x1));
+    uint32_t a = *mn, b = *mx;
+    for (int l = 0; l < 32; l++) {
+        if ((uint32_t)ln[l] + 1 < a) a = (uint32_t)ln[l] + 1;
+        if (lx[l] > b) b = lx[l];
+    }
+    *mn = a;
+    *mx = b;
+    if (i < n) tk_bf16_range_generic(h + i, n - i, mn, mx);
 }
 
 const tk_isa tk_isa_avx512 = {

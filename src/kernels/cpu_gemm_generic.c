@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/cpu_gemm_int.h"
 
@@ -52,10 +53,27 @@ static float max_generic(const float *x, int64_t n) {
     return nan ? NAN : m;
 }
 
+/* The hardware's denormal rules, modelled exactly by both emulated kernels (so CI, without
+ * AVX512-BF16 or AMX, sees what those CPUs compute): vdpbf16ps and tdpbf16ps ignore MXCSR,
+ * treat subnormal inputs as zero (DAZ: the bf16 operands, and for tdpbf16ps the f32
+ * accumulator it loads) and flush subnormal results to zero (FTZ) after each step. A
+ * product of two bf16 is exact in f32 unless it under/overflows; each step is modelled as
+ * one fused multiply-add rounded to nearest even, then flushed. The loop nest
+ * (cpu_gemm.c, bf16_shift) keeps every GEMM away from these cases. */
+static inline float daz_bf16(uint32_t bits16hi) { /* a bf16 placed in the high half of an f32 */
+    return tkp_bits_f32((bits16hi & 0x7F800000u) ? bits16hi : (bits16hi & 0x80000000u));
+}
+static inline float ftz_f32(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7F800000u) == 0) u &= 0x80000000u;
+    return tkp_bits_f32(u);
+}
+
 /* A portable model of the vdpbf16ps kernel (12 x 32 on k-pair panels), used to test the
  * bf16 packing and loop nest on CPUs without AVX512-BF16 (TILE_GEMM_BF16=emulate). Like the
- * instruction: per pair, acc += a_hi*b_hi, then acc += a_lo*b_lo (bf16 products are exact in
- * f32; subnormals are NOT flushed here). */
+ * instruction: per pair, acc += a_hi*b_hi, then acc += a_lo*b_lo, with DAZ/FTZ (above); C is
+ * added at the end with an ordinary (IEEE) f32 add, as the real kernel does. */
 static void ukr_bf16_emulated(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc, int beta) {
     const uint32_t *a = (const uint32_t *)(const void *)af, *b = (const uint32_t *)(const void *)bf;
     float acc[12][32];
@@ -63,11 +81,11 @@ static void ukr_bf16_emulated(int64_t kp, const float *af, const float *bf, floa
         for (int j = 0; j < 32; j++) acc[i][j] = 0.0f;
     for (int64_t k = 0; k < kp; k++, a += 12, b += 32)
         for (int i = 0; i < 12; i++) {
-            const float alo = tkp_bits_f32(a[i] << 16), ahi = tkp_bits_f32(a[i] & 0xFFFF0000u);
+            const float alo = daz_bf16(a[i] << 16), ahi = daz_bf16(a[i] & 0xFFFF0000u);
             for (int j = 0; j < 32; j++) {
-                const float blo = tkp_bits_f32(b[j] << 16), bhi = tkp_bits_f32(b[j] & 0xFFFF0000u);
-                acc[i][j] = fmaf(ahi, bhi, acc[i][j]);
-                acc[i][j] = fmaf(alo, blo, acc[i][j]);
+                const float blo = daz_bf16(b[j] << 16), bhi = daz_bf16(b[j] & 0xFFFF0000u);
+                acc[i][j] = ftz_f32(fmaf(ahi, bhi, acc[i][j]));
+                acc[i][j] = ftz_f32(fmaf(alo, blo, acc[i][j]));
             }
         }
     for (int i = 0; i < 12; i++) {
@@ -89,7 +107,7 @@ static void amx_emulated_end(void) { t_amx_emulated_task = 0; }
  * f32; A in 16-pair row chunks, word (i, q) at a[(q/16)*32*16 + i*16 + q%16]; B pairs
  * b[q*32 + j]; kp a multiple of 16), used to test the AMX packing and loop nest where there
  * is no AMX (TILE_GEMM_BF16=emulate_amx). Like tdpbf16ps: per pair, acc += a_lo*b_lo, then
- * acc += a_hi*b_hi (no subnormal flushing here). */
+ * acc += a_hi*b_hi, with DAZ/FTZ (above), the loaded C tile included. */
 static void ukr_amx_emulated(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc, int beta) {
     if (!t_amx_emulated_task) {
         fprintf(stderr, "tk_bf16_amx_emulated: kernel called outside a compute task (no task_begin): the real AMX "
@@ -99,15 +117,15 @@ static void ukr_amx_emulated(int64_t kp, const float *af, const float *bf, float
     const uint32_t *a = (const uint32_t *)(const void *)af, *b = (const uint32_t *)(const void *)bf;
     float acc[32][32];
     for (int i = 0; i < 32; i++)
-        for (int j = 0; j < 32; j++) acc[i][j] = beta ? c[i * ldc + j] : 0.0f;
+        for (int j = 0; j < 32; j++) acc[i][j] = beta ? ftz_f32(c[i * ldc + j]) : 0.0f; /* DAZ on the C tile */
     for (int64_t q = 0; q < kp; q++) {
         const uint32_t *aq = a + (q / 16) * 32 * 16 + q % 16, *bq = b + q * 32;
         for (int i = 0; i < 32; i++) {
-            const float alo = tkp_bits_f32(aq[i * 16] << 16), ahi = tkp_bits_f32(aq[i * 16] & 0xFFFF0000u);
+            const float alo = daz_bf16(aq[i * 16] << 16), ahi = daz_bf16(aq[i * 16] & 0xFFFF0000u);
             for (int j = 0; j < 32; j++) {
-                const float blo = tkp_bits_f32(bq[j] << 16), bhi = tkp_bits_f32(bq[j] & 0xFFFF0000u);
-                acc[i][j] = fmaf(alo, blo, acc[i][j]);
-                acc[i][j] = fmaf(ahi, bhi, acc[i][j]);
+                const float blo = daz_bf16(bq[j] << 16), bhi = daz_bf16(bq[j] & 0xFFFF0000u);
+                acc[i][j] = ftz_f32(fmaf(alo, blo, acc[i][j]));
+                acc[i][j] = ftz_f32(fmaf(ahi, bhi, acc[i][j]));
             }
         }
     }

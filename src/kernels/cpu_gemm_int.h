@@ -49,7 +49,9 @@ typedef struct tk_isa {
  *   TK_BF16_ROWS16 word (p, q) at [(q/16)*R*16 + p*16 + q%16]  (AMX A: 16-pair row chunks,
  *                  so one 16 x 16-word A tile is 1 KiB contiguous)
  * The packers (tk_pack_bf16_generic / _avx512) fill them, padding rows past plen and pairs
- * past ceil(klen/2), up to a multiple of kq, with zeros. */
+ * past ceil(klen/2), up to a multiple of kq, with zeros; with a non-NULL rng they also merge
+ * the magnitude range of what they packed into rng[0] (smallest nonzero) and rng[1] (largest
+ * finite), as tk_bf16_range_generic (the AVX-512 fast paths on the registers they store). */
 enum { TK_BF16_PAIRS = 0, TK_BF16_ROWS16 = 1 };
 typedef struct tk_bf16_kernel {
     const char *name;
@@ -68,7 +70,12 @@ extern const tk_bf16_kernel tk_bf16_amx_emulated; /* portable C model of the AMX
 
 /* Portable bf16 packers (cpu_gemm.c): kq = pair-row padding multiple. */
 void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
-                          int layout, uint32_t *dst);
+                          int layout, uint32_t *dst, uint32_t *rng);
+
+/* The magnitude range of n bf16 values (bits & 0x7FFF), combined into *mn (the smallest
+ * nonzero one; 0x10000 = none yet) and *mx (the largest finite one; 0 = none yet): what the
+ * bf16 GEMM checks against the hardware kernels' denormal flushing (cpu_gemm.c). */
+void tk_bf16_range_generic(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx);
 
 extern const tk_isa tk_isa_generic;
 #if defined(__x86_64__) || defined(__i386__)
@@ -79,7 +86,8 @@ extern const tk_bf16_kernel tk_bf16_amx;    /* AMX tdpbf16ps */
 /* AVX-512BW packers for the bf16 layouts (cpu_gemm_avx512bf16.c; need only AVX-512F/BW/VL):
  * fast paths for unit-stride k (sk == 1) and unit-stride panels (sp == 1), else generic. */
 void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
-                         int layout, uint32_t *dst);
+                         int layout, uint32_t *dst, uint32_t *rng);
+void tk_bf16_range_avx512(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx);
 /* Asks Linux for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM), once per process;
  * 1 if granted (cpu_gemm_amx.c). */
 int tk_amx_request(void);
@@ -91,7 +99,7 @@ extern float tk_lut_e5m2[256];
 extern float tk_lut_e2m1[16];
 
 /* 1 if this CPU (and OS) can run the named ISA ("generic" | "avx2" | "avx512" | "avx512bf16"
- * | "amx"; amx also asks the OS for the tile state, see tk_amx_request). */
+ * | "amx"; for amx the OS tile-state request comes later, at the first bf16 GEMM: tk_amx_request). */
 int tk_isa_supported(const char *name);
 
 #define TK_MAX_TILE 1024 /* MR * NR of every ISA fits */

@@ -70,7 +70,7 @@ static unsigned detect_features(void) {
         }
         /* AMX: amx_bf16 (EDX bit 22) and amx_tile (bit 24), and XCR0 bits 17-18 (the OS
          * manages the tile config + tile data state); Linux also wants a per-process
-         * request (tk_amx_request) before the first tile instruction */
+         * request (tk_amx_request), made lazily at the first bf16 GEMM (cpu_gemm.c) */
         if ((xcr0 & 0x60000) == 0x60000) {
             if (edx7 & (1u << 24)) f |= TK_CPU_AMX_TILE;
             if ((edx7 & (1u << 22)) && (edx7 & (1u << 24))) f |= TK_CPU_AMX_BF16;
@@ -204,8 +204,7 @@ int tk_isa_supported(const char *name) {
     if (strcmp(name, "avx512") == 0) return (f & avx512) == avx512;
     if (strcmp(name, "avx512bf16") == 0) return (f & (avx512 | TK_CPU_AVX512BF16)) == (avx512 | TK_CPU_AVX512BF16);
     if (strcmp(name, "amx") == 0)
-        return (f & (avx512 | TK_CPU_AMX_TILE | TK_CPU_AMX_BF16)) == (avx512 | TK_CPU_AMX_TILE | TK_CPU_AMX_BF16) &&
-               tk_amx_request();
+        return (f & (avx512 | TK_CPU_AMX_TILE | TK_CPU_AMX_BF16)) == (avx512 | TK_CPU_AMX_TILE | TK_CPU_AMX_BF16);
 #endif
     return 0;
 }

@@ -100,7 +100,8 @@ static int svc_gemm(const tile_cpu_services *svc, const tile_cpu_gemm *g) {
     if (g->M <= 0 || g->N <= 0) return 0;
     if (!tile_env("TILE_CPU_GEMM_FALLBACK")) {
         tk_gemm t = {g->M, g->N, g->K, (tile_dtype)g->a_dtype, (tile_dtype)g->b_dtype, (tile_dtype)g->c_dtype,
-                     g->A, g->a_rs, g->a_cs, g->B, g->b_rs, g->b_cs, g->C, g->c_rs, g->c_cs, g->accumulate};
+                     g->A, g->a_rs, g->a_cs, g->B, g->b_rs, g->b_cs, g->C, g->c_rs, g->c_cs, g->accumulate,
+                     tile_pool_size()};
         int rc = tk_cpu_gemm(&t, g->parallel ? tk_pfor : NULL, NULL);
         if (rc != TK_GEMM_OK) {
             snprintf(t_gemm_err, sizeof t_gemm_err, "%s", tk_cpu_gemm_error());

@@ -7,6 +7,8 @@
  *   test_cpu_gemm badargs   error codes and messages for bad arguments
  *   test_cpu_gemm badisa    TILE_CPU_ISA names an unsupported/unknown ISA: a clear error
  *   test_cpu_gemm concurrent  4 threads calling at once get bit-identical results
+ *   test_cpu_gemm denormal  bf16 operands with subnormal inputs / products (MX-like scales):
+ *                           IEEE results although the bf16 hardware flushes (DAZ/FTZ)
  *
  * Tolerance. Every C element is a dot product of K terms (plus C's old value when
  * accumulating) summed in f32 in SOME order (blocked by KC, FMA or not). For any order,
@@ -81,6 +83,15 @@ static void test_pfor(void *pool, int64_t n, void (*body)(void *, int64_t), void
     g_pfor_calls++;
 }
 
+/* a parallel-for that runs the bodies on this thread in REVERSE order: the GEMM's one
+ * parallel step (packing claimed by whichever body runs first, then compute) must not rely
+ * on the order in which bodies start */
+static void test_pfor_rev(void *pool, int64_t n, void (*body)(void *, int64_t), void *arg) {
+    (void)pool;
+    for (int64_t i = n - 1; i >= 0; i--) body(arg, i);
+    g_pfor_calls++;
+}
+
 /* ---------- operands ---------- */
 typedef struct mat {
     tile_dtype dt;
@@ -143,6 +154,9 @@ static double dt_scale(tile_dtype dt) {
 
 static int g_nthreads = 2;
 
+/* optional operand values (denormal tests): which = 0 A(i, k), 1 B(k, j), 2 C0(i, j) */
+static double (*g_fill)(int which, int64_t r, int64_t c);
+
 /* one GEMM case; returns nothing, counts failures */
 static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype bdt, tile_dtype cdt, int la, int lb,
                      int lc, int acc, int threaded) {
@@ -156,6 +170,12 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
     mat_init(&C, cdt, M, N, lc);
     mat_fill(&A, dt_scale(adt));
     mat_fill(&B, dt_scale(bdt));
+    if (g_fill) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) mat_set(&A, i, k, g_fill(0, i, k));
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) mat_set(&B, k, j, g_fill(1, k, j));
+    }
     /* every storage element of C first gets a sentinel; the ones in the view get C0 or NaN */
     for (size_t e = 0; e < C.nelem; e++) tile_store_f(cdt, C.buf, e, 42.0);
     const double sentinel = tile_load_f(cdt, C.buf, 0); /* 42 as the dtype holds it */
@@ -163,7 +183,7 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             if (acc) {
-                mat_set(&C, i, j, uniform() * 4.0);
+                mat_set(&C, i, j, g_fill ? g_fill(2, i, j) : uniform() * 4.0);
                 c0[i * N + j] = mat_get(&C, i, j);
             } else {
                 /* NaN where the dtype has one (fp4 has none: a value the result can't be) */
@@ -179,7 +199,9 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
                  .A = mat_ptr(&A), .a_rs = A.rs, .a_cs = A.cs,
                  .B = mat_ptr(&B), .b_rs = B.rs, .b_cs = B.cs,
                  .C = (void *)mat_ptr(&C), .c_rs = C.rs, .c_cs = C.cs, .accumulate = acc};
-    int rc = threaded ? tk_cpu_gemm(&g, test_pfor, &g_nthreads) : tk_cpu_gemm(&g, NULL, NULL);
+    int rc = threaded == 2 ? tk_cpu_gemm(&g, test_pfor_rev, NULL)
+             : threaded    ? tk_cpu_gemm(&g, test_pfor, &g_nthreads)
+                           : tk_cpu_gemm(&g, NULL, NULL);
     g_cases++;
     char what[256];
     snprintf(what, sizeof what, "M=%lld N=%lld K=%lld A=%s(l%d) B=%s(l%d) C=%s(l%d) acc=%d thr=%d isa=%s", (long long)M,
@@ -213,7 +235,10 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
                     mag += fabs(p);
                 }
                 double got = mat_get(&C, i, j);
-                double tol = gamma * mag * (1 + uc) + uc * fabs(ref);
+                /* + the absolute error of IEEE gradual underflow: each of the n roundings of
+                 * an f32 subnormal result errs by at most half the subnormal spacing 2^-149 */
+                double tol = gamma * mag * (1 + uc) + uc * fabs(ref) + n * 0x1p-150 +
+                             (cdt == TILE_DT_BF16 ? 0x1p-134 : cdt == TILE_DT_F16 ? 0x1p-25 : 0.0); /* C's own */
                 /* narrow outputs: half their subnormal spacing, and they saturate */
                 double maxf = cdt == TILE_DT_FP4_E2M1 ? 6.0 : cdt == TILE_DT_FP8_E4M3 ? 448.0 : cdt == TILE_DT_FP8_E5M2 ? 57344.0 : 0;
                 if (maxf > 0) {
@@ -309,7 +334,82 @@ static int test_gemm(void) {
     run_case(150, 301, 97, TILE_DT_F16, TILE_DT_FP4_E2M1, TILE_DT_BF16, 1, 0, 0, 0, 1);
     run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 1, 0);
     run_case(100, 512, 64, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 0, 1); /* N in equal blocks per thread */
+    /* the parallel step with bodies started in reverse order (f32, bf16 with a shared B) */
+    run_case(300, 200, 500, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 0, 0, 1, 2);
+    run_case(97, 130, 301, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 1, 0, 0, 1, 2);
+    /* one compute task, two workers: a body that only helps with packing (bf16); a long K (f32) */
+    run_case(32, 32, 4096, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, 0, 0, 0, 1);
+    run_case(16, 32, 8192, TILE_DT_F32, TILE_DT_F32, TILE_DT_F32, 0, 1, 0, 1, 1);
     CHECK(g_pfor_calls > before, "the threaded cases never called the parallel-for");
+    printf("%d cases, %d failures\n", g_cases, g_fail);
+    return g_fail ? 1 : 0;
+}
+
+/* ---------- denormals ----------
+ * tdpbf16ps / vdpbf16ps treat subnormal inputs as zero and flush subnormal results (the
+ * emulated kernels model that, cpu_gemm_generic.c); tk_cpu_gemm must still give the IEEE
+ * f32 result (within the tolerance above, whose absolute term covers gradual underflow).
+ * Each fill below makes the plain hardware kernel fail that check. */
+static double mx_value(int64_t r, int64_t c) { /* e2m1 magnitudes x an MX-like scale 2^-(128..135) */
+    static const double e2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    const uint64_t h = next_u64();
+    return ((h & 8) ? -1.0 : 1.0) * e2m1[h & 7] * ldexp(1.0, -128 - (int)((r / 32 + c) % 8));
+}
+static double fill_mx(int which, int64_t r, int64_t c) { /* A normal, B bf16-subnormal or tiny */
+    return which == 0 ? uniform() * 4.0 : which == 1 ? mx_value(r, c) : uniform();
+}
+static double fill_tiny(int which, int64_t r, int64_t c) { /* normal inputs, subnormal products */
+    (void)r, (void)c;
+    return which == 2 ? uniform() * 0x1p-140 : (0.5 + 0.5 * fabs(uniform())) * (next_u64() & 1 ? 0x1p-70 : -0x1p-70);
+}
+static double fill_tiny_c(int which, int64_t r, int64_t c) { /* products near 2^-126, C0 subnormal */
+    (void)r, (void)c;
+    return which == 2 ? uniform() * 0x1p-128 : uniform() * 0x1p-63;
+}
+static double fill_wide(int which, int64_t r, int64_t c) { /* no power-of-two scale fits: the f32 path */
+    (void)c;
+    if (which == 0) return uniform() * (r % 7 == 0 ? 0x1p100 : 0x1p-100);
+    return which == 1 ? uniform() * 0x1p-20 : uniform();
+}
+static double fill_huge(int which, int64_t r, int64_t c) { /* large but in range: no scaling needed */
+    (void)r, (void)c;
+    return which == 2 ? uniform() * 0x1p100 : uniform() * 0x1p56;
+}
+static double fill_zero_a(int which, int64_t r, int64_t c) { /* A all zero, C0 subnormal */
+    (void)r, (void)c;
+    return which == 0 ? 0.0 : which == 1 ? uniform() * 0x1p-130 : uniform() * 0x1p-135;
+}
+
+static int test_denormal(void) {
+    const char *isa = tk_cpu_isa();
+    if (strcmp(isa, "invalid") == 0) {
+        tk_gemm g = {0};
+        g.M = g.N = g.K = 1;
+        tk_cpu_gemm(&g, NULL, NULL);
+        printf("skipped: %s\n", tk_cpu_gemm_error());
+        return 77;
+    }
+    printf("isa %s, bf16 kernel %s\n", isa, tk_cpu_bf16_kernel());
+    static double (*const fills[])(int, int64_t, int64_t) = {fill_mx, fill_tiny, fill_tiny_c, fill_wide, fill_huge,
+                                                             fill_zero_a};
+    static const int64_t shapes[][4] = {/* M, N, K, threaded */
+                                        {64, 64, 128, 0}, {33, 47, 101, 0}, {1, 1, 1, 0}, {150, 130, 300, 1},
+                                        {64, 64, 128, 1}};
+    for (int f = 0; f < 6; f++)
+        for (int s = 0; s < 5; s++)
+            for (int acc = 0; acc < 2; acc++) {
+                g_fill = fills[f];
+                const int l = (f + s + acc) % 4;
+                run_case(shapes[s][0], shapes[s][1], shapes[s][2], TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, l,
+                         (l + 1) % 4, l % 3, acc, (int)shapes[s][3]);
+            }
+    /* the scaled path with the parallel step's bodies in reverse order */
+    g_fill = fill_tiny;
+    run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, 0, 0, 1, 2);
+    /* a bf16 C (the f32 workspace path) */
+    g_fill = fill_mx;
+    run_case(40, 70, 96, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_BF16, 0, 0, 0, 0, 1);
+    g_fill = NULL;
     printf("%d cases, %d failures\n", g_cases, g_fail);
     return g_fail ? 1 : 0;
 }
@@ -505,6 +605,7 @@ static int test_badargs(void) {
     BAD("bad B dtype", "unsupported dtype for B", b_dtype, (tile_dtype)99);
     BAD("int C", "C must have a float dtype", c_dtype, TILE_DT_U8);
     BAD("accumulate 2", "accumulate must be 0 or 1", accumulate, 2);
+    BAD("nthreads -1", "nthreads must be >= 0", nthreads, -1);
     BAD("C zero stride", "map several elements to one", c_cs, 0);
     BAD("huge stride", "offsets overflow", a_rs, INT64_MAX / 2);
     for (int i = 0; i < nb; i++) {
@@ -553,6 +654,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "badargs") == 0) return test_badargs();
     if (strcmp(mode, "badisa") == 0) return test_badisa();
     if (strcmp(mode, "concurrent") == 0) return test_concurrent();
-    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent\n", argv[0]);
+    if (strcmp(mode, "denormal") == 0) return test_denormal();
+    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal\n", argv[0]);
     return 2;
 }
