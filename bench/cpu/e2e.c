@@ -13,7 +13,8 @@
  * `--reps` timed runs after one warm-up run.
  *
  *   e2e [--threads T] [--sizes 1024,2048,4096] [--rows 4096,16384,65536] [--reps 5] [--root DIR]
- *       [--no-gemm] [--no-rows] [--no-latency] [--cpu-time]
+ *       [--no-gemm] [--no-rows] [--no-latency] [--cpu-time] [--pipe-ab]
+ * --pipe-ab: only the three rowfuse kernels, each next to its unpipelined twin (TILE_ROWFUSE_PIPE=0).
  * Prints a markdown table; bench/cpu/run.sh writes it to bench/results/. Built with
  * -DE2E_NO_BLAS (bench/cpu/run.sh with ROWS_ONLY=1) it needs no OpenBLAS and has no GEMM rows.
  * The row kernels are timed in rounds that alternate with a memcpy of the same buffers by
@@ -213,6 +214,7 @@ static void time_rows_paired(tile_kernel *k, tile_tensor *p, int np, tile_tensor
     free(tm);
 }
 
+static int pipe_ab;
 static void rows_bench(const char *root, const int *rows, int nrows, int reps, int threads) {
     const size_t elems = (size_t)1 << 25; /* 128 MiB of f32 per tensor */
     double mbw = memcpy_bw(elems * 4, reps, threads);
@@ -232,19 +234,24 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
         const char *defs[] = {dm, dn};
         /* which: 0 softmax (tile form), 1 RMSNorm (tile form), 2 softmax (plain form); 3-5 the
          * same three compiled with TILE_NO_ROWFUSE=1 (TileOpt's rowfuse pass off: the kernels
-         * per block of rows, the plain softmax's three passes), measured in the same run */
-        static const char *const files[6] = {"examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl",
+         * per block of rows, the plain softmax's three passes); 6-8 with TILE_ROWFUSE_PIPE=0
+         * (rowfuse's rows one after the other, not pipelined), measured in the same run, each
+         * right after its pipelined twin */
+        static const char *const files[9] = {"examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl",
+                                             "examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl",
                                              "examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl"};
-        static const char *const names[6] = {"softmax", "RMSNorm", "softmax (plain form, TILE_ROWFUSE_PLAIN=1)",
-                                             "softmax, no rowfuse", "RMSNorm, no rowfuse", "softmax (plain form), no rowfuse"};
-        for (int which0 = 0; which0 < 6; which0++) {
+        static const char *const names[9] = {"softmax", "RMSNorm", "softmax (plain form)",
+                                             "softmax, no rowfuse", "RMSNorm, no rowfuse", "softmax (plain form), no rowfuse",
+                                             "softmax, not pipelined (TILE_ROWFUSE_PIPE=0)", "RMSNorm, not pipelined (TILE_ROWFUSE_PIPE=0)",
+                                             "softmax (plain form), not pipelined (TILE_ROWFUSE_PIPE=0)"};
+        static const int order[9] = {0, 6, 1, 7, 2, 8, 3, 4, 5};
+        for (int oi = 0; oi < (pipe_ab ? 6 : 9); oi++) {
+            int which0 = order[oi];
             tile_module *mod;
             /* TileOpt and the C generator run at the kernel's first tile_run on cpu (the
              * warm-up run of time_tile): the switch must still be set then */
-            if (which0 >= 3) setenv("TILE_NO_ROWFUSE", "1", 1);
-            /* the plain-form rewrite is opt-in (TILE_ROWFUSE_PLAIN): on for the "with" row so
-             * the pair still compares the rewrite with the loop as written */
-            if (which0 == 2) setenv("TILE_ROWFUSE_PLAIN", "1", 1);
+            if (which0 >= 3 && which0 < 6) setenv("TILE_NO_ROWFUSE", "1", 1);
+            if (which0 >= 6) setenv("TILE_ROWFUSE_PIPE", "0", 1);
             tile_kernel *k = compile(root, files[which0], defs, 2, &mod);
             int form = which0 % 3; /* 0 softmax, 1 RMSNorm, 2 plain softmax */
             tile_tensor p3[3] = {{X, TILE_DT_F32, 2, {M, N}}, {W, TILE_DT_F32, 1, {N}}, {Y, TILE_DT_F32, 2, {M, N}}};
@@ -254,8 +261,8 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
             if (form == 1) time_rows_paired(k, p3, 3, NULL, 0, reps, threads, X, Y, elems * 4, &t, &tm);
             else if (form == 2) time_rows_paired(k, p2, 1, &r1, 1, reps, threads, X, Y, elems * 4, &t, &tm);
             else time_rows_paired(k, p2, 2, NULL, 0, reps, threads, X, Y, elems * 4, &t, &tm);
-            if (which0 >= 3) unsetenv("TILE_NO_ROWFUSE");
-            if (which0 == 2) unsetenv("TILE_ROWFUSE_PLAIN");
+            if (which0 >= 3 && which0 < 6) unsetenv("TILE_NO_ROWFUSE");
+            if (which0 >= 6) unsetenv("TILE_ROWFUSE_PIPE");
             int which = form == 1;
             double bw = 2.0 * (double)elems * 4 / t;
             /* check a few rows */
@@ -338,6 +345,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-rows")) nrows = 0;
         else if (!strcmp(argv[i], "--no-gemm")) gemm = 0;
         else if (!strcmp(argv[i], "--no-latency")) latency = 0;
+        else if (!strcmp(argv[i], "--pipe-ab")) pipe_ab = 1;
         else if (!strcmp(argv[i], "--cpu-time")) clk = CLOCK_PROCESS_CPUTIME_ID;
         else { fprintf(stderr, "e2e: unknown option %s\n", argv[i]); return 1; }
     }

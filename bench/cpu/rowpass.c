@@ -5,10 +5,20 @@
  * the prelude that `tile emit` prints, so two builds of Tile compare side by side (a prelude
  * with tile_row_maxf / tile_row_expsumf / tile_stream_f32v is measured through those, as c.c
  * emits the passes since session 4; STREAMS does not apply to it). Cycles
- * are wall time x the nominal clock (GHZ, default 2.8): the best of 2000 repetitions. */
+ * are wall time x the nominal clock (GHZ, default 2.8): the best of 2000 repetitions.
+ * With a prelude that has tile_row_expsum_wrf (session 5; rowpass.sh passes ROWPASS_WRF=1)
+ * two more columns: the fused loop of the pipelined softmax (this row's exp-and-sum and the
+ * previous row's write in one loop, streaming to memory) and max + fused, the per-element
+ * cost of a pipelined step. */
 #include "rowpass_prelude.h"
 #include <stdio.h>
 #include <time.h>
+#ifndef ROWPASS_WRF
+#define ROWPASS_WRF 0
+#endif
+#if ROWPASS_WRF
+static float E2[16384] __attribute__((aligned(64)));
+#endif
 #ifndef ROWPASS_STREAMS
 #define ROWPASS_STREAMS 1
 #endif
@@ -70,7 +80,8 @@ __attribute__((noinline)) static void wpass(const float *e, float *y, int64_t n,
 #endif
 int main(void) {
     const char *gs = getenv("GHZ");
-    double ghz = gs ? atof(gs) : 2.8, tm = 1e9, te = 1e9, tw = 1e9, chk = 0;
+    double ghz = gs ? atof(gs) : 2.8, tm = 1e9, te = 1e9, tw = 1e9, tf = 1e9, chk = 0;
+    (void)tf;
     for (int i = 0; i < N; i++) X[i] = (float)((i * 2654435761u) % 10000) / 2500.0f;
     for (int r = 0; r < 2000; r++) {
         double t0 = now();
@@ -87,8 +98,20 @@ int main(void) {
         a = now() - t0;
         if (a < tw) tw = a;
         chk += Y[5];
+#if ROWPASS_WRF
+        t0 = now();
+        for (int64_t c = 0; c < N; c += CH) s += tile_row_expsum_wrf(X + c, E2 + c, CH, m, 0.0f, Y + c, E + c, 0.5f);
+        a = now() - t0;
+        if (a < tf) tf = a;
+        chk += Y[7];
+#endif
     }
+#if ROWPASS_WRF
+    printf("| %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |   (check %.6g)\n", tm * ghz * 1e9 / N, te * ghz * 1e9 / N, tw * ghz * 1e9 / N,
+           (tm + te + tw) * ghz * 1e9 / N, tf * ghz * 1e9 / N, (tm + tf) * ghz * 1e9 / N, chk);
+#else
     printf("| %.3f | %.3f | %.3f | %.3f |   (check %.6g)\n", tm * ghz * 1e9 / N, te * ghz * 1e9 / N, tw * ghz * 1e9 / N,
            (tm + te + tw) * ghz * 1e9 / N, chk);
+#endif
     return 0;
 }

@@ -1394,6 +1394,118 @@ static void gfor_nt(gen *G, const ir_stmt *s, const ir_stmt *st, int t) {
     G->indent++;
 }
 
+/* ---------- a sum with a streaming write riding along ----------
+ * A serial loop outside kernels whose body is `a = a + P(j); Y[..., j] = Q(j)` (a an f32
+ * local, Y an f32 tensor along its contiguous last dimension, neither P nor Q reading Y nor
+ * a, Q not reading a): rowfuse's pipelined RMSNorm, the sum of squares of row r and the write
+ * of row r - 1 in one loop, so the core reads, computes and writes at once as a memcpy does.
+ * Run like the streaming write loops (ordinary stores to the first aligned vector and for the
+ * tail, whole vectors with streaming stores, one sfence), the sum in TILE_NT_W lane partial
+ * sums added to a at the end (the order of an `omp simd` reduction), and the tensors P reads
+ * along j prefetched TILE_ROW_AHEAD elements ahead (as tile_row_expsumf does). */
+static bool sum_nt(gen *G, const ir_stmt *s, const ir_stmt **as, const ir_stmt **ys) {
+    if (s->loop_kind != IR_LOOP_SERIAL || G->fn->kernel_body || (G->opt && G->opt->bounds_checks)) return false;
+    const ir_stmt *b = s->body[0];
+    if (!b || b->kind != IR_S_SEQ || b->nbody != 2) return false;
+    const ir_stmt *a = b->body[0], *y = b->body[1];
+    while (a && a->kind == IR_S_SEQ && a->nbody == 1) a = a->body[0];
+    while (y && y->kind == IR_S_SEQ && y->nbody == 1) y = y->body[0];
+    if (!a || !y || a->kind != IR_S_ASSIGN || y->kind != IR_S_STORE) return false;
+    const ir_var *acc = a->var;
+    if (acc->kind != IR_VAR_LOCAL || acc->dtype != TILE_DT_F32) return false;
+    const ir_expr *v = a->value;
+    if (!v || v->kind != IR_E_BINARY || v->op != IR_B_ADD || v->nargs != 2 || v->dtype != TILE_DT_F32) return false;
+    const ir_expr *P = v->args[0]->kind == IR_E_VAR && v->args[0]->var == acc ? v->args[1] : v->args[1]->kind == IR_E_VAR && v->args[1]->var == acc ? v->args[0] : NULL;
+    if (!P || ir_expr_uses_var(P, acc)) return false;
+    const ir_buffer *Y = y->buf;
+    if (Y->dtype != TILE_DT_F32 || y->value->dtype != TILE_DT_F32 || Y->scope != IR_SCOPE_GLOBAL || Y->role == IR_BUF_TEMP || Y->rank < 1) return false;
+    for (int d = 0; d + 1 < Y->rank; d++)
+        if (ir_expr_uses_var(y->idx[d], s->var)) return false;
+    const ir_expr *last = y->idx[Y->rank - 1];
+    if (!(last->kind == IR_E_VAR && last->var == s->var)) return false;
+    if (ir_expr_loads(y->value, Y) || ir_expr_loads(P, Y) || ir_expr_uses_var(y->value, acc)) return false;
+    *as = a;
+    *ys = y;
+    return true;
+}
+/* the global tensors e loads along j (last index exactly j): their pointers at j, for prefetches */
+static void run_loads(gen *G, const ir_expr *e, const ir_var *j, tile_strbuf *out, int *n) {
+    if (!e) return;
+    if (e->kind == IR_E_LOAD && e->buf->scope == IR_SCOPE_GLOBAL && e->buf->role != IR_BUF_TEMP && e->nargs == e->buf->rank && e->nargs >= 1 &&
+        e->args[e->nargs - 1]->kind == IR_E_VAR && e->args[e->nargs - 1]->var == j && *n < 4) {
+        bool ok = true;
+        for (int d = 0; d + 1 < e->nargs; d++)
+            if (ir_expr_uses_var(e->args[d], j)) ok = false;
+        if (ok) {
+            tile_strbuf off = {0};
+            put_offset(G, &off, e->buf, e->args, e->loc);
+            tile_strbuf pt = {0};
+            tile_sb_printf(&pt, "b%d + (%s)", e->buf->id, off.data ? off.data : "0");
+            bool dup = false;
+            for (int k = 0; k < *n; k++)
+                if (!strcmp(out[k].data, pt.data)) dup = true;
+            if (dup) tile_sb_free(&pt);
+            else out[(*n)++] = pt;
+            tile_sb_free(&off);
+        }
+        return;
+    }
+    for (int i = 0; i < e->nargs; i++) run_loads(G, e->args[i], j, out, n);
+}
+static bool gfor_sum_nt(gen *G, const ir_stmt *s, const ir_stmt *as, const ir_stmt *ys, int t) {
+    int id = s->var->id, a = as->var->id;
+    bool mf = G->may_fail;
+    G->may_fail = false;
+    const ir_expr *v = as->value;
+    const ir_expr *P = v->args[0]->kind == IR_E_VAR && v->args[0]->var == as->var ? v->args[1] : v->args[0];
+    char *ps = expr_str(G, P, M_VALUE), *qs = expr_str(G, ys->value, M_VALUE);
+    bool fails = G->may_fail;
+    G->may_fail = mf;
+    if (fails) {
+        free(ps);
+        free(qs);
+        return false;
+    }
+    tile_strbuf off = {0};
+    put_offset(G, &off, ys->buf, ys->idx, ys->loc);
+    const char *o = off.data ? off.data : "0";
+    int y = ys->buf->id;
+    tile_strbuf pf[4] = {{0}};
+    int npf = 0;
+    run_loads(G, P, s->var, pf, &npf);
+    line(G, "int64_t v%d;", id);
+    line(G, "if (hi%d - lo%d >= %d) {", t, t, NT_MIN);
+    G->indent++;
+    line(G, "v%d = lo%d;", id, t);
+    line(G, "int64_t c%d = lo%d + (int64_t)((-(uintptr_t)(b%d + (%s)) & (TILE_NT_W * 4 - 1)) / 4);", t, t, y, o);
+    line(G, "if (c%d > hi%d) c%d = hi%d;", t, t, t, t);
+    line(G, "for (v%d = lo%d; v%d < c%d; v%d++) { v%d = v%d + (%s); b%d[%s] = %s; }", id, t, id, t, id, a, a, ps, y, o, qs);
+    line(G, "tile_f32v av%d = {0};", t);
+    line(G, "for (; c%d + TILE_NT_W <= hi%d; c%d += TILE_NT_W) {", t, t, t);
+    G->indent++;
+    line(G, "float tb%d[TILE_NT_W] __attribute__((aligned(64))), tp%d[TILE_NT_W] __attribute__((aligned(64)));", t, t);
+    line(G, "v%d = c%d;", id, t);
+    for (int k = 0; k < npf; k++) line(G, "__builtin_prefetch(%s + TILE_ROW_AHEAD, 0, 3);", pf[k].data);
+    line(G, "_Pragma(\"omp simd\")");
+    line(G, "for (int64_t v%d = c%d; v%d < c%d + TILE_NT_W; v%d++) { tb%d[v%d - c%d] = %s; tp%d[v%d - c%d] = %s; }", id, t, id, t, id, t, id, t, qs, t, id, t,
+         ps);
+    line(G, "av%d += *(const tile_f32v *)tp%d;", t, t);
+    line(G, "tile_stream_f32v(b%d + (%s), tb%d);", y, o, t);
+    G->indent--;
+    line(G, "}");
+    line(G, "for (v%d = c%d; v%d < hi%d; v%d++) { v%d = v%d + (%s); b%d[%s] = %s; }", id, t, id, t, id, a, a, ps, y, o, qs);
+    line(G, "tile_sfence();");
+    line(G, "for (int k_ = 0; k_ < TILE_NT_W; k_++) v%d = v%d + av%d[k_];", a, a, t);
+    G->indent--;
+    line(G, "} else {");
+    G->indent++;
+    for (int k = 0; k < 4; k++) tile_sb_free(&pf[k]);
+    tile_sb_free(&off);
+    free(ps);
+    free(qs);
+    return true;
+}
+
 /* ---------- the read pass of row kernels ----------
  * Two serial loops outside kernels over a contiguous f32 run x(j) = X[..., j] (the last
  * index is the loop variable, the others do not use it), as rowfuse's read pass writes them,
@@ -1477,14 +1589,35 @@ static bool grow_read(gen *G, const ir_stmt *s, int t) {
             return true;
         }
     }
-    /* the exp-and-sum loop: one, two or three statements */
-    const ir_stmt *st[3];
+    /* the exp-and-sum loop: one, two or three statements (and a write riding along) */
+    const ir_stmt *st[4];
     int n = 0;
     if (b->kind == IR_S_SEQ) {
-        if (b->nbody < 1 || b->nbody > 3) return false;
+        if (b->nbody < 1 || b->nbody > 4) return false;
         for (int i = 0; i < b->nbody; i++) st[n++] = unseq(b->body[i]);
     } else st[n++] = b;
     const ir_var *c = NULL, *ev = NULL;
+    /* Y[..., j] = W[..., j] * g (g an f32 local or constant) after the three: rowfuse's
+     * pipelined softmax writing the previous row -> tile_row_expsum_wrf */
+    const ir_stmt *ys = NULL;
+    const ir_expr *yw = NULL, *yg = NULL;
+    if (n == 4) {
+        ys = st[3];
+        n = 3;
+        const ir_expr *v = ys->kind == IR_S_STORE ? ys->value : NULL;
+        if (!v || ys->buf->dtype != TILE_DT_F32 || !store_run(ys, j) || v->kind != IR_E_BINARY || v->op != IR_B_MUL || v->nargs != 2 ||
+            v->dtype != TILE_DT_F32)
+            return false;
+        for (int k = 0; k < 2; k++) {
+            const ir_expr *L = row_run(v->args[k], j), *o = v->args[1 - k];
+            if (L && ((o->kind == IR_E_VAR && f32_local(o->var) && o->var != j) || (o->kind == IR_E_CONST && o->dtype == TILE_DT_F32))) {
+                yw = L;
+                yg = o;
+                break;
+            }
+        }
+        if (!yw || yw->buf == ys->buf) return false;
+    }
     const ir_expr *sh = NULL, *ld = NULL, *a = acc_add(st[n - 1], &c);
     const ir_stmt *es = NULL;
     if (!a) return false;
@@ -1502,6 +1635,8 @@ static bool grow_read(gen *G, const ir_stmt *s, int t) {
         }
     }
     if (!ld || !sh || (sh->kind == IR_E_VAR && (sh->var == c || sh->var == ev))) return false;
+    if (ys && (!es || ys->buf == ld->buf || ys->buf == es->buf || (yg->kind == IR_E_VAR && (yg->var == c || yg->var == ev))))
+        return false;
     tile_strbuf px = {0}, pe = {0};
     line(G, "int64_t v%d = lo%d;", j->id, t);
     put_run_ptr(G, &px, ld);
@@ -1512,7 +1647,19 @@ static bool grow_read(gen *G, const ir_stmt *s, int t) {
         tile_sb_free(&off);
     } else tile_sb_puts(&pe, "NULL");
     char *shs = expr_str(G, sh, M_VALUE);
-    line(G, "v%d = tile_row_expsumf(%s, %s, hi%d - lo%d, %s, v%d);", c->id, px.data, pe.data, t, t, shs, c->id);
+    if (ys) {
+        tile_strbuf py = {0}, pw = {0}, off = {0};
+        put_offset(G, &off, ys->buf, ys->idx, ys->loc);
+        tile_sb_printf(&py, "b%d + %s", ys->buf->id, off.data ? off.data : "0");
+        put_run_ptr(G, &pw, yw);
+        char *gs = expr_str(G, yg, M_VALUE);
+        line(G, "v%d = tile_row_expsum_wrf(%s, %s, hi%d - lo%d, %s, v%d, %s, %s, %s);", c->id, px.data, pe.data, t, t, shs, c->id, py.data, pw.data, gs);
+        free(gs);
+        tile_sb_free(&py);
+        tile_sb_free(&pw);
+        tile_sb_free(&off);
+    } else
+        line(G, "v%d = tile_row_expsumf(%s, %s, hi%d - lo%d, %s, v%d);", c->id, px.data, pe.data, t, t, shs, c->id);
     if (G->row_var) G->row_reads_ahead = true;
     free(shs);
     tile_sb_free(&px);
@@ -1584,11 +1731,12 @@ static void gfor(gen *G, const ir_stmt *s) {
         line(G, "}");
         return;
     }
-    const ir_stmt *nts = nt_store(G, s);
+    const ir_stmt *nts = nt_store(G, s), *sas, *sys;
     if (nts) {
         line(G, "int64_t v%d;", id);
         gfor_nt(G, s, nts, t);
-    }
+    } else if (sum_nt(G, s, &sas, &sys) && gfor_sum_nt(G, s, sas, sys, t))
+        nts = sys;
     tile_strbuf red = {0};
     bool simd_red = simd_reduction_pragma(G, s, &red);
     if (simd_red && !nts && gfor_minmax(G, s, t, red.data)) {

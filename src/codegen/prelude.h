@@ -619,6 +619,10 @@ static inline void tile_stream_f32v(float *d, const float *s) { _mm256_stream_ps
 #define TILE_NT_W 16
 static inline void tile_stream_f32v(float *d, const float *s) { memcpy(d, s, TILE_NT_W * sizeof(float)); }
 #endif
+/* TILE_NT_W f32 lanes as one vector value (a register): the lane partial sums of c.c's sum
+ * with a streaming write riding along (gfor_sum_nt), added from a 64-byte-aligned array
+ * (may_alias: read through this type) */
+typedef float tile_f32v __attribute__((vector_size(TILE_NT_W * 4), may_alias));
 /* locality of the next-row prefetches of streaming write loops (c.c, gfor_nt): 2 = into L2
  * (prefetcht1): an L1 prefetch of the next row evicted the row being re-read */
 #ifndef TILE_ROW_PREFETCH
@@ -737,6 +741,75 @@ static inline float tile_row_expsumf(const float *x, float *e, int64_t n, float 
         }
         s = s + c;
     }
+    return s;
+}
+
+/* tile_row_expsum_wrf(x, e, n, sh, s, y, w, g) is tile_row_expsumf(x, e, n, sh, s) with a
+ * write riding along: y[j] = w[j] * g for j in [0, n), streaming stores for y's 64-byte
+ * aligned vectors (masked ordinary stores for the head before the first and the tail). It is
+ * rowfuse's pipelined softmax (c.c, grow_read): the write pass of the previous row (w its
+ * kept exponentials, g its chunk's scale) in the same loop as this row's exponentials, so the
+ * core loads, computes and streams out at once, as a memcpy does (one core of the 2-core VM:
+ * 0.68 of memcpy against 0.52-0.60 with the write and the exponentials in separate loops,
+ * bench/cpu/rowpipe.sh). The exponentials and the sum are tile_row_expsumf's (the head
+ * vector is summed in the tail's accumulator); y does not overlap x, e or w. */
+static inline float tile_row_expsum_wrf(const float *x, float *e, int64_t n, float sh, float s, float *y, const float *w, float g) {
+    if (e && e != w && e < w + n && w < e + n) { /* e and w overlap, shifted: element by element, in order */
+        float c = 0.0f;
+        for (int64_t j = 0; j < n; j++) {
+            float t = tile_expf(x[j] - sh);
+            e[j] = t;
+            c = c + t;
+            y[j] = w[j] * g;
+        }
+        return s + c;
+    }
+#if defined(__AVX512F__)
+    if (n >= 64) {
+        const __m512 vs = _mm512_set1_ps(sh), vg = _mm512_set1_ps(g);
+        __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+        int64_t i = (int64_t)((-(uintptr_t)y & 63) / 4); /* to y's next 64-byte boundary */
+        if (i) {
+            __mmask16 k = (__mmask16)((1u << i) - 1);
+            __m512 e0 = tile_exp_f32x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x), vs));
+            if (e) _mm512_mask_storeu_ps(e, k, e0);
+            s1 = _mm512_mask_add_ps(s1, k, s1, e0);
+            _mm512_mask_storeu_ps(y, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, w), vg));
+        }
+        for (; i + 32 <= n; i += 32) {
+            _mm_prefetch((const char *)(x + i + TILE_ROW_AHEAD), _MM_HINT_T0);
+            _mm_prefetch((const char *)(x + i + TILE_ROW_AHEAD + 16), _MM_HINT_T0);
+            __m512 e0 = tile_exp_f32x16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs));
+            __m512 e1 = tile_exp_f32x16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vs));
+            if (e) {
+                _mm512_storeu_ps(e + i, e0);
+                _mm512_storeu_ps(e + i + 16, e1);
+            }
+            s0 = _mm512_add_ps(s0, e0);
+            s1 = _mm512_add_ps(s1, e1);
+            _mm512_stream_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(w + i), vg));
+            _mm512_stream_ps(y + i + 16, _mm512_mul_ps(_mm512_loadu_ps(w + i + 16), vg));
+        }
+        if (i + 16 <= n) {
+            __m512 e0 = tile_exp_f32x16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs));
+            if (e) _mm512_storeu_ps(e + i, e0);
+            s0 = _mm512_add_ps(s0, e0);
+            _mm512_stream_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(w + i), vg));
+            i += 16;
+        }
+        if (i < n) {
+            __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+            __m512 e1 = tile_exp_f32x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vs));
+            if (e) _mm512_mask_storeu_ps(e + i, k, e1);
+            s1 = _mm512_mask_add_ps(s1, k, s1, e1);
+            _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, w + i), vg));
+        }
+        tile_sfence();
+        return s + _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    }
+#endif
+    s = tile_row_expsumf(x, e, n, sh, s);
+    for (int64_t j = 0; j < n; j++) y[j] = w[j] * g;
     return s;
 }
 

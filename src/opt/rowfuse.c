@@ -237,15 +237,42 @@ static ir_expr *load2(rf *R, ir_buffer *b, ir_var *i, ir_var *j, tile_loc l) {
 static ir_expr *fexp(rf *R, ir_expr *a, tile_loc l) { return ir_call(R->m, IR_I_EXP, a->dtype, &a, 1, l); }
 static ir_var *newvar(rf *R, const char *name, ir_var_kind k, tile_dtype dt, tile_loc l) { return ir_var_new(R->m, R->f, name, k, dt, l); }
 
+/* the row r + off (off 0 or -1: the pipelined loop's write pass is one row behind) */
+static ir_expr *row_at(rf *R, ir_var *r, int off, tile_loc l) {
+    return off ? ir_binary(R->m, IR_B_ADD, V(R, r, l), I32(R, off, l), l) : V(R, r, l);
+}
+static ir_expr *load2e(rf *R, ir_buffer *b, ir_expr *row, ir_var *j, tile_loc l) {
+    ir_expr *idx[2] = {row, V(R, j, l)};
+    return ir_load(R->m, b, idx, l);
+}
 typedef ir_expr *(*xval_fn)(rf *R, void *ctx, ir_var *col, tile_loc l); /* x(j): the f32 element */
 static ir_stmt *store2(rf *R, ir_buffer *Y, ir_var *r, ir_var *j, ir_expr *v, tile_loc l);
 
 /* The chunked online max + sum of one row (the body of the row loop before the write pass):
  * m and s hold the row's max and sum of exp(x - m) afterwards. `sumvar`, when set, is the
  * plain form's `e` local (e = exp(x - m); cs = cs + e, as the source wrote it). */
+static ir_stmt *store2e(rf *R, ir_buffer *Y, ir_expr *row, ir_var *j, ir_expr *v, tile_loc l);
+/* E[j] (slot NULL) or E[slot, j]: the kept exponentials; F likewise by chunk */
+static ir_expr **row_idx(rf *R, ir_expr *slot, ir_expr *i, int *n) {
+    ir_expr **idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 2);
+    *n = 0;
+    if (slot) idx[(*n)++] = slot;
+    idx[(*n)++] = i;
+    return idx;
+}
+/* a write riding along in the exponentials' loop: Y[row, j] = W[wslot, j] * g */
+typedef struct ride { ir_buffer *Y, *W; ir_expr *row, *wslot; ir_var *g; } ride;
+static ir_stmt *online_chunk(rf *R, ir_var *c, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv, void *ctx, ir_var *sumvar, ir_buffer *E, ir_buffer *F,
+                             ir_expr *slot, const ride *rd, tile_loc l);
 static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv, void *ctx, ir_var *sumvar, ir_buffer *E, ir_buffer *F,
                             tile_loc l) {
     ir_var *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l);
+    ir_expr *nchunks = ir_binary(R->m, IR_B_FLOORDIV, ir_binary(R->m, IR_B_ADD, H, I32(R, ROW_CHUNK - 1, l), l), I32(R, ROW_CHUNK, l), l);
+    return loop(R, c, I32(R, 0, l), nchunks, IR_LOOP_SERIAL, online_chunk(R, c, m, s, H, xv, ctx, sumvar, E, F, NULL, NULL, l), l);
+}
+/* one chunk c of the online pass (slot: which of the two rows of E and F, or NULL) */
+static ir_stmt *online_chunk(rf *R, ir_var *c, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv, void *ctx, ir_var *sumvar, ir_buffer *E, ir_buffer *F,
+                             ir_expr *slot, const ride *rd, tile_loc l) {
     ir_var *j1 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *j2 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *cm = newvar(R, "rf_cmax", IR_VAR_LOCAL, TILE_DT_F32, l);
@@ -254,7 +281,6 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
     ir_expr *start = ir_binary(R->m, IR_B_MUL, V(R, c, l), C, l);
     /* chunk extent: min(H - c*C, C) */
     ir_expr *cext1 = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
-    ir_expr *nchunks = ir_binary(R->m, IR_B_FLOORDIV, ir_binary(R->m, IR_B_ADD, H, I32(R, ROW_CHUNK - 1, l), l), C, l);
     ir_var *ms = newvar(R, "rf_shift", IR_VAR_LOCAL, TILE_DT_F32, l);
     ir_stmt *st[9];
     int n = 0;
@@ -266,9 +292,9 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
     st[n++] = assign(R, m, V(R, cm, l), l);
     if (F) { /* the chunk's max (-inf while every element so far is -inf or NaN) */
         ir_stmt *fs = ir_stmt_new(R->m, IR_S_STORE, l);
+        int ni;
         fs->buf = F;
-        fs->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 1);
-        fs->idx[0] = V(R, c, l);
+        fs->idx = row_idx(R, slot, V(R, c, l), &ni);
         fs->value = V(R, m, l);
         st[n++] = fs;
     }
@@ -282,18 +308,23 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
     ir_stmt *sb;
     if (E && !sumvar) sumvar = newvar(R, "rf_e", IR_VAR_LOCAL, TILE_DT_F32, l);
     if (sumvar) {
-        ir_stmt *three[3] = {assign(R, sumvar, e, l), NULL, assign(R, cs, ir_binary(R->m, IR_B_ADD, V(R, cs, l), V(R, sumvar, l), l), l)};
+        ir_stmt *three[4] = {assign(R, sumvar, e, l), NULL, assign(R, cs, ir_binary(R->m, IR_B_ADD, V(R, cs, l), V(R, sumvar, l), l), l), NULL};
         if (E) { /* keep the exponential for the write pass */
             ir_stmt *es = ir_stmt_new(R->m, IR_S_STORE, l);
+            int ni;
             es->buf = E;
-            es->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 1);
-            es->idx[0] = V(R, j2, l);
+            es->idx = row_idx(R, slot, V(R, j2, l), &ni);
             es->value = V(R, sumvar, l);
             three[1] = es;
         } else {
             three[1] = three[2];
         }
-        sb = ir_seq(R->m, three, E ? 3 : 2, l);
+        if (E && rd) {
+            int nw;
+            ir_expr **wi = row_idx(R, rd->wslot, V(R, j2, l), &nw);
+            three[3] = store2e(R, rd->Y, rd->row, j2, ir_binary(R->m, IR_B_MUL, ir_load(R->m, rd->W, wi, l), V(R, rd->g, l), l), l);
+        }
+        sb = ir_seq(R->m, three, E ? (rd ? 4 : 3) : 2, l);
     } else {
         sb = assign(R, cs, ir_binary(R->m, IR_B_ADD, V(R, cs, l), e, l), l);
     }
@@ -302,7 +333,7 @@ static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv,
     st[n++] = sh;
     st[n++] = loop(R, j2, start, cext2, IR_LOOP_SERIAL, sb, l);
     st[n++] = assign(R, s, ir_binary(R->m, IR_B_ADD, V(R, s, l), V(R, cs, l), l), l);
-    return loop(R, c, I32(R, 0, l), nchunks, IR_LOOP_SERIAL, ir_seq(R->m, st, n, l), l);
+    return ir_seq(R->m, st, n, l);
 }
 
 /* ---------- the one-exp form: Y = exp(x - m) / s from the kept exponentials ----------
@@ -322,19 +353,174 @@ static ir_stmt *alloc_row(rf *R, ir_buffer **out, const char *name, ir_expr *n, 
 static ir_expr *nchunks_of(rf *R, ir_expr *H, tile_loc l) {
     return ir_binary(R->m, IR_B_FLOORDIV, ir_binary(R->m, IR_B_ADD, H, I32(R, ROW_CHUNK - 1, l), l), I32(R, ROW_CHUNK, l), l);
 }
-static ir_stmt *scaled_write(rf *R, ir_buffer *E, ir_buffer *F, ir_var *m, ir_var *s, ir_expr *H, ir_buffer *Y, ir_var *row, tile_loc l) {
-    ir_var *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l), *j = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
-    ir_var *ri = newvar(R, "rf_rinv", IR_VAR_LOCAL, TILE_DT_F32, l), *g = newvar(R, "rf_scale", IR_VAR_LOCAL, TILE_DT_F32, l);
+static ir_stmt *store2e(rf *R, ir_buffer *Y, ir_expr *row, ir_var *j, ir_expr *v, tile_loc l);
+/* chunk c of the write pass: g = exp(F[c] - m) * rinv; Y[row, j] = E[j] * g (slot: the row of
+ * E and F, or NULL) */
+static ir_stmt *scaled_chunk(rf *R, ir_var *c, ir_buffer *E, ir_buffer *F, ir_expr *slot, ir_var *m, ir_var *ri, ir_expr *H, ir_buffer *Y, ir_expr *row,
+                             tile_loc l) {
+    ir_var *j = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l), *g = newvar(R, "rf_scale", IR_VAR_LOCAL, TILE_DT_F32, l);
     ir_expr *C = I32(R, ROW_CHUNK, l);
     ir_expr *start = ir_binary(R->m, IR_B_MUL, V(R, c, l), C, l);
     ir_expr *ext = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
-    ir_expr *fi[1] = {V(R, c, l)}, *ei[1] = {V(R, j, l)};
+    int nf, ne;
+    ir_expr **fi = row_idx(R, slot, V(R, c, l), &nf), **ei = row_idx(R, slot, V(R, j, l), &ne);
     ir_stmt *gs = assign(R, g, ir_binary(R->m, IR_B_MUL, fexp(R, ir_binary(R->m, IR_B_SUB, ir_load(R->m, F, fi, l), V(R, m, l), l), l), V(R, ri, l), l), l);
-    ir_stmt *w = loop(R, j, start, ext, IR_LOOP_VECTORIZED, store2(R, Y, row, j, ir_binary(R->m, IR_B_MUL, ir_load(R->m, E, ei, l), V(R, g, l), l), l), l);
+    ir_stmt *w = loop(R, j, start, ext, IR_LOOP_VECTORIZED, store2e(R, Y, row, j, ir_binary(R->m, IR_B_MUL, ir_load(R->m, E, ei, l), V(R, g, l), l), l), l);
     ir_stmt *body[2] = {gs, w};
+    return ir_seq(R->m, body, 2, l);
+}
+static ir_stmt *scaled_write(rf *R, ir_buffer *E, ir_buffer *F, ir_var *m, ir_var *s, ir_expr *H, ir_buffer *Y, ir_var *row, tile_loc l) {
+    ir_var *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l);
+    ir_var *ri = newvar(R, "rf_rinv", IR_VAR_LOCAL, TILE_DT_F32, l);
     ir_stmt *two[2] = {assign(R, ri, ir_binary(R->m, IR_B_DIV, ir_const_float(R->m, TILE_DT_F32, 1.0, l), V(R, s, l), l), l),
-                       loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL, ir_seq(R->m, body, 2, l), l)};
+                       loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL,
+                            scaled_chunk(R, c, E, F, NULL, m, ri, H, Y, V(R, row, l), l), l)};
     return ir_seq(R->m, two, 2, l);
+}
+
+/* ---------- the pipelined row loop ----------
+ * A core that reads a row (the memory-bound read pass) and then writes it (the streaming
+ * write pass) never has reads and writes in flight together, where a memcpy streams both at
+ * once. So the rows go in blocks of up to ROW_BLOCK consecutive rows, the blocks over the pool,
+ * and inside a block the write pass of row r - 1 runs chunk by chunk interleaved with the read
+ * pass of row r:
+ *
+ *   for b in parallel(ceil(M / rb)):                 # rb = clamp(M // 32, 1, ROW_BLOCK)
+ *     for r in serial(b*rb, n + 1):                  # n = min(rb, M - b*rb) rows in the block
+ *       for c in serial(0, ceil(H / 2048)):
+ *         if r > b*rb: write chunk c of row r - 1    # streaming stores (from L2)
+ *         if r < b*rb + n: read chunk c of row r     # loads from memory (prefetched ahead)
+ *
+ * The first step of a block only reads, the last only writes. The row of exponentials (E)
+ * and chunk maxima (F) of the softmax have two rows each, [r % 2] being filled while
+ * [(r - 1) % 2] is written out (2 x 256 KiB per worker for 64K columns: L2). Each element is
+ * computed from the same operands in the same order as in the unpipelined loop. */
+/* TILE_ROWFUSE_PIPE=0: the unpipelined loops (one row after the other), for comparisons */
+static bool pipe_on(void) {
+    const char *e = getenv("TILE_ROWFUSE_PIPE");
+    return !(e && !strcmp(e, "0"));
+}
+/* the pipelined loop, unless M is a constant below 64 (blocks of one row: nothing overlaps) */
+static bool pipe_worth(ir_expr *M) {
+    int64_t mv;
+    return !(ir_const_int_value(M, &mv) && mv / 32 < 2);
+}
+#define ROW_BLOCK 16       /* most rows of one block of the pipelined loop */
+#define ROW_KEEP_MAX 65536 /* longest row whose exponentials are kept (two rows of E per worker in L2) */
+
+typedef struct pipe {
+    ir_var *b, *r; /* the block (parallel) and the row read (serial) */
+    ir_expr *M;    /* rows (i32) */
+    tile_loc l;
+} pipe;
+static ir_expr *pipe_rb(rf *R, pipe *P) {
+    tile_loc l = P->l;
+    int64_t mv;
+    if (ir_const_int_value(P->M, &mv)) return I32(R, mv / 32 < 1 ? 1 : mv / 32 > ROW_BLOCK ? ROW_BLOCK : mv / 32, l);
+    return ir_simplify_int(R->m, ir_binary(R->m, IR_B_MAX, I32(R, 1, l), ir_binary(R->m, IR_B_MIN, I32(R, ROW_BLOCK, l), ir_binary(R->m, IR_B_FLOORDIV, P->M, I32(R, 32, l), l), l), l));
+}
+static ir_expr *pipe_first(rf *R, pipe *P) { return ir_simplify_int(R->m, ir_binary(R->m, IR_B_MUL, V(R, P->b, P->l), pipe_rb(R, P), P->l)); }
+static ir_expr *pipe_n(rf *R, pipe *P) {
+    return ir_simplify_int(R->m, ir_binary(R->m, IR_B_MIN, pipe_rb(R, P), ir_binary(R->m, IR_B_SUB, P->M, pipe_first(R, P), P->l), P->l));
+}
+/* r < first + n: row r is read in this step; r > first: row r - 1 is written */
+static ir_expr *pipe_reads(rf *R, pipe *P) {
+    return ir_binary(R->m, IR_B_LT, V(R, P->r, P->l), ir_binary(R->m, IR_B_ADD, pipe_first(R, P), pipe_n(R, P), P->l), P->l);
+}
+static ir_expr *pipe_writes(rf *R, pipe *P) { return ir_binary(R->m, IR_B_GT, V(R, P->r, P->l), pipe_first(R, P), P->l); }
+static ir_stmt *iff(rf *R, ir_expr *c, ir_stmt *then, tile_loc l) {
+    ir_stmt *s = ir_stmt_new(R->m, IR_S_IF, l);
+    s->cond = c;
+    s->body[0] = then;
+    s->body[1] = NULL;
+    return s;
+}
+static void pipe_init(rf *R, pipe *P, ir_expr *M, tile_loc l) {
+    P->b = newvar(R, "rf_blk", IR_VAR_LOOP, TILE_DT_I32, l);
+    P->r = newvar(R, "rf_row", IR_VAR_LOOP, TILE_DT_I32, l);
+    P->M = M;
+    P->l = l;
+}
+/* for b in parallel(blocks): pre...; for r in serial(first, n + 1): step */
+static ir_stmt *pipe_loop(rf *R, pipe *P, ir_stmt **pre, int npre, ir_stmt *step) {
+    tile_loc l = P->l;
+    ir_expr *rb = pipe_rb(R, P);
+    ir_expr *nb = ir_binary(R->m, IR_B_FLOORDIV, ir_binary(R->m, IR_B_ADD, P->M, ir_binary(R->m, IR_B_SUB, rb, I32(R, 1, l), l), l), pipe_rb(R, P), l);
+    ir_stmt *rows = loop(R, P->r, pipe_first(R, P), ir_binary(R->m, IR_B_ADD, pipe_n(R, P), I32(R, 1, l), l), IR_LOOP_SERIAL, step, l);
+    ir_stmt *st[8];
+    int n = 0;
+    for (int i = 0; i < npre; i++) st[n++] = pre[i];
+    st[n++] = rows;
+    return loop(R, P->b, I32(R, 0, l), ir_simplify_int(R->m, nb), IR_LOOP_PARALLEL, ir_seq(R->m, st, n, l), l);
+}
+static ir_stmt *alloc_rows2(rf *R, ir_buffer **out, const char *name, ir_expr *n, tile_loc l) {
+    ir_expr **shape = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 2);
+    shape[0] = I32(R, 2, l);
+    shape[1] = n;
+    *out = ir_buffer_new(R->m, R->f, name, TILE_DT_F32, IR_SCOPE_GLOBAL, 2, shape, IR_BUF_TEMP, l);
+    ir_stmt *a = ir_stmt_new(R->m, IR_S_ALLOC, l);
+    a->buf = *out;
+    return a;
+}
+
+/* The one-exp softmax, pipelined: m0 is the read pass's start value of the max (-inf, or the
+ * plain form's X[r, 0]); m, s (and the plain form's e) are the row's locals. */
+static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx, ir_expr *m0, ir_var *m, ir_var *s, ir_var *ev, ir_buffer *Y, tile_loc l) {
+    pipe P = *Pp;
+    ir_buffer *E, *F;
+    if (!pipe_on() || !pipe_worth(P.M)) { /* the one-exp form one row after the other */
+        ir_stmt *b1[6] = {alloc_row(R, &E, "rf_exp", H, l), alloc_row(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l), assign(R, m, m0, l),
+                          assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l), online_pass(R, m, s, H, xv, ctx, ev, E, F, l),
+                          scaled_write(R, E, F, m, s, H, Y, P.r, l)};
+        return loop(R, P.r, I32(R, 0, l), P.M, IR_LOOP_PARALLEL, ir_seq(R->m, b1, 6, l), l);
+    }
+    ir_var *pm = newvar(R, "rf_pmax", IR_VAR_LOCAL, TILE_DT_F32, l), *ps = newvar(R, "rf_psum", IR_VAR_LOCAL, TILE_DT_F32, l);
+    ir_var *ri = newvar(R, "rf_rinv", IR_VAR_LOCAL, TILE_DT_F32, l), *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l);
+    ir_stmt *pre[4] = {alloc_rows2(R, &E, "rf_exp", H, l), alloc_rows2(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l),
+                       assign(R, pm, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l), assign(R, ps, ir_const_float(R->m, TILE_DT_F32, 1.0, l), l)};
+    ir_expr *rslot = ir_binary(R->m, IR_B_FLOORMOD, V(R, P.r, l), I32(R, 2, l), l);
+    ir_expr *wslot = ir_binary(R->m, IR_B_FLOORMOD, row_at(R, P.r, -1, l), I32(R, 2, l), l);
+    ir_stmt *cb[2] = {iff(R, pipe_writes(R, &P), scaled_chunk(R, c, E, F, wslot, pm, ri, H, Y, row_at(R, P.r, -1, l), l), l),
+                      iff(R, pipe_reads(R, &P), online_chunk(R, c, m, s, H, xv, ctx, ev, E, F, rslot, NULL, l), l)};
+    /* both (every step of a block but its first and last): the write of row r - 1 rides along
+     * in the loop of row r's exponentials */
+    ir_var *g = newvar(R, "rf_scale", IR_VAR_LOCAL, TILE_DT_F32, l);
+    ride rd = {Y, E, row_at(R, P.r, -1, l), ir_binary(R->m, IR_B_FLOORMOD, row_at(R, P.r, -1, l), I32(R, 2, l), l), g};
+    int nf;
+    ir_expr **fi = row_idx(R, rd.wslot, V(R, c, l), &nf);
+    ir_stmt *both[2] = {assign(R, g, ir_binary(R->m, IR_B_MUL, fexp(R, ir_binary(R->m, IR_B_SUB, ir_load(R->m, F, fi, l), V(R, pm, l), l), l), V(R, ri, l), l), l),
+                        online_chunk(R, c, m, s, H, xv, ctx, ev, E, F, ir_binary(R->m, IR_B_FLOORMOD, V(R, P.r, l), I32(R, 2, l), l), &rd, l)};
+    ir_stmt *sel = ir_stmt_new(R->m, IR_S_IF, l);
+    sel->cond = ir_binary(R->m, IR_B_AND, pipe_writes(R, &P), pipe_reads(R, &P), l);
+    sel->body[0] = ir_seq(R->m, both, 2, l);
+    sel->body[1] = ir_seq(R->m, cb, 2, l);
+    ir_stmt *init[2] = {assign(R, m, m0, l), assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l)};
+    ir_stmt *fin[2] = {assign(R, pm, V(R, m, l), l), assign(R, ps, V(R, s, l), l)};
+    ir_stmt *step[4] = {iff(R, pipe_writes(R, &P), assign(R, ri, ir_binary(R->m, IR_B_DIV, ir_const_float(R->m, TILE_DT_F32, 1.0, l), V(R, ps, l), l), l), l),
+                        iff(R, pipe_reads(R, &P), ir_seq(R->m, init, 2, l), l),
+                        loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL, sel, l),
+                        iff(R, pipe_reads(R, &P), ir_seq(R->m, fin, 2, l), l)};
+    return pipe_loop(R, &P, pre, 4, ir_seq(R->m, step, 4, l));
+}
+/* the log's name of the softmax's form */
+static const char *form_name(ir_expr *H, ir_expr *M) {
+    int64_t h;
+    bool p = pipe_on() && pipe_worth(M);
+    const char *kept = p ? "pipelined one-exp form (blocks of rows; the write of row r - 1 in the loop of row r's exponentials)"
+                         : pipe_on() ? "one-exp form, rows one after the other (fewer than 64 rows)" : "one-exp form, rows one after the other (TILE_ROWFUSE_PIPE=0)";
+    if (!ir_const_int_value(H, &h)) return p ? "while N <= 65536 the pipelined one-exp form, else the online form" : "while N <= 65536 the one-exp form, else the online form";
+    return h <= ROW_KEEP_MAX ? kept : "online form (the row is longer than 65536: exponentials recomputed in the write pass)";
+}
+/* the choice between the pipelined one-exp form (rows up to ROW_KEEP_MAX) and the online form
+ * (`other`): fixed when H is a constant, else a run-time test */
+static ir_stmt *by_row_length(rf *R, ir_expr *H, ir_stmt *kept, ir_stmt *other, tile_loc l) {
+    int64_t h;
+    if (ir_const_int_value(H, &h)) return h <= ROW_KEEP_MAX ? kept : other;
+    ir_stmt *s = ir_stmt_new(R->m, IR_S_IF, l);
+    s->cond = ir_binary(R->m, IR_B_LE, H, I32(R, ROW_KEEP_MAX, l), l);
+    s->body[0] = kept;
+    s->body[1] = other;
+    return s;
 }
 
 /* G = a / s with s the row's sum: a * rinv with rinv = 1 / s computed once per row (a
@@ -351,10 +537,10 @@ static ir_expr *recip(rf *R, ir_expr *G, ir_var *s, ir_stmt **pre, tile_loc l) {
 
 /* ---------- S1: plain-form softmax ---------- */
 
-typedef struct plainx { ir_buffer *X; ir_var *i; } plainx;
+typedef struct plainx { ir_buffer *X; ir_var *i; int off; } plainx;
 static ir_expr *plain_x(rf *R, void *ctx, ir_var *col, tile_loc l) {
     plainx *p = ctx;
-    return load2(R, p->X, p->i, col, l);
+    return load2e(R, p->X, row_at(R, p->i, p->off, l), col, l);
 }
 
 #define REJECT(why) do { *reason = (why); return NULL; } while (0)
@@ -408,7 +594,7 @@ static ir_stmt *match_plain(rf *R, ir_stmt *s, const char **reason) {
     if (m == sv || m == ev || sv == ev) REJECT("locals shared");
     /* the new body */
     tile_loc l = L0(s);
-    plainx px = {X, i};
+    plainx px = {X, i, 0};
     ir_var *jw = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     subst S = {0};
     S.b[0].buf = Y, S.b[0].nidx = 2, S.b[0].idx[0] = i, S.b[0].idx[1] = a4->var;
@@ -426,31 +612,37 @@ static ir_stmt *match_plain(rf *R, ir_stmt *s, const char **reason) {
     ys->idx[0] = V(R, i, l);
     ys->idx[1] = V(R, jw, l);
     ldpat py4 = {Y, i, a4->var};
-    if (binop(b4->value, IR_B_DIV) && p_load(b4->value->args[0], &py4) && is_var(b4->value->args[1], sv)) {
-        /* Y = e / s: the one-exp form */
-        ir_buffer *E, *F;
-        ir_stmt *ae = alloc_row(R, &E, "rf_exp", H32, l), *af = alloc_row(R, &F, "rf_cmaxs", nchunks_of(R, H32, l), l);
-        ir_stmt *nb[6] = {ae, af, a0, a2, online_pass(R, m, sv, H32, plain_x, &px, ev, E, F, l), scaled_write(R, E, F, m, sv, H32, Y, i, l)};
-        s->body[0] = ir_seq(R->m, nb, 6, l);
-    } else {
-        ir_stmt *pre;
-        ys->value = recip(R, G, sv, &pre, l);
-        ir_stmt *nb[5] = {a0, a2, online_pass(R, m, sv, H32, plain_x, &px, ev, NULL, NULL, l), pre, loop(R, jw, I32(R, 0, l), H32, IR_LOOP_VECTORIZED, ys, l)};
-        if (!pre) nb[3] = nb[4];
-        s->body[0] = ir_seq(R->m, nb, pre ? 5 : 4, l);
+    /* the online form: one read pass, one write pass recomputing exp(x - m) */
+    ir_stmt *pre;
+    ys->value = recip(R, G, sv, &pre, l);
+    ir_stmt *nb[5] = {a0, a2, online_pass(R, m, sv, H32, plain_x, &px, ev, NULL, NULL, l), pre, loop(R, jw, I32(R, 0, l), H32, IR_LOOP_VECTORIZED, ys, l)};
+    if (!pre) nb[3] = nb[4];
+    ir_stmt *res = s;
+    const char *form = "online max and sum in chunks, then a write pass";
+    if (binop(b4->value, IR_B_DIV) && p_load(b4->value->args[0], &py4) && is_var(b4->value->args[1], sv) && const_is(s->lo, 0)) {
+        /* Y = e / s: the one-exp form, pipelined (rows up to ROW_KEEP_MAX) */
+        pipe P;
+        pipe_init(R, &P, as_i32(R, s->extent), l);
+        if (!pipe_on() || !pipe_worth(P.M)) P.r = i; /* rows one after the other: the source's loop variable */
+        plainx pp = {X, P.r, 0};
+        ir_expr *x0[2] = {V(R, P.r, l), I32(R, 0, l)};
+        ir_stmt *kept = softmax_pipe(R, &P, H32, plain_x, &pp, ir_load(R->m, X, x0, l), m, sv, ev, Y, l);
+        form = form_name(H32, P.M);
+        res = by_row_length(R, H32, kept, s, l);
     }
+    s->body[0] = ir_seq(R->m, nb, pre ? 5 : 4, l);
     if (tile_log_enabled(TILE_LOG_INFO))
-        tile_log(TILE_LOG_INFO, "rowfuse: loop %s at %s:%d is a row softmax (plain form) -> one read pass per row (online max and sum in chunks of %d), one write pass",
-                 i->name, opt_loc_file(s->loc), s->loc.line, ROW_CHUNK);
-    return s;
+        tile_log(TILE_LOG_INFO, "rowfuse: loop %s at %s:%d is a row softmax (plain form) -> %s (chunks of %d)",
+                 i->name, opt_loc_file(s->loc), s->loc.line, form, ROW_CHUNK);
+    return res;
 }
 
 /* ---------- the tile forms: common checks of the kernel ---------- */
 
-typedef struct tilex { ir_buffer *X; ir_var *r; } tilex;
+typedef struct tilex { ir_buffer *X; ir_var *r; int off; } tilex;
 static ir_expr *tile_x(rf *R, void *ctx, ir_var *col, tile_loc l) {
     tilex *p = ctx;
-    return ir_cast(R->m, TILE_DT_F32, load2(R, p->X, p->r, col, l), l);
+    return ir_cast(R->m, TILE_DT_F32, load2e(R, p->X, row_at(R, p->r, p->off, l), col, l), l);
 }
 
 /* the kernel's allocations (leading), in a table; returns the index of the first other statement */
@@ -476,15 +668,16 @@ static ir_stmt *row_loop(rf *R, ir_var **rv, const ir_buffer *X, tile_loc l) {
     return loop(R, *rv, I32(R, 0, l), as_i32(R, X->shape[0]), IR_LOOP_PARALLEL, NULL, l);
 }
 
-static ir_stmt *store2(rf *R, ir_buffer *Y, ir_var *r, ir_var *j, ir_expr *v, tile_loc l) {
+static ir_stmt *store2e(rf *R, ir_buffer *Y, ir_expr *row, ir_var *j, ir_expr *v, tile_loc l) {
     ir_stmt *ys = ir_stmt_new(R->m, IR_S_STORE, l);
     ys->buf = Y;
     ys->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 2);
-    ys->idx[0] = V(R, r, l);
+    ys->idx[0] = row;
     ys->idx[1] = V(R, j, l);
     ys->value = ir_cast(R->m, Y->dtype, v, l);
     return ys;
 }
+static ir_stmt *store2(rf *R, ir_buffer *Y, ir_var *r, ir_var *j, ir_expr *v, tile_loc l) { return store2e(R, Y, V(R, r, l), j, v, l); }
 
 /* ---------- S2: tile-form online softmax ---------- */
 
@@ -602,7 +795,7 @@ static ir_stmt *match_tile_softmax(rf *R, ir_stmt *ks, const char **reason) {
     ir_stmt *rl = row_loop(R, &r, X, l);
     ir_var *m = newvar(R, "rf_max", IR_VAR_LOCAL, TILE_DT_F32, l), *s = newvar(R, "rf_sum", IR_VAR_LOCAL, TILE_DT_F32, l);
     ir_var *jw = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
-    tilex tx = {X, r};
+    tilex tx = {X, r, 0};
     subst S = {0};
     S.b[0].buf = xt, S.b[0].nidx = 2, S.b[0].idx[0] = iv[0], S.b[0].idx[1] = iv[1], S.b[0].to = tile_x(R, &tx, jw, l);
     S.b[1].buf = rmax, S.b[1].nidx = 1, S.b[1].idx[0] = iv[0], S.b[1].to = V(R, m, l);
@@ -611,32 +804,34 @@ static ir_stmt *match_tile_softmax(rf *R, ir_stmt *ks, const char **reason) {
     ir_expr *G = clone(R, mb->value, &S);
     if (!G) REJECT("the normalisation reads something other than the tile, row_max and row_sum");
     ir_expr *H = as_i32(R, X->shape[1]);
+    ir_stmt *pre;
+    ir_stmt *body[5] = {assign(R, m, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), l), assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l),
+                        online_pass(R, m, s, H, tile_x, &tx, NULL, NULL, NULL, l), NULL, NULL};
+    ir_stmt *res = rl;
+    const char *form = "online max and sum in chunks, then a write pass";
     {
-        /* x = exp(x - row_max) / row_sum: the one-exp form */
+        /* x = exp(x - row_max) / row_sum: the one-exp form, pipelined (rows up to ROW_KEEP_MAX) */
         ldpat lx = {xt, iv[0], iv[1]}, lm = {rmax, iv[0], NULL}, ls = {rsum, iv[0], NULL};
         const ir_expr *v = mb->value;
         if (binop(v, IR_B_DIV) && p_load(v->args[1], &ls) && is_exp(v->args[0]) && binop(v->args[0]->args[0], IR_B_SUB) &&
             p_load(v->args[0]->args[0]->args[0], &lx) && p_load(v->args[0]->args[0]->args[1], &lm)) {
-            ir_buffer *E, *F;
-            ir_stmt *b1[6] = {alloc_row(R, &E, "rf_exp", H, l), alloc_row(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l),
-                              assign(R, m, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), l), assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l),
-                              online_pass(R, m, s, H, tile_x, &tx, NULL, E, F, l), scaled_write(R, E, F, m, s, H, Y, r, l)};
-            rl->body[0] = ir_seq(R->m, b1, 6, l);
-            goto logged;
+            pipe P;
+            pipe_init(R, &P, as_i32(R, X->shape[0]), l);
+            tilex pt = {X, P.r, 0};
+            ir_stmt *kept = softmax_pipe(R, &P, H, tile_x, &pt, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), m, s, NULL, Y, l);
+            form = form_name(H, P.M);
+            res = by_row_length(R, H, kept, rl, l);
         }
     }
-    ir_stmt *pre;
     G = recip(R, G, s, &pre, l);
-    ir_stmt *body[5] = {assign(R, m, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), l), assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l),
-                        online_pass(R, m, s, H, tile_x, &tx, NULL, NULL, NULL, l), pre,
-                        loop(R, jw, I32(R, 0, l), H, IR_LOOP_VECTORIZED, store2(R, Y, r, jw, ir_cast(R->m, xt->dtype, G, l), l), l)};
+    body[3] = pre;
+    body[4] = loop(R, jw, I32(R, 0, l), H, IR_LOOP_VECTORIZED, store2(R, Y, r, jw, ir_cast(R->m, xt->dtype, G, l), l), l);
     if (!pre) body[3] = body[4];
     rl->body[0] = ir_seq(R->m, body, pre ? 5 : 4, l);
-logged:
     if (tile_log_enabled(TILE_LOG_INFO))
-        tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d is an online row softmax (%lldx%lld tiles) -> rows of %s over the pool: one read pass (online max and sum in chunks of %d), one write pass",
-                 opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)bN, X->name, ROW_CHUNK);
-    return rl;
+        tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d is an online row softmax (%lldx%lld tiles) -> rows of %s over the pool: %s (chunks of %d)",
+                 opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)bN, X->name, form, ROW_CHUNK);
+    return res;
 }
 
 /* ---------- S3: tile-form row scaling by a sum (RMSNorm) ---------- */
@@ -686,11 +881,13 @@ static ir_stmt *match_tile_rowscale(rf *R, ir_stmt *ks, const char **reason) {
     ir_stmt *dummy;
     par_nest(sqn, 2, e2, pv, &dummy);
     tile_loc l = L0(ks);
-    ir_var *r;
-    ir_stmt *rl = row_loop(R, &r, X, l);
+    pipe Pp;
+    pipe_init(R, &Pp, as_i32(R, X->shape[0]), l);
+    ir_var *r = Pp.r;
     ir_var *j1 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l), *j2 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *a = newvar(R, "rf_acc", IR_VAR_LOCAL, acc->dtype, l), *sc = newvar(R, "rf_scale", IR_VAR_LOCAL, acc->dtype, l);
-    tilex tx = {X, r};
+    bool piped = pipe_on() && pipe_worth(Pp.M);
+    tilex tx = {X, r, 0}, txw = {X, r, piped ? -1 : 0};
     subst S = {0};
     S.b[0].buf = x, S.b[0].nidx = 2, S.b[0].idx[0] = pv[0], S.b[0].idx[1] = pv[1], S.b[0].to = tile_x(R, &tx, j1, l);
     S.nb = 1;
@@ -702,24 +899,56 @@ static ir_stmt *match_tile_rowscale(rf *R, ir_stmt *ks, const char **reason) {
     ir_expr *Qe = clone(R, qb->value, &Q);
     if (!Qe) REJECT("the per-row nest reads something other than the sum");
     subst T = {0};
-    T.b[0].buf = x, T.b[0].nidx = 2, T.b[0].idx[0] = iv[0], T.b[0].idx[1] = iv[1], T.b[0].to = tile_x(R, &tx, j2, l);
+    T.b[0].buf = x, T.b[0].nidx = 2, T.b[0].idx[0] = iv[0], T.b[0].idx[1] = iv[1], T.b[0].to = tile_x(R, &txw, j2, l);
     T.b[1].buf = acc, T.b[1].nidx = 1, T.b[1].idx[0] = iv[0], T.b[1].to = V(R, sc, l);
     T.b[2].buf = w, T.b[2].nidx = 1, T.b[2].idx[0] = iv[1], T.b[2].to = ir_cast(R->m, w->dtype, ir_load(R->m, W, (ir_expr *[]){V(R, j2, l)}, l), l);
     T.nb = 3;
     ir_expr *Re = clone(R, rb->value, &T);
     if (!Re) REJECT("the scaling nest reads something other than x[i, j], the row value and w[j]");
     ir_expr *H = as_i32(R, X->shape[1]);
-    ir_stmt *body[4] = {
-        assign(R, a, ir_const_float(R->m, acc->dtype, 0.0, l), l),
-        loop(R, j1, I32(R, 0, l), H, IR_LOOP_SERIAL,
-             assign(R, a, ir_binary(R->m, IR_B_ADD, V(R, a, l), ir_cast(R->m, acc->dtype, ir_cast(R->m, sq->dtype, P, l), l), l), l), l),
-        assign(R, sc, ir_cast(R->m, acc->dtype, Qe, l), l),
-        loop(R, j2, I32(R, 0, l), H, IR_LOOP_VECTORIZED, store2(R, Y, r, j2, ir_cast(R->m, x->dtype, Re, l), l), l)};
-    rl->body[0] = ir_seq(R->m, body, 4, l);
+    ir_stmt *sum = assign(R, a, ir_binary(R->m, IR_B_ADD, V(R, a, l), ir_cast(R->m, acc->dtype, ir_cast(R->m, sq->dtype, P, l), l), l), l);
+    ir_stmt *res;
+    if (!piped) {
+        ir_stmt *rl = loop(R, r, I32(R, 0, l), as_i32(R, X->shape[0]), IR_LOOP_PARALLEL, NULL, l);
+        ir_stmt *body[4] = {assign(R, a, ir_const_float(R->m, acc->dtype, 0.0, l), l), loop(R, j1, I32(R, 0, l), H, IR_LOOP_SERIAL, sum, l),
+                            assign(R, sc, ir_cast(R->m, acc->dtype, Qe, l), l),
+                            loop(R, j2, I32(R, 0, l), H, IR_LOOP_VECTORIZED, store2(R, Y, r, j2, ir_cast(R->m, x->dtype, Re, l), l), l)};
+        rl->body[0] = ir_seq(R->m, body, 4, l);
+        res = rl;
+    } else {
+        /* pipelined: chunk c of row r - 1's write pass, then chunk c of row r's sum */
+        ir_var *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l);
+        ir_expr *C = I32(R, ROW_CHUNK, l);
+        ir_expr *start = ir_binary(R->m, IR_B_MUL, V(R, c, l), C, l);
+        ir_expr *ext = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
+        ir_stmt *cb[2] = {iff(R, pipe_writes(R, &Pp), loop(R, j2, start, ext, IR_LOOP_VECTORIZED,
+                                                         store2e(R, Y, row_at(R, r, -1, l), j2, ir_cast(R->m, x->dtype, Re, l), l), l), l),
+                          iff(R, pipe_reads(R, &Pp), loop(R, j1, start, ext, IR_LOOP_SERIAL, sum, l), l)};
+        /* both (every step of a block but its first and last): one loop sums row r and writes
+         * row r - 1 */
+        ir_var *j3 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
+        tilex tx3 = {X, r, 0}, tx3w = {X, r, -1};
+        S.b[0].to = tile_x(R, &tx3, j3, l);
+        T.b[0].to = tile_x(R, &tx3w, j3, l);
+        T.b[2].to = ir_cast(R->m, w->dtype, ir_load(R->m, W, (ir_expr *[]){V(R, j3, l)}, l), l);
+        ir_expr *P3 = clone(R, pb->value, &S), *R3 = clone(R, rb->value, &T);
+        ir_stmt *two[2] = {assign(R, a, ir_binary(R->m, IR_B_ADD, V(R, a, l), ir_cast(R->m, acc->dtype, ir_cast(R->m, sq->dtype, P3, l), l), l), l),
+                           store2e(R, Y, row_at(R, r, -1, l), j3, ir_cast(R->m, x->dtype, R3, l), l)};
+        ir_stmt *sel = ir_stmt_new(R->m, IR_S_IF, l);
+        sel->cond = ir_binary(R->m, IR_B_AND, pipe_writes(R, &Pp), pipe_reads(R, &Pp), l);
+        sel->body[0] = loop(R, j3, start, ext, IR_LOOP_SERIAL, ir_seq(R->m, two, 2, l), l);
+        sel->body[1] = ir_seq(R->m, cb, 2, l);
+        ir_stmt *step[3] = {iff(R, pipe_reads(R, &Pp), assign(R, a, ir_const_float(R->m, acc->dtype, 0.0, l), l), l),
+                            loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL, sel, l),
+                            iff(R, pipe_reads(R, &Pp), assign(R, sc, ir_cast(R->m, acc->dtype, Qe, l), l), l)};
+        ir_stmt *pre[1] = {assign(R, sc, ir_const_float(R->m, acc->dtype, 0.0, l), l)};
+        res = pipe_loop(R, &Pp, pre, 1, ir_seq(R->m, step, 3, l));
+    }
     if (tile_log_enabled(TILE_LOG_INFO))
-        tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d scales rows by a row sum (%lldx%lld blocks, RMSNorm-like) -> rows of %s over the pool: one sum pass, one write pass",
-                 opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)N, X->name);
-    return rl;
+        tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d scales rows by a row sum (%lldx%lld blocks, RMSNorm-like) -> rows of %s over the pool: %s",
+                 opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)N, X->name,
+                 piped ? "pipelined (the write of row r - 1 in the loop of row r's sum)" : "one sum pass, one write pass");
+    return res;
 }
 
 /* ---------- the walk ---------- */

@@ -495,6 +495,15 @@ ROW_CASES = [
     ("rmsnorm.tl", ["M=1", "N=40"]),
     ("rmsnorm.tl", ["M=13", "N=1029"]),
     ("rmsnorm.tl", ["M=5", "N=2050", "dtype=bfloat16"]),
+    # the pipelined row loop (blocks of clamp(M // 32, 1, 16) rows): blocks of 16 with a
+    # ragged last block, of 3 with one row left, of 2; misaligned rows (N not a multiple of 16)
+    ("softmax.tl", ["M=600", "N=300"]),
+    ("softmax.tl", ["M=100", "N=4111"]),
+    ("softmax.tl", ["M=100", "N=3001", "dtype=bfloat16"]),
+    ("softmax_plain.tl", ["M=77", "N=2049"]),
+    ("rmsnorm.tl", ["M=100", "N=2100"]),
+    ("rmsnorm.tl", ["M=70", "N=2048"]),
+    ("rmsnorm.tl", ["M=100", "N=3000", "dtype=bfloat16"]),
 ]
 
 
@@ -508,23 +517,39 @@ def test_row_kernels(ctx):
     pattern (a leading run of -inf longer than a chunk, an all -inf row, NaN, inf)."""
     sm = os.path.join(EX, "softmax.tl")
     r = ctx.run(["ir", sm, "--target", "cpu", "-D", "N=300"])
-    if "kernel" in r.stdout or "for rf_row in parallel" not in r.stdout:
-        raise Fail("rowfuse did not rewrite the softmax kernel:\n" + r.stdout)
+    if "kernel" in r.stdout or "for rf_blk in parallel" not in r.stdout or "for rf_row in serial" not in r.stdout:
+        raise Fail("rowfuse did not rewrite the softmax kernel into the pipelined row loop:\n" + r.stdout)
+    # rows longer than 65536: the online form (no kept exponentials, rows one after the
+    # other); a symbolic N decides at run time; TILE_ROWFUSE_PIPE=0: rows one after the other
+    r = ctx.run(["ir", sm, "--target", "cpu", "-D", "N=70000"])
+    if "rf_exp" in r.stdout or "for rf_row in parallel" not in r.stdout:
+        raise Fail("a row of 70000 columns is not in the online form:\n" + r.stdout)
+    r = ctx.run(["ir", sm, "--target", "cpu"])
+    if "if N <= 65536:" not in r.stdout or "for rf_blk in parallel" not in r.stdout or "for rf_row in parallel" not in r.stdout:
+        raise Fail("a symbolic N does not choose the form at run time:\n" + r.stdout)
+    r = ctx.run(["ir", sm, "--target", "cpu", "-D", "N=300"], env=ctx.env(TILE_ROWFUSE_PIPE=0))
+    if "rf_blk" in r.stdout or "for rf_row in parallel" not in r.stdout or "rf_exp" not in r.stdout:
+        raise Fail("TILE_ROWFUSE_PIPE=0 did not give the unpipelined one-exp loop:\n" + r.stdout)
     r = ctx.run(["ir", sm, "--target", "cpu", "-D", "N=300"], env=ctx.env(TILE_NO_ROWFUSE=1))
     if "kernel grid" not in r.stdout:
         raise Fail("TILE_NO_ROWFUSE=1 did not keep the kernel")
     r = ctx.run(["emit", sm, "--target", "cpu", "-D", "N=4096"])
     body = r.stdout[r.stdout.index("static int tile_fn0("):]
-    for want in ("= tile_row_maxf(b", "= tile_row_expsumf(b", "tile_stream_f32v(b", "tile_sfence();"):
+    # the steady state: the previous row's write rides along in the exponentials' loop;
+    # a block's first and last steps: the read helpers and the streaming write loop alone
+    for want in ("= tile_row_maxf(b", "= tile_row_expsumf(b", "= tile_row_expsum_wrf(b", "tile_stream_f32v(b", "tile_sfence();"):
         if want not in body:
             raise Fail("the emitted softmax lacks %s" % want)
     if "__builtin_prefetch(" in body:
         raise Fail("the softmax's write loop prefetches the next row (its read pass prefetches ahead)")
     r = ctx.run(["emit", os.path.join(EX, "rmsnorm.tl"), "--target", "cpu", "-D", "N=4096"])
     body = r.stdout[r.stdout.index("static int tile_fn0("):]
-    for want in ("reduction(+:", "tile_stream_f32v(b", "__builtin_prefetch(b"):
+    for want in ("reduction(+:", "tile_stream_f32v(b", "+ TILE_ROW_AHEAD, 0, 3);", "for (int k_ = 0; k_ < TILE_NT_W; k_++) v"):
         if want not in body:
             raise Fail("the emitted RMSNorm lacks %s" % want)
+    r = ctx.run(["emit", os.path.join(EX, "rmsnorm.tl"), "--target", "cpu", "-D", "N=4096"], env=ctx.env(TILE_CPU_CHECKS=1))
+    if "+ TILE_ROW_AHEAD, 0, 3);" in r.stdout or "tile_row_expsum_wrf(b" in r.stdout:
+        raise Fail("a checked build runs the fused sum-and-write loop")
     # the plain-form rewrite is on by default (TILE_ROWFUSE_PLAIN=0 turns it off): plain
     # cases run both ways
     plain_off = ctx.env(TILE_ROWFUSE_PLAIN=0)
@@ -544,8 +569,14 @@ def test_row_kernels(ctx):
     # symbolic sizes (no -D): the rewrite keeps M and N as run-time sizes
     check_ok(ctx.run(["run", sm, "--target", "cpu", "--check", "--quiet", "--shape", "X=7x3333", "--shape", "Y=7x3333"]),
              "softmax.tl --shape X=7x3333 (symbolic M, N)")
-    for extra in ({"TILE_CPU_CHECKS": 1}, {"TILE_NUM_THREADS": 3}):
-        for ex, defs in (ROW_CASES[2], ROW_CASES[7], ROW_CASES[10]):
+    check_ok(ctx.run(["run", sm, "--target", "cpu", "--check", "--quiet", "--shape", "X=70x1000", "--shape", "Y=70x1000"]),
+             "softmax.tl --shape X=70x1000 (symbolic M, N: pipelined)")
+    check_ok(ctx.run(["run", sm, "--target", "cpu", "--check", "--quiet", "--shape", "X=3x66000", "--shape", "Y=3x66000"]),
+             "softmax.tl --shape X=3x66000 (symbolic N past 65536: the online form)")
+    check_ok(ctx.run(["run", os.path.join(EX, "softmax_plain.tl"), "--target", "cpu", "--check", "--quiet", "-D", "M=2", "-D", "N=70000"]),
+             "softmax_plain.tl M=2 N=70000 (the online form)")
+    for extra in ({"TILE_CPU_CHECKS": 1}, {"TILE_NUM_THREADS": 3}, {"TILE_ROWFUSE_PIPE": 0}):
+        for ex, defs in (ROW_CASES[2], ROW_CASES[7], ROW_CASES[10], ROW_CASES[13], ROW_CASES[16]):
             args = ["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"]
             for d in defs:
                 args += ["-D", d]
@@ -554,23 +585,28 @@ def test_row_kernels(ctx):
     # and the tile form (-inf away from the first tile)
     np = _np()
     rng = np.random.default_rng(7)
-    x = rng.uniform(-4, 4, (6, 4500)).astype(np.float32)
+    # 64 rows: blocks of 2 in the pipelined loop, so every row is read or written in a step
+    # that does both (the fused loops)
+    x = rng.uniform(-4, 4, (64, 4500)).astype(np.float32)
     x[0, :2100] = -np.inf          # a whole first chunk of -inf, then finite values
     x[1, :] = -np.inf              # all -inf: NaN
     x[2, 3000] = np.nan            # NaN: the row is NaN
     x[3, 10] = np.inf              # inf: NaN
     x[4, 100:300] = -np.inf        # -inf inside: exp gives 0
     x[5, :] = 1e30                 # huge, equal
+    x[33, :] = -np.inf             # the same kinds on odd rows (read in a fused step)
+    x[35, 4000] = np.nan
+    x[37, 2050:] = -np.inf
     xin = os.path.join(ctx.tmp, "xs.npy")
     np.save(xin, x)
-    for ex, out, rows, env in (("softmax_plain.tl", "ret", range(6), None), ("softmax_plain.tl", "ret", range(6), plain_off),
-                               ("softmax.tl", "Y", (1, 2, 3, 4, 5), None)):
+    for ex, out, rows, env in (("softmax_plain.tl", "ret", range(64), None), ("softmax_plain.tl", "ret", range(64), plain_off),
+                               ("softmax.tl", "Y", range(1, 64), None), ("softmax.tl", "Y", range(1, 64), ctx.env(TILE_ROWFUSE_PIPE=0))):
         res = []
         for tgt in ("cpu", "interp"):
             y = os.path.join(ctx.tmp, "ys_%s.npy" % tgt)
             args = ["run", os.path.join(EX, ex), "--target", tgt, "--in", "X=" + xin, "--out", "%s=%s" % (out, y), "-q"]
             if ex == "softmax.tl":
-                args += ["-D", "M=6", "-D", "N=4500"]
+                args += ["-D", "M=64", "-D", "N=4500"]
             ctx.run(args, env=env) if env else ctx.run(args)
             res.append(np.load(y))
         c, i = res

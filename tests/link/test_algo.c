@@ -26,7 +26,10 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         double us_big = tlink_predict_us(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_AUTO, 1 << 20, &big);
         double direct_big = tlink_predict_us(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_DIRECT, 1 << 20, NULL);
         double ring_big = tlink_predict_us(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_RING, 1 << 20, NULL);
-        EXPECT(us_small > 0 && small == TLINK_ALGO_DIRECT, "8 B: chose %s", tlink_algo_name(small));
+        /* phases 4 and 5 price from what this machine measured at start-up, so which algorithm
+         * wins at 8 B depends on the load (recursive doubling under a busy CI machine): only
+         * the figures given in the cost file (phases 2, 3) fix the choice */
+        EXPECT(us_small > 0 && (phase >= 4 || small == TLINK_ALGO_DIRECT), "8 B: chose %s", tlink_algo_name(small));
         if (phase == 2) {
             /* direct: 3 syncs of 4 us + 3 x 1 MiB x 0.156 ns (491 us) + copies and reductions at
              * half speed; ring: 6 steps of 4 us + 256 KiB x 0.098 ns: ~1000 us against ~1330 */
