@@ -751,8 +751,10 @@ static inline float tile_row_expsumf(const float *x, float *e, int64_t n, float 
  * kept exponentials, g its chunk's scale) in the same loop as this row's exponentials, so the
  * core loads, computes and streams out at once, as a memcpy does (one core of the 2-core VM:
  * 0.68 of memcpy against 0.52-0.60 with the write and the exponentials in separate loops,
- * bench/cpu/rowpipe.sh). The exponentials and the sum are tile_row_expsumf's (the head
- * vector is summed in the tail's accumulator); y does not overlap x, e or w. */
+ * bench/cpu/rowpipe.sh). The exponentials are tile_row_expsumf's; the sum is too when y is
+ * 64-byte aligned, otherwise its lanes are split at y's alignment (the head vector is summed
+ * in the tail's accumulator), so it can differ from tile_row_expsumf's in the last bits;
+ * y does not overlap x, e or w. */
 static inline float tile_row_expsum_wrf(const float *x, float *e, int64_t n, float sh, float s, float *y, const float *w, float g) {
     if (e && e != w && e < w + n && w < e + n) { /* e and w overlap, shifted: element by element, in order */
         float c = 0.0f;

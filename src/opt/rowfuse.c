@@ -393,8 +393,13 @@ static ir_stmt *scaled_write(rf *R, ir_buffer *E, ir_buffer *F, ir_var *m, ir_va
  *
  * The first step of a block only reads, the last only writes. The row of exponentials (E)
  * and chunk maxima (F) of the softmax have two rows each, [r % 2] being filled while
- * [(r - 1) % 2] is written out (2 x 256 KiB per worker for 64K columns: L2). Each element is
- * computed from the same operands in the same order as in the unpipelined loop. */
+ * [(r - 1) % 2] is written out (2 x 256 KiB per worker for 64K columns: L2). Each exponential
+ * and each written element is computed as in the unpipelined loop, but a row's sums are not:
+ * the fused loops (c.c's tile_row_expsum_wrf, gfor_sum_nt) split their lane sums where the
+ * written row's vectors are 64-byte aligned, and a block's first row uses the plain loop. So
+ * identical rows can differ in the last bits of their sums (and so of every output) with
+ * their place in a block: within the tolerance of a sum, but not batch-invariant
+ * (TILE_ROWFUSE_PIPE=0 is). */
 /* TILE_ROWFUSE_PIPE=0: the unpipelined loops (one row after the other), for comparisons */
 static bool pipe_on(void) {
     const char *e = getenv("TILE_ROWFUSE_PIPE");
