@@ -207,8 +207,10 @@ static const tk_bf16_kernel *bf16_kernel(void) {
     const tk_bf16_kernel *k = g_sel ? g_sel->bk : NULL;
 #if defined(__x86_64__) || defined(__i386__)
     /* AMX: Linux's permission for the tile data state is asked for here, at the first use
-     * (it enlarges every signal frame of the process, so processes that never run a bf16
-     * GEMM never ask); refused: vdpbf16ps where the CPU has it, else the f32 path */
+     * (it enlarges every signal frame of the process), not at CPU detection. Besides a
+     * bf16 x bf16 GEMM, tk_cpu_bf16_kernel() comes here, and the cpu runtime calls that for
+     * its device description (`tile devices`, runtime/cpu.c), so such processes ask too;
+     * f32-only GEMMs never do. Refused: vdpbf16ps where the CPU has it, else the f32 path */
     if (k == &tk_bf16_amx && !tk_amx_request()) k = tk_isa_supported("avx512bf16") ? &tk_bf16_avx512 : NULL;
 #endif
     return k;
@@ -482,7 +484,12 @@ static int bf16_plan(uint32_t amn, uint32_t amx, uint32_t bmn, uint32_t bmx, uin
                      int *sa, int *sb) {
     *sa = *sb = 0;
     const int prods = amn < 0x7F80u && bmn < 0x7F80u; /* some nonzero finite product */
-    if (!prods) return cmn && cmn < 0x800000u ? -1 : 0; /* only C's old values: a subnormal one would be flushed */
+    if (!prods) {
+        /* no nonzero finite product. A subnormal times an inf is inf in IEEE but inf x 0 = NaN
+         * in the kernels (which read the subnormal as zero): f32 path */
+        if ((amn < 0x80u && bmn < 0x10000u) || (bmn < 0x80u && amn < 0x10000u)) return -1;
+        return cmn && cmn < 0x800000u ? -1 : 0; /* only C's old values: a subnormal one would be flushed */
+    }
     const int ea0 = bf16_exp(amn), ea1 = bf16_exp(amx), eb0 = bf16_exp(bmn), eb1 = bf16_exp(bmx);
     int q = ea0 + eb0 - 14;
     int clog = 0;
@@ -1043,7 +1050,10 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             x.nMt = 1;
             for (int64_t t = 0; t < x.nN; t++) compute_task(&x, t);
         }
-        if (x.failed) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
+        if (x.failed) {
+            if (cshift) scale_c(c, c_rs, c_cs, M, N, -cshift); /* C's old values back to their scale */
+            return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
+        }
     }
     if (cshift) scale_c(c, c_rs, c_cs, M, N, -cshift);
     if (g_prof && par) {
@@ -1159,6 +1169,7 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
         return fail(TK_GEMM_EINVAL, "cpu gemm: C must have a float dtype, not %s", dt_name(g->c_dtype));
     if (g->accumulate != 0 && g->accumulate != 1)
         return fail(TK_GEMM_EINVAL, "cpu gemm: accumulate must be 0 or 1, not %d", g->accumulate);
+    if (g->nthreads < 0) return fail(TK_GEMM_EINVAL, "cpu gemm: nthreads must be >= 0, not %d", g->nthreads);
     if (M == 0 || N == 0) return TK_GEMM_OK;
     if (!g->C) return fail(TK_GEMM_EINVAL, "cpu gemm: C is NULL");
     if (K > 0 && (!g->A || !g->B)) return fail(TK_GEMM_EINVAL, "cpu gemm: %s is NULL", g->A ? "B" : "A");
@@ -1180,7 +1191,6 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
     tk_src a = {g->A, g->a_dtype, g->a_rs, g->a_cs};
     tk_src b = {g->B, g->b_dtype, g->b_cs, g->b_rs};
     const tk_bf16_kernel *bk = (g->a_dtype == TILE_DT_BF16 && g->b_dtype == TILE_DT_BF16) ? bf16_kernel() : NULL;
-    if (g->nthreads < 0) return fail(TK_GEMM_EINVAL, "cpu gemm: nthreads must be >= 0, not %d", g->nthreads);
     const int workers = g->nthreads > 0 ? g->nthreads : tk_cpu_count();
     if (g->c_dtype == TILE_DT_F32)
         return gemm_f32(isa, bk, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool, workers);
