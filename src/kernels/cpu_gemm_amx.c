@@ -115,9 +115,50 @@ __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const
     _tile_stored(3, c + 16 * ldc + 16, ldb);
 }
 
+/* The same with A read in place (tk_ukr_da_fn): each A tile is 16 rows of A x 64 bytes (32
+ * consecutive k, i.e. 16 k-pairs as dwords), row stride lda bytes, so the tiles come
+ * straight from A's rows and A needs no packing (cpu_gemm.c, TILE_GEMM_AMX_DIRECT_A). */
+__attribute__((noinline)) static void ukr_amx_da(int64_t kp, const uint16_t *ah, int64_t lda, const float *bf,
+                                                 float *c, int64_t ldc, int beta) {
+    const int pf = g_pf;
+    const char *a = (const char *)ah, *b = (const char *)bf;
+    const char *a16 = a + 16 * lda; /* rows 16-31 */
+    const int64_t ldb = ldc * 4; /* bytes */
+    if (beta) {
+        _tile_loadd(0, c, ldb);
+        _tile_loadd(1, c + 16, ldb);
+        _tile_loadd(2, c + 16 * ldc, ldb);
+        _tile_loadd(3, c + 16 * ldc + 16, ldb);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    for (int64_t q = 0; q < kp; q += 16) {
+        _tile_loadd(4, a, lda);       /* rows 0-15, k pairs q..q+15 */
+        _tile_loadd(6, b, 128);       /* pairs q..q+15, columns 0-15 */
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, b + 64, 128);  /* columns 16-31 */
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, a16, lda);     /* rows 16-31 */
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+        if (pf)
+            for (int l = 0; l < 32; l++) _mm_prefetch(b + 2048 + 64 * l, _MM_HINT_T0);
+        a += 64;
+        a16 += 64;
+        b += 2048;
+    }
+    _tile_stored(0, c, ldb);
+    _tile_stored(1, c + 16, ldb);
+    _tile_stored(2, c + 16 * ldc, ldb);
+    _tile_stored(3, c + 16 * ldc + 16, ldb);
+}
+
 const tk_bf16_kernel tk_bf16_amx = {
     .name = "amx", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = ukr_amx,
-    .task_begin = amx_task_begin, .task_end = amx_task_end};
+    .task_begin = amx_task_begin, .task_end = amx_task_end, .ukr_da = ukr_amx_da};
 #elif defined(__x86_64__) || defined(__i386__)
 /* built without AMX support (CMakeLists.txt: the compiler lacks -mamx-tile/-mamx-bf16, or a
  * 32-bit target): AMX is never reported, so this kernel is never chosen */

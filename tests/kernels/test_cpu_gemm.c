@@ -9,6 +9,8 @@
  *   test_cpu_gemm concurrent  4 threads calling at once get bit-identical results
  *   test_cpu_gemm denormal  bf16 operands with subnormal inputs / products (MX-like scales):
  *                           IEEE results although the bf16 hardware flushes (DAZ/FTZ)
+ *   test_cpu_gemm amxa      the AMX kernel reading A in place (TILE_GEMM_AMX_DIRECT_A): results
+ *                           and whether A was read in place (skips without an AMX kernel)
  *
  * Tolerance. Every C element is a dot product of K terms (plus C's old value when
  * accumulating) summed in f32 in SOME order (blocked by KC, FMA or not). For any order,
@@ -101,7 +103,9 @@ typedef struct mat {
 } mat;
 
 /* layout: 0 = row-major with padding, 1 = column-major with padding, 2 = general strides,
- * 3 = negative row stride (rows stored bottom-up) */
+ * 3 = negative row stride (rows stored bottom-up); for A read in place by the AMX kernel (row
+ * strides of whole dwords when 2-byte elements): 4 = row-major, even padded row stride,
+ * 5 = negative even row stride, 6 = dense row-major */
 static void mat_init(mat *m, tile_dtype dt, int64_t rows, int64_t cols, int layout) {
     m->dt = dt;
     m->rows = rows;
@@ -111,7 +115,10 @@ static void mat_init(mat *m, tile_dtype dt, int64_t rows, int64_t cols, int layo
     case 0: m->cs = 1; m->rs = cols + 3; break;
     case 1: m->rs = 1; m->cs = rows + 5; break;
     case 2: m->rs = 3 * cols + 1; m->cs = 3; break;
-    default: m->cs = 1; m->rs = -(cols + 1); m->off = (rows > 0 ? rows - 1 : 0) * (cols + 1); break;
+    case 3: m->cs = 1; m->rs = -(cols + 1); m->off = (rows > 0 ? rows - 1 : 0) * (cols + 1); break;
+    case 4: m->cs = 1; m->rs = cols + (cols % 2 ? 3 : 34); break;
+    case 5: m->cs = 1; m->rs = -(cols + (cols % 2 ? 1 : 2)); m->off = (rows > 0 ? rows - 1 : 0) * -m->rs; break;
+    default: m->cs = 1; m->rs = cols; break;
     }
     int64_t maxidx = m->off + (rows > 0 ? rows - 1 : 0) * (m->rs > 0 ? m->rs : 0) + (cols > 0 ? cols - 1 : 0) * m->cs;
     m->nelem = (size_t)maxidx + 1;
@@ -161,7 +168,7 @@ static double (*g_fill)(int which, int64_t r, int64_t c);
 static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype bdt, tile_dtype cdt, int la, int lb,
                      int lc, int acc, int threaded) {
     /* fp4 with a negative stride layout would need an odd offset: use row-major instead */
-    if (adt == TILE_DT_FP4_E2M1 && la == 3) la = 0;
+    if (adt == TILE_DT_FP4_E2M1 && la >= 3) la = 0;
     if (bdt == TILE_DT_FP4_E2M1 && lb == 3) lb = 0;
     if (cdt == TILE_DT_FP4_E2M1 && lc == 3) lc = 0;
     mat A, B, C;
@@ -658,6 +665,68 @@ static int test_badisa(void) {
     return g_fail ? 1 : 0;
 }
 
+/* ---------- A read in place (AMX, TILE_GEMM_AMX_DIRECT_A) ----------
+ * The AMX kernel (and its emulation, which CI runs) loads A's tiles straight from a
+ * row-major bf16 A whose row stride is whole dwords, when K is a multiple of 32. Each case
+ * here is such a GEMM (or, expect 0, one that must not read A in place) and checks the
+ * result against the reference AND that tk_cpu_gemm_direct_a_count() moved as expected, so
+ * the in-place loop nest is what was tested. With the pointer or stride arithmetic off by
+ * one tile (16 rows or 32 k) the results would be wrong: the random A rows/k differ. */
+static int g_da_expect; /* 1: this process's bf16 kernel reads A in place where it can */
+static void da_case(int64_t M, int64_t N, int64_t K, int la, int lc, int acc, int threaded, int expect) {
+    const long long before = tk_cpu_gemm_direct_a_count();
+    run_case(M, N, K, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, la, 0, lc, acc, threaded);
+    const long long got = tk_cpu_gemm_direct_a_count() - before, want = expect && g_da_expect ? 1 : 0;
+    CHECK(got == want, "M=%lld N=%lld K=%lld la=%d thr=%d: A read in place %lld times, expected %lld", (long long)M,
+          (long long)N, (long long)K, la, threaded, got, want);
+}
+
+static int test_amxa(void) {
+    const char *isa = tk_cpu_isa();
+    if (strcmp(isa, "invalid") == 0) return skip_invalid();
+    const char *bk = tk_cpu_bf16_kernel(), *sw = getenv("TILE_GEMM_AMX_DIRECT_A");
+    const int amx = strcmp(bk, "amx") == 0 || strcmp(bk, "amx_emulated") == 0;
+    if (!amx) {
+        printf("skipped: the bf16 kernel is %s, not amx / amx_emulated\n", bk);
+        return 77;
+    }
+    g_da_expect = !(sw && strcmp(sw, "0") == 0);
+    printf("isa %s, bf16 kernel %s, A in place %s\n", isa, bk, g_da_expect ? "on" : "off");
+    /* M, N, K, A layout, C layout, accumulate, threaded (0 serial, 1 pool, 2 reverse order) */
+    static const int64_t cases[][7] = {
+        {64, 64, 64, 6, 0, 0, 0},    {64, 64, 64, 4, 0, 1, 0},     {33, 47, 64, 4, 2, 0, 0}, /* ragged M and N */
+        {1, 32, 32, 6, 0, 1, 0},     {31, 1, 96, 5, 0, 0, 0},      {96, 64, 128, 5, 2, 1, 0},
+        {100, 70, 96, 4, 0, 1, 1},   {161, 130, 320, 5, 0, 0, 1}, {130, 97, 192, 6, 2, 1, 2},
+        {64, 96, 2048, 4, 0, 1, 1},  {40, 33, 1600, 6, 0, 0, 0}, /* several K blocks at the default KC */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        da_case(cases[i][0], cases[i][1], cases[i][2], (int)cases[i][3], (int)cases[i][4], (int)cases[i][5],
+                (int)cases[i][6], 1);
+    /* not in place: odd row stride (k pairs straddle dwords), K not a multiple of 32,
+     * column-major / strided A, a column-major C (computed as C^T = B^T A^T: B's columns
+     * become the A side, here not k-contiguous) */
+    da_case(64, 64, 64, 0, 0, 0, 0, 0);  /* row stride 67 */
+    da_case(64, 64, 48, 4, 0, 1, 1, 0);
+    da_case(64, 64, 33, 6, 0, 0, 0, 0);
+    da_case(64, 64, 64, 1, 0, 0, 0, 0);
+    da_case(64, 64, 64, 2, 0, 0, 1, 0);
+    da_case(64, 64, 64, 6, 1, 0, 0, 0);
+    /* denormal fills: B subnormal (B scaled, A in place), tiny A (A must be scaled: the GEMM
+     * runs again with A packed), subnormal C0, no scale (f32 path): correctness only */
+    static double (*const fills[])(int, int64_t, int64_t) = {fill_mx, fill_tiny, fill_tiny_c, fill_wide, fill_zero_a};
+    for (int f = 0; f < 5; f++)
+        for (int thr = 0; thr < 3; thr++) {
+            g_fill = fills[f];
+            run_case(thr ? 97 : 64, 64, 128, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 4 + (f + thr) % 3, 0, 0, (f + thr) & 1,
+                     thr);
+        }
+    g_fill = fill_mx; /* A normal: only B is scaled, A still read in place */
+    da_case(64, 64, 128, 6, 0, 1, 1, 1);
+    g_fill = NULL;
+    printf("%d cases, %d failures\n", g_cases, g_fail);
+    return g_fail ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "gemm";
     if (strcmp(mode, "gemm") == 0) return test_gemm();
@@ -666,6 +735,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "badisa") == 0) return test_badisa();
     if (strcmp(mode, "concurrent") == 0) return test_concurrent();
     if (strcmp(mode, "denormal") == 0) return test_denormal();
-    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal\n", argv[0]);
+    if (strcmp(mode, "amxa") == 0) return test_amxa();
+    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal|amxa\n", argv[0]);
     return 2;
 }
