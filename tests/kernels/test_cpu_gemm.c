@@ -367,6 +367,9 @@ static double mx_value(int64_t r, int64_t c) { /* e2m1 magnitudes x an MX-like s
 static double fill_mx(int which, int64_t r, int64_t c) { /* A normal, B bf16-subnormal or tiny */
     return which == 0 ? uniform() * 4.0 : which == 1 ? mx_value(r, c) : uniform();
 }
+static double fill_mx_a(int which, int64_t r, int64_t c) { /* A bf16-subnormal or tiny, B normal */
+    return which == 0 ? mx_value(c, r) : which == 1 ? uniform() * 4.0 : uniform();
+}
 static double fill_tiny(int which, int64_t r, int64_t c) { /* normal inputs, subnormal products */
     (void)r, (void)c;
     return which == 2 ? uniform() * 0x1p-140 : (0.5 + 0.5 * fabs(uniform())) * (next_u64() & 1 ? 0x1p-70 : -0x1p-70);
@@ -711,10 +714,12 @@ static int test_amxa(void) {
     da_case(64, 64, 64, 1, 0, 0, 0, 0);
     da_case(64, 64, 64, 2, 0, 0, 1, 0);
     da_case(64, 64, 64, 6, 1, 0, 0, 0);
-    /* denormal fills: B subnormal (B scaled, A in place), tiny A (A must be scaled: the GEMM
-     * runs again with A packed), subnormal C0, no scale (f32 path): correctness only */
-    static double (*const fills[])(int, int64_t, int64_t) = {fill_mx, fill_tiny, fill_tiny_c, fill_wide, fill_zero_a};
-    for (int f = 0; f < 5; f++)
+    /* denormal fills: B subnormal (B scaled, A in place), subnormal A (A must be scaled: the
+     * GEMM runs again with A packed), tiny products, subnormal C0, no scale (f32 path):
+     * correctness only */
+    static double (*const fills[])(int, int64_t, int64_t) = {fill_mx, fill_mx_a, fill_tiny, fill_tiny_c, fill_wide,
+                                                             fill_zero_a};
+    for (int f = 0; f < 6; f++)
         for (int thr = 0; thr < 3; thr++) {
             g_fill = fills[f];
             run_case(thr ? 97 : 64, 64, 128, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 4 + (f + thr) % 3, 0, 0, (f + thr) & 1,
@@ -722,6 +727,11 @@ static int test_amxa(void) {
         }
     g_fill = fill_mx; /* A normal: only B is scaled, A still read in place */
     da_case(64, 64, 128, 6, 0, 1, 1, 1);
+    g_fill = fill_tiny; /* subnormal products of normal inputs: B alone takes the scale */
+    da_case(64, 64, 128, 4, 0, 0, 2, 1);
+    g_fill = fill_mx_a; /* A subnormal: A packed (and scaled) after all */
+    da_case(64, 64, 128, 6, 0, 1, 1, 0);
+    da_case(33, 40, 96, 4, 0, 0, 0, 0);
     g_fill = NULL;
     printf("%d cases, %d failures\n", g_cases, g_fail);
     return g_fail ? 1 : 0;
