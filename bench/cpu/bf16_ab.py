@@ -11,7 +11,8 @@ faster), and each variant's per-round speed-up over the first one.
         [--rounds 5] [--commit TEXT] [--out FILE]
 
 A variant is LABEL=TILE_BINARY[:VAR=VALUE,...] (environment for that variant only). Runs with
-all usable CPUs (ours and torch.set_num_threads alike)."""
+all usable CPUs (ours and torch.set_num_threads alike), or --threads N (TILE_NUM_THREADS=N for
+ours, torch.set_num_threads(N))."""
 import argparse
 import datetime
 import importlib.util
@@ -42,17 +43,21 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--isa", default="amx", help="TILE_CPU_ISA for ours ('' = the default pick)")
     ap.add_argument("--commit", default="")
+    ap.add_argument("--threads", type=int, default=0, help="threads for ours and torch (0: all usable CPUs)")
     ap.add_argument("--out")
     a = ap.parse_args()
     vs = [parse_var(v) for v in a.var]
     import torch
-    nth = len(os.sched_getaffinity(0))
+    nth = a.threads if a.threads > 0 else len(os.sched_getaffinity(0))
     torch.set_num_threads(nth)
+    if a.threads > 0:
+        os.environ["TILE_NUM_THREADS"] = str(nth)
     model, _ = bt.cpu_flags()
     lines = ["# bf16 AMX GEMM before/after vs torch bf16, %s UTC" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "",
              "- CPU: %s; %d threads (ours and torch); torch %s" % (model, nth, torch.__version__),
-             "- Command: `python3 bench/cpu/bf16_ab.py %s --sizes %s --iters %d --rounds %d --isa '%s'`" % (
-                 " ".join("--var '%s'" % v for v in a.var), a.sizes, a.iters, a.rounds, a.isa),
+             "- Command: `python3 bench/cpu/bf16_ab.py %s --sizes %s --iters %d --rounds %d --isa '%s'%s`" % (
+                 " ".join("--var '%s'" % v for v in a.var), a.sizes, a.iters, a.rounds, a.isa,
+                 " --threads %d" % a.threads if a.threads > 0 else ""),
              "- Commit: %s; load average at the start %s" % (a.commit or "?", " ".join("%.2f" % x for x in os.getloadavg())),
              "", "| size | variant | ours (ms, median) | torch bf16 (ms) | torch/ours median | min-max | vs %s: median | min-max |" % vs[0][0],
              "|---:|---|---:|---:|---:|---:|---:|---:|"]

@@ -370,6 +370,7 @@ typedef struct gctx {
     /* A read in place (da): no A packing, one A block (all of M); the kernel loads A's tiles
      * from the source (ukr_da) but for a ragged last panel of rows, packed per task */
     int da;
+    void (*range)(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx); /* bf16 range scan (src_range) */
     /* the current A block: rows [ic, ic+mlen) x all of K, packed */
     int64_t ic, mlen, mpad; /* mpad = mlen rounded up to MR */
     float *apack;           /* K-block at pc starts at apack + mpad*pc */
@@ -440,12 +441,14 @@ void tk_bf16_range_generic(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t 
     *mx = b;
 }
 
-/* the range of a bf16 source view (np x nk elements) */
-static void src_range(const tk_src *s, int64_t p0, int64_t np, int64_t nk, uint32_t *mn, uint32_t *mx) {
+typedef void (*tk_range_fn)(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx);
+/* the range of a bf16 source view (np x nk elements); rng scans unit-stride runs (the
+ * AVX-512 one where the ISA has it: A read in place is scanned here, not while packing) */
+static void src_range(const tk_src *s, int64_t p0, int64_t np, int64_t nk, uint32_t *mn, uint32_t *mx, tk_range_fn rng) {
     const uint16_t *h = (const uint16_t *)s->p;
     for (int64_t p = p0; p < p0 + np; p++) {
         if (s->sk == 1) {
-            tk_bf16_range_generic(h + p * s->sp, nk, mn, mx);
+            rng(h + p * s->sp, nk, mn, mx);
             continue;
         }
         for (int64_t k = 0; k < nk; k++) tk_bf16_range_generic(h + p * s->sp + k * s->sk, 1, mn, mx);
@@ -621,12 +624,12 @@ static void scan_task(gctx *x, int64_t t) {
     uint32_t mn = 0x10000u, mx = 0;
     if (t < x->ns_a) {
         const int64_t r0 = t * x->rows_a, nr = x->M - r0 < x->rows_a ? x->M - r0 : x->rows_a;
-        src_range(&x->a, r0, nr, x->K, &mn, &mx);
+        src_range(&x->a, r0, nr, x->K, &mn, &mx, x->range);
         atomic_min_u32(&x->amn, mn);
         atomic_max_u32(&x->amx, mx);
     } else if ((t -= x->ns_a) < x->ns_b) {
         const int64_t c0 = t * x->cols_b, nc = x->N - c0 < x->cols_b ? x->N - c0 : x->cols_b;
-        src_range(&x->b, c0, nc, x->K, &mn, &mx);
+        src_range(&x->b, c0, nc, x->K, &mn, &mx, x->range);
         atomic_min_u32(&x->bmn, mn);
         atomic_max_u32(&x->bmx, mx);
     } else {
@@ -932,8 +935,9 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     x.accumulate = accumulate;
     if (bk) {
         tk_bpack_fn bp = tk_pack_bf16_generic;
+        x.range = tk_bf16_range_generic;
 #if defined(__x86_64__) || defined(__i386__)
-        if (isa == &tk_isa_avx512) bp = tk_pack_bf16_avx512;
+        if (isa == &tk_isa_avx512) bp = tk_pack_bf16_avx512, x.range = tk_bf16_range_avx512;
 #endif
         x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp, bk->ukr_da, bk->task_begin, bk->task_end};
         /* A read in place (TILE_GEMM_AMX_DIRECT_A, default on): k-contiguous bf16 rows whose
@@ -1045,8 +1049,8 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             if (!x.scan_b) x.cols_b = cdiv(N, want_tasks), x.ns_b = cdiv(N, x.cols_b);
             if (accumulate) x.rows_c = cdiv(M, want_tasks), x.ns_c = cdiv(M, x.rows_c);
         } else {
-            if (!x.scan_a) src_range(&x.a, 0, M, K, &x.amn, &x.amx);
-            if (!x.scan_b) src_range(&x.b, 0, N, K, &x.bmn, &x.bmx);
+            if (!x.scan_a) src_range(&x.a, 0, M, K, &x.amn, &x.amx, x.range);
+            if (!x.scan_b) src_range(&x.b, 0, N, K, &x.bmn, &x.bmx, x.range);
             if (accumulate) c_range(&x, 0, M, &x.cmn, &x.cmx);
         }
     }
