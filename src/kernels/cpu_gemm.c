@@ -942,9 +942,11 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp, bk->ukr_da, bk->task_begin, bk->task_end};
         /* A read in place (TILE_GEMM_AMX_DIRECT_A, default on): k-contiguous bf16 rows whose
          * stride is whole dwords (k pairs), K in whole 16-pair chunks (every K block then is:
-         * KC is a multiple of 2 kq below); else A is packed as before */
+         * KC is a multiple of 2 kq below), at least one whole panel of rows (fewer would all
+         * be the ragged edge, which each task packs for itself: packing A once is cheaper);
+         * else A is packed as before */
         x.da = bk->ukr_da && g_direct_a && !t_no_da && a.dt == TILE_DT_BF16 && a.sk == 1 && a.sp % 2 == 0 &&
-               K % (2 * bk->kq) == 0;
+               K % (2 * bk->kq) == 0 && M >= bk->mr;
     } else {
         x.ks = (kset){isa->mr, isa->nr, 1, 1, 0, isa->ukr, isa->pack, NULL, NULL, NULL, NULL};
     }

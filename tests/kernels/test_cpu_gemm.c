@@ -698,7 +698,7 @@ static int test_amxa(void) {
     /* M, N, K, A layout, C layout, accumulate, threaded (0 serial, 1 pool, 2 reverse order) */
     static const int64_t cases[][7] = {
         {64, 64, 64, 6, 0, 0, 0},    {64, 64, 64, 4, 0, 1, 0},     {33, 47, 64, 4, 2, 0, 0}, /* ragged M and N */
-        {1, 32, 32, 6, 0, 1, 0},     {31, 1, 96, 5, 0, 0, 0},      {96, 64, 128, 5, 2, 1, 0},
+        {32, 1, 32, 6, 0, 1, 0},     {63, 5, 96, 5, 0, 0, 0},      {96, 64, 128, 5, 2, 1, 0},
         {100, 70, 96, 4, 0, 1, 1},   {161, 130, 320, 5, 0, 0, 1}, {130, 97, 192, 6, 2, 1, 2},
         {64, 96, 2048, 4, 0, 1, 1},  {40, 33, 1600, 6, 0, 0, 0}, /* several K blocks at the default KC */
     };
@@ -714,6 +714,8 @@ static int test_amxa(void) {
     da_case(64, 64, 64, 1, 0, 0, 0, 0);
     da_case(64, 64, 64, 2, 0, 0, 1, 0);
     da_case(64, 64, 64, 6, 1, 0, 0, 0);
+    da_case(1, 32, 32, 6, 0, 1, 0, 0);  /* fewer rows than one panel: A packed once */
+    da_case(31, 40, 96, 5, 0, 0, 1, 0);
     /* denormal fills: B subnormal (B scaled, A in place), subnormal A (A must be scaled: the
      * GEMM runs again with A packed), tiny products, subnormal C0, no scale (f32 path):
      * correctness only */
