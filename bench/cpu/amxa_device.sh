@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/cpu/amxa_device.sh — ONE run on the GPU machine's Xeon (the `run` tool) for the AMX bf16
 # GEMM reading A in place (TILE_GEMM_AMX_DIRECT_A, docs/cpu-gemm.md): Release build into
-# build-amxa, `ctest -L kernels`, the real AMX kernel's gemm / denormal / amxa tests, one
+# build-amxa (the two binaries it runs: bin/tile, test_cpu_gemm), `ctest -L kernels`, the real AMX kernel's gemm / denormal / amxa tests, one
 # TILE_GEMM_PROF profile per switch value at 1024^3 on 16 threads (shows whether A was read in
 # place and the packing time), then interleaved A/B rounds (bench/cpu/bf16_ab.py: A in place
 # vs A packed vs torch bf16, same rounds) at 16 threads and at 1 thread for 1024/2048/4096.
@@ -32,7 +32,7 @@ step() { # NAME SECONDS CMD...: run CMD under the step's timeout, log its rc and
 }
 { date -u; echo "commit $COMMIT"; lscpu | grep -E "Model name|^CPU\(s\)|L1d|L2|L3" | cut -c1-200; cat /proc/loadavg; } > $L 2>&1
 
-step build 110 sh -c 'cmake -S . -B build-amxa -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C build-amxa -j16 > build-amxa.log 2>&1'
+step build 110 sh -c 'cmake -S . -B build-amxa -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C build-amxa -j16 bin/tile tests/kernels/test_cpu_gemm > build-amxa.log 2>&1'
 tail -2 build-amxa.log >> $L 2>/dev/null
 TG=build-amxa/tests/kernels/test_cpu_gemm
 TB=build-amxa/bin/tile
