@@ -524,11 +524,15 @@ static int bf16_plan(uint32_t amn, uint32_t amx, uint32_t bmn, uint32_t bmx, uin
     const int hi = s_hi0 < sa_hi + sb_hi ? s_hi0 : sa_hi + sb_hi;
     if (lo > hi || sa_lo > sa_hi || sb_lo > sb_hi) return -1;
     const int sh = lo > 0 ? lo : hi < 0 ? hi : 0;
-    /* keep_a (A read in place, which cannot be scaled): all of the scale on B where that fits */
-    if (keep_a && sa_lo <= 0 && 0 <= sa_hi && sb_lo <= sh && sh <= sb_hi) {
-        *sa = 0;
-        *sb = sh;
-        return 1;
+    /* keep_a (A read in place, which cannot be scaled): all of the scale on B where some
+     * total shift in [lo, hi] fits B alone (the one nearest to sh) */
+    if (keep_a && sa_lo <= 0 && 0 <= sa_hi) {
+        const int l2 = lo > sb_lo ? lo : sb_lo, h2 = hi < sb_hi ? hi : sb_hi;
+        if (l2 <= h2) {
+            *sa = 0;
+            *sb = sh < l2 ? l2 : sh > h2 ? h2 : sh;
+            return 1;
+        }
     }
     *sa = sa_lo > sh - sb_hi ? sa_lo : sh - sb_hi;
     *sb = sh - *sa;
