@@ -4,7 +4,8 @@
 # build-amxa (the two binaries it runs: bin/tile, test_cpu_gemm), `ctest -L kernels`, the real AMX kernel's gemm / denormal / amxa tests, one
 # TILE_GEMM_PROF profile per switch value at 1024^3 on 16 threads (shows whether A was read in
 # place and the packing time), then interleaved A/B rounds (bench/cpu/bf16_ab.py: A in place
-# vs A packed vs torch bf16, same rounds) at 16 threads and at 1 thread for 1024/2048/4096.
+# vs A packed vs A in place with A prefetch (=2) vs torch bf16, same rounds) at 16 threads and
+# at 1 thread for 1024/2048/4096.
 # Every step has a timeout, all cut to a common deadline: the script ends within ~230 s.
 # Output under $OUT, 4 files: log.txt (steps, tests, profiles), ctest.txt, ab16.md, ab1.md;
 # the A/B tables are printed last on stdout.
@@ -44,6 +45,9 @@ for m in gemm denormal amxa; do
   step "TILE_CPU_ISA=amx test_cpu_gemm $m" 25 env TILE_CPU_ISA=amx $TG $m > $OUT/.t 2>&1
   grep -E "isa|kernel|cases|FAIL|skipped" $OUT/.t | head -8 >> $L
 done
+step "TILE_CPU_ISA=amx TILE_GEMM_AMX_DIRECT_A=2 test_cpu_gemm amxa" 25 env TILE_CPU_ISA=amx TILE_GEMM_AMX_DIRECT_A=2 \
+  $TG amxa > $OUT/.t 2>&1
+grep -E "isa|kernel|cases|FAIL|skipped" $OUT/.t | head -8 >> $L
 rm -f $OUT/.t
 
 for v in 1 0; do
@@ -57,6 +61,7 @@ done
 rm -f $OUT/.p
 
 V="--var in_place=$TB:TILE_GEMM_AMX_DIRECT_A=1 --var packed=$TB:TILE_GEMM_AMX_DIRECT_A=0"
+V="$V --var in_place_pfa=$TB:TILE_GEMM_AMX_DIRECT_A=2"  # + software prefetch of A's rows
 # bf16_ab.py prints each table row to stderr as it is measured (kept if a step times out)
 step "A/B 16 threads" 55 python3 bench/cpu/bf16_ab.py $V --threads 16 --sizes 1024,2048,4096 --iters 20 --rounds 5 \
   --commit "$COMMIT" --out $OUT/ab16.md > /dev/null 2> $OUT/ab16.err

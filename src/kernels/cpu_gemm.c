@@ -83,7 +83,8 @@ static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
 static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
-static int g_direct_a = 1; /* TILE_GEMM_AMX_DIRECT_A=0: AMX always packs A (else reads it in place where it can) */
+static int g_direct_a = 1; /* TILE_GEMM_AMX_DIRECT_A=0: AMX always packs A (else reads it in place where it can;
+                            * =2 also prefetches A's rows, cpu_gemm_amx.c) */
 static long long g_da_count; /* GEMMs that read A in place (tk_cpu_gemm_direct_a_count) */
 static __thread int t_no_da; /* this thread's GEMM re-runs with A packed (bf16_apply_plan: A must be scaled) */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;

@@ -41,11 +41,17 @@ static int g_amx_ok;
  * threads; that run was noisy, bench/results/cpu-bf16-2026-11-30-s4.md); TILE_GEMM_AMX_PF=0
  * turns it off (for measurements). */
 static int g_pf = 1;
+/* A read in place (ukr_amx_da): TILE_GEMM_AMX_DIRECT_A=2 also prefetches A's 32 rows two
+ * 16-pair chunks ahead into L1 (a measurement variant: the rows are 32 streams the hardware
+ * prefetchers may not all follow; unmeasured when written) */
+static int g_pf_a;
 static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
 
 static void amx_request_once(void) {
     const char *e = tile_env("TILE_GEMM_AMX_PF");
     g_pf = !(e && e[0] == '0' && e[1] == 0);
+    const char *d = tile_env("TILE_GEMM_AMX_DIRECT_A");
+    g_pf_a = d && d[0] == '2' && d[1] == 0;
 #ifdef SYS_arch_prctl
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) return;
     unsigned long bits = 0;
@@ -120,7 +126,7 @@ __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const
  * straight from A's rows and A needs no packing (cpu_gemm.c, TILE_GEMM_AMX_DIRECT_A). */
 __attribute__((noinline)) static void ukr_amx_da(int64_t kp, const uint16_t *ah, int64_t lda, const float *bf,
                                                  float *c, int64_t ldc, int beta) {
-    const int pf = g_pf;
+    const int pf = g_pf, pfa = g_pf_a;
     const char *a = (const char *)ah, *b = (const char *)bf;
     const char *a16 = a + 16 * lda; /* rows 16-31 */
     const int64_t ldb = ldc * 4; /* bytes */
@@ -146,6 +152,8 @@ __attribute__((noinline)) static void ukr_amx_da(int64_t kp, const uint16_t *ah,
         _tile_dpbf16ps(3, 5, 7);
         if (pf)
             for (int l = 0; l < 32; l++) _mm_prefetch(b + 2048 + 64 * l, _MM_HINT_T0);
+        if (pfa) /* (past the last chunk: harmless, prefetches never fault) */
+            for (int r = 0; r < 32; r++) _mm_prefetch(a + 128 + r * lda, _MM_HINT_T0);
         a += 64;
         a16 += 64;
         b += 2048;
