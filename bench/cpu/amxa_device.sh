@@ -50,7 +50,7 @@ step "TILE_CPU_ISA=amx TILE_GEMM_AMX_DIRECT_A=2 test_cpu_gemm amxa" 25 env TILE_
 grep -E "isa|kernel|cases|FAIL|skipped" $OUT/.t | head -8 >> $L
 rm -f $OUT/.t
 
-for v in 1 0; do
+for v in 1 0 2; do
   step "prof DIRECT_A=$v" 15 env TILE_GEMM_PROF=1 TILE_GEMM_AMX_DIRECT_A=$v TILE_NUM_THREADS=16 TILE_CPU_ISA=amx \
     $TB run examples/gemm.tl --target cpu --bench --iters 20 --quiet -D M=1024 -D N=1024 -D K=1024 -D dtype=bfloat16 \
     > $OUT/.p 2>&1
@@ -63,11 +63,11 @@ rm -f $OUT/.p
 V="--var in_place=$TB:TILE_GEMM_AMX_DIRECT_A=1 --var packed=$TB:TILE_GEMM_AMX_DIRECT_A=0"
 V="$V --var in_place_pfa=$TB:TILE_GEMM_AMX_DIRECT_A=2"  # + software prefetch of A's rows
 # bf16_ab.py prints each table row to stderr as it is measured (kept if a step times out)
-step "A/B 16 threads" 55 python3 bench/cpu/bf16_ab.py $V --threads 16 --sizes 1024,2048,4096 --iters 20 --rounds 5 \
+step "A/B 16 threads" 70 python3 bench/cpu/bf16_ab.py $V --threads 16 --sizes 1024,2048,4096 --iters 20 --rounds 5 \
   --commit "$COMMIT" --out $OUT/ab16.md > /dev/null 2> $OUT/ab16.err
 [ -s $OUT/ab16.md ] || mv $OUT/ab16.err $OUT/ab16.md
 rm -f $OUT/ab16.err
-step "A/B 1 thread" 60 python3 bench/cpu/bf16_ab.py $V --threads 1 --sizes 1024,2048,4096 --iters 3 --rounds 3 \
+step "A/B 1 thread" 90 python3 bench/cpu/bf16_ab.py $V --threads 1 --sizes 1024,2048,4096 --iters 3 --rounds 3 \
   --commit "$COMMIT" --out $OUT/ab1.md > /dev/null 2> $OUT/ab1.err
 [ -s $OUT/ab1.md ] || mv $OUT/ab1.err $OUT/ab1.md
 rm -f $OUT/ab1.err
