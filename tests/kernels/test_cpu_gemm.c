@@ -701,6 +701,7 @@ static int test_amxa(void) {
         {32, 1, 32, 6, 0, 1, 0},     {63, 5, 96, 5, 0, 0, 0},      {96, 64, 128, 5, 2, 1, 0},
         {100, 70, 96, 4, 0, 1, 1},   {161, 130, 320, 5, 0, 0, 1}, {130, 97, 192, 6, 2, 1, 2},
         {64, 96, 2048, 4, 0, 1, 1},  {40, 33, 1600, 6, 0, 0, 0}, /* several K blocks at the default KC */
+        {32, 32, 4096, 6, 0, 0, 1}, /* one compute task: the other body only scans */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         da_case(cases[i][0], cases[i][1], cases[i][2], (int)cases[i][3], (int)cases[i][4], (int)cases[i][5],
