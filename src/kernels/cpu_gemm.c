@@ -83,8 +83,10 @@ static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
 static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
-static int g_direct_a = 1; /* TILE_GEMM_AMX_DIRECT_A=0: AMX always packs A (else reads it in place where it can;
-                            * =2 also prefetches A's rows, cpu_gemm_amx.c) */
+static int g_direct_a; /* TILE_GEMM_AMX_DIRECT_A=1: AMX reads A in place where it can (=2 also prefetches A's
+                        * rows, cpu_gemm_amx.c); off by default: on the 16-core Xeon it was 1.23-1.33x slower
+                        * than packing A at 2048^3 and 4096^3 on 16 threads and 1.4x at 1024^3-2048^3 on one,
+                        * 1.06x faster only at 1024^3 on 16 (bench/results/cpu-bf16-2026-11-30-s5-amxa16.md) */
 static long long g_da_count; /* GEMMs that read A in place (tk_cpu_gemm_direct_a_count) */
 static __thread int t_no_da; /* this thread's GEMM re-runs with A packed (bf16_apply_plan: A must be scaled) */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -170,7 +172,7 @@ static void init_once(void) {
     const char *bs = tile_env("TILE_GEMM_BSHARED");
     g_no_bshared = bs && strcmp(bs, "0") == 0;
     const char *da = tile_env("TILE_GEMM_AMX_DIRECT_A");
-    g_direct_a = !(da && strcmp(da, "0") == 0);
+    g_direct_a = da && (strcmp(da, "1") == 0 || strcmp(da, "2") == 0) ? (da[0] - '0') : 0;
     if (g_prof) atexit(prof_report);
     const char *bm = tile_env("TILE_GEMM_BF16");
     g_bf16_mode = !bm                                ? 0
