@@ -234,15 +234,16 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
         const char *defs[] = {dm, dn};
         /* which: 0 softmax (tile form), 1 RMSNorm (tile form), 2 softmax (plain form); 3-5 the
          * same three compiled with TILE_NO_ROWFUSE=1 (TileOpt's rowfuse pass off: the kernels
-         * per block of rows, the plain softmax's three passes); 6-8 with TILE_ROWFUSE_PIPE=0
+         * per block of rows, the plain softmax's three passes); 0-2 with TILE_ROWFUSE_PIPE=1
+         * (pipelined; the RMSNorm's default is not); 6-8 with TILE_ROWFUSE_PIPE=0
          * (rowfuse's rows one after the other, not pipelined), measured in the same run, each
          * right after its pipelined twin */
         static const char *const files[9] = {"examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl",
                                              "examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl",
                                              "examples/softmax.tl", "examples/rmsnorm.tl", "examples/softmax_plain.tl"};
-        static const char *const names[9] = {"softmax", "RMSNorm", "softmax (plain form)",
+        static const char *const names[9] = {"softmax", "RMSNorm, pipelined (TILE_ROWFUSE_PIPE=1)", "softmax (plain form)",
                                              "softmax, no rowfuse", "RMSNorm, no rowfuse", "softmax (plain form), no rowfuse",
-                                             "softmax, not pipelined (TILE_ROWFUSE_PIPE=0)", "RMSNorm, not pipelined (TILE_ROWFUSE_PIPE=0)",
+                                             "softmax, not pipelined (TILE_ROWFUSE_PIPE=0)", "RMSNorm, not pipelined (the default)",
                                              "softmax (plain form), not pipelined (TILE_ROWFUSE_PIPE=0)"};
         static const int order[9] = {0, 6, 1, 7, 2, 8, 3, 4, 5};
         for (int oi = 0; oi < (pipe_ab ? 6 : 9); oi++) {
@@ -252,6 +253,7 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
              * warm-up run of time_tile): the switch must still be set then */
             if (which0 >= 3 && which0 < 6) setenv("TILE_NO_ROWFUSE", "1", 1);
             if (which0 >= 6) setenv("TILE_ROWFUSE_PIPE", "0", 1);
+            if (which0 < 3) setenv("TILE_ROWFUSE_PIPE", "1", 1); /* pipelined, whatever the default */
             tile_kernel *k = compile(root, files[which0], defs, 2, &mod);
             int form = which0 % 3; /* 0 softmax, 1 RMSNorm, 2 plain softmax */
             tile_tensor p3[3] = {{X, TILE_DT_F32, 2, {M, N}}, {W, TILE_DT_F32, 1, {N}}, {Y, TILE_DT_F32, 2, {M, N}}};
@@ -262,7 +264,7 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
             else if (form == 2) time_rows_paired(k, p2, 1, &r1, 1, reps, threads, X, Y, elems * 4, &t, &tm);
             else time_rows_paired(k, p2, 2, NULL, 0, reps, threads, X, Y, elems * 4, &t, &tm);
             if (which0 >= 3 && which0 < 6) unsetenv("TILE_NO_ROWFUSE");
-            if (which0 >= 6) unsetenv("TILE_ROWFUSE_PIPE");
+            if (which0 >= 6 || which0 < 3) unsetenv("TILE_ROWFUSE_PIPE");
             int which = form == 1;
             double bw = 2.0 * (double)elems * 4 / t;
             /* check a few rows */

@@ -400,11 +400,19 @@ static ir_stmt *scaled_write(rf *R, ir_buffer *E, ir_buffer *F, ir_var *m, ir_va
  * identical rows can differ in the last bits of their sums (and so of every output) with
  * their place in a block: within the tolerance of a sum, but not batch-invariant
  * (TILE_ROWFUSE_PIPE=0 is). */
-/* TILE_ROWFUSE_PIPE=0: the unpipelined loops (one row after the other), for comparisons */
-static bool pipe_on(void) {
+/* Whether a kernel gets the pipelined loop. TILE_ROWFUSE_PIPE=0: none (rows one after the
+ * other), =1: every kernel; unset: what measured faster per kernel. The softmax is pipelined
+ * (0.98-1.16 of memcpy against 0.74-0.93 on one core of a 16-core Xeon, 0.55-0.69 against
+ * 0.46-0.58 on the 2-core VM); the RMSNorm is not: its pipelined loop measured 1-17% below
+ * the unpipelined one in every pair on the 16-core Xeon (two runs,
+ * bench/results/cpu-rows-2026-11-30-s5-16core.md) and within noise on the VM. */
+static bool pipe_on_for(bool rmsnorm) {
     const char *e = getenv("TILE_ROWFUSE_PIPE");
-    return !(e && !strcmp(e, "0"));
+    if (e && !strcmp(e, "0")) return false;
+    if (e && !strcmp(e, "1")) return true;
+    return !rmsnorm;
 }
+static bool pipe_on(void) { return pipe_on_for(false); }
 /* the pipelined loop, unless M is a constant below 64 (blocks of one row: nothing overlaps) */
 static bool pipe_worth(ir_expr *M) {
     int64_t mv;
@@ -891,7 +899,7 @@ static ir_stmt *match_tile_rowscale(rf *R, ir_stmt *ks, const char **reason) {
     ir_var *r = Pp.r;
     ir_var *j1 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l), *j2 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *a = newvar(R, "rf_acc", IR_VAR_LOCAL, acc->dtype, l), *sc = newvar(R, "rf_scale", IR_VAR_LOCAL, acc->dtype, l);
-    bool piped = pipe_on() && pipe_worth(Pp.M);
+    bool piped = pipe_on_for(true) && pipe_worth(Pp.M);
     tilex tx = {X, r, 0}, txw = {X, r, piped ? -1 : 0};
     subst S = {0};
     S.b[0].buf = x, S.b[0].nidx = 2, S.b[0].idx[0] = pv[0], S.b[0].idx[1] = pv[1], S.b[0].to = tile_x(R, &tx, j1, l);
@@ -952,7 +960,9 @@ static ir_stmt *match_tile_rowscale(rf *R, ir_stmt *ks, const char **reason) {
     if (tile_log_enabled(TILE_LOG_INFO))
         tile_log(TILE_LOG_INFO, "rowfuse: kernel at %s:%d scales rows by a row sum (%lldx%lld blocks, RMSNorm-like) -> rows of %s over the pool: %s",
                  opt_loc_file(ks->loc), ks->loc.line, (long long)bM, (long long)N, X->name,
-                 piped ? "pipelined (the write of row r - 1 in the loop of row r's sum)" : "one sum pass, one write pass");
+                 piped ? "pipelined (the write of row r - 1 in the loop of row r's sum)"
+                 : pipe_worth(Pp.M) && !getenv("TILE_ROWFUSE_PIPE") ? "one sum pass, one write pass (the default; TILE_ROWFUSE_PIPE=1 pipelines it)"
+                                                                   : "one sum pass, one write pass");
     return res;
 }
 

@@ -542,12 +542,16 @@ def test_row_kernels(ctx):
             raise Fail("the emitted softmax lacks %s" % want)
     if "__builtin_prefetch(" in body:
         raise Fail("the softmax's write loop prefetches the next row (its read pass prefetches ahead)")
+    # the RMSNorm's default is unpipelined (it measured faster there); TILE_ROWFUSE_PIPE=1
     r = ctx.run(["emit", os.path.join(EX, "rmsnorm.tl"), "--target", "cpu", "-D", "N=4096"])
+    if "+ TILE_ROW_AHEAD, 0, 3);" in r.stdout:
+        raise Fail("the RMSNorm is pipelined by default")
+    r = ctx.run(["emit", os.path.join(EX, "rmsnorm.tl"), "--target", "cpu", "-D", "N=4096"], env=ctx.env(TILE_ROWFUSE_PIPE=1))
     body = r.stdout[r.stdout.index("static int tile_fn0("):]
     for want in ("reduction(+:", "tile_stream_f32v(b", "+ TILE_ROW_AHEAD, 0, 3);", "for (int k_ = 0; k_ < TILE_NT_W; k_++) v"):
         if want not in body:
             raise Fail("the emitted RMSNorm lacks %s" % want)
-    r = ctx.run(["emit", os.path.join(EX, "rmsnorm.tl"), "--target", "cpu", "-D", "N=4096"], env=ctx.env(TILE_CPU_CHECKS=1))
+    r = ctx.run(["emit", os.path.join(EX, "rmsnorm.tl"), "--target", "cpu", "-D", "N=4096"], env=ctx.env(TILE_CPU_CHECKS=1, TILE_ROWFUSE_PIPE=1))
     if "+ TILE_ROW_AHEAD, 0, 3);" in r.stdout or "tile_row_expsum_wrf(b" in r.stdout:
         raise Fail("a checked build runs the fused sum-and-write loop")
     # the plain-form rewrite is on by default (TILE_ROWFUSE_PLAIN=0 turns it off): plain
@@ -575,7 +579,7 @@ def test_row_kernels(ctx):
              "softmax.tl --shape X=3x66000 (symbolic N past 65536: the online form)")
     check_ok(ctx.run(["run", os.path.join(EX, "softmax_plain.tl"), "--target", "cpu", "--check", "--quiet", "-D", "M=2", "-D", "N=70000"]),
              "softmax_plain.tl M=2 N=70000 (the online form)")
-    for extra in ({"TILE_CPU_CHECKS": 1}, {"TILE_NUM_THREADS": 3}, {"TILE_ROWFUSE_PIPE": 0}):
+    for extra in ({"TILE_CPU_CHECKS": 1}, {"TILE_NUM_THREADS": 3}, {"TILE_ROWFUSE_PIPE": 0}, {"TILE_ROWFUSE_PIPE": 1}):
         for ex, defs in (ROW_CASES[2], ROW_CASES[7], ROW_CASES[10], ROW_CASES[13], ROW_CASES[16]):
             args = ["run", os.path.join(EX, ex), "--target", "cpu", "--check", "--quiet"]
             for d in defs:
