@@ -947,7 +947,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         if (isa == &tk_isa_avx512) bp = tk_pack_bf16_avx512, x.range = tk_bf16_range_avx512;
 #endif
         x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp, bk->ukr_da, bk->task_begin, bk->task_end};
-        /* A read in place (TILE_GEMM_AMX_DIRECT_A, default on): k-contiguous bf16 rows whose
+        /* A read in place (TILE_GEMM_AMX_DIRECT_A=1; off by default, see g_direct_a): k-contiguous bf16 rows whose
          * stride is whole dwords (k pairs), K in whole 16-pair chunks (every K block then is:
          * KC is a multiple of 2 kq below), at least one whole panel of rows (fewer would all
          * be the ragged edge, which each task packs for itself: packing A once is cheaper);

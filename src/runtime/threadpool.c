@@ -251,6 +251,7 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg) {
         chunk = n / ((int64_t)p->nthreads * 4);
         if (chunk < 1) chunk = 1;
     }
+    if (chunk > n) chunk = n; /* each thread's last fetch_add of p->next must not wrap past INT64_MAX */
     /* every worker checked in for the previous job (pending 0): nobody reads these now */
     p->fn = fn;
     p->arg = arg;

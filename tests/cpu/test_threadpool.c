@@ -40,12 +40,19 @@ static void leave(void) { __atomic_sub_fetch(&g_active, 1, __ATOMIC_SEQ_CST); }
 
 typedef struct counts {
     int *hits;
+    int64_t n;
 } counts;
+static int g_bad_range; /* a task given [b, e) outside [0, n) */
 
 static void count_task(void *arg, int64_t b, int64_t e, int worker) {
     counts *c = arg;
     enter();
     if (worker < 0 || worker >= g_size) __atomic_add_fetch(&g_bad_worker, 1, __ATOMIC_SEQ_CST);
+    if (b < 0 || e > c->n || b >= e) {
+        __atomic_add_fetch(&g_bad_range, 1, __ATOMIC_SEQ_CST);
+        leave();
+        return;
+    }
     for (int64_t i = b; i < e; i++) __atomic_add_fetch(&c->hits[i], 1, __ATOMIC_RELAXED);
     volatile double x = 0;
     for (int k = 0; k < 2000; k++) x += k; /* some work so that tasks overlap */
@@ -54,8 +61,10 @@ static void count_task(void *arg, int64_t b, int64_t e, int worker) {
 }
 
 static void check_once(int64_t n, int64_t chunk) {
-    counts c = {calloc((size_t)n + 1, sizeof(int))};
+    counts c = {calloc((size_t)n + 1, sizeof(int)), n};
+    g_bad_range = 0;
     tile_parallel_for(n, chunk, count_task, &c);
+    CHECK(g_bad_range == 0, "n=%lld chunk=%lld: %d tasks got a range outside [0, n)", (long long)n, (long long)chunk, g_bad_range);
     int64_t bad = 0;
     for (int64_t i = 0; i < n; i++) bad += c.hits[i] != 1;
     CHECK(bad == 0, "n=%lld chunk=%lld: %lld iterations did not run exactly once", (long long)n, (long long)chunk, (long long)bad);
@@ -139,9 +148,11 @@ int main(void) {
     const int spin = tile_pool_spin_us();
     const char *env_spin = getenv("TILE_POOL_SPIN_US");
     int expect_spin;
-    if (env_spin && *env_spin) {
-        expect_spin = atoi(env_spin) < 0 ? 0 : atoi(env_spin);
-    } else {
+    char *end = NULL;
+    long v = env_spin && *env_spin ? strtol(env_spin, &end, 10) : 0;
+    if (env_spin && *env_spin && end && *end == 0) { /* a plain integer: taken, clamped to [0, 100000] */
+        expect_spin = v < 0 ? 0 : v > 100000 ? 100000 : (int)v;
+    } else { /* unset (or not a number: the pool ignores it) */
         cpu_set_t set;
         CPU_ZERO(&set);
         int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
@@ -158,6 +169,7 @@ int main(void) {
         check_once(sizes[i], 0);
         check_once(sizes[i], 1);
         check_once(sizes[i], 5);
+        check_once(sizes[i], INT64_MAX); /* a chunk past n: one task, no wrap of the shared cursor */
     }
     CHECK(g_bad_worker == 0, "%d tasks saw a worker id outside [0, %d)", g_bad_worker, g_size);
 
