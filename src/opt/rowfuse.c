@@ -403,8 +403,8 @@ static ir_stmt *scaled_write(rf *R, ir_buffer *E, ir_buffer *F, ir_var *m, ir_va
 /* Whether a kernel gets the pipelined loop. TILE_ROWFUSE_PIPE=0: none (rows one after the
  * other), =1: every kernel; unset: what measured faster per kernel. The softmax is pipelined
  * (0.98-1.16 of memcpy against 0.74-0.93 on one core of a 16-core Xeon, 0.55-0.69 against
- * 0.46-0.58 on the 2-core VM); the RMSNorm is not: its pipelined loop measured 1-17% below
- * the unpipelined one in every pair on the 16-core Xeon (two runs,
+ * 0.46-0.58 on the 2-core VM); the RMSNorm is not: its pipelined loop measured 0.3-22% below
+ * the unpipelined one in every pair on the 16-core Xeon (ten pairs, two runs,
  * bench/results/cpu-rows-2026-11-30-s5-16core.md) and within noise on the VM. */
 static bool pipe_on_for(bool rmsnorm) {
     const char *e = getenv("TILE_ROWFUSE_PIPE");
