@@ -291,12 +291,19 @@ const char *tile_env(const char *name) {
     return e->value;
 }
 
-long tile_env_long(const char *name, long dflt) {
+bool tile_env_long_get(const char *name, long *out) {
     const char *v = tile_env(name);
-    if (!v || !*v) return dflt;
+    if (!v || !*v) return false;
     char *end;
     long x = strtol(v, &end, 10);
-    return *end ? dflt : x;
+    if (*end) return false;
+    *out = x;
+    return true;
+}
+
+long tile_env_long(const char *name, long dflt) {
+    long x;
+    return tile_env_long_get(name, &x) ? x : dflt;
 }
 
 static int log_level = -1;

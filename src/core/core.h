@@ -198,6 +198,8 @@ tile_dtype tile_npy_dtype_of_descr(const char *descr);
 /* Cached getenv: the first lookup of each name is remembered for the process. */
 const char *tile_env(const char *name);
 long tile_env_long(const char *name, long dflt);
+/* true and *out = the value when NAME is set to a whole decimal number (tile_env_long's rule) */
+bool tile_env_long_get(const char *name, long *out);
 
 typedef enum tile_log_level { TILE_LOG_ERROR = 0, TILE_LOG_WARN = 1, TILE_LOG_INFO = 2, TILE_LOG_DEBUG = 3 } tile_log_level;
 /* Level from TILE_LOG=error|warn|info|debug (default warn). Lines are prefixed "tile[host:pid] LEVEL". */

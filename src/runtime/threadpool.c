@@ -192,9 +192,14 @@ static void pool_init(void) {
     /* spin by default only when every thread can have a core: no more threads than CPUs,
      * and those CPUs not already busy with other processes (runnable threads now) */
     const int ncpu = affinity_count();
-    const int others = other_runnable();
-    long spin = p->nthreads <= ncpu && others + p->nthreads <= ncpu ? POOL_SPIN_DEFAULT_US : 0;
-    spin = tile_env_long("TILE_POOL_SPIN_US", spin);
+    /* TILE_POOL_SPIN_US decides alone where set; the machine's runnable threads (~200 us of
+     * readings at start-up) are only read when they can matter */
+    long spin;
+    int others = -1; /* not read */
+    if (!tile_env_long_get("TILE_POOL_SPIN_US", &spin)) {
+        if (p->nthreads <= ncpu) others = other_runnable();
+        spin = others >= 0 && others + p->nthreads <= ncpu ? POOL_SPIN_DEFAULT_US : 0;
+    }
     if (spin < 0) spin = 0;
     if (spin > POOL_SPIN_MAX_US) spin = POOL_SPIN_MAX_US;
     p->spin_us = (int)spin;
@@ -221,8 +226,12 @@ static void pool_init(void) {
         tile_log(TILE_LOG_WARN, "thread pool: started %d of %d threads", started, p->nthreads);
         p->nthreads = started;
     }
-    tile_log(TILE_LOG_INFO, "thread pool: %d threads, spin %d us (%d other runnable threads, %d CPUs)", p->nthreads, p->spin_us,
-             others, ncpu);
+    if (others >= 0)
+        tile_log(TILE_LOG_INFO, "thread pool: %d threads, spin %d us (%d other runnable threads, %d CPUs)", p->nthreads, p->spin_us,
+                 others, ncpu);
+    else
+        tile_log(TILE_LOG_INFO, "thread pool: %d threads, spin %d us (%s, %d CPUs)", p->nthreads, p->spin_us,
+                 p->nthreads > ncpu ? "more threads than CPUs" : "TILE_POOL_SPIN_US", ncpu);
 }
 
 int tile_pool_size(void) {

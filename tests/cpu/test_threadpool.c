@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "runtime/threadpool.h"
 
 static int failures;
@@ -146,11 +147,9 @@ int main(void) {
 
     /* the spin rule */
     const int spin = tile_pool_spin_us();
-    const char *env_spin = getenv("TILE_POOL_SPIN_US");
     int expect_spin;
-    char *end = NULL;
-    long v = env_spin && *env_spin ? strtol(env_spin, &end, 10) : 0;
-    if (env_spin && *env_spin && end && *end == 0) { /* a plain integer: taken, clamped to [0, 100000] */
+    long v;
+    if (tile_env_long_get("TILE_POOL_SPIN_US", &v)) { /* a whole number: taken, clamped to [0, 100000] */
         expect_spin = v < 0 ? 0 : v > 100000 ? 100000 : (int)v;
     } else { /* unset (or not a number: the pool ignores it) */
         cpu_set_t set;
