@@ -85,10 +85,9 @@ static void amx_task_begin(void) {
 
 static void amx_task_end(void) { _tile_release(); }
 
-__attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc,
-                                              int beta) {
-    const int pf = g_pf;
-    const char *a = (const char *)af, *b = (const char *)bf;
+/* C as tiles 0-3 (2 x 2 tiles of 16 x 16 f32, row stride ldc floats): loaded (beta) or
+ * zeroed before a micro-kernel's k loop, stored after it; both kernels below share them */
+static inline __attribute__((always_inline)) void c_tiles_begin(float *c, int64_t ldc, int beta) {
     const int64_t ldb = ldc * 4; /* bytes */
     if (beta) {
         _tile_loadd(0, c, ldb);
@@ -101,6 +100,20 @@ __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const
         _tile_zero(2);
         _tile_zero(3);
     }
+}
+static inline __attribute__((always_inline)) void c_tiles_end(float *c, int64_t ldc) {
+    const int64_t ldb = ldc * 4;
+    _tile_stored(0, c, ldb);
+    _tile_stored(1, c + 16, ldb);
+    _tile_stored(2, c + 16 * ldc, ldb);
+    _tile_stored(3, c + 16 * ldc + 16, ldb);
+}
+
+__attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc,
+                                              int beta) {
+    const int pf = g_pf;
+    const char *a = (const char *)af, *b = (const char *)bf;
+    c_tiles_begin(c, ldc, beta);
     for (int64_t q = 0; q < kp; q += 16) {
         _tile_loadd(4, a, 64);        /* rows 0-15 of this 16-pair chunk */
         _tile_loadd(6, b, 128);       /* pairs q..q+15, columns 0-15 */
@@ -115,10 +128,7 @@ __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const
         a += 2048;
         b += 2048;
     }
-    _tile_stored(0, c, ldb);
-    _tile_stored(1, c + 16, ldb);
-    _tile_stored(2, c + 16 * ldc, ldb);
-    _tile_stored(3, c + 16 * ldc + 16, ldb);
+    c_tiles_end(c, ldc);
 }
 
 /* The same with A read in place (tk_ukr_da_fn): each A tile is 16 rows of A x 64 bytes (32
@@ -129,18 +139,7 @@ __attribute__((noinline)) static void ukr_amx_da(int64_t kp, const uint16_t *ah,
     const int pf = g_pf, pfa = g_pf_a;
     const char *a = (const char *)ah, *b = (const char *)bf;
     const char *a16 = a + 16 * lda; /* rows 16-31 */
-    const int64_t ldb = ldc * 4; /* bytes */
-    if (beta) {
-        _tile_loadd(0, c, ldb);
-        _tile_loadd(1, c + 16, ldb);
-        _tile_loadd(2, c + 16 * ldc, ldb);
-        _tile_loadd(3, c + 16 * ldc + 16, ldb);
-    } else {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-    }
+    c_tiles_begin(c, ldc, beta);
     for (int64_t q = 0; q < kp; q += 16) {
         _tile_loadd(4, a, lda);       /* rows 0-15, k pairs q..q+15 */
         _tile_loadd(6, b, 128);       /* pairs q..q+15, columns 0-15 */
@@ -158,10 +157,7 @@ __attribute__((noinline)) static void ukr_amx_da(int64_t kp, const uint16_t *ah,
         a16 += 64;
         b += 2048;
     }
-    _tile_stored(0, c, ldb);
-    _tile_stored(1, c + 16, ldb);
-    _tile_stored(2, c + 16 * ldc, ldb);
-    _tile_stored(3, c + 16 * ldc + 16, ldb);
+    c_tiles_end(c, ldc);
 }
 
 const tk_bf16_kernel tk_bf16_amx = {
