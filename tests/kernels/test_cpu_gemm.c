@@ -275,18 +275,21 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
     free(C.buf);
 }
 
+/* no usable ISA (TILE_CPU_ISA names one this CPU lacks): say why (the GEMM's error) and skip */
+static int skip_invalid(void) {
+    tk_gemm g = {0};
+    g.M = g.N = g.K = 1;
+    tk_cpu_gemm(&g, NULL, NULL);
+    printf("skipped: %s\n", tk_cpu_gemm_error());
+    return 77;
+}
+
 static const tile_dtype k_in_dtypes[] = {TILE_DT_F32, TILE_DT_F16, TILE_DT_BF16, TILE_DT_FP8_E4M3, TILE_DT_FP8_E5M2,
                                          TILE_DT_FP4_E2M1};
 
 static int test_gemm(void) {
     const char *isa = tk_cpu_isa();
-    if (strcmp(isa, "invalid") == 0) {
-        tk_gemm g = {0};
-        g.M = g.N = g.K = 1;
-        tk_cpu_gemm(&g, NULL, NULL);
-        printf("skipped: %s\n", tk_cpu_gemm_error());
-        return 77;
-    }
+    if (strcmp(isa, "invalid") == 0) return skip_invalid();
     printf("isa %s\n", isa);
     static const int64_t shapes[][3] = {
         {1, 1, 1}, {2, 3, 5}, {7, 13, 17}, {13, 31, 29}, {64, 64, 32}, {65, 33, 31},
@@ -399,13 +402,7 @@ static double fill_inf_sub(int which, int64_t r, int64_t c) { /* A +inf, B posit
 
 static int test_denormal(void) {
     const char *isa = tk_cpu_isa();
-    if (strcmp(isa, "invalid") == 0) {
-        tk_gemm g = {0};
-        g.M = g.N = g.K = 1;
-        tk_cpu_gemm(&g, NULL, NULL);
-        printf("skipped: %s\n", tk_cpu_gemm_error());
-        return 77;
-    }
+    if (strcmp(isa, "invalid") == 0) return skip_invalid();
     printf("isa %s, bf16 kernel %s\n", isa, tk_cpu_bf16_kernel());
     static double (*const fills[])(int, int64_t, int64_t) = {fill_mx, fill_tiny, fill_tiny_c, fill_wide, fill_huge,
                                                              fill_zero_a};
@@ -442,14 +439,6 @@ static int same_float(float a, float b) {
     memcpy(&x, &a, 4);
     memcpy(&y, &b, 4);
     return x == y;
-}
-
-static int skip_invalid(void) {
-    tk_gemm g = {0};
-    g.M = g.N = g.K = 1;
-    tk_cpu_gemm(&g, NULL, NULL);
-    printf("skipped: %s\n", tk_cpu_gemm_error());
-    return 77;
 }
 
 static int test_helpers(void) {
