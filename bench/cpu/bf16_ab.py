@@ -91,12 +91,7 @@ def main():
                 statistics.median(sp), min(sp), max(sp)))
             print(lines[-1], file=sys.stderr, flush=True)
     lines.append("")
-    lines.append("- load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
-    txt = "\n".join(lines + detail) + "\n"
-    print(txt)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(txt)
+    bt.finish_report(lines, detail, a.out)
 
 
 if __name__ == "__main__":

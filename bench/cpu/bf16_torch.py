@@ -94,6 +94,18 @@ def ratio(num, den):
     return "n/a" if num is None or den is None else "%.2fx" % (num / den)
 
 
+def finish_report(lines, detail, out):
+    """The end of a results file: the load average, then the detail lines; printed, and
+    written to out when given (bf16_ab.py ends its report the same way)."""
+    lines.append("- load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
+    lines.append("")
+    txt = "\n".join(lines + detail) + "\n"
+    print(txt)
+    if out:
+        with open(out, "w") as f:
+            f.write(txt)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tile", default="build/bin/tile")
@@ -168,13 +180,7 @@ def main():
             print(lines[-1], file=sys.stderr, flush=True)
         lines.append("")
     os.sched_setaffinity(0, set(all_cpus))
-    lines.append("- load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
-    lines.append("")
-    txt = "\n".join(lines + detail) + "\n"
-    print(txt)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(txt)
+    finish_report(lines, detail, a.out)
 
 
 if __name__ == "__main__":
