@@ -147,7 +147,8 @@ TILE_API tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *p
  * device once and stay there, and times_s[i] is the device time of run i's kernel launches
  * alone (CUDA events; the L2 cache flushed before each run unless TILE_BENCH_FLUSH=0), and
  * *device_time is set to 1; elsewhere times_s[i] is the host time of one tile_run and
- * *device_time is 0. Outputs of the last run are in params/rets as after tile_run (kernels
+ * *device_time is 0 (returned tensors are allocated by the untimed run, or given by the
+ * caller, and reused by the timed ones, so no run times their allocation). Outputs of the last run are in params/rets as after tile_run (kernels
  * that update a parameter in place have done so iters + 1 times). device_time may be NULL. */
 TILE_API tile_status tile_bench(tile_kernel *k, const char *target, tile_tensor *params, int nparams, tile_tensor *rets, int nrets,
                                 const tile_run_options *opt, int iters, double *times_s, int *device_time, char **error);

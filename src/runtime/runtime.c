@@ -757,10 +757,13 @@ tile_status tile_bench(tile_kernel *k, const char *target, tile_tensor *params, 
         st = run_backend(k, b, params, nparams, rets, nrets, opt, iters, times_s, &err);
         if (st == TILE_OK && device_time) *device_time = 1;
     } else if (st == TILE_OK) {
-        /* host time of whole runs (copies included where the target has any) */
+        /* host time of whole runs (copies included where the target has any). The outputs the
+         * warm-up run allocates are reused by the timed runs, as a caller that owns its output
+         * buffers would: a fresh calloc per run put a page-faulting or zeroing pass over every
+         * output into each timed run (a returned buffer starts uninitialised by the language's
+         * rules, so no kernel may depend on those zeros) */
         char *e = NULL;
         for (int it = -1; it < iters && st == TILE_OK; it++) {
-            for (int i = 0; it >= 0 && i < nrets; i++) tile_tensor_free(&rets[i]);
             double t0 = tile_now();
             st = tile_run(k, target, params, nparams, rets, nrets, opt, &e);
             if (it >= 0) times_s[it] = tile_now() - t0;

@@ -400,6 +400,23 @@ static double fill_inf_sub(int which, int64_t r, int64_t c) { /* A +inf, B posit
     return which == 0 ? INFINITY : which == 1 ? (0.5 + 0.5 * fabs(uniform())) * 0x1p-128 : uniform();
 }
 
+/* subnormal values only past a row or column: a range scan that skips part of a source (a
+ * wrong chunk offset, rows left out) misses them, no scale is applied, and the hardware
+ * kernels flush those products */
+static int64_t g_tail; /* the first row / column that is subnormal */
+static double fill_tail_bcol(int which, int64_t r, int64_t c) { /* B's columns >= g_tail */
+    (void)r;
+    return which == 0 ? uniform() * 4.0 : which == 1 ? (c >= g_tail ? uniform() * 0x1p-130 : uniform()) : uniform();
+}
+static double fill_tail_brow(int which, int64_t r, int64_t c) { /* B's rows (k) >= g_tail */
+    (void)c;
+    return which == 0 ? uniform() * 4.0 : which == 1 ? (r >= g_tail ? uniform() * 0x1p-130 : uniform()) : uniform();
+}
+static double fill_tail_arow(int which, int64_t r, int64_t c) { /* A's rows >= g_tail */
+    (void)c;
+    return which == 0 ? (r >= g_tail ? uniform() * 0x1p-130 : uniform() * 4.0) : uniform();
+}
+
 static int test_denormal(void) {
     const char *isa = tk_cpu_isa();
     if (strcmp(isa, "invalid") == 0) return skip_invalid();
@@ -427,6 +444,22 @@ static int test_denormal(void) {
     /* a bf16 C (the f32 workspace path) */
     g_fill = fill_mx;
     run_case(40, 70, 96, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_BF16, 0, 0, 0, 0, 1);
+    /* subnormals in the last columns or rows only, B row-major (unit stride along N: its
+     * range is scanned k row by k row) or with a negative row stride, A column-major (unit
+     * stride along M), on this thread and threaded (kernels.denormal_amx_emulated_blocks:
+     * B and A scanned in chunks by tasks) */
+    for (int thr = 0; thr < 2; thr++)
+        for (int lb = 0; lb < 4; lb += 3) {
+            g_tail = 127;
+            g_fill = fill_tail_bcol;
+            run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, lb, 0, 0, thr);
+            g_tail = 290;
+            g_fill = fill_tail_brow;
+            run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, lb, 0, 0, thr);
+            g_tail = 147;
+            g_fill = fill_tail_arow;
+            run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, lb ? 1 : 0, 0, 0, 1, thr);
+        }
     g_fill = NULL;
     printf("%d cases, %d failures\n", g_cases, g_fail);
     return g_fail ? 1 : 0;
