@@ -725,9 +725,20 @@ static void galloc(gen *G, const ir_stmt *s) {
     if (G->constshape[id])
         for (int d = 0; d < b->rank; d++) n *= (size_t)G->cdims[id][d];
     size_t bytes = tile_dtype_storage_bytes(b->dtype, n);
-    if (G->constshape[id] && bytes <= 65536 && G->fn->stack_bytes + bytes <= 262144) {
-        G->fn->stack_bytes += bytes;
+    /* placed like another buffer (ir.h's align_to): 128 more bytes, element 0 at that buffer's
+     * address modulo 64 (tile_place_like) */
+    char like[32] = "";
+    if (b->align_to && b->dtype != TILE_DT_FP4_E2M1) snprintf(like, sizeof like, "b%d", b->align_to->id);
+    const size_t pad = like[0] ? 128 : 0;
+    if (G->constshape[id] && bytes <= 65536 && G->fn->stack_bytes + bytes + pad <= 262144) {
+        G->fn->stack_bytes += bytes + pad;
         size_t elems = b->dtype == TILE_DT_FP4_E2M1 ? bytes : n;
+        if (like[0]) {
+            const size_t es = (size_t)DBITS[b->dtype] / 8;
+            line(G, "%s b%d_stk[%zu] __attribute__((aligned(64)));", stype(b->dtype), id, (elems ? elems : 1) + pad / es);
+            line(G, "b%d = (%s *)tile_place_like(b%d_stk, %s, %zu);", id, stype(b->dtype), id, like, es);
+            return;
+        }
         line(G, "%s b%d_stk[%zu] __attribute__((aligned(64)));", stype(b->dtype), id, elems ? elems : 1);
         line(G, "b%d = b%d_stk;", id, id);
         return;
@@ -744,17 +755,19 @@ static void galloc(gen *G, const ir_stmt *s) {
     if (G->fn->kernel_body || G->fn->range_body) {
         /* the worker's scratch slot for this buffer (prelude: tile_scratch_get) */
         int m = msg_at(G, s->loc, "cannot allocate memory for '%s'", b->name);
-        line(G, "b%d = (%s *)tile_scratch_get(%d, %s + 64);", id, stype(b->dtype), id, cnt.data);
+        line(G, "b%d = (%s *)tile_scratch_get(%d, %s + %zu);", id, stype(b->dtype), id, cnt.data, 64 + pad);
         line(G, "if (!b%d) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", id, m);
+        if (like[0]) line(G, "b%d = (%s *)tile_place_like(b%d, %s, %d);", id, stype(b->dtype), id, like, DBITS[b->dtype] / 8);
         tile_sb_free(&cnt);
         return;
     }
     G->fn->heap[id] = true;
     int m = msg_at(G, s->loc, "cannot allocate memory for '%s'", b->name);
     line(G, "free(h%d);", id);
-    line(G, "h%d = malloc(%s + 64);", id, cnt.data);
+    line(G, "h%d = malloc(%s + %zu);", id, cnt.data, 64 + pad);
     line(G, "if (!h%d) { tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out; }", id, m);
-    line(G, "b%d = (%s *)h%d;", id, stype(b->dtype), id);
+    if (like[0]) line(G, "b%d = (%s *)tile_place_like(h%d, %s, %d);", id, stype(b->dtype), id, like, DBITS[b->dtype] / 8);
+    else line(G, "b%d = (%s *)h%d;", id, stype(b->dtype), id);
     tile_sb_free(&cnt);
 }
 

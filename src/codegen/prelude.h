@@ -985,6 +985,12 @@ typedef struct tile_scratch {
     int n;
 } tile_scratch;
 static __thread tile_scratch *tile_cur_scratch;
+/* p (with 128 bytes to spare) moved up to the address that ref has modulo 64, in whole
+ * elements of es bytes: a buffer placed like another (ir.h's align_to) */
+static inline void *tile_place_like(void *p, const void *ref, size_t es) {
+    const uintptr_t a = ((uintptr_t)p + 63) & ~(uintptr_t)63;
+    return (void *)(a + (((uintptr_t)ref & 63) & ~(uintptr_t)(es - 1)));
+}
 static void *tile_scratch_get(int slot, size_t bytes) {
     tile_scratch *s = tile_cur_scratch;
     if (!s || slot < 0 || slot >= s->n) return NULL;

@@ -73,6 +73,13 @@ typedef struct ir_buffer {
     ir_expr **shape;   /* rank integer expressions (constants or size variables) */
     ir_buffer_role role;
     tile_loc loc;
+    /* a placement hint for a TEMP buffer (NULL: none): element 0 should sit at the address
+     * that element 0 of this (non-TEMP) buffer has, modulo 64 bytes, so that loops walking
+     * both at the same index see the same vector alignment (rowfuse: the kept exponentials
+     * and the softmax's output; a 16-byte shift between them made one core's softmax 0.67
+     * instead of 0.86 of memcpy on Zen 4). Semantics do not depend on it; the cpu target
+     * follows it, the interpreter and the SIMT targets ignore it. */
+    const struct ir_buffer *align_to;
 } ir_buffer;
 
 /* ---------- expressions ---------- */

@@ -429,7 +429,9 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
         if (!s->buf) { tile_sb_puts(sb, "alloc <null buffer>\n"); break; }
         tile_sb_printf(sb, "alloc %s: ", s->buf->name);
         put_shape(sb, s->buf);
-        tile_sb_printf(sb, " %s\n", ir_scope_name(s->buf->scope));
+        tile_sb_printf(sb, " %s", ir_scope_name(s->buf->scope));
+        if (s->buf->align_to) tile_sb_printf(sb, " aligned like %s", s->buf->align_to->name);
+        tile_sb_puts(sb, "\n");
         break;
     case IR_S_KERNEL: {
         tile_sb_puts(sb, "kernel grid (");
