@@ -9,8 +9,6 @@
  * run.sh; needs libopenblas-dev (and libdnnl-dev unless -DNO_DNNL). */
 #define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,85 +20,34 @@
 #endif
 
 #include "kernels/cpu_gemm.h"
+#include "runtime/threadpool.h"
 
-/* ---------- a small persistent pthread pool providing tk_parallel_for ---------- */
-typedef struct pool {
-    int nthreads;
-    pthread_t th[64];
-    pthread_mutex_t mu;
-    pthread_cond_t cv, done_cv;
-    uint64_t gen;
-    int stop, active;
-    int64_t n;
-    atomic_llong next;
-    void (*body)(void *, int64_t);
-    void *arg;
-} pool;
-
-static void pool_run_items(pool *p) {
-    for (;;) {
-        long long i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->n) break;
-        p->body(p->arg, i);
-    }
+/* ---------- tk_parallel_for over Tile's own thread pool ----------
+ * The pool the cpu runtime gives tk_cpu_gemm (src/runtime/cpu.c does the same): its workers
+ * poll briefly for the next job on an idle machine, then sleep. Until session 6 this bench
+ * had its own pool whose workers slept on a condition variable at once: on the 2-core VM the
+ * second worker then woke too late to take part in a 5 ms bf16 1024^3 call, which measured
+ * half of what `tile run` gets for the same GEMM (204-211 against 387-392 GFLOP/s). */
+typedef struct pool { int nthreads; } pool;
+typedef struct pfor_job { void (*body)(void *, int64_t); void *arg; } pfor_job;
+static void pfor_task(void *a, int64_t b, int64_t e, int worker) {
+    const pfor_job *j = (const pfor_job *)a;
+    (void)worker;
+    for (int64_t i = b; i < e; i++) j->body(j->arg, i);
 }
-
-static void *pool_main(void *arg) {
-    pool *p = (pool *)arg;
-    uint64_t seen = 0;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (p->gen == seen && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
-        if (p->stop) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
-        }
-        seen = p->gen;
-        pthread_mutex_unlock(&p->mu);
-        pool_run_items(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->active == 0) pthread_cond_signal(&p->done_cv);
-        pthread_mutex_unlock(&p->mu);
-    }
-}
-
 static void pool_pfor(void *pp, int64_t n, void (*body)(void *, int64_t), void *arg) {
-    pool *p = (pool *)pp;
-    if (p->nthreads <= 1 || n <= 1) {
-        for (int64_t i = 0; i < n; i++) body(arg, i);
-        return;
-    }
-    pthread_mutex_lock(&p->mu);
-    p->n = n;
-    p->body = body;
-    p->arg = arg;
-    atomic_store(&p->next, 0);
-    p->active = p->nthreads - 1;
-    p->gen++;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    pool_run_items(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->active > 0) pthread_cond_wait(&p->done_cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    (void)pp;
+    pfor_job j = {body, arg};
+    tile_parallel_for(n, 1, pfor_task, &j);
 }
-
 static void pool_init(pool *p, int n) {
-    memset(p, 0, sizeof *p);
-    p->nthreads = n < 1 ? 1 : n > 64 ? 64 : n;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    pthread_cond_init(&p->done_cv, NULL);
-    for (int i = 1; i < p->nthreads; i++) pthread_create(&p->th[i], NULL, pool_main, p);
+    /* the pool reads TILE_NUM_THREADS once, when it starts (at the first call) */
+    char b[16];
+    snprintf(b, sizeof b, "%d", n < 1 ? 1 : n);
+    setenv("TILE_NUM_THREADS", b, 1);
+    p->nthreads = tile_pool_size();
 }
-
-static void pool_fini(pool *p) {
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 1; i < p->nthreads; i++) pthread_join(p->th[i], NULL);
-}
+static void pool_fini(pool *p) { (void)p; }
 
 /* ---------- helpers ---------- */
 static double now(void) {
@@ -250,7 +197,8 @@ int main(int argc, char **argv) {
         tk_gemm g = {.M = M, .N = N, .K = K, .a_dtype = bf16 ? TILE_DT_BF16 : TILE_DT_F32,
                      .b_dtype = bf16 ? TILE_DT_BF16 : TILE_DT_F32, .c_dtype = TILE_DT_F32,
                      .A = bf16 ? (const void *)ah : a, .a_rs = K, .a_cs = 1,
-                     .B = bf16 ? (const void *)bh : b, .b_rs = N, .b_cs = 1, .C = c1, .c_rs = N, .c_cs = 1};
+                     .B = bf16 ? (const void *)bh : b, .b_rs = N, .b_cs = 1, .C = c1, .c_rs = N, .c_cs = 1,
+                     .nthreads = threads};
         tk_parallel_for pf = threads > 1 ? pool_pfor : NULL;
         /* correctness first: ours vs OpenBLAS on the same (exact) inputs */
         for (int64_t i = 0; i < M * N; i++) c1[i] = NAN;
@@ -301,6 +249,18 @@ int main(int argc, char **argv) {
                 if (lib == 2 && !have_dnnl) continue;
                 struct timespec pause = {0, 150 * 1000 * 1000};
                 nanosleep(&pause, NULL);
+                /* one untimed call first: after the pause every library's threads (and, on a
+                 * VM, its virtual CPUs) wake up slowly, which a 1024^3 call on 2 threads (5-10
+                 * ms, one call per sample) measured as 20-35% slower for all three libraries
+                 * alike (the first size of a run the most); a training loop calls back to back */
+                if (lib == 0) tk_cpu_gemm(&g, pf, &P);
+                else if (lib == 1)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)K, b, (int)N,
+                                0.0f, c2, (int)N);
+#ifndef NO_DNNL
+                else if (bf16) dnnl_mm_run(&dm);
+                else dnnl_sgemm('N', 'N', M, N, K, 1.0f, a, K, b, N, 0.0f, c2, N);
+#endif
                 double t0 = now();
                 if (lib == 0) {
                     for (int it = 0; it < inner; it++) tk_cpu_gemm(&g, pf, &P);

@@ -54,7 +54,7 @@ else
   $CC "${F[@]}" -c "$K/cpu_gemm_avx512.c" -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2 -o "$BUILD/k_avx512.o"
   $CC "${F[@]}" -c "$K/cpu_gemm_avx2.c" -mavx2 -mfma -mf16c -o "$BUILD/k_avx2.o"
   LIBS=("$BUILD/k_avx512.o" "$BUILD/k_avx2.o")
-  for f in "$K/cpu_gemm.c" "$K/cpuid.c" "$K/cpu_gemm_generic.c" "$ROOT/src/core/core.c" "$ROOT/src/core/dtype.c"; do
+  for f in "$K/cpu_gemm.c" "$K/cpuid.c" "$K/cpu_gemm_generic.c" "$ROOT/src/core/core.c" "$ROOT/src/core/dtype.c" "$ROOT/src/runtime/threadpool.c"; do
     o="$BUILD/k_$(basename "$f" .c).o"; $CC "${F[@]}" -c "$f" -o "$o"; LIBS+=("$o")
   done
   for f in "$K"/cpu_gemm_avx512bf16.c; do
@@ -108,7 +108,8 @@ mkdir -p "$(dirname "$OUT")"
   echo "Row-major C = A @ B, M = N = K = size (or MxNxK), random uniform(-1, 1) data; ours checked against"
   echo "OpenBLAS first (max |difference| / (K/4), bound 2 K 2^-24); one warm-up, then $REPS timed runs of"
   echo "each library interleaved (rotating order, 150 ms pause before each run so that threads a"
-  echo "library leaves spinning are idle); median GFLOP/s, and the ratio of the best times too."
+  echo "library leaves spinning are idle, then one untimed call of the library about to be timed, so"
+  echo "that its threads are awake); median GFLOP/s, and the ratio of the best times too."
   echo "bf16 rows: bf16 A and B, f32 C; OpenBLAS runs"
   echo "sgemm on the same values in f32, oneDNN its bf16 matmul primitive (implementation named)."
   echo

@@ -15,7 +15,19 @@
  * Spinning only pays when each worker has a core of its own: the default spin (TILE_POOL_SPIN_US
  * overrides it; 0 = never spin) is POOL_SPIN_DEFAULT_US when the pool's threads fit on the CPUs
  * the process may run on next to the other threads runnable on the machine when the pool
- * starts (/proc/loadavg's runnable count), and 0 otherwise (CI, a shared build machine). */
+ * starts (/proc/loadavg's runnable count), and 0 otherwise (CI, a shared build machine).
+ *
+ * Co-location: a worker woken for a job can be queued on the CPU where the caller (or another
+ * worker) runs while a CPU of the process sits idle, and stay there for tens of milliseconds.
+ * Seen on the 2-core Zen 4 VM (session 6): an idle virtual CPU looks preempted to the guest's
+ * scheduler, so the wake-up goes to the waker's CPU, and the idle CPU does not pull the task
+ * back soon; runs of consecutive 5 ms bf16 GEMMs took 10-11 ms, the second worker doing
+ * nothing (TILE_GEMM_PROF: the last worker began 1.6-2.6 ms into a 5 ms step). So every thread
+ * publishes the CPU it runs a job on (sched_getcpu); a worker that finds a thread of a lower
+ * index on its CPU, while the pool has no more threads than CPUs, takes that CPU out of its
+ * affinity mask (which migrates it at once) and puts the mask back, at most every
+ * POOL_MOVE_GAP_MS per worker; TILE_POOL_MOVE=0 turns it off. TileLink's shared-memory wait
+ * does the same for ranks (tilelink/src/p2p.c). */
 #define _GNU_SOURCE
 #include "threadpool.h"
 
@@ -36,6 +48,8 @@
 
 #define POOL_SPIN_DEFAULT_US 50
 #define POOL_SPIN_MAX_US 100000
+#define POOL_MOVE_GAP_MS 5
+#define POOL_MAX_CPU_SLOTS 1024
 
 typedef struct pool {
     int nthreads;              /* workers including the caller */
@@ -45,6 +59,9 @@ typedef struct pool {
     int32_t pending;           /* atomic; workers (not the caller) still in the current job */
     int sleepers;              /* atomic; workers asleep (or about to sleep) on gen */
     int caller_sleeps;         /* atomic; the caller is asleep (or about to sleep) on pending */
+    int move;                  /* co-location moves on (TILE_POOL_MOVE, and no more threads than CPUs) */
+    int *cpu;                  /* atomic [nthreads]: the CPU each thread runs its part of the job on, +1 (0: none) */
+    int64_t moves;             /* atomic; co-location moves made (tests, TILE_LOG=debug) */
     /* the job (written before gen changes, read after) */
     tile_pool_task fn;
     void *arg;
@@ -148,6 +165,38 @@ static int wanted_threads(void) {
     return (int)n;
 }
 
+/* A worker starting its part of a job: if a thread of a lower index (the caller is 0) is on
+ * this CPU for this job, move off it (header comment). prev_move: this worker's last move. */
+static void check_colocated(pool *p, int id, uint64_t *prev_move) {
+#ifdef __linux__
+    const int me = sched_getcpu();
+    if (me < 0) return;
+    __atomic_store_n(&p->cpu[id], me + 1, __ATOMIC_RELAXED);
+    if (!p->move) return;
+    int shared = 0;
+    for (int i = 0; i < id && !shared; i++) shared = __atomic_load_n(&p->cpu[i], __ATOMIC_RELAXED) == me + 1;
+    if (!shared) return;
+    const uint64_t t = now_us();
+    if (*prev_move && t - *prev_move < (uint64_t)POOL_MOVE_GAP_MS * 1000u) return;
+    *prev_move = t;
+    cpu_set_t orig, away;
+    if (sched_getaffinity(0, sizeof orig, &orig) != 0 || CPU_COUNT(&orig) < 2 || !CPU_ISSET(me, &orig)) return;
+    away = orig;
+    CPU_CLR(me, &away);
+    if (sched_setaffinity(0, sizeof away, &away) != 0) return;
+    if (sched_setaffinity(0, sizeof orig, &orig) != 0) {
+        /* keep the narrower mask rather than moving again and again; say so once */
+        p->move = 0;
+        tile_log(TILE_LOG_WARN, "thread pool: worker %d could not restore its CPU affinity after moving off CPU %d; "
+                 "co-location moves are off", id, me);
+    }
+    __atomic_fetch_add(&p->moves, 1, __ATOMIC_RELAXED);
+    tile_log(TILE_LOG_DEBUG, "thread pool: worker %d shared CPU %d with a lower worker: moved to CPU %d", id, me, sched_getcpu());
+#else
+    (void)p, (void)id, (void)prev_move;
+#endif
+}
+
 static void run_chunks(pool *p, int worker) {
     for (;;) {
         int64_t b = __atomic_fetch_add(&p->next, p->chunk, __ATOMIC_RELAXED);
@@ -168,6 +217,7 @@ static void *worker_main(void *a) {
     int id = wa->id;
     free(wa);
     uint32_t seen = 0; /* gen starts at 0 and changes only once every worker checked in */
+    uint64_t moved = 0;
     t_in_job = 1;      /* a worker's own nested calls run inline */
     for (;;) {
         if (!spin_while_eq(&p->gen, seen, p->spin_us)) {
@@ -178,6 +228,7 @@ static void *worker_main(void *a) {
             __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
         }
         seen = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);
+        if (p->cpu) check_colocated(p, id, &moved);
         run_chunks(p, id);
         if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0 &&
             __atomic_load_n(&p->caller_sleeps, __ATOMIC_SEQ_CST))
@@ -203,6 +254,8 @@ static void pool_init(void) {
     if (spin < 0) spin = 0;
     if (spin > POOL_SPIN_MAX_US) spin = POOL_SPIN_MAX_US;
     p->spin_us = (int)spin;
+    p->move = p->nthreads <= ncpu && tile_env_long("TILE_POOL_MOVE", 1) != 0;
+    if (p->nthreads > 1 && p->nthreads <= POOL_MAX_CPU_SLOTS) p->cpu = calloc((size_t)p->nthreads, sizeof *p->cpu);
     pthread_mutex_init(&p->busy, NULL);
     pthread_attr_t at;
     pthread_attr_init(&at);
@@ -268,6 +321,12 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg) {
     p->chunk = chunk;
     __atomic_store_n(&p->next, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&p->pending, p->nthreads - 1, __ATOMIC_RELAXED);
+#ifdef __linux__
+    if (p->cpu) { /* this job's CPUs: the caller's now (0 if it cannot tell), the workers' as they start */
+        __atomic_store_n(&p->cpu[0], sched_getcpu() + 1, __ATOMIC_RELAXED);
+        for (int i = 1; i < p->nthreads; i++) __atomic_store_n(&p->cpu[i], 0, __ATOMIC_RELAXED);
+    }
+#endif
     __atomic_add_fetch(&p->gen, 1, __ATOMIC_SEQ_CST); /* publishes the job (release) */
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) word_wake(&p->gen);
     t_in_job = 1;
@@ -293,6 +352,8 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg) {
     }
     pthread_mutex_unlock(&p->busy);
 }
+
+int64_t tile_pool_moves(void) { return __atomic_load_n(&g_pool.moves, __ATOMIC_RELAXED); }
 
 void tile_pool_stats(int64_t *pooled, int64_t *inlined) {
     if (pooled) *pooled = __atomic_load_n(&g_pooled, __ATOMIC_RELAXED);

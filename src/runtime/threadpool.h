@@ -32,6 +32,10 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
  * started, else 0 (sleep at once: oversubscribed or busy machines). */
 int tile_pool_spin_us(void);
 
+/* How many times a worker moved off a CPU it shared with a lower worker or the caller
+ * (threadpool.c: co-location moves; TILE_POOL_MOVE=0 turns them off). */
+int64_t tile_pool_moves(void);
+
 /* For tests: how many parallel_for calls ran on the pool / inline since the start. */
 void tile_pool_stats(int64_t *pooled, int64_t *inlined);
 

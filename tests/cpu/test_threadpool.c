@@ -138,6 +138,17 @@ static void *app_thread(void *arg) {
     return NULL;
 }
 
+/* co-location moves (threadpool.c): a worker that moved must have put its affinity mask back */
+static cpu_set_t g_mask0;
+static int g_mask_bad;
+static void mask_task(void *arg, int64_t b, int64_t e, int worker) {
+    (void)arg, (void)b, (void)e, (void)worker;
+    cpu_set_t m;
+    CPU_ZERO(&m);
+    if (sched_getaffinity(0, sizeof m, &m) != 0 || !CPU_EQUAL(&m, &g_mask0)) __atomic_add_fetch(&g_mask_bad, 1, __ATOMIC_SEQ_CST);
+    pause_us(200); /* long enough for every worker to take a part */
+}
+
 int main(void) {
     g_size = tile_pool_size();
     printf("pool size %d\n", g_size);
@@ -197,6 +208,28 @@ int main(void) {
     for (int i = 0; i < 3; i++) pthread_join(st[i], NULL);
     CHECK(g_spin_bad == 0, "short jobs from 3 callers: %lld iterations did not run exactly once", (long long)g_spin_bad);
     CHECK(g_bad_worker == 0, "%d tasks saw a worker id outside [0, %d)", g_bad_worker, g_size);
+
+    /* jobs after idle pauses (where the scheduler may queue a woken worker on the caller's
+     * CPU): still exactly once per iteration; a worker that moved has its mask back; no moves
+     * where they are off (TILE_POOL_MOVE=0, or more threads than CPUs) */
+    CPU_ZERO(&g_mask0);
+    CHECK(sched_getaffinity(0, sizeof g_mask0, &g_mask0) == 0, "sched_getaffinity");
+    int64_t bad_idle = 0;
+    for (int r = 0; r < 20; r++) {
+        pause_us(20000);
+        bad_idle += spin_sleep_jobs(3, 100u + (unsigned)r);
+        tile_parallel_for(g_size, 1, mask_task, NULL);
+    }
+    CHECK(bad_idle == 0, "jobs after pauses: %lld iterations did not run exactly once", (long long)bad_idle);
+    CHECK(g_mask_bad == 0, "%d tasks ran with an affinity mask other than the process's", g_mask_bad);
+    const int64_t moves = tile_pool_moves();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int ncpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    printf("co-location moves: %lld\n", (long long)moves);
+    if (tile_env_long("TILE_POOL_MOVE", 1) == 0 || g_size > ncpus)
+        CHECK(moves == 0, "%lld co-location moves with TILE_POOL_MOVE=0 or more threads (%d) than CPUs (%d)", (long long)moves, g_size,
+              ncpus);
 
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
