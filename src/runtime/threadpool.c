@@ -14,8 +14,12 @@
  *
  * Spinning only pays when each worker has a core of its own: the default spin (TILE_POOL_SPIN_US
  * overrides it; 0 = never spin) is POOL_SPIN_DEFAULT_US when the pool's threads fit on the CPUs
- * the process may run on next to the other threads runnable on the machine when the pool
- * starts (/proc/loadavg's runnable count), and 0 otherwise (CI, a shared build machine).
+ * the process may run on next to the other threads runnable on the machine (/proc/loadavg's
+ * runnable count: at the pool's start, then re-read at most once a second before a job, the
+ * least of the last three readings), and 0 otherwise (CI, a shared build machine). With a
+ * spin, a worker that has finished its part of a job also polls while the caller still runs
+ * its own part (up to POOL_TAIL_MAX_US, not on the caller's CPU), and the spin counts from the
+ * job's end: a job that follows at once finds it awake.
  *
  * Co-location: a worker woken for a job can be queued on the CPU where the caller (or another
  * worker) runs while a CPU of the process sits idle, and stay there for tens of milliseconds.
@@ -49,11 +53,18 @@
 #define POOL_SPIN_DEFAULT_US 50
 #define POOL_SPIN_MAX_US 100000
 #define POOL_MOVE_GAP_MS 5
+#define POOL_TAIL_MAX_US 20000      /* the most a worker polls while the caller finishes its part */
+#define POOL_RECHECK_US 1000000     /* how often the default spin re-reads the machine's load */
 #define POOL_MAX_CPU_SLOTS 1024
 
 typedef struct pool {
     int nthreads;              /* workers including the caller */
-    int spin_us;               /* poll this long before sleeping (0: sleep at once) */
+    int spin_us;               /* atomic; poll this long before sleeping (0: sleep at once) */
+    int spin_auto;             /* spin_us follows the machine's load (TILE_POOL_SPIN_US unset, threads <= CPUs) */
+    int ncpu;                  /* CPUs the process may run on */
+    uint64_t load_checked;     /* when spin_auto last read the load (us) */
+    int load_seen[3];          /* the last readings of other runnable threads (-1: none yet) */
+    uint32_t caller_done;      /* atomic; the gen of the last job whose caller finished its own chunks */
     pthread_mutex_t busy;      /* held by the thread running a job */
     uint32_t gen;              /* atomic; the futex workers sleep on */
     int32_t pending;           /* atomic; workers (not the caller) still in the current job */
@@ -133,6 +144,19 @@ static int affinity_count(void) {
         if (n > 0) return n;
     }
     return 1;
+}
+
+/* One reading of /proc/loadavg's runnable count less `own` (this process's threads that are
+ * runnable: the caller and workers not asleep); -1 where it cannot be read. */
+static int runnable_now(int own) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return -1;
+    double l1, l5, l15;
+    int run = 0, total = 0;
+    const int got = fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &run, &total);
+    fclose(f);
+    if (got != 5) return -1;
+    return run - own > 0 ? run - own : 0;
 }
 
 /* Threads of the whole machine that are runnable now, besides the calling one: the fourth
@@ -220,7 +244,26 @@ static void *worker_main(void *a) {
     uint64_t moved = 0;
     t_in_job = 1;      /* a worker's own nested calls run inline */
     for (;;) {
-        if (!spin_while_eq(&p->gen, seen, p->spin_us)) {
+        const int spin = __atomic_load_n(&p->spin_us, __ATOMIC_RELAXED);
+        /* while the caller still runs its part of the job just done, the next job can come the
+         * moment it returns: keep polling until then (at most POOL_TAIL_MAX_US), and count the
+         * spin from there. A worker done first used to fall asleep during the caller's last
+         * 1.3 ms task and be woken for the next job, late (2-core VM: 50 us of spin gave a bf16
+         * 1024^3 GEMM 279 GFLOP/s in gemm_bench's back-to-back calls, 1 ms 390) */
+        if (spin > 0 && seen && __atomic_load_n(&p->caller_done, __ATOMIC_ACQUIRE) != seen) {
+            const uint64_t t0 = now_us();
+            for (unsigned i = 0; __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE) == seen &&
+                                 __atomic_load_n(&p->caller_done, __ATOMIC_ACQUIRE) != seen; i++) {
+                cpu_relax();
+                if ((i & 63) != 63) continue;
+                if (now_us() - t0 >= POOL_TAIL_MAX_US) break;
+#ifdef __linux__
+                /* polling on the caller's own CPU would only delay it */
+                if (p->cpu && sched_getcpu() + 1 == __atomic_load_n(&p->cpu[0], __ATOMIC_RELAXED)) break;
+#endif
+            }
+        }
+        if (!spin_while_eq(&p->gen, seen, spin)) {
             /* announce the sleep before checking gen once more (in the futex): the caller bumps
              * gen before it reads sleepers, so one of the two sees the other (seq_cst) */
             __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
@@ -254,6 +297,10 @@ static void pool_init(void) {
     if (spin < 0) spin = 0;
     if (spin > POOL_SPIN_MAX_US) spin = POOL_SPIN_MAX_US;
     p->spin_us = (int)spin;
+    p->ncpu = ncpu;
+    p->spin_auto = others >= 0;
+    p->load_checked = now_us();
+    p->load_seen[0] = others, p->load_seen[1] = p->load_seen[2] = -1;
     p->move = p->nthreads <= ncpu && tile_env_long("TILE_POOL_MOVE", 1) != 0;
     if (p->nthreads > 1 && p->nthreads <= POOL_MAX_CPU_SLOTS) p->cpu = calloc((size_t)p->nthreads, sizeof *p->cpu);
     pthread_mutex_init(&p->busy, NULL);
@@ -294,7 +341,30 @@ int tile_pool_size(void) {
 
 int tile_pool_spin_us(void) {
     pthread_once(&g_once, pool_init);
-    return g_pool.spin_us;
+    return __atomic_load_n(&g_pool.spin_us, __ATOMIC_RELAXED);
+}
+
+/* The caller, before a job (holding busy): the default spin follows the machine's load,
+ * re-read at most every POOL_RECHECK_US: one reading less this process's runnable threads
+ * (the caller and the workers not asleep), the least of the last three. The start-up snapshot
+ * alone decided for the process's whole life: another library's thread spinning at that
+ * moment (OpenBLAS's, in bench/cpu_gemm/gemm_bench.c) turned spinning off for good. */
+static void recheck_spin(pool *p) {
+    const uint64_t t = now_us();
+    if (t - p->load_checked < POOL_RECHECK_US) return;
+    p->load_checked = t;
+    const int awake = p->nthreads - 1 - __atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST);
+    const int others = runnable_now(1 + (awake > 0 ? awake : 0));
+    if (others < 0) return;
+    p->load_seen[2] = p->load_seen[1], p->load_seen[1] = p->load_seen[0], p->load_seen[0] = others;
+    int least = others;
+    for (int i = 1; i < 3; i++)
+        if (p->load_seen[i] >= 0 && p->load_seen[i] < least) least = p->load_seen[i];
+    const int spin = least + p->nthreads <= p->ncpu ? POOL_SPIN_DEFAULT_US : 0;
+    if (spin != __atomic_load_n(&p->spin_us, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&p->spin_us, spin, __ATOMIC_RELAXED);
+        tile_log(TILE_LOG_DEBUG, "thread pool: spin %d us (%d other runnable threads, %d CPUs)", spin, least, p->ncpu);
+    }
 }
 
 static void run_inline(int64_t n, tile_pool_task fn, void *arg) {
@@ -314,6 +384,7 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg) {
         if (chunk < 1) chunk = 1;
     }
     if (chunk > n) chunk = n; /* each thread's last fetch_add of p->next must not wrap past INT64_MAX */
+    if (p->spin_auto) recheck_spin(p);
     /* every worker checked in for the previous job (pending 0): nobody reads these now */
     p->fn = fn;
     p->arg = arg;
@@ -327,20 +398,22 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg) {
         for (int i = 1; i < p->nthreads; i++) __atomic_store_n(&p->cpu[i], 0, __ATOMIC_RELAXED);
     }
 #endif
-    __atomic_add_fetch(&p->gen, 1, __ATOMIC_SEQ_CST); /* publishes the job (release) */
+    const uint32_t job = __atomic_add_fetch(&p->gen, 1, __ATOMIC_SEQ_CST); /* publishes the job (release) */
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) word_wake(&p->gen);
     t_in_job = 1;
     run_chunks(p, 0);
     t_in_job = 0;
+    __atomic_store_n(&p->caller_done, job, __ATOMIC_RELEASE);
     /* wait for the workers to check in: poll for at most spin_us in all, then sleep */
     int32_t left;
     uint64_t t0 = 0;
-    for (unsigned i = 0; p->spin_us > 0 && (left = __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE)) > 0; i++) {
+    const int spin = __atomic_load_n(&p->spin_us, __ATOMIC_RELAXED);
+    for (unsigned i = 0; spin > 0 && (left = __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE)) > 0; i++) {
         cpu_relax();
         if ((i & 63) == 63) {
             uint64_t t = now_us();
             if (!t0) t0 = t;
-            else if (t - t0 >= (uint64_t)p->spin_us) break;
+            else if (t - t0 >= (uint64_t)spin) break;
         }
     }
     while ((left = __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE)) > 0) {
