@@ -77,8 +77,10 @@ typedef struct ir_buffer {
      * that element 0 of this (non-TEMP) buffer has, modulo 64 bytes, so that loops walking
      * both at the same index see the same vector alignment (rowfuse: the kept exponentials
      * and the softmax's output; a 16-byte shift between them made one core's softmax 0.67
-     * instead of 0.86 of memcpy on Zen 4). Semantics do not depend on it; the cpu target
-     * follows it, the interpreter and the SIMT targets ignore it. */
+     * instead of 0.86 of memcpy on Zen 4). Best effort: element 0 only (rows of other
+     * elements match where the row lengths keep the phase), and rowfuse sets it only where
+     * both have 4-byte elements. Semantics do not depend on it; the cpu target follows it, the
+     * interpreter and the SIMT targets ignore it. */
     const struct ir_buffer *align_to;
 } ir_buffer;
 

@@ -565,7 +565,7 @@ static void check_alloc(vctx *c, const ir_stmt *s) {
     const ir_buffer *b = s->buf;
     if (!buf_known(c, b, s->loc)) return;
     if (b->role != IR_BUF_TEMP) { VERR(c, s->loc, "alloc of '%s', which is not a temporary buffer", bname(b)); return; }
-    if (b->align_to && (b->align_to->role == IR_BUF_TEMP || !buf_known(c, b->align_to, s->loc)))
+    if (b->align_to && (!buf_known(c, b->align_to, s->loc) || b->align_to->role == IR_BUF_TEMP))
         VERR(c, s->loc, "'%s' is placed like '%s', which is not a parameter or returned buffer of this function", bname(b),
              bname(b->align_to));
     if (b->scope != IR_SCOPE_GLOBAL) {

@@ -485,14 +485,14 @@ static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx,
         ir_stmt *b1[6] = {alloc_row(R, &E, "rf_exp", H, l), alloc_row(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l), assign(R, m, m0, l),
                           assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l), online_pass(R, m, s, H, xv, ctx, ev, E, F, l),
                           scaled_write(R, E, F, m, s, H, Y, P.r, l)};
-        E->align_to = Y;
+        if (Y->dtype == TILE_DT_F32) E->align_to = Y;
         return loop(R, P.r, I32(R, 0, l), P.M, IR_LOOP_PARALLEL, ir_seq(R->m, b1, 6, l), l);
     }
     ir_var *pm = newvar(R, "rf_pmax", IR_VAR_LOCAL, TILE_DT_F32, l), *ps = newvar(R, "rf_psum", IR_VAR_LOCAL, TILE_DT_F32, l);
     ir_var *ri = newvar(R, "rf_rinv", IR_VAR_LOCAL, TILE_DT_F32, l), *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_stmt *pre[4] = {alloc_rows2(R, &E, "rf_exp", H, l), alloc_rows2(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l),
                        assign(R, pm, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l), assign(R, ps, ir_const_float(R->m, TILE_DT_F32, 1.0, l), l)};
-    E->align_to = Y; /* the kept exponentials at Y's vector alignment (ir.h) */
+    if (Y->dtype == TILE_DT_F32) E->align_to = Y; /* the kept exponentials at Y's vector alignment (ir.h) */
     ir_expr *rslot = ir_binary(R->m, IR_B_FLOORMOD, V(R, P.r, l), I32(R, 2, l), l);
     ir_expr *wslot = ir_binary(R->m, IR_B_FLOORMOD, row_at(R, P.r, -1, l), I32(R, 2, l), l);
     ir_stmt *cb[2] = {iff(R, pipe_writes(R, &P), scaled_chunk(R, c, E, F, wslot, pm, ri, H, Y, row_at(R, P.r, -1, l), l), l),

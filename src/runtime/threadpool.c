@@ -15,11 +15,12 @@
  * Spinning only pays when each worker has a core of its own: the default spin (TILE_POOL_SPIN_US
  * overrides it; 0 = never spin) is POOL_SPIN_DEFAULT_US when the pool's threads fit on the CPUs
  * the process may run on next to the other threads runnable on the machine (/proc/loadavg's
- * runnable count: at the pool's start, then re-read at most once a second before a job, the
- * least of the last three readings), and 0 otherwise (CI, a shared build machine). With a
- * spin, a worker that has finished its part of a job also polls while the caller still runs
- * its own part (up to POOL_TAIL_MAX_US, not on the caller's CPU), and the spin counts from the
- * job's end: a job that follows at once finds it awake.
+ * runnable count: at the pool's start, then re-read at most once a second before a job, see
+ * recheck_spin), and 0 otherwise (CI, a shared build machine). With a spin and no more threads
+ * than CPUs, a worker that has finished its part of a job also polls while the caller still
+ * runs its own part (up to POOL_TAIL_PER_SPIN times the spin and POOL_TAIL_MAX_US, not on the
+ * caller's CPU), and the spin counts from the job's end: a job that follows at once finds it
+ * awake.
  *
  * Co-location: a worker woken for a job can be queued on the CPU where the caller (or another
  * worker) runs while a CPU of the process sits idle, and stay there for tens of milliseconds.
@@ -53,8 +54,10 @@
 #define POOL_SPIN_DEFAULT_US 50
 #define POOL_SPIN_MAX_US 100000
 #define POOL_MOVE_GAP_MS 5
-#define POOL_TAIL_MAX_US 20000      /* the most a worker polls while the caller finishes its part */
+#define POOL_TAIL_MAX_US 20000      /* the most a worker polls while the caller finishes its part, */
+#define POOL_TAIL_PER_SPIN 400      /* ... and at most this many times the spin (50 us: 20 ms) */
 #define POOL_RECHECK_US 1000000     /* how often the default spin re-reads the machine's load */
+#define POOL_LOAD_WINDOW_US 3000000 /* the readings that count */
 #define POOL_MAX_CPU_SLOTS 1024
 
 typedef struct pool {
@@ -63,7 +66,8 @@ typedef struct pool {
     int spin_auto;             /* spin_us follows the machine's load (TILE_POOL_SPIN_US unset, threads <= CPUs) */
     int ncpu;                  /* CPUs the process may run on */
     uint64_t load_checked;     /* when spin_auto last read the load (us) */
-    int load_seen[3];          /* the last readings of other runnable threads (-1: none yet) */
+    int load_seen[3];          /* the last readings of other runnable threads (-1: none) ... */
+    uint64_t load_at[3];       /* ... and when they were taken (us) */
     uint32_t caller_done;      /* atomic; the gen of the last job whose caller finished its own chunks */
     pthread_mutex_t busy;      /* held by the thread running a job */
     uint32_t gen;              /* atomic; the futex workers sleep on */
@@ -196,7 +200,7 @@ static void check_colocated(pool *p, int id, uint64_t *prev_move) {
     const int me = sched_getcpu();
     if (me < 0) return;
     __atomic_store_n(&p->cpu[id], me + 1, __ATOMIC_RELAXED);
-    if (!p->move) return;
+    if (!__atomic_load_n(&p->move, __ATOMIC_RELAXED)) return;
     int shared = 0;
     for (int i = 0; i < id && !shared; i++) shared = __atomic_load_n(&p->cpu[i], __ATOMIC_RELAXED) == me + 1;
     if (!shared) return;
@@ -210,12 +214,14 @@ static void check_colocated(pool *p, int id, uint64_t *prev_move) {
     if (sched_setaffinity(0, sizeof away, &away) != 0) return;
     if (sched_setaffinity(0, sizeof orig, &orig) != 0) {
         /* keep the narrower mask rather than moving again and again; say so once */
-        p->move = 0;
+        __atomic_store_n(&p->move, 0, __ATOMIC_RELAXED);
         tile_log(TILE_LOG_WARN, "thread pool: worker %d could not restore its CPU affinity after moving off CPU %d; "
                  "co-location moves are off", id, me);
     }
     __atomic_fetch_add(&p->moves, 1, __ATOMIC_RELAXED);
-    tile_log(TILE_LOG_DEBUG, "thread pool: worker %d shared CPU %d with a lower worker: moved to CPU %d", id, me, sched_getcpu());
+    const int now_on = sched_getcpu();
+    __atomic_store_n(&p->cpu[id], now_on + 1, __ATOMIC_RELAXED); /* higher workers compare with where it is now */
+    tile_log(TILE_LOG_DEBUG, "thread pool: worker %d shared CPU %d with a lower worker: moved to CPU %d", id, me, now_on);
 #else
     (void)p, (void)id, (void)prev_move;
 #endif
@@ -250,13 +256,14 @@ static void *worker_main(void *a) {
          * spin from there. A worker done first used to fall asleep during the caller's last
          * 1.3 ms task and be woken for the next job, late (2-core VM: 50 us of spin gave a bf16
          * 1024^3 GEMM 279 GFLOP/s in gemm_bench's back-to-back calls, 1 ms 390) */
-        if (spin > 0 && seen && __atomic_load_n(&p->caller_done, __ATOMIC_ACQUIRE) != seen) {
-            const uint64_t t0 = now_us();
+        if (spin > 0 && p->nthreads <= p->ncpu && seen && __atomic_load_n(&p->caller_done, __ATOMIC_ACQUIRE) != seen) {
+            const uint64_t t0 = now_us(), cap = (uint64_t)spin * POOL_TAIL_PER_SPIN < POOL_TAIL_MAX_US
+                                                       ? (uint64_t)spin * POOL_TAIL_PER_SPIN : POOL_TAIL_MAX_US;
             for (unsigned i = 0; __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE) == seen &&
                                  __atomic_load_n(&p->caller_done, __ATOMIC_ACQUIRE) != seen; i++) {
                 cpu_relax();
                 if ((i & 63) != 63) continue;
-                if (now_us() - t0 >= POOL_TAIL_MAX_US) break;
+                if (now_us() - t0 >= cap) break;
 #ifdef __linux__
                 /* polling on the caller's own CPU would only delay it */
                 if (p->cpu && sched_getcpu() + 1 == __atomic_load_n(&p->cpu[0], __ATOMIC_RELAXED)) break;
@@ -301,6 +308,7 @@ static void pool_init(void) {
     p->spin_auto = others >= 0;
     p->load_checked = now_us();
     p->load_seen[0] = others, p->load_seen[1] = p->load_seen[2] = -1;
+    p->load_at[0] = p->load_at[1] = p->load_at[2] = p->load_checked;
     p->move = p->nthreads <= ncpu && tile_env_long("TILE_POOL_MOVE", 1) != 0;
     if (p->nthreads > 1 && p->nthreads <= POOL_MAX_CPU_SLOTS) p->cpu = calloc((size_t)p->nthreads, sizeof *p->cpu);
     pthread_mutex_init(&p->busy, NULL);
@@ -346,9 +354,12 @@ int tile_pool_spin_us(void) {
 
 /* The caller, before a job (holding busy): the default spin follows the machine's load,
  * re-read at most every POOL_RECHECK_US: one reading less this process's runnable threads
- * (the caller and the workers not asleep), the least of the last three. The start-up snapshot
- * alone decided for the process's whole life: another library's thread spinning at that
- * moment (OpenBLAS's, in bench/cpu_gemm/gemm_bench.c) turned spinning off for good. */
+ * (the caller and the workers not asleep). A reading that leaves no core per thread turns the
+ * spin off at once; it comes back on only when every reading of the last POOL_LOAD_WINDOW_US
+ * (one to three of them; older ones are forgotten, so sparse jobs go by the latest) left one.
+ * The start-up snapshot alone decided for the process's whole life: another library's thread
+ * spinning at that moment (OpenBLAS's, in bench/cpu_gemm/gemm_bench.c) turned spinning off for
+ * good. */
 static void recheck_spin(pool *p) {
     const uint64_t t = now_us();
     if (t - p->load_checked < POOL_RECHECK_US) return;
@@ -356,14 +367,16 @@ static void recheck_spin(pool *p) {
     const int awake = p->nthreads - 1 - __atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST);
     const int others = runnable_now(1 + (awake > 0 ? awake : 0));
     if (others < 0) return;
-    p->load_seen[2] = p->load_seen[1], p->load_seen[1] = p->load_seen[0], p->load_seen[0] = others;
-    int least = others;
-    for (int i = 1; i < 3; i++)
-        if (p->load_seen[i] >= 0 && p->load_seen[i] < least) least = p->load_seen[i];
-    const int spin = least + p->nthreads <= p->ncpu ? POOL_SPIN_DEFAULT_US : 0;
+    for (int i = 2; i > 0; i--) p->load_seen[i] = p->load_seen[i - 1], p->load_at[i] = p->load_at[i - 1];
+    p->load_seen[0] = others, p->load_at[0] = t;
+    int most = 0; /* the busiest recent reading */
+    for (int i = 0; i < 3; i++)
+        if (p->load_seen[i] >= 0 && t - p->load_at[i] <= POOL_LOAD_WINDOW_US && p->load_seen[i] > most) most = p->load_seen[i];
+    const int spin = most + p->nthreads <= p->ncpu ? POOL_SPIN_DEFAULT_US : 0;
     if (spin != __atomic_load_n(&p->spin_us, __ATOMIC_RELAXED)) {
         __atomic_store_n(&p->spin_us, spin, __ATOMIC_RELAXED);
-        tile_log(TILE_LOG_DEBUG, "thread pool: spin %d us (%d other runnable threads, %d CPUs)", spin, least, p->ncpu);
+        tile_log(TILE_LOG_DEBUG, "thread pool: spin %d us (up to %d other runnable threads in the last readings, %d CPUs)", spin,
+                 most, p->ncpu);
     }
 }
 

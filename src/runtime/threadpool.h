@@ -29,9 +29,10 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
 /* How long an idle worker (and the caller waiting for the workers) polls before it sleeps,
  * in microseconds: TILE_POOL_SPIN_US, else 50 when the pool's threads fit on the CPUs the
  * process may run on next to the other threads runnable on the machine (read at the pool's
- * start and again at most once a second), else 0 (sleep at once: oversubscribed or busy
- * machines). With a spin, a worker done with its part of a job polls until the caller is
- * done too, and the spin counts from there. */
+ * start and again at most once a second: off at once when loaded, on again after 3 s of
+ * quiet readings), else 0 (sleep at once: oversubscribed or busy machines). With a spin and
+ * no more threads than CPUs, a worker done with its part of a job polls until the caller is
+ * done too (at most 400 times the spin), and the spin counts from there. */
 int tile_pool_spin_us(void);
 
 /* How many times a worker moved off a CPU it shared with a lower worker or the caller

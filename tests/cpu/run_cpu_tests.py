@@ -479,6 +479,59 @@ def test_fused_reduce(ctx):
             check_ok(r, "fusedred %s %s %s" % (mn[0], mn[1], " ".join("%s=%s" % kv for kv in extra.items() if kv[1] is not None)))
 
 
+@test
+def test_place_like(ctx):
+    """The softmax's kept exponentials sit at the output's address modulo 64 (ir_buffer.align_to):
+    `tile ir` says `aligned like Y` for an f32 Y (not for bf16, whose elements differ in size),
+    the emitted C places the scratch with tile_place_like, and tile_place_like itself (compiled
+    from the emitted source with a test main) gives, for every offset of the allocation and of
+    the reference within a line and every element size, an address that is the reference's
+    modulo 64 (whole elements), not below the allocation and within its 128 spare bytes."""
+    sm = os.path.join(EX, "softmax.tl")
+    r = ctx.run(["ir", sm, "--target", "cpu", "-D", "N=4096"])
+    if "alloc rf_exp: float32[2, 4096] global aligned like Y" not in r.stdout:
+        raise Fail("the pipelined softmax's rf_exp is not placed like Y:\n" + r.stdout)
+    r = ctx.run(["ir", sm, "--target", "cpu", "-D", "N=4096", "-D", "dtype=bfloat16"])
+    if "rf_exp" not in r.stdout or "aligned like" in r.stdout:
+        raise Fail("a bf16 softmax's f32 rf_exp is placed like its bf16 Y (no common alignment):\n" + r.stdout)
+    src = ctx.run(["emit", sm, "--target", "cpu", "-D", "N=4096", "-D", "M=64"]).stdout
+    if not re.search(r"b\d+ = \(float \*\)tile_place_like\(b\d+_stk, b\d+, 4\);", src):
+        raise Fail("the emitted softmax does not place rf_exp with tile_place_like")
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("cc")
+    if not cc:
+        raise Skip("no C compiler to build the tile_place_like check")
+    main = r"""
+#include <stdio.h>
+int main(void) {
+    static unsigned char mem[1024] __attribute__((aligned(64)));
+    int bad = 0;
+    for (int es = 1; es <= 8; es *= 2)
+        for (int po = 0; po < 64; po += es)
+            for (int ro = 0; ro < 64; ro++) {
+                unsigned char *p = mem + 64 + po, *ref = mem + 512 + ro;
+                unsigned char *q = (unsigned char *)tile_place_like(p, ref, (size_t)es);
+                const unsigned want = (unsigned)(ro & ~(es - 1));
+                if (((uintptr_t)q & 63) != want || q < p || q > p + 128 - es) {
+                    if (bad++ < 5) printf("es %d, allocation +%d, reference +%d: got +%u\n", es, po, ro, (unsigned)((uintptr_t)q & 63));
+                }
+            }
+    printf("%d bad placements\n", bad);
+    return bad != 0;
+}
+"""
+    c_path = os.path.join(ctx.tmp, "place_like.c")
+    with open(c_path, "w") as f:
+        f.write(src + main)
+    exe = os.path.join(ctx.tmp, "place_like")
+    b = subprocess.run([cc, "-O1", "-w", "-std=gnu11", c_path, "-o", exe, "-lm"], capture_output=True, text=True, timeout=TIMEOUT)
+    if b.returncode != 0:
+        raise Fail("building the tile_place_like check failed:\n" + b.stderr[-2000:])
+    r2 = subprocess.run([exe], capture_output=True, text=True, timeout=TIMEOUT)
+    if r2.returncode != 0:
+        raise Fail("tile_place_like: " + r2.stdout)
+    print("  tile_place_like: " + r2.stdout.strip())
+
+
 # (program, -D arguments) of the row-kernel test: one row and many, ragged M (the tile form's
 # last block), N below / above / not a multiple of the 16-lane vector, the 2048-element chunk
 # of the read pass and the 1024-element streaming-store threshold, bf16 tensors

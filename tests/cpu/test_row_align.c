@@ -46,7 +46,8 @@ static void run_case(const char *dir, const char *file, int M, int N, int ox, in
     tile_kernel *k = tile_module_kernel(mod, NULL);
     const int rms = strstr(file, "rmsnorm") != NULL;
     const size_t n = (size_t)M * N, pad = 128;
-    unsigned char *xb = aligned_alloc(64, n * 4 + 2 * pad), *yb = aligned_alloc(64, n * 4 + 2 * pad);
+    const size_t alloc = (n * 4 + 2 * pad + 63) / 64 * 64; /* aligned_alloc wants a multiple of the alignment */
+    unsigned char *xb = aligned_alloc(64, alloc), *yb = aligned_alloc(64, alloc);
     float *ref = malloc(n * 4), *w = malloc((size_t)N * 4);
     float *X = (float *)(void *)(xb + pad + ox), *Y = (float *)(void *)(yb + pad + oy);
     for (size_t i = 0; i < n; i++) X[i] = frand();

@@ -11,6 +11,9 @@
  *                           IEEE results although the bf16 hardware flushes (DAZ/FTZ)
  *   test_cpu_gemm amxa      the AMX kernel reading A in place (TILE_GEMM_AMX_DIRECT_A): results
  *                           and whether A was read in place (skips without an AMX kernel)
+ *   test_cpu_gemm packers   the AVX-512 bf16 packers word for word against the portable ones,
+ *                           pad words and ranges included, sources ending at a guard page
+ *                           (skips without AVX-512BW)
  *
  * Tolerance. Every C element is a dot product of K terms (plus C's old value when
  * accumulating) summed in f32 in SOME order (blocked by KC, FMA or not). For any order,
@@ -30,8 +33,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "core/core.h"
 #include "kernels/cpu_gemm.h"
+#include "kernels/cpu_gemm_int.h"
 
 static int g_fail = 0, g_cases = 0;
 
@@ -762,8 +769,102 @@ static int test_amxa(void) {
     return g_fail ? 1 : 0;
 }
 
+/* ---------- the bf16 packers ----------
+ * tk_pack_bf16_avx512 (its fast paths: B row-major into pair panels, A row-major into pair
+ * panels or 16-pair row chunks) must write exactly what tk_pack_bf16_generic writes, every
+ * word of the destination (the pad rows and pad pairs are zero) and the same range, for any
+ * slice of a source. Each source view ends at a PROT_NONE page, so a packer that reads one
+ * element past the view faults (e.g. a ragged last panel taken by the whole-panel loop). */
+typedef struct guarded { unsigned char *map; size_t len; } guarded;
+/* room for elements [lo, hi] (offsets from the view's origin); returns the origin */
+static uint16_t *guarded_view(guarded *g, int64_t lo, int64_t hi) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = (size_t)(hi - lo + 1) * 2;
+    g->len = (bytes + page - 1) / page * page + page;
+    g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g->map == MAP_FAILED) return NULL;
+    mprotect(g->map + g->len - page, page, PROT_NONE);
+    uint16_t *first = (uint16_t *)(void *)(g->map + g->len - page - bytes); /* element lo */
+    return first - lo;
+}
+static uint16_t random_bf16(void) {
+    const uint64_t r = next_u64();
+    switch (r % 16) {
+    case 0: return (uint16_t)((r >> 8) & 0x807F);          /* zero or subnormal */
+    case 1: return (uint16_t)(0x7F80 | ((r >> 8) & 0x8000)); /* +-inf */
+    case 2: return (uint16_t)(0x7FC1 | ((r >> 8) & 0x8000)); /* NaN */
+    default: return (uint16_t)(r >> 16);
+    }
+}
+static int test_packers(void) {
+    if (!(tk_cpu_features() & TK_CPU_AVX512BW)) {
+        printf("SKIP: this CPU has no AVX-512BW: the AVX-512 packers cannot run here\n");
+        return 77;
+    }
+    /* (R, kq, layout): vdpbf16ps A and B (R 12 / 32), AMX B (32, kq 16) and A (ROWS16), other R */
+    static const int cfg[][3] = {{32, 1, TK_BF16_PAIRS},  {32, 16, TK_BF16_PAIRS}, {12, 1, TK_BF16_PAIRS},
+                                 {16, 1, TK_BF16_PAIRS},  {24, 1, TK_BF16_PAIRS},  {32, 16, TK_BF16_ROWS16},
+                                 {16, 16, TK_BF16_ROWS16}};
+    int cases = 0, fails = 0;
+    for (int it = 0; it < 1500; it++) {
+        const int *c = cfg[it % 7];
+        const int R = c[0], kq = c[1], layout = c[2];
+        const int64_t plen = 1 + (int64_t)(next_u64() % (uint64_t)(5 * R + 3)), klen = 1 + (int64_t)(next_u64() % 97);
+        const int64_t p0 = (int64_t)(next_u64() % 40), k0 = (int64_t)(next_u64() % 40);
+        /* the source's layout: unit stride along p (row-major B, the sp == 1 fast path), along k
+         * (row-major A, the sk == 1 ones), either with a negative other stride, or neither */
+        const int kind = (int)((unsigned)it / 7 % 5);
+        const int64_t ld = (kind < 2 ? p0 + plen : k0 + klen) + (int64_t)(next_u64() % 3);
+        int64_t sp, sk;
+        switch (kind) {
+        case 0: sp = 1, sk = ld; break;
+        case 1: sp = 1, sk = -ld; break;
+        case 2: sp = ld, sk = 1; break;
+        case 3: sp = -ld, sk = 1; break;
+        default: sp = 3, sk = 3 * (p0 + plen) + 1; break;
+        }
+        int64_t lo = INT64_MAX, hi = INT64_MIN; /* the view's extreme offsets */
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++) {
+                const int64_t off = (a ? p0 + plen - 1 : p0) * sp + (b ? k0 + klen - 1 : k0) * sk;
+                lo = off < lo ? off : lo, hi = off > hi ? off : hi;
+            }
+        guarded g;
+        uint16_t *src = guarded_view(&g, lo, hi);
+        if (!src) return fprintf(stderr, "mmap failed\n"), 1;
+        for (int64_t e = lo; e <= hi; e++) src[e] = random_bf16();
+        const tk_src view = {src, TILE_DT_BF16, sp, sk};
+        const int64_t kpad = ((klen + 1) / 2 + kq - 1) / kq * kq, words = (plen + R - 1) / R * R * kpad;
+        uint32_t *d1 = aligned_alloc(64, (size_t)(words + 16) * 4), *d2 = aligned_alloc(64, (size_t)(words + 16) * 4);
+        for (int with_rng = 0; with_rng < 2; with_rng++) {
+            memset(d1, 0xAB, (size_t)(words + 16) * 4);
+            memset(d2, 0xCD, (size_t)(words + 16) * 4);
+            uint32_t r1[2] = {0x10000u, 0}, r2[2] = {0x10000u, 0};
+            tk_pack_bf16_avx512(&view, p0, plen, k0, klen, R, kq, layout, d1, with_rng ? r1 : NULL);
+            tk_pack_bf16_generic(&view, p0, plen, k0, klen, R, kq, layout, d2, with_rng ? r2 : NULL);
+            int64_t first_diff = -1;
+            for (int64_t w = 0; w < words && first_diff < 0; w++)
+                if (d1[w] != d2[w]) first_diff = w;
+            cases++;
+            if (first_diff >= 0 || (with_rng && (r1[0] != r2[0] || r1[1] != r2[1]))) {
+                if (fails++ < 10)
+                    fprintf(stderr, "FAIL packers: R=%d kq=%d layout=%d p0=%lld plen=%lld k0=%lld klen=%lld sp=%lld sk=%lld rng=%d: "
+                            "word %lld differs (avx512 0x%08x, generic 0x%08x); range %u..%u vs %u..%u\n",
+                            R, kq, layout, (long long)p0, (long long)plen, (long long)k0, (long long)klen, (long long)sp,
+                            (long long)sk, with_rng, (long long)first_diff, first_diff >= 0 ? d1[first_diff] : 0,
+                            first_diff >= 0 ? d2[first_diff] : 0, r1[0], r1[1], r2[0], r2[1]);
+            }
+        }
+        free(d1);
+        free(d2);
+        munmap(g.map, g.len);
+    }
+    printf("%d cases, %d failures\n", cases, fails);
+    return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "gemm";
+    if (strcmp(mode, "packers") == 0) return test_packers();
     if (strcmp(mode, "gemm") == 0) return test_gemm();
     if (strcmp(mode, "helpers") == 0) return test_helpers();
     if (strcmp(mode, "badargs") == 0) return test_badargs();
@@ -771,6 +872,6 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "concurrent") == 0) return test_concurrent();
     if (strcmp(mode, "denormal") == 0) return test_denormal();
     if (strcmp(mode, "amxa") == 0) return test_amxa();
-    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal|amxa\n", argv[0]);
+    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal|amxa|packers\n", argv[0]);
     return 2;
 }
