@@ -13,8 +13,10 @@
  * `--reps` timed runs after one warm-up run.
  *
  *   e2e [--threads T] [--sizes 1024,2048,4096] [--rows 4096,16384,65536] [--reps 5] [--root DIR]
- *       [--no-gemm] [--no-rows] [--no-latency] [--cpu-time] [--pipe-ab]
+ *       [--no-gemm] [--no-rows] [--no-latency] [--cpu-time] [--pipe-ab] [--offset X,Y]
  * --pipe-ab: only the three rowfuse kernels, each next to its unpipelined twin (TILE_ROWFUSE_PIPE=0).
+ * --offset X,Y: the row kernels' X and Y start X and Y bytes past a 4 KiB boundary (multiples
+ * of 4); without it they are malloc's (glibc: 16 bytes past a page for these 128 MiB tensors).
  * Prints a markdown table; bench/cpu/run.sh writes it to bench/results/. Built with
  * -DE2E_NO_BLAS (bench/cpu/run.sh with ROWS_ONLY=1) it needs no OpenBLAS and has no GEMM rows.
  * The row kernels are timed in rounds that alternate with a memcpy of the same buffers by
@@ -215,6 +217,14 @@ static void time_rows_paired(tile_kernel *k, tile_tensor *p, int np, tile_tensor
 }
 
 static int pipe_ab;
+static int off_x = -1, off_y = -1; /* --offset; -1: malloc's placement */
+/* a row-kernel tensor of `bytes`, at --offset's place or malloc's; *base is what to free */
+static float *row_tensor(size_t bytes, int off, void **base) {
+    if (off < 0) return (float *)(*base = malloc(bytes));
+    char *p = aligned_alloc(4096, (bytes + 8192) / 4096 * 4096);
+    *base = p;
+    return p ? (float *)(void *)(p + off) : NULL;
+}
 static void rows_bench(const char *root, const int *rows, int nrows, int reps, int threads) {
     const size_t elems = (size_t)1 << 25; /* 128 MiB of f32 per tensor */
     double mbw = memcpy_bw(elems * 4, reps, threads);
@@ -222,7 +232,11 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
     printf("Each kernel below is timed in rounds alternating with a memcpy of X into Y (same buffers, same threads): "
            "the last two columns are that memcpy's median and the ratio of the two medians.\n\n");
     printf("| kernel | row length N | rows M | threads | effective GB/s (read X once, write Y once) | check | memcpy GB/s, interleaved | / memcpy |\n|---|---|---|---|---|---|---|---|\n");
-    float *X = malloc(elems * 4), *Y = malloc(elems * 4), *W = malloc(65536 * 4);
+    void *xbase, *ybase;
+    float *X = row_tensor(elems * 4, off_x, &xbase), *Y = row_tensor(elems * 4, off_y, &ybase), *W = malloc(65536 * 4);
+    if (!X || !Y || !W) die("rows", "out of memory");
+    printf("X and Y at %s (their addresses modulo 4096: %u, %u)\n\n", off_x < 0 ? "malloc's placement" : "--offset",
+           (unsigned)((uintptr_t)X & 4095), (unsigned)((uintptr_t)Y & 4095));
     for (size_t i = 0; i < elems; i++) X[i] = frand() * 4.0f;
     for (int i = 0; i < 65536; i++) W[i] = frand();
     for (int ri = 0; ri < nrows; ri++) {
@@ -290,8 +304,8 @@ static void rows_bench(const char *root, const int *rows, int nrows, int reps, i
             tile_module_free(mod);
         }
     }
-    free(X);
-    free(Y);
+    free(xbase);
+    free(ybase);
     free(W);
 }
 
@@ -349,6 +363,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-latency")) latency = 0;
         else if (!strcmp(argv[i], "--pipe-ab")) pipe_ab = 1;
         else if (!strcmp(argv[i], "--cpu-time")) clk = CLOCK_PROCESS_CPUTIME_ID;
+        else if (!strcmp(argv[i], "--offset")) {
+            if (sscanf(v, "%d,%d", &off_x, &off_y) != 2 || off_x < 0 || off_y < 0 || off_x > 4092 || off_y > 4092 || off_x % 4 ||
+                off_y % 4) {
+                fprintf(stderr, "e2e: --offset expects X,Y: byte offsets 0..4092, multiples of 4 (got '%s')\n", v);
+                return 1;
+            }
+            i++;
+        }
         else { fprintf(stderr, "e2e: unknown option %s\n", argv[i]); return 1; }
     }
     if (reps < 1) reps = 1;
