@@ -25,17 +25,6 @@ static double now(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
-typedef struct job { void (*body)(void *, int64_t); void *arg; } job;
-static void task(void *a, int64_t b, int64_t e, int worker) {
-    const job *j = (const job *)a;
-    (void)worker;
-    for (int64_t i = b; i < e; i++) j->body(j->arg, i);
-}
-static void pfor(void *pool, int64_t n, void (*body)(void *, int64_t), void *arg) {
-    (void)pool;
-    job j = {body, arg};
-    tile_parallel_for(n, 1, task, &j);
-}
 static uint16_t bf16_of(double x) { /* round to nearest even */
     float f = (float)x;
     uint32_t u;
@@ -72,7 +61,7 @@ int main(int argc, char **argv) {
         nanosleep(&ps, NULL);
         for (int i = 0; i < calls; i++) {
             const double t0 = now();
-            if (tk_cpu_gemm(&g, pfor, NULL) != TK_GEMM_OK) {
+            if (tk_cpu_gemm(&g, tile_pool_for_each, NULL) != TK_GEMM_OK) {
                 fprintf(stderr, "pool_idle: %s\n", tk_cpu_gemm_error());
                 return 1;
             }

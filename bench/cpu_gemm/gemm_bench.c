@@ -28,26 +28,13 @@
  * had its own pool whose workers slept on a condition variable at once: on the 2-core VM the
  * second worker then woke too late to take part in a 5 ms bf16 1024^3 call, which measured
  * half of what `tile run` gets for the same GEMM (204-211 against 387-392 GFLOP/s). */
-typedef struct pool { int nthreads; } pool;
-typedef struct pfor_job { void (*body)(void *, int64_t); void *arg; } pfor_job;
-static void pfor_task(void *a, int64_t b, int64_t e, int worker) {
-    const pfor_job *j = (const pfor_job *)a;
-    (void)worker;
-    for (int64_t i = b; i < e; i++) j->body(j->arg, i);
-}
-static void pool_pfor(void *pp, int64_t n, void (*body)(void *, int64_t), void *arg) {
-    (void)pp;
-    pfor_job j = {body, arg};
-    tile_parallel_for(n, 1, pfor_task, &j);
-}
-static void pool_init(pool *p, int n) {
-    /* the pool reads TILE_NUM_THREADS once, when it starts (at the first call) */
+static void pool_start(int n) {
+    /* the pool reads TILE_NUM_THREADS once, when it starts */
     char b[16];
     snprintf(b, sizeof b, "%d", n < 1 ? 1 : n);
     setenv("TILE_NUM_THREADS", b, 1);
-    p->nthreads = tile_pool_size();
+    (void)tile_pool_size();
 }
-static void pool_fini(pool *p) { (void)p; }
 
 /* ---------- helpers ---------- */
 static double now(void) {
@@ -174,8 +161,7 @@ int main(int argc, char **argv) {
     if (reps < 1) reps = 1;
     if (threads < 1) threads = 1;
     openblas_set_num_threads(threads);
-    pool P;
-    pool_init(&P, threads);
+    pool_start(threads);
     fprintf(stderr, "# tile isa %s, %d threads; OpenBLAS core %s (%s)\n", tk_cpu_isa(), threads, openblas_get_corename(),
             openblas_get_config());
 
@@ -199,10 +185,10 @@ int main(int argc, char **argv) {
                      .A = bf16 ? (const void *)ah : a, .a_rs = K, .a_cs = 1,
                      .B = bf16 ? (const void *)bh : b, .b_rs = N, .b_cs = 1, .C = c1, .c_rs = N, .c_cs = 1,
                      .nthreads = threads};
-        tk_parallel_for pf = threads > 1 ? pool_pfor : NULL;
+        tk_parallel_for pf = threads > 1 ? tile_pool_for_each : NULL;
         /* correctness first: ours vs OpenBLAS on the same (exact) inputs */
         for (int64_t i = 0; i < M * N; i++) c1[i] = NAN;
-        if (tk_cpu_gemm(&g, pf, &P) != TK_GEMM_OK) {
+        if (tk_cpu_gemm(&g, pf, NULL) != TK_GEMM_OK) {
             fprintf(stderr, "tk_cpu_gemm: %s\n", tk_cpu_gemm_error());
             return 1;
         }
@@ -232,7 +218,7 @@ int main(int argc, char **argv) {
         (void)use_dnnl;
 #endif
         /* warm-up, then interleaved timed runs */
-        tk_cpu_gemm(&g, pf, &P);
+        tk_cpu_gemm(&g, pf, NULL);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)K, b, (int)N, 0.0f, c2, (int)N);
 #ifndef NO_DNNL
         if (have_dnnl) {
@@ -253,7 +239,7 @@ int main(int argc, char **argv) {
                  * VM, its virtual CPUs) wake up slowly, which a 1024^3 call on 2 threads (5-10
                  * ms, one call per sample) measured as 20-35% slower for all three libraries
                  * alike (the first size of a run the most); a training loop calls back to back */
-                if (lib == 0) tk_cpu_gemm(&g, pf, &P);
+                if (lib == 0) tk_cpu_gemm(&g, pf, NULL);
                 else if (lib == 1)
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)K, b, (int)N,
                                 0.0f, c2, (int)N);
@@ -263,7 +249,7 @@ int main(int argc, char **argv) {
 #endif
                 double t0 = now();
                 if (lib == 0) {
-                    for (int it = 0; it < inner; it++) tk_cpu_gemm(&g, pf, &P);
+                    for (int it = 0; it < inner; it++) tk_cpu_gemm(&g, pf, NULL);
                     t_ours[r] = (now() - t0) / inner;
                 } else if (lib == 1) {
                     for (int it = 0; it < inner; it++)
@@ -311,6 +297,5 @@ int main(int argc, char **argv) {
         free(ah);
         free(bh);
     }
-    pool_fini(&P);
     return failed;
 }

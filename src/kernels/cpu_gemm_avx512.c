@@ -245,7 +245,8 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
          * column strip, which touches two new lines (pages, for wide B) per pair row. Whole
          * panels of two rows go through pairs_full (unmasked loads and stores, no branch per
          * vector: Zen 4's masked 512-bit stores are slow even with every lane set): 2 MiB in
-         * 53 instead of 80 us on one Zen 4 core with the data in cache (bench/cpu/bf16_pack.c;
+         * 62-70 instead of 79-118 us on one Zen 4 core with the data in cache, 34-36 instead of
+         * 61-62 on two (bench/cpu/bf16_pack.c;
          * inside a GEMM, where the source comes from memory, the difference is within the
          * noise of the 2-core VM). Masks only for a ragged panel, a pad pair row, an odd K */
         const int whole = R % 16 == 0; /* NR 32 */

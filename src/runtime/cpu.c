@@ -39,21 +39,6 @@ static void svc_pfor(const tile_cpu_services *svc, int64_t n, tile_cpu_task fn, 
     tile_parallel_for(n, 0, (tile_pool_task)fn, arg);
 }
 
-typedef struct pfor_adapter {
-    void (*body)(void *arg, int64_t i);
-    void *arg;
-} pfor_adapter;
-static void pfor_adapter_task(void *a, int64_t begin, int64_t end, int worker) {
-    pfor_adapter *p = a;
-    (void)worker;
-    for (int64_t i = begin; i < end; i++) p->body(p->arg, i);
-}
-static void tk_pfor(void *pool, int64_t n, void (*body)(void *arg, int64_t i), void *arg) {
-    (void)pool;
-    pfor_adapter p = {body, arg};
-    tile_parallel_for(n, 1, pfor_adapter_task, &p);
-}
-
 static _Thread_local char t_gemm_err[256];
 
 /* The portable fallback: f32 (or f64) accumulation, any float dtypes through the core's
@@ -102,7 +87,7 @@ static int svc_gemm(const tile_cpu_services *svc, const tile_cpu_gemm *g) {
         tk_gemm t = {g->M, g->N, g->K, (tile_dtype)g->a_dtype, (tile_dtype)g->b_dtype, (tile_dtype)g->c_dtype,
                      g->A, g->a_rs, g->a_cs, g->B, g->b_rs, g->b_cs, g->C, g->c_rs, g->c_cs, g->accumulate,
                      tile_pool_size()};
-        int rc = tk_cpu_gemm(&t, g->parallel ? tk_pfor : NULL, NULL);
+        int rc = tk_cpu_gemm(&t, g->parallel ? tile_pool_for_each : NULL, NULL);
         if (rc != TK_GEMM_OK) {
             snprintf(t_gemm_err, sizeof t_gemm_err, "%s", tk_cpu_gemm_error());
             return 1;

@@ -174,13 +174,8 @@ static int other_runnable(void) {
             struct timespec ts = {0, 100000};
             nanosleep(&ts, NULL);
         }
-        FILE *f = fopen("/proc/loadavg", "r");
-        if (!f) return 0;
-        double l1, l5, l15;
-        int run = 0, total = 0;
-        const int got = fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &run, &total);
-        fclose(f);
-        const int others = got == 5 && run > 1 ? run - 1 : 0;
+        const int others = runnable_now(1);
+        if (others < 0) return 0;
         if (least < 0 || others < least) least = others;
     }
     return least;
@@ -440,6 +435,21 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg) {
 }
 
 int64_t tile_pool_moves(void) { return __atomic_load_n(&g_pool.moves, __ATOMIC_RELAXED); }
+
+typedef struct each_job {
+    void (*body)(void *arg, int64_t i);
+    void *arg;
+} each_job;
+static void each_task(void *a, int64_t begin, int64_t end, int worker) {
+    const each_job *j = (const each_job *)a;
+    (void)worker;
+    for (int64_t i = begin; i < end; i++) j->body(j->arg, i);
+}
+void tile_pool_for_each(void *pool, int64_t n, void (*body)(void *arg, int64_t i), void *arg) {
+    (void)pool;
+    each_job j = {body, arg};
+    tile_parallel_for(n, 1, each_task, &j);
+}
 
 void tile_pool_stats(int64_t *pooled, int64_t *inlined) {
     if (pooled) *pooled = __atomic_load_n(&g_pooled, __ATOMIC_RELAXED);

@@ -35,6 +35,10 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
  * done too (at most 400 times the spin), and the spin counts from there. */
 int tile_pool_spin_us(void);
 
+/* body(arg, i) for i in [0, n), one iteration per chunk, on the pool: the shape of the GEMM
+ * library's tk_parallel_for (pool is unused), for the cpu runtime and the benchmarks. */
+void tile_pool_for_each(void *pool, int64_t n, void (*body)(void *arg, int64_t i), void *arg);
+
 /* How many times a worker moved off a CPU it shared with a lower worker or the caller
  * (threadpool.c: co-location moves; TILE_POOL_MOVE=0 turns them off). */
 int64_t tile_pool_moves(void);

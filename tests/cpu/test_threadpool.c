@@ -152,6 +152,9 @@ static void mask_task(void *arg, int64_t b, int64_t e, int worker) {
 }
 
 int main(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int ncpus = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
     g_size = tile_pool_size();
     printf("pool size %d\n", g_size);
     CHECK(g_size >= 1, "pool size %d", g_size);
@@ -165,13 +168,9 @@ int main(void) {
     if (tile_env_long_get("TILE_POOL_SPIN_US", &v)) { /* a whole number: taken, clamped to [0, 100000] */
         expect_spin = v < 0 ? 0 : v > 100000 ? 100000 : (int)v;
     } else { /* unset (or not a number: the pool ignores it) */
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-        if (ncpu < 1) ncpu = 1;
         /* the default also depends on the machine's runnable threads at the pool's start,
          * a snapshot this test cannot repeat: only more threads than CPUs is certain */
-        expect_spin = g_size > ncpu ? 0 : (spin == 0 || spin == 50) ? spin : 50;
+        expect_spin = g_size > ncpus ? 0 : (spin == 0 || spin == 50) ? spin : 50;
     }
     printf("spin %d us\n", spin);
     CHECK(spin == expect_spin, "spin %d us, expected %d", spin, expect_spin);
@@ -225,9 +224,6 @@ int main(void) {
     CHECK(bad_idle == 0, "jobs after pauses: %lld iterations did not run exactly once", (long long)bad_idle);
     CHECK(g_mask_bad == 0, "%d tasks ran with an affinity mask other than the process's", g_mask_bad);
     const int64_t moves = tile_pool_moves();
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    const int ncpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     printf("co-location moves: %lld\n", (long long)moves);
     if (tile_env_long("TILE_POOL_MOVE", 1) == 0 || g_size > ncpus)
         CHECK(moves == 0, "%lld co-location moves with TILE_POOL_MOVE=0 or more threads (%d) than CPUs (%d)", (long long)moves, g_size,
