@@ -11,7 +11,12 @@
  * --panels: panels per packer call (the GEMM packs a few per task: 4 for 1024^3 on 2 threads);
  * --flush: before each round every thread reads MiB of other memory, so the sources come from
  * memory as they do inside a GEMM (whose compute step streams other data through the caches),
- * not from the caches a previous round filled. Needs AVX-512BW (exits 77 otherwise).
+ * not from the caches a previous round filled;
+ * --readall: before each round every thread reads the whole packed output (as the GEMM's compute
+ * step reads the shared packed B from every core), so the timed round's stores hit lines that
+ * every core holds; --rotate: thread i packs share (i + round) mod T, so each store hits a line
+ * another core wrote last. The two tell coherence traffic from memory traffic in the packing
+ * step. Needs AVX-512BW (exits 77 otherwise).
  * Session 6 (2-core Zen 4 VM): in cache, B packed 2 MiB in 80 us on one core before the
  * unmasked steady state of the B packer, 61 us after; inside the GEMM the packing step is
  * 4-6x slower than in cache and its change is within the noise (TILE_GEMM_PROF). */
@@ -26,7 +31,9 @@
 #include "kernels/cpu_gemm_int.h"
 
 #define MAXT 64
-static int64_t N = 1024, KC = 512, PANELS = 8, FLUSH = 0;
+static int64_t N = 1024, KC = 512, PANELS = 8, FLUSH = 0, READALL = 0, ROTATE = 0;
+static size_t g_dst_words;
+static volatile int g_rot;
 static int T = 1;
 static uint16_t *src;
 static uint32_t *dst;
@@ -56,7 +63,8 @@ static void pack_share(int id) {
     const cfg *c = g_cfg;
     const tk_src s = {src, TILE_DT_BF16, c->a ? N : 1, c->a ? 1 : N};
     const int64_t npan = (N + c->R - 1) / c->R, kpadmax = (KC / 2 + 15) / 16 * 16;
-    const int64_t pa = npan * id / T, pb = npan * (id + 1) / T;
+    const int share = (id + g_rot) % T;
+    const int64_t pa = npan * share / T, pb = npan * (share + 1) / T;
     for (int64_t k0 = 0; k0 < N; k0 += KC) {
         const int64_t kc = N - k0 < KC ? N - k0 : KC;
         uint32_t *d = dst + (k0 / KC) * npan * c->R * kpadmax;
@@ -67,7 +75,15 @@ static void pack_share(int id) {
         }
     }
 }
+static void read_all(void) { /* every packed word, as the compute step's readers do */
+    volatile uint32_t sink = 0;
+    uint32_t acc = 0;
+    for (size_t i = 0; i < g_dst_words; i += 16) acc += dst[i];
+    sink = acc;
+    (void)sink;
+}
 static void flush_own(int id) {
+    if (READALL) read_all();
     if (!FLUSH) return;
     volatile char sink = 0;
     for (int64_t i = 0; i < FLUSH << 20; i += 64) sink += flushbuf[id][i];
@@ -108,6 +124,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--panels")) PANELS = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--flush")) FLUSH = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--readall")) READALL = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rotate")) ROTATE = atoll(argv[i + 1]);
         else { fprintf(stderr, "bf16_pack: unknown option %s\n", argv[i]); return 2; }
     }
     if (T < 1 || T > MAXT || N < 32 || KC < 32 || KC % 32 || PANELS < 1 || reps < 1 || reps > 1000 || FLUSH < 0) {
@@ -119,7 +137,8 @@ int main(int argc, char **argv) {
         return 77;
     }
     src = aligned_alloc(4096, (size_t)(N * N * 2));
-    dst = aligned_alloc(4096, (size_t)((N + 32) * ((N + KC - 1) / KC) * ((KC / 2 + 15) / 16 * 16) * 4));
+    g_dst_words = (size_t)((N + 32) * ((N + KC - 1) / KC) * ((KC / 2 + 15) / 16 * 16));
+    dst = aligned_alloc(4096, g_dst_words * 4);
     for (int64_t i = 0; i < N * N; i++) src[i] = (uint16_t)(0x3f80 + (i * 7919) % 127);
     for (int i = 0; i < T && FLUSH; i++) {
         flushbuf[i] = malloc((size_t)FLUSH << 20);
@@ -127,15 +146,18 @@ int main(int argc, char **argv) {
     }
     pthread_t th[MAXT];
     for (int i = 1; i < T; i++) pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
-    printf("bf16_pack: N %lld, KC %lld, %lld panels per call, %d thread%s, %d rounds%s\n", (long long)N, (long long)KC,
-           (long long)PANELS, T, T == 1 ? "" : "s", reps, FLUSH ? ", caches flushed before each" : ", caches warm");
+    printf("bf16_pack: N %lld, KC %lld, %lld panels per call, %d thread%s, %d rounds%s%s%s\n", (long long)N, (long long)KC,
+           (long long)PANELS, T, T == 1 ? "" : "s", reps, FLUSH ? ", caches flushed before each" : ", caches warm",
+           READALL ? ", every thread reads all the output before each" : "", ROTATE ? ", shares rotate between rounds" : "");
     int gen = 0;
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (size_t c = 0; c < sizeof CFGS / sizeof CFGS[0]; c++) {
         g_cfg = &CFGS[c];
+        g_rot = 0;
         round_all(++gen); /* warm-up: first touch of dst */
         for (int r = 0; r < reps; r++) {
-            if (FLUSH) round_all(-++gen);
+            if (FLUSH || READALL) round_all(-++gen);
+            if (ROTATE) g_rot = r + 1;
             t[r] = round_all(++gen);
         }
         qsort(t, (size_t)reps, sizeof t[0], cmpd);
