@@ -16,7 +16,8 @@
  * step reads the shared packed B from every core), so the timed round's stores hit lines that
  * every core holds; --rotate: thread i packs share (i + round) mod T, so each store hits a line
  * another core wrote last. The two tell coherence traffic from memory traffic in the packing
- * step. Needs AVX-512BW (exits 77 otherwise).
+ * step. --ring R: round r packs into the r mod R-th of R output buffers and --readall reads the
+ * previous round's (the GEMM's pack_slot ring, TILE_GEMM_PACK_RING). Needs AVX-512BW (exits 77 otherwise).
  * Session 6 (2-core Zen 4 VM): in cache, B packed 2 MiB in 80 us on one core before the
  * unmasked steady state of the B packer, 61 us after; inside the GEMM the packing step is
  * 4-6x slower than in cache and its change is within the noise (TILE_GEMM_PROF). */
@@ -36,7 +37,9 @@ static size_t g_dst_words;
 static volatile int g_rot;
 static int T = 1;
 static uint16_t *src;
-static uint32_t *dst;
+static uint32_t *dst, *dsts[8];
+static int64_t RING = 1;
+static uint32_t *volatile g_prev;
 static char *flushbuf[MAXT];
 
 typedef struct cfg { const char *name; int a, R, kq, layout; } cfg;
@@ -78,7 +81,8 @@ static void pack_share(int id) {
 static void read_all(void) { /* every packed word, as the compute step's readers do */
     volatile uint32_t sink = 0;
     uint32_t acc = 0;
-    for (size_t i = 0; i < g_dst_words; i += 16) acc += dst[i];
+    const uint32_t *d = g_prev;
+    for (size_t i = 0; i < g_dst_words; i += 16) acc += d[i];
     sink = acc;
     (void)sink;
 }
@@ -126,10 +130,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--flush")) FLUSH = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--readall")) READALL = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--rotate")) ROTATE = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--ring")) RING = atoll(argv[i + 1]);
         else { fprintf(stderr, "bf16_pack: unknown option %s\n", argv[i]); return 2; }
     }
-    if (T < 1 || T > MAXT || N < 32 || KC < 32 || KC % 32 || PANELS < 1 || reps < 1 || reps > 1000 || FLUSH < 0) {
-        fprintf(stderr, "bf16_pack: --threads 1..%d, --n >= 32, --kc a multiple of 32, --panels >= 1, --reps 1..1000\n", MAXT);
+    if (T < 1 || T > MAXT || N < 32 || KC < 32 || KC % 32 || PANELS < 1 || reps < 1 || reps > 1000 || FLUSH < 0 ||
+        RING < 1 || RING > 8) {
+        fprintf(stderr, "bf16_pack: --threads 1..%d, --n >= 32, --kc a multiple of 32, --panels >= 1, --reps 1..1000, --ring 1..8\n", MAXT);
         return 2;
     }
     if (!(tk_cpu_features() & TK_CPU_AVX512BW)) {
@@ -138,7 +144,8 @@ int main(int argc, char **argv) {
     }
     src = aligned_alloc(4096, (size_t)(N * N * 2));
     g_dst_words = (size_t)((N + 32) * ((N + KC - 1) / KC) * ((KC / 2 + 15) / 16 * 16));
-    dst = aligned_alloc(4096, g_dst_words * 4);
+    for (int i = 0; i < RING; i++) dsts[i] = aligned_alloc(4096, g_dst_words * 4);
+    dst = g_prev = dsts[0];
     for (int64_t i = 0; i < N * N; i++) src[i] = (uint16_t)(0x3f80 + (i * 7919) % 127);
     for (int i = 0; i < T && FLUSH; i++) {
         flushbuf[i] = malloc((size_t)FLUSH << 20);
@@ -149,16 +156,23 @@ int main(int argc, char **argv) {
     printf("bf16_pack: N %lld, KC %lld, %lld panels per call, %d thread%s, %d rounds%s%s%s\n", (long long)N, (long long)KC,
            (long long)PANELS, T, T == 1 ? "" : "s", reps, FLUSH ? ", caches flushed before each" : ", caches warm",
            READALL ? ", every thread reads all the output before each" : "", ROTATE ? ", shares rotate between rounds" : "");
+    if (RING > 1) printf("  output buffers: a ring of %lld\n", (long long)RING);
     int gen = 0;
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (size_t c = 0; c < sizeof CFGS / sizeof CFGS[0]; c++) {
         g_cfg = &CFGS[c];
         g_rot = 0;
-        round_all(++gen); /* warm-up: first touch of dst */
+        for (int i = 0; i < RING; i++) { /* warm-up: first touch of every output buffer */
+            dst = dsts[i];
+            round_all(++gen);
+        }
+        g_prev = dsts[RING - 1];
         for (int r = 0; r < reps; r++) {
             if (FLUSH || READALL) round_all(-++gen);
             if (ROTATE) g_rot = r + 1;
+            dst = dsts[r % RING];
             t[r] = round_all(++gen);
+            g_prev = dst;
         }
         qsort(t, (size_t)reps, sizeof t[0], cmpd);
         printf("  %-28s best %8.1f us  median %8.1f us  %6.2f GB/s (source bytes, best)\n", CFGS[c].name, t[0] * 1e6,

@@ -6,6 +6,8 @@
 #   2. bf16_pack on 1 / 4 / 16 threads, caches warm, --readall (every core read the packed
 #      output before the round: stores hit lines every core holds), --rotate (stores hit lines
 #      another core wrote), --flush 64 (sources from memory);
+#      (PACK_THREADS, PACK_MODES override the thread counts and the modes); f32 1024^3 on 16
+#      threads per F32_VARS variant (none by default);
 #   3. TILE_GEMM_PROF at 1024^3 on 16 threads for each variant below (and TILE_POOL_MOVE=0);
 #   4. bench/cpu/bf16_ab.py: the variants against torch bf16 (oneDNN), interleaved rounds, at
 #      16 threads, 1024 / 2048 / 4096. Variants: VARS (LABEL=ENV,ENV;...) or the default set.
@@ -39,9 +41,26 @@ tail -2 $B.log >> $L 2>/dev/null
 TB=$B/bin/tile
 LIBA=$(ls $B/libtile*.a 2>/dev/null | head -1)
 step bf16_pack-build 30 cc -O2 -I include -I src bench/cpu/bf16_pack.c $LIBA -lpthread -ldl -lm -o $B/bf16_pack
-for nt in 1 4 16; do
-  for m in "" "--readall 1" "--rotate 1" "--flush 64"; do
+# PACK_THREADS, PACK_MODES (bf16_pack options per mode, ';' between modes; '-' = none)
+IFS_OLD=$IFS
+for nt in ${PACK_THREADS:-1 4 16}; do
+  IFS=';'
+  for m in ${PACK_MODES:-"-;--readall 1;--rotate 1;--flush 64"}; do
+    IFS=$IFS_OLD
+    [ "$m" = - ] && m=""
     step "bf16_pack --threads $nt $m" 15 $B/bf16_pack --threads $nt --reps 20 $m >> $L 2>&1
+    IFS=';'
+  done
+  IFS=$IFS_OLD
+done
+# F32_VARS: f32 1024^3 on 16 threads, `tile run --bench` per variant (ENV,ENV), 3 interleaved rounds
+for r in 1 2 3; do
+  for v in $F32_VARS; do
+    printf "f32 1024^3 16 threads %s round %s: " "$v" $r >> $L
+    step "f32 $v" 15 env $(echo $v | tr ',' ' ') TILE_NUM_THREADS=16 $TB run examples/gemm.tl --target cpu --bench --iters 30 \
+      --quiet -D M=1024 -D N=1024 -D K=1024 -D dtype=float32 > $OUT/.p 2>&1
+    grep -E "median|rror" $OUT/.p | tr '\n' ' ' >> $L
+    echo >> $L
   done
 done
 

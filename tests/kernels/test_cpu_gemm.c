@@ -415,9 +415,21 @@ static double fill_tail_bcol(int which, int64_t r, int64_t c) { /* B's columns >
     (void)r;
     return which == 0 ? uniform() * 4.0 : which == 1 ? (c >= g_tail ? uniform() * 0x1p-130 : uniform()) : uniform();
 }
-static double fill_tail_brow(int which, int64_t r, int64_t c) { /* B's rows (k) >= g_tail */
-    (void)c;
-    return which == 0 ? uniform() * 4.0 : which == 1 ? (r >= g_tail ? uniform() * 0x1p-130 : uniform()) : uniform();
+/* B's rows (k) >= g_tail, A zero before column g_tail: C is made of those rows' products
+ * alone (with normal products beside them a flushed one would be lost in the rounding) */
+static double fill_tail_brow(int which, int64_t r, int64_t c) {
+    return which == 0 ? (c >= g_tail ? uniform() * 4.0 : 0.0)
+           : which == 1 ? (r >= g_tail ? uniform() * 0x1p-130 : uniform())
+                        : uniform();
+}
+static double fill_one_brow(int which, int64_t r, int64_t c) { /* B's row (k) g_tail alone, A zero elsewhere */
+    return which == 0 ? (c == g_tail ? uniform() * 4.0 : 0.0)
+           : which == 1 ? (r == g_tail ? uniform() * 0x1p-130 : uniform())
+                        : uniform();
+}
+static double fill_one_bcol(int which, int64_t r, int64_t c) { /* B's column g_tail alone */
+    (void)r;
+    return which == 0 ? uniform() * 4.0 : which == 1 ? (c == g_tail ? uniform() * 0x1p-130 : uniform()) : uniform();
 }
 static double fill_tail_arow(int which, int64_t r, int64_t c) { /* A's rows >= g_tail */
     (void)c;
@@ -466,6 +478,17 @@ static int test_denormal(void) {
             g_tail = 147;
             g_fill = fill_tail_arow;
             run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, lb ? 1 : 0, 0, 0, 1, thr);
+            /* one subnormal row or column of B: a scan chunk that drops its first or last
+             * k row (or column) misses it */
+            static const int64_t one_row[] = {0, 151, 299}, one_col[] = {0, 64, 129};
+            for (int q = 0; q < 3; q++) {
+                g_tail = one_row[q];
+                g_fill = fill_one_brow;
+                run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, lb, 0, 0, thr);
+                g_tail = one_col[q];
+                g_fill = fill_one_bcol;
+                run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, lb, 0, 0, thr);
+            }
         }
     g_fill = NULL;
     printf("%d cases, %d failures\n", g_cases, g_fail);
