@@ -17,7 +17,9 @@
  * every core holds; --rotate: thread i packs share (i + round) mod T, so each store hits a line
  * another core wrote last. The two tell coherence traffic from memory traffic in the packing
  * step. --ring R: round r packs into the r mod R-th of R output buffers and --readall reads the
- * previous round's (the GEMM's pack_slot ring, TILE_GEMM_PACK_RING). Needs AVX-512BW (exits 77 otherwise).
+ * previous round's (does rotating the GEMM's packing buffers avoid the --readall cost? On the
+ * 16-core Xeon, 2026-12-01: no, 200-250 us median with rings of 1 to 4; see
+ * bench/results/cpu-session7-2026-12-01.md). Needs AVX-512BW (exits 77 otherwise).
  * Session 6 (2-core Zen 4 VM): in cache, B packed 2 MiB in 80 us on one core before the
  * unmasked steady state of the B packer, 61 us after; inside the GEMM the packing step is
  * 4-6x slower than in cache and its change is within the noise (TILE_GEMM_PROF). */

@@ -82,13 +82,6 @@ static int64_t g_l1, g_l2, g_l3;
 static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
 static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
-/* The packed A and shared packed B of a parallel GEMM rotate over g_ring buffer pairs (at
- * most TK_RING_SLOTS; slot 0: tk_tls a / bs, slots 1..: ar / bsr) when both together take at
- * most TK_RING_BYTES; see pack_slot(). TILE_GEMM_PACK_RING=N sets the count (1: off). */
-#define TK_RING_SLOTS 4
-#define TK_RING_DEFAULT 3
-#define TK_RING_BYTES ((size_t)8 << 20)
-static int g_ring;
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static int g_direct_a; /* TILE_GEMM_AMX_DIRECT_A=1: AMX reads A in place where it can (=2 also prefetches A's
                         * rows, cpu_gemm_amx.c); off by default: on the 16-core Xeon it was 1.23-1.33x slower
@@ -178,9 +171,6 @@ static void init_once(void) {
     g_prof = env_int("TILE_GEMM_PROF") > 0;
     const char *bs = tile_env("TILE_GEMM_BSHARED");
     g_no_bshared = bs && strcmp(bs, "0") == 0;
-    g_ring = (int)env_int("TILE_GEMM_PACK_RING");
-    if (g_ring < 1) g_ring = TK_RING_DEFAULT;
-    if (g_ring > TK_RING_SLOTS) g_ring = TK_RING_SLOTS;
     const char *da = tile_env("TILE_GEMM_AMX_DIRECT_A");
     g_direct_a = da && (strcmp(da, "1") == 0 || strcmp(da, "2") == 0) ? (da[0] - '0') : 0;
     if (g_prof) atexit(prof_report);
@@ -272,8 +262,6 @@ typedef struct tk_buf {
 
 typedef struct tk_tls {
     tk_buf a, b, w, bs, e; /* packed A, a task's packed B, the f32 C workspace, shared packed B, A's edge panel */
-    tk_buf ar[TK_RING_SLOTS - 1], bsr[TK_RING_SLOTS - 1]; /* ring slots 1.. of a / bs */
-    unsigned ring;                                      /* the next call's slot */
     int registered;
 } tk_tls;
 
@@ -289,10 +277,6 @@ static void tls_destroy(void *p) {
     free(t->w.p);
     free(t->bs.p);
     free(t->e.p);
-    for (int i = 0; i < TK_RING_SLOTS - 1; i++) {
-        free(t->ar[i].p);
-        free(t->bsr[i].p);
-    }
     memset(t, 0, sizeof *t);
 }
 
@@ -327,24 +311,6 @@ static void buf_trim(tk_buf *b) {
         b->p = NULL;
         b->cap = 0;
     }
-}
-
-/* The buffers a parallel GEMM packs its shared A and B panels into. Every core reads those
- * panels in the compute step, so each core's cache keeps copies of them; the next GEMM's
- * packers storing into the same lines must first invalidate every copy. On the GPU machine's
- * 16-core Xeon that made packing 2 MiB 7x slower (14 -> 96-100 us on 16 threads, when every
- * core had read the output before: bf16_pack --readall), and it is what the packing step of
- * a repeated 1024^3 bf16 GEMM measured there (TILE_GEMM_PROF). So a small GEMM (A and B
- * packed together at most TK_RING_BYTES) takes the next of g_ring buffer pairs, whose lines
- * the calls in between have pushed out of the other cores' caches; a large one reuses slot
- * 0 (its own traffic evicts its panels before the next call). The ring costs at most
- * (g_ring - 1) x TK_RING_BYTES of retained memory per calling thread. */
-static void pack_slot(tk_tls *tl, int par, size_t bytes, tk_buf **a, tk_buf **bs) {
-    if (!par || g_ring < 2 || bytes > TK_RING_BYTES) return;
-    const unsigned slot = tl->ring++ % (unsigned)g_ring;
-    if (slot == 0) return;
-    *a = &tl->ar[slot - 1];
-    *bs = &tl->bsr[slot - 1];
 }
 
 
@@ -430,8 +396,9 @@ typedef struct gctx {
     int pk_both, pk_plan, pk_ready, plan, cshift;
     /* range scans of sources the packing tasks do not see, as more tasks of the same step
      * (the first A block only): A's rows in ns_a chunks of rows_a (A in several blocks), B's
-     * panels (or k rows, src_scan_along_k) in ns_b chunks of cols_b (B packed per task), C's rows in ns_c chunks of rows_c
-     * (accumulating: its old values) into cmn/cmx (f32 magnitude bits) */
+     * panels or k rows (src_scan_along_k) in ns_b chunks of cols_b (B packed per task), C's
+     * rows in ns_c chunks of rows_c (accumulating: its old values) into cmn/cmx (f32
+     * magnitude bits) */
     int64_t ns_a, rows_a, ns_b, cols_b, ns_c, rows_c;
     uint32_t cmn, cmx;
     uint64_t t_ready;
@@ -1076,25 +1043,22 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     x.npc = cdiv(K, KC);
 
     tk_tls *tl = &t_tls;
-    /* bf16 in parallel: B packed once, shared by all tasks (a task's tile of C then costs no
-     * B packing of its own, so tiles can be chosen for reuse alone), up to 256 MiB */
-    const int64_t bstride = cdiv(N, NR) * NR * ks_rows(&x.ks, KC);
-    const int bshared = bk && par && !g_no_bshared && (double)bstride * (double)x.npc * 4.0 <= 256.0 * 1024 * 1024;
-    const size_t a_bytes = x.da ? 0 : (size_t)(MCa * x.npc * ks_rows(&x.ks, KC)) * sizeof(float);
-    const size_t b_bytes = bshared ? (size_t)(bstride * x.npc) * sizeof(float) : 0;
-    tk_buf *abuf = &tl->a, *bsbuf = &tl->bs;
-    pack_slot(tl, par, a_bytes + b_bytes, &abuf, &bsbuf);
-    float *apack = x.da ? NULL : (float *)buf_get(abuf, a_bytes);
+    float *apack = x.da ? NULL : (float *)buf_get(&tl->a, (size_t)(MCa * x.npc * ks_rows(&x.ks, KC)) * sizeof(float));
     if (!apack && !x.da) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing A",
                             (long long)(MCa * K * 4));
     x.apack = apack;
-    if (bshared) {
+    /* bf16 in parallel: pack B once, shared by all tasks (a task's tile of C then costs no
+     * B packing of its own, so tiles can be chosen for reuse alone), up to 256 MiB */
+    if (bk && par && !g_no_bshared) {
         x.npanb = cdiv(N, NR);
-        x.bstride = bstride;
-        x.bshared = (float *)buf_get(bsbuf, b_bytes);
-        if (!x.bshared) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing B", (long long)b_bytes);
-        x.bpan_per_task = cdiv(x.npanb * x.npc, pack_want);
-        if (x.bpan_per_task > x.npanb) x.bpan_per_task = x.npanb;
+        x.bstride = x.npanb * NR * ks_rows(&x.ks, KC);
+        if ((double)x.bstride * (double)x.npc * 4.0 <= 256.0 * 1024 * 1024) {
+            x.bshared = (float *)buf_get(&tl->bs, (size_t)(x.bstride * x.npc) * sizeof(float));
+            if (!x.bshared) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing B",
+                                        (long long)(x.bstride * x.npc * 4));
+            x.bpan_per_task = cdiv(x.npanb * x.npc, pack_want);
+            if (x.bpan_per_task > x.npanb) x.bpan_per_task = x.npanb;
+        }
     }
 
     if (bk) {
