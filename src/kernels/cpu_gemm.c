@@ -82,7 +82,6 @@ static int64_t g_l1, g_l2, g_l3;
 static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
 static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
-static int g_bf16_private_tiles; /* TILE_GEMM_PTILES=1: with B packed per task, tiles from bf16_tiles (measurement) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static int g_direct_a; /* TILE_GEMM_AMX_DIRECT_A=1: AMX reads A in place where it can (=2 also prefetches A's
                         * rows, cpu_gemm_amx.c); off by default: on the 16-core Xeon it was 1.23-1.33x slower
@@ -172,7 +171,6 @@ static void init_once(void) {
     g_prof = env_int("TILE_GEMM_PROF") > 0;
     const char *bs = tile_env("TILE_GEMM_BSHARED");
     g_no_bshared = bs && strcmp(bs, "0") == 0;
-    g_bf16_private_tiles = env_int("TILE_GEMM_PTILES") > 0;
     const char *da = tile_env("TILE_GEMM_AMX_DIRECT_A");
     g_direct_a = da && (strcmp(da, "1") == 0 || strcmp(da, "2") == 0) ? (da[0] - '0') : 0;
     if (g_prof) atexit(prof_report);
@@ -817,16 +815,14 @@ static void compute_task(void *arg, int64_t t) {
     }
 }
 
-/* The tiles of C per task of a bf16 GEMM: N blocks of NCb (at most x->NCb, the L2 bound) x
- * row chunks of mchunk, minimising
- *     waves x (mc * nb + 75 (mc + nb) + 200 nb [B packed per task]),   waves = ceil(tasks / threads)
+/* The tiles of C per task with a shared packed B (bf16): N blocks of NCb (at most x->NCb,
+ * the L2 bound) x row chunks of mchunk, minimising
+ *     waves x (mc * nb + 75 (mc + nb)),   waves = ceil(tasks / threads)
  * i.e. the slowest thread's compute (mc nb per K step) plus the operand traffic of its tiles
  * ((mc + nb) per K step, weighted by ~ the flops per byte a core's AMX outruns its share of
- * L3 bandwidth by), plus, where each task packs its own B block (no shared B), that packing
- * (nb per K step, at ~10 GB/s per core against ~1 TFLOP/s: ~200 C elements' worth per B
- * element): few, large, square-ish tiles in whole waves. */
+ * L3 bandwidth by): few, large, square-ish tiles in whole waves. */
 #define BF16_MIN_WAVES 4
-static void bf16_tiles(gctx *x, int nthreads, int bprivate) {
+static void bf16_tiles(gctx *x, int nthreads) {
     const int MR = x->ks.mr, NR = x->ks.nr;
     const int64_t ncap = x->NCb, nmax = cdiv(x->N, NR) < 64 ? cdiv(x->N, NR) : 64;
     const int64_t mmax = x->napan < 64 ? x->napan : 64;
@@ -839,8 +835,7 @@ again:;
      * 4 per thread measured 30.7 -> 21.3 ms at 4096^3 on 16 threads (2048: 4.73 -> 4.34,
      * 1024: 1.02 -> 0.97; bench/results/cpu-bf16-2026-11-30-s5.md). TILE_GEMM_MIN_WAVES
      * overrides it (1: the cost model alone) */
-    const int64_t minw = minw_zero || nthreads < 2 ? 0 : g_env_waves ? g_env_waves : bprivate ? 1 : BF16_MIN_WAVES;
-    const double bw = bprivate ? 275.0 : 75.0; /* B's weight per column (above) */
+    const int64_t minw = minw_zero || nthreads < 2 ? 0 : g_env_waves ? g_env_waves : BF16_MIN_WAVES;
     for (int64_t nn = cdiv(x->N, ncap); nn <= nmax; nn++) {
         const int64_t nb = round_up(cdiv(x->N, nn), NR);
         if (nb > ncap) continue;
@@ -850,7 +845,7 @@ again:;
             const int64_t tasks = nblk * cdiv(x->mlen, mc);
             if (minw > 1 && tasks < minw * nthreads) continue;
             const double waves = (double)cdiv(tasks, nthreads);
-            const double cost = waves * ((double)mc * (double)nb + 75.0 * (double)mc + bw * (double)nb);
+            const double cost = waves * ((double)mc * (double)nb + 75.0 * (double)(mc + nb));
             if (best < 0 || cost < best) best = cost, bnb = nb, bmc = mc;
         }
     }
@@ -1102,8 +1097,8 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             x.apan_per_task = cdiv(x.napan * x.npc, pack_want);
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
             x.natasks = x.da ? 0 : x.npc * cdiv(x.napan, x.apan_per_task);
-            if (bk && !g_env_nc && (x.bshared || g_bf16_private_tiles)) {
-                bf16_tiles(&x, workers, x.bshared == NULL);
+            if (x.bshared && !g_env_nc) {
+                bf16_tiles(&x, workers);
             } else {
                 int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
                 if (nm > x.napan) nm = x.napan;
