@@ -12,7 +12,8 @@
 #      `mpirun --bind-to core --map-by core`), RANKS (default "2 4 8"), 8 B .. MAXSIZE (256M),
 #      REPEAT (3) interleaved repetitions, shared memory only -> OUTDIR/link-allreduce-16core.md;
 #   4. unless AB=0: bench/link/ab.sh at AB_RANKS ("4 8") with each all-reduce algorithm forced
-#      (AB_ARGS sizes; AB_ALGOS, default all but binomial tree) -> OUTDIR/link-ab-16core.txt,
+#      (AB_ARGS sizes; AB_ALGOS, default all but binomial tree; or AB_VARIANTS, ab.sh variants
+#      separated by ';', e.g. "TLINK_SHM_CMA=0;X=1") -> OUTDIR/link-ab-16core.txt,
 #      and unless COSTLOG=0 the cost model's start-up figures and choices (TLINK_DEBUG=info)
 #      -> OUTDIR/link-costmodel.txt.
 # Environment passed through to run.sh: COMMIT (the commit to print; a copied tree has no git
@@ -52,7 +53,8 @@ if [ "${AB:-1}" != 0 ]; then
     done >"$OUTDIR/link-costmodel.txt" 2>&1
     echo "== ab.sh"
     vs=()
-    for a in ${AB_ALGOS:-direct ring rabenseifner recursive_doubling double_binary_tree}; do vs+=("TLINK_ALGO=allreduce:$a"); done
+    if [ -n "${AB_VARIANTS:-}" ]; then IFS=';' read -r -a vs <<< "$AB_VARIANTS"
+    else for a in ${AB_ALGOS:-direct ring rabenseifner recursive_doubling double_binary_tree}; do vs+=("TLINK_ALGO=allreduce:$a"); done; fi
     for n in ${AB_RANKS:-4 8}; do
         BIND=core timeout "${AB_TIMEOUT:-1200}" bash "$ROOT/bench/link/ab.sh" 3 "shm:$n" "${AB_ARGS:--b 16K -e 64M -f 8 -w 2 -i 8}" "X=1" "${vs[@]}"
     done >"$OUTDIR/link-ab-16core.txt" 2>&1

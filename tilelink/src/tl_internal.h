@@ -57,6 +57,8 @@ typedef struct tl_chan {            /* one direction of one pair in shared memor
     char pad0[56];
     _Atomic uint64_t head;          /* written by the consumer */
     char pad1[56];
+    _Atomic uint64_t cma_done;      /* single-copy messages the consumer has read (p2p.c) */
+    char pad2[56];
 } tl_chan;
 
 typedef struct tl_doorbell {        /* per local rank: bumped whenever its channels change */
@@ -78,6 +80,9 @@ typedef struct tl_direct_seq {     /* per local rank: progress through "direct" 
     char pad1[52];
     _Atomic uint64_t reduced;       /* last (segmented) op whose block I have reduced */
     char pad2[56];
+    _Atomic uint64_t cma_addr;      /* single copy (transport.c): where my probe word is, 0: not yet */
+    _Atomic uint64_t cma_mask;      /* bit j: I can read local rank j's memory; bit 63: probed */
+    char pad3[48];
 } tl_direct_seq;
 
 #define TL_DIRECT_SLOT (32u * 1024u)
@@ -112,6 +117,10 @@ typedef struct tl_peer {
     int nfds;
     int fds[TL_MAX_STREAMS];
     uint64_t sseq, rseq;            /* chunk sequence numbers per direction */
+    /* shm single copy (process_vm_readv): both of us can read the other's memory; my count
+     * of such messages sent to it */
+    int cma;
+    uint64_t cma_sseq;
 } tl_peer;
 
 typedef struct tl_req_queue tl_req_queue;
@@ -134,6 +143,7 @@ struct tlink_comm {
     tl_shm_hdr *shm;
     tl_doorbell *my_bell;
     uint64_t shm_cap;
+    uint64_t cma_probe;             /* the word local peers read to test single copy */
     tl_direct_seq *dseq;            /* [local_size] */
     char *dslots;                   /* [local_size][2][TL_DIRECT_SLOT] */
     char *dbig;                     /* [2 (in, out)][local_size][2][dseg] */
@@ -216,6 +226,8 @@ typedef struct tl_op {
     size_t sk[TL_MAX_STREAMS];      /* tcp: next chunk index per stream */
     size_t so[TL_MAX_STREAMS];      /* tcp: offset within that chunk */
     char *stage;                    /* tcp reduce staging, one chunk per stream */
+    int cma_posted;                 /* shm single copy, send: the descriptor is in the ring */
+    uint64_t cma_seq;               /* ... and the peer's cma_done that completes it */
 } tl_op;
 
 tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n);

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +46,63 @@ static void shm_prefault(tlink_comm *c, int nl, int me, size_t cap, size_t dseg)
     for (int r = 0; r < c->size; r++)
         if (c->peers[r].transport == TLINK_TRANSPORT_SHM && c->peers[r].out_data)
             madvise(c->peers[r].out_data, cap, MADV_POPULATE_WRITE);
+}
+
+/* Single copy between the ranks of a host (p2p.c): a large message's receiver reads the
+ * sender's buffer with process_vm_readv instead of both copying it through a channel (Open MPI's
+ * CMA path). It needs the kernel to let us read a peer's memory: the same user, a pid we can
+ * see, and ptrace permission, which Yama (ptrace_scope 1) grants a non-descendant only after
+ * the target's PR_SET_PTRACER (each rank allows any process: the permission a debugger of the
+ * same user needs) and a container's seccomp profile may deny. So each rank publishes the address
+ * of a probe word, reads every local peer's, and publishes whom it could read; a pair uses
+ * single copy when both directions work. TLINK_SHM_CMA=0 turns it off (then the rank reads no
+ * one and asks no permission). Called after every local rank attached. */
+#define CMA_PROBE_MAGIC 0x544c4b434d413031ULL /* "TLKCMA01" */
+static tlink_status shm_cma_setup(tlink_comm *c, int nl, int me, double deadline) {
+    const int on = tl_env_long("TLINK_SHM_CMA", 1) != 0 && nl <= 63;
+    if (on) {
+#ifdef PR_SET_PTRACER
+        prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* EINVAL without Yama: nothing to grant */
+#endif
+        c->cma_probe = CMA_PROBE_MAGIC ^ (uint64_t)c->rank;
+        atomic_store_explicit(&c->dseq[me].cma_addr, (uint64_t)(uintptr_t)&c->cma_probe, memory_order_release);
+    }
+    uint64_t mask = 0;
+    for (int r = 0; r < c->size && on; r++) {
+        tl_peer *p = &c->peers[r];
+        if (p->transport != TLINK_TRANSPORT_SHM || !p->same_pidns || p->pid <= 0) continue;
+        uint64_t addr;
+        while ((addr = atomic_load_explicit(&c->dseq[p->local_idx].cma_addr, memory_order_acquire)) == 0) {
+            if (atomic_load_explicit(&c->dseq[p->local_idx].cma_mask, memory_order_acquire)) break; /* peer has it off */
+            if (tl_now() > deadline)
+                return tl_err(c, TLINK_ERR_TIMEOUT, "bootstrap: local rank %d never published its single-copy probe", r);
+            usleep(50);
+        }
+        if (!addr) continue;
+        uint64_t v = 0;
+        struct iovec lo = {&v, sizeof v}, re = {(void *)(uintptr_t)addr, sizeof v};
+        if (process_vm_readv(p->pid, &lo, 1, &re, 1, 0) == (ssize_t)sizeof v && v == (CMA_PROBE_MAGIC ^ (uint64_t)r))
+            mask |= 1ull << p->local_idx;
+    }
+    atomic_store_explicit(&c->dseq[me].cma_mask, mask | 1ull << 63, memory_order_release);
+    for (int r = 0; r < c->size; r++) {
+        tl_peer *p = &c->peers[r];
+        p->cma = 0;
+        p->cma_sseq = 0;
+        if (p->transport != TLINK_TRANSPORT_SHM) continue;
+        uint64_t theirs;
+        while (!((theirs = atomic_load_explicit(&c->dseq[p->local_idx].cma_mask, memory_order_acquire)) >> 63)) {
+            if (tl_now() > deadline)
+                return tl_err(c, TLINK_ERR_TIMEOUT, "bootstrap: local rank %d never finished its single-copy probe", r);
+            usleep(50);
+        }
+        p->cma = (mask >> p->local_idx & 1) && (theirs >> me & 1);
+    }
+    int pairs = 0;
+    for (int r = 0; r < c->size; r++) pairs += c->peers[r].cma;
+    tl_log(TL_LOG_INFO, "rank %d: shared-memory single copy (process_vm_readv) with %d of %d local peers%s", c->rank, pairs,
+           nl - 1, on ? "" : " (TLINK_SHM_CMA=0)");
+    return TLINK_OK;
 }
 
 tlink_status tl_shm_setup(tlink_comm *c) {
@@ -162,7 +221,7 @@ tlink_status tl_shm_setup(tlink_comm *c) {
         }
         usleep(200);
     }
-    return TLINK_OK;
+    return shm_cma_setup(c, nl, me, deadline);
 }
 
 void tl_shm_teardown(tlink_comm *c) {
