@@ -82,7 +82,9 @@ typedef struct tl_direct_seq {     /* per local rank: progress through "direct" 
     char pad2[56];
     _Atomic uint64_t cma_addr;      /* single copy (transport.c): where my probe word is, 0: not yet */
     _Atomic uint64_t cma_mask;      /* bit j: I can read local rank j's memory; bit 63: probed */
-    char pad3[48];
+    _Atomic uint64_t cma_base;      /* where the segment is mapped in my address space */
+    _Atomic uint32_t cma_speed;     /* my process_vm_readv rate over my memcpy's, in percent */
+    char pad3[36];
 } tl_direct_seq;
 
 #define TL_DIRECT_SLOT (32u * 1024u)
