@@ -68,8 +68,8 @@ static void shm_prefault(tlink_comm *c, int nl, int me, size_t cap, size_t dseg)
  * TLINK_SHM_CMA=0 turns it off (then the rank reads no one and asks no permission), =1 skips
  * the timing. Called after every local rank attached. */
 #define CMA_PROBE_MAGIC 0x544c4b434d413031ULL /* "TLKCMA01" */
-#define CMA_MIN_SPEED 75
-#define CMA_TIME_BYTES ((size_t)1 << 20)
+#define CMA_MIN_SPEED 45
+#define CMA_TIME_BYTES ((size_t)4 << 20)
 #define CMA_TIME_PIECE ((size_t)256 << 10)
 /* process_vm_readv of `bytes` at the peer's `remote` into dst (in CMA_TIME_PIECE pieces, as the
  * receive path reads), against memcpy of our own mapping of the same bytes: percent, 0 on error */
@@ -126,15 +126,14 @@ static tlink_status shm_cma_setup(tlink_comm *c, int nl, int me, double deadline
     }
     uint32_t speed = mode == 1 ? 1000 : 0;
     if (mask && mode == 2) {
-        /* 1 MiB (or the channel) of my outgoing channel to the timed peer, as the peer maps it */
+        /* the start of the segment (CMA_TIME_BYTES, or all of it), as the timed peer maps it */
         tl_peer *p = &c->peers[timed];
-        const size_t bytes = TL_MIN(CMA_TIME_BYTES, (size_t)c->shm_cap);
-        const uint64_t off = (uint64_t)(p->out_data - (char *)c->shm_base);
+        const size_t bytes = TL_MIN(CMA_TIME_BYTES, c->shm_size) & ~(CMA_TIME_PIECE - 1);
         const uint64_t base = atomic_load_explicit(&c->dseq[p->local_idx].cma_base, memory_order_relaxed);
-        char *dst = malloc(bytes);
+        char *dst = bytes ? malloc(bytes) : NULL;
         if (dst) {
             memset(dst, 0, bytes);
-            speed = cma_speed(p->pid, base + off, p->out_data, bytes, dst);
+            speed = cma_speed(p->pid, base, (const char *)c->shm_base, bytes, dst);
             free(dst);
         }
     }
