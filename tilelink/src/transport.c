@@ -68,7 +68,7 @@ static void shm_prefault(tlink_comm *c, int nl, int me, size_t cap, size_t dseg)
  * TLINK_SHM_CMA=0 turns it off (then the rank reads no one and asks no permission), =1 skips
  * the timing. Called after every local rank attached. */
 #define CMA_PROBE_MAGIC 0x544c4b434d413031ULL /* "TLKCMA01" */
-#define CMA_MIN_SPEED 45
+#define CMA_MIN_SPEED 40
 #define CMA_TIME_BYTES ((size_t)4 << 20)
 #define CMA_TIME_PIECE ((size_t)256 << 10)
 /* process_vm_readv of `bytes` at the peer's `remote` into dst (in CMA_TIME_PIECE pieces, as the
