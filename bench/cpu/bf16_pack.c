@@ -140,8 +140,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bf16_pack: --threads 1..%d, --n >= 32, --kc a multiple of 32, --panels >= 1, --reps 1..1000, --ring 1..8\n", MAXT);
         return 2;
     }
-    const char *nt = getenv("TILE_GEMM_PACK_NT"); /* the packers' streaming stores, as in the GEMM */
-    tk_pack_nt = nt && atoi(nt) > 0;
     if (!(tk_cpu_features() & TK_CPU_AVX512BW)) {
         printf("bf16_pack: this CPU has no AVX-512BW (the packers measured here need it)\n");
         return 77;
@@ -157,10 +155,9 @@ int main(int argc, char **argv) {
     }
     pthread_t th[MAXT];
     for (int i = 1; i < T; i++) pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
-    printf("bf16_pack: N %lld, KC %lld, %lld panels per call, %d thread%s, %d rounds%s%s%s%s\n", (long long)N, (long long)KC,
+    printf("bf16_pack: N %lld, KC %lld, %lld panels per call, %d thread%s, %d rounds%s%s%s\n", (long long)N, (long long)KC,
            (long long)PANELS, T, T == 1 ? "" : "s", reps, FLUSH ? ", caches flushed before each" : ", caches warm",
-           READALL ? ", every thread reads all the output before each" : "", ROTATE ? ", shares rotate between rounds" : "",
-           tk_pack_nt ? ", streaming stores (TILE_GEMM_PACK_NT=1)" : "");
+           READALL ? ", every thread reads all the output before each" : "", ROTATE ? ", shares rotate between rounds" : "");
     if (RING > 1) printf("  output buffers: a ring of %lld\n", (long long)RING);
     int gen = 0;
     double *t = malloc(sizeof(double) * (size_t)reps);

@@ -171,7 +171,6 @@ static void init_once(void) {
     g_prof = env_int("TILE_GEMM_PROF") > 0;
     const char *bs = tile_env("TILE_GEMM_BSHARED");
     g_no_bshared = bs && strcmp(bs, "0") == 0;
-    tk_pack_nt = env_int("TILE_GEMM_PACK_NT") > 0;
     const char *da = tile_env("TILE_GEMM_AMX_DIRECT_A");
     g_direct_a = da && (strcmp(da, "1") == 0 || strcmp(da, "2") == 0) ? (da[0] - '0') : 0;
     if (g_prof) atexit(prof_report);

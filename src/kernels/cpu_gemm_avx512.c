@@ -223,18 +223,15 @@ static void range_store(__m512i n, __m512i x, uint32_t *rng) {
 /* one pair row of n whole panels (R a multiple of 16) from two source rows: the B packer's
  * steady state, its range taken only when with_rng (a constant where it is inlined) */
 static inline __attribute__((always_inline)) void pairs_full(const uint16_t *lo, const uint16_t *hi, uint32_t *dq, int64_t n,
-                                                              int R, int64_t pstride, int with_rng, int nt, __m512i *rn,
-                                                              __m512i *rx) {
+                                                              int R, int64_t pstride, int with_rng, __m512i *rn, __m512i *rx) {
     for (int64_t p = 0; p < n; p++, lo += R, hi += R, dq += pstride)
         for (int c = 0; c < R; c += 16) {
             const __m512i v = _mm512_or_si512(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(lo + c))),
                                               _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(hi + c))), 16));
-            if (nt) _mm512_stream_si512((void *)(dq + c), v);
-            else _mm512_storeu_si512((void *)(dq + c), v);
+            _mm512_storeu_si512((void *)(dq + c), v);
             if (with_rng) range32(v, rn, rx);
         }
 }
-int tk_pack_nt;
 
 void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
                          int layout, uint32_t *dst, uint32_t *rng) {
@@ -259,11 +256,8 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
             const uint16_t *hi = lo && 2 * q + 1 < klen ? lo + sk : NULL;
             int64_t r0 = 0;
             if (hi && nfull) {
-                const int nt = tk_pack_nt && ((uintptr_t)(dst + q * R) & 63) == 0 && (kpad * R) % 16 == 0;
-                if (rng && nt) pairs_full(lo, hi, dst + q * R, nfull, R, kpad * R, 1, 1, &rn, &rx);
-                else if (rng) pairs_full(lo, hi, dst + q * R, nfull, R, kpad * R, 1, 0, &rn, &rx);
-                else if (nt) pairs_full(lo, hi, dst + q * R, nfull, R, kpad * R, 0, 1, &rn, &rx);
-                else pairs_full(lo, hi, dst + q * R, nfull, R, kpad * R, 0, 0, &rn, &rx);
+                if (rng) pairs_full(lo, hi, dst + q * R, nfull, R, kpad * R, 1, &rn, &rx);
+                else pairs_full(lo, hi, dst + q * R, nfull, R, kpad * R, 0, &rn, &rx);
                 r0 = nfull * R;
             }
             for (; r0 < plen; r0 += R) {
@@ -277,7 +271,6 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
                 }
             }
         }
-        if (tk_pack_nt) _mm_sfence(); /* the streamed stores before the caller publishes the panels */
         if (rng) range_store(rn, rx, rng);
         return;
     }
@@ -291,14 +284,11 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
                 for (int64_t ch = 0; ch < kpad / 16; ch++) {
                     const __m512i v = r < rl ? _mm512_maskz_loadu_epi16(mask32(klen - 32 * ch), row + 32 * ch)
                                              : _mm512_setzero_si512();
-                    uint32_t *o = d + ch * R * 16 + r * 16;
-                    if (tk_pack_nt && ((uintptr_t)o & 63) == 0) _mm512_stream_si512((void *)o, v);
-                    else _mm512_storeu_si512((void *)o, v);
+                    _mm512_storeu_si512((void *)(d + ch * R * 16 + r * 16), v);
                     if (rng) range32(v, &rn, &rx);
                 }
             }
         }
-        if (tk_pack_nt) _mm_sfence();
         if (rng) range_store(rn, rx, rng);
         return;
     }

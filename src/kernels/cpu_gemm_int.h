@@ -91,9 +91,6 @@ extern const tk_bf16_kernel tk_bf16_avx512; /* vdpbf16ps */
 extern const tk_bf16_kernel tk_bf16_amx;    /* AMX tdpbf16ps */
 /* AVX-512BW packers for the bf16 layouts (cpu_gemm_avx512bf16.c; need only AVX-512F/BW/VL):
  * fast paths for unit-stride k (sk == 1) and unit-stride panels (sp == 1), else generic. */
-/* TILE_GEMM_PACK_NT=1 (measurement): the AVX-512 bf16 packers' whole-panel stores bypass the
- * caches (read once by tk_pack_bf16_avx512) */
-extern int tk_pack_nt;
 void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
                          int layout, uint32_t *dst, uint32_t *rng);
 void tk_bf16_range_avx512(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx);
