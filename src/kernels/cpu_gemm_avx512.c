@@ -233,6 +233,56 @@ static inline __attribute__((always_inline)) void pairs_full(const uint16_t *lo,
         }
 }
 
+/* r[j] = column j of the 16 x 16 dwords r[0..15] */
+static inline void transpose16(__m512i r[16]) {
+    __m512i a[16], b[16], c[16];
+    for (int i = 0; i < 8; i++) {
+        a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        b[4 * i + 0] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+        b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 4; k++) {
+            c[8 * i + k] = _mm512_shuffle_i32x4(b[8 * i + k], b[8 * i + 4 + k], 0x88);
+            c[8 * i + 4 + k] = _mm512_shuffle_i32x4(b[8 * i + k], b[8 * i + 4 + k], 0xDD);
+        }
+    for (int k = 0; k < 8; k++) {
+        r[k] = _mm512_shuffle_i32x4(c[k], c[8 + k], 0x88);
+        r[8 + k] = _mm512_shuffle_i32x4(c[k], c[8 + k], 0xDD);
+    }
+}
+
+/* The vdpbf16ps A panel of 12 whole rows of a row-major A, pair rows q in whole blocks of 16
+ * below kfull: 16 pairs of each of the 12 rows (one 64-byte load per row), transposed as
+ * 16 x 16 dwords (4 zero rows), and the 16 pair rows of 12 words written as 12 full vectors
+ * (each group of 4 transposed columns fills 3). Where the word loop moved one 32-bit word per
+ * load and store (184 us per 2 MiB in cache on one Zen 4 core, against ~60 for the other
+ * packers). Returns the first pair row it did not write. */
+static int64_t pairs12_rows(const uint16_t *base, int64_t sp, uint32_t *d, int64_t kfull) {
+    const __m512i ia = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19);
+    const __m512i ib = _mm512_setr_epi32(4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i ic = _mm512_setr_epi32(8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27);
+    int64_t q = 0;
+    for (; q + 16 <= kfull; q += 16) {
+        __m512i r[16];
+        for (int i = 0; i < 12; i++) r[i] = _mm512_loadu_si512((const void *)(base + i * sp + 2 * q));
+        for (int i = 12; i < 16; i++) r[i] = _mm512_setzero_si512();
+        transpose16(r);
+        uint32_t *o = d + q * 12;
+        for (int g = 0; g < 4; g++, o += 48) {
+            _mm512_storeu_si512((void *)o, _mm512_permutex2var_epi32(r[4 * g], ia, r[4 * g + 1]));
+            _mm512_storeu_si512((void *)(o + 16), _mm512_permutex2var_epi32(r[4 * g + 1], ib, r[4 * g + 2]));
+            _mm512_storeu_si512((void *)(o + 32), _mm512_permutex2var_epi32(r[4 * g + 2], ic, r[4 * g + 3]));
+        }
+    }
+    return q;
+}
+
 void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, int64_t klen, int R, int kq,
                          int layout, uint32_t *dst, uint32_t *rng) {
     const uint16_t *src = (const uint16_t *)s->p;
@@ -293,13 +343,14 @@ void tk_pack_bf16_avx512(const tk_src *s, int64_t p0, int64_t plen, int64_t k0, 
         return;
     }
     if (layout == TK_BF16_PAIRS && sk == 1) {
-        /* k contiguous into pair rows (vdpbf16ps A, row-major): whole 32-bit words */
+        /* k contiguous into pair rows (vdpbf16ps A, row-major): whole 32-bit words; whole
+         * 12-row panels 16 pair rows at a time through a transpose (pairs12_rows) */
         const int64_t kfull = klen / 2;
         for (int64_t r0 = 0; r0 < plen; r0 += R) {
             const int rl = (int)(plen - r0 < R ? plen - r0 : R);
             uint32_t *d = dst + r0 * kpad;
             const uint16_t *base = src + (p0 + r0) * sp + k0;
-            for (int64_t q = 0; q < kpad; q++) {
+            for (int64_t q = R == 12 && rl == 12 ? pairs12_rows(base, sp, d, kfull) : 0; q < kpad; q++) {
                 uint32_t *dq = d + q * R;
                 int r = 0;
                 if (q < kfull)
