@@ -150,10 +150,13 @@ static int affinity_count(void) {
     return 1;
 }
 
+/* where the load is read: /proc/loadavg, or for tests TILE_POOL_LOADAVG (a file in its format) */
+static const char *g_loadavg = "/proc/loadavg";
+
 /* One reading of /proc/loadavg's runnable count less `own` (this process's threads that are
  * runnable: the caller and workers not asleep); -1 where it cannot be read. */
 static int runnable_now(int own) {
-    FILE *f = fopen("/proc/loadavg", "r");
+    FILE *f = fopen(g_loadavg, "r");
     if (!f) return -1;
     double l1, l5, l15;
     int run = 0, total = 0;
@@ -284,6 +287,8 @@ static void *worker_main(void *a) {
 
 static void pool_init(void) {
     pool *p = &g_pool;
+    const char *la = tile_env("TILE_POOL_LOADAVG");
+    if (la && *la) g_loadavg = la;
     p->nthreads = wanted_threads();
     /* spin by default only when every thread can have a core: no more threads than CPUs,
      * and those CPUs not already busy with other processes (runnable threads now) */
