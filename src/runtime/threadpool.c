@@ -51,11 +51,15 @@
 #include <unistd.h>
 #endif
 
-#define POOL_SPIN_DEFAULT_US 50
+/* 1 ms, as GNU OpenMP's default spin: session 7's 2-core VM, bf16 1024^3 on 2 threads in
+ * gemm_bench's interleaved rounds (another library's calls between ours), Tile / oneDNN with
+ * an explicit spin of 50 us 0.66-0.74, 200 us 0.93-0.95, 1 ms 0.97-0.98; as the default (the
+ * load rule still on) 0.71-0.82 at 50 us, 0.86-0.95 at 1 ms */
+#define POOL_SPIN_DEFAULT_US TILE_POOL_SPIN_DEFAULT_US
 #define POOL_SPIN_MAX_US 100000
 #define POOL_MOVE_GAP_MS 5
 #define POOL_TAIL_MAX_US 20000      /* the most a worker polls while the caller finishes its part, */
-#define POOL_TAIL_PER_SPIN 400      /* ... and at most this many times the spin (50 us: 20 ms) */
+#define POOL_TAIL_PER_SPIN 400      /* ... and at most this many times the spin */
 #define POOL_RECHECK_US 1000000     /* how often the default spin re-reads the machine's load */
 #define POOL_LOAD_WINDOW_US 3000000 /* the readings that count */
 #define POOL_MAX_CPU_SLOTS 1024

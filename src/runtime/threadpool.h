@@ -34,6 +34,8 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
  * no more threads than CPUs, a worker done with its part of a job polls until the caller is
  * done too (at most 400 times the spin), and the spin counts from there. */
 int tile_pool_spin_us(void);
+/* the spin where the pool's threads fit on free CPUs and TILE_POOL_SPIN_US is unset */
+#define TILE_POOL_SPIN_DEFAULT_US 1000
 
 /* body(arg, i) for i in [0, n), one iteration per chunk, on the pool: the shape of the GEMM
  * library's tk_parallel_for (pool is unused), for the cpu runtime and the benchmarks. */

@@ -170,7 +170,7 @@ int main(void) {
     } else { /* unset (or not a number: the pool ignores it) */
         /* the default also depends on the machine's runnable threads at the pool's start,
          * a snapshot this test cannot repeat: only more threads than CPUs is certain */
-        expect_spin = g_size > ncpus ? 0 : (spin == 0 || spin == 50) ? spin : 50;
+        expect_spin = g_size > ncpus ? 0 : (spin == 0 || spin == TILE_POOL_SPIN_DEFAULT_US) ? spin : TILE_POOL_SPIN_DEFAULT_US;
     }
     printf("spin %d us\n", spin);
     CHECK(spin == expect_spin, "spin %d us, expected %d", spin, expect_spin);
