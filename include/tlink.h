@@ -257,6 +257,10 @@ TLINK_API int tlink_comm_host_count(const tlink_comm *comm);
 TLINK_API int tlink_comm_host_index(const tlink_comm *comm, int rank); /* host of a rank, by first rank */
 /* "self", "shm" or "tcp": the transport used between this rank and peer. */
 TLINK_API const char *tlink_comm_transport(const tlink_comm *comm, int peer);
+/* 1 when shared-memory messages between this rank and peer larger than the channel are read
+ * with process_vm_readv (single copy: permitted both ways and fast enough, TLINK_SHM_CMA),
+ * else 0. */
+TLINK_API int tlink_comm_single_copy(const tlink_comm *comm, int peer);
 
 TLINK_API tlink_status tlink_comm_set_timeout(tlink_comm *comm, double seconds);
 /* Force an algorithm for one collective (TLINK_ALGO_AUTO restores the cost model). Must be

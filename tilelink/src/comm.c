@@ -669,6 +669,11 @@ const char *tlink_comm_transport(const tlink_comm *c, int peer) {
     }
 }
 
+int tlink_comm_single_copy(const tlink_comm *c, int peer) {
+    if (!c || peer < 0 || peer >= c->size) return 0;
+    return c->peers[peer].transport == TLINK_TRANSPORT_SHM && c->peers[peer].cma;
+}
+
 tlink_status tlink_comm_set_timeout(tlink_comm *c, double seconds) {
     if (!c || !(seconds > 0)) return TLINK_ERR_INVALID_ARG;
     c->timeout = seconds;

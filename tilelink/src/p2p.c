@@ -283,18 +283,36 @@ static long shm_cma_send(tlink_comm *c, tl_peer *p, tl_op *op) {
     return (long)op->bytes;
 }
 
-/* >= 0 bytes moved; -1: the peer is gone (errno kept); -3: a broken descriptor */
+/* the reduction's bounce buffer: one per thread that receives (the caller's, a progress
+ * thread's), freed when the thread exits */
+static pthread_key_t g_bounce_key;
+static pthread_once_t g_bounce_once = PTHREAD_ONCE_INIT;
+static void bounce_key_init(void) { pthread_key_create(&g_bounce_key, free); }
+static char *cma_bounce(void) {
+    pthread_once(&g_bounce_once, bounce_key_init);
+    char *b = pthread_getspecific(g_bounce_key);
+    if (!b && (b = malloc(CMA_PIECE)) && pthread_setspecific(g_bounce_key, b) != 0) {
+        free(b);
+        b = NULL;
+    }
+    return b;
+}
+
+/* >= 0 bytes moved; -1: the peer is gone (errno kept); -2: no memory; -3: a broken
+ * descriptor; -4: process_vm_readv failed otherwise (errno kept). -3 and -4 leave the pair's
+ * stream unusable (the descriptor is consumed, the sender waits for an ack that never comes):
+ * the engine breaks the communicator. */
 static long shm_cma_recv(tlink_comm *c, tl_peer *p, tl_op *op) {
-    static __thread char *bounce;
     uint64_t cap = c->shm_cap, head = p->rhead;
     uint64_t tail = atomic_load_explicit(&p->in->tail, memory_order_acquire);
     if (tail < head + sizeof(cma_desc)) return 0;
+    char *bounce = op->red ? cma_bounce() : NULL; /* before the descriptor is consumed */
+    if (op->red && !bounce) { errno = ENOMEM; return -2; }
     cma_desc d;
     memcpy(&d, p->in_data + head % cap, sizeof d);
     if (d.magic != CMA_DESC_MAGIC || d.len != op->bytes) return -3;
     p->rhead = head + TL_SHM_ALIGN;
     atomic_store_explicit(&p->in->head, p->rhead, memory_order_release);
-    if (op->red && !bounce && !(bounce = malloc(CMA_PIECE))) { errno = ENOMEM; return -2; }
     char *dst = op->rbuf;
     const size_t piece = op->red ? CMA_PIECE - CMA_PIECE % op->esize : op->bytes;
     for (size_t o = 0; o < op->bytes;) {
@@ -545,13 +563,17 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
                     for (int k = 0; k < n; k++) { free(ops[k].stage); ops[k].stage = NULL; }
                     if (m == -1) return peer_failed(c, op->peer, "exited while this rank read its buffer");
                     if (m == -2) return tl_err(c, TLINK_ERR_NO_MEMORY, "p2p: out of memory");
+                    char msg[300];
                     if (m == -3)
-                        return tl_err(c, TLINK_ERR_INTERNAL,
-                                      "p2p: shared memory: rank %d sent a single-copy descriptor that does not match "
-                                      "this receive of %zu bytes (ranks disagree on the message sizes?)",
-                                      op->peer, op->bytes);
-                    return tl_err(c, TLINK_ERR_SYSTEM, "p2p: reading rank %d's buffer (process_vm_readv): %s", op->peer,
-                                  strerror(e));
+                        snprintf(msg, sizeof msg,
+                                 "shared memory: rank %d sent a single-copy descriptor that does not match this "
+                                 "receive of %zu bytes (ranks disagree on the message sizes?)", op->peer, op->bytes);
+                    else
+                        snprintf(msg, sizeof msg, "reading rank %d's buffer of %zu bytes (process_vm_readv): %s", op->peer,
+                                 op->bytes, strerror(e));
+                    const tlink_status bst = m == -3 ? TLINK_ERR_INTERNAL : TLINK_ERR_SYSTEM;
+                    tl_comm_break(c, bst, -1, msg); /* the pair's stream is out of step: no later call may use it */
+                    return tl_err(c, bst, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
                 }
             } else {
                 want_tcp = 1;

@@ -62,9 +62,12 @@ static void shm_prefault(tlink_comm *c, int nl, int me, size_t cap, size_t dseg)
  * replaces two copies by one. Measured: on the GPU machine's 16-core Xeon the two-rank
  * all-reduce at 4-16 MiB went 1.1-1.3x faster with it; on the 2-core Zen 4 VM (Firecracker)
  * process_vm_readv moved 6-9 GB/s against memcpy's 18-48 and the two-rank reduce-scatter of
- * 8 MiB went 1.5x slower (1150 against 750 us). So each rank times reading 1 MiB of a peer's
- * mapping of the segment against copying it itself (best of 3), and a pair uses single copy
- * when both directions work and both ranks measured at least CMA_MIN_SPEED percent.
+ * 8 MiB went 1.5x slower (1150 against 750 us). So each rank times reading CMA_TIME_BYTES of a
+ * peer's mapping of the segment against copying it itself (best of 3), and a pair uses single
+ * copy when both directions work and both ranks measured at least CMA_MIN_SPEED percent (4
+ * MiB: the Xeon 63-73% with 2 and 4 ranks, 44-64% with 8 timing at once; the VM 22-26%; 1 MiB,
+ * in cache, had read 36-61% and 16-40%, too close together). 40% is between the two machines'
+ * figures, not itself measured as a break-even point.
  * TLINK_SHM_CMA=0 turns it off (then the rank reads no one and asks no permission), =1 skips
  * the timing. Called after every local rank attached. */
 #define CMA_PROBE_MAGIC 0x544c4b434d413031ULL /* "TLKCMA01" */
@@ -157,6 +160,11 @@ static tlink_status shm_cma_setup(tlink_comm *c, int nl, int me, double deadline
     }
     int pairs = 0, readable = 0;
     for (int r = 0; r < c->size; r++) pairs += c->peers[r].cma;
+#ifdef PR_SET_PTRACER
+    /* no peer reads this rank (the decision is symmetric): take the permission back. (It
+     * replaced whatever ptracer the application had set; prctl cannot read that back.) */
+    if (on && !pairs) prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+#endif
     for (uint64_t m = mask; m; m &= m - 1) readable++;
     if (!on)
         tl_log(TL_LOG_INFO, "rank %d: shared-memory single copy (process_vm_readv) off (TLINK_SHM_CMA=0)", c->rank);
