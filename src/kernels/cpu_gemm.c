@@ -395,7 +395,8 @@ typedef struct gctx {
     int64_t pk_n, pk_next, pk_done, ntasks;
     int pk_both, pk_plan, pk_ready, plan, cshift;
     /* range scans of sources the packing tasks do not see, as more tasks of the same step
-     * (the first A block only): A's rows in ns_a chunks of rows_a (A in several blocks), B's
+     * (the first A block only): A's rows or k columns (src_scan_along_k: a column-major A) in
+     * ns_a chunks of rows_a (A in several blocks), B's
      * panels or k rows (src_scan_along_k) in ns_b chunks of cols_b (B packed per task), C's
      * rows in ns_c chunks of rows_c (accumulating: its old values) into cmn/cmx (f32
      * magnitude bits) */
@@ -468,7 +469,7 @@ static void src_range(const tk_src *s, int64_t p0, int64_t np, int64_t k0, int64
 }
 
 /* The scan tasks' chunks of a source: along k for one with unit stride along p (a
- * row-major B: each task then scans whole rows, contiguous runs of all p), else along p.
+ * row-major B, a column-major A: each task then scans contiguous runs of all p), else along p.
  * Chunks of columns of a row-major B made each task read short runs from every row: on the
  * 16-core Xeon 1024^3 with B packed per task, scanning B took 5000 us of worker time per call
  * (against 170 us for the same bytes of A). */
@@ -646,8 +647,10 @@ static void c_range(const gctx *x, int64_t r0, int64_t nr, uint32_t *mn, uint32_
 static void scan_task(gctx *x, int64_t t) {
     uint32_t mn = 0x10000u, mx = 0;
     if (t < x->ns_a) {
-        const int64_t r0 = t * x->rows_a, nr = x->M - r0 < x->rows_a ? x->M - r0 : x->rows_a;
-        src_range(&x->a, r0, nr, 0, x->K, &mn, &mx, x->range);
+        const int64_t len = src_scan_along_k(&x->a) ? x->K : x->M;
+        const int64_t r0 = t * x->rows_a, nr = len - r0 < x->rows_a ? len - r0 : x->rows_a;
+        if (src_scan_along_k(&x->a)) src_range(&x->a, 0, x->M, r0, nr, &mn, &mx, x->range);
+        else src_range(&x->a, r0, nr, 0, x->K, &mn, &mx, x->range);
         atomic_min_u32(&x->amn, mn);
         atomic_max_u32(&x->amx, mx);
     } else if ((t -= x->ns_a) < x->ns_b) {
@@ -1072,7 +1075,10 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         if (par) {
             /* what the packing tasks do not see is scanned by tasks of the same step, in
              * about want_tasks chunks each */
-            if (!x.scan_a) x.rows_a = cdiv(M, want_tasks), x.ns_a = cdiv(M, x.rows_a);
+            if (!x.scan_a) {
+                const int64_t len = src_scan_along_k(&x.a) ? K : M;
+                x.rows_a = cdiv(len, want_tasks), x.ns_a = cdiv(len, x.rows_a);
+            }
             if (!x.scan_b) {
                 const int64_t len = src_scan_along_k(&x.b) ? K : N;
                 x.cols_b = cdiv(len, want_tasks), x.ns_b = cdiv(len, x.cols_b);

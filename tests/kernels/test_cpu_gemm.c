@@ -431,6 +431,11 @@ static double fill_one_bcol(int which, int64_t r, int64_t c) { /* B's column g_t
     (void)r;
     return which == 0 ? uniform() * 4.0 : which == 1 ? (c == g_tail ? uniform() * 0x1p-130 : uniform()) : uniform();
 }
+static double fill_one_acol(int which, int64_t r, int64_t c) { /* A's column (k) g_tail alone, B zero elsewhere */
+    return which == 0 ? (c == g_tail ? uniform() * 0x1p-130 : uniform() * 4.0)
+           : which == 1 ? (r == g_tail ? uniform() : 0.0)
+                        : uniform();
+}
 static double fill_tail_arow(int which, int64_t r, int64_t c) { /* A's rows >= g_tail */
     (void)c;
     return which == 0 ? (r >= g_tail ? uniform() * 0x1p-130 : uniform() * 4.0) : uniform();
@@ -488,6 +493,9 @@ static int test_denormal(void) {
                 g_tail = one_col[q];
                 g_fill = fill_one_bcol;
                 run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 0, lb, 0, 0, thr);
+                g_tail = one_row[q]; /* a k column of A, A column-major (scanned along k) or not */
+                g_fill = fill_one_acol;
+                run_case(150, 130, 300, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, lb ? 1 : 0, 0, 0, 0, thr);
             }
         }
     g_fill = NULL;
