@@ -92,6 +92,7 @@ static pool g_pool;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local int t_in_job;
 static int64_t g_pooled, g_inlined; /* atomic */
+static int64_t g_worker_sleeps;     /* atomic: times a worker went to sleep (tile_pool_sleeps) */
 
 /* ---- sleeping on a 32-bit word until it no longer holds a value ---- */
 #ifdef __linux__
@@ -276,6 +277,7 @@ static void *worker_main(void *a) {
             /* announce the sleep before checking gen once more (in the futex): the caller bumps
              * gen before it reads sleepers, so one of the two sees the other (seq_cst) */
             __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+            __atomic_fetch_add(&g_worker_sleeps, 1, __ATOMIC_RELAXED);
             while (__atomic_load_n(&p->gen, __ATOMIC_SEQ_CST) == seen) word_wait(&p->gen, seen);
             __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
         }
@@ -444,6 +446,7 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg) {
 }
 
 int64_t tile_pool_moves(void) { return __atomic_load_n(&g_pool.moves, __ATOMIC_RELAXED); }
+int64_t tile_pool_sleeps(void) { return __atomic_load_n(&g_worker_sleeps, __ATOMIC_RELAXED); }
 
 typedef struct each_job {
     void (*body)(void *arg, int64_t i);

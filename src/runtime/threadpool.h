@@ -44,6 +44,9 @@ void tile_pool_for_each(void *pool, int64_t n, void (*body)(void *arg, int64_t i
 /* How many times a worker moved off a CPU it shared with a lower worker or the caller
  * (threadpool.c: co-location moves; TILE_POOL_MOVE=0 turns them off). */
 int64_t tile_pool_moves(void);
+/* Times a pool worker went to sleep after polling for a job (tests: the tail poll keeps a worker
+ * awake across back-to-back jobs whose caller part is the longer one). */
+int64_t tile_pool_sleeps(void);
 
 /* For tests: how many parallel_for calls ran on the pool / inline since the start. */
 void tile_pool_stats(int64_t *pooled, int64_t *inlined);

@@ -5,7 +5,8 @@
  *   - not re-read the load within a second of the last reading,
  *   - stop at the first reading that leaves no core per thread,
  *   - start again only when no loaded reading is left in the last 3 s (not at the first quiet one).
- * About 6 s of sleeping. Exit 77 (skipped) with fewer than 2 usable CPUs (no default spin then). */
+ * About 6 s of sleeping. `test_pool_load tail`: the tail poll (tail_mode). Exit 77 (skipped)
+ * with fewer than 2 usable CPUs (no default spin then). */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
@@ -48,12 +49,47 @@ static void expect(int spinning, const char *when) {
     }
 }
 
-int main(void) {
+/* `tail` mode: the tail poll. With a spin (1 ms here) a worker that finishes its part of a
+ * job first keeps polling while the caller runs its own (up to 20 ms), so a job that follows
+ * at once finds it awake. Each job below gives the caller 3 ms of work and the worker none:
+ * without the tail poll the worker's 1 ms spin runs out during the caller's part and it
+ * sleeps once per job (20 sleeps in 20 jobs); with it, it sleeps only before the first. The
+ * caller is held on one CPU so that the worker, free to run elsewhere, is not on it (the tail
+ * poll stops on the caller's CPU). */
+static void slow_caller(void *arg, int64_t b, int64_t e, int w) {
+    (void)arg;
+    (void)b;
+    (void)e;
+    if (w != 0) return;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) * 1e-3 < 3000);
+}
+static int tail_mode(void) {
+    setenv("TILE_NUM_THREADS", "2", 1);
+    setenv("TILE_POOL_SPIN_US", "1000", 1);
+    job(); /* the pool starts: its worker inherits the whole mask */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) { perror("sched_setaffinity"); return 1; }
+    job();
+    const int64_t before = tile_pool_sleeps();
+    for (int i = 0; i < 20; i++) tile_parallel_for(2, 1, slow_caller, NULL);
+    const int64_t sleeps = tile_pool_sleeps() - before;
+    printf("%s tail poll: the worker slept %lld times in 20 back-to-back jobs (3 ms of caller work each, at most 3 allowed)\n",
+           sleeps <= 3 ? "ok  " : "FAIL", (long long)sleeps);
+    return sleeps <= 3 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) {
         printf("skipped: needs 2 usable CPUs\n");
         return 77;
     }
+    if (argc > 1 && !strcmp(argv[1], "tail")) return tail_mode();
     snprintf(g_path, sizeof g_path, "/tmp/tile-loadavg-%d", (int)getpid());
     load(1); /* this thread alone */
     setenv("TILE_POOL_LOADAVG", g_path, 1);
