@@ -21,19 +21,7 @@ export NCCL_NVLS_ENABLE=0
 T0=$(date +%s)
 DEADLINE=${DEADLINE:-240}
 L=$OUT/log.txt
-tmo() {
-  left=$((DEADLINE - ($(date +%s) - T0)))
-  if [ "$left" -lt 5 ]; then echo 0; elif [ "$1" -lt "$left" ]; then echo "$1"; else echo "$left"; fi
-}
-step() { # NAME SECONDS CMD...
-  name=$1; s=$(tmo "$2"); shift 2
-  if [ "$s" = 0 ]; then echo "== $name: SKIPPED (deadline)" >> $L; return 1; fi
-  t=$(date +%s)
-  timeout "$s" "$@"
-  rc=$?
-  echo "== $name: rc=$rc in $(($(date +%s) - t)) s (timeout $s s)" >> $L
-  return $rc
-}
+. "$(dirname "$0")/device_steps.sh" # tmo, step
 { date -u; echo "commit $COMMIT"; lscpu | grep -E "Model name|^CPU\(s\)|L1d|L2|L3" | cut -c1-200; cat /proc/loadavg; } > $L 2>&1
 B=${BUILD:-build-dev}
 step build 120 sh -c "cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C $B -j16 bin/tile tests/kernels/test_cpu_gemm tile_static tile_link_tool > $B.log 2>&1"
