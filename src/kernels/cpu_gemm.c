@@ -475,6 +475,17 @@ static void src_range(const tk_src *s, int64_t p0, int64_t np, int64_t k0, int64
  * (against 170 us for the same bytes of A). */
 static int src_scan_along_k(const tk_src *s) { return s->sk != 1 && s->sp == 1; }
 
+/* the length a source's scan tasks split (np x nk elements): nk along k, else np */
+static int64_t src_scan_len(const tk_src *s, int64_t np, int64_t nk) { return src_scan_along_k(s) ? nk : np; }
+
+/* scan chunk t (of `chunk` rows or k columns, src_scan_len) of an np x nk source */
+static void src_range_chunk(const tk_src *s, int64_t np, int64_t nk, int64_t chunk, int64_t t, uint32_t *mn,
+                            uint32_t *mx, tk_range_fn rng) {
+    const int64_t len = src_scan_len(s, np, nk), q0 = t * chunk, nq = len - q0 < chunk ? len - q0 : chunk;
+    if (src_scan_along_k(s)) src_range(s, 0, np, q0, nq, mn, mx, rng);
+    else src_range(s, q0, nq, 0, nk, mn, mx, rng);
+}
+
 /* floor(log2 |x|) of a nonzero finite bf16 magnitude m (bits & 0x7FFF) */
 static int bf16_exp(uint32_t m) {
     if (m >= 0x80u) return (int)(m >> 7) - 127;
@@ -647,17 +658,11 @@ static void c_range(const gctx *x, int64_t r0, int64_t nr, uint32_t *mn, uint32_
 static void scan_task(gctx *x, int64_t t) {
     uint32_t mn = 0x10000u, mx = 0;
     if (t < x->ns_a) {
-        const int64_t len = src_scan_along_k(&x->a) ? x->K : x->M;
-        const int64_t r0 = t * x->rows_a, nr = len - r0 < x->rows_a ? len - r0 : x->rows_a;
-        if (src_scan_along_k(&x->a)) src_range(&x->a, 0, x->M, r0, nr, &mn, &mx, x->range);
-        else src_range(&x->a, r0, nr, 0, x->K, &mn, &mx, x->range);
+        src_range_chunk(&x->a, x->M, x->K, x->rows_a, t, &mn, &mx, x->range);
         atomic_min_u32(&x->amn, mn);
         atomic_max_u32(&x->amx, mx);
     } else if ((t -= x->ns_a) < x->ns_b) {
-        const int64_t len = src_scan_along_k(&x->b) ? x->K : x->N;
-        const int64_t c0 = t * x->cols_b, nc = len - c0 < x->cols_b ? len - c0 : x->cols_b;
-        if (src_scan_along_k(&x->b)) src_range(&x->b, 0, x->N, c0, nc, &mn, &mx, x->range);
-        else src_range(&x->b, c0, nc, 0, x->K, &mn, &mx, x->range);
+        src_range_chunk(&x->b, x->N, x->K, x->cols_b, t, &mn, &mx, x->range);
         atomic_min_u32(&x->bmn, mn);
         atomic_max_u32(&x->bmx, mx);
     } else {
@@ -1075,14 +1080,8 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         if (par) {
             /* what the packing tasks do not see is scanned by tasks of the same step, in
              * about want_tasks chunks each */
-            if (!x.scan_a) {
-                const int64_t len = src_scan_along_k(&x.a) ? K : M;
-                x.rows_a = cdiv(len, want_tasks), x.ns_a = cdiv(len, x.rows_a);
-            }
-            if (!x.scan_b) {
-                const int64_t len = src_scan_along_k(&x.b) ? K : N;
-                x.cols_b = cdiv(len, want_tasks), x.ns_b = cdiv(len, x.cols_b);
-            }
+            if (!x.scan_a) x.rows_a = cdiv(src_scan_len(&x.a, M, K), want_tasks), x.ns_a = cdiv(src_scan_len(&x.a, M, K), x.rows_a);
+            if (!x.scan_b) x.cols_b = cdiv(src_scan_len(&x.b, N, K), want_tasks), x.ns_b = cdiv(src_scan_len(&x.b, N, K), x.cols_b);
             if (accumulate) x.rows_c = cdiv(M, want_tasks), x.ns_c = cdiv(M, x.rows_c);
         } else {
             if (!x.scan_a) src_range(&x.a, 0, M, 0, K, &x.amn, &x.amx, x.range);
