@@ -13,7 +13,7 @@
  * job so nested calls run inline.
  *
  * Spinning only pays when each worker has a core of its own: the default spin (TILE_POOL_SPIN_US
- * overrides it; 0 = never spin) is POOL_SPIN_DEFAULT_US when the pool's threads fit on the CPUs
+ * overrides it; 0 = never spin) is TILE_POOL_SPIN_DEFAULT_US when the pool's threads fit on the CPUs
  * the process may run on next to the other threads runnable on the machine (/proc/loadavg's
  * runnable count: at the pool's start, then re-read at most once a second before a job, see
  * recheck_spin), and 0 otherwise (CI, a shared build machine). With a spin and no more threads
@@ -51,11 +51,11 @@
 #include <unistd.h>
 #endif
 
-/* 1 ms, as GNU OpenMP's default spin: session 7's 2-core VM, bf16 1024^3 on 2 threads in
- * gemm_bench's interleaved rounds (another library's calls between ours), Tile / oneDNN with
- * an explicit spin of 50 us 0.66-0.74, 200 us 0.93-0.95, 1 ms 0.97-0.98; as the default (the
- * load rule still on) 0.71-0.82 at 50 us, 0.86-0.95 at 1 ms */
-#define POOL_SPIN_DEFAULT_US TILE_POOL_SPIN_DEFAULT_US
+/* The default spin, TILE_POOL_SPIN_DEFAULT_US (threadpool.h), is 1 ms, GNU OpenMP's order:
+ * session 7's 2-core VM, bf16 1024^3 on 2 threads in gemm_bench's interleaved rounds (another
+ * library's calls between ours), Tile / oneDNN with an explicit spin of 50 us 0.66-0.74, 200 us
+ * 0.93-0.95, 1 ms 0.97-0.98; as the default (the load rule still on) 0.71-0.82 at 50 us,
+ * 0.86-0.95 at 1 ms (bench/results/cpu-pool-spin-2026-12-01-s7.md) */
 #define POOL_SPIN_MAX_US 100000
 #define POOL_MOVE_GAP_MS 5
 #define POOL_TAIL_MAX_US 20000      /* the most a worker polls while the caller finishes its part, */
@@ -305,7 +305,7 @@ static void pool_init(void) {
     int others = -1; /* not read */
     if (!tile_env_long_get("TILE_POOL_SPIN_US", &spin)) {
         if (p->nthreads <= ncpu) others = other_runnable();
-        spin = others >= 0 && others + p->nthreads <= ncpu ? POOL_SPIN_DEFAULT_US : 0;
+        spin = others >= 0 && others + p->nthreads <= ncpu ? TILE_POOL_SPIN_DEFAULT_US : 0;
     }
     if (spin < 0) spin = 0;
     if (spin > POOL_SPIN_MAX_US) spin = POOL_SPIN_MAX_US;
@@ -378,7 +378,7 @@ static void recheck_spin(pool *p) {
     int most = 0; /* the busiest recent reading */
     for (int i = 0; i < 3; i++)
         if (p->load_seen[i] >= 0 && t - p->load_at[i] <= POOL_LOAD_WINDOW_US && p->load_seen[i] > most) most = p->load_seen[i];
-    const int spin = most + p->nthreads <= p->ncpu ? POOL_SPIN_DEFAULT_US : 0;
+    const int spin = most + p->nthreads <= p->ncpu ? TILE_POOL_SPIN_DEFAULT_US : 0;
     if (spin != __atomic_load_n(&p->spin_us, __ATOMIC_RELAXED)) {
         __atomic_store_n(&p->spin_us, spin, __ATOMIC_RELAXED);
         tile_log(TILE_LOG_DEBUG, "thread pool: spin %d us (up to %d other runnable threads in the last readings, %d CPUs)", spin,
