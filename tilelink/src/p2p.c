@@ -317,12 +317,9 @@ static long shm_cma_recv(tlink_comm *c, tl_peer *p, tl_op *op) {
     const size_t piece = op->red ? CMA_PIECE - CMA_PIECE % op->esize : op->bytes;
     for (size_t o = 0; o < op->bytes;) {
         const size_t n = TL_MIN(piece, op->bytes - o);
-        struct iovec lo = {op->red ? bounce : dst + o, n}, re = {(void *)(uintptr_t)(d.addr + o), n};
-        size_t got = 0;
-        while (got < n) {
-            lo.iov_base = (char *)(op->red ? bounce : dst + o) + got;
-            lo.iov_len = re.iov_len = n - got;
-            re.iov_base = (void *)(uintptr_t)(d.addr + o + got);
+        char *to = op->red ? bounce : dst + o;
+        for (size_t got = 0; got < n;) { /* the kernel may return short */
+            struct iovec lo = {to + got, n - got}, re = {(void *)(uintptr_t)(d.addr + o + got), n - got};
             ssize_t r = process_vm_readv(p->pid, &lo, 1, &re, 1, 0);
             if (r <= 0) {
                 if (r == 0) errno = ESRCH;

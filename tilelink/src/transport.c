@@ -52,24 +52,23 @@ static void shm_prefault(tlink_comm *c, int nl, int me, size_t cap, size_t dseg)
  * sender's buffer with process_vm_readv instead of both copying it through a channel (Open MPI's
  * CMA path). It needs the kernel to let us read a peer's memory: the same user, a pid we can
  * see, and ptrace permission, which Yama (ptrace_scope 1) grants a non-descendant only after
- * the target's PR_SET_PTRACER (each rank allows any process: the permission a debugger of the
- * same user needs) and a container's seccomp profile may deny. So each rank publishes the address
- * of a probe word, reads every local peer's, and publishes whom it could read.
+ * the target's PR_SET_PTRACER (each rank allows any process of its user to attach: what a
+ * debugger needs), and which a container's seccomp profile may deny. So each rank publishes the
+ * address of a probe word, reads every local peer's, and publishes whom it could read.
  *
- * It also pays only where the kernel's copy is about as fast as memcpy: a reduction received
- * by single copy still makes one copy and one pass (through the bounce buffer) where the
- * channel made one copy on each side, so it gains nothing from a slower copy; a plain receive
- * replaces two copies by one. Measured: on the GPU machine's 16-core Xeon the two-rank
- * all-reduce at 4-16 MiB went 1.1-1.3x faster with it; on the 2-core Zen 4 VM (Firecracker)
- * process_vm_readv moved 6-9 GB/s against memcpy's 18-48 and the two-rank reduce-scatter of
- * 8 MiB went 1.5x slower (1150 against 750 us). So each rank times reading CMA_TIME_BYTES of a
- * peer's mapping of the segment against copying it itself (best of 3), and a pair uses single
- * copy when both directions work and both ranks measured at least CMA_MIN_SPEED percent (4
- * MiB: the Xeon 63-73% with 2 and 4 ranks, 44-64% with 8 timing at once; the VM 22-26%; 1 MiB,
- * in cache, had read 36-61% and 16-40%, too close together). 40% is between the two machines'
- * figures, not itself measured as a break-even point.
- * TLINK_SHM_CMA=0 turns it off (then the rank reads no one and asks no permission), =1 skips
- * the timing. Called after every local rank attached. */
+ * It pays only where the kernel's copy keeps up: a reduction received by single copy still
+ * makes one copy and one pass (through the bounce buffer) where the channel made one copy on
+ * each side; a plain receive replaces two copies by one. On the GPU machine's 16-core Xeon the
+ * 2- and 4-rank all-reduce at 4-16 MiB went 1.3-1.6x faster with it; on the 2-core Zen 4 VM
+ * (Firecracker) process_vm_readv moved 6-9 GB/s against memcpy's 18-48 and the 2-rank
+ * reduce-scatter of 8 MiB went 1.5x slower (1150 against 750 us). So each process times reading
+ * CMA_TIME_BYTES of a peer's mapping of the segment against copying it itself (best of 3, once:
+ * later communicators reuse the figure), and a pair uses single copy when both directions work
+ * and both ranks measured at least CMA_MIN_SPEED percent (4 MiB: the Xeon 63-73% with 2 and 4
+ * ranks, 44-64% with 8 timing at once; the VM 22-26%; 1 MiB, in cache, had read 36-61% and
+ * 16-40%, too close together). 40% is between the two machines' figures, not itself measured as
+ * a break-even point. TLINK_SHM_CMA=0 turns it off (then the rank reads no one and asks no
+ * permission), =1 skips the timing. Called after every local rank attached. */
 #define CMA_PROBE_MAGIC 0x544c4b434d413031ULL /* "TLKCMA01" */
 #define CMA_MIN_SPEED 40
 #define CMA_TIME_BYTES ((size_t)4 << 20)
@@ -127,8 +126,13 @@ static tlink_status shm_cma_setup(tlink_comm *c, int nl, int me, double deadline
             if (timed < 0) timed = r;
         }
     }
+    /* this process's figure, once timed (0: not yet; else percent + 1) */
+    static _Atomic uint32_t timed_speed;
     uint32_t speed = mode == 1 ? 1000 : 0;
-    if (mask && mode == 2) {
+    const uint32_t cached = atomic_load_explicit(&timed_speed, memory_order_relaxed);
+    if (mask && mode == 2 && cached) {
+        speed = cached - 1;
+    } else if (mask && mode == 2) {
         /* the start of the segment (CMA_TIME_BYTES, or all of it), as the timed peer maps it */
         tl_peer *p = &c->peers[timed];
         const size_t bytes = TL_MIN(CMA_TIME_BYTES, c->shm_size) & ~(CMA_TIME_PIECE - 1);
@@ -138,6 +142,7 @@ static tlink_status shm_cma_setup(tlink_comm *c, int nl, int me, double deadline
             memset(dst, 0, bytes);
             speed = cma_speed(p->pid, base, (const char *)c->shm_base, bytes, dst);
             free(dst);
+            if (speed) atomic_store_explicit(&timed_speed, speed + 1, memory_order_relaxed);
         }
     }
     atomic_store_explicit(&c->dseq[me].cma_speed, speed, memory_order_relaxed);
