@@ -11,7 +11,9 @@
 #   3. TILE_GEMM_PROF at 1024^3 on 16 threads for each variant below (and TILE_POOL_MOVE=0);
 #   4. bench/cpu/bf16_ab.py: the variants against torch bf16 (oneDNN), interleaved rounds, at
 #      16 threads, 1024 / 2048 / 4096. Variants: VARS (LABEL=ENV,ENV;...) or the default set.
-# Every step has a timeout under a common deadline (DEADLINE s, default 240).
+#   5. TESTS=1: the GEMM tests (regions, gemm, denormal, amxa) on the real AMX kernel, before 4.
+# Every step has a timeout under a common deadline (DEADLINE s, default 240; the A/B step
+# AB_TIMEOUT s, default 150).
 # Output under $OUT: log.txt (steps, bf16_pack, profiles), ab16.md; the log is printed last.
 #   Usage: sh bench/cpu/pack_device.sh COMMIT
 COMMIT=${1:-?}
@@ -71,7 +73,16 @@ for v in $VARS; do
 done
 IFS=$IFS_OLD
 rm -f $OUT/.p
-step "A/B 16 threads" 150 python3 bench/cpu/bf16_ab.py $V --threads 16 --sizes ${SIZES:-1024,2048,4096} --iters 20 --rounds 5 \
+# TESTS=1: the GEMM tests on the real AMX kernel (test_cpu_gemm MODE with TILE_CPU_ISA=amx)
+if [ "${TESTS:-0}" = 1 ]; then
+  for m in regions gemm denormal amxa; do
+    step "test_cpu_gemm $m (amx)" 60 env TILE_CPU_ISA=amx TILE_GEMM_AMX_DIRECT_A=$([ $m = amxa ] && echo 1 || echo 0) \
+      $B/tests/kernels/test_cpu_gemm $m > $OUT/.t 2>&1
+    tail -1 $OUT/.t >> $L; grep -m3 FAIL $OUT/.t >> $L
+  done
+  rm -f $OUT/.t
+fi
+step "A/B 16 threads" ${AB_TIMEOUT:-150} python3 bench/cpu/bf16_ab.py $V --threads 16 --sizes ${SIZES:-1024,2048,4096} --iters 20 --rounds 5 \
   --commit "$COMMIT" --out $OUT/ab16.md > /dev/null 2> $OUT/ab16.err
 [ -s $OUT/ab16.md ] || mv $OUT/ab16.err $OUT/ab16.md
 rm -f $OUT/ab16.err

@@ -81,12 +81,14 @@ static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
 static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
+static int g_affine = 1; /* TILE_GEMM_AFFINE=0: no home regions (gctx.affine), tasks in the pool's order */
 static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static int g_direct_a; /* TILE_GEMM_AMX_DIRECT_A=1: AMX reads A in place where it can (=2 also prefetches A's
                         * rows, cpu_gemm_amx.c); off by default: on the 16-core Xeon it was 1.23-1.33x slower
                         * than packing A at 2048^3 and 4096^3 on 16 threads and 1.4x at 1024^3-2048^3 on one,
                         * 1.06x faster only at 1024^3 on 16 (bench/results/cpu-bf16-2026-11-30-s5-amxa16.md) */
+static long long g_affine_count; /* parallel steps with home regions (tk_cpu_gemm_affine_count) */
 static long long g_da_count; /* GEMMs that read A in place (tk_cpu_gemm_direct_a_count) */
 static __thread int t_no_da; /* this thread's GEMM re-runs with A packed (bf16_apply_plan: A must be scaled) */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -168,6 +170,8 @@ static void init_once(void) {
     g_env_nc = env_int("TILE_GEMM_NC");
     g_env_mc = env_int("TILE_GEMM_MC");
     g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
+    const char *af = tile_env("TILE_GEMM_AFFINE");
+    g_affine = !(af && strcmp(af, "0") == 0);
     g_prof = env_int("TILE_GEMM_PROF") > 0;
     const char *bs = tile_env("TILE_GEMM_BSHARED");
     g_no_bshared = bs && strcmp(bs, "0") == 0;
@@ -232,6 +236,7 @@ const char *tk_cpu_isa(void) {
 }
 
 long long tk_cpu_gemm_direct_a_count(void) { return __atomic_load_n(&g_da_count, __ATOMIC_RELAXED); }
+long long tk_cpu_gemm_affine_count(void) { return __atomic_load_n(&g_affine_count, __ATOMIC_RELAXED); }
 
 const char *tk_cpu_bf16_kernel(void) {
     ensure_init();
@@ -361,6 +366,7 @@ void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0,
     if (rng) tk_bf16_range_generic((const uint16_t *)(const void *)dst, 2 * round_up(plen, R) * kpad, &rng[0], &rng[1]);
 }
 
+#define TK_MAX_REGIONS 64
 typedef struct gctx {
     const tk_isa *isa;
     kset ks;
@@ -403,6 +409,19 @@ typedef struct gctx {
     int64_t ns_a, rows_a, ns_b, cols_b, ns_c, rows_c;
     uint32_t cmn, cmx;
     uint64_t t_ready;
+    /* home regions (affine_task; the first A block with a shared B): the compute tasks' grid
+     * (nMt row chunks x nN N blocks) cut into reg_m x reg_n rectangles, one per thread (its
+     * gemm_slot() modulo their number). A region's threads pack its share of the A rows and B
+     * columns it reads and then compute its tiles, before they take what is left elsewhere:
+     * each packed line is then read by the few cores of one region row or column, not by all
+     * of them, which is what makes rewriting it at the next call slow (docs/cpu-gemm.md) */
+    int affine;
+    int64_t reg_m, reg_n, nscan, scan_next;
+    struct {
+        int64_t next; /* the region's next compute task (a local index) */
+        int packed;   /* its packing claimed */
+        char pad[64 - sizeof(int64_t) - sizeof(int)];
+    } reg[TK_MAX_REGIONS] __attribute__((aligned(64)));
 } gctx;
 
 /* ---------- bf16 denormals ----------
@@ -570,62 +589,69 @@ static int bf16_plan(uint32_t amn, uint32_t amx, uint32_t bmn, uint32_t bmx, uin
     return 1;
 }
 
-/* The part of a packing step that task t covers: npan panels of R rows (A) or columns (B),
- * len in all, in groups of per_task, for every K block: the task's K block (pb: its index,
- * pc: its first k, kc: its length) and its rows or columns [p0, p0 + plen). False when the
- * task's group is empty. */
+/* The part of a packing step that task t covers: npan panels in groups of per_task, for
+ * every K block: the task's K block pb and its panels [q0, q1). False when the task's group
+ * is empty. */
 typedef struct pack_slice {
-    int64_t pb, pc, kc, p0, plen;
+    int64_t pb, q0, q1;
 } pack_slice;
-static bool pack_slice_of(const gctx *x, int64_t t, int64_t npan, int64_t per_task, int R, int64_t len, pack_slice *s) {
+static bool pack_slice_of(int64_t t, int64_t npan, int64_t per_task, pack_slice *s) {
     const int64_t ngroups = cdiv(npan, per_task);
     s->pb = t / ngroups;
-    s->pc = s->pb * x->KC;
-    s->kc = x->K - s->pc < x->KC ? x->K - s->pc : x->KC;
-    const int64_t q0 = (t % ngroups) * per_task;
-    int64_t q1 = q0 + per_task;
-    if (q1 > npan) q1 = npan;
-    if (q0 >= q1) return false;
-    s->p0 = q0 * R;
-    s->plen = (q1 * R < len ? q1 * R : len) - s->p0;
-    return true;
+    s->q0 = (t % ngroups) * per_task;
+    s->q1 = s->q0 + per_task < npan ? s->q0 + per_task : npan;
+    return s->q0 < s->q1;
 }
 
-/* pack A panels: task t = (K block, group of panels) */
-static void pack_a_task(void *arg, int64_t t) {
-    gctx *x = (gctx *)arg;
+/* pack A's panels [q0, q1) (MR rows each) of K block pb */
+static void pack_a_panels(gctx *x, int64_t pb, int64_t q0, int64_t q1) {
     const int MR = x->ks.mr;
-    pack_slice p;
-    if (!pack_slice_of(x, t, x->napan, x->apan_per_task, MR, x->mlen, &p)) return;
-    float *dst = x->apack + x->mpad * p.pb * ks_rows(&x->ks, x->KC) + p.p0 * ks_rows(&x->ks, p.kc);
+    if (q0 >= q1) return;
+    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+    const int64_t p0 = q0 * MR, plen = (q1 * MR < x->mlen ? q1 * MR : x->mlen) - p0;
+    float *dst = x->apack + x->mpad * pb * ks_rows(&x->ks, x->KC) + p0 * ks_rows(&x->ks, kc);
     if (x->ks.kdiv == 2) {
         uint32_t rng[2] = {0x10000u, 0};
-        x->ks.bpack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst,
+        x->ks.bpack(&x->a, x->ic + p0, plen, pc, kc, MR, x->ks.kq, x->ks.a_layout, (uint32_t *)(void *)dst,
                     x->scan_a ? rng : NULL);
         if (x->scan_a) {
             atomic_min_u32(&x->amn, rng[0]);
             atomic_max_u32(&x->amx, rng[1]);
         }
-        bf16_rescale((uint32_t *)(void *)dst, round_up(p.plen, MR) * ks_rows(&x->ks, p.kc), x->sa);
+        bf16_rescale((uint32_t *)(void *)dst, round_up(plen, MR) * ks_rows(&x->ks, kc), x->sa);
     } else {
-        x->ks.pack(&x->a, x->ic + p.p0, p.plen, p.pc, p.kc, MR, dst);
+        x->ks.pack(&x->a, x->ic + p0, plen, pc, kc, MR, dst);
     }
 }
 
-/* pack shared B panels: task t = (K block, group of panels) */
-static void pack_b_task(void *arg, int64_t t) {
-    gctx *x = (gctx *)arg;
+/* pack the shared B's panels [q0, q1) (NR columns each) of K block pb */
+static void pack_b_panels(gctx *x, int64_t pb, int64_t q0, int64_t q1) {
     const int NR = x->ks.nr;
-    pack_slice p;
-    if (!pack_slice_of(x, t, x->npanb, x->bpan_per_task, NR, x->N, &p)) return;
-    float *dst = x->bshared + p.pb * x->bstride + p.p0 * ks_rows(&x->ks, p.kc);
+    if (q0 >= q1) return;
+    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+    const int64_t p0 = q0 * NR, plen = (q1 * NR < x->N ? q1 * NR : x->N) - p0;
+    float *dst = x->bshared + pb * x->bstride + p0 * ks_rows(&x->ks, kc);
     uint32_t rng[2] = {0x10000u, 0};
-    x->ks.bpack(&x->b, p.p0, p.plen, p.pc, p.kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst,
+    x->ks.bpack(&x->b, p0, plen, pc, kc, NR, x->ks.kq, TK_BF16_PAIRS, (uint32_t *)(void *)dst,
                 x->scan_b ? rng : NULL);
     if (x->scan_b) {
         atomic_min_u32(&x->bmn, rng[0]);
         atomic_max_u32(&x->bmx, rng[1]);
     }
+}
+
+/* pack A panels: task t = (K block, group of panels) */
+static void pack_a_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    pack_slice p;
+    if (pack_slice_of(t, x->napan, x->apan_per_task, &p)) pack_a_panels(x, p.pb, p.q0, p.q1);
+}
+
+/* pack shared B panels: task t = (K block, group of panels) */
+static void pack_b_task(void *arg, int64_t t) {
+    gctx *x = (gctx *)arg;
+    pack_slice p;
+    if (pack_slice_of(t, x->npanb, x->bpan_per_task, &p)) pack_b_panels(x, p.pb, p.q0, p.q1);
 }
 
 /* the first parallel step with a shared B: A panel tasks, then B panel tasks */
@@ -682,27 +708,46 @@ static void spin_pause(unsigned *n) {
     }
 }
 
+/* profiling: when this worker began its first body of the step */
+static void prof_joined(void) {
+    const uint64_t c = __atomic_load_n(&g_pr_call, __ATOMIC_RELAXED);
+    if (t_pr_call == c) return;
+    t_pr_call = c;
+    const uint64_t d = now_ns() - g_pr_t0;
+    uint64_t o = __atomic_load_n(&g_pr_j0, __ATOMIC_RELAXED);
+    while (d < o && !__atomic_compare_exchange_n(&g_pr_j0, &o, d, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    o = __atomic_load_n(&g_pr_j1, __ATOMIC_RELAXED);
+    while (d > o && !__atomic_compare_exchange_n(&g_pr_j1, &o, d, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    pr_add(&g_pr.joined, 1);
+}
+
+/* one packing (or scan) task of the step done: the last one runs the bf16 plan and lets the
+ * compute tasks go */
+static void pk_finished(gctx *x) {
+    if (__atomic_add_fetch(&x->pk_done, 1, __ATOMIC_ACQ_REL) == x->pk_n) {
+        if (x->pk_plan) x->plan = bf16_apply_plan(x, &x->cshift);
+        if (g_prof) x->t_ready = now_ns();
+        __atomic_store_n(&x->pk_ready, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* wait until every packing task has finished (they were all claimed by running bodies, so
+ * this ends); false when the f32 path takes over (bf16 plan) */
+static bool pk_wait(gctx *x) {
+    unsigned n = 0;
+    while (!__atomic_load_n(&x->pk_ready, __ATOMIC_ACQUIRE)) spin_pause(&n);
+    return x->plan >= 0;
+}
+
 /* Body t of the one parallel step of an A block: first help with the packing (claim packing
- * tasks until none is left), wait until every packing task has finished (they were all
- * claimed by running bodies, so this ends), the last finisher having run the bf16 plan,
- * then compute task t. Saves the pool's second wake-up and join per GEMM, and needs no
- * order from the parallel-for. */
+ * tasks until none is left), wait until every packing task has finished, the last finisher
+ * having run the bf16 plan, then compute task t. Saves the pool's second wake-up and join
+ * per GEMM, and needs no order from the parallel-for. */
 static void fused_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
-    if (g_prof) {
-        const uint64_t c = __atomic_load_n(&g_pr_call, __ATOMIC_RELAXED);
-        if (t_pr_call != c) { /* this worker's first body of the step */
-            t_pr_call = c;
-            const uint64_t d = now_ns() - g_pr_t0;
-            uint64_t o = __atomic_load_n(&g_pr_j0, __ATOMIC_RELAXED);
-            while (d < o && !__atomic_compare_exchange_n(&g_pr_j0, &o, d, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-            }
-            o = __atomic_load_n(&g_pr_j1, __ATOMIC_RELAXED);
-            while (d > o && !__atomic_compare_exchange_n(&g_pr_j1, &o, d, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-            }
-            pr_add(&g_pr.joined, 1);
-        }
-    }
+    if (g_prof) prof_joined();
     for (;;) {
         const int64_t i = __atomic_fetch_add(&x->pk_next, 1, __ATOMIC_ACQ_REL);
         if (i >= x->pk_n) break;
@@ -712,17 +757,120 @@ static void fused_task(void *arg, int64_t t) {
         else if (x->pk_both) pack_ab_task(x, i);
         else pack_a_task(x, i);
         if (g_prof) pr_add(i >= npack ? &g_pr.pks : x->pk_both && i >= x->natasks ? &g_pr.pkb : &g_pr.pka, now_ns() - p0);
-        if (__atomic_add_fetch(&x->pk_done, 1, __ATOMIC_ACQ_REL) == x->pk_n) {
-            if (x->pk_plan) x->plan = bf16_apply_plan(x, &x->cshift);
-            if (g_prof) x->t_ready = now_ns();
-            __atomic_store_n(&x->pk_ready, 1, __ATOMIC_RELEASE);
-        }
+        pk_finished(x);
     }
     if (t >= x->ntasks) return;
-    unsigned n = 0;
-    while (!__atomic_load_n(&x->pk_ready, __ATOMIC_ACQUIRE)) spin_pause(&n);
-    if (x->plan < 0) return; /* the f32 path takes over */
-    compute_task(arg, t);
+    if (pk_wait(x)) compute_task(arg, t);
+}
+
+/* ---------- home regions (gctx.affine) ---------- */
+static int g_gemm_slots;
+static __thread int t_gemm_slot = -1;
+/* this thread's number, kept for its life: the pool's threads persist, so a thread (usually
+ * on the same core) finds the same home region at every call, and the packed lines it
+ * reads are the ones it and its region's neighbours read last time */
+static int gemm_slot(void) {
+    if (t_gemm_slot < 0) t_gemm_slot = __atomic_fetch_add(&g_gemm_slots, 1, __ATOMIC_RELAXED);
+    return t_gemm_slot;
+}
+static int64_t part_lo(int64_t i, int64_t n, int64_t parts) { return i * n / parts; }
+
+/* region r's tiles: row chunks [*m0, *m1) x N blocks [*n0, *n1) */
+static void region_tiles(const gctx *x, int64_t r, int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1) {
+    const int64_t ri = r / x->reg_n, rj = r % x->reg_n;
+    *m0 = part_lo(ri, x->nMt, x->reg_m);
+    *m1 = part_lo(ri + 1, x->nMt, x->reg_m);
+    *n0 = part_lo(rj, x->nN, x->reg_n);
+    *n1 = part_lo(rj + 1, x->nN, x->reg_n);
+}
+
+/* region r's packing: a reg_n-th of the A panels of its region row (the one at its column)
+ * and a reg_m-th of the B panels of its region column, every K block */
+static void region_pack(gctx *x, int64_t r) {
+    const int MR = x->ks.mr, NR = x->ks.nr;
+    const int64_t ri = r / x->reg_n, rj = r % x->reg_n;
+    int64_t m0, m1, n0, n1;
+    region_tiles(x, r, &m0, &m1, &n0, &n1);
+    const int64_t a0 = m0 * x->mchunk / MR, a1 = m1 * x->mchunk / MR < x->napan ? m1 * x->mchunk / MR : x->napan;
+    const int64_t b0 = n0 * x->NCb / NR, b1 = n1 * x->NCb / NR < x->npanb ? n1 * x->NCb / NR : x->npanb;
+    const int64_t qa0 = a0 + part_lo(rj, a1 - a0, x->reg_n), qa1 = a0 + part_lo(rj + 1, a1 - a0, x->reg_n);
+    const int64_t qb0 = b0 + part_lo(ri, b1 - b0, x->reg_m), qb1 = b0 + part_lo(ri + 1, b1 - b0, x->reg_m);
+    for (int64_t pb = 0; pb < x->npc; pb++) {
+        const uint64_t p0 = g_prof ? now_ns() : 0;
+        if (!x->da) pack_a_panels(x, pb, qa0, qa1);
+        const uint64_t p1 = g_prof ? now_ns() : 0;
+        pack_b_panels(x, pb, qb0, qb1);
+        if (g_prof) {
+            pr_add(&g_pr.pka, p1 - p0);
+            pr_add(&g_pr.pkb, now_ns() - p1);
+        }
+    }
+}
+
+/* A body of the affine step (as many as workers; which body a thread runs does not matter):
+ * the packing of the thread's home region, then of any region not yet claimed, and the range
+ * scans; then, once all of it is done and the bf16 plan made, the home region's tiles, then
+ * those left in the others */
+static void affine_task(void *arg, int64_t body) {
+    gctx *x = (gctx *)arg;
+    (void)body;
+    if (g_prof) prof_joined();
+    const int64_t G = x->reg_m * x->reg_n, home = gemm_slot() % G;
+    for (int64_t s = 0; s < G; s++) {
+        const int64_t r = (home + s) % G;
+        if (__atomic_load_n(&x->reg[r].packed, __ATOMIC_RELAXED) ||
+            __atomic_exchange_n(&x->reg[r].packed, 1, __ATOMIC_ACQ_REL))
+            continue;
+        region_pack(x, r);
+        pk_finished(x);
+    }
+    for (;;) {
+        const int64_t i = __atomic_fetch_add(&x->scan_next, 1, __ATOMIC_ACQ_REL);
+        if (i >= x->nscan) break;
+        const uint64_t p0 = g_prof ? now_ns() : 0;
+        scan_task(x, i);
+        if (g_prof) pr_add(&g_pr.pks, now_ns() - p0);
+        pk_finished(x);
+    }
+    if (!pk_wait(x)) return;
+    for (int64_t s = 0; s < G; s++) {
+        const int64_t r = (home + s) % G;
+        int64_t m0, m1, n0, n1;
+        region_tiles(x, r, &m0, &m1, &n0, &n1);
+        const int64_t w = n1 - n0, size = (m1 - m0) * w;
+        while (__atomic_load_n(&x->reg[r].next, __ATOMIC_RELAXED) < size) {
+            const int64_t l = __atomic_fetch_add(&x->reg[r].next, 1, __ATOMIC_ACQ_REL);
+            if (l >= size) break;
+            compute_task(x, (n0 + l % w) * x->nMt + m0 + l / w); /* along the region's rows first: A panels reused */
+        }
+    }
+}
+
+/* The region grid for the first A block's step (after bf16_tiles): reg_m x reg_n regions,
+ * as many as there are workers where the task grid allows, else as many as it allows, the
+ * squarest (fewest rows plus columns per region, i.e. the least operand traffic) among
+ * those; none (the plain fused step) for fewer than 2 */
+static void affine_setup(gctx *x, int workers) {
+    x->affine = 0;
+    if (!g_affine || workers < 2) return;
+    int64_t bp = 0, bm = 0, bn = 0;
+    double be = 0;
+    for (int64_t gm = 1; gm <= workers && gm <= x->nMt && gm <= TK_MAX_REGIONS; gm++) {
+        int64_t gn = workers / gm;
+        if (gn > x->nN) gn = x->nN;
+        if (gn > TK_MAX_REGIONS / gm) gn = TK_MAX_REGIONS / gm;
+        const int64_t p = gm * gn;
+        const double e = (double)x->mlen / (double)gm + (double)x->N / (double)gn;
+        if (p > bp || (p == bp && e < be)) bp = p, bm = gm, bn = gn, be = e;
+    }
+    if (bp < 2) return;
+    x->affine = 1;
+    x->reg_m = bm;
+    x->reg_n = bn;
+    memset(x->reg, 0, sizeof x->reg[0] * (size_t)bp);
+    x->nscan = x->ns_a + x->ns_b + x->ns_c;
+    x->scan_next = 0;
+    x->pk_n = bp + x->nscan;
 }
 
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */
@@ -1130,8 +1278,15 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             }
             /* bodies past the compute tasks only help packing (few compute tasks) */
             x.ntasks = x.nN * x.nMt;
+            if (x.pk_both) affine_setup(&x, workers);
+            else x.affine = 0;
             const int64_t nhelp = x.pk_n < workers ? x.pk_n : workers;
-            pfor(pool, x.ntasks > nhelp ? x.ntasks : nhelp, fused_task, &x);
+            if (x.affine) {
+                pfor(pool, workers, affine_task, &x);
+                __atomic_fetch_add(&g_affine_count, 1, __ATOMIC_RELAXED);
+            } else {
+                pfor(pool, x.ntasks > nhelp ? x.ntasks : nhelp, fused_task, &x);
+            }
             if (g_prof) {
                 const uint64_t pr4 = now_ns();
                 pr_add(&g_pr.pack, x.t_ready - (ic == 0 ? pr0 : x.t_ready));

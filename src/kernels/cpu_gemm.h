@@ -99,6 +99,10 @@ TILE_API const char *tk_cpu_bf16_kernel(void);
 /* How many bf16 GEMMs of this process so far had the AMX kernel (or its emulation) read A's
  * tiles straight from A, without packing A (TILE_GEMM_AMX_DIRECT_A, docs/cpu-gemm.md). */
 TILE_API long long tk_cpu_gemm_direct_a_count(void);
+/* How many parallel steps of bf16 GEMMs so far ran with home regions: the task grid cut into
+ * one rectangle per worker, whose threads pack and compute it first (TILE_GEMM_AFFINE=0 turns
+ * them off; docs/cpu-gemm.md). */
+TILE_API long long tk_cpu_gemm_affine_count(void);
 /* Force an ISA ("amx", "avx512bf16", "avx512", "avx2", "generic"), or NULL / "" / "auto" to go back to the best
  * one (TILE_CPU_ISA is read only once, at first use; this overrides it). Returns 0, or -1
  * with a message in tk_cpu_gemm_error() if the name is unknown or the CPU cannot run it

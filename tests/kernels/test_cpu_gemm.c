@@ -11,6 +11,8 @@
  *                           IEEE results although the bf16 hardware flushes (DAZ/FTZ)
  *   test_cpu_gemm amxa      the AMX kernel reading A in place (TILE_GEMM_AMX_DIRECT_A): results
  *                           and whether A was read in place (skips without an AMX kernel)
+ *   test_cpu_gemm regions   bf16 GEMMs on 2-16 workers: the home-region grids (cpu_gemm.c
+ *                           affine_task) give the reference result, and are used (TILE_GEMM_AFFINE=0: never)
  *   test_cpu_gemm packers   the AVX-512 bf16 packers word for word against the portable ones,
  *                           pad words and ranges included, sources ending at a guard page
  *                           (skips without AVX-512BW)
@@ -166,7 +168,8 @@ static double dt_scale(tile_dtype dt) {
     }
 }
 
-static int g_nthreads = 2;
+static int g_nthreads = 2; /* threads test_pfor runs bodies on */
+static int g_workers = 0;  /* tk_gemm.nthreads (0: tk_cpu_count()) */
 
 /* optional operand values (denormal tests): which = 0 A(i, k), 1 B(k, j), 2 C0(i, j) */
 static double (*g_fill)(int which, int64_t r, int64_t c);
@@ -212,7 +215,7 @@ static void run_case(int64_t M, int64_t N, int64_t K, tile_dtype adt, tile_dtype
     tk_gemm g = {.M = M, .N = N, .K = K, .a_dtype = adt, .b_dtype = bdt, .c_dtype = cdt,
                  .A = mat_ptr(&A), .a_rs = A.rs, .a_cs = A.cs,
                  .B = mat_ptr(&B), .b_rs = B.rs, .b_cs = B.cs,
-                 .C = (void *)mat_ptr(&C), .c_rs = C.rs, .c_cs = C.cs, .accumulate = acc};
+                 .C = (void *)mat_ptr(&C), .c_rs = C.rs, .c_cs = C.cs, .accumulate = acc, .nthreads = g_workers};
     int rc = threaded == 2 ? tk_cpu_gemm(&g, test_pfor_rev, NULL)
              : threaded    ? tk_cpu_gemm(&g, test_pfor, &g_nthreads)
                            : tk_cpu_gemm(&g, NULL, NULL);
@@ -893,6 +896,38 @@ static int test_packers(void) {
     return fails ? 1 : 0;
 }
 
+/* Home regions (cpu_gemm.c affine_task): threaded bf16 GEMMs on 2 to 16 workers, so that the
+ * region grids are 1x2 to 4x4, uneven (5 or 7 workers on 4-8 tiles: regions of different
+ * sizes, workers without a region of their own that only take what is left), with bodies
+ * on fresh threads at every call (new slots: new homes) and run serially in reverse order
+ * (one body then packs every region and computes every tile). Each result against the
+ * reference; and the steps must have used regions (none with TILE_GEMM_AFFINE=0). */
+static int test_regions(void) {
+    const char *af = getenv("TILE_GEMM_AFFINE");
+    const int off = af && strcmp(af, "0") == 0;
+    if (strcmp(tk_cpu_bf16_kernel(), "f32") == 0) {
+        printf("SKIP: no bf16 kernel (the f32 path has no home regions)\n");
+        return 77;
+    }
+    static const int nts[] = {2, 3, 5, 7, 16};
+    static const int64_t shapes[][3] = {{300, 333, 129}, {97, 130, 301}, {513, 257, 64}, {64, 1000, 200}, {1000, 40, 96}};
+    const long long before = tk_cpu_gemm_affine_count();
+    int n = 0;
+    for (int t = 0; t < (int)(sizeof nts / sizeof nts[0]); t++)
+        for (int s = 0; s < 5; s++, n++) {
+            g_nthreads = g_workers = nts[t];
+            run_case(shapes[s][0], shapes[s][1], shapes[s][2], TILE_DT_BF16, TILE_DT_BF16,
+                     n % 3 == 2 ? TILE_DT_BF16 : TILE_DT_F32, n % 4, (n + 1) % 4, n % 3, n & 1, n % 4 == 3 ? 2 : 1);
+        }
+    g_nthreads = 2;
+    g_workers = 0;
+    const long long used = tk_cpu_gemm_affine_count() - before;
+    CHECK(off ? used == 0 : used >= n / 2, "%lld of %d parallel steps had home regions (TILE_GEMM_AFFINE=%s)", used, n,
+          af ? af : "unset");
+    printf("%d cases, %d failures; %lld steps with home regions\n", g_cases, g_fail, used);
+    return g_fail ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "gemm";
     if (strcmp(mode, "packers") == 0) return test_packers();
@@ -903,6 +938,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "concurrent") == 0) return test_concurrent();
     if (strcmp(mode, "denormal") == 0) return test_denormal();
     if (strcmp(mode, "amxa") == 0) return test_amxa();
-    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal|amxa|packers\n", argv[0]);
+    if (strcmp(mode, "regions") == 0) return test_regions();
+    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal|amxa|regions|packers\n", argv[0]);
     return 2;
 }
