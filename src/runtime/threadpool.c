@@ -62,6 +62,7 @@
 #define POOL_TAIL_PER_SPIN 400      /* ... and at most this many times the spin */
 #define POOL_RECHECK_US 1000000     /* how often the default spin re-reads the machine's load */
 #define POOL_LOAD_WINDOW_US 3000000 /* the readings that count */
+#define POOL_CONFIRM_US 50000       /* a busy start-up reading is read again this soon, alone deciding then */
 #define POOL_MAX_CPU_SLOTS 1024
 
 typedef struct pool {
@@ -70,6 +71,7 @@ typedef struct pool {
     int spin_auto;             /* spin_us follows the machine's load (TILE_POOL_SPIN_US unset, threads <= CPUs) */
     int ncpu;                  /* CPUs the process may run on */
     uint64_t load_checked;     /* when spin_auto last read the load (us) */
+    int load_provisional;      /* the start-up reading found the machine busy: re-read soon (recheck_spin) */
     int load_seen[3];          /* the last readings of other runnable threads (-1: none) ... */
     uint64_t load_at[3];       /* ... and when they were taken (us) */
     uint32_t caller_done;      /* atomic; the gen of the last job whose caller finished its own chunks */
@@ -315,6 +317,10 @@ static void pool_init(void) {
     p->load_checked = now_us();
     p->load_seen[0] = others, p->load_seen[1] = p->load_seen[2] = -1;
     p->load_at[0] = p->load_at[1] = p->load_at[2] = p->load_checked;
+    if (p->spin_auto && spin == 0) { /* re-read at the first job POOL_CONFIRM_US from now */
+        p->load_provisional = 1;
+        p->load_checked -= POOL_RECHECK_US - POOL_CONFIRM_US;
+    }
     p->move = p->nthreads <= ncpu && tile_env_long("TILE_POOL_MOVE", 1) != 0;
     if (p->nthreads > 1 && p->nthreads <= POOL_MAX_CPU_SLOTS) p->cpu = calloc((size_t)p->nthreads, sizeof *p->cpu);
     pthread_mutex_init(&p->busy, NULL);
@@ -365,7 +371,10 @@ int tile_pool_spin_us(void) {
  * (one to three of them; older ones are forgotten, so sparse jobs go by the latest) left one.
  * The start-up snapshot alone decided for the process's whole life: another library's thread
  * spinning at that moment (OpenBLAS's, in bench/cpu_gemm/gemm_bench.c) turned spinning off for
- * good. */
+ * good. A busy start-up reading is provisional: the first job POOL_CONFIRM_US later reads
+ * again, and that reading alone decides. Without it the spin stayed off for the first 3 s
+ * (the window), longer than gemm_bench's whole bf16 1024^3 run, whose pool started while
+ * another library's threads were still runnable ("1 other runnable threads"). */
 static void recheck_spin(pool *p) {
     const uint64_t t = now_us();
     if (t - p->load_checked < POOL_RECHECK_US) return;
@@ -373,6 +382,8 @@ static void recheck_spin(pool *p) {
     const int awake = p->nthreads - 1 - __atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST);
     const int others = runnable_now(1 + (awake > 0 ? awake : 0));
     if (others < 0) return;
+    if (p->load_provisional) p->load_seen[0] = -1; /* the busy start-up reading: this one replaces it */
+    p->load_provisional = 0;
     for (int i = 2; i > 0; i--) p->load_seen[i] = p->load_seen[i - 1], p->load_at[i] = p->load_at[i - 1];
     p->load_seen[0] = others, p->load_at[0] = t;
     int most = 0; /* the busiest recent reading */

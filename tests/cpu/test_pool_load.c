@@ -5,7 +5,8 @@
  *   - not re-read the load within a second of the last reading,
  *   - stop at the first reading that leaves no core per thread,
  *   - start again only when no loaded reading is left in the last 3 s (not at the first quiet one).
- * About 6 s of sleeping. `test_pool_load tail`: the tail poll (tail_mode). Exit 77 (skipped)
+ * About 6 s of sleeping. `test_pool_load busystart`: a busy start-up reading is provisional
+ * (busystart_mode). `test_pool_load tail`: the tail poll (tail_mode). Exit 77 (skipped)
  * with fewer than 2 usable CPUs (no default spin then). */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -83,6 +84,30 @@ static int tail_mode(void) {
     return sleeps <= 3 ? 0 : 1;
 }
 
+/* `busystart` mode: the pool starts on a busy machine (spin off), and the first job 50 ms or
+ * more later reads again; that reading alone decides: quiet, the spin comes on at once (not
+ * after the 3 s window). `busystart stay`: still busy at the re-read, the spin stays off, and
+ * that reading counts for the usual 3 s (one pool per process, hence two runs). */
+static int busystart_mode(int stay) {
+    load(40);
+    job();
+    expect(0, "busy at start-up");
+    load(stay ? 40 : 1);
+    job(); /* at once: the re-read waits 50 ms */
+    expect(0, "a job at once after the busy start-up");
+    nap(0.08);
+    job();
+    expect(!stay, stay ? "busy again 80 ms later" : "quiet 80 ms later: the start-up reading was provisional");
+    if (stay) {
+        load(1);
+        nap(1.1);
+        job();
+        expect(0, "quiet 1 s after the busy re-read (that one counts for 3 s)");
+    }
+    unlink(g_path);
+    return g_fail;
+}
+
 int main(int argc, char **argv) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) {
@@ -95,6 +120,7 @@ int main(int argc, char **argv) {
     setenv("TILE_POOL_LOADAVG", g_path, 1);
     setenv("TILE_NUM_THREADS", "2", 1);
     unsetenv("TILE_POOL_SPIN_US");
+    if (argc > 1 && !strcmp(argv[1], "busystart")) return busystart_mode(argc > 2 && !strcmp(argv[2], "stay"));
     job();
     expect(1, "quiet at start-up");
     load(40);
