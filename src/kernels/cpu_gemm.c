@@ -81,7 +81,8 @@ static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
 static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
-static int g_affine = 1; /* TILE_GEMM_AFFINE=0: no home regions (gctx.affine), tasks in the pool's order */
+static int g_affine = 1; /* TILE_GEMM_AFFINE=0: no home regions (gctx.affine), tasks in the pool's order; =2
+                          * with A read in place: one region per N block (cols_tiles) */
 static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static int g_direct_a; /* TILE_GEMM_AMX_DIRECT_A=1: AMX reads A in place where it can (=2 also prefetches A's
@@ -171,7 +172,7 @@ static void init_once(void) {
     g_env_mc = env_int("TILE_GEMM_MC");
     g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
     const char *af = tile_env("TILE_GEMM_AFFINE");
-    g_affine = !(af && strcmp(af, "0") == 0);
+    g_affine = af && strcmp(af, "0") == 0 ? 0 : af && strcmp(af, "2") == 0 ? 2 : 1;
     g_prof = env_int("TILE_GEMM_PROF") > 0;
     const char *bs = tile_env("TILE_GEMM_BSHARED");
     g_no_bshared = bs && strcmp(bs, "0") == 0;
@@ -855,7 +856,8 @@ static void affine_setup(gctx *x, int workers) {
     if (!g_affine || workers < 2) return;
     int64_t bp = 0, bm = 0, bn = 0;
     double be = 0;
-    for (int64_t gm = 1; gm <= workers && gm <= x->nMt && gm <= TK_MAX_REGIONS; gm++) {
+    const int64_t gm_max = g_affine == 2 && x->da ? 1 : workers; /* =2: columns only (cols_tiles) */
+    for (int64_t gm = 1; gm <= gm_max && gm <= x->nMt && gm <= TK_MAX_REGIONS; gm++) {
         int64_t gn = workers / gm;
         if (gn > x->nN) gn = x->nN;
         if (gn > TK_MAX_REGIONS / gm) gn = TK_MAX_REGIONS / gm;
@@ -1013,6 +1015,25 @@ again:;
     x->nN = cdiv(x->N, bnb);
     x->mchunk = bmc;
     x->nMt = cdiv(x->mlen, bmc);
+}
+
+/* TILE_GEMM_AFFINE=2 with A read in place (measurement variant): one N block per worker
+ * (at least NR columns each, within the L2 bound), the rows in BF16_MIN_WAVES chunks, and
+ * affine_setup then makes each block a region of its own (reg_m 1): every packed B line is
+ * read by the thread that packed it, and A by everyone from its source. False where N is too
+ * narrow or the blocks too wide (bf16_tiles then). */
+static bool cols_tiles(gctx *x, int workers) {
+    const int MR = x->ks.mr, NR = x->ks.nr;
+    if (cdiv(x->N, NR) < workers) return false;
+    const int64_t nb = round_up(cdiv(x->N, workers), NR);
+    if (nb > x->NCb) return false;
+    x->NCb = nb;
+    x->nN = cdiv(x->N, nb);
+    int64_t nm = g_env_waves ? g_env_waves : BF16_MIN_WAVES;
+    if (nm > x->napan) nm = x->napan;
+    x->mchunk = round_up(cdiv(x->mlen, nm), MR);
+    x->nMt = cdiv(x->mlen, x->mchunk);
+    return true;
 }
 
 /* Small f32 problems with unit-stride B rows and C rows: no packing at all. */
@@ -1251,7 +1272,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
             x.natasks = x.da ? 0 : x.npc * cdiv(x.napan, x.apan_per_task);
             if (x.bshared && !g_env_nc) {
-                bf16_tiles(&x, workers);
+                if (!(g_affine == 2 && x.da && ic == 0 && cols_tiles(&x, workers))) bf16_tiles(&x, workers);
             } else {
                 int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
                 if (nm > x.napan) nm = x.napan;
