@@ -45,8 +45,19 @@ def cpu_flags():
     return (model.group(1) if model else "?"), " ".join(want)
 
 
+# Before every measurement (ours and torch's) the harness sleeps PAUSE seconds, so that the
+# threads the last one left spinning (torch's OpenMP pool in this process, or a finished
+# `tile run`) are idle again: our pool reads the machine's runnable threads when it starts,
+# and a `tile run --bench` of 20 x 0.5 ms is over before its re-read 5 ms later could turn its
+# spin back on (session 8: 1024^3 rounds of 1.6 ms against 0.5). SPIN_OFF counts our runs whose
+# pool started with its spin off all the same (TILE_LOG=info's "thread pool: ... spin 0 us").
+PAUSE = 0.2
+SPIN_OFF = [0, 0]  # runs whose pool started without its spin, runs
+
+
 def ours(tile, size, dtype, iters, isa=None):
     """median ms, or None when this CPU lacks the forced ISA"""
+    time.sleep(PAUSE)
     cmd = [tile, "run", "examples/gemm.tl", "--target", "cpu", "--bench", "--iters", str(iters), "--quiet",
            "-D", "M=%d" % size, "-D", "N=%d" % size, "-D", "K=%d" % size, "-D", "dtype=%s" % dtype]
     env = dict(os.environ, TILE_LOG="info")
@@ -57,6 +68,10 @@ def ours(tile, size, dtype, iters, isa=None):
     out = p.stdout + p.stderr
     if isa and "does not support" in out:
         return None
+    sp = re.search(r"thread pool: \d+ threads, spin (\d+) us", out)
+    SPIN_OFF[1] += 1
+    if sp and sp.group(1) == "0":
+        SPIN_OFF[0] += 1
     m = re.search(r"median ([0-9.]+) ms", out)
     if p.returncode != 0 or not m:
         raise SystemExit("tile failed (%s %s):\n%s" % ("TILE_CPU_ISA=%s" % isa if isa else "", " ".join(cmd), out[-2000:]))
@@ -77,6 +92,7 @@ def peer(torch, size, dtype, iters):
     g = torch.Generator().manual_seed(size)
     a = (torch.rand(size, size, generator=g) * 2 - 1).to(dtype)
     b = (torch.rand(size, size, generator=g) * 2 - 1).to(dtype)
+    time.sleep(PAUSE)
     torch.matmul(a, b)
     ts = []
     for _ in range(iters):
@@ -98,6 +114,8 @@ def finish_report(lines, detail, out):
     """The end of a results file: the load average, then the detail lines; printed, and
     written to out when given (bf16_ab.py ends its report the same way)."""
     lines.append("- load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
+    lines.append("- %d of our %d runs started their thread pool with the spin off (another thread runnable at "
+                 "its start; %.1f s pause before each measurement)" % (SPIN_OFF[0], SPIN_OFF[1], PAUSE))
     lines.append("")
     txt = "\n".join(lines + detail) + "\n"
     print(txt)

@@ -79,7 +79,7 @@ static const isa_sel *g_sel_auto;   /* the best one this CPU runs (the first sup
 static const tk_isa *g_isa;         /* g_sel->isa, NULL when invalid */
 static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
-static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
+static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves, g_env_pksplit;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
 static int g_affine = 1; /* TILE_GEMM_AFFINE=0: no home regions (gctx.affine), tasks in the pool's order; =2
                           * with A read in place: one region per N block (cols_tiles) */
@@ -171,6 +171,7 @@ static void init_once(void) {
     g_env_nc = env_int("TILE_GEMM_NC");
     g_env_mc = env_int("TILE_GEMM_MC");
     g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
+    g_env_pksplit = env_int("TILE_GEMM_PACK_SPLIT");
     const char *af = tile_env("TILE_GEMM_AFFINE");
     g_affine = af && strcmp(af, "0") == 0 ? 0 : af && strcmp(af, "2") == 0 ? 2 : 1;
     g_prof = env_int("TILE_GEMM_PROF") > 0;
@@ -418,10 +419,11 @@ typedef struct gctx {
      * of them, which is what makes rewriting it at the next call slow (docs/cpu-gemm.md) */
     int affine;
     int64_t reg_m, reg_n, nscan, scan_next;
+    int64_t pk_split; /* a region's packing in this many pieces, claimed one by one */
     struct {
-        int64_t next; /* the region's next compute task (a local index) */
-        int packed;   /* its packing claimed */
-        char pad[64 - sizeof(int64_t) - sizeof(int)];
+        int64_t next;  /* the region's next compute task (a local index) */
+        int64_t pnext; /* its next packing piece */
+        char pad[64 - 2 * sizeof(int64_t)];
     } reg[TK_MAX_REGIONS] __attribute__((aligned(64)));
 } gctx;
 
@@ -785,17 +787,21 @@ static void region_tiles(const gctx *x, int64_t r, int64_t *m0, int64_t *m1, int
     *n1 = part_lo(rj + 1, x->nN, x->reg_n);
 }
 
-/* region r's packing: a reg_n-th of the A panels of its region row (the one at its column)
- * and a reg_m-th of the B panels of its region column, every K block */
-static void region_pack(gctx *x, int64_t r) {
+/* piece `piece` (of pk_split) of region r's packing: a reg_n-th of the A panels of its region
+ * row (the one at its column) and a reg_m-th of the B panels of its region column, every K
+ * block */
+static void region_pack(gctx *x, int64_t r, int64_t piece) {
     const int MR = x->ks.mr, NR = x->ks.nr;
     const int64_t ri = r / x->reg_n, rj = r % x->reg_n;
     int64_t m0, m1, n0, n1;
     region_tiles(x, r, &m0, &m1, &n0, &n1);
     const int64_t a0 = m0 * x->mchunk / MR, a1 = m1 * x->mchunk / MR < x->napan ? m1 * x->mchunk / MR : x->napan;
     const int64_t b0 = n0 * x->NCb / NR, b1 = n1 * x->NCb / NR < x->npanb ? n1 * x->NCb / NR : x->npanb;
-    const int64_t qa0 = a0 + part_lo(rj, a1 - a0, x->reg_n), qa1 = a0 + part_lo(rj + 1, a1 - a0, x->reg_n);
-    const int64_t qb0 = b0 + part_lo(ri, b1 - b0, x->reg_m), qb1 = b0 + part_lo(ri + 1, b1 - b0, x->reg_m);
+    const int64_t ra0 = a0 + part_lo(rj, a1 - a0, x->reg_n), ra1 = a0 + part_lo(rj + 1, a1 - a0, x->reg_n);
+    const int64_t rb0 = b0 + part_lo(ri, b1 - b0, x->reg_m), rb1 = b0 + part_lo(ri + 1, b1 - b0, x->reg_m);
+    const int64_t S = x->pk_split;
+    const int64_t qa0 = ra0 + part_lo(piece, ra1 - ra0, S), qa1 = ra0 + part_lo(piece + 1, ra1 - ra0, S);
+    const int64_t qb0 = rb0 + part_lo(piece, rb1 - rb0, S), qb1 = rb0 + part_lo(piece + 1, rb1 - rb0, S);
     for (int64_t pb = 0; pb < x->npc; pb++) {
         const uint64_t p0 = g_prof ? now_ns() : 0;
         if (!x->da) pack_a_panels(x, pb, qa0, qa1);
@@ -819,11 +825,12 @@ static void affine_task(void *arg, int64_t body) {
     const int64_t G = x->reg_m * x->reg_n, home = gemm_slot() % G;
     for (int64_t s = 0; s < G; s++) {
         const int64_t r = (home + s) % G;
-        if (__atomic_load_n(&x->reg[r].packed, __ATOMIC_RELAXED) ||
-            __atomic_exchange_n(&x->reg[r].packed, 1, __ATOMIC_ACQ_REL))
-            continue;
-        region_pack(x, r);
-        pk_finished(x);
+        while (__atomic_load_n(&x->reg[r].pnext, __ATOMIC_RELAXED) < x->pk_split) {
+            const int64_t piece = __atomic_fetch_add(&x->reg[r].pnext, 1, __ATOMIC_ACQ_REL);
+            if (piece >= x->pk_split) break;
+            region_pack(x, r, piece);
+            pk_finished(x);
+        }
     }
     for (;;) {
         const int64_t i = __atomic_fetch_add(&x->scan_next, 1, __ATOMIC_ACQ_REL);
@@ -872,7 +879,8 @@ static void affine_setup(gctx *x, int workers) {
     memset(x->reg, 0, sizeof x->reg[0] * (size_t)bp);
     x->nscan = x->ns_a + x->ns_b + x->ns_c;
     x->scan_next = 0;
-    x->pk_n = bp + x->nscan;
+    x->pk_split = g_env_pksplit ? g_env_pksplit : 1;
+    x->pk_n = bp * x->pk_split + x->nscan;
 }
 
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */

@@ -62,7 +62,7 @@
 #define POOL_TAIL_PER_SPIN 400      /* ... and at most this many times the spin */
 #define POOL_RECHECK_US 1000000     /* how often the default spin re-reads the machine's load */
 #define POOL_LOAD_WINDOW_US 3000000 /* the readings that count */
-#define POOL_CONFIRM_US 50000       /* a busy start-up reading is read again this soon, alone deciding then */
+#define POOL_CONFIRM_US 5000        /* a busy start-up reading is read again this soon, alone deciding then */
 #define POOL_MAX_CPU_SLOTS 1024
 
 typedef struct pool {
@@ -374,7 +374,8 @@ int tile_pool_spin_us(void) {
  * good. A busy start-up reading is provisional: the first job POOL_CONFIRM_US later reads
  * again, and that reading alone decides. Without it the spin stayed off for the first 3 s
  * (the window), longer than gemm_bench's whole bf16 1024^3 run, whose pool started while
- * another library's threads were still runnable ("1 other runnable threads"). */
+ * another library's threads were still runnable ("1 other runnable threads"); 5 ms, because
+ * a `tile run --bench` of 20 x 0.5 ms GEMMs on 16 threads is over in 10. */
 static void recheck_spin(pool *p) {
     const uint64_t t = now_us();
     if (t - p->load_checked < POOL_RECHECK_US) return;
