@@ -3,15 +3,17 @@
  * (the AVX512-BF16 kernel) and AMX tdpbf16ps (the AMX kernel), register-to-register with
  * enough independent accumulators to hide latency, plus tdpbf16ps fed by tile loads from
  * L1-resident buffers (the AMX kernel's inner loop shape). One thread; each figure is the best
- * of 5 timed runs.
+ * of 5 timed runs. --threads N: the AMX loops (also fed from two 256 KiB panels in L2) on N
+ * threads at once, per-thread rates: a core's AMX under all-core load.
  *
- *     cc -O2 -o bf16_uarch bench/cpu/bf16_uarch.c && ./bf16_uarch
+ *     cc -O2 -o bf16_uarch bench/cpu/bf16_uarch.c -lpthread && ./bf16_uarch [--threads N]
  *
  * Prints one line per instruction: G instructions/s, GFLOP/s (fma 32, vdpbf16ps 64, tdpbf16ps
  * 16384 flops each) and the ratio to vfmadd231ps. Instructions the CPU (per /proc/cpuinfo)
  * lacks are reported as such, never executed. */
 #define _GNU_SOURCE
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +156,33 @@ __attribute__((target("amx-tile,amx-bf16"), noinline)) static void run_amx_ld(lo
     g_sink = g_cbuf[0][0];
 }
 
+/* the kernel's shape fed from L2: per iteration the A and B tiles of the next 2 KiB of two
+ * 256 KiB panels (packed A and B as the AMX kernel reads them), cycling */
+#define L2_PANEL (256 * 1024)
+static __thread unsigned char *t_l2;
+__attribute__((target("amx-tile,amx-bf16"), noinline)) static void run_amx_l2(long n) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    const unsigned char *a = t_l2, *b = t_l2 + L2_PANEL;
+    long off = 0;
+    for (long k = 0; k < n; k++) {
+        _tile_loadd(4, a + off, 64);
+        _tile_loadd(6, b + off, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, b + off + 1024, 64);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, a + off + 1024, 64);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+        off += 2048;
+        if (off == L2_PANEL) off = 0;
+    }
+    _tile_stored(0, g_cbuf[0], 64);
+    g_sink = g_cbuf[0][0];
+}
+
 static double best_of(void (*fn)(long), long n) {
     fn(n / 10); /* warm up (frequency, AMX power-up) */
     double best = 1e30;
@@ -166,7 +195,65 @@ static double best_of(void (*fn)(long), long n) {
     return best;
 }
 
-int main(void) {
+/* --threads N: the three AMX loops on N threads at once (each its own tile configuration and
+ * L2 panels, started together), per-thread GFLOP/s: what a core's AMX gives when every core of
+ * the GEMM runs it (frequency and power under all-core AMX load) */
+typedef struct mt_arg {
+    pthread_barrier_t *bar;
+    double gf[3];
+} mt_arg;
+static void *mt_main(void *p) {
+    mt_arg *m = (mt_arg *)p;
+    amx_config();
+    t_l2 = aligned_alloc(64, 2 * L2_PANEL);
+    memset(t_l2, 0, 2 * L2_PANEL);
+    void (*fns[3])(long) = {run_amx, run_amx_ld, run_amx_l2};
+    const long na = 1000000;
+    for (int f = 0; f < 3; f++) {
+        pthread_barrier_wait(m->bar);
+        const double t = best_of(fns[f], na);
+        m->gf[f] = 4.0 * na / t * 16384 / 1e9;
+    }
+    free(t_l2);
+    return NULL;
+}
+static int cmp_dbl(const void *x, const void *y) {
+    const double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+static int run_threads(int nt) {
+    unsigned long bits = 0;
+    if (!has_flag("amx_bf16") || syscall(SYS_arch_prctl, 0x1023, 18) != 0 || syscall(SYS_arch_prctl, 0x1022, &bits) != 0 ||
+        !(bits & (1ul << 18))) {
+        printf("--threads: no AMX here (or the OS refused its tile state)\n");
+        return 0;
+    }
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)nt);
+    mt_arg *m = calloc((size_t)nt, sizeof *m);
+    pthread_t *th = calloc((size_t)nt, sizeof *th);
+    for (int i = 0; i < nt; i++) {
+        m[i].bar = &bar;
+        pthread_create(&th[i], NULL, mt_main, &m[i]);
+    }
+    for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
+    static const char *names[3] = {"registers only", "4 tile loads per 4, from L1", "4 tile loads per 4, from 2 x 256 KiB (L2)"};
+    double *v = calloc((size_t)nt, sizeof *v);
+    for (int f = 0; f < 3; f++) {
+        double sum = 0;
+        for (int i = 0; i < nt; i++) v[i] = m[i].gf[f], sum += v[i];
+        qsort(v, (size_t)nt, sizeof *v, cmp_dbl);
+        printf("tdpbf16ps on %d threads at once, %-42s: per thread min %7.1f median %7.1f max %7.1f GFLOP/s, total %8.1f\n", nt,
+               names[f], v[0], v[nt / 2], v[nt - 1], sum);
+    }
+    free(v);
+    free(m);
+    free(th);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--threads") == 0) return run_threads(atoi(argv[2]) > 0 ? atoi(argv[2]) : 1);
     const long n = 20000000; /* iterations; 24 (or 4) instructions each */
     if (!has_flag("avx512f")) {
         printf("no avx512f on this CPU: nothing to measure\n");
