@@ -80,6 +80,7 @@ static const tk_isa *g_isa;         /* g_sel->isa, NULL when invalid */
 static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
 static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves, g_env_pksplit;
+static int g_dataflow; /* TILE_GEMM_DATAFLOW=1 (gctx.dataflow) */
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
 static int g_affine = 1; /* TILE_GEMM_AFFINE=0: no home regions (gctx.affine), tasks in the pool's order; =2
                           * with A read in place: one region per N block (cols_tiles) */
@@ -172,6 +173,7 @@ static void init_once(void) {
     g_env_mc = env_int("TILE_GEMM_MC");
     g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
     g_env_pksplit = env_int("TILE_GEMM_PACK_SPLIT");
+    g_dataflow = env_int("TILE_GEMM_DATAFLOW") > 0;
     const char *af = tile_env("TILE_GEMM_AFFINE");
     g_affine = af && strcmp(af, "0") == 0 ? 0 : af && strcmp(af, "2") == 0 ? 2 : 1;
     g_prof = env_int("TILE_GEMM_PROF") > 0;
@@ -420,10 +422,15 @@ typedef struct gctx {
     int affine;
     int64_t reg_m, reg_n, nscan, scan_next;
     int64_t pk_split; /* a region's packing in this many pieces, claimed one by one */
+    /* dataflow (TILE_GEMM_DATAFLOW=1, not accumulating): a region's tiles start once the
+     * pieces of its region row and column are packed, not after all of them and the bf16
+     * plan; the caller makes the plan after the step and computes again if it scales */
+    int dataflow;
     struct {
         int64_t next;  /* the region's next compute task (a local index) */
         int64_t pnext; /* its next packing piece */
-        char pad[64 - 2 * sizeof(int64_t)];
+        int64_t pdone; /* its packing pieces finished */
+        char pad[64 - 3 * sizeof(int64_t)];
     } reg[TK_MAX_REGIONS] __attribute__((aligned(64)));
 } gctx;
 
@@ -814,6 +821,17 @@ static void region_pack(gctx *x, int64_t r, int64_t piece) {
     }
 }
 
+/* dataflow: wait until every packing piece of region r's region row and column is done (all
+ * were claimed before anyone computes, by running bodies, so this ends) */
+static void region_wait(gctx *x, int64_t r) {
+    const int64_t ri = r / x->reg_n, rj = r % x->reg_n;
+    unsigned n = 0;
+    for (int64_t c = 0; c < x->reg_n; c++)
+        while (__atomic_load_n(&x->reg[ri * x->reg_n + c].pdone, __ATOMIC_ACQUIRE) < x->pk_split) spin_pause(&n);
+    for (int64_t q = 0; q < x->reg_m; q++)
+        while (__atomic_load_n(&x->reg[q * x->reg_n + rj].pdone, __ATOMIC_ACQUIRE) < x->pk_split) spin_pause(&n);
+}
+
 /* A body of the affine step (as many as workers; which body a thread runs does not matter):
  * the packing of the thread's home region, then of any region not yet claimed, and the range
  * scans; then, once all of it is done and the bf16 plan made, the home region's tiles, then
@@ -829,6 +847,7 @@ static void affine_task(void *arg, int64_t body) {
             const int64_t piece = __atomic_fetch_add(&x->reg[r].pnext, 1, __ATOMIC_ACQ_REL);
             if (piece >= x->pk_split) break;
             region_pack(x, r, piece);
+            __atomic_add_fetch(&x->reg[r].pdone, 1, __ATOMIC_RELEASE);
             pk_finished(x);
         }
     }
@@ -840,12 +859,13 @@ static void affine_task(void *arg, int64_t body) {
         if (g_prof) pr_add(&g_pr.pks, now_ns() - p0);
         pk_finished(x);
     }
-    if (!pk_wait(x)) return;
+    if (!x->dataflow && !pk_wait(x)) return;
     for (int64_t s = 0; s < G; s++) {
         const int64_t r = (home + s) % G;
         int64_t m0, m1, n0, n1;
         region_tiles(x, r, &m0, &m1, &n0, &n1);
         const int64_t w = n1 - n0, size = (m1 - m0) * w;
+        if (x->dataflow && __atomic_load_n(&x->reg[r].next, __ATOMIC_RELAXED) < size) region_wait(x, r);
         while (__atomic_load_n(&x->reg[r].next, __ATOMIC_RELAXED) < size) {
             const int64_t l = __atomic_fetch_add(&x->reg[r].next, 1, __ATOMIC_ACQ_REL);
             if (l >= size) break;
@@ -880,6 +900,9 @@ static void affine_setup(gctx *x, int workers) {
     x->nscan = x->ns_a + x->ns_b + x->ns_c;
     x->scan_next = 0;
     x->pk_split = g_env_pksplit ? g_env_pksplit : 1;
+    /* dataflow only where nothing is lost if the plan then scales: C's old values unused */
+    x->dataflow = g_dataflow && !x->accumulate && x->pk_plan;
+    if (x->dataflow) x->pk_plan = 0; /* the caller's, after the step (no rescaling under readers) */
     x->pk_n = bp * x->pk_split + x->nscan;
 }
 
@@ -1324,6 +1347,15 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 if (g_pr_j1) {
                     pr_add(&g_pr.join0, g_pr_j0);
                     pr_add(&g_pr.join1, g_pr_j1);
+                }
+            }
+            if (x.affine && x.dataflow) {
+                /* the tiles ran unscaled: right unless the plan scales (then again, scaled; C's
+                 * old values were not needed) or gives the GEMM to the f32 path */
+                x.plan = bf16_apply_plan(&x, &x.cshift);
+                if (x.plan > 0) {
+                    pfor(pool, x.ntasks, compute_task, &x);
+                    cshift = x.cshift;
                 }
             }
             if (x.plan == -2) return gemm_f32_packed_a(isa, bk, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
