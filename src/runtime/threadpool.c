@@ -62,7 +62,7 @@
 #define POOL_TAIL_PER_SPIN 400      /* ... and at most this many times the spin */
 #define POOL_RECHECK_US 1000000     /* how often the default spin re-reads the machine's load */
 #define POOL_LOAD_WINDOW_US 3000000 /* the readings that count */
-#define POOL_CONFIRM_US 5000        /* a busy start-up reading is read again this soon, alone deciding then */
+#define POOL_CONFIRM_US 200000      /* a busy reading after quiet ones is read again this soon (recheck_spin) */
 #define POOL_MAX_CPU_SLOTS 1024
 
 typedef struct pool {
@@ -71,7 +71,7 @@ typedef struct pool {
     int spin_auto;             /* spin_us follows the machine's load (TILE_POOL_SPIN_US unset, threads <= CPUs) */
     int ncpu;                  /* CPUs the process may run on */
     uint64_t load_checked;     /* when spin_auto last read the load (us) */
-    int load_provisional;      /* the start-up reading found the machine busy: re-read soon (recheck_spin) */
+    int load_provisional;      /* the last reading was busy after quiet ones: re-read soon (recheck_spin) */
     int load_seen[3];          /* the last readings of other runnable threads (-1: none) ... */
     uint64_t load_at[3];       /* ... and when they were taken (us) */
     uint32_t caller_done;      /* atomic; the gen of the last job whose caller finished its own chunks */
@@ -369,13 +369,13 @@ int tile_pool_spin_us(void) {
  * (the caller and the workers not asleep). A reading that leaves no core per thread turns the
  * spin off at once; it comes back on only when every reading of the last POOL_LOAD_WINDOW_US
  * (one to three of them; older ones are forgotten, so sparse jobs go by the latest) left one.
- * The start-up snapshot alone decided for the process's whole life: another library's thread
- * spinning at that moment (OpenBLAS's, in bench/cpu_gemm/gemm_bench.c) turned spinning off for
- * good. A busy start-up reading is provisional: the first job POOL_CONFIRM_US later reads
- * again, and that reading alone decides. Without it the spin stayed off for the first 3 s
- * (the window), longer than gemm_bench's whole bf16 1024^3 run, whose pool started while
- * another library's threads were still runnable ("1 other runnable threads"); 5 ms, because
- * a `tile run --bench` of 20 x 0.5 ms GEMMs on 16 threads is over in 10. */
+ * A busy reading that follows a quiet one (or none: the start-up's) is provisional: the first
+ * job POOL_CONFIRM_US later reads again, and if that reading is quiet the busy one is
+ * forgotten. Another library's idle threads spin for a while after each of its calls
+ * (OpenBLAS's ~0.1 s; 2-core VM, gemm_bench: one thread in the process "running" in user
+ * space at the start-up reading and again 5 ms later), which without this kept the spin off
+ * for the 3 s window, longer than gemm_bench's whole bf16 1024^3 run. Load that stays is
+ * read twice and counts as before. */
 static void recheck_spin(pool *p) {
     const uint64_t t = now_us();
     if (t - p->load_checked < POOL_RECHECK_US) return;
@@ -383,10 +383,17 @@ static void recheck_spin(pool *p) {
     const int awake = p->nthreads - 1 - __atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST);
     const int others = runnable_now(1 + (awake > 0 ? awake : 0));
     if (others < 0) return;
-    if (p->load_provisional) p->load_seen[0] = -1; /* the busy start-up reading: this one replaces it */
+    const int busy = others + p->nthreads > p->ncpu;
+    if (p->load_provisional && !busy) p->load_seen[0] = -1; /* the provisional busy reading: forgotten */
+    const int prev_busy = p->load_seen[0] >= 0 && t - p->load_at[0] <= POOL_LOAD_WINDOW_US && p->load_seen[0] + p->nthreads > p->ncpu;
+    const int after_quiet = busy && !p->load_provisional && !prev_busy;
     p->load_provisional = 0;
     for (int i = 2; i > 0; i--) p->load_seen[i] = p->load_seen[i - 1], p->load_at[i] = p->load_at[i - 1];
     p->load_seen[0] = others, p->load_at[0] = t;
+    if (after_quiet) { /* re-read at the first job POOL_CONFIRM_US from now */
+        p->load_provisional = 1;
+        p->load_checked = t - (POOL_RECHECK_US - POOL_CONFIRM_US);
+    }
     int most = 0; /* the busiest recent reading */
     for (int i = 0; i < 3; i++)
         if (p->load_seen[i] >= 0 && t - p->load_at[i] <= POOL_LOAD_WINDOW_US && p->load_seen[i] > most) most = p->load_seen[i];
