@@ -79,11 +79,9 @@ static const isa_sel *g_sel_auto;   /* the best one this CPU runs (the first sup
 static const tk_isa *g_isa;         /* g_sel->isa, NULL when invalid */
 static char g_isa_msg[256];
 static int64_t g_l1, g_l2, g_l3;
-static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves, g_env_pksplit;
-static int g_dataflow; /* TILE_GEMM_DATAFLOW=1 (gctx.dataflow) */
+static int64_t g_env_kc, g_env_nc, g_env_mc, g_env_waves;
 static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a summary at exit */
-static int g_affine = 1; /* TILE_GEMM_AFFINE=0: no home regions (gctx.affine), tasks in the pool's order; =2
-                          * with A read in place: one region per N block (cols_tiles) */
+static int g_affine = 1; /* TILE_GEMM_AFFINE=0: no home regions (gctx.affine), tasks in the pool's order */
 static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
 static int g_direct_a; /* TILE_GEMM_AMX_DIRECT_A=1: AMX reads A in place where it can (=2 also prefetches A's
@@ -172,10 +170,8 @@ static void init_once(void) {
     g_env_nc = env_int("TILE_GEMM_NC");
     g_env_mc = env_int("TILE_GEMM_MC");
     g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
-    g_env_pksplit = env_int("TILE_GEMM_PACK_SPLIT");
-    g_dataflow = env_int("TILE_GEMM_DATAFLOW") > 0;
     const char *af = tile_env("TILE_GEMM_AFFINE");
-    g_affine = af && strcmp(af, "0") == 0 ? 0 : af && strcmp(af, "2") == 0 ? 2 : 1;
+    g_affine = !(af && strcmp(af, "0") == 0);
     g_prof = env_int("TILE_GEMM_PROF") > 0;
     const char *bs = tile_env("TILE_GEMM_BSHARED");
     g_no_bshared = bs && strcmp(bs, "0") == 0;
@@ -421,16 +417,10 @@ typedef struct gctx {
      * of them, which is what makes rewriting it at the next call slow (docs/cpu-gemm.md) */
     int affine;
     int64_t reg_m, reg_n, nscan, scan_next;
-    int64_t pk_split; /* a region's packing in this many pieces, claimed one by one */
-    /* dataflow (TILE_GEMM_DATAFLOW=1, not accumulating): a region's tiles start once the
-     * pieces of its region row and column are packed, not after all of them and the bf16
-     * plan; the caller makes the plan after the step and computes again if it scales */
-    int dataflow;
     struct {
-        int64_t next;  /* the region's next compute task (a local index) */
-        int64_t pnext; /* its next packing piece */
-        int64_t pdone; /* its packing pieces finished */
-        char pad[64 - 3 * sizeof(int64_t)];
+        int64_t next; /* the region's next compute task (a local index) */
+        int packed;   /* its packing claimed */
+        char pad[64 - sizeof(int64_t) - sizeof(int)];
     } reg[TK_MAX_REGIONS] __attribute__((aligned(64)));
 } gctx;
 
@@ -794,21 +784,17 @@ static void region_tiles(const gctx *x, int64_t r, int64_t *m0, int64_t *m1, int
     *n1 = part_lo(rj + 1, x->nN, x->reg_n);
 }
 
-/* piece `piece` (of pk_split) of region r's packing: a reg_n-th of the A panels of its region
- * row (the one at its column) and a reg_m-th of the B panels of its region column, every K
- * block */
-static void region_pack(gctx *x, int64_t r, int64_t piece) {
+/* region r's packing: a reg_n-th of the A panels of its region row (the one at its column)
+ * and a reg_m-th of the B panels of its region column, every K block */
+static void region_pack(gctx *x, int64_t r) {
     const int MR = x->ks.mr, NR = x->ks.nr;
     const int64_t ri = r / x->reg_n, rj = r % x->reg_n;
     int64_t m0, m1, n0, n1;
     region_tiles(x, r, &m0, &m1, &n0, &n1);
     const int64_t a0 = m0 * x->mchunk / MR, a1 = m1 * x->mchunk / MR < x->napan ? m1 * x->mchunk / MR : x->napan;
     const int64_t b0 = n0 * x->NCb / NR, b1 = n1 * x->NCb / NR < x->npanb ? n1 * x->NCb / NR : x->npanb;
-    const int64_t ra0 = a0 + part_lo(rj, a1 - a0, x->reg_n), ra1 = a0 + part_lo(rj + 1, a1 - a0, x->reg_n);
-    const int64_t rb0 = b0 + part_lo(ri, b1 - b0, x->reg_m), rb1 = b0 + part_lo(ri + 1, b1 - b0, x->reg_m);
-    const int64_t S = x->pk_split;
-    const int64_t qa0 = ra0 + part_lo(piece, ra1 - ra0, S), qa1 = ra0 + part_lo(piece + 1, ra1 - ra0, S);
-    const int64_t qb0 = rb0 + part_lo(piece, rb1 - rb0, S), qb1 = rb0 + part_lo(piece + 1, rb1 - rb0, S);
+    const int64_t qa0 = a0 + part_lo(rj, a1 - a0, x->reg_n), qa1 = a0 + part_lo(rj + 1, a1 - a0, x->reg_n);
+    const int64_t qb0 = b0 + part_lo(ri, b1 - b0, x->reg_m), qb1 = b0 + part_lo(ri + 1, b1 - b0, x->reg_m);
     for (int64_t pb = 0; pb < x->npc; pb++) {
         const uint64_t p0 = g_prof ? now_ns() : 0;
         if (!x->da) pack_a_panels(x, pb, qa0, qa1);
@@ -819,17 +805,6 @@ static void region_pack(gctx *x, int64_t r, int64_t piece) {
             pr_add(&g_pr.pkb, now_ns() - p1);
         }
     }
-}
-
-/* dataflow: wait until every packing piece of region r's region row and column is done (all
- * were claimed before anyone computes, by running bodies, so this ends) */
-static void region_wait(gctx *x, int64_t r) {
-    const int64_t ri = r / x->reg_n, rj = r % x->reg_n;
-    unsigned n = 0;
-    for (int64_t c = 0; c < x->reg_n; c++)
-        while (__atomic_load_n(&x->reg[ri * x->reg_n + c].pdone, __ATOMIC_ACQUIRE) < x->pk_split) spin_pause(&n);
-    for (int64_t q = 0; q < x->reg_m; q++)
-        while (__atomic_load_n(&x->reg[q * x->reg_n + rj].pdone, __ATOMIC_ACQUIRE) < x->pk_split) spin_pause(&n);
 }
 
 /* A body of the affine step (as many as workers; which body a thread runs does not matter):
@@ -843,13 +818,11 @@ static void affine_task(void *arg, int64_t body) {
     const int64_t G = x->reg_m * x->reg_n, home = gemm_slot() % G;
     for (int64_t s = 0; s < G; s++) {
         const int64_t r = (home + s) % G;
-        while (__atomic_load_n(&x->reg[r].pnext, __ATOMIC_RELAXED) < x->pk_split) {
-            const int64_t piece = __atomic_fetch_add(&x->reg[r].pnext, 1, __ATOMIC_ACQ_REL);
-            if (piece >= x->pk_split) break;
-            region_pack(x, r, piece);
-            __atomic_add_fetch(&x->reg[r].pdone, 1, __ATOMIC_RELEASE);
-            pk_finished(x);
-        }
+        if (__atomic_load_n(&x->reg[r].packed, __ATOMIC_RELAXED) ||
+            __atomic_exchange_n(&x->reg[r].packed, 1, __ATOMIC_ACQ_REL))
+            continue;
+        region_pack(x, r);
+        pk_finished(x);
     }
     for (;;) {
         const int64_t i = __atomic_fetch_add(&x->scan_next, 1, __ATOMIC_ACQ_REL);
@@ -859,13 +832,12 @@ static void affine_task(void *arg, int64_t body) {
         if (g_prof) pr_add(&g_pr.pks, now_ns() - p0);
         pk_finished(x);
     }
-    if (!x->dataflow && !pk_wait(x)) return;
+    if (!pk_wait(x)) return;
     for (int64_t s = 0; s < G; s++) {
         const int64_t r = (home + s) % G;
         int64_t m0, m1, n0, n1;
         region_tiles(x, r, &m0, &m1, &n0, &n1);
         const int64_t w = n1 - n0, size = (m1 - m0) * w;
-        if (x->dataflow && __atomic_load_n(&x->reg[r].next, __ATOMIC_RELAXED) < size) region_wait(x, r);
         while (__atomic_load_n(&x->reg[r].next, __ATOMIC_RELAXED) < size) {
             const int64_t l = __atomic_fetch_add(&x->reg[r].next, 1, __ATOMIC_ACQ_REL);
             if (l >= size) break;
@@ -883,8 +855,7 @@ static void affine_setup(gctx *x, int workers) {
     if (!g_affine || workers < 2) return;
     int64_t bp = 0, bm = 0, bn = 0;
     double be = 0;
-    const int64_t gm_max = g_affine == 2 && x->da ? 1 : workers; /* =2: columns only (cols_tiles) */
-    for (int64_t gm = 1; gm <= gm_max && gm <= x->nMt && gm <= TK_MAX_REGIONS; gm++) {
+    for (int64_t gm = 1; gm <= workers && gm <= x->nMt && gm <= TK_MAX_REGIONS; gm++) {
         int64_t gn = workers / gm;
         if (gn > x->nN) gn = x->nN;
         if (gn > TK_MAX_REGIONS / gm) gn = TK_MAX_REGIONS / gm;
@@ -899,11 +870,7 @@ static void affine_setup(gctx *x, int workers) {
     memset(x->reg, 0, sizeof x->reg[0] * (size_t)bp);
     x->nscan = x->ns_a + x->ns_b + x->ns_c;
     x->scan_next = 0;
-    x->pk_split = g_env_pksplit ? g_env_pksplit : 1;
-    /* dataflow only where nothing is lost if the plan then scales: C's old values unused */
-    x->dataflow = g_dataflow && !x->accumulate && x->pk_plan;
-    if (x->dataflow) x->pk_plan = 0; /* the caller's, after the step (no rescaling under readers) */
-    x->pk_n = bp * x->pk_split + x->nscan;
+    x->pk_n = bp + x->nscan;
 }
 
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */
@@ -1046,25 +1013,6 @@ again:;
     x->nN = cdiv(x->N, bnb);
     x->mchunk = bmc;
     x->nMt = cdiv(x->mlen, bmc);
-}
-
-/* TILE_GEMM_AFFINE=2 with A read in place (measurement variant): one N block per worker
- * (at least NR columns each, within the L2 bound), the rows in BF16_MIN_WAVES chunks, and
- * affine_setup then makes each block a region of its own (reg_m 1): every packed B line is
- * read by the thread that packed it, and A by everyone from its source. False where N is too
- * narrow or the blocks too wide (bf16_tiles then). */
-static bool cols_tiles(gctx *x, int workers) {
-    const int MR = x->ks.mr, NR = x->ks.nr;
-    if (cdiv(x->N, NR) < workers) return false;
-    const int64_t nb = round_up(cdiv(x->N, workers), NR);
-    if (nb > x->NCb) return false;
-    x->NCb = nb;
-    x->nN = cdiv(x->N, nb);
-    int64_t nm = g_env_waves ? g_env_waves : BF16_MIN_WAVES;
-    if (nm > x->napan) nm = x->napan;
-    x->mchunk = round_up(cdiv(x->mlen, nm), MR);
-    x->nMt = cdiv(x->mlen, x->mchunk);
-    return true;
 }
 
 /* Small f32 problems with unit-stride B rows and C rows: no packing at all. */
@@ -1303,7 +1251,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
             x.natasks = x.da ? 0 : x.npc * cdiv(x.napan, x.apan_per_task);
             if (x.bshared && !g_env_nc) {
-                if (!(g_affine == 2 && x.da && ic == 0 && cols_tiles(&x, workers))) bf16_tiles(&x, workers);
+                bf16_tiles(&x, workers);
             } else {
                 int64_t nm = x.nN >= 4 * (int64_t)nthreads ? 1 : cdiv(want_tasks, x.nN);
                 if (nm > x.napan) nm = x.napan;
@@ -1347,15 +1295,6 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 if (g_pr_j1) {
                     pr_add(&g_pr.join0, g_pr_j0);
                     pr_add(&g_pr.join1, g_pr_j1);
-                }
-            }
-            if (x.affine && x.dataflow) {
-                /* the tiles ran unscaled: right unless the plan scales (then again, scaled; C's
-                 * old values were not needed) or gives the GEMM to the f32 path */
-                x.plan = bf16_apply_plan(&x, &x.cshift);
-                if (x.plan > 0) {
-                    pfor(pool, x.ntasks, compute_task, &x);
-                    cshift = x.cshift;
                 }
             }
             if (x.plan == -2) return gemm_f32_packed_a(isa, bk, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
