@@ -62,7 +62,8 @@
 #define POOL_TAIL_PER_SPIN 400      /* ... and at most this many times the spin */
 #define POOL_RECHECK_US 1000000     /* how often the default spin re-reads the machine's load */
 #define POOL_LOAD_WINDOW_US 3000000 /* the readings that count */
-#define POOL_CONFIRM_US 200000      /* a busy reading after quiet ones is read again this soon (recheck_spin) */
+#define POOL_CONFIRM1_US 5000       /* a busy reading after quiet ones is read again this soon, */
+#define POOL_CONFIRM2_US 200000     /* ... and, still busy, once more this much later (recheck_spin) */
 #define POOL_MAX_CPU_SLOTS 1024
 
 typedef struct pool {
@@ -71,7 +72,7 @@ typedef struct pool {
     int spin_auto;             /* spin_us follows the machine's load (TILE_POOL_SPIN_US unset, threads <= CPUs) */
     int ncpu;                  /* CPUs the process may run on */
     uint64_t load_checked;     /* when spin_auto last read the load (us) */
-    int load_provisional;      /* the last reading was busy after quiet ones: re-read soon (recheck_spin) */
+    int load_provisional;      /* the last reading was busy after quiet ones: the re-read pending, 1 or 2 (recheck_spin) */
     int load_seen[3];          /* the last readings of other runnable threads (-1: none) ... */
     uint64_t load_at[3];       /* ... and when they were taken (us) */
     uint32_t caller_done;      /* atomic; the gen of the last job whose caller finished its own chunks */
@@ -317,9 +318,9 @@ static void pool_init(void) {
     p->load_checked = now_us();
     p->load_seen[0] = others, p->load_seen[1] = p->load_seen[2] = -1;
     p->load_at[0] = p->load_at[1] = p->load_at[2] = p->load_checked;
-    if (p->spin_auto && spin == 0) { /* re-read at the first job POOL_CONFIRM_US from now */
+    if (p->spin_auto && spin == 0) { /* re-read at the first job POOL_CONFIRM1_US from now */
         p->load_provisional = 1;
-        p->load_checked -= POOL_RECHECK_US - POOL_CONFIRM_US;
+        p->load_checked -= POOL_RECHECK_US - POOL_CONFIRM1_US;
     }
     p->move = p->nthreads <= ncpu && tile_env_long("TILE_POOL_MOVE", 1) != 0;
     if (p->nthreads > 1 && p->nthreads <= POOL_MAX_CPU_SLOTS) p->cpu = calloc((size_t)p->nthreads, sizeof *p->cpu);
@@ -370,8 +371,11 @@ int tile_pool_spin_us(void) {
  * spin off at once; it comes back on only when every reading of the last POOL_LOAD_WINDOW_US
  * (one to three of them; older ones are forgotten, so sparse jobs go by the latest) left one.
  * A busy reading that follows a quiet one (or none: the start-up's) is provisional: the first
- * job POOL_CONFIRM_US later reads again, and if that reading is quiet the busy one is
- * forgotten. Another library's idle threads spin for a while after each of its calls
+ * job POOL_CONFIRM1_US (5 ms) later reads again, and if still busy the first job
+ * POOL_CONFIRM2_US (200 ms) after that; a quiet re-read makes the busy readings forgotten.
+ * The 5 ms one is for short processes (a 1024^3 `tile run --bench` on 16 threads is over in
+ * 10 ms: 1 of 18 such runs on the Xeon started busy and took 1.82 ms a GEMM, not 0.52); the
+ * 200 ms one for other libraries' threads that spin for a while. Another library's idle threads spin for a while after each of its calls
  * (OpenBLAS's ~0.1 s; 2-core VM, gemm_bench: one thread in the process "running" in user
  * space at the start-up reading and again 5 ms later), which without this kept the spin off
  * for the 3 s window, longer than gemm_bench's whole bf16 1024^3 run. Load that stays is
@@ -384,16 +388,16 @@ static void recheck_spin(pool *p) {
     const int others = runnable_now(1 + (awake > 0 ? awake : 0));
     if (others < 0) return;
     const int busy = others + p->nthreads > p->ncpu;
-    if (p->load_provisional && !busy) p->load_seen[0] = -1; /* the provisional busy reading: forgotten */
+    const int stage = p->load_provisional;
+    /* the provisional busy reading is forgotten when this one is quiet, and replaced by this
+     * one at the first re-read (which then waits for the second) */
+    if (stage && (!busy || stage == 1)) p->load_seen[0] = -1;
     const int prev_busy = p->load_seen[0] >= 0 && t - p->load_at[0] <= POOL_LOAD_WINDOW_US && p->load_seen[0] + p->nthreads > p->ncpu;
-    const int after_quiet = busy && !p->load_provisional && !prev_busy;
-    p->load_provisional = 0;
+    p->load_provisional = !busy ? 0 : stage == 1 ? 2 : !stage && !prev_busy ? 1 : 0;
     for (int i = 2; i > 0; i--) p->load_seen[i] = p->load_seen[i - 1], p->load_at[i] = p->load_at[i - 1];
     p->load_seen[0] = others, p->load_at[0] = t;
-    if (after_quiet) { /* re-read at the first job POOL_CONFIRM_US from now */
-        p->load_provisional = 1;
-        p->load_checked = t - (POOL_RECHECK_US - POOL_CONFIRM_US);
-    }
+    if (p->load_provisional) /* re-read at the first job this long from now */
+        p->load_checked = t - (POOL_RECHECK_US - (p->load_provisional == 1 ? POOL_CONFIRM1_US : POOL_CONFIRM2_US));
     int most = 0; /* the busiest recent reading */
     for (int i = 0; i < 3; i++)
         if (p->load_seen[i] >= 0 && t - p->load_at[i] <= POOL_LOAD_WINDOW_US && p->load_seen[i] > most) most = p->load_seen[i];

@@ -31,8 +31,8 @@ void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
  * process may run on next to the other threads runnable on the machine (read at the pool's
  * start and again at most once a second: off at once when loaded, on again after 3 s of
  * quiet readings; a busy reading after quiet ones, or at start-up, is read again at the first
- * job 200 ms later and forgotten if that one is quiet: another library's threads spinning for
- * a moment after its call), else 0 (sleep at once: oversubscribed or busy machines). With a spin and
+ * job 5 ms later and, still busy, 200 ms after that, and forgotten if a re-read is quiet:
+ * another library's threads spinning for a moment after its call), else 0 (sleep at once: oversubscribed or busy machines). With a spin and
  * no more threads than CPUs, a worker done with its part of a job polls until the caller is
  * done too (at most 400 times the spin and 20 ms), and the spin counts from there. */
 int tile_pool_spin_us(void);

@@ -4,9 +4,9 @@
  *   - spin at start-up on a quiet machine (the pool's 2 threads fit on the CPUs),
  *   - not re-read the load within a second of the last reading,
  *   - stop at the first reading that leaves no core per thread,
- *   - read again 200 ms later; still loaded, start again only when no loaded reading is left
- *     in the last 3 s (not at the first quiet one); quiet, forget the loaded one (a moment's
- *     load) and start again at once.
+ *   - read again 5 ms and, still loaded, 200 ms later; loaded at both, start again only when
+ *     no loaded reading is left in the last 3 s (not at the first quiet one); quiet at either,
+ *     forget the loaded ones (a moment's load) and start again at once.
  * About 7 s of sleeping. `test_pool_load busystart`: a busy start-up reading is provisional
  * (busystart_mode). `test_pool_load tail`: the tail poll (tail_mode). Exit 77 (skipped)
  * with fewer than 2 usable CPUs (no default spin then). */
@@ -86,11 +86,11 @@ static int tail_mode(void) {
     return sleeps <= 3 ? 0 : 1;
 }
 
-/* `busystart` mode: the pool starts on a busy machine (spin off), and the first job 200 ms or
+/* `busystart` mode: the pool starts on a busy machine (spin off), and the first job 5 ms or
  * more later reads again; quiet, the start-up reading is forgotten and the spin comes on at
- * once (not after the 3 s window). `busystart stay`: still busy at the re-read, the spin
- * stays off, and the two readings count for the usual 3 s (one pool per process, hence two
- * runs). */
+ * once (not after the 3 s window). `busystart stay`: still busy at that re-read and at the
+ * next one 200 ms later, the spin stays off, and those readings count for the usual 3 s (one
+ * pool per process, hence two runs). */
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -102,13 +102,16 @@ static int busystart_mode(int stay) {
     job();
     expect(0, "busy at start-up");
     load(stay ? 40 : 1);
-    job(); /* at once: the re-read waits 200 ms */
-    if (now_s() - t0 < 0.15) expect(0, "a job at once after the busy start-up");
+    job(); /* at once: the re-read waits 5 ms */
+    if (now_s() - t0 < 0.004) expect(0, "a job at once after the busy start-up");
     else printf("--   a job at once after the busy start-up: not checked (%.0f ms after the start)\n", 1e3 * (now_s() - t0));
-    nap(0.25);
+    nap(0.02);
     job();
-    expect(!stay, stay ? "busy again 250 ms later" : "quiet 250 ms later: the start-up reading was provisional");
+    expect(!stay, stay ? "busy again 20 ms later" : "quiet 20 ms later: the start-up reading was provisional");
     if (stay) {
+        nap(0.25);
+        job();
+        expect(0, "busy again 250 ms after that");
         load(1);
         nap(1.1);
         job();
@@ -139,9 +142,12 @@ int main(int argc, char **argv) {
     nap(1.1);
     job();
     expect(0, "loaded, after 1 s");
+    nap(0.02);
+    job(); /* the busy reading followed a quiet one: read again 5 ms later */
+    expect(0, "still loaded 20 ms later");
     nap(0.25);
-    job(); /* the busy reading followed a quiet one: read again 200 ms later */
-    expect(0, "still loaded 250 ms later");
+    job(); /* and 200 ms after that */
+    expect(0, "still loaded 250 ms after that");
     load(1);
     nap(1.1);
     job();
@@ -152,16 +158,19 @@ int main(int argc, char **argv) {
     nap(1.1);
     job();
     expect(1, "quiet, the loaded readings over 3 s old");
-    /* a moment's load (another library's threads spinning after its call): forgotten when the
-     * reading 200 ms later is quiet */
+    /* a moment's load (another library's threads spinning after its call): forgotten when a
+     * re-read is quiet, here the second */
     load(40);
     nap(1.1);
     job();
     expect(0, "loaded for a moment");
+    nap(0.02);
+    job();
+    expect(0, "still loaded 20 ms later");
     load(1);
     nap(0.25);
     job();
-    expect(1, "quiet 250 ms later: the moment's reading forgotten");
+    expect(1, "quiet 250 ms after that: the moment's readings forgotten");
     unlink(g_path);
     return g_fail;
 }
