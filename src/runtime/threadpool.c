@@ -372,14 +372,13 @@ int tile_pool_spin_us(void) {
  * (one to three of them; older ones are forgotten, so sparse jobs go by the latest) left one.
  * A busy reading that follows a quiet one (or none: the start-up's) is provisional: the first
  * job POOL_CONFIRM1_US (5 ms) later reads again, and if still busy the first job
- * POOL_CONFIRM2_US (200 ms) after that; a quiet re-read makes the busy readings forgotten.
- * The 5 ms one is for short processes (a 1024^3 `tile run --bench` on 16 threads is over in
- * 10 ms: 1 of 18 such runs on the Xeon started busy and took 1.82 ms a GEMM, not 0.52); the
- * 200 ms one for other libraries' threads that spin for a while. Another library's idle threads spin for a while after each of its calls
- * (OpenBLAS's ~0.1 s; 2-core VM, gemm_bench: one thread in the process "running" in user
- * space at the start-up reading and again 5 ms later), which without this kept the spin off
- * for the 3 s window, longer than gemm_bench's whole bf16 1024^3 run. Load that stays is
- * read twice and counts as before. */
+ * POOL_CONFIRM2_US (200 ms) after that; a quiet re-read makes the busy readings forgotten, and
+ * load that stays counts as before. Why: another library's idle threads spin for a while
+ * after each of its calls (OpenBLAS's ~0.1 s; on the 2-core VM one such thread was "running"
+ * in user space at gemm_bench's start-up reading and 5 ms later), and the 3 s window then kept
+ * the spin off for gemm_bench's whole bf16 1024^3 run; and short processes (a 1024^3 `tile run
+ * --bench` on 16 threads is over in 10 ms: 1 of 18 on the Xeon started busy and took 1.82 ms a
+ * GEMM, not 0.52) are over before a 200 ms re-read. */
 static void recheck_spin(pool *p) {
     const uint64_t t = now_us();
     if (t - p->load_checked < POOL_RECHECK_US) return;
