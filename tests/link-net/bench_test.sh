@@ -43,9 +43,12 @@ busbw_ok() { # FILE FACTOR
                                           if (d > 0.0015 + 0.01 * want) bad = 1; n++ }
                    END { exit (n > 0 && !bad) ? 0 : 1 }' "$1"
 }
-busbw_ok "$T/allreduce-3.out" 1.3333 && ok "busbw allreduce" || bad "busbw allreduce"
-busbw_ok "$T/allgather-3.out" 0.6667 && ok "busbw allgather" || bad "busbw allgather"
-busbw_ok "$T/broadcast-3.out" 1 && ok "busbw broadcast" || bad "busbw broadcast"
+# (a failure prints the table: busbw broadcast failed once in CI, 2026-12-02, and did not
+# again in 70 runs here, 40 of them next to two busy loops)
+for cf in allreduce:1.3333 allgather:0.6667 broadcast:1; do
+    c=${cf%%:*}
+    busbw_ok "$T/$c-3.out" "${cf#*:}" && ok "busbw $c" || { bad "busbw $c"; cat "$T/$c-3.out"; }
+done
 
 # under the launcher: rank 0 prints, prefixed
 timeout 60 "$TOOL" launch -n 2 -- "$TOOL" link-bench -b 8 -e 8 -w 0 -i 1 >"$T/launched.out" 2>&1
