@@ -589,6 +589,9 @@ static int bf16_plan(uint32_t amn, uint32_t amx, uint32_t bmn, uint32_t bmx, uin
     return 1;
 }
 
+/* the length of the K block that starts at k = pc */
+static int64_t kblock_len(const gctx *x, int64_t pc) { return x->K - pc < x->KC ? x->K - pc : x->KC; }
+
 /* The part of a packing step that task t covers: npan panels in groups of per_task, for
  * every K block: the task's K block pb and its panels [q0, q1). False when the task's group
  * is empty. */
@@ -607,7 +610,7 @@ static bool pack_slice_of(int64_t t, int64_t npan, int64_t per_task, pack_slice 
 static void pack_a_panels(gctx *x, int64_t pb, int64_t q0, int64_t q1) {
     const int MR = x->ks.mr;
     if (q0 >= q1) return;
-    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+    const int64_t pc = pb * x->KC, kc = kblock_len(x, pc);
     const int64_t p0 = q0 * MR, plen = (q1 * MR < x->mlen ? q1 * MR : x->mlen) - p0;
     float *dst = x->apack + x->mpad * pb * ks_rows(&x->ks, x->KC) + p0 * ks_rows(&x->ks, kc);
     if (x->ks.kdiv == 2) {
@@ -628,7 +631,7 @@ static void pack_a_panels(gctx *x, int64_t pb, int64_t q0, int64_t q1) {
 static void pack_b_panels(gctx *x, int64_t pb, int64_t q0, int64_t q1) {
     const int NR = x->ks.nr;
     if (q0 >= q1) return;
-    const int64_t pc = pb * x->KC, kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+    const int64_t pc = pb * x->KC, kc = kblock_len(x, pc);
     const int64_t p0 = q0 * NR, plen = (q1 * NR < x->N ? q1 * NR : x->N) - p0;
     float *dst = x->bshared + pb * x->bstride + p0 * ks_rows(&x->ks, kc);
     uint32_t rng[2] = {0x10000u, 0};
@@ -908,7 +911,7 @@ static void compute_task(void *arg, int64_t t) {
     uint64_t kern = 0;
     if (ks->begin) ks->begin();
     for (int64_t pc = 0; pc < x->K; pc += x->KC) {
-        const int64_t kc = x->K - pc < x->KC ? x->K - pc : x->KC;
+        const int64_t kc = kblock_len(x, pc);
         const int64_t kst = ks_rows(ks, kc); /* panel rows stored: k steps or k pairs */
         const int beta = pc == 0 ? x->accumulate : 1;
         if (x->bshared) bp = x->bshared + (pc / x->KC) * x->bstride + j0 * kst;
@@ -1054,7 +1057,7 @@ static int bf16_apply_plan(gctx *x, int *cshift) {
      * was changed yet; a rare case: A's range alone needs a scale) */
     if (x->da && sa != 0) return -2;
     for (int64_t pb = 0; pb < x->npc; pb++) {
-        const int64_t kc = x->K - pb * x->KC < x->KC ? x->K - pb * x->KC : x->KC, rows = ks_rows(&x->ks, kc);
+        const int64_t kc = kblock_len(x, pb * x->KC), rows = ks_rows(&x->ks, kc);
         if (x->apack)
             bf16_rescale((uint32_t *)(void *)(x->apack + x->mpad * pb * ks_rows(&x->ks, x->KC)), x->mpad * rows, sa);
         if (x->bshared) bf16_rescale((uint32_t *)(void *)(x->bshared + pb * x->bstride), x->npanb * x->ks.nr * rows, sb);
@@ -1228,8 +1231,9 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         if (par) {
             /* what the packing tasks do not see is scanned by tasks of the same step, in
              * about want_tasks chunks each */
-            if (!x.scan_a) x.rows_a = cdiv(src_scan_len(&x.a, M, K), want_tasks), x.ns_a = cdiv(src_scan_len(&x.a, M, K), x.rows_a);
-            if (!x.scan_b) x.cols_b = cdiv(src_scan_len(&x.b, N, K), want_tasks), x.ns_b = cdiv(src_scan_len(&x.b, N, K), x.cols_b);
+            const int64_t la = src_scan_len(&x.a, M, K), lb = src_scan_len(&x.b, N, K);
+            if (!x.scan_a) x.rows_a = cdiv(la, want_tasks), x.ns_a = cdiv(la, x.rows_a);
+            if (!x.scan_b) x.cols_b = cdiv(lb, want_tasks), x.ns_b = cdiv(lb, x.cols_b);
             if (accumulate) x.rows_c = cdiv(M, want_tasks), x.ns_c = cdiv(M, x.rows_c);
         } else {
             if (!x.scan_a) src_range(&x.a, 0, M, 0, K, &x.amn, &x.amx, x.range);
@@ -1276,15 +1280,15 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                 g_pr_t0 = now_ns();
                 __atomic_fetch_add(&g_pr_call, 1, __ATOMIC_RELAXED);
             }
-            /* bodies past the compute tasks only help packing (few compute tasks) */
             x.ntasks = x.nN * x.nMt;
             if (x.pk_both) affine_setup(&x, workers);
-            else x.affine = 0;
-            const int64_t nhelp = x.pk_n < workers ? x.pk_n : workers;
+            else x.affine = 0; /* (set by the first A block's step) */
             if (x.affine) {
                 pfor(pool, workers, affine_task, &x);
                 __atomic_fetch_add(&g_affine_count, 1, __ATOMIC_RELAXED);
             } else {
+                /* bodies past the compute tasks only help packing (few compute tasks) */
+                const int64_t nhelp = x.pk_n < workers ? x.pk_n : workers;
                 pfor(pool, x.ntasks > nhelp ? x.ntasks : nhelp, fused_task, &x);
             }
             if (g_prof) {

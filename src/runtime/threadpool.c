@@ -379,6 +379,11 @@ int tile_pool_spin_us(void) {
  * the spin off for gemm_bench's whole bf16 1024^3 run; and short processes (a 1024^3 `tile run
  * --bench` on 16 threads is over in 10 ms: 1 of 18 on the Xeon started busy and took 1.82 ms a
  * GEMM, not 0.52) are over before a 200 ms re-read. */
+/* a reading of `others` runnable threads leaves no CPU per pool thread */
+static int crowded(const pool *p, int others) { return others + p->nthreads > p->ncpu; }
+/* reading i (load_seen / load_at) exists and is inside the window at time t */
+static int recent(const pool *p, int i, uint64_t t) { return p->load_seen[i] >= 0 && t - p->load_at[i] <= POOL_LOAD_WINDOW_US; }
+
 static void recheck_spin(pool *p) {
     const uint64_t t = now_us();
     if (t - p->load_checked < POOL_RECHECK_US) return;
@@ -386,12 +391,12 @@ static void recheck_spin(pool *p) {
     const int awake = p->nthreads - 1 - __atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST);
     const int others = runnable_now(1 + (awake > 0 ? awake : 0));
     if (others < 0) return;
-    const int busy = others + p->nthreads > p->ncpu;
+    const int busy = crowded(p, others);
     const int stage = p->load_provisional;
     /* the provisional busy reading is forgotten when this one is quiet, and replaced by this
      * one at the first re-read (which then waits for the second) */
     if (stage && (!busy || stage == 1)) p->load_seen[0] = -1;
-    const int prev_busy = p->load_seen[0] >= 0 && t - p->load_at[0] <= POOL_LOAD_WINDOW_US && p->load_seen[0] + p->nthreads > p->ncpu;
+    const int prev_busy = recent(p, 0, t) && crowded(p, p->load_seen[0]);
     p->load_provisional = !busy ? 0 : stage == 1 ? 2 : !stage && !prev_busy ? 1 : 0;
     for (int i = 2; i > 0; i--) p->load_seen[i] = p->load_seen[i - 1], p->load_at[i] = p->load_at[i - 1];
     p->load_seen[0] = others, p->load_at[0] = t;
@@ -399,8 +404,8 @@ static void recheck_spin(pool *p) {
         p->load_checked = t - (POOL_RECHECK_US - (p->load_provisional == 1 ? POOL_CONFIRM1_US : POOL_CONFIRM2_US));
     int most = 0; /* the busiest recent reading */
     for (int i = 0; i < 3; i++)
-        if (p->load_seen[i] >= 0 && t - p->load_at[i] <= POOL_LOAD_WINDOW_US && p->load_seen[i] > most) most = p->load_seen[i];
-    const int spin = most + p->nthreads <= p->ncpu ? TILE_POOL_SPIN_DEFAULT_US : 0;
+        if (recent(p, i, t) && p->load_seen[i] > most) most = p->load_seen[i];
+    const int spin = crowded(p, most) ? 0 : TILE_POOL_SPIN_DEFAULT_US;
     if (spin != __atomic_load_n(&p->spin_us, __ATOMIC_RELAXED)) {
         __atomic_store_n(&p->spin_us, spin, __ATOMIC_RELAXED);
         tile_log(TILE_LOG_DEBUG, "thread pool: spin %d us (up to %d other runnable threads in the last readings, %d CPUs)", spin,

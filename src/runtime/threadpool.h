@@ -27,14 +27,15 @@ int tile_pool_size(void);
 void tile_parallel_for(int64_t n, int64_t chunk, tile_pool_task fn, void *arg);
 
 /* How long an idle worker (and the caller waiting for the workers) polls before it sleeps,
- * in microseconds: TILE_POOL_SPIN_US, else TILE_POOL_SPIN_DEFAULT_US (1 ms) when the pool's threads fit on the CPUs the
- * process may run on next to the other threads runnable on the machine (read at the pool's
- * start and again at most once a second: off at once when loaded, on again after 3 s of
- * quiet readings; a busy reading after quiet ones, or at start-up, is read again at the first
- * job 5 ms later and, still busy, 200 ms after that, and forgotten if a re-read is quiet:
- * another library's threads spinning for a moment after its call), else 0 (sleep at once: oversubscribed or busy machines). With a spin and
- * no more threads than CPUs, a worker done with its part of a job polls until the caller is
- * done too (at most 400 times the spin and 20 ms), and the spin counts from there. */
+ * in microseconds: TILE_POOL_SPIN_US, else TILE_POOL_SPIN_DEFAULT_US (1 ms) when the pool's
+ * threads fit on the CPUs the process may run on next to the other threads runnable on the
+ * machine (read at the pool's start and again at most once a second: off at once when
+ * loaded, on again after 3 s of quiet readings; a busy reading after quiet ones, or at
+ * start-up, is read again at the first job 5 ms later and, still busy, 200 ms after that, and
+ * forgotten if a re-read is quiet: another library's threads spinning for a moment after its
+ * call), else 0 (sleep at once: oversubscribed or busy machines). With a spin and no more
+ * threads than CPUs, a worker done with its part of a job polls until the caller is done too
+ * (at most 400 times the spin and 20 ms), and the spin counts from there. */
 int tile_pool_spin_us(void);
 /* the spin where the pool's threads fit on free CPUs and TILE_POOL_SPIN_US is unset */
 #define TILE_POOL_SPIN_DEFAULT_US 1000

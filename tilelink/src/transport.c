@@ -163,14 +163,14 @@ static tlink_status shm_cma_setup(tlink_comm *c, int nl, int me, double deadline
         p->cma = (mask >> p->local_idx & 1) && (theirs >> me & 1) && speed >= CMA_MIN_SPEED && ts >= CMA_MIN_SPEED;
         if ((theirs >> me & 1) && ts < slowest) slowest = ts;
     }
-    int pairs = 0, readable = 0;
+    int pairs = 0;
+    const int readable = __builtin_popcountll(mask);
     for (int r = 0; r < c->size; r++) pairs += c->peers[r].cma;
 #ifdef PR_SET_PTRACER
     /* no peer reads this rank (the decision is symmetric): take the permission back. (It
      * replaced whatever ptracer the application had set; prctl cannot read that back.) */
     if (on && !pairs) prctl(PR_SET_PTRACER, 0, 0, 0, 0);
 #endif
-    for (uint64_t m = mask; m; m &= m - 1) readable++;
     if (!on)
         tl_log(TL_LOG_INFO, "rank %d: shared-memory single copy (process_vm_readv) off (TLINK_SHM_CMA=0)", c->rank);
     else if (mode == 1)
