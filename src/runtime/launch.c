@@ -143,7 +143,8 @@ static tile_status make_spec(tile_kernel *k, const tile_backend *b, const char *
         const ir_buffer *buf = view_buffer(f0, i);
         if (!buf || tile_view_is_contiguous(&views[i])) continue;
         tile_strbuf why = {0};
-        bool ok = b->compile_strided && (!b->check_strides || !b->check_strides(f0, buf, views[i].shape, views[i].strides, &why));
+        bool refused = b->check_strides && b->check_strides(f0, buf, views[i].shape, views[i].strides, &why);
+        bool ok = b->compile_strided && !refused;
         if (!ok) {
             tile_strbuf s = {0};
             for (int d = 0; d < views[i].rank; d++) tile_sb_printf(&s, "%s%lld", d ? ", " : "", (long long)views[i].strides[d]);
