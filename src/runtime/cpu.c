@@ -22,6 +22,7 @@
 #include "../kernels/cpu_gemm.h"
 #include "backend.h"
 #include "cpu_cache.h"
+#include "runtime.h"
 #include "threadpool.h"
 
 /* The GEMM library (src/kernels) is part of libtile; TILE_CPU_GEMM_FALLBACK=1 selects the
@@ -170,6 +171,12 @@ static int compile_with(const ir_func *f, bool strided, void **exe, tile_strbuf 
     if (rc) return 1;
     tile_log(TILE_LOG_INFO, "cpu: %s: C generated in %.2f ms, %s in %.2f ms", f->name, (t1 - t0) * 1e3,
              lo.cache_hit ? "cache hit" : "compiled", (tile_now() - t1) * 1e3);
+    if (rt_tracing()) {
+        char a[128];
+        snprintf(a, sizeof a, "\"kernel\": \"%s\", \"key\": \"%s\"", f->name, lo.key);
+        rt_trace_span("codegen C", "compile", t0, t1 - t0, a);
+        rt_trace_span(lo.cache_hit ? "disk cache hit" : "cc compile", "compile", t1, tile_now() - t1, a);
+    }
     cpu_exe *e = tile_xcalloc(1, sizeof *e);
     e->handle = lo.handle;
     e->entry = (int (*)(const tile_cpu_args *))lo.entry;

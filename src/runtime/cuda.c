@@ -534,6 +534,7 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     if (cache && (bin = simt_read_file(path.data, &n)) != NULL) {
         if (cu.ModuleLoadData(&x->mod, bin) == 0) {
             tile_log(TILE_LOG_INFO, "cuda: '%s' for %s from the cubin cache (%s)", f->name, g_arch, path.data);
+            rt_trace_span("disk cache hit", "compile", tile_now(), 0, NULL);
             free(bin);
             goto loaded;
         }
@@ -675,7 +676,14 @@ static bool launch_all(cuda_exe *x, const ir_func *f, const int64_t *sizes, void
             for (int i = 0; i < L->ntma; i++) largs[x->P.nbufs + 2 + i] = &maps[i];
             la = largs;
         }
+        double t0 = rt_tracing() ? tile_now() : 0;
         CUresult r = cu.LaunchKernel(x->fns[l], (unsigned)blocks, 1, 1, (unsigned)L->threads, 1, 1, (unsigned)L->smem, st, la, NULL);
+        if (t0) {
+            char a[192];
+            snprintf(a, sizeof a, "\"grid\": [%lld, 1, 1], \"block\": [%d, 1, 1], \"shared_bytes\": %zu, \"lowering\": \"%s\"", (long long)blocks, L->threads,
+                     L->smem, L->lowering);
+            rt_trace_span(L->name, "cuLaunchKernel", t0, tile_now() - t0, a);
+        }
         if (r != 0) {
             tile_sb_printf(err, "cuLaunchKernel(%s of '%s', grid %lld x 1 x 1, block %d x 1 x 1, %zu bytes of shared memory) failed: %s", L->name, f->name,
                            (long long)blocks, L->threads, L->smem, cu_err(r));

@@ -664,8 +664,10 @@ static tile_status run_backend(tile_kernel *k, const tile_backend *b, const char
         if (b->bench(exe, f, sizes, params, rets, scalars, bench_iters, times_s, err)) st = TILE_ERR_USER;
     } else if (st == TILE_OK && b->run(exe, f, sizes, params, rets, scalars, opt, err)) st = TILE_ERR_USER;
     if (st == TILE_OK && rt_tracing()) {
-        char args[256];
-        snprintf(args, sizeof args, "\"kernel\": \"%s\", \"target\": \"%s\"%s", f->name, b->name, bench_iters > 0 ? ", \"bench\": true" : "");
+        char args[512];
+        int o = snprintf(args, sizeof args, "\"kernel\": \"%s\", \"target\": \"%s\"%s, \"sizes\": [", f->name, b->name, bench_iters > 0 ? ", \"bench\": true" : "");
+        for (int i = 0; i < f->nsizes && o < 400; i++) o += snprintf(args + o, sizeof args - (size_t)o, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+        snprintf(args + o, sizeof args - (size_t)o, "]");
         rt_trace_span("run", "run", t0, tile_now() - t0, args);
     }
     free(scalars);
