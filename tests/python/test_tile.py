@@ -294,3 +294,55 @@ def test_cuda_strided_refused_with_name():
     a = torch.randn(16, 32, device="cuda")
     with pytest.raises(tile.TileError, match="parameter 'A' is not contiguous"):
         k(a[:, :16], a[:, 16:].contiguous())
+
+
+# ---------- tile.link ----------
+_LINK_WORKER = r"""
+import sys, numpy as np
+sys.path.insert(0, sys.argv[4])
+from tile import link
+rank, size, addr = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+with link.Comm(rank, size, addr) as comm:
+    comm.set_timeout(60)
+    x = np.full(1000, rank + 1, np.float32)
+    link.allreduce(comm, x)
+    assert (x == size * (size + 1) / 2).all(), x[:4]
+    g = np.zeros(2 * 3, np.int32)
+    link.allgather(comm, np.full(3, rank, np.int32), g)
+    assert list(g) == [0, 0, 0, 1, 1, 1], g
+    b = np.arange(5, dtype=np.float64) * (rank == 0)
+    link.broadcast(comm, b, root=0)
+    assert (b == np.arange(5)).all()
+    c = link.Compressor(comm, "sign1", 256)
+    y = np.ones(256, np.float32) * (rank + 1)
+    c.allreduce(y, op="avg")
+    assert np.isfinite(y).all()
+    assert not comm.revoked and comm.failed_ranks() == []
+print("rank", rank, "ok")
+"""
+
+
+def test_link_two_ranks(tmp_path):
+    import socket
+    import subprocess
+    import sys
+    pytest.importorskip("tile.link")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    script = tmp_path / "worker.py"
+    script.write_text(_LINK_WORKER)
+    py = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python")
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), "2", "127.0.0.1:%d" % port, py],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert "rank 0 ok" in outs[0] and "rank 1 ok" in outs[1]
+
+
+def test_link_errors():
+    from tile import link
+    with pytest.raises(link.LinkError, match="C-contiguous|contiguous"):
+        link._buf(np.zeros((4, 4), np.float32)[:, ::2])
+    assert link.version
