@@ -23,7 +23,11 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &
 build/bin/tile devices | tee -a "$OUT/gpu.log"
 export PYTHONPATH=$PWD/python TILE_LIBRARY=$PWD/build/libtile.so
 log "pytest (CUDA tests included)"
-python3 -m pip install -q --no-index pytest >/dev/null 2>&1 || true
+# wheels carried in .whl/ (pytest and its needs; TileLang 0.1.15 when the caller carries it)
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1 &&
+    export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
 if python3 -c "import pytest" 2>/dev/null; then
   python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$OUT/pytest.log" | tail -15
 else
