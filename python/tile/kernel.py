@@ -309,7 +309,27 @@ class Kernel:
         check(L.tile_kernel_specialize(self._k, tgt, views, nparams + self.num_rets, ctypes.byref(spec), ctypes.byref(err)), err)
         return _Plan(spec.value, out_shapes + ret_shapes, proto, device, nparams + self.num_rets)
 
+    def _fast_key(self, args):
+        """A signature from the tensors' own attributes (torch, NumPy), without making views;
+        None where an argument needs the general path."""
+        t, _ = _torch()
+        key = []
+        for i, x in zip(self._inputs, args):
+            if not self._is_tensor[i]:
+                key.append(None)
+            elif t is not None and type(x) is t.Tensor:
+                key.append((x.dtype, x.shape, x.stride(), x.device))
+            elif type(x).__module__ == "numpy" and hasattr(x, "__array_interface__"):
+                key.append((x.dtype, x.shape, x.strides))
+            else:
+                return None
+        return tuple(key)
+
     def __call__(self, *args, stream=None):
+        fk = self._fast_key(args) if len(args) == len(self._inputs) else None
+        plan = self._plans.get(fk) if fk is not None else None
+        if plan is not None:
+            return plan.run_fast(self, args, stream)
         nin = len(self._inputs)
         if len(args) != nin:
             names = ", ".join(self.params[i] for i in self._inputs)
@@ -329,6 +349,8 @@ class Kernel:
                 plan = self._plans.get(key)
                 if plan is None:
                     plan = self._plans[key] = self._plan(key, args, given)
+                if fk is not None:
+                    self._plans[fk] = plan
         return plan.run(given, scalars, stream)
 
     def bench(self, *args, iters=100, warmup=10):
@@ -371,13 +393,26 @@ class Kernel:
 
 def _current_stream(dev, proto):
     if dev.type == L.DEVICE_CUDA and proto is not None and proto.kind == "torch":
-        t, _ = _torch()
-        return wrapped_stream(dev, t.cuda.current_stream(proto.torch_device).cuda_stream)
+        return wrapped_stream(dev, _torch_raw_stream(dev.index))
     return default_stream(dev)
 
 
+_raw_stream = None
+
+
+def _torch_raw_stream(index):
+    """The raw CUstream of torch's current stream on a device (cheap where torch has the
+    private accessor)."""
+    global _raw_stream
+    if _raw_stream is None:
+        t, _ = _torch()
+        f = getattr(t._C, "_cuda_getCurrentRawStream", None)
+        _raw_stream = f if f is not None else (lambda i: t.cuda.current_stream(i).cuda_stream)
+    return _raw_stream(index)
+
+
 class _Plan:
-    __slots__ = ("spec", "outs", "proto_kind", "proto", "device", "n", "ptrs")
+    __slots__ = ("spec", "outs", "proto_kind", "proto", "device", "n", "ptrs", "inputs", "scalar_idx", "out_specs")
 
     def __init__(self, spec, outs, proto, device, n):
         self.spec, self.outs, self.device, self.n = spec, outs, device, n
@@ -394,6 +429,34 @@ class _Plan:
             import numpy as np
             return np.empty(shape, dtype=numpy_dtype(code))
         return Tensor(shape, code, self.device)
+
+    def run_fast(self, k, args, stream):
+        """A call whose signature was seen: data pointers straight from the tensors."""
+        ptrs = (ctypes.c_void_p * self.n)()
+        scalars = None
+        kind = self.proto_kind
+        for i, x in zip(k._inputs, args):
+            if k._is_tensor[i]:
+                ptrs[i] = x.data_ptr() if kind == "torch" else x.__array_interface__["data"][0]
+            else:
+                if scalars is None:
+                    scalars = (ctypes.c_double * len(k.params))()
+                scalars[i] = float(x)
+        results = []
+        for idx, shape, code in self.outs:
+            o = self._alloc(shape, code)
+            results.append(o)
+            ptrs[idx] = o.data_ptr() if kind == "torch" else o.__array_interface__["data"][0]
+        if stream is None:
+            if self.device.type == L.DEVICE_CUDA and kind == "torch":
+                stream = wrapped_stream(self.device, _torch_raw_stream(self.device.index))
+            else:
+                stream = default_stream(self.device)
+        err = L.ERR()
+        check(L.tile_spec_launch(self.spec, stream._h, ptrs, scalars, ctypes.byref(err)), err)
+        if not results:
+            return None
+        return results[0] if len(results) == 1 else tuple(results)
 
     def run(self, given, scalars, stream):
         ptrs = (ctypes.c_void_p * self.n)()
