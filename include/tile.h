@@ -23,12 +23,33 @@
  *     // ret.data holds C = A @ B as float32[64, 64]; release it with tile_tensor_free(&ret)
  *     tile_module_free(mod);
  *
+ * The same kernel on memory the caller owns, asynchronously on a stream (no copies; the
+ * output is a buffer from the device's caching pool):
+ *
+ *     tile_device dev;
+ *     tile_device_parse("cpu", &dev, NULL);                // or "cuda:0", "opencl:0"
+ *     tile_stream *s;
+ *     tile_stream_create(dev, &s, &err);
+ *     void *c;
+ *     tile_buffer_alloc(dev, 64 * 64 * sizeof(float), &c, &err);
+ *     int64_t shape[2] = {64, 64};
+ *     tile_view v[3] = {tile_view_contiguous(a, dev, TILE_DT_F32, 2, shape),   // params ...
+ *                       tile_view_contiguous(b, dev, TILE_DT_F32, 2, shape),
+ *                       tile_view_contiguous(c, dev, TILE_DT_F32, 2, shape)};  // ... then rets
+ *     tile_launch(k, s, v, 3, NULL, &err);                 // returns before the work is done
+ *     tile_stream_sync(s, &err);                           // c holds C = A @ B
+ *     tile_buffer_free(dev, c);
+ *     tile_stream_free(s);
+ *
  * Conventions: every function returns a tile_status; messages come back as heap strings the
- * caller frees with tile_free(). Nothing here aborts on bad input.
+ * caller frees with tile_free(). Nothing here aborts on bad input. Every function may be
+ * called from several threads at once, on different objects or the same module, kernel,
+ * stream or device.
  */
 #ifndef TILE_H
 #define TILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -171,6 +192,198 @@ TILE_API const char *tile_version(void);
 TILE_API tile_status tile_target_info(const char *target, char **device, char **why);
 /* The targets this build knows and whether each is usable here; a line per target. */
 TILE_API char *tile_devices_report(void);
+/* The targets this build knows ("interp", "cpu", "cuda", "opencl"), i < tile_num_targets(). */
+TILE_API int tile_num_targets(void);
+TILE_API const char *tile_target_name(int i);
+
+/* ---------- dtypes and elements ----------
+ * Element access on raw storage, bit-exact with every backend. Loads widen exactly; stores
+ * of a double into a float dtype round to nearest even; fp8/fp4 saturate finite overflow
+ * (docs/numbers.md). */
+TILE_API const char *tile_dtype_name(tile_dtype dt);     /* canonical name, "?" if invalid */
+TILE_API int tile_dtype_bits(tile_dtype dt);
+TILE_API bool tile_dtype_is_float(tile_dtype dt);
+TILE_API bool tile_dtype_is_int(tile_dtype dt);          /* signed or unsigned integer (not bool) */
+TILE_API bool tile_dtype_is_signed(tile_dtype dt);       /* signed integers and floats */
+/* Canonical names and the usual aliases ("float", "f32", "half", "bf16", "e4m3", "int", ...);
+ * TILE_DT_INVALID if unknown. */
+TILE_API tile_dtype tile_dtype_parse(const char *name);
+/* The norm-wise relative error `tile run --check` accepts for this dtype (0: exact). */
+TILE_API double tile_dtype_check_tolerance(tile_dtype dt);
+TILE_API size_t tile_dtype_storage_bytes(tile_dtype dt, size_t n); /* bytes of n elements (fp4: (n+1)/2) */
+TILE_API double tile_load_f(tile_dtype dt, const void *base, size_t index);
+TILE_API int64_t tile_load_i(tile_dtype dt, const void *base, size_t index);
+TILE_API uint64_t tile_load_bits(tile_dtype dt, const void *base, size_t index);
+TILE_API void tile_store_f(tile_dtype dt, void *base, size_t index, double v);
+TILE_API void tile_store_i(tile_dtype dt, void *base, size_t index, int64_t v);
+TILE_API void tile_store_bits(tile_dtype dt, void *base, size_t index, uint64_t bits);
+
+/* ---------- NumPy .npy files ----------
+ * Native dtypes as NumPy writes them ('<f4', '<i8', '|b1', ...). Dtypes NumPy lacks are
+ * stored as their raw bits: bf16 as '<u2', fp8 as '|u1', fp4 e2m1 as '|u1' with ONE element
+ * per byte (value in the low nibble) so that shapes stay natural. */
+typedef struct tile_npy {
+    char descr[16];      /* e.g. "<f4" */
+    int rank;
+    int64_t shape[8];
+    bool fortran_order;
+    size_t elem_size;    /* bytes per stored element */
+    size_t count;        /* number of elements */
+    void *data;          /* heap, count * elem_size bytes */
+} tile_npy;
+/* Return 0 on success; on failure write a message into err (size errlen). */
+TILE_API int tile_npy_read(const char *path, tile_npy *out, char *err, size_t errlen);
+TILE_API int tile_npy_write(const char *path, const char *descr, int rank, const int64_t *shape,
+                            const void *data, size_t elem_size, char *err, size_t errlen);
+TILE_API void tile_npy_free(tile_npy *n);
+TILE_API const char *tile_npy_descr_for(tile_dtype dt);        /* "<f4", "<u2" for bf16, ... */
+TILE_API tile_dtype tile_npy_dtype_of_descr(const char *descr); /* TILE_DT_INVALID if unsupported */
+/* Monotonic time in seconds. */
+TILE_API double tile_now(void);
+
+/* ---------- devices ----------
+ * A device is a type and an index: "cpu", "cuda:N", "opencl:N" (the types have DLPack's
+ * numbers). The cuda backend drives one GPU per process, the one TILE_CUDA_DEVICE picks
+ * (default 0), as cuda:<its ordinal>; the opencl backend one device, opencl:0, the one
+ * TILE_OPENCL_DEVICE picks. Other indices are refused with a message saying so. */
+typedef enum tile_device_type { TILE_DEVICE_CPU = 1, TILE_DEVICE_CUDA = 2, TILE_DEVICE_OPENCL = 4 } tile_device_type;
+typedef struct tile_device {
+    int32_t type;   /* tile_device_type */
+    int32_t index;
+} tile_device;
+/* "cpu", "cuda", "cuda:1", "opencl:0" ("cuda" = "cuda:0"). */
+TILE_API tile_status tile_device_parse(const char *name, tile_device *out, char **error);
+/* "cuda:0" (free with tile_free). */
+TILE_API char *tile_device_string(tile_device d);
+/* Devices of a type usable here (0 when the toolkit or the device is missing). */
+TILE_API int tile_device_count(tile_device_type type);
+/* TILE_OK with *description (free with tile_free), or TILE_ERR_UNAVAILABLE with *error. */
+TILE_API tile_status tile_device_describe(tile_device d, char **description, char **error);
+
+/* ---------- streams and events ----------
+ * A stream is an in-order queue of work on one device (a CUstream, an OpenCL command queue).
+ * On the cpu, work runs when it is enqueued, on the calling thread and the thread pool, so a
+ * cpu stream is always synchronised. Errors of asynchronous work (a failed launch, an
+ * out-of-bounds access a checked kernel detected) come back from the next tile_stream_sync. */
+typedef struct tile_stream tile_stream;
+typedef struct tile_event tile_event;
+TILE_API tile_status tile_stream_create(tile_device dev, tile_stream **out, char **error);
+/* A stream over a native one the caller owns (e.g. PyTorch's current CUstream; NULL: the
+ * device's default stream). Not destroyed by tile_stream_free. */
+TILE_API tile_status tile_stream_wrap(tile_device dev, void *native, tile_stream **out, char **error);
+TILE_API tile_device tile_stream_device(const tile_stream *s);
+TILE_API void *tile_stream_native(const tile_stream *s);
+/* Wait for every piece of work enqueued so far; report the first error of any of them. */
+TILE_API tile_status tile_stream_sync(tile_stream *s, char **error);
+TILE_API void tile_stream_free(tile_stream *s);
+TILE_API tile_status tile_event_create(tile_device dev, tile_event **out, char **error);
+TILE_API tile_status tile_event_record(tile_event *e, tile_stream *s, char **error);
+/* Work enqueued on s after this call waits for e. */
+TILE_API tile_status tile_stream_wait_event(tile_stream *s, tile_event *e, char **error);
+TILE_API tile_status tile_event_sync(tile_event *e, char **error);
+/* Seconds between two recorded events of one device. */
+TILE_API tile_status tile_event_elapsed(tile_event *start, tile_event *end, double *seconds, char **error);
+TILE_API void tile_event_free(tile_event *e);
+
+/* ---------- device memory ----------
+ * Buffers come from a caching pool per device: a freed buffer goes back to its size class
+ * (256-byte granules up to 4 KiB, then four classes per power of two) and the next
+ * allocation of that class takes it without asking the driver. Free a buffer only when the
+ * work that uses it is done (tile_stream_sync) or is on the stream the next user enqueues on.
+ * On OpenCL the pointer is a cl_mem. When the driver runs out, the pool is trimmed and the
+ * allocation tried once more. */
+TILE_API tile_status tile_buffer_alloc(tile_device dev, size_t bytes, void **ptr, char **error);
+TILE_API void tile_buffer_free(tile_device dev, void *ptr);
+typedef struct tile_memory_stats {
+    size_t in_use;        /* bytes handed out and not freed */
+    size_t cached;        /* bytes held in the free lists */
+    size_t high_water;    /* the largest in_use + cached since the start (or the last reset) */
+    int64_t allocs;       /* tile_buffer_alloc calls */
+    int64_t reused;       /* of them, served from the free lists */
+    int64_t driver_allocs;/* of them, that went to the driver */
+} tile_memory_stats;
+TILE_API tile_status tile_memory_stats_get(tile_device dev, tile_memory_stats *out, char **error);
+/* Give every cached (free) block back to the driver; reset_peak: high_water = in_use. */
+TILE_API void tile_memory_trim(tile_device dev, int reset_peak);
+/* Copy bytes between host memory and a device, or within a device, on s (asynchronous
+ * where the device is; host memory must stay valid until the stream is synchronised).
+ * Offsets are in bytes (OpenCL buffers are handles, not addresses). */
+TILE_API tile_status tile_memcpy_to_device(tile_stream *s, void *dst, size_t dst_off, const void *host, size_t bytes, char **error);
+TILE_API tile_status tile_memcpy_to_host(tile_stream *s, void *host, const void *src, size_t src_off, size_t bytes, char **error);
+TILE_API tile_status tile_memcpy_on_device(tile_stream *s, void *dst, size_t dst_off, const void *src, size_t src_off, size_t bytes, char **error);
+
+/* ---------- tensor views and launches ----------
+ * A view describes memory the caller owns: where (device, base pointer, byte offset to
+ * element 0), what (dtype), and its layout (shape and element strides, DLPack's rule). A
+ * kernel parameter given a view that is not row-major contiguous either runs on it as it is
+ * (the cpu target takes any strides whose last one is 1) or is refused with an error naming
+ * the parameter. fp4 views must be contiguous. */
+typedef struct tile_view {
+    void *data;
+    int64_t byte_offset;
+    tile_device device;
+    tile_dtype dtype;
+    int rank;
+    int64_t shape[8];
+    int64_t strides[8];   /* in elements */
+} tile_view;
+/* A row-major contiguous view (strides from the shape; byte_offset 0). */
+TILE_API tile_view tile_view_contiguous(void *data, tile_device dev, tile_dtype dtype, int rank, const int64_t *shape);
+TILE_API int tile_view_is_contiguous(const tile_view *v);
+
+/* A kernel specialised for one signature of arguments: the target, the device, every
+ * tensor's dtype and shape (so the symbolic sizes are bound once) and the strides class
+ * (contiguous, or strided with these strides). Specialisations live in the kernel, in
+ * memory, in front of the disk cache of compiled code: after the first launch of a
+ * signature, launching it again does no compiling, hashing of source text or file-system
+ * access. Freed with the module. */
+typedef struct tile_spec tile_spec;
+/* views: one per parameter (by position; scalar parameters' entries are ignored) then one
+ * per returned tensor: nviews = num_params + num_rets. Only metadata is read; target NULL or
+ * "auto": the best backend for the views' device. */
+TILE_API tile_status tile_kernel_specialize(tile_kernel *k, const char *target, const tile_view *views, int nviews, tile_spec **out,
+                                            char **error);
+/* Launch a specialisation on stream s with these data pointers (byte offsets applied, one
+ * per view as in tile_kernel_specialize; the layout must be the specialisation's).
+ * scalars: values of scalar parameters by parameter position (may be NULL). */
+TILE_API tile_status tile_spec_launch(tile_spec *sp, tile_stream *s, void *const *data, const double *scalars, char **error);
+/* Both in one: asynchronous on s, on caller-owned memory, no copies. Every view must be on
+ * s's device; views for returned tensors receive them (the caller allocates them: see
+ * tile_infer_shapes for their shapes). */
+TILE_API tile_status tile_launch(tile_kernel *k, tile_stream *s, const tile_view *views, int nviews, const double *scalars, char **error);
+/* Counters of the compile path, for tests and `TILE_LOG=info`: backend compiles (each
+ * hashes the generated source and probes the disk cache), specialisations made, and
+ * launches that found their specialisation in memory. */
+typedef struct tile_cache_stats {
+    int64_t compiles;
+    int64_t specializations;
+    int64_t spec_hits;
+    int64_t launches;
+} tile_cache_stats;
+TILE_API void tile_cache_stats_get(tile_cache_stats *out);
+
+/* ---------- DLPack ----------
+ * <tile_dlpack.h> has the structs (DLPack 1.x, the versioned and the older unversioned
+ * managed tensors). A view of a producer's tensor (zero copy; the producer keeps owning it),
+ * and a managed tensor over a view (its deleter calls `release(ctx)` when not NULL, then
+ * frees the struct). Unsupported dtypes, devices or versions are errors saying which. */
+struct DLManagedTensor;
+struct DLManagedTensorVersioned;
+TILE_API tile_status tile_view_from_dlpack(const struct DLManagedTensor *t, tile_view *out, char **error);
+TILE_API tile_status tile_view_from_dlpack_versioned(const struct DLManagedTensorVersioned *t, tile_view *out, char **error);
+TILE_API struct DLManagedTensorVersioned *tile_view_to_dlpack_versioned(const tile_view *v, void (*release)(void *ctx), void *ctx);
+TILE_API struct DLManagedTensor *tile_view_to_dlpack(const tile_view *v, void (*release)(void *ctx), void *ctx);
+
+/* ---------- tracing ----------
+ * TILE_TRACE=FILE.json (or tile_trace_start) writes a Chrome trace (open it in Perfetto or
+ * chrome://tracing): compiles, cache hits, copies, launches with their grid. The file is
+ * complete after tile_trace_stop or at process exit. tile_trace_event lets other libraries
+ * (TileLink's collectives) add their own spans: name, category, start and duration in
+ * seconds of tile_now(), and one argument line of JSON object members (may be NULL). */
+TILE_API tile_status tile_trace_start(const char *path, char **error);
+TILE_API void tile_trace_stop(void);
+TILE_API int tile_trace_enabled(void);
+TILE_API void tile_trace_event(const char *name, const char *category, double start_s, double dur_s, const char *args_json);
 
 #ifdef __cplusplus
 }

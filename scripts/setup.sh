@@ -3,7 +3,8 @@
 # Idempotent and quick when everything is there already. Run as root (or with sudo).
 #   Debian: cmake ninja-build gcc clang python3 (pip) iproute2 openmpi-bin libopenmpi-dev
 #           pocl-opencl-icd ocl-icd-opencl-dev (OpenCL), python3-sklearn (digits data set)
-#   PyPI:   numpy ml_dtypes (independent references for the tests)
+#   PyPI:   numpy ml_dtypes (independent references for the tests), pytest, torch (CPU),
+#           and this repository's own Python package (pip install .)
 set -euo pipefail
 
 need_apt=()
@@ -13,6 +14,7 @@ command -v cc >/dev/null || need_apt+=(gcc)
 command -v clang >/dev/null || need_apt+=(clang)
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v ip >/dev/null || need_apt+=(iproute2)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)  # tests/install
 command -v mpirun >/dev/null || need_apt+=(openmpi-bin libopenmpi-dev)
 # OpenCL: the ICD loader and PoCL (an OpenCL device on any CPU) for the opencl target's tests
 [ -e /etc/OpenCL/vendors/pocl.icd ] || need_apt+=(pocl-opencl-icd)
@@ -33,4 +35,26 @@ if ! python3 -c "import numpy, ml_dtypes" 2>/dev/null; then
   echo "setup: installing Python packages: numpy ml_dtypes"
   python3 -m pip install -q --disable-pip-version-check numpy ml_dtypes 2>/dev/null ||
     python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy ml_dtypes
+fi
+
+# The Python package's tests: pytest always; PyTorch's CPU build (its own index; where that
+# cannot be reached, PyPI's build); then the package itself, once (pip install . builds the
+# libraries with CMake: minutes on 2 cores)
+if ! python3 -c "import pytest" 2>/dev/null; then
+  echo "setup: installing Python packages: pytest"
+  python3 -m pip install -q --disable-pip-version-check pytest 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest
+fi
+if ! python3 -c "import torch" 2>/dev/null; then
+  echo "setup: installing PyTorch (CPU)"
+  python3 -m pip install -q --disable-pip-version-check torch --index-url https://download.pytorch.org/whl/cpu 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check torch 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages torch ||
+    echo "setup: PyTorch could not be installed: the torch tests will skip"
+fi
+if ! (cd / && python3 -c "import tile" 2>/dev/null); then
+  echo "setup: installing the tile Python package (pip install .)"
+  (cd "$(dirname "$0")/.." && python3 -m pip install -q --disable-pip-version-check . 2>/dev/null ||
+     python3 -m pip install -q --disable-pip-version-check --break-system-packages .) ||
+    echo "setup: pip install . failed: the tests use python/ from the source tree"
 fi

@@ -2062,7 +2062,9 @@ int tile_codegen_c(const ir_func *f, const tile_codegen_c_options *opt, tile_str
             if (ir_const_int_value(b->shape[d], &v) && v >= 0 && v <= ((int64_t)1 << 40)) G.cdims[i][d] = v;
             else c = false;
         }
-        /* parameters and outputs: the caller's memory, whatever the shape says */
+        /* parameters and outputs: the caller's memory, whatever the shape says; with
+         * param_strides their strides come from the caller, so nothing about them is constant */
+        if (opt && opt->param_strides && b->role != IR_BUF_TEMP) c = false;
         G.constshape[i] = c;
     }
     for (int i = 0; i < f->nvars; i++)
@@ -2085,9 +2087,16 @@ int tile_codegen_c(const ir_func *f, const tile_codegen_c_options *opt, tile_str
             line(&G, "b%d_n%d = %s;", i, d, x);
             free(x);
         }
+        int slot = -1; /* param_strides: the caller's strides, a->strides[slot][d] */
+        for (int k = 0; opt && opt->param_strides && k < f->nparams; k++)
+            if (f->params[k].buf == b) slot = k;
+        for (int k = 0; opt && opt->param_strides && k < f->nrets; k++)
+            if (f->rets[k] == b) slot = f->nparams + k;
         for (int d = b->rank - 1; d >= 0; d--) {
-            if (d == b->rank - 1) line(&G, "b%d_s%d = 1;", i, d);
-            else line(&G, "b%d_s%d = b%d_s%d * b%d_n%d;", i, d, i, d + 1, i, d + 1);
+            if (slot >= 0) line(&G, "b%d_s%d = ctx->a->strides[%d] ? ctx->a->strides[%d][%d] : %s;", i, d, slot, slot, d, d == b->rank - 1 ? "1" : "0");
+            if (slot >= 0 && d < b->rank - 1) line(&G, "if (!ctx->a->strides[%d]) b%d_s%d = b%d_s%d * b%d_n%d;", slot, i, d, i, d + 1, i, d + 1);
+            else if (slot < 0 && d == b->rank - 1) line(&G, "b%d_s%d = 1;", i, d);
+            else if (slot < 0) line(&G, "b%d_s%d = b%d_s%d * b%d_n%d;", i, d, i, d + 1, i, d + 1);
         }
     }
     G.may_fail = false;

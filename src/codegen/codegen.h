@@ -17,6 +17,8 @@
 
 typedef struct tile_codegen_c_options {
     bool bounds_checks;   /* check every element access (an out-of-bounds access is a run-time error) */
+    bool param_strides;   /* parameters and outputs take element strides from tile_cpu_args.strides
+                             (strided views, tile_launch); otherwise they are row-major */
 } tile_codegen_c_options;
 
 /* Appends the C source of f to out. Returns 0, or 1 with a message in err (an IR construct

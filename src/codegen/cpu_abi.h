@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#define TILE_CPU_ABI_VERSION 1
+#define TILE_CPU_ABI_VERSION 2
 
 /* A chunk of a parallel loop: iterations [begin, end); `worker` is in [0, nworkers). */
 typedef void (*tile_cpu_task)(void *arg, int64_t begin, int64_t end, int worker);
@@ -57,6 +57,9 @@ typedef struct tile_cpu_args {
     const tile_cpu_services *svc;
     char *err;                       /* a run-time error message is written here (NUL-terminated) */
     int64_t errlen;
+    /* element strides of parameter i (by position) then of returned tensor i, for code built
+     * with param_strides (NULL entries: row-major); unused otherwise */
+    const int64_t *const *strides;
 } tile_cpu_args;
 
 /* Every generated shared object exports:

@@ -171,28 +171,7 @@ int64_t  tile_f64_to_int(tile_dtype dt, double v);
 /* Wrap an integer into the range of an integer dtype (two's complement truncation). */
 int64_t  tile_wrap_int(tile_dtype dt, int64_t v);
 
-/* ---------- NumPy .npy files ----------
- * Native dtypes as NumPy writes them ('<f4', '<i8', '|b1', ...). Dtypes NumPy lacks are
- * stored as their raw bits: bf16 and f16-sized as '<u2', fp8 as '|u1', fp4 e2m1 as '|u1'
- * with ONE element per byte (value in the low nibble) so that shapes stay natural. */
-typedef struct tile_npy {
-    char descr[16];      /* e.g. "<f4" */
-    int rank;
-    int64_t shape[8];
-    bool fortran_order;
-    size_t elem_size;    /* bytes per stored element */
-    size_t count;        /* number of elements */
-    void *data;          /* heap, count * elem_size bytes */
-} tile_npy;
-/* Returns 0 on success; on failure writes a message into err (size errlen). */
-int  tile_npy_read(const char *path, tile_npy *out, char *err, size_t errlen);
-int  tile_npy_write(const char *path, const char *descr, int rank, const int64_t *shape,
-                    const void *data, size_t elem_size, char *err, size_t errlen);
-void tile_npy_free(tile_npy *n);
-/* The .npy descr used to store dtype dt ("<f4", "<u2" for bf16, ...). */
-const char *tile_npy_descr_for(tile_dtype dt);
-/* The dtype a descr reads as natively (NULL-safe); TILE_DT_INVALID if unsupported. */
-tile_dtype tile_npy_dtype_of_descr(const char *descr);
+/* ---------- NumPy .npy files: tile_npy_read/write and tile_npy are in <tile.h> ---------- */
 
 /* ---------- environment and logging ---------- */
 /* Cached getenv: the first lookup of each name is remembered for the process. */

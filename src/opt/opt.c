@@ -17,6 +17,18 @@ static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autosch
 static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, NULL};
 static const opt_pass *const pipeline_opencl[] = {NULL};
 
+/* The pipelines by name: a target (src/runtime/backend.h) names its pipeline; a new target
+ * reuses a row or adds one. Unknown names (and "interp") get no passes. */
+static const struct {
+    const char *name;
+    const opt_pass *const *passes;
+} pipelines[] = {
+    {"interp", pipeline_none},
+    {"cpu", pipeline_cpu},
+    {"cuda", pipeline_cuda},
+    {"opencl", pipeline_opencl},
+};
+
 static int count(const opt_pass *const *p) {
     int n = 0;
     while (p[n]) n++;
@@ -25,9 +37,8 @@ static int count(const opt_pass *const *p) {
 
 const opt_pass *const *opt_pipeline(const char *target, int *npasses) {
     const opt_pass *const *p = pipeline_none;
-    if (target && !strcmp(target, "cpu")) p = pipeline_cpu;
-    else if (target && !strcmp(target, "cuda")) p = pipeline_cuda;
-    else if (target && !strcmp(target, "opencl")) p = pipeline_opencl;
+    for (size_t i = 0; target && i < sizeof pipelines / sizeof pipelines[0]; i++)
+        if (!strcmp(pipelines[i].name, target)) p = pipelines[i].passes;
     if (npasses) *npasses = count(p);
     return p;
 }

@@ -22,6 +22,7 @@
 #include "../kernels/cpu_gemm.h"
 #include "backend.h"
 #include "cpu_cache.h"
+#include "runtime.h"
 #include "threadpool.h"
 
 /* The GEMM library (src/kernels) is part of libtile; TILE_CPU_GEMM_FALLBACK=1 selects the
@@ -154,9 +155,10 @@ static int cpu_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
     return tile_codegen_c(f, &o, out, err);
 }
 
-static int cpu_compile(const ir_func *f, void **exe, tile_strbuf *err) {
+static int compile_with(const ir_func *f, bool strided, void **exe, tile_strbuf *err) {
     tile_strbuf src = {0};
     tile_codegen_c_options o = cpu_cg_options();
+    o.param_strides = strided;
     double t0 = tile_now();
     if (tile_codegen_c(f, &o, &src, err)) {
         tile_sb_free(&src);
@@ -169,6 +171,12 @@ static int cpu_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     if (rc) return 1;
     tile_log(TILE_LOG_INFO, "cpu: %s: C generated in %.2f ms, %s in %.2f ms", f->name, (t1 - t0) * 1e3,
              lo.cache_hit ? "cache hit" : "compiled", (tile_now() - t1) * 1e3);
+    if (rt_tracing()) {
+        char a[128];
+        snprintf(a, sizeof a, "\"kernel\": \"%s\", \"key\": \"%s\"", f->name, lo.key);
+        rt_trace_span("codegen C", "compile", t0, t1 - t0, a);
+        rt_trace_span(lo.cache_hit ? "disk cache hit" : "cc compile", "compile", t1, tile_now() - t1, a);
+    }
     cpu_exe *e = tile_xcalloc(1, sizeof *e);
     e->handle = lo.handle;
     e->entry = (int (*)(const tile_cpu_args *))lo.entry;
@@ -177,9 +185,24 @@ static int cpu_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     return 0;
 }
 
-static int cpu_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars,
-                   tile_strbuf *err) {
-    cpu_exe *e = exe;
+static int cpu_compile(const ir_func *f, void **exe, tile_strbuf *err) { return compile_with(f, false, exe, err); }
+static int cpu_compile_strided(const ir_func *f, void **exe, tile_strbuf *err) { return compile_with(f, true, exe, err); }
+
+/* Strided views: any strides, as long as the last dimension is contiguous (the generated
+ * loops vectorise along it). */
+static int cpu_check_strides(const ir_func *f, const ir_buffer *b, const int64_t *shape, const int64_t *strides, tile_strbuf *err) {
+    if (b->rank > 0 && shape[b->rank - 1] > 1 && strides[b->rank - 1] != 1) {
+        tile_sb_printf(err, "the cpu target takes strided tensors whose last dimension is contiguous (stride 1), this one's is %lld",
+                       (long long)strides[b->rank - 1]);
+        return 1;
+    }
+    return 0;
+}
+
+/* Run the compiled kernel: data[i] of parameter i then of returned tensor i, strides[i]
+ * (NULL entries or NULL: row-major). */
+static int cpu_call(cpu_exe *e, const ir_func *f, const int64_t *sizes, void *const *data, const int64_t *const *strides, const double *scalars,
+                    tile_strbuf *err) {
     int np = f->nparams, nr = f->nrets;
     void **pp = tile_xcalloc((size_t)np + 1, sizeof(void *));
     void **rp = tile_xcalloc((size_t)nr + 1, sizeof(void *));
@@ -188,7 +211,7 @@ static int cpu_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tenso
     static uint64_t dummy[8];
     for (int i = 0; i < np; i++) {
         const ir_param *p = &f->params[i];
-        if (p->buf) pp[i] = params && params[i].data ? params[i].data : dummy;
+        if (p->buf) pp[i] = data[i] ? data[i] : dummy;
         else if (p->var) {
             double d = scalars ? scalars[i] : 0.0;
             tile_dtype dt = p->var->dtype;
@@ -197,11 +220,12 @@ static int cpu_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tenso
             else if (tile_dtype_is_int(dt)) si[i] = tile_f64_to_int(dt, d);
         }
     }
-    for (int i = 0; i < nr; i++) rp[i] = rets && rets[i].data ? rets[i].data : dummy;
-    g_svc.nworkers = tile_pool_size();
+    for (int i = 0; i < nr; i++) rp[i] = data[np + i] ? data[np + i] : dummy;
+    tile_cpu_services svc = g_svc; /* per call: several threads may run kernels at once */
+    svc.nworkers = tile_pool_size();
     char msg[4096];
     msg[0] = 0;
-    tile_cpu_args a = {TILE_CPU_ABI_VERSION, sizes, pp, rp, sf, si, &g_svc, msg, (int64_t)sizeof msg};
+    tile_cpu_args a = {TILE_CPU_ABI_VERSION, sizes, pp, rp, sf, si, &svc, msg, (int64_t)sizeof msg, strides};
     int rc = e->entry(&a);
     if (rc == 2) tile_sb_printf(err, "error: internal: the compiled kernel '%s' was built for another ABI (cache %s)\n", f->name, e->key);
     else if (rc) {
@@ -215,6 +239,59 @@ static int cpu_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tenso
     return rc ? 1 : 0;
 }
 
+static int cpu_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars,
+                   const tile_run_options *opt, tile_strbuf *err) {
+    int n = f->nparams + f->nrets;
+    void **data = tile_xcalloc((size_t)n + 1, sizeof(void *));
+    for (int i = 0; i < f->nparams; i++) data[i] = params ? params[i].data : NULL;
+    for (int i = 0; i < f->nrets; i++) data[f->nparams + i] = rets ? rets[i].data : NULL;
+    int rc = cpu_call(exe, f, sizes, data, NULL, scalars, err);
+    free(data);
+    return rc;
+}
+
+/* A launch on cpu memory: the stream has no native object; the work is done on return. */
+static int cpu_launch(void *exe, const ir_func *f, const int64_t *sizes, const tile_launch_arg *args, const double *scalars, int device_index,
+                      void *stream, void **state, tile_strbuf *err) {
+    int n = f->nparams + f->nrets;
+    void *dstack[16] = {0}, **data = n <= 16 ? dstack : tile_xcalloc((size_t)n, sizeof(void *));
+    const int64_t *sstack[16] = {0}, **strides = n <= 16 ? sstack : tile_xcalloc((size_t)n, sizeof(int64_t *));
+    for (int i = 0; i < n; i++) {
+        data[i] = args[i].data ? (char *)args[i].data + args[i].byte_offset : NULL;
+        strides[i] = args[i].strides;
+    }
+    int rc = cpu_call(exe, f, sizes, data, strides, scalars, err);
+    if (data != dstack) free(data);
+    if (strides != sstack) free(strides);
+    return rc;
+}
+
+/* ---------- the cpu device: host memory ---------- */
+static int cpu_dev_count(void) { return 1; }
+static void cpu_dev_name(int index, tile_strbuf *out) { cpu_device_name(out); }
+static int cpu_raw_alloc(int index, size_t n, void **p, tile_strbuf *err) {
+    size_t r = (n + 63) & ~(size_t)63; /* whole cache lines, 64-byte aligned */
+    *p = aligned_alloc(64, r ? r : 64);
+    if (!*p) {
+        tile_sb_printf(err, "out of host memory allocating %zu bytes", n);
+        return 1;
+    }
+    return 0;
+}
+static void cpu_raw_free(int index, void *p) { free(p); }
+static int cpu_copy(int index, int kind, void *dst, size_t dst_off, const void *src, size_t src_off, size_t n, void *stream, tile_strbuf *err) {
+    memmove((char *)dst + dst_off, (const char *)src + src_off, n);
+    return 0;
+}
+
+static const tile_device_ops cpu_device_ops = {
+    .count = cpu_dev_count,
+    .name = cpu_dev_name,
+    .raw_alloc = cpu_raw_alloc,
+    .raw_free = cpu_raw_free,
+    .copy = cpu_copy,
+};
+
 static void cpu_release(void *exe) {
     cpu_exe *e = exe;
     if (!e) return;
@@ -224,11 +301,17 @@ static void cpu_release(void *exe) {
 
 TILE_API const tile_backend tile_backend_cpu = {
     .name = "cpu",
+    .auto_rank = 2,
+    .device_type = TILE_DEVICE_CPU,
+    .device = &cpu_device_ops,
     .available = cpu_available,
     .device_name = cpu_device_name,
     .pipeline = "cpu",
     .emit = cpu_emit,
     .compile = cpu_compile,
+    .compile_strided = cpu_compile_strided,
+    .check_strides = cpu_check_strides,
     .run = cpu_run,
+    .launch = cpu_launch,
     .release = cpu_release,
 };

@@ -78,6 +78,10 @@ static struct {
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*StreamDestroy)(CUstream);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+    CUresult (*EventQuery)(CUevent);
 } cu;
 
 static struct {
@@ -99,6 +103,7 @@ static bool g_nv_tried, g_nv_ok, g_cu_tried, g_cu_ok;
 static char g_nv_why[512], g_why[512];
 static int g_nv_major, g_nv_minor;
 static CUdevice g_dev;
+static int g_ordinal, g_count; /* the device's ordinal (TILE_CUDA_DEVICE) and how many there are */
 static CUcontext g_ctx;
 static char g_name[256], g_arch[32];
 static int g_cc_major, g_cc_minor, g_driver, g_smem_optin, g_l2_bytes, g_sms;
@@ -237,6 +242,10 @@ static bool open_device(void) {
     LOADC(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     LOADC(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     LOADC(MemsetD32Async, "cuMemsetD32Async");
+    LOADC(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    LOADC(StreamDestroy, "cuStreamDestroy_v2");
+    LOADC(StreamWaitEvent, "cuStreamWaitEvent");
+    LOADC(EventQuery, "cuEventQuery");
     g_tma_encode = dlsym(h, "cuTensorMapEncodeTiled");
 #undef LOADC
     CUresult r = cu.Init(0);
@@ -254,6 +263,8 @@ static bool open_device(void) {
         snprintf(g_why, sizeof g_why, "TILE_CUDA_DEVICE=%ld, but there are %d CUDA devices", ord, count);
         return false;
     }
+    g_ordinal = (int)ord;
+    g_count = count;
     if ((r = cu.DeviceGet(&g_dev, (int)ord)) != 0) {
         snprintf(g_why, sizeof g_why, "cuDeviceGet(%ld) failed: %s", ord, cu_err(r));
         return false;
@@ -418,6 +429,7 @@ typedef struct dbuf {
 } dbuf;
 
 typedef struct cuda_exe {
+    pthread_mutex_t lock; /* tile_run / tile_bench: the staging buffers below */
     simt_program P;
     CUmodule mod;
     CUfunction *fns;
@@ -448,6 +460,7 @@ static void cuda_release(void *p) {
     free(x->fns);
     free(x->bufs);
     simt_program_free(&x->P);
+    pthread_mutex_destroy(&x->lock);
     free(x);
 }
 
@@ -479,6 +492,7 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
         return 1;
     }
     cuda_exe *x = tile_xcalloc(1, sizeof *x);
+    pthread_mutex_init(&x->lock, NULL);
     pthread_mutex_lock(&g_pool_lock);
     g_live_exes++;
     pthread_mutex_unlock(&g_pool_lock);
@@ -520,6 +534,7 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     if (cache && (bin = simt_read_file(path.data, &n)) != NULL) {
         if (cu.ModuleLoadData(&x->mod, bin) == 0) {
             tile_log(TILE_LOG_INFO, "cuda: '%s' for %s from the cubin cache (%s)", f->name, g_arch, path.data);
+            rt_trace_span("disk cache hit", "compile", tile_now(), 0, NULL);
             free(bin);
             goto loaded;
         }
@@ -634,7 +649,8 @@ static bool stage_in(cuda_exe *x, const ir_func *f, const int64_t *sizes, tile_t
 }
 
 /* Every launch of the program, in order, on the backend's stream. */
-static bool launch_all(cuda_exe *x, const ir_func *f, const int64_t *sizes, void **args, tile_strbuf *err) {
+/* bufptrs: the buffers' device addresses (NULL: x->bufs); st: the stream to launch on. */
+static bool launch_all(cuda_exe *x, const ir_func *f, const int64_t *sizes, void **args, const CUdeviceptr *bufptrs, CUstream st, tile_strbuf *err) {
     for (int l = 0; l < x->P.nlaunches; l++) {
         const simt_launch *L = &x->P.launches[l];
         int64_t blocks;
@@ -654,13 +670,20 @@ static bool launch_all(cuda_exe *x, const ir_func *f, const int64_t *sizes, void
                 tile_sb_printf(err, "kernel %s of '%s': too many buffers for TMA", L->name, f->name);
                 return false;
             }
-            for (int i = 0; i < x->P.nbufs; i++) ptrs[i] = x->bufs[i].ptr;
+            for (int i = 0; i < x->P.nbufs; i++) ptrs[i] = bufptrs ? bufptrs[i] : x->bufs[i].ptr;
             if (tile_cuda_tma_encode(g_tma_encode, &x->P, L, f, sizes, ptrs, maps, err)) return false;
             for (int i = 0; i < x->P.nbufs + 2; i++) largs[i] = args[i];
             for (int i = 0; i < L->ntma; i++) largs[x->P.nbufs + 2 + i] = &maps[i];
             la = largs;
         }
-        CUresult r = cu.LaunchKernel(x->fns[l], (unsigned)blocks, 1, 1, (unsigned)L->threads, 1, 1, (unsigned)L->smem, g_stream, la, NULL);
+        double t0 = rt_tracing() ? tile_now() : 0;
+        CUresult r = cu.LaunchKernel(x->fns[l], (unsigned)blocks, 1, 1, (unsigned)L->threads, 1, 1, (unsigned)L->smem, st, la, NULL);
+        if (t0) {
+            char a[192];
+            snprintf(a, sizeof a, "\"grid\": [%lld, 1, 1], \"block\": [%d, 1, 1], \"shared_bytes\": %zu, \"lowering\": \"%s\"", (long long)blocks, L->threads,
+                     L->smem, L->lowering);
+            rt_trace_span(L->name, "cuLaunchKernel", t0, tile_now() - t0, a);
+        }
         if (r != 0) {
             tile_sb_printf(err, "cuLaunchKernel(%s of '%s', grid %lld x 1 x 1, block %d x 1 x 1, %zu bytes of shared memory) failed: %s", L->name, f->name,
                            (long long)blocks, L->threads, L->smem, cu_err(r));
@@ -704,14 +727,17 @@ static bool stage_out(cuda_exe *x, const ir_func *f, const int64_t *sizes, tile_
     return true;
 }
 
-static int cuda_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars, tile_strbuf *err) {
+static int cuda_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars,
+                    const tile_run_options *opt, tile_strbuf *err) {
     cuda_exe *x = exe;
+    pthread_mutex_lock(&x->lock); /* the exe's staging buffers */
     cu.CtxSetCurrent(g_ctx);
     size_t *bytes = tile_xcalloc((size_t)x->P.nbufs + 1, sizeof(size_t));
     void **args = tile_xcalloc((size_t)x->P.nbufs + 3, sizeof(void *));
-    bool ok = stage_in(x, f, sizes, params, rets, scalars, bytes, args, err) && launch_all(x, f, sizes, args, err) &&
+    bool ok = stage_in(x, f, sizes, params, rets, scalars, bytes, args, err) && launch_all(x, f, sizes, args, NULL, g_stream, err) &&
               stage_out(x, f, sizes, params, rets, bytes, err);
     if (!ok) cu.StreamSynchronize(g_stream);
+    pthread_mutex_unlock(&x->lock);
     free(bytes);
     free(args);
     return ok ? 0 : 1;
@@ -724,6 +750,7 @@ static int cuda_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tens
 static int cuda_bench(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars, int iters,
                       double *times_s, tile_strbuf *err) {
     cuda_exe *x = exe;
+    pthread_mutex_lock(&x->lock);
     cu.CtxSetCurrent(g_ctx);
     size_t *bytes = tile_xcalloc((size_t)x->P.nbufs + 1, sizeof(size_t));
     void **args = tile_xcalloc((size_t)x->P.nbufs + 3, sizeof(void *));
@@ -737,7 +764,7 @@ static int cuda_bench(void *exe, const ir_func *f, const int64_t *sizes, tile_te
         tile_sb_printf(err, "cuEventCreate failed: %s", cu_err(r));
         ok = false;
     }
-    ok = ok && launch_all(x, f, sizes, args, err); /* warm-up */
+    ok = ok && launch_all(x, f, sizes, args, NULL, g_stream, err); /* warm-up */
     if (ok && (r = cu.StreamSynchronize(g_stream)) != 0) {
         sync_error(x, f, sizes, "cuStreamSynchronize after the warm-up run", r, err);
         ok = false;
@@ -753,7 +780,7 @@ static int cuda_bench(void *exe, const ir_func *f, const int64_t *sizes, tile_te
             ok = false;
             break;
         }
-        if (!(ok = launch_all(x, f, sizes, args, err))) break;
+        if (!(ok = launch_all(x, f, sizes, args, NULL, g_stream, err))) break;
         if ((r = cu.EventRecord(ev[1], g_stream)) != 0) {
             tile_sb_printf(err, "cuEventRecord failed: %s", cu_err(r));
             ok = false;
@@ -777,13 +804,262 @@ static int cuda_bench(void *exe, const ir_func *f, const int64_t *sizes, tile_te
     for (int i = 0; i < 2; i++)
         if (ev[i]) cu.EventDestroy(ev[i]);
     dbuf_free(&flush);
+    pthread_mutex_unlock(&x->lock);
     free(bytes);
     free(args);
     return ok ? 0 : 1;
 }
 
+/* ---------- the cuda device: memory, streams, events (backend.h, tile_device_ops) ----------
+ * Index i of the device type is CUDA ordinal i; the backend drives the one TILE_CUDA_DEVICE
+ * picks, and refuses the others with a message. */
+static _Thread_local CUcontext t_ctx; /* the context made current on this thread */
+static bool cuda_index_ok(int index, tile_strbuf *err) {
+    if (!ensure_device()) {
+        if (err) tile_sb_printf(err, "CUDA is not available: %s", g_why);
+        return false;
+    }
+    if (index != g_ordinal) {
+        if (err) tile_sb_printf(err, "cuda:%d: this process drives cuda:%d (the cuda backend drives one GPU per process; TILE_CUDA_DEVICE=%d picks it)", index, g_ordinal, index);
+        return false;
+    }
+    if (t_ctx != g_ctx) {
+        cu.CtxSetCurrent(g_ctx);
+        t_ctx = g_ctx;
+    }
+    return true;
+}
+static int cu_fail(tile_strbuf *err, const char *call, CUresult r) {
+    const char *s = NULL;
+    cu.GetErrorString(r, &s);
+    tile_sb_printf(err, "%s failed on '%s': %s (%s)", call, g_name, cu_err(r), s ? s : "");
+    return 1;
+}
+static int cuda_dev_count(void) { return ensure_device() ? g_count : 0; }
+static void cuda_dev_name(int index, tile_strbuf *out) {
+    if (cuda_index_ok(index, NULL)) cuda_device_name(out);
+}
+static int cuda_raw_alloc(int index, size_t n, void **p, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    CUdeviceptr d = 0;
+    CUresult r = cu.MemAlloc(&d, n ? n : 1);
+    if (r) {
+        tile_sb_printf(err, "cuMemAlloc of %zu bytes failed on '%s': %s", n, g_name, cu_err(r));
+        return 1;
+    }
+    *p = (void *)(uintptr_t)d;
+    return 0;
+}
+static void cuda_raw_free(int index, void *p) {
+    if (cuda_index_ok(index, NULL)) cu.MemFree((CUdeviceptr)(uintptr_t)p);
+}
+static int cuda_copy(int index, int kind, void *dst, size_t dst_off, const void *src, size_t src_off, size_t n, void *stream, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    CUstream st = (CUstream)stream;
+    CUresult r;
+    if (kind == 0) r = cu.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst + dst_off, (const char *)src + src_off, n, st);
+    else if (kind == 1) r = cu.MemcpyDtoHAsync((char *)dst + dst_off, (CUdeviceptr)(uintptr_t)src + src_off, n, st);
+    else r = cu.MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst + dst_off, (CUdeviceptr)(uintptr_t)src + src_off, n, st);
+    return r ? cu_fail(err, kind == 0 ? "cuMemcpyHtoDAsync" : kind == 1 ? "cuMemcpyDtoHAsync" : "cuMemcpyDtoDAsync", r) : 0;
+}
+static int cuda_stream_create(int index, void **s, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    CUresult r = cu.StreamCreate((CUstream *)s, CU_STREAM_NON_BLOCKING);
+    return r ? cu_fail(err, "cuStreamCreate", r) : 0;
+}
+static void cuda_stream_destroy(int index, void *s) {
+    if (cuda_index_ok(index, NULL) && s) cu.StreamDestroy((CUstream)s);
+}
+static int cuda_stream_sync(int index, void *s, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    CUresult r = cu.StreamSynchronize((CUstream)s);
+    return r ? cu_fail(err, "cuStreamSynchronize", r) : 0;
+}
+static int cuda_event_create(int index, void **e, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    CUresult r = cu.EventCreate((CUevent *)e, 0);
+    return r ? cu_fail(err, "cuEventCreate", r) : 0;
+}
+static void cuda_event_destroy(int index, void *e) {
+    if (cuda_index_ok(index, NULL) && e) cu.EventDestroy((CUevent)e);
+}
+static int cuda_event_record(int index, void *e, void *s, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    CUresult r = cu.EventRecord((CUevent)e, (CUstream)s);
+    return r ? cu_fail(err, "cuEventRecord", r) : 0;
+}
+static int cuda_event_wait(int index, void *s, void *e, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    CUresult r = cu.StreamWaitEvent((CUstream)s, (CUevent)e, 0);
+    return r ? cu_fail(err, "cuStreamWaitEvent", r) : 0;
+}
+static int cuda_event_sync(int index, void *e, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    CUresult r = cu.EventSynchronize((CUevent)e);
+    return r ? cu_fail(err, "cuEventSynchronize", r) : 0;
+}
+static int cuda_event_query(int index, void *e) {
+    if (!cuda_index_ok(index, NULL)) return -1;
+    CUresult r = cu.EventQuery((CUevent)e);
+    return r == 0 ? 1 : r == 600 /* CUDA_ERROR_NOT_READY */ ? 0 : -1;
+}
+static int cuda_event_elapsed(int index, void *a, void *b, double *sec, tile_strbuf *err) {
+    if (!cuda_index_ok(index, err)) return 1;
+    float ms = 0;
+    CUresult r = cu.EventElapsedTime(&ms, (CUevent)a, (CUevent)b);
+    if (r) return cu_fail(err, "cuEventElapsedTime", r);
+    *sec = ms * 1e-3;
+    return 0;
+}
+
+static const tile_device_ops cuda_device_ops = {
+    .count = cuda_dev_count,
+    .name = cuda_dev_name,
+    .raw_alloc = cuda_raw_alloc,
+    .raw_free = cuda_raw_free,
+    .copy = cuda_copy,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_sync = cuda_stream_sync,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .event_wait = cuda_event_wait,
+    .event_sync = cuda_event_sync,
+    .event_query = cuda_event_query,
+    .event_elapsed = cuda_event_elapsed,
+};
+
+/* ---------- launches on device memory (tile_launch) ----------
+ * Per specialisation: the scalar table on the device (uploaded again, stream-ordered, only
+ * when the scalars change), the error record (read at the next tile_stream_sync), the global
+ * temporaries, and the event of the last launch: a launch on another stream first waits for
+ * it, so launches of one specialisation never share its device state concurrently. */
+typedef struct cuda_state {
+    dbuf scal, errrec;
+    int64_t *tab;      /* the table last uploaded */
+    dbuf *temps;       /* per P.bufs entry that is a temporary */
+    CUevent last;
+    CUstream last_stream;
+    bool launched;
+} cuda_state;
+
+static void cuda_release_state(void *exe, void *p) {
+    cuda_state *s = p;
+    cuda_exe *x = exe;
+    if (!s) return;
+    if (g_cu_ok) {
+        cu.CtxSetCurrent(g_ctx);
+        if (s->last) {
+            cu.EventSynchronize(s->last);
+            cu.EventDestroy(s->last);
+        }
+        dbuf_free(&s->scal);
+        dbuf_free(&s->errrec);
+        for (int i = 0; s->temps && i < x->P.nbufs; i++) dbuf_free(&s->temps[i]);
+    }
+    free(s->temps);
+    free(s->tab);
+    free(s);
+}
+
+static int cuda_launch(void *exe, const ir_func *f, const int64_t *sizes, const tile_launch_arg *args, const double *scalars, int device_index,
+                       void *stream, void **statep, tile_strbuf *err) {
+    cuda_exe *x = exe;
+    simt_program *P = &x->P;
+    if (!cuda_index_ok(device_index, err)) return 1;
+    CUstream st = (CUstream)stream;
+    CUresult r;
+    cuda_state *s = *statep;
+    int ntab = P->nscalars + 1;
+    int64_t tabstack[64], *tab = ntab <= 64 ? tabstack : tile_xcalloc((size_t)ntab, sizeof(int64_t));
+    memset(tab, 0, sizeof(int64_t) * (size_t)ntab);
+    simt_pack_scalars(f, sizes, scalars, tab);
+    int rc = 1;
+    if (!s) {
+        s = tile_xcalloc(1, sizeof *s);
+        *statep = s;
+        s->tab = tile_xcalloc((size_t)ntab, sizeof(int64_t));
+        s->temps = tile_xcalloc((size_t)P->nbufs + 1, sizeof(dbuf));
+        int64_t zero[8] = {0};
+        if (!dbuf_reserve(&s->scal, sizeof(int64_t) * (size_t)ntab, err, "scalar table") || !dbuf_reserve(&s->errrec, sizeof zero, err, "error record"))
+            goto done;
+        if ((r = cu.MemcpyHtoD(s->errrec.ptr, zero, sizeof zero)) != 0) {
+            cu_fail(err, "cuMemcpyHtoD (error record)", r);
+            goto done;
+        }
+        for (int i = 0; i < P->nbufs; i++) {
+            const simt_buf *b = &P->bufs[i];
+            if (b->param >= 0 || b->ret >= 0) continue;
+            size_t bytes;
+            if (!simt_buf_bytes(P, i, f, sizes, NULL, NULL, &bytes, err) || !dbuf_reserve(&s->temps[i], bytes + 8, err, b->buf->name)) goto done;
+        }
+        if ((r = cu.EventCreate(&s->last, 2 /* CU_EVENT_DISABLE_TIMING */)) != 0) {
+            cu_fail(err, "cuEventCreate", r);
+            goto done;
+        }
+    }
+    /* another stream's launch of this specialisation may still use its state */
+    if (s->launched && s->last_stream != st && (r = cu.StreamWaitEvent(st, s->last, 0)) != 0) {
+        cu_fail(err, "cuStreamWaitEvent", r);
+        goto done;
+    }
+    if (!s->launched || memcmp(tab, s->tab, sizeof(int64_t) * (size_t)ntab)) {
+        /* pageable source: staged by the driver before the call returns */
+        if ((r = cu.MemcpyHtoDAsync(s->scal.ptr, tab, sizeof(int64_t) * (size_t)ntab, st)) != 0) {
+            cu_fail(err, "cuMemcpyHtoDAsync (scalar table)", r);
+            goto done;
+        }
+        memcpy(s->tab, tab, sizeof(int64_t) * (size_t)ntab);
+    }
+    {
+        CUdeviceptr pstack[32], *ptrs = P->nbufs <= 32 ? pstack : tile_xcalloc((size_t)P->nbufs, sizeof(CUdeviceptr));
+        void *astack[34], **la = P->nbufs + 2 <= 34 ? astack : tile_xcalloc((size_t)P->nbufs + 2, sizeof(void *));
+        for (int i = 0; i < P->nbufs; i++) {
+            const simt_buf *b = &P->bufs[i];
+            int a = b->param >= 0 ? b->param : b->ret >= 0 ? f->nparams + b->ret : -1;
+            ptrs[i] = a >= 0 ? (CUdeviceptr)(uintptr_t)args[a].data + (CUdeviceptr)args[a].byte_offset : s->temps[i].ptr;
+            la[i] = &ptrs[i];
+        }
+        la[P->nbufs] = &s->scal.ptr;
+        la[P->nbufs + 1] = &s->errrec.ptr;
+        bool ok = launch_all(x, f, sizes, la, ptrs, st, err);
+        if (ptrs != pstack) free(ptrs);
+        if (la != astack) free(la);
+        if (!ok) goto done;
+    }
+    if ((r = cu.EventRecord(s->last, st)) != 0) {
+        cu_fail(err, "cuEventRecord", r);
+        goto done;
+    }
+    s->last_stream = st;
+    s->launched = true;
+    rc = 0;
+done:
+    if (tab != tabstack) free(tab);
+    return rc;
+}
+
+/* After the stream was synchronised: the kernel's error record. */
+static int cuda_check_state(void *exe, const ir_func *f, void *p, tile_strbuf *err) {
+    cuda_exe *x = exe;
+    cuda_state *s = p;
+    if (!s || !s->errrec.ptr || !cuda_index_ok(g_ordinal, err)) return 0;
+    int64_t rec[8] = {0};
+    CUresult r = cu.MemcpyDtoH(rec, s->errrec.ptr, sizeof rec);
+    if (r) return cu_fail(err, "cuMemcpyDtoH (error record)", r);
+    if (!rec[0]) return 0;
+    simt_format_error(&x->P, rec, err);
+    int64_t zero[8] = {0};
+    cu.MemcpyHtoD(s->errrec.ptr, zero, sizeof zero);
+    return 1;
+}
+
 const tile_backend tile_backend_cuda = {
     .name = "cuda",
+    .auto_rank = 3,
+    .device_type = TILE_DEVICE_CUDA,
+    .device = &cuda_device_ops,
     .available = cuda_available,
     .device_name = cuda_device_name,
     .pipeline = "cuda",
@@ -791,5 +1067,8 @@ const tile_backend tile_backend_cuda = {
     .compile = cuda_compile,
     .run = cuda_run,
     .bench = cuda_bench,
+    .launch = cuda_launch,
+    .check_state = cuda_check_state,
+    .release_state = cuda_release_state,
     .release = cuda_release,
 };

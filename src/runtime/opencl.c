@@ -451,7 +451,8 @@ static bool dbuf_reserve(dbuf *b, size_t n, tile_strbuf *err) {
     return true;
 }
 
-static int ocl_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars, tile_strbuf *err) {
+static int ocl_run(void *exe, const ir_func *f, const int64_t *sizes, tile_tensor *params, tile_tensor *rets, const double *scalars,
+                   const tile_run_options *opt, tile_strbuf *err) {
     ocl_exe *x = exe;
     simt_program *P = &x->P;
     size_t *bytes = tile_xcalloc((size_t)P->nbufs + 1, sizeof(size_t));
@@ -528,6 +529,8 @@ done:
 
 const tile_backend tile_backend_opencl = {
     .name = "opencl",
+    .auto_rank = 0, /* PoCL on a CPU is slower than the cpu target: never picked by auto */
+    .device_type = TILE_DEVICE_OPENCL,
     .available = ocl_available,
     .device_name = ocl_device_name,
     .pipeline = "opencl",

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../interp/interp.h"
 #include "../opt/opt.h"
 
 const char *tile_version(void) { return "0.1.0"; }
@@ -27,6 +26,8 @@ static tile_status compile_source(tile_source *src, const char *only, const char
     if (diagnostics) *diagnostics = NULL;
     tile_module *m = tile_xcalloc(1, sizeof *m);
     m->src = src;
+    pthread_mutex_init(&m->lock, NULL);
+    double t_start = tile_now();
     tile_arena_init(&m->ast_arena);
     tile_diags d;
     tile_diags_init(&d);
@@ -86,6 +87,14 @@ static tile_status compile_source(tile_source *src, const char *only, const char
     for (int i = 0; i < m->nkernels; i++) {
         m->kernels[i].m = m;
         m->kernels[i].f = m->ir->funcs[i];
+        pthread_mutex_init(&m->kernels[i].lock, NULL);
+    }
+    if (rt_tracing()) {
+        char args[256];
+        snprintf(args, sizeof args, "\"source\": \"%s\", \"kernels\": %d", src->name ? src->name : "", m->nkernels);
+        for (char *c = args; *c; c++)
+            if (*c == '\\') *c = '/';
+        rt_trace_span("parse + sema", "compile", t_start, tile_now() - t_start, args);
     }
     *out = m;
     return TILE_OK;
@@ -120,12 +129,22 @@ tile_status tile_compile_string(const char *name, const char *text, const char *
 
 void tile_module_free(tile_module *m) {
     if (!m) return;
-    for (int i = 0; i < m->nkernels; i++)
-        for (int t = 0; t < m->kernels[i].ntargets; t++) {
-            target_state *ts = &m->kernels[i].targets[t];
-            if (ts->exe && ts->backend->release) ts->backend->release(ts->exe);
+    for (int i = 0; i < m->nkernels; i++) {
+        tile_kernel *k = &m->kernels[i];
+        rt_kernel_free_specs(k);
+        for (int t = 0; t < k->ntargets; t++) {
+            target_state *ts = k->targets[t];
+            if (ts->backend->release) {
+                if (ts->exe) ts->backend->release(ts->exe);
+                if (ts->exe_strided) ts->backend->release(ts->exe_strided);
+            }
             if (ts->mod) ir_module_free(ts->mod);
+            free(ts);
         }
+        free(k->targets);
+        pthread_mutex_destroy(&k->lock);
+    }
+    pthread_mutex_destroy(&m->lock);
     if (m->ir) ir_module_free(m->ir);
     tile_arena_free(&m->ast_arena);
     tile_source_free(m->src);
@@ -452,94 +471,79 @@ tile_status tile_kernel_flops(tile_kernel *k, tile_tensor *params, int nparams, 
     return st;
 }
 
-/* ---------- running ---------- */
-static size_t elem_count(const tile_tensor *t) {
-    size_t n = 1;
-    for (int d = 0; d < t->rank; d++) n *= (size_t)t->shape[d];
-    return n;
+/* ---------- targets ---------- */
+int64_t rt_stat_compiles, rt_stat_specs, rt_stat_spec_hits, rt_stat_launches;
+
+void tile_cache_stats_get(tile_cache_stats *out) {
+    if (!out) return;
+    out->compiles = __atomic_load_n(&rt_stat_compiles, __ATOMIC_RELAXED);
+    out->specializations = __atomic_load_n(&rt_stat_specs, __ATOMIC_RELAXED);
+    out->spec_hits = __atomic_load_n(&rt_stat_spec_hits, __ATOMIC_RELAXED);
+    out->launches = __atomic_load_n(&rt_stat_launches, __ATOMIC_RELAXED);
 }
 
-static tile_status run_interp(const ir_func *f, tile_tensor *params, int nparams, tile_tensor *rets, int nrets, const tile_run_options *opt,
-                              tile_strbuf *err) {
-    int64_t *sizes = tile_xcalloc((size_t)(f->nsizes + 1), sizeof(int64_t));
-    tile_status st = rt_bind(f, params, nparams, rets, nrets, sizes, err);
-    if (st != TILE_OK) { free(sizes); return st; }
-    bool f64 = opt && opt->f64_reference;
-    for (int i = 0; i < nparams; i++)
-        if (f->params[i].buf && !params[i].data) {
-            tile_sb_printf(err, "parameter '%s' has no data", f->params[i].name);
-            free(sizes);
-            return TILE_ERR_USER;
-        }
-    for (int i = 0; i < nrets; i++)
-        if (!rets[i].data) {
-            size_t n = elem_count(&rets[i]);
-            rets[i].data = calloc(1, f64 && tile_dtype_is_float(rets[i].dtype) ? n * sizeof(double) + 8 : tile_dtype_storage_bytes(rets[i].dtype, n) + 8);
-            if (!rets[i].data) {
-                tile_sb_printf(err, "out of memory allocating the output '%s' (%zu elements)", f->rets[i]->name, n);
-                free(sizes);
-                return TILE_ERR_USER;
-            }
-        }
-    interp_tensor *ip = tile_xcalloc((size_t)(nparams + 1), sizeof(interp_tensor));
-    interp_tensor *ir = tile_xcalloc((size_t)(nrets + 1), sizeof(interp_tensor));
-    double *sf = tile_xcalloc((size_t)(nparams + 1), sizeof(double));
-    int64_t *si = tile_xcalloc((size_t)(nparams + 1), sizeof(int64_t));
-    for (int i = 0; i < nparams; i++) {
-        if (f->params[i].buf) {
-            ip[i].data = params[i].data;
-            memcpy(ip[i].shape, params[i].shape, sizeof params[i].shape);
-        } else if (opt && opt->scalars) {
-            sf[i] = opt->scalars[i];
-            si[i] = tile_f64_to_int(f->params[i].var->dtype == TILE_DT_BOOL ? TILE_DT_I64 : tile_dtype_is_float(f->params[i].var->dtype) ? TILE_DT_I64 : f->params[i].var->dtype, opt->scalars[i]);
-            if (f->params[i].var->dtype == TILE_DT_BOOL) si[i] = opt->scalars[i] != 0;
-        }
-    }
-    for (int i = 0; i < nrets; i++) {
-        ir[i].data = rets[i].data;
-        memcpy(ir[i].shape, rets[i].shape, sizeof rets[i].shape);
-    }
-    interp_options io;
-    interp_options_default(&io);
-    if (opt) {
-        if (opt->check_bounds >= 0) io.check_bounds = opt->check_bounds != 0;
-        if (opt->check_uninit >= 0) io.check_uninit = opt->check_uninit != 0;
-        if (opt->check_races >= 0) io.check_races = opt->check_races != 0;
-        io.f64_mode = f64;
-    }
-    interp_args a = {sizes, sf, si, ip, ir};
-    int rc = interp_run(f, &a, &io, err);
-    free(ip);
-    free(ir);
-    free(sf);
-    free(si);
-    free(sizes);
-    return rc ? TILE_ERR_USER : TILE_OK;
+int tile_num_targets(void) { return TILE_BACKEND_COUNT; }
+const char *tile_target_name(int i) {
+    const tile_backend *b = tile_backend_at(i);
+    return b ? b->name : NULL;
 }
 
-static const char *const known_targets[] = {"interp", "cpu", "cuda", "opencl", NULL};
-
-static bool target_known(const char *name) {
-    for (int i = 0; known_targets[i]; i++)
-        if (!strcmp(known_targets[i], name)) return true;
-    return false;
+static void target_list(tile_strbuf *sb) {
+    for (int i = 0; i < TILE_BACKEND_COUNT; i++) tile_sb_printf(sb, "%s, ", tile_backend_at(i)->name);
+    tile_sb_puts(sb, "auto");
 }
 
-/* The backend for `target`, or NULL with a message (not built / no device / unknown). */
-static const tile_backend *find_backend(const char *target, tile_strbuf *err, tile_status *st) {
-    const tile_backend *b = tile_backend_find(target);
+static bool usable(const tile_backend *b, tile_strbuf *why) { return !b->available || b->available(why); }
+
+/* The usable backend of highest auto_rank (of a device type; 0: any). */
+const tile_backend *rt_auto_backend(int device_type) {
+    const tile_backend *best = NULL;
+    for (int i = 0; i < TILE_BACKEND_COUNT; i++) {
+        const tile_backend *b = tile_backend_at(i);
+        if (b->auto_rank <= 0 || (device_type && b->device_type != device_type) || (best && best->auto_rank >= b->auto_rank)) continue;
+        tile_strbuf why = {0};
+        bool ok = usable(b, &why);
+        tile_sb_free(&why);
+        if (ok) best = b;
+    }
+    return best;
+}
+
+const char *tile_auto_target(void) {
+    const tile_backend *b = rt_auto_backend(0);
+    return b ? b->name : "interp";
+}
+
+/* A target name: a backend ("cpu"), or BACKEND+PIPELINE ("interp+cpu": the backend on the IR
+ * another target's TileOpt pipeline produced). NULL with a message when unknown. */
+static const tile_backend *parse_target(const char *target, const char **pipeline, tile_strbuf *err) {
+    const char *plus = strchr(target, '+');
+    char name[64];
+    size_t n = plus ? (size_t)(plus - target) : strlen(target);
+    if (n >= sizeof name) n = sizeof name - 1;
+    memcpy(name, target, n);
+    name[n] = 0;
+    const tile_backend *b = tile_backend_find(name);
+    const tile_backend *pb = plus ? tile_backend_find(plus + 1) : b;
+    if (!b || !pb || (plus && !b->host_only)) {
+        tile_sb_printf(err, "unknown target '%s' (targets: ", target);
+        target_list(err);
+        tile_sb_puts(err, ")");
+        return NULL;
+    }
+    *pipeline = pb->pipeline;
+    return b;
+}
+
+/* The backend for `target`, checked usable; NULL with a message and status otherwise. */
+static const tile_backend *find_backend(const char *target, const char **pipeline, tile_strbuf *err, tile_status *st) {
+    const tile_backend *b = parse_target(target, pipeline, err);
     if (!b) {
-        if (target_known(target)) {
-            tile_sb_printf(err, "target '%s' is not built into this tile yet (see tile devices)", target);
-            *st = TILE_ERR_UNAVAILABLE;
-        } else {
-            tile_sb_printf(err, "unknown target '%s' (targets: interp, cpu, cuda, opencl, auto)", target);
-            *st = TILE_ERR_USER;
-        }
+        *st = TILE_ERR_USER;
         return NULL;
     }
     tile_strbuf why = {0};
-    if (b->available && !b->available(&why)) {
+    if (!usable(b, &why)) {
         tile_sb_printf(err, "target '%s' is not available here: %s", target, why.data ? why.data : "no device");
         tile_sb_free(&why);
         *st = TILE_ERR_UNAVAILABLE;
@@ -549,29 +553,15 @@ static const tile_backend *find_backend(const char *target, tile_strbuf *err, ti
     return b;
 }
 
-/* The best target available here: cuda, then cpu, then the interpreter. */
-static const char *auto_target(void) {
-    static const char *const order[] = {"cuda", "cpu"};
-    for (int i = 0; i < 2; i++) {
-        const tile_backend *b = tile_backend_find(order[i]);
-        if (!b) continue;
-        tile_strbuf why = {0};
-        bool ok = !b->available || b->available(&why);
-        tile_sb_free(&why);
-        if (ok) return order[i];
-    }
-    return "interp";
-}
-
-const char *tile_auto_target(void) { return auto_target(); }
-
-/* Lower k again for backend b and run b's pipeline (up to stop_after). */
+/* Lower k again and run `pipeline` (up to stop_after). */
 static tile_status lower_for_target(tile_kernel *k, const char *pipeline, const char *stop_after, ir_module **mod_out, ir_func **f_out,
                                     tile_strbuf *err) {
     tile_diags d;
     tile_diags_init(&d);
     sema_options opt = {k->m->defines, k->m->ndefines, k->f->name};
+    pthread_mutex_lock(&k->m->lock);
     ir_module *mod = sema_lower(k->m->ast, &opt, &d);
+    pthread_mutex_unlock(&k->m->lock);
     ir_func *f = NULL;
     for (int i = 0; i < mod->nfuncs; i++)
         if (!strcmp(mod->funcs[i]->name, k->f->name)) f = mod->funcs[i];
@@ -595,29 +585,59 @@ static tile_status lower_for_target(tile_kernel *k, const char *pipeline, const 
     return TILE_OK;
 }
 
-/* The compiled state of k on backend b (made once, then cached in the kernel). */
-static tile_status prepare_target(tile_kernel *k, const tile_backend *b, target_state **out, tile_strbuf *err) {
-    for (int i = 0; i < k->ntargets; i++)
-        if (k->targets[i].backend == b) { *out = &k->targets[i]; return TILE_OK; }
-    if (k->ntargets == TILE_MAX_TARGETS) { tile_sb_puts(err, "internal error: too many targets"); return TILE_ERR_INTERNAL; }
-    target_state ts = {b, NULL, NULL, NULL};
-    tile_status st = lower_for_target(k, b->pipeline, NULL, &ts.mod, &ts.f, err);
-    if (st != TILE_OK) return st;
-    double t0 = tile_now();
-    if (b->compile(ts.f, &ts.exe, err)) {
-        ir_module_free(ts.mod);
-        return TILE_ERR_USER;
+tile_status rt_prepare(tile_kernel *k, const tile_backend *b, const char *pipeline, bool strided, target_state **out, void **exe, tile_strbuf *err) {
+    pthread_mutex_lock(&k->lock);
+    target_state *ts = NULL;
+    for (int i = 0; i < k->ntargets && !ts; i++)
+        if (k->targets[i]->backend == b && !strcmp(k->targets[i]->pipeline, pipeline)) ts = k->targets[i];
+    tile_status st = TILE_OK;
+    if (!ts) {
+        ts = tile_xcalloc(1, sizeof *ts);
+        ts->backend = b;
+        ts->pipeline = pipeline;
+        st = lower_for_target(k, pipeline, NULL, &ts->mod, &ts->f, err);
+        if (st != TILE_OK) {
+            free(ts);
+            pthread_mutex_unlock(&k->lock);
+            return st;
+        }
+        k->targets = tile_xrealloc(k->targets, sizeof(target_state *) * (size_t)(k->ntargets + 1));
+        k->targets[k->ntargets++] = ts;
     }
-    tile_log(TILE_LOG_INFO, "compiled %s for %s in %.1f ms", k->f->name, b->name, (tile_now() - t0) * 1e3);
-    k->targets[k->ntargets] = ts;
-    *out = &k->targets[k->ntargets++];
-    return TILE_OK;
+    void **slot = strided ? &ts->exe_strided : &ts->exe;
+    if (!*slot) {
+        int (*compile)(const ir_func *, void **, tile_strbuf *) = strided ? b->compile_strided : b->compile;
+        double t0 = tile_now();
+        if (!compile) {
+            tile_sb_printf(err, "internal error: target '%s' cannot compile for strided tensors", b->name);
+            st = TILE_ERR_INTERNAL;
+        } else if (compile(ts->f, slot, err)) st = TILE_ERR_USER;
+        else {
+            __atomic_add_fetch(&rt_stat_compiles, 1, __ATOMIC_RELAXED);
+            tile_log(TILE_LOG_INFO, "compiled %s for %s%s in %.1f ms", k->f->name, b->name, strided ? " (strided tensors)" : "", (tile_now() - t0) * 1e3);
+            if (rt_tracing()) {
+                char args[256];
+                snprintf(args, sizeof args, "\"kernel\": \"%s\", \"target\": \"%s\", \"strided\": %s", k->f->name, b->name, strided ? "true" : "false");
+                rt_trace_span("compile", "compile", t0, tile_now() - t0, args);
+            }
+        }
+    }
+    *out = ts;
+    if (exe) *exe = *slot;
+    pthread_mutex_unlock(&k->lock);
+    return st;
 }
 
-static tile_status run_backend(tile_kernel *k, const tile_backend *b, tile_tensor *params, int nparams, tile_tensor *rets, int nrets,
-                               const tile_run_options *opt, int bench_iters, double *times_s, tile_strbuf *err) {
+static tile_status run_backend(tile_kernel *k, const tile_backend *b, const char *pipeline, tile_tensor *params, int nparams, tile_tensor *rets,
+                               int nrets, const tile_run_options *opt, int bench_iters, double *times_s, tile_strbuf *err) {
+    bool f64 = opt && opt->f64_reference;
+    if (f64 && !b->f64_reference) {
+        tile_sb_puts(err, "the f64 reference mode exists only on the interpreter");
+        return TILE_ERR_USER;
+    }
     target_state *ts;
-    tile_status st = prepare_target(k, b, &ts, err);
+    void *exe;
+    tile_status st = rt_prepare(k, b, pipeline, false, &ts, &exe, err);
     if (st != TILE_OK) return st;
     const ir_func *f = ts->f;
     int64_t *sizes = tile_xcalloc((size_t)(f->nsizes + 1), sizeof(int64_t));
@@ -627,16 +647,29 @@ static tile_status run_backend(tile_kernel *k, const tile_backend *b, tile_tenso
             tile_sb_printf(err, "parameter '%s' has no data", f->params[i].name);
             st = TILE_ERR_USER;
         }
-    for (int i = 0; st == TILE_OK && i < nrets; i++)
-        if (!rets[i].data && !(rets[i].data = calloc(1, tile_tensor_bytes(&rets[i]) + 8))) {
-            tile_sb_printf(err, "out of memory allocating the output '%s'", f->rets[i]->name);
+    for (int i = 0; st == TILE_OK && i < nrets; i++) {
+        if (rets[i].data) continue;
+        size_t n = 1;
+        for (int d = 0; d < rets[i].rank; d++) n *= (size_t)rets[i].shape[d];
+        size_t bytes = f64 && tile_dtype_is_float(rets[i].dtype) ? n * sizeof(double) : tile_tensor_bytes(&rets[i]);
+        if (!(rets[i].data = calloc(1, bytes + 8))) {
+            tile_sb_printf(err, "out of memory allocating the output '%s' (%zu elements)", f->rets[i]->name, n);
             st = TILE_ERR_USER;
         }
+    }
     double *scalars = tile_xcalloc((size_t)(nparams + 1), sizeof(double));
     if (opt && opt->scalars) memcpy(scalars, opt->scalars, sizeof(double) * (size_t)nparams);
+    double t0 = tile_now();
     if (st == TILE_OK && bench_iters > 0) {
-        if (b->bench(ts->exe, f, sizes, params, rets, scalars, bench_iters, times_s, err)) st = TILE_ERR_USER;
-    } else if (st == TILE_OK && b->run(ts->exe, f, sizes, params, rets, scalars, err)) st = TILE_ERR_USER;
+        if (b->bench(exe, f, sizes, params, rets, scalars, bench_iters, times_s, err)) st = TILE_ERR_USER;
+    } else if (st == TILE_OK && b->run(exe, f, sizes, params, rets, scalars, opt, err)) st = TILE_ERR_USER;
+    if (st == TILE_OK && rt_tracing()) {
+        char args[512];
+        int o = snprintf(args, sizeof args, "\"kernel\": \"%s\", \"target\": \"%s\"%s, \"sizes\": [", f->name, b->name, bench_iters > 0 ? ", \"bench\": true" : "");
+        for (int i = 0; i < f->nsizes && o < 400; i++) o += snprintf(args + o, sizeof args - (size_t)o, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+        snprintf(args + o, sizeof args - (size_t)o, "]");
+        rt_trace_span("run", "run", t0, tile_now() - t0, args);
+    }
     free(scalars);
     free(sizes);
     return st;
@@ -647,27 +680,18 @@ tile_status tile_kernel_ir_for(tile_kernel *k, const char *target, const char *a
     tile_status st = TILE_OK;
     *text = NULL;
     if (error) *error = NULL;
-    if (!target || !strcmp(target, "auto")) target = auto_target();
-    if (!strcmp(target, "interp")) {
-        if (after_pass && strcmp(after_pass, "sema")) {
-            tile_sb_printf(&err, "unknown pass '%s': the interpreter runs the IR as sema produced it (pass 'sema'); give --target cpu|cuda|opencl for their pipelines", after_pass);
-            st = TILE_ERR_USER;
-        } else ir_print_func(k->f, &out);
-    } else {
-        /* the pipeline needs no backend: `tile ir --target cpu` works in any build */
-        if (!strncmp(target, "interp+", 7)) target += 7;
-        const tile_backend *b = tile_backend_find(target);
-        if (!target_known(target)) {
-            tile_sb_printf(&err, "unknown target '%s' (targets: interp, cpu, cuda, opencl, auto)", target);
-            st = TILE_ERR_USER;
-        } else {
-            ir_module *mod;
-            ir_func *f;
-            st = lower_for_target(k, b ? b->pipeline : target, after_pass, &mod, &f, &err);
-            if (st == TILE_OK) {
-                ir_print_func(f, &out);
-                ir_module_free(mod);
-            }
+    if (!target || !strcmp(target, "auto")) target = tile_auto_target();
+    /* the pipeline needs no device: `tile ir --target cuda` works in any build */
+    const char *pipeline;
+    const tile_backend *b = parse_target(target, &pipeline, &err);
+    if (!b) st = TILE_ERR_USER;
+    else {
+        ir_module *mod;
+        ir_func *f;
+        st = lower_for_target(k, pipeline, after_pass, &mod, &f, &err);
+        if (st == TILE_OK) {
+            ir_print_func(f, &out);
+            ir_module_free(mod);
         }
     }
     if (st == TILE_OK) *text = sb_take(&out);
@@ -682,16 +706,17 @@ tile_status tile_kernel_emit(tile_kernel *k, const char *target, char **source, 
     tile_status st = TILE_OK;
     *source = NULL;
     if (error) *error = NULL;
-    if (!target || !strcmp(target, "auto")) target = auto_target();
-    const tile_backend *b = strcmp(target, "interp") ? tile_backend_find(target) : NULL;
-    if (!b || !b->emit) {
-        tile_sb_printf(&err, !strcmp(target, "interp") ? "the interpreter has no generated source; use `tile ir`"
-                             : target_known(target) ? "target '%s' is not built into this tile yet" : "unknown target '%s'", target);
+    if (!target || !strcmp(target, "auto")) target = tile_auto_target();
+    const char *pipeline;
+    const tile_backend *b = parse_target(target, &pipeline, &err);
+    if (!b) st = TILE_ERR_USER;
+    else if (!b->emit) {
+        tile_sb_printf(&err, "the target '%s' has no generated source; use `tile ir`", target);
         st = TILE_ERR_USER;
     } else {
         ir_module *mod;
         ir_func *f;
-        st = lower_for_target(k, b->pipeline, NULL, &mod, &f, &err);
+        st = lower_for_target(k, pipeline, NULL, &mod, &f, &err);
         if (st == TILE_OK) {
             if (b->emit(f, &out, &err)) st = TILE_ERR_USER;
             ir_module_free(mod);
@@ -708,31 +733,15 @@ tile_status tile_run(tile_kernel *k, const char *target, tile_tensor *params, in
                      const tile_run_options *opt, char **error) {
     if (error) *error = NULL;
     tile_strbuf err = {0};
-    tile_status st;
+    tile_status st = TILE_OK;
     if (!k) {
         tile_sb_puts(&err, "tile_run: kernel is NULL");
         st = TILE_ERR_USER;
     } else {
-        if (!target || !strcmp(target, "auto")) target = auto_target();
-        if (!strcmp(target, "interp")) st = run_interp(k->f, params, nparams, rets, nrets, opt, &err);
-        else if (!strncmp(target, "interp+", 7)) {
-            /* the interpreter on the IR a target's TileOpt pipeline produced: tests the
-             * passes against the original program without any code generator */
-            ir_module *mod;
-            ir_func *f;
-            st = lower_for_target(k, target + 7, NULL, &mod, &f, &err);
-            if (st == TILE_OK) {
-                st = run_interp(f, params, nparams, rets, nrets, opt, &err);
-                ir_module_free(mod);
-            }
-        }
-        else if (opt && opt->f64_reference) {
-            tile_sb_puts(&err, "the f64 reference mode exists only on the interpreter");
-            st = TILE_ERR_USER;
-        } else {
-            const tile_backend *b = find_backend(target, &err, &st);
-            if (b) st = run_backend(k, b, params, nparams, rets, nrets, opt, 0, NULL, &err);
-        }
+        if (!target || !strcmp(target, "auto")) target = tile_auto_target();
+        const char *pipeline;
+        const tile_backend *b = find_backend(target, &pipeline, &err, &st);
+        if (b) st = run_backend(k, b, pipeline, params, nparams, rets, nrets, opt, 0, NULL, &err);
     }
     if (st != TILE_OK && error) *error = sb_take(&err);
     else tile_sb_free(&err);
@@ -746,15 +755,16 @@ tile_status tile_bench(tile_kernel *k, const char *target, tile_tensor *params, 
     tile_strbuf err = {0};
     tile_status st = TILE_OK;
     const tile_backend *b = NULL;
+    const char *pipeline = NULL;
     if (!k) tile_sb_puts(&err, "tile_bench: kernel is NULL"), st = TILE_ERR_USER;
     else if (iters < 1) tile_sb_printf(&err, "tile_bench: iters must be at least 1, got %d", iters), st = TILE_ERR_USER;
     else if (!times_s) tile_sb_puts(&err, "tile_bench: times_s is NULL"), st = TILE_ERR_USER;
     if (st == TILE_OK) {
-        if (!target || !strcmp(target, "auto")) target = auto_target();
-        if (strcmp(target, "interp") && strncmp(target, "interp+", 7) && !(opt && opt->f64_reference)) b = find_backend(target, &err, &st);
+        if (!target || !strcmp(target, "auto")) target = tile_auto_target();
+        b = find_backend(target, &pipeline, &err, &st);
     }
-    if (st == TILE_OK && b && b->bench) {
-        st = run_backend(k, b, params, nparams, rets, nrets, opt, iters, times_s, &err);
+    if (st == TILE_OK && b->bench && !(opt && opt->f64_reference)) {
+        st = run_backend(k, b, pipeline, params, nparams, rets, nrets, opt, iters, times_s, &err);
         if (st == TILE_OK && device_time) *device_time = 1;
     } else if (st == TILE_OK) {
         /* host time of whole runs (copies included where the target has any). The outputs the
@@ -780,19 +790,14 @@ tile_status tile_target_info(const char *target, char **device, char **why) {
     if (device) *device = NULL;
     if (why) *why = NULL;
     if (!target) return TILE_ERR_USER;
-    if (!strcmp(target, "interp")) {
-        if (device) *device = tile_xstrdup("reference interpreter");
-        return TILE_OK;
-    }
-    if (!target_known(target)) {
+    const tile_backend *b = tile_backend_find(target);
+    if (!b) {
         if (why) { tile_strbuf sb = {0}; tile_sb_printf(&sb, "unknown target '%s'", target); *why = sb_take(&sb); }
         return TILE_ERR_USER;
     }
-    const tile_backend *b = tile_backend_find(target);
     tile_strbuf w = {0}, d = {0};
     tile_status st = TILE_OK;
-    if (!b) { tile_sb_puts(&w, "not built into this tile"); st = TILE_ERR_UNAVAILABLE; }
-    else if (b->available && !b->available(&w)) st = TILE_ERR_UNAVAILABLE;
+    if (!usable(b, &w)) st = TILE_ERR_UNAVAILABLE;
     else if (b->device_name) b->device_name(&d);
     if (device && st == TILE_OK) *device = sb_take(&d);
     else tile_sb_free(&d);
@@ -803,20 +808,16 @@ tile_status tile_target_info(const char *target, char **device, char **why) {
 
 char *tile_devices_report(void) {
     tile_strbuf sb = {0};
-    tile_sb_puts(&sb, "interp   available     the reference interpreter (bounds, uninitialised-read and race checks)\n");
-    for (int i = 1; known_targets[i]; i++) {
-        const tile_backend *b = tile_backend_find(known_targets[i]);
-        if (!b) {
-            tile_sb_printf(&sb, "%-8s not built     this build has no %s backend yet\n", known_targets[i], known_targets[i]);
-            continue;
-        }
+    for (int i = 0; i < TILE_BACKEND_COUNT; i++) {
+        const tile_backend *b = tile_backend_at(i);
         tile_strbuf why = {0}, dev = {0};
-        bool ok = !b->available || b->available(&why);
-        if (ok && b->device_name) b->device_name(&dev);
+        bool ok = usable(b, &why);
+        if (ok && b->doc) tile_sb_puts(&dev, b->doc);
+        else if (ok && b->device_name) b->device_name(&dev);
         tile_sb_printf(&sb, "%-8s %-13s %s\n", b->name, ok ? "available" : "unavailable", ok ? (dev.data ? dev.data : "") : (why.data ? why.data : ""));
         tile_sb_free(&why);
         tile_sb_free(&dev);
     }
-    tile_sb_printf(&sb, "auto     -> %s\n", auto_target());
+    tile_sb_printf(&sb, "auto     -> %s\n", tile_auto_target());
     return sb_take(&sb);
 }

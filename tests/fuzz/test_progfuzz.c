@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "progfuzz/progfuzz.h"
+#include "fuzz/progfuzz.h"
 #include "tile.h"
 
 static int fails;

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/core.h"
-#include "progfuzz/progfuzz.h"
+#include "cli.h"
+#include "fuzz/progfuzz.h"
 #include "tile.h"
 
 int tile_cmd_fuzz(int argc, char **argv);
@@ -114,13 +114,17 @@ int tile_cmd_fuzz(int argc, char **argv) {
     if (jobs > 1) fprintf(stderr, "tile fuzz: note: --jobs %d: this version runs one program at a time\n", jobs);
 
     /* targets */
-    char *tcopy = tile_xstrdup(targets_arg);
+    char *tcopy = cli_xstrdup(targets_arg);
     const char *targets[MAX_TARGETS];
     int nt = 0;
     for (char *sv = NULL, *t = strtok_r(tcopy, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
         if (nt == MAX_TARGETS) { fprintf(stderr, "tile fuzz: at most %d targets\n", MAX_TARGETS); free(tcopy); return 1; }
-        if (strcmp(t, "interp") && strcmp(t, "cpu") && strcmp(t, "opencl") && strcmp(t, "cuda") && strncmp(t, "interp-bug:", 11)) {
-            fprintf(stderr, "tile fuzz: unknown target '%s' (interp, cpu, opencl, cuda)\n", t);
+        bool known = !strncmp(t, "interp-bug:", 11);
+        for (int i = 0; i < tile_num_targets(); i++) known = known || !strcmp(t, tile_target_name(i));
+        if (!known) {
+            fprintf(stderr, "tile fuzz: unknown target '%s' (", t);
+            for (int i = 0; i < tile_num_targets(); i++) fprintf(stderr, "%s%s", i ? ", " : "", tile_target_name(i));
+            fputs(")\n", stderr);
             free(tcopy);
             return 1;
         }

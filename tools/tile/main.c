@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "cli.h"
 #include "tile.h"
 
 /* TileLink subcommands live in cli_link.c; weak so the CLI links without them. */
@@ -37,7 +37,7 @@ static void usage(FILE *out) {
           "  run FILE [-f FUNC] [-D NAME=VALUE ...] [--shape NAME=64x32[:dtype] ...]\n"
           "           [--target interp|cpu|cuda|opencl|auto] [--in NAME=PATH.npy ...]\n"
           "           [--out NAME=PATH.npy ...] [--seed N] [--check] [--bench] [--iters N]\n"
-          "           [--no-checks] [--quiet]\n"
+          "           [--no-checks] [--quiet] [--trace FILE.json]\n"
           "                                         run a kernel on random or given inputs\n"
           "  emit FILE --target cpu|cuda|opencl     print the generated source\n"
           "  devices                                list the targets available here\n"
@@ -70,7 +70,7 @@ typedef struct options {
 } options;
 
 static void push_str(const char ***arr, int *n, const char *s) {
-    *arr = tile_xrealloc(*arr, sizeof(char *) * (size_t)(*n + 1));
+    *arr = cli_xrealloc(*arr, sizeof(char *) * (size_t)(*n + 1));
     (*arr)[(*n)++] = s;
 }
 
@@ -80,8 +80,8 @@ static int push_kv(kv **arr, int *n, const char *flag, const char *arg) {
         fprintf(stderr, "tile: %s expects NAME=VALUE, got '%s'\n", flag, arg ? arg : "");
         return -1;
     }
-    *arr = tile_xrealloc(*arr, sizeof(kv) * (size_t)(*n + 1));
-    char *name = tile_xmalloc((size_t)(eq - arg) + 1);
+    *arr = cli_xrealloc(*arr, sizeof(kv) * (size_t)(*n + 1));
+    char *name = cli_xmalloc((size_t)(eq - arg) + 1);
     memcpy(name, arg, (size_t)(eq - arg));
     name[eq - arg] = 0;
     (*arr)[*n].name = name;
@@ -124,6 +124,11 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd) {
         else if (!strcmp(a, "--bench")) o->bench = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = 1;
         else if (!strcmp(a, "--no-checks")) o->no_checks = 1;
+        else if (!strcmp(a, "--trace")) {
+            NEED_VALUE();
+            char *e = NULL;
+            if (tile_trace_start(v, &e) != TILE_OK) { fprintf(stderr, "tile %s: --trace: %s\n", cmd, e ? e : v); tile_free(e); return -1; }
+        }
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "tile %s: unknown option '%s' (see tile --help)\n", cmd, a); return -1; }
         else if (!o->file) o->file = a;
         else { fprintf(stderr, "tile %s: unexpected argument '%s'\n", cmd, a); return -1; }
@@ -152,7 +157,7 @@ static tile_module *compile(options *o) {
     for (int i = 0; i < o->nshapes; i++) {
         const char *colon = strchr(o->shapes[i].value, ':');
         if (!colon) continue;
-        char *d = tile_xmalloc(strlen(o->shapes[i].name) + strlen(colon) + 8);
+        char *d = cli_xmalloc(strlen(o->shapes[i].name) + strlen(colon) + 8);
         sprintf(d, "%s.dtype=%s", o->shapes[i].name, colon + 1);
         push_str(&o->defines, &o->ndefines, d);
         o->owned_defines++;
@@ -280,7 +285,7 @@ static int load_npy(const char *path, const char *name, tile_dtype dt, tile_tens
     t->rank = n.rank;
     for (int d = 0; d < n.rank; d++) t->shape[d] = n.shape[d];
     size_t cnt = n.count;
-    t->data = tile_xcalloc(1, tile_dtype_storage_bytes(dt, cnt) + 8);
+    t->data = cli_xcalloc(1, tile_dtype_storage_bytes(dt, cnt) + 8);
     const char *want = tile_npy_descr_for(dt);
     tile_dtype fdt = tile_npy_dtype_of_descr(n.descr);
     if (!strcmp(n.descr, want) || (want[1] == n.descr[1] && !strcmp(want + 1, n.descr + 1))) {
@@ -309,7 +314,7 @@ static int save_npy(const char *path, const char *name, const tile_tensor *t) {
     char err[512];
     int rc;
     if (t->dtype == TILE_DT_FP4_E2M1) {
-        uint8_t *u = tile_xmalloc(cnt + 1);
+        uint8_t *u = cli_xmalloc(cnt + 1);
         for (size_t i = 0; i < cnt; i++) u[i] = (uint8_t)tile_load_bits(t->dtype, t->data, i);
         rc = tile_npy_write(path, descr, t->rank, t->shape, u, 1, err, sizeof err);
         free(u);
@@ -324,11 +329,11 @@ static tile_tensor to_f64(const tile_tensor *t) {
     size_t cnt = count_of(t);
     if (!tile_dtype_is_float(t->dtype)) {
         size_t b = tile_dtype_storage_bytes(t->dtype, cnt);
-        r.data = tile_xmalloc(b + 8);
+        r.data = cli_xmalloc(b + 8);
         memcpy(r.data, t->data, b);
         return r;
     }
-    double *d = tile_xmalloc(cnt * sizeof(double) + 8);
+    double *d = cli_xmalloc(cnt * sizeof(double) + 8);
     for (size_t i = 0; i < cnt; i++) d[i] = tile_load_f(t->dtype, t->data, i);
     r.data = d;
     return r;
@@ -400,13 +405,13 @@ static void free_result(target_result *r, int np, int nr) {
 /* Run k on target from copies of the initial inputs; time the median of iters runs. */
 static tile_status run_target_once(tile_kernel *k, const char *target, const tile_tensor *initial, int np, int nr,
                                    const tile_run_options *ro, int iters, target_result *r, char **err) {
-    r->params = tile_xcalloc((size_t)np + 1, sizeof(tile_tensor));
-    r->rets = tile_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
+    r->params = cli_xcalloc((size_t)np + 1, sizeof(tile_tensor));
+    r->rets = cli_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
     tile_status st = TILE_OK;
     for (int i = 0; i < np; i++) {
         r->params[i] = initial[i];
         if (initial[i].data) {
-            r->params[i].data = tile_xmalloc(tile_tensor_bytes(&initial[i]) + 8);
+            r->params[i].data = cli_xmalloc(tile_tensor_bytes(&initial[i]) + 8);
             memcpy(r->params[i].data, initial[i].data, tile_tensor_bytes(&initial[i]));
         }
     }
@@ -414,15 +419,15 @@ static tile_status run_target_once(tile_kernel *k, const char *target, const til
     st = tile_run(k, target, r->params, np, r->rets, nr, ro, err);
     if (st != TILE_OK) return st;
     /* timing on copies, so that kernels updating a parameter in place keep run 0's outputs */
-    tile_tensor *tp = tile_xcalloc((size_t)np + 1, sizeof(tile_tensor)), *tr = tile_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
+    tile_tensor *tp = cli_xcalloc((size_t)np + 1, sizeof(tile_tensor)), *tr = cli_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
     for (int i = 0; i < np; i++) {
         tp[i] = initial[i];
         if (initial[i].data) {
-            tp[i].data = tile_xmalloc(tile_tensor_bytes(&initial[i]) + 8);
+            tp[i].data = cli_xmalloc(tile_tensor_bytes(&initial[i]) + 8);
             memcpy(tp[i].data, initial[i].data, tile_tensor_bytes(&initial[i]));
         }
     }
-    double *times = tile_xcalloc((size_t)iters + 1, sizeof(double));
+    double *times = cli_xcalloc((size_t)iters + 1, sizeof(double));
     st = tile_bench(k, target, tp, np, tr, nr, ro, iters, times, NULL, err);
     if (st == TILE_OK) {
         qsort(times, (size_t)iters, sizeof(double), cmp_double);
@@ -437,9 +442,12 @@ static tile_status run_target_once(tile_kernel *k, const char *target, const til
 }
 
 static int run_all_targets(tile_kernel *k, const tile_tensor *initial, int np, int nr, const tile_run_options *ro, int iters_opt) {
-    static const char *const targets[] = {"interp", "cpu", "opencl", "cuda"};
-    enum { NT = 4 };
-    target_result res[NT];
+    /* every target the library registers, in its order */
+    enum { NT_MAX = 16 };
+    const char *targets[NT_MAX];
+    int NT = tile_num_targets() < NT_MAX ? tile_num_targets() : NT_MAX;
+    for (int t = 0; t < NT; t++) targets[t] = tile_target_name(t);
+    target_result res[NT_MAX];
     memset(res, 0, sizeof res);
     int rc = EXIT_OK;
     int iters = iters_opt ? iters_opt : 3;
@@ -495,10 +503,10 @@ static int cmd_run(int argc, char **argv) {
     tile_module *m = compile(&o);
     tile_kernel *k = m ? pick_kernel(m, o.func) : NULL;
     int np = k ? tile_kernel_num_params(k) : 0, nr = k ? tile_kernel_num_rets(k) : 0;
-    tile_tensor *params = tile_xcalloc((size_t)np + 1, sizeof(tile_tensor));
-    tile_tensor *initial = tile_xcalloc((size_t)np + 1, sizeof(tile_tensor));
-    tile_tensor *rets = tile_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
-    double *scalars = tile_xcalloc((size_t)np + 1, sizeof(double));
+    tile_tensor *params = cli_xcalloc((size_t)np + 1, sizeof(tile_tensor));
+    tile_tensor *initial = cli_xcalloc((size_t)np + 1, sizeof(tile_tensor));
+    tile_tensor *rets = cli_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
+    double *scalars = cli_xcalloc((size_t)np + 1, sizeof(double));
     const char *target = o.target;
     if (!k) { rc = EXIT_USER; goto out; }
     if (!strcmp(target, "auto")) target = tile_auto_target();
@@ -588,13 +596,13 @@ static int cmd_run(int argc, char **argv) {
     }
     if (o.check) {
         /* reference: the interpreter in f64 (on the interpreter target) */
-        tile_tensor *rp = tile_xcalloc((size_t)np + 1, sizeof(tile_tensor));
-        tile_tensor *rr = tile_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
+        tile_tensor *rp = cli_xcalloc((size_t)np + 1, sizeof(tile_tensor));
+        tile_tensor *rr = cli_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
         bool ref_f64 = !strcmp(target, "interp");
         for (int i = 0; i < np; i++)
             if (tile_kernel_param_is_tensor(k, i)) rp[i] = ref_f64 ? to_f64(&initial[i]) : initial[i];
         for (int i = 0; i < np && !ref_f64; i++)
-            if (rp[i].data) { void *d = tile_xmalloc(tile_tensor_bytes(&rp[i]) + 8); memcpy(d, rp[i].data, tile_tensor_bytes(&rp[i])); rp[i].data = d; }
+            if (rp[i].data) { void *d = cli_xmalloc(tile_tensor_bytes(&rp[i]) + 8); memcpy(d, rp[i].data, tile_tensor_bytes(&rp[i])); rp[i].data = d; }
         tile_run_options ref = ro;
         ref.f64_reference = ref_f64;
         st = tile_run(k, "interp", rp, np, rr, nr, &ref, &err);
@@ -626,7 +634,7 @@ static int cmd_run(int argc, char **argv) {
     }
     if (o.bench) {
         int iters = o.iters ? o.iters : (first_run > 1.0 ? 3 : first_run > 0.05 ? 10 : 20);
-        double *times = tile_xcalloc((size_t)iters, sizeof(double));
+        double *times = cli_xcalloc((size_t)iters, sizeof(double));
         int devtime = 0;
         for (int i = 0; i < nr; i++) tile_tensor_free(&rets[i]);
         st = tile_bench(k, target, params, np, rets, nr, &ro, iters, times, &devtime, &err);

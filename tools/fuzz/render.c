@@ -5,23 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "progfuzz/progfuzz_int.h"
+#include "fz_util.h"
+#include "progfuzz_int.h"
 
 typedef struct rctx {
-    tile_strbuf *sb;
+    fz_strbuf *sb;
     const pf_op *op;
     char leaf[PF_MAX_IN][160];
     char idx[3][64];
     const char *bug_op;
 } rctx;
 
-static void put_float(tile_strbuf *sb, double v) {
+static void put_float(fz_strbuf *sb, double v) {
     char buf[64];
     snprintf(buf, sizeof buf, "%.17g", v);
     if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
-    if (v < 0) tile_sb_printf(sb, "(%s)", buf);
-    else tile_sb_puts(sb, buf);
+    if (v < 0) fz_sb_printf(sb, "(%s)", buf);
+    else fz_sb_puts(sb, buf);
 }
 
 static void expr(rctx *c, int e);
@@ -33,7 +33,7 @@ static void put(rctx *c, const pf_node *n, const char *t) {
             t++;
             expr(c, *t == 'a' ? n->a : *t == 'b' ? n->b : n->c);
         } else {
-            tile_sb_putc(c->sb, *t);
+            fz_sb_putc(c->sb, *t);
         }
     }
 }
@@ -46,16 +46,16 @@ static void putf(rctx *c, const pf_node *n, const char *fmt, const char *name) {
 }
 
 static void expr(rctx *c, int e) {
-    tile_strbuf *sb = c->sb;
+    fz_strbuf *sb = c->sb;
     const pf_node *n = &c->op->nodes[e];
     static const char *bops[] = {"+", "-", "*", "/", "max", "min", "&", "|", "^", "<<", ">>", "//", "%"};
     static const char *cmps[] = {"<", "<=", ">", ">=", "==", "!="};
     switch (n->kind) {
-    case PF_N_LOAD: tile_sb_puts(sb, c->leaf[n->arg]); break;
-    case PF_N_IDX: tile_sb_puts(sb, c->idx[n->arg]); break;
+    case PF_N_LOAD: fz_sb_puts(sb, c->leaf[n->arg]); break;
+    case PF_N_IDX: fz_sb_puts(sb, c->idx[n->arg]); break;
     case PF_N_CONST:
         if (n->flt) put_float(sb, n->cv);
-        else tile_sb_printf(sb, n->cv < 0 ? "(%.0f)" : "%.0f", n->cv);
+        else fz_sb_printf(sb, n->cv < 0 ? "(%.0f)" : "%.0f", n->cv);
         break;
     case PF_N_UN: put(c, n, n->op == PF_U_NEG ? "(-@a)" : "(~@a)"); break;
     case PF_N_BIN:
@@ -68,7 +68,7 @@ static void expr(rctx *c, int e) {
          * function's result so a mismatch can be provoked on purpose */
         const char *nm = pf_fn1_name(n->op);
         bool bug = c->bug_op && !strcmp(c->bug_op, nm);
-        if (bug) tile_sb_putc(sb, '(');
+        if (bug) fz_sb_putc(sb, '(');
         switch (n->op) {
         case PF_F1_LOG: case PF_F1_LOG2: putf(c, n, "T.%s(T.abs(@a) + 1.0)", nm); break;
         case PF_F1_SQRT: put(c, n, "T.sqrt(T.abs(@a))"); break;
@@ -76,13 +76,13 @@ static void expr(rctx *c, int e) {
         case PF_F1_NEG: put(c, n, "(-@a)"); break;
         default: putf(c, n, "T.%s(@a)", nm);
         }
-        if (bug) tile_sb_puts(sb, " * 1.015625)");
+        if (bug) fz_sb_puts(sb, " * 1.015625)");
         break;
     }
     case PF_N_POW:
         put(c, n, "T.pow(T.abs(@a) + 1.0, ");
         put_float(sb, n->cv);
-        tile_sb_putc(sb, ')');
+        fz_sb_putc(sb, ')');
         break;
     case PF_N_FMA: put(c, n, "T.fma(@a, @b, @c)"); break;
     case PF_N_CAST: putf(c, n, "T.cast(@a, \"%s\")", tile_dtype_name(n->cast_to)); break;
@@ -92,27 +92,27 @@ static void expr(rctx *c, int e) {
     }
 }
 
-static void ind(tile_strbuf *sb, int n) {
-    for (int i = 0; i < n; i++) tile_sb_puts(sb, "    ");
+static void ind(fz_strbuf *sb, int n) {
+    for (int i = 0; i < n; i++) fz_sb_puts(sb, "    ");
 }
 
 /* one line: indentation + printf */
-static void line(tile_strbuf *sb, int n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void line(tile_strbuf *sb, int n, const char *fmt, ...) {
+static void line(fz_strbuf *sb, int n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void line(fz_strbuf *sb, int n, const char *fmt, ...) {
     ind(sb, n);
     va_list ap;
     va_start(ap, fmt);
-    tile_sb_vprintf(sb, fmt, ap);
+    fz_sb_vprintf(sb, fmt, ap);
     va_end(ap);
-    tile_sb_putc(sb, '\n');
+    fz_sb_putc(sb, '\n');
 }
 
 static void stmt_expr(rctx *c, int n, const char *pre, int e, const char *post) {
     ind(c->sb, n);
-    tile_sb_puts(c->sb, pre);
+    fz_sb_puts(c->sb, pre);
     expr(c, e);
-    tile_sb_puts(c->sb, post);
-    tile_sb_putc(c->sb, '\n');
+    fz_sb_puts(c->sb, post);
+    fz_sb_putc(c->sb, '\n');
 }
 
 /* size `which` of an op (0..2 dims, 3 K, 4 batch) as text: a literal, or the symbolic
@@ -180,7 +180,7 @@ static int out_shape(const pf_op *op, int *s) {
     return 0;
 }
 
-static void params(tile_strbuf *sb, const pf_prog *p) {
+static void params(fz_strbuf *sb, const pf_prog *p) {
     bool first = true;
     char sh[96];
     for (int o = 0; o < p->nops; o++) {
@@ -195,8 +195,8 @@ static void params(tile_strbuf *sb, const pf_prog *p) {
                 for (int d = 0; d < r; d++) l += (size_t)snprintf(sh + l, sizeof sh - l, "%s%s", d ? ", " : "", D(op, ids[d]));
                 snprintf(sh + l, sizeof sh - l, r == 1 ? ",)" : ")");
             }
-            if (p->form == PF_FORM_PLAIN) tile_sb_printf(sb, "%sA%d_%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, k, sh, dn(in->gdt));
-            else tile_sb_printf(sb, "%sA%d_%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, k, sh, dn(in->gdt));
+            if (p->form == PF_FORM_PLAIN) fz_sb_printf(sb, "%sA%d_%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, k, sh, dn(in->gdt));
+            else fz_sb_printf(sb, "%sA%d_%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, k, sh, dn(in->gdt));
             first = false;
         }
         int s[3];
@@ -209,8 +209,8 @@ static void params(tile_strbuf *sb, const pf_prog *p) {
             for (int d = 0; d < rr; d++) l += (size_t)snprintf(sh + l, sizeof sh - l, "%s%s", d ? ", " : "", D(op, ids[d]));
             snprintf(sh + l, sizeof sh - l, rr == 1 ? ",)" : ")");
         }
-        if (p->form == PF_FORM_PLAIN) tile_sb_printf(sb, "%sO%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, sh, dn(op->out_dt));
-        else tile_sb_printf(sb, "%sO%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, sh, dn(op->out_dt));
+        if (p->form == PF_FORM_PLAIN) fz_sb_printf(sb, "%sO%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, sh, dn(op->out_dt));
+        else fz_sb_printf(sb, "%sO%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, sh, dn(op->out_dt));
         first = false;
     }
 }
@@ -245,7 +245,7 @@ static void plain_leaves(rctx *c, const char *const *iv) {
 
 static void render_plain_op(rctx *c, int n0) {
     const pf_op *op = c->op;
-    tile_strbuf *sb = c->sb;
+    fz_strbuf *sb = c->sb;
     int id = op->id;
     char iv[3][16];
     const char *ivp[3];
@@ -378,7 +378,7 @@ static void red_init(const pf_op *op, char *b, size_t n) {
 
 static void render_tile_op(rctx *c, int n0) {
     const pf_op *op = c->op;
-    tile_strbuf *sb = c->sb;
+    fz_strbuf *sb = c->sb;
     int id = op->id;
     char bx[16], by[16], bz[16], i[16], j[16];
     snprintf(bx, sizeof bx, "bx%d", id);
@@ -572,16 +572,16 @@ static void render_tile_op(rctx *c, int n0) {
 }
 
 char *pf_render(const pf_prog *p, const char *bug_op) {
-    tile_strbuf sb = {0};
-    tile_sb_puts(&sb, "import tilelang\nimport tilelang.language as T\n\n\n");
+    fz_strbuf sb = {0};
+    fz_sb_puts(&sb, "import tilelang\nimport tilelang.language as T\n\n\n");
     if (p->form == PF_FORM_PLAIN) {
-        tile_sb_puts(&sb, "@tile_op\ndef fuzz(");
+        fz_sb_puts(&sb, "@tile_op\ndef fuzz(");
         params(&sb, p);
-        tile_sb_puts(&sb, "):\n");
+        fz_sb_puts(&sb, "):\n");
     } else {
-        tile_sb_puts(&sb, "@T.prim_func\ndef fuzz(");
+        fz_sb_puts(&sb, "@T.prim_func\ndef fuzz(");
         params(&sb, p);
-        tile_sb_puts(&sb, "):\n");
+        fz_sb_puts(&sb, "):\n");
     }
     for (int o = 0; o < p->nops; o++) {
         rctx c;
@@ -592,7 +592,7 @@ char *pf_render(const pf_prog *p, const char *bug_op) {
         if (p->form == PF_FORM_PLAIN) render_plain_op(&c, 1);
         else render_tile_op(&c, 1);
     }
-    if (!p->nops) tile_sb_puts(&sb, "    pass\n");
+    if (!p->nops) fz_sb_puts(&sb, "    pass\n");
     return sb.data;
 }
 

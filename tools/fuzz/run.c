@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/core.h"
-#include "progfuzz/progfuzz_int.h"
+#include "fz_util.h"
+#include "progfuzz_int.h"
 
 const char *pf_verdict_name(pf_verdict v) {
     switch (v) {
@@ -136,12 +136,12 @@ static void run_child(tile_kernel *k, const char *text, const char *target, bool
             }
             k = tile_module_kernel(m, NULL);
         }
-        tile_tensor *ps = tile_xcalloc((size_t)np + 1, sizeof *ps);
-        tile_tensor *rs = tile_xcalloc((size_t)nr + 1, sizeof *rs);
+        tile_tensor *ps = fz_xcalloc((size_t)np + 1, sizeof *ps);
+        tile_tensor *rs = fz_xcalloc((size_t)nr + 1, sizeof *rs);
         for (int i = 0; i < np; i++) {
             ps[i] = init[i];
             if (init[i].data) {
-                ps[i].data = tile_xmalloc(tile_tensor_bytes(&init[i]) + 16);
+                ps[i].data = fz_xmalloc(tile_tensor_bytes(&init[i]) + 16);
                 memcpy(ps[i].data, init[i].data, tile_tensor_bytes(&init[i]));
             }
         }
@@ -202,21 +202,21 @@ static void run_child(tile_kernel *k, const char *text, const char *target, bool
         snprintf(o->msg, sizeof o->msg, "%.1000s", h->msg);
     } else {
         o->v = PF_OK;
-        o->params = tile_xcalloc((size_t)np + 1, sizeof(tile_tensor));
-        o->rets = tile_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
+        o->params = fz_xcalloc((size_t)np + 1, sizeof(tile_tensor));
+        o->rets = fz_xcalloc((size_t)nr + 1, sizeof(tile_tensor));
         const char *src = (const char *)mem + sizeof(shm_hdr);
         for (int i = 0; i < np; i++) {
             o->params[i] = init[i];
             if (!init[i].data) continue;
             size_t b = tile_tensor_bytes(&init[i]);
-            o->params[i].data = tile_xmalloc(b + 16);
+            o->params[i].data = fz_xmalloc(b + 16);
             memcpy(o->params[i].data, src, b);
             src += b + 16;
         }
         for (int i = 0; i < nr; i++) {
             o->rets[i] = rshape[i];
             size_t b = tile_tensor_bytes(&rshape[i]);
-            o->rets[i].data = tile_xmalloc(b + 16);
+            o->rets[i].data = fz_xmalloc(b + 16);
             memcpy(o->rets[i].data, src, b);
             src += b + 16;
         }
@@ -294,8 +294,8 @@ pf_result pf_check(const pf_prog *p, const pf_config *cfg) {
     tile_free(diag);
     tile_kernel *k = tile_module_kernel(m, NULL);
     int np = tile_kernel_num_params(k), nr = tile_kernel_num_rets(k);
-    tile_tensor *init = tile_xcalloc((size_t)np + 1, sizeof *init);
-    tile_tensor *rsh = tile_xcalloc((size_t)nr + 1, sizeof *rsh);
+    tile_tensor *init = fz_xcalloc((size_t)np + 1, sizeof *init);
+    tile_tensor *rsh = fz_xcalloc((size_t)nr + 1, sizeof *rsh);
     char *err = NULL;
     run_out ref = {0};
     for (int i = 0; i < np; i++)
@@ -309,7 +309,7 @@ pf_result pf_check(const pf_prog *p, const pf_config *cfg) {
     for (int i = 0; i < np; i++) {
         if (!tile_kernel_param_is_tensor(k, i)) continue;
         init[i].dtype = tile_kernel_param_dtype(k, i);
-        init[i].data = tile_xcalloc(1, tile_tensor_bytes(&init[i]) + 16);
+        init[i].data = fz_xcalloc(1, tile_tensor_bytes(&init[i]) + 16);
         pf_fill_random(&init[i], p->seed, i);
     }
     for (int i = 0; i < nr; i++) rsh[i].data = NULL;

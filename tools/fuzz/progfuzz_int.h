@@ -2,7 +2,7 @@
 #ifndef TILE_PROGFUZZ_INT_H
 #define TILE_PROGFUZZ_INT_H
 
-#include "progfuzz/progfuzz.h"
+#include "progfuzz.h"
 
 #define PF_MAX_OPS 6
 #define PF_MAX_IN 4

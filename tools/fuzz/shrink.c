@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "progfuzz/progfuzz_int.h"
+#include "fz_util.h"
+#include "progfuzz_int.h"
 
 /* recompute the input tensors' shapes from the op's sizes after a size changed */
 static void fix_shapes(pf_op *op) {

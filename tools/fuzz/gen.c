@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "progfuzz/progfuzz_int.h"
+#include "fz_util.h"
+#include "progfuzz_int.h"
 
 /* ---------- random numbers ---------- */
 uint64_t pf_splitmix(uint64_t *s) {
@@ -785,7 +785,7 @@ static bool gen_op(pf_rng *r, pf_op *op, int form, int id) {
 }
 
 pf_prog *pf_generate(uint64_t seed, int form) {
-    pf_prog *p = tile_xcalloc(1, sizeof *p);
+    pf_prog *p = fz_xcalloc(1, sizeof *p);
     pf_rng r = {seed * 0x2545f4914f6cdd1dull + 0x1234567ull};
     pf_splitmix(&r.s);
     p->seed = seed;
@@ -813,7 +813,7 @@ pf_prog *pf_generate(uint64_t seed, int form) {
 }
 
 pf_prog *pf_clone(const pf_prog *p) {
-    pf_prog *q = tile_xmalloc(sizeof *q);
+    pf_prog *q = fz_xmalloc(sizeof *q);
     memcpy(q, p, sizeof *q);
     return q;
 }

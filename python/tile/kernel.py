@@ -1,0 +1,480 @@
+"""tile.compile, @tile.jit and Kernel: TileLang source (a path, a string, or a Python
+function) compiled by libtile, called on NumPy arrays, PyTorch tensors (CPU and CUDA) and
+anything with __dlpack__, zero copy."""
+import ctypes
+import inspect
+import os
+import statistics
+import sys
+import textwrap
+import threading
+
+from . import _lib as L
+from ._core import (CPU, Device, Tensor, TileError, check, default_stream, dtype_code, DTYPES, from_dlpack, numpy_dtype,
+                    numpy_dtype_code, wrapped_stream, _torch)
+
+
+def _define(name, value):
+    if isinstance(value, bool):
+        v = "True" if value else "False"
+    elif isinstance(value, (int, float)):
+        v = repr(value)
+    elif isinstance(value, str):
+        v = value
+    elif hasattr(value, "name") and type(value).__module__.startswith(("numpy", "torch")):
+        v = str(value).replace("torch.", "")
+    else:
+        raise TileError("compile-time value %s=%r: give an int, float, bool or str" % (name, value))
+    return "%s=%s" % (name, v)
+
+
+def _source_of_function(fn):
+    """The text of a Python function (a kernel or a kernel factory), dedented, without its
+    decorators, after the import lines of its module (so `T.` and `tilelang` resolve)."""
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError) as e:
+        raise TileError("cannot read the source of %r: %s" % (fn, e))
+    src = textwrap.dedent(src)
+    lines = src.split("\n")
+    # drop decorators of the factory itself (@tile.jit(...), possibly on several lines)
+    i = 0
+    while i < len(lines) and not lines[i].lstrip().startswith(("def ", "async def ")):
+        i += 1
+    body = "\n".join(lines[i:])
+    decorators = "\n".join(l for l in lines[:i] if not ("jit" in l or l.strip().startswith(")")))
+    first = fn.__code__.co_firstlineno + i
+    head = []
+    try:
+        mod_src = inspect.getsource(sys.modules[fn.__module__])
+        for l in mod_src.split("\n"):
+            if l.startswith(("import ", "from ")) and "__future__" not in l:
+                head.append(l)
+    except (OSError, TypeError, KeyError):
+        head = ["import tilelang.language as T"]
+    path = inspect.getsourcefile(fn) or "<function>"
+    # pad with blank lines so that diagnostics point at the function's lines in its file
+    pad = max(0, first - 1 - len(head) - (1 if decorators else 0))
+    text = "\n".join(head) + "\n" * (pad + 1) + (decorators + "\n" if decorators else "") + body
+    return path, text
+
+
+def _compile_module(source, func, consts):
+    defines = [_define(k, v) for k, v in consts.items()]
+    arr = (ctypes.c_char_p * max(1, len(defines)))(*[d.encode() for d in defines])
+    m, diag = L.c_void_p(), L.ERR()
+    if callable(source):
+        name, text = _source_of_function(source)
+        st = L.tile_compile_string(name.encode(), text.encode(), arr, len(defines), ctypes.byref(m), ctypes.byref(diag))
+    elif isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and
+                                              (os.path.exists(source) or source.endswith((".tl", ".py")))):
+        st = L.tile_compile_file_kernel(os.fspath(source).encode(), func.encode() if func else None, arr, len(defines),
+                                        ctypes.byref(m), ctypes.byref(diag))
+    elif isinstance(source, str):
+        st = L.tile_compile_string(b"<string>", source.encode(), arr, len(defines), ctypes.byref(m), ctypes.byref(diag))
+    else:
+        raise TileError("tile.compile: source must be a path, a source string or a function, not %s" % type(source).__name__)
+    msg = L.take(diag)
+    if st != L.TILE_OK:
+        raise TileError(msg or "compile failed", st)
+    return m.value, msg
+
+
+class _Module:
+    """Owns a tile_module (freed when the last kernel of it goes)."""
+
+    def __init__(self, handle):
+        self.h = handle
+
+    def __del__(self):
+        if self.h and L is not None and L.tile_module_free is not None:
+            L.tile_module_free(self.h)
+            self.h = None
+
+
+def compile(source, func=None, target="auto", out_idx=None, pass_configs=None, **consts):
+    """Compile TileLang source into a Kernel.
+
+    source: a path (.tl or .py), a source string, or a Python function (its text is read
+    with inspect; a kernel factory's parameters come from ``consts``). func: which kernel of
+    the module (None: the only one). target: "auto", "cpu", "cuda", "opencl", "interp".
+    out_idx: parameter indices (negative from the end) that the call allocates and returns,
+    as in TileLang. pass_configs: per-kernel compile options {name: value}. consts: values of
+    kernel-factory parameters and symbolic dimensions (like `tile run -D NAME=VALUE`)."""
+    h, warnings = _compile_module(source, func, consts)
+    mod = _Module(h)
+    if pass_configs:
+        for k, v in pass_configs.items():
+            if L.tile_module_set_option is None:
+                raise TileError("pass_configs: this libtile has no per-kernel options (tile_module_set_option)")
+            err = L.ERR()
+            check(L.tile_module_set_option(h, str(k).encode(), str(v).encode(), ctypes.byref(err)), err)
+    n = L.tile_module_num_kernels(h)
+    if func is None and n != 1:
+        names = [L.tile_module_kernel_name(h, i).decode() for i in range(n)]
+        raise TileError("the source has %d kernels (%s): name one with func=" % (n, ", ".join(names)))
+    k = L.tile_module_kernel(h, func.encode() if func else None)
+    if not k:
+        raise TileError("no kernel named '%s'" % func)
+    return Kernel(mod, k, target, out_idx, warnings)
+
+
+class jit:
+    """@tile.jit(out_idx=..., target=..., pass_configs=...) on a kernel factory: calling the
+    factory with its compile-time arguments returns a Kernel (cached per arguments), as
+    TileLang's @tilelang.jit does. The factory's body is compiled by Tile, never run."""
+
+    def __init__(self, func=None, *, out_idx=None, target="auto", pass_configs=None, **kw):
+        self.out_idx, self.target, self.pass_configs = out_idx, target, pass_configs
+        self._cache, self._lock = {}, threading.Lock()
+        self.func = None
+        if func is not None:
+            self._wrap(func)
+
+    def _wrap(self, func):
+        self.func = func
+        self.__name__ = getattr(func, "__name__", "kernel")
+        self.__doc__ = func.__doc__
+        self._sig = inspect.signature(func)
+        return self
+
+    def __call__(self, *args, **kwargs):
+        if self.func is None:  # @tile.jit(...) then the function
+            return self._wrap(args[0])
+        bound = self._sig.bind(*args, **kwargs)
+        key = tuple(sorted((k, repr(v)) for k, v in bound.arguments.items()))
+        k = self._cache.get(key)
+        if k is None:
+            with self._lock:
+                k = self._cache.get(key)
+                if k is None:
+                    k = self._cache[key] = compile(self.func, target=self.target, out_idx=self.out_idx,
+                                                   pass_configs=self.pass_configs, **dict(bound.arguments))
+        return k
+
+
+# ---------- calling ----------
+class _Arg:
+    """One parameter's tensor, adapted: its view metadata, data pointer and how to make
+    outputs like it."""
+    __slots__ = ("view", "ptr", "owner", "kind", "device", "torch_device")
+
+
+def _adapt(x, stream_hint):
+    """(kind, view, ptr, owner, device) for a NumPy array, torch tensor, tile.Tensor or
+    __dlpack__ object. ptr has the byte offset applied."""
+    t, maps = _torch()
+    a = _Arg()
+    a.owner = x
+    if t is not None and isinstance(x, t.Tensor):
+        code = maps[0].get(x.dtype)
+        if code is None:
+            raise TileError("torch dtype %s has no tile dtype" % x.dtype)
+        v = L.View_()
+        dev = x.device
+        if dev.type == "cuda":
+            a.device = Device(L.DEVICE_CUDA, dev.index if dev.index is not None else t.cuda.current_device())
+        elif dev.type == "cpu":
+            a.device = CPU
+        else:
+            raise TileError("torch device %s is not one tile runs on" % dev)
+        a.kind, a.torch_device = "torch", dev
+        shp, strd = x.shape, x.stride()
+        v.device, v.dtype, v.rank = a.device.c(), code, len(shp)
+        for d in range(len(shp)):
+            v.shape[d], v.strides[d] = shp[d], strd[d]
+        a.view, a.ptr = v, x.data_ptr()
+        return a
+    ai = getattr(x, "__array_interface__", None)
+    if ai is not None and type(x).__module__ == "numpy":
+        code = numpy_dtype_code(x.dtype)
+        v = L.View_()
+        v.device, v.dtype, v.rank = CPU.c(), code, x.ndim
+        isz = x.itemsize
+        for d in range(x.ndim):
+            v.shape[d] = x.shape[d]
+            if x.strides[d] % isz:
+                raise TileError("a NumPy array with strides %s (bytes) that are not whole elements" % (x.strides,))
+            v.strides[d] = x.strides[d] // isz
+        a.kind, a.device, a.view, a.ptr = "numpy", CPU, v, ai["data"][0]
+        return a
+    if isinstance(x, Tensor):
+        v = x.view()
+        a.kind, a.device, a.view, a.ptr = "tile", x.device, v, x.data_ptr
+        return a
+    if hasattr(x, "__dlpack__"):
+        if stream_hint is None and hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] == 2:
+            stream_hint = 1  # CUDA: tile launches on the legacy default stream for such tensors
+        v, owner = from_dlpack(x, stream=stream_hint)
+        a.kind, a.owner = "dlpack", (x, owner)
+        a.device = Device(v.device.type, v.device.index)
+        a.view, a.ptr = v, (v.data or 0) + v.byte_offset
+        v.data, v.byte_offset = a.ptr, 0
+        return a
+    raise TileError("argument of type %s is not a tensor (NumPy array, torch tensor, or an object with __dlpack__)" % type(x).__name__)
+
+
+def _sig_of(a):
+    v = a.view
+    r = v.rank
+    return (v.device.type, v.device.index, v.dtype, tuple(v.shape[:r]), tuple(v.strides[:r]))
+
+
+class Kernel:
+    """A compiled kernel. Call it with tensors: kernel(A, B) -> outputs."""
+
+    def __init__(self, module, handle, target="auto", out_idx=None, warnings=None):
+        self._mod, self._k, self.target = module, handle, target
+        self.warnings = warnings or ""
+        self.name = L.tile_module_kernel_name(module.h, 0).decode() if L.tile_module_num_kernels(module.h) == 1 else "?"
+        np_ = L.tile_kernel_num_params(handle)
+        self.params = [L.tile_kernel_param_name(handle, i).decode() for i in range(np_)]
+        self._is_tensor = [bool(L.tile_kernel_param_is_tensor(handle, i)) for i in range(np_)]
+        self._dtypes = [L.tile_kernel_param_dtype(handle, i) for i in range(np_)]
+        self.num_rets = L.tile_kernel_num_rets(handle)
+        if out_idx is None:
+            out_idx = []
+        elif isinstance(out_idx, int):
+            out_idx = [out_idx]
+        outs = []
+        for i in out_idx:
+            j = i + np_ if i < 0 else i
+            if not 0 <= j < np_ or not self._is_tensor[j]:
+                raise TileError("out_idx %d: the kernel's tensor parameters are %s" % (
+                    i, ", ".join("%d (%s)" % (p, self.params[p]) for p in range(np_) if self._is_tensor[p])))
+            outs.append(j)
+        self.out_idx = outs
+        self._inputs = [i for i in range(np_) if i not in outs]
+        self._plans = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return "tile.Kernel(%s(%s), target=%r)" % (self.name, ", ".join(self.params), self.target)
+
+    # -- inspection --
+    def source(self, target=None):
+        """The generated source for target (C, CUDA C or OpenCL C), as `tile emit` prints."""
+        out, err = L.ERR(), L.ERR()
+        st = L.tile_kernel_emit(self._k, (target or self.target).encode(), ctypes.byref(out), ctypes.byref(err))
+        if st != L.TILE_OK:
+            L.take(out)
+            check(st, err)
+        return L.take(out)
+
+    def ir(self, target=None, after=None):
+        """The Tile IR: as sema produced it (target None), or after target's TileOpt pipeline
+        (up to pass `after`), as `tile ir` prints."""
+        if target is None and after is None:
+            return L.take(L.tile_kernel_ir(self._k))
+        out, err = L.ERR(), L.ERR()
+        st = L.tile_kernel_ir_for(self._k, (target or self.target).encode(), after.encode() if after else None,
+                                  ctypes.byref(out), ctypes.byref(err))
+        if st != L.TILE_OK:
+            L.take(out)
+            check(st, err)
+        return L.take(out)
+
+    # -- calling --
+    def _plan(self, key, args, given):
+        """Specialise for this signature: output shapes, allocation recipe, the tile_spec."""
+        nparams = len(self.params)
+        tens = (L.Tensor_ * max(1, nparams))()
+        rets = (L.Tensor_ * max(1, self.num_rets))()
+        for i, a in given.items():
+            v = a.view
+            tens[i].data, tens[i].dtype, tens[i].rank = 1, v.dtype, v.rank
+            for d in range(v.rank):
+                tens[i].shape[d] = v.shape[d]
+        for i in self.out_idx:
+            tens[i].data, tens[i].rank = None, 0
+        err = L.ERR()
+        check(L.tile_infer_shapes(self._k, tens, nparams, rets, self.num_rets, ctypes.byref(err)), err)
+        out_shapes = [(i, tuple(tens[i].shape[:tens[i].rank]), self._dtypes[i]) for i in self.out_idx]
+        ret_shapes = [(nparams + r, tuple(rets[r].shape[:rets[r].rank]), rets[r].dtype) for r in range(self.num_rets)]
+        proto = next(iter(given.values()), None)
+        device = proto.device if proto is not None else CPU
+        views = (L.View_ * max(1, nparams + self.num_rets))()
+        for i, a in given.items():
+            views[i] = a.view
+            views[i].data, views[i].byte_offset = None, 0
+        for idx, shape, code in out_shapes + ret_shapes:
+            v = views[idx]
+            v.device, v.dtype, v.rank = device.c(), code, len(shape)
+            s = 1
+            for d in range(len(shape) - 1, -1, -1):
+                v.shape[d], v.strides[d] = shape[d], s
+                s *= shape[d]
+        spec, err = L.c_void_p(), L.ERR()
+        tgt = None if self.target in (None, "auto") else self.target.encode()
+        check(L.tile_kernel_specialize(self._k, tgt, views, nparams + self.num_rets, ctypes.byref(spec), ctypes.byref(err)), err)
+        return _Plan(spec.value, out_shapes + ret_shapes, proto, device, nparams + self.num_rets)
+
+    def _fast_key(self, args):
+        """A signature from the tensors' own attributes (torch, NumPy), without making views;
+        None where an argument needs the general path."""
+        t, _ = _torch()
+        key = []
+        for i, x in zip(self._inputs, args):
+            if not self._is_tensor[i]:
+                key.append(None)
+            elif t is not None and type(x) is t.Tensor:
+                key.append((x.dtype, x.shape, x.stride(), x.device))
+            elif type(x).__module__ == "numpy" and hasattr(x, "__array_interface__"):
+                key.append((x.dtype, x.shape, x.strides))
+            else:
+                return None
+        return tuple(key)
+
+    def __call__(self, *args, stream=None):
+        fk = self._fast_key(args) if len(args) == len(self._inputs) else None
+        plan = self._plans.get(fk) if fk is not None else None
+        if plan is not None:
+            return plan.run_fast(self, args, stream)
+        nin = len(self._inputs)
+        if len(args) != nin:
+            names = ", ".join(self.params[i] for i in self._inputs)
+            raise TileError("%s takes %d argument%s (%s), got %d" % (self.name, nin, "" if nin == 1 else "s", names, len(args)))
+        given, scalars = {}, None
+        for i, x in zip(self._inputs, args):
+            if self._is_tensor[i]:
+                given[i] = _adapt(x, None)
+            else:
+                if scalars is None:
+                    scalars = (ctypes.c_double * len(self.params))()
+                scalars[i] = float(x)
+        key = tuple(_sig_of(given[i]) for i in sorted(given))
+        plan = self._plans.get(key)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(key)
+                if plan is None:
+                    plan = self._plans[key] = self._plan(key, args, given)
+                if fk is not None:
+                    self._plans[fk] = plan
+        return plan.run(given, scalars, stream)
+
+    def bench(self, *args, iters=100, warmup=10):
+        """Median seconds per call over `iters` calls after `warmup` (device time from events
+        on the call's stream where the device has them; host time on the cpu)."""
+        times = self.bench_times(*args, iters=iters, warmup=warmup)
+        return statistics.median(times)
+
+    def bench_times(self, *args, iters=100, warmup=10):
+        for _ in range(warmup):
+            self(*args)
+        given = {i: _adapt(x, None) for i, x in zip(self._inputs, args) if self._is_tensor[i]}
+        dev = next(iter(given.values())).device if given else CPU
+        stream = _current_stream(dev, next(iter(given.values()), None))
+        if dev.type == L.DEVICE_CPU:
+            out = []
+            for _ in range(iters):
+                t0 = L.tile_now()
+                self(*args)
+                out.append(L.tile_now() - t0)
+            return out
+        e0, e1, err = L.c_void_p(), L.c_void_p(), L.ERR()
+        check(L.tile_event_create(dev.c(), ctypes.byref(e0), ctypes.byref(err)), err)
+        check(L.tile_event_create(dev.c(), ctypes.byref(e1), ctypes.byref(err)), err)
+        try:
+            out = []
+            for _ in range(iters):
+                check(L.tile_event_record(e0, stream._h, ctypes.byref(err)), err)
+                self(*args)
+                check(L.tile_event_record(e1, stream._h, ctypes.byref(err)), err)
+                check(L.tile_event_sync(e1, ctypes.byref(err)), err)
+                sec = ctypes.c_double()
+                check(L.tile_event_elapsed(e0, e1, ctypes.byref(sec), ctypes.byref(err)), err)
+                out.append(sec.value)
+            return out
+        finally:
+            L.tile_event_free(e0)
+            L.tile_event_free(e1)
+
+
+def _current_stream(dev, proto):
+    if dev.type == L.DEVICE_CUDA and proto is not None and proto.kind == "torch":
+        return wrapped_stream(dev, _torch_raw_stream(dev.index))
+    return default_stream(dev)
+
+
+_raw_stream = None
+
+
+def _torch_raw_stream(index):
+    """The raw CUstream of torch's current stream on a device (cheap where torch has the
+    private accessor)."""
+    global _raw_stream
+    if _raw_stream is None:
+        t, _ = _torch()
+        f = getattr(t._C, "_cuda_getCurrentRawStream", None)
+        _raw_stream = f if f is not None else (lambda i: t.cuda.current_stream(i).cuda_stream)
+    return _raw_stream(index)
+
+
+class _Plan:
+    __slots__ = ("spec", "outs", "proto_kind", "proto", "device", "n", "ptrs", "inputs", "scalar_idx", "out_specs")
+
+    def __init__(self, spec, outs, proto, device, n):
+        self.spec, self.outs, self.device, self.n = spec, outs, device, n
+        self.proto_kind = proto.kind if proto is not None else "tile"
+        self.proto = proto
+        self.ptrs = None
+
+    def _alloc(self, shape, code):
+        k = self.proto_kind
+        if k == "torch":
+            t, maps = _torch()
+            return t.empty(shape, dtype=maps[1][code], device=self.proto.torch_device)
+        if k == "numpy":
+            import numpy as np
+            return np.empty(shape, dtype=numpy_dtype(code))
+        return Tensor(shape, code, self.device)
+
+    def run_fast(self, k, args, stream):
+        """A call whose signature was seen: data pointers straight from the tensors."""
+        ptrs = (ctypes.c_void_p * self.n)()
+        scalars = None
+        kind = self.proto_kind
+        for i, x in zip(k._inputs, args):
+            if k._is_tensor[i]:
+                ptrs[i] = x.data_ptr() if kind == "torch" else x.__array_interface__["data"][0]
+            else:
+                if scalars is None:
+                    scalars = (ctypes.c_double * len(k.params))()
+                scalars[i] = float(x)
+        results = []
+        for idx, shape, code in self.outs:
+            o = self._alloc(shape, code)
+            results.append(o)
+            ptrs[idx] = o.data_ptr() if kind == "torch" else o.__array_interface__["data"][0]
+        if stream is None:
+            if self.device.type == L.DEVICE_CUDA and kind == "torch":
+                stream = wrapped_stream(self.device, _torch_raw_stream(self.device.index))
+            else:
+                stream = default_stream(self.device)
+        err = L.ERR()
+        check(L.tile_spec_launch(self.spec, stream._h, ptrs, scalars, ctypes.byref(err)), err)
+        if not results:
+            return None
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def run(self, given, scalars, stream):
+        ptrs = (ctypes.c_void_p * self.n)()
+        for i, a in given.items():
+            ptrs[i] = a.ptr
+        results = []
+        for idx, shape, code in self.outs:
+            o = self._alloc(shape, code)
+            results.append(o)
+            a = _adapt(o, None)
+            ptrs[idx] = a.ptr
+        if stream is None:
+            stream = _current_stream(self.device, self.proto)
+        err = L.ERR()
+        st = L.tile_spec_launch(self.spec, stream._h, ptrs, scalars, ctypes.byref(err))
+        check(st, err)
+        if self.device.type == L.DEVICE_CPU:
+            pass  # cpu work is done on return
+        if not results:
+            return None
+        return results[0] if len(results) == 1 else tuple(results)

@@ -1,0 +1,6 @@
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+EXAMPLES = os.environ.get("TILE_TEST_EXAMPLES", os.path.join(ROOT, "examples"))

@@ -1,0 +1,348 @@
+"""The tile Python package: compiling, calling on NumPy / torch / DLPack tensors, strides and
+offsets, out_idx, errors, threads, DLPack round trips, traces. CUDA tests run where torch
+sees a GPU."""
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import tile
+from conftest import EXAMPLES
+
+PLAIN = """
+@tile_op
+def axpb(A: Tensor[(M, N)], B: Tensor[(M, N)]) -> Tensor[(M, N)]:
+    C = allocate((M, N), dtype=A.dtype)
+    for i in range(M):
+        for j in range(N):
+            C[i, j] = A[i, j] * 2.0 + B[i, j]
+    return C
+"""
+
+rng = np.random.default_rng(7)
+
+
+def rand(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def test_devices():
+    d = tile.devices()
+    assert d["interp"] and d["cpu"]
+    assert set(d) >= {"interp", "cpu", "cuda", "opencl"}
+    assert tile.Device.parse("cpu") in tile.device_list()
+
+
+def test_compile_from_path_and_call_in_place():
+    k = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=40, N=24)
+    a, b, c = rand(40, 24), rand(40, 24), np.zeros((40, 24), np.float32)
+    assert k(a, b, c) is None
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_compile_from_string_returns_output():
+    k = tile.compile(PLAIN)
+    a, b = rand(9, 13), rand(9, 13)
+    c = k(a, b)
+    assert isinstance(c, np.ndarray) and c.shape == (9, 13) and c.dtype == np.float32
+    np.testing.assert_allclose(c, a * 2 + b, rtol=1e-6)
+    # the symbolic sizes bind from each call's shapes
+    a2, b2 = rand(3, 5), rand(3, 5)
+    np.testing.assert_allclose(k(a2, b2), a2 * 2 + b2, rtol=1e-6)
+
+
+def test_jit_factory_from_function():
+    from kernels import add_factory
+    k = add_factory(33, 20)
+    assert isinstance(k, tile.Kernel)
+    assert add_factory(33, 20) is k  # cached per arguments
+    a, b = rand(33, 20), rand(33, 20)
+    np.testing.assert_array_equal(k(a, b), a + b)
+
+
+def test_out_idx_and_interp_target_agree():
+    kc = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=16, N=16, out_idx=[-1], target="cpu")
+    ki = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=16, N=16, out_idx=[-1], target="interp")
+    a, b = rand(16, 16), rand(16, 16)
+    np.testing.assert_array_equal(kc(a, b), ki(a, b))
+    with pytest.raises(tile.TileError, match="out_idx 5"):
+        tile.compile(os.path.join(EXAMPLES, "add.tl"), M=16, N=16, out_idx=[5])
+
+
+def test_offsets_and_strides():
+    k = tile.compile(PLAIN, target="cpu")
+    big_a, big_b = rand(12, 10), rand(12, 10)
+    # a row slice: contiguous, with a byte offset
+    a, b = big_a[3:9], big_b[3:9]
+    np.testing.assert_allclose(k(a, b), a * 2 + b, rtol=1e-6)
+    # a column slice: strided rows, contiguous last dimension (the cpu target takes it)
+    a, b = big_a[:, 2:7], big_b[:, 4:9]
+    assert not a.flags.c_contiguous
+    np.testing.assert_allclose(k(a, b), a * 2 + b, rtol=1e-6)
+    # a transposed view (last stride 10): refused with the parameter's name
+    with pytest.raises(tile.TileError, match=r"parameter 'A' is not contiguous"):
+        k(big_a.T, big_b.T.copy())
+    # the interpreter takes contiguous tensors only: same kind of message
+    ki = tile.compile(PLAIN, target="interp")
+    with pytest.raises(tile.TileError, match=r"'A' is not contiguous.*interpreter"):
+        ki(big_a[:, 2:7], big_b[:, 2:7])
+
+
+def test_errors_carry_the_source_location():
+    k = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=8, N=8)
+    a = np.zeros((8, 8), np.float64)
+    with pytest.raises(tile.TileError) as e:
+        k(a, a, a)
+    msg = str(e.value)
+    assert "add.tl:" in msg and "error:" in msg and "float32" in msg and "float64" in msg
+    with pytest.raises(tile.TileError, match="should have shape"):
+        k(rand(8, 7), rand(8, 7), rand(8, 7))
+    with pytest.raises(tile.TileError, match=r"<string>:1:\d+: error"):
+        tile.compile("def f(:\n  x = \n")
+    with pytest.raises(tile.TileError, match="takes 3 arguments"):
+        k(rand(8, 8))
+
+
+def test_repeated_calls_do_not_compile_again():
+    k = tile.compile(PLAIN, target="cpu")
+    a, b = rand(6, 6), rand(6, 6)
+    k(a, b)
+    before = tile.cache_stats()
+    for _ in range(5):
+        k(a, b)
+    after = tile.cache_stats()
+    assert after["compiles"] == before["compiles"]
+    assert after["specializations"] == before["specializations"]
+    assert after["launches"] == before["launches"] + 5
+    # a new shape is a new specialisation of the same compiled code
+    k(rand(4, 4), rand(4, 4))
+    again = tile.cache_stats()
+    assert again["compiles"] == after["compiles"] and again["specializations"] == after["specializations"] + 1
+
+
+def test_eight_threads_one_kernel():
+    k = tile.compile(PLAIN, target="cpu")
+    errors, results = [], {}
+
+    def work(t):
+        try:
+            for it in range(10):
+                a, b = rand(5 + t, 7), rand(5 + t, 7)
+                c = k(a, b)
+                if not np.allclose(c, a * 2 + b, rtol=1e-6):
+                    errors.append((t, it))
+            results[t] = True
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    th = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    assert not errors and len(results) == 8
+
+
+class DLPackOnly:
+    """An object that offers only the DLPack protocol (versioned or not)."""
+
+    def __init__(self, arr, versioned):
+        self.arr, self.versioned = arr, versioned
+
+    def __dlpack__(self, stream=None, max_version=None, **kw):
+        if self.versioned:
+            return self.arr.__dlpack__(max_version=max_version)
+        if max_version is not None:
+            raise TypeError("old producer")
+        return self.arr.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.arr.__dlpack_device__()
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_dlpack_in(versioned):
+    k = tile.compile(PLAIN, target="cpu")
+    a, b = rand(7, 3), rand(7, 3)
+    c = k(DLPackOnly(a, versioned), DLPackOnly(b, versioned))
+    assert isinstance(c, tile.Tensor)  # no framework to allocate like: tile's own memory
+    np.testing.assert_allclose(np.from_dlpack(c), a * 2 + b, rtol=1e-6)
+
+
+def test_dlpack_out_round_trip_numpy():
+    t = tile.Tensor((4, 5), "float32")
+    x = np.from_dlpack(t)
+    x[...] = np.arange(20, dtype=np.float32).reshape(4, 5)
+    y = np.from_dlpack(t)  # the same memory, no copy
+    assert y.ctypes.data == x.ctypes.data == t.data_ptr
+    np.testing.assert_array_equal(y, np.arange(20).reshape(4, 5))
+    del x, y, t
+    stats = tile.memory_stats("cpu")
+    assert stats["high_water"] >= 80 and stats["allocs"] >= 1
+
+
+def test_memory_pool_reuses_blocks():
+    before = tile.memory_stats("cpu")
+    for _ in range(4):
+        t = tile.Tensor((1000,), "float32")
+        del t
+    after = tile.memory_stats("cpu")
+    assert after["allocs"] - before["allocs"] == 4
+    assert after["reused"] - before["reused"] >= 3
+
+
+def test_trace_file(tmp_path):
+    path = tmp_path / "trace.json"
+    with tile.trace(path):
+        k = tile.compile(PLAIN, target="cpu")
+        k(rand(3, 3), rand(3, 3))
+    doc = json.loads(path.read_text())
+    names = {e["name"] for e in doc["traceEvents"]}
+    cats = {e.get("cat") for e in doc["traceEvents"]}
+    assert "compile" in cats and "launch" in cats and "axpb" in names
+
+
+def test_source_and_ir():
+    k = tile.compile(PLAIN)
+    assert "tile_entry" in k.source("cpu")
+    assert "axpb" in k.ir()
+    assert k.ir("cpu", after="autoschedule")
+    with pytest.raises(tile.TileError, match="no generated source"):
+        k.source("interp")
+
+
+def test_bench_cpu():
+    k = tile.compile(PLAIN, target="cpu")
+    t = k.bench(rand(16, 16), rand(16, 16), iters=5, warmup=1)
+    assert t > 0
+
+
+def test_language_shim_loads_upstream_style_files():
+    import tile.tilelang_alias  # noqa: F401
+    import tilelang
+    import tilelang.language as T
+    assert T.prim_func and T.Tensor((4, 4), "float16") is not None
+    if getattr(tilelang, "__doc__", "").startswith("Tile's stand-in"):
+        assert tilelang.jit is tile.jit
+
+
+# ---------- PyTorch ----------
+def test_torch_cpu_and_dlpack():
+    torch = pytest.importorskip("torch")
+    k = tile.compile(PLAIN, target="cpu")
+    a, b = torch.randn(6, 4), torch.randn(6, 4)
+    c = k(a, b)
+    assert isinstance(c, torch.Tensor) and c.device.type == "cpu" and c.dtype == torch.float32
+    torch.testing.assert_close(c, a * 2 + b)
+    # strided torch views (a column slice)
+    big = torch.randn(6, 9)
+    torch.testing.assert_close(k(big[:, 1:5], big[:, 4:8]), big[:, 1:5] * 2 + big[:, 4:8])
+    # tile memory seen by torch without a copy
+    t = tile.Tensor((3, 2), "float32")
+    x = torch.from_dlpack(t)
+    x.fill_(2.5)
+    assert x.data_ptr() == t.data_ptr
+    np.testing.assert_array_equal(np.from_dlpack(t), np.full((3, 2), 2.5, np.float32))
+
+
+def test_torch_bfloat16_in_place():
+    torch = pytest.importorskip("torch")
+    k = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=8, N=8, dtype="bfloat16", out_idx=[-1])
+    a, b = torch.randn(8, 8).bfloat16(), torch.randn(8, 8).bfloat16()
+    c = k(a, b)
+    assert c.dtype == torch.bfloat16
+    torch.testing.assert_close(c.float(), (a.float() + b.float()).bfloat16().float())
+
+
+# ---------- CUDA (skipped without a GPU) ----------
+def _cuda():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or not tile.devices().get("cuda"):
+        pytest.skip("no CUDA device")
+    return torch
+
+
+def test_cuda_tensors_zero_copy():
+    torch = _cuda()
+    k = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=256, N=128, out_idx=[-1])
+    a, b = torch.randn(256, 128, device="cuda"), torch.randn(256, 128, device="cuda")
+    c = k(a, b)
+    assert c.is_cuda
+    torch.testing.assert_close(c, a + b)
+    before = tile.cache_stats()
+    for _ in range(3):
+        k(a, b)
+    assert tile.cache_stats()["compiles"] == before["compiles"]
+
+
+def test_cuda_non_default_stream():
+    torch = _cuda()
+    k = tile.compile(os.path.join(EXAMPLES, "gemm.tl"), M=512, N=512, K=256, dtype="float16", out_idx=[-1])
+    a = torch.randn(512, 256, device="cuda", dtype=torch.float16)
+    b = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        c = k(a, b)
+        ref = (a.float() @ b.float())
+    s.synchronize()
+    torch.testing.assert_close(c, ref, rtol=2e-2, atol=2e-2)
+
+
+def test_cuda_strided_refused_with_name():
+    torch = _cuda()
+    k = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=16, N=16, out_idx=[-1])
+    a = torch.randn(16, 32, device="cuda")
+    with pytest.raises(tile.TileError, match="parameter 'A' is not contiguous"):
+        k(a[:, :16], a[:, 16:].contiguous())
+
+
+# ---------- tile.link ----------
+_LINK_WORKER = r"""
+import sys, numpy as np
+sys.path.insert(0, sys.argv[4])
+from tile import link
+rank, size, addr = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+with link.Comm(rank, size, addr) as comm:
+    comm.set_timeout(60)
+    x = np.full(1000, rank + 1, np.float32)
+    link.allreduce(comm, x)
+    assert (x == size * (size + 1) / 2).all(), x[:4]
+    g = np.zeros(2 * 3, np.int32)
+    link.allgather(comm, np.full(3, rank, np.int32), g)
+    assert list(g) == [0, 0, 0, 1, 1, 1], g
+    b = np.arange(5, dtype=np.float64) * (rank == 0)
+    link.broadcast(comm, b, root=0)
+    assert (b == np.arange(5)).all()
+    c = link.Compressor(comm, "sign1", 256)
+    y = np.ones(256, np.float32) * (rank + 1)
+    c.allreduce(y, op="avg")
+    assert np.isfinite(y).all()
+    assert not comm.revoked and comm.failed_ranks() == []
+print("rank", rank, "ok")
+"""
+
+
+def test_link_two_ranks(tmp_path):
+    import socket
+    import subprocess
+    import sys
+    pytest.importorskip("tile.link")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    script = tmp_path / "worker.py"
+    script.write_text(_LINK_WORKER)
+    py = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python")
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), "2", "127.0.0.1:%d" % port, py],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert "rank 0 ok" in outs[0] and "rank 1 ok" in outs[1]
+
+
+def test_link_errors():
+    from tile import link
+    with pytest.raises(link.LinkError, match="C-contiguous|contiguous"):
+        link._buf(np.zeros((4, 4), np.float32)[:, ::2])
+    assert link.version
