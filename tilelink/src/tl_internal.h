@@ -1,5 +1,6 @@
 /* tl_internal.h — private declarations shared by the libtilelink sources.
- * libtilelink does not depend on libtile: everything it needs lives here. */
+ * libtilelink does not depend on libtile: it shares only src/base with it (dtypes and
+ * conversions, knobs, logging, the dynamic loader, cache paths). */
 #ifndef TL_INTERNAL_H
 #define TL_INTERNAL_H
 
@@ -7,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include "tlink.h"
+#include "../../src/base/base.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 #define TL_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* ---------- util.c ---------- */
+/* message levels = src/base's TB_LOG_WARN / INFO / DEBUG; TL_LOG_NONE: nothing is written */
 enum { TL_LOG_NONE = 0, TL_LOG_WARN = 1, TL_LOG_INFO = 2, TL_LOG_DEBUG = 3 };
 int tl_log_level(void);
 void tl_log(int level, const char *fmt, ...) TL_PRINTF(2, 3);

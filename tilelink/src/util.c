@@ -50,44 +50,21 @@ double tl_default_timeout(void) {
     return t > 0 ? t : 300.0;
 }
 
+/* logging: src/base's "tlink" channel (TLINK_DEBUG) */
 int tl_log_level(void) {
-    static int level = -1;
-    if (level < 0) {
-        const char *v = tl_getenv("TLINK_DEBUG");
-        int l = TL_LOG_WARN;
-        if (v) {
-            if (!strcasecmp(v, "none") || !strcmp(v, "0")) l = TL_LOG_NONE;
-            else if (!strcasecmp(v, "warn")) l = TL_LOG_WARN;
-            else if (!strcasecmp(v, "info") || !strcmp(v, "1")) l = TL_LOG_INFO;
-            else if (!strcasecmp(v, "debug") || !strcasecmp(v, "trace") || !strcmp(v, "2")) l = TL_LOG_DEBUG;
-        }
-        level = l;
-    }
-    return level;
+    return tb_log_enabled(TB_CH_TLINK, TB_LOG_DEBUG) ? TL_LOG_DEBUG
+         : tb_log_enabled(TB_CH_TLINK, TB_LOG_INFO)  ? TL_LOG_INFO
+         : tb_log_enabled(TB_CH_TLINK, TB_LOG_WARN)  ? TL_LOG_WARN
+                                                     : TL_LOG_NONE;
 }
 
-const char *tl_hostname(void) {
-    static char name[64];
-    if (!name[0]) {
-        if (gethostname(name, sizeof name - 1) != 0) strcpy(name, "localhost");
-        name[sizeof name - 1] = 0;
-    }
-    return name;
-}
+const char *tl_hostname(void) { return tb_hostname(); }
 
 void tl_log(int level, const char *fmt, ...) {
-    if (level > tl_log_level()) return;
-    char buf[1024];
-    int n = snprintf(buf, sizeof buf, "%s:%d tlink %s: ", tl_hostname(), (int)getpid(),
-                     level == TL_LOG_WARN ? "WARN" : level == TL_LOG_INFO ? "INFO" : "DEBUG");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    tb_vlog(TB_CH_TLINK, level, fmt, ap);
     va_end(ap);
-    size_t len = strlen(buf);
-    buf[len++] = '\n';
-    ssize_t w = write(2, buf, len);
-    (void)w;
 }
 
 double tl_now(void) {
