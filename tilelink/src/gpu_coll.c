@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpu_kernels_text.h" /* generated: tl_gpu_coll_text, tl_gpu_reduce_text_{f32,f16,bf16} */
+#include "gpu_kernels_text.h" /* generated: tl_gpu_coll_text, tl_gpu_convert_text, tl_gpu_reduce_text_{f32,f16,bf16} */
 
 /* ---------------------------------------------------------------- the CUDA driver, NVRTC */
 typedef int CUresult;
@@ -223,7 +223,9 @@ static int nvrtc_compile(const char *src, const char *name, const char *arch, co
     *cubin = NULL;
     if (!nvrtc_ok()) { snprintf(err, errlen, "%s", g_nv_why); return -1; }
     nvrtcProgram prog;
-    nvrtcResult r = nv.CreateProgram(&prog, src, name, 0, NULL, NULL);
+    /* the one header gpu_coll.cu includes: src/base/convert.h */
+    const char *hdr_text[1] = {tl_gpu_convert_text}, *hdr_name[1] = {"convert.h"};
+    nvrtcResult r = nv.CreateProgram(&prog, src, name, 1, hdr_text, hdr_name);
     if (r) { snprintf(err, errlen, "nvrtcCreateProgram: %s", nv.GetErrorString(r)); return -1; }
     char archopt[64];
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
