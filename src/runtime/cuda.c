@@ -1,7 +1,7 @@
 /* cuda.c — the "cuda" backend: generated CUDA C (src/codegen/simt.c) compiled by NVRTC for
  * the device's architecture (sm_90a on Hopper) and run through the driver API. Both
  * libcuda.so.1 and NVRTC (libnvrtc.so.13, .so.12, .so; also under /usr/local/cuda/lib64)
- * are opened with dlopen: the library builds without CUDA headers and runs everywhere;
+ * are opened by src/base's loader (tb_dl_open): the library builds without CUDA headers and runs everywhere;
  * without a driver or a GPU, available() says why.
  *
  *   TILE_CUDA_DEVICE   device ordinal (default 0)
@@ -17,7 +17,6 @@
  * the launches with CUDA events. Errors name the CUDA call, the kernel and the launch shape
  * (grid, block, shared memory).
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,21 +112,12 @@ static const char *cu_err(CUresult r) {
 
 /* ---------- NVRTC ---------- */
 static bool load_nvrtc_locked(void) {
-    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
-                                        "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_nv_why, sizeof g_nv_why, "cannot load NVRTC (libnvrtc.so.13/.12/.so, also tried /usr/local/cuda/lib64): install the CUDA toolkit's NVRTC");
-        return false;
-    }
+    void *h = tb_dl_open(TB_DL_NVRTC, NULL, g_nv_why, sizeof g_nv_why);
+    if (!h) return false;
 #define LOADN(field, sym)                                                                     \
     do {                                                                                      \
-        *(void **)(&nv.field) = dlsym(h, sym);                                                \
-        if (!nv.field) {                                                                      \
-            snprintf(g_nv_why, sizeof g_nv_why, "NVRTC has no %s", sym);                      \
-            return false;                                                                     \
-        }                                                                                     \
+        tb_dl_sym s_ = {(void **)&nv.field, sym, NULL, false};                                \
+        if (tb_dl_syms(h, TB_DL_NVRTC, &s_, 1, g_nv_why, sizeof g_nv_why)) return false;     \
     } while (0)
     LOADN(Version, "nvrtcVersion");
     LOADN(CreateProgram, "nvrtcCreateProgram");
@@ -194,18 +184,12 @@ int tile_cuda_nvrtc_compile(const char *src, const char *name, const char *arch,
 
 /* ---------- the driver ---------- */
 static bool open_device(void) {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_why, sizeof g_why, "no CUDA driver (cannot load libcuda.so.1)");
-        return false;
-    }
+    void *h = tb_dl_open(TB_DL_CUDA, NULL, g_why, sizeof g_why);
+    if (!h) return false;
 #define LOADC(field, sym)                                                                     \
     do {                                                                                      \
-        *(void **)(&cu.field) = dlsym(h, sym);                                                \
-        if (!cu.field) {                                                                      \
-            snprintf(g_why, sizeof g_why, "libcuda.so.1 has no %s", sym);                     \
-            return false;                                                                     \
-        }                                                                                     \
+        tb_dl_sym s_ = {(void **)&cu.field, sym, NULL, false};                                \
+        if (tb_dl_syms(h, TB_DL_CUDA, &s_, 1, g_why, sizeof g_why)) return false;             \
     } while (0)
     LOADC(Init, "cuInit");
     LOADC(DriverGetVersion, "cuDriverGetVersion");
@@ -237,7 +221,8 @@ static bool open_device(void) {
     LOADC(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     LOADC(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     LOADC(MemsetD32Async, "cuMemsetD32Async");
-    g_tma_encode = dlsym(h, "cuTensorMapEncodeTiled");
+    tb_dl_sym tma = {&g_tma_encode, "cuTensorMapEncodeTiled", NULL, true};
+    tb_dl_syms(h, TB_DL_CUDA, &tma, 1, NULL, 0);
 #undef LOADC
     CUresult r = cu.Init(0);
     if (r != 0) {

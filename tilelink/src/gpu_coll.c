@@ -6,11 +6,10 @@
  * Out: the tlink_gpu_* API of include/tlink.h ("device collectives"). Protocol and kernels:
  *      tilelink/kernels/gpu_coll.cu (hand-written) and tilelink/kernels/reduce.tl (TileLang),
  *      both embedded at build time (tilelink/kernels/kernels.cmake); docs/tilelink-gpu.md.
- * libcuda.so.1 and NVRTC are opened with dlopen (own small loader: libtilelink does not
- * depend on libtile), so the library builds and runs without CUDA. */
+ * libcuda.so.1 and NVRTC are opened by src/base's loader (tb_dl_open, shared with libtile
+ * without depending on it), so the library builds and runs without CUDA. */
 #include "tl_internal.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,12 +105,9 @@ static const char *cu_errname(CUresult r) {
 }
 
 static int load_cuda_locked(void) {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_cu_why, sizeof g_cu_why, "no CUDA driver (cannot load libcuda.so.1)");
-        return -1;
-    }
-    struct { void **slot; const char *a, *b; } syms[] = {
+    void *h = tb_dl_open(TB_DL_CUDA, NULL, g_cu_why, sizeof g_cu_why);
+    if (!h) return -1;
+    const tb_dl_sym syms[] = {
         {(void **)&cu.Init, "cuInit", NULL},
         {(void **)&cu.DeviceGetCount, "cuDeviceGetCount", NULL},
         {(void **)&cu.DeviceGet, "cuDeviceGet", NULL},
@@ -146,14 +142,7 @@ static int load_cuda_locked(void) {
         {(void **)&cu.StreamWriteValue64, "cuStreamWriteValue64_v2", "cuStreamWriteValue64"},
         {(void **)&cu.GetErrorName, "cuGetErrorName", NULL},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].a);
-        if (!*syms[i].slot && syms[i].b) *syms[i].slot = dlsym(h, syms[i].b);
-        if (!*syms[i].slot) {
-            snprintf(g_cu_why, sizeof g_cu_why, "libcuda.so.1 has no %s", syms[i].a);
-            return -1;
-        }
-    }
+    if (tb_dl_syms(h, TB_DL_CUDA, syms, (int)(sizeof syms / sizeof syms[0]), g_cu_why, sizeof g_cu_why)) return -1;
     CUresult r = cu.Init(0);
     if (r) {
         snprintf(g_cu_why, sizeof g_cu_why, "cuInit failed: %s", cu_errname(r));
@@ -168,28 +157,15 @@ static int load_cuda_locked(void) {
 }
 
 static int load_nvrtc_locked(void) {
-    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                                        "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12",
-                                        "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda-13.0/lib/libnvrtc.so.13"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_nv_why, sizeof g_nv_why, "cannot load NVRTC (libnvrtc.so.13/.12/.so, also /usr/local/cuda/lib64)");
-        return -1;
-    }
-    struct { void **slot; const char *a; } syms[] = {
+    void *h = tb_dl_open(TB_DL_NVRTC, NULL, g_nv_why, sizeof g_nv_why);
+    if (!h) return -1;
+    const tb_dl_sym syms[] = {
         {(void **)&nv.CreateProgram, "nvrtcCreateProgram"}, {(void **)&nv.CompileProgram, "nvrtcCompileProgram"},
         {(void **)&nv.GetProgramLogSize, "nvrtcGetProgramLogSize"}, {(void **)&nv.GetProgramLog, "nvrtcGetProgramLog"},
         {(void **)&nv.GetCUBINSize, "nvrtcGetCUBINSize"}, {(void **)&nv.GetCUBIN, "nvrtcGetCUBIN"},
         {(void **)&nv.DestroyProgram, "nvrtcDestroyProgram"}, {(void **)&nv.GetErrorString, "nvrtcGetErrorString"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].a);
-        if (!*syms[i].slot) {
-            snprintf(g_nv_why, sizeof g_nv_why, "NVRTC has no %s", syms[i].a);
-            return -1;
-        }
-    }
+    if (tb_dl_syms(h, TB_DL_NVRTC, syms, (int)(sizeof syms / sizeof syms[0]), g_nv_why, sizeof g_nv_why)) return -1;
     return 1;
 }
 
