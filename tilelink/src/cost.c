@@ -58,9 +58,8 @@ static void cache_path(char *out, size_t n) {
     tlink_host_identity(id, sizeof id);
     for (char *p = id; *p; p++)
         if (*p == '/' || *p == ' ') *p = '_';
-    const char *x = tl_getenv("XDG_CACHE_HOME"), *home = tl_getenv("HOME");
-    if (x) snprintf(out, n, "%s/tile/tlink-cost-%s.txt", x, id);
-    else if (home) snprintf(out, n, "%s/.cache/tile/tlink-cost-%s.txt", home, id);
+    char dir[320];
+    if (tb_cache_dir(dir, sizeof dir)) snprintf(out, n, "%s/tlink-cost-%s.txt", dir, id);
     else out[0] = 0;
 }
 
@@ -68,11 +67,10 @@ static void write_cache(const char *path, const double *alpha, const double *bet
     if (!path[0]) return;
     char dir[512];
     snprintf(dir, sizeof dir, "%s", path);
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(dir, 0755);
-        *p = '/';
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        tb_mkdir_p(dir);
     }
     char tmp[560];
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
