@@ -420,6 +420,12 @@ static char *sb_take(sbuf *b) {
     return b->p;
 }
 
+/* The default as the table shows it. */
+static const char *dflt_text(const tb_knob_info *in) {
+    if (in->dflt && in->dflt[0]) return in->dflt;
+    return in->type == TB_KT_STR ? "(none)" : "(automatic)";
+}
+
 /* The option name of knob k, or NULL. */
 static const char *option_of(tb_knob k);
 
@@ -480,7 +486,7 @@ char *tb_knobs_describe(bool markdown) {
                 sb_printf(&b, "|");
                 md_cell(&b, name);
                 md_cell(&b, tb_knob_type_name(in->type));
-                md_cell(&b, in->dflt && in->dflt[0] ? in->dflt : "(automatic)");
+                md_cell(&b, dflt_text(in));
                 md_cell(&b, acc);
                 md_cell(&b, doc);
                 sb_printf(&b, "\n");
@@ -503,7 +509,7 @@ char *tb_knobs_describe(bool markdown) {
             md_cell(&b, name);
             md_cell(&b, var);
             md_cell(&b, tb_knob_type_name(in->type));
-            md_cell(&b, in->dflt && in->dflt[0] ? in->dflt : "(automatic)");
+            md_cell(&b, dflt_text(in));
             md_cell(&b, tb_option_doc((tb_option)o));
             sb_printf(&b, "\n");
         }
@@ -523,7 +529,7 @@ char *tb_knobs_describe(bool markdown) {
             accepted_text(in, acc, sizeof acc);
             const char *opt = option_of((tb_knob)k);
             sb_printf(&b, "%-*s = %s\n    %s; default %s; %s%s%s%s\n    %s\n", (int)w, in->name, raw ? raw : "(unset)",
-                      tb_knob_type_name(in->type), in->dflt && in->dflt[0] ? in->dflt : "(automatic)", acc,
+                      tb_knob_type_name(in->type), dflt_text(in), acc,
                       (in->flags & TB_KF_COMPILE) ? "; compile" : "", opt ? "; option " : "", opt ? opt : "", in->doc);
         }
     }
@@ -641,7 +647,7 @@ char *tb_options_describe(const tb_options *o) {
         accepted_text(in, acc, sizeof acc);
         sb_printf(&b, "%-*s = %s%s\n    %s (%s); default %s, from %s%s%s\n    %s\n", (int)w, k_opts[i].name, v,
                   opt_is_set(o, (tb_option)i) ? " (set)" : tb_knob_is_set(k_opts[i].knob) ? " (environment)" : "",
-                  tb_knob_type_name(in->type), acc, in->dflt && in->dflt[0] ? in->dflt : "(automatic)", in->name,
+                  tb_knob_type_name(in->type), acc, dflt_text(in), in->name,
                   k_opts[i].doc[0] ? "; " : "", k_opts[i].doc, in->doc);
     }
     return sb_take(&b);
