@@ -139,14 +139,6 @@ static void prof_report(void) {
             g_pr.joined / n);
 }
 
-static int64_t env_int(const char *name) {
-    const char *s = tile_env(name);
-    if (!s || !*s) return 0;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    return (end && *end == 0 && v > 0) ? (int64_t)v : 0;
-}
-
 static void init_once(void) {
     for (int b = 0; b < 256; b++) {
         tk_lut_e4m3[b] = (float)tile_e4m3_bits_to_f64((uint8_t)b);
@@ -158,22 +150,15 @@ static void init_once(void) {
     if (g_l1 <= 0) g_l1 = 32 * 1024;
     if (g_l2 <= 0) g_l2 = 1024 * 1024;
     if (g_l3 <= 0) g_l3 = 8 * 1024 * 1024;
-    g_env_kc = env_int("TILE_GEMM_KC");
-    g_env_nc = env_int("TILE_GEMM_NC");
-    g_env_mc = env_int("TILE_GEMM_MC");
-    g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
-    const char *af = tile_env("TILE_GEMM_AFFINE");
-    g_affine = !(af && strcmp(af, "0") == 0);
-    g_prof = env_int("TILE_GEMM_PROF") > 0;
-    const char *bs = tile_env("TILE_GEMM_BSHARED");
-    g_no_bshared = bs && strcmp(bs, "0") == 0;
+    g_env_kc = tb_knob_int(TB_K_TILE_GEMM_KC); /* 0: automatic */
+    g_env_nc = tb_knob_int(TB_K_TILE_GEMM_NC);
+    g_env_mc = tb_knob_int(TB_K_TILE_GEMM_MC);
+    g_env_waves = tb_knob_int(TB_K_TILE_GEMM_MIN_WAVES);
+    g_affine = tb_knob_bool(TB_K_TILE_GEMM_AFFINE);
+    g_prof = tb_knob_bool(TB_K_TILE_GEMM_PROF);
+    g_no_bshared = !tb_knob_bool(TB_K_TILE_GEMM_BSHARED);
     if (g_prof) atexit(prof_report);
-    const char *bm = tile_env("TILE_GEMM_BF16");
-    g_bf16_mode = !bm                                ? 0
-                  : strcmp(bm, "off") == 0           ? 1
-                  : strcmp(bm, "emulate") == 0       ? 2
-                  : strcmp(bm, "emulate_amx") == 0   ? 3
-                                                     : 0;
+    g_bf16_mode = (int)tb_knob_int(TB_K_TILE_GEMM_BF16); /* auto, off, emulate, emulate_amx: 0..3 */
 
     g_sel_auto = &g_sels[N_SELS - 1];
     for (int i = 0; i < N_SELS; i++)
@@ -182,7 +167,7 @@ static void init_once(void) {
             break;
         }
     set_sel(g_sel_auto);
-    const char *want = tile_env("TILE_CPU_ISA");
+    const char *want = tb_knob_str(TB_K_TILE_CPU_ISA);
     if (want && *want && strcmp(want, "auto") != 0) {
         const isa_sel *w = sel_by_name(want);
         if (!w) {

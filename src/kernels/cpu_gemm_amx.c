@@ -44,8 +44,7 @@ static int g_pf = 1;
 static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
 
 static void amx_request_once(void) {
-    const char *e = tile_env("TILE_GEMM_AMX_PF");
-    g_pf = !(e && e[0] == '0' && e[1] == 0);
+    g_pf = tb_knob_bool(TB_K_TILE_GEMM_AMX_PF);
 #ifdef SYS_arch_prctl
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) return;
     unsigned long bits = 0;

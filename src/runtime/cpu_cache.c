@@ -66,14 +66,14 @@ static void words_free(words *w) {
 }
 
 static const char *cc_string(void) {
-    const char *cc = tile_env("CC");
+    const char *cc = tb_knob_str(TB_K_CC);
     return cc && *cc ? cc : "cc";
 }
 
 /* The path of the compiler's executable (searching PATH), or NULL. */
 static char *find_exe(const char *name) {
     if (strchr(name, '/')) return access(name, X_OK) == 0 ? tile_xstrdup(name) : NULL;
-    const char *path = getenv("PATH");
+    const char *path = tb_env_raw(TB_K_PATH);
     if (!path) path = "/usr/local/bin:/usr/bin:/bin";
     while (*path) {
         size_t n = strcspn(path, ":");

@@ -234,7 +234,7 @@ static bool open_device(void) {
         snprintf(g_why, sizeof g_why, "no CUDA device (cuDeviceGetCount: %s, %d devices)", r ? cu_err(r) : "ok", count);
         return false;
     }
-    long ord = tile_env_long("TILE_CUDA_DEVICE", 0);
+    long ord = (long)tb_knob_int(TB_K_TILE_CUDA_DEVICE);
     if (ord < 0 || ord >= count) {
         snprintf(g_why, sizeof g_why, "TILE_CUDA_DEVICE=%ld, but there are %d CUDA devices", ord, count);
         return false;
@@ -250,7 +250,7 @@ static bool open_device(void) {
     cu.DeviceGetAttribute(&g_l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, g_dev);
     cu.DeviceGetAttribute(&g_sms, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */, g_dev);
     cu.DriverGetVersion(&g_driver);
-    const char *force = tile_env("TILE_CUDA_ARCH");
+    const char *force = tb_knob_str(TB_K_TILE_CUDA_ARCH);
     if (force && *force) snprintf(g_arch, sizeof g_arch, "%s", force);
     else snprintf(g_arch, sizeof g_arch, "sm_%d%d%s", g_cc_major, g_cc_minor, g_cc_major == 9 && g_cc_minor == 0 ? "a" : "");
     if ((r = cu.DevicePrimaryCtxRetain(&g_ctx, g_dev)) != 0) {
@@ -292,8 +292,8 @@ static void cuda_device_name(tile_strbuf *out) {
     tile_sb_printf(out, "%s (%s, driver %d.%d, NVRTC %d.%d", g_name, g_arch, g_driver / 1000, (g_driver % 1000) / 10, g_nv_major, g_nv_minor);
     /* the tensor-core GEMM lowerings this architecture gets (TILE_LOG=info names each kernel's) */
     int sm = arch_sm(g_arch);
-    long ms = tile_env_long("TILE_CUDA_MMA_SYNC", -1);
-    bool wg = sm >= 90 && tile_env_long("TILE_CUDA_SM90", 1) != 0, mma = sm >= 80 && ms != 0;
+    long ms = (long)tb_opt_int(NULL, TB_OPT_cuda_mma_sync);
+    bool wg = sm >= 90 && tb_opt_bool(NULL, TB_OPT_cuda_sm90), mma = sm >= 80 && ms != 0;
     if (!wg && !mma) tile_sb_puts(out, ", GEMM: simt)");
     else if (wg && mma) tile_sb_printf(out, ", GEMM: %s)", ms == 1 ? "sm80-mma first, then sm90-wgmma" : "sm90-wgmma, else sm80-mma");
     else tile_sb_printf(out, ", GEMM: %s)", wg ? "sm90-wgmma" : "sm80-mma");
@@ -449,7 +449,7 @@ static int arch_sm(const char *arch) {
 static int cuda_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
     simt_options o;
     simt_options_default(&o, SIMT_CUDA);
-    o.sm = arch_sm(tile_env("TILE_CUDA_ARCH")); /* emit has no device: the arch comes from the environment */
+    o.sm = arch_sm(tb_knob_str(TB_K_TILE_CUDA_ARCH)); /* emit has no device: the arch comes from the environment */
     simt_program P;
     if (simt_generate(f, &o, &P, err)) return 1;
     tile_sb_puts(out, P.source);
@@ -714,7 +714,7 @@ static int cuda_bench(void *exe, const ir_func *f, const int64_t *sizes, tile_te
     void **args = tile_xcalloc((size_t)x->P.nbufs + 3, sizeof(void *));
     CUevent ev[2] = {NULL, NULL};
     dbuf flush = {0, 0};
-    size_t flush_bytes = tile_env_long("TILE_BENCH_FLUSH", 1) && g_l2_bytes > 0 ? (size_t)g_l2_bytes * 2 : 0;
+    size_t flush_bytes = tb_knob_bool(TB_K_TILE_BENCH_FLUSH) && g_l2_bytes > 0 ? (size_t)g_l2_bytes * 2 : 0;
     CUresult r;
     bool ok = stage_in(x, f, sizes, params, rets, scalars, bytes, args, err);
     if (ok && flush_bytes) ok = dbuf_reserve(&flush, flush_bytes, err, "L2 flush buffer");

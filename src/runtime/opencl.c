@@ -162,7 +162,7 @@ static bool open_device(void) {
     cl_platform_id plats[16];
     if (np > 16) np = 16;
     cl.GetPlatformIDs(np, plats, NULL);
-    const char *sel = tile_env("TILE_OPENCL_DEVICE");
+    const char *sel = tb_knob_str(TB_K_TILE_OPENCL_DEVICE);
     int want_p = -1, want_d = -1;
     if (sel && *sel) {
         char *end;
