@@ -29,9 +29,7 @@ enum { TL_LOG_NONE = 0, TL_LOG_WARN = 1, TL_LOG_INFO = 2, TL_LOG_DEBUG = 3 };
 int tl_log_level(void);
 void tl_log(int level, const char *fmt, ...) TL_PRINTF(2, 3);
 double tl_now(void);                       /* monotonic seconds */
-const char *tl_getenv(const char *name);   /* NULL when unset or empty */
-double tl_env_double(const char *name, double dflt);
-long tl_env_long(const char *name, long dflt);
+/* environment variables: src/base's registry (tb_knob_*, knob_list.h), never getenv */
 double tl_default_timeout(void);           /* TLINK_TIMEOUT or 300 */
 void tl_set_thread_error(const char *fmt, ...) TL_PRINTF(1, 2);
 const char *tl_thread_error(void);

@@ -230,7 +230,7 @@ typedef int (*cu_mem_fn)(size_t *, int);
 typedef int (*cu_p2p_fn)(int *, int, int, int);
 
 static void detect_gpus(tlink_topo_host *h) {
-    const char *lib = tl_getenv("TLINK_CUDA_LIBRARY");
+    const char *lib = tb_knob_str(TB_K_TLINK_CUDA_LIBRARY);
     char why[256];
     void *dl = tb_dl_open(TB_DL_CUDA, lib, why, sizeof why);
     if (!dl) {

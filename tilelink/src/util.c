@@ -1,4 +1,4 @@
-/* util.c — logging, environment, errors, names, bit-exact float converters, reductions. */
+/* util.c — logging, errors, names, bit-exact float converters, reductions. */
 #include "tl_internal.h"
 #include "../../src/base/convert.h"
 
@@ -13,41 +13,9 @@
 
 const char *tlink_version(void) { return "0.1"; }
 
-/* ---------- environment and logging ---------- */
-const char *tl_getenv(const char *name) {
-    const char *v = getenv(name);
-    return (v && *v) ? v : NULL;
-}
-
-double tl_env_double(const char *name, double dflt) {
-    const char *v = tl_getenv(name);
-    if (!v) return dflt;
-    char *end;
-    double d = strtod(v, &end);
-    if (end == v) {
-        tl_log(TL_LOG_WARN, "ignoring %s=%s (not a number)", name, v);
-        return dflt;
-    }
-    return d;
-}
-
-long tl_env_long(const char *name, long dflt) {
-    const char *v = tl_getenv(name);
-    if (!v) return dflt;
-    char *end;
-    long d = strtol(v, &end, 0);
-    if (end == v) {
-        tl_log(TL_LOG_WARN, "ignoring %s=%s (not an integer)", name, v);
-        return dflt;
-    }
-    if (*end == 'k' || *end == 'K') d <<= 10;
-    else if (*end == 'm' || *end == 'M') d <<= 20;
-    else if (*end == 'g' || *end == 'G') d <<= 30;
-    return d;
-}
-
+/* ---------- environment (src/base's knob registry) and logging ---------- */
 double tl_default_timeout(void) {
-    double t = tl_env_double("TLINK_TIMEOUT", 300.0);
+    double t = tb_knob_float(TB_K_TLINK_TIMEOUT);
     return t > 0 ? t : 300.0;
 }
 
