@@ -54,7 +54,7 @@ for r in 1 2 3; do
   done
 done
 
-VARS=${VARS:-"def=X=1;da=TILE_GEMM_AMX_DIRECT_A=1;da_priv=TILE_GEMM_AMX_DIRECT_A=1,TILE_GEMM_BSHARED=0;da_priv_w1=TILE_GEMM_AMX_DIRECT_A=1,TILE_GEMM_BSHARED=0,TILE_GEMM_MIN_WAVES=1;priv_w1=TILE_GEMM_BSHARED=0,TILE_GEMM_MIN_WAVES=1"}
+VARS=${VARS:-"def=X=1;priv=TILE_GEMM_BSHARED=0;priv_w1=TILE_GEMM_BSHARED=0,TILE_GEMM_MIN_WAVES=1"}
 V=""
 IFS_OLD=$IFS; IFS=';'
 for v in $VARS; do
@@ -75,9 +75,8 @@ IFS=$IFS_OLD
 rm -f $OUT/.p
 # TESTS=1: the GEMM tests on the real AMX kernel (test_cpu_gemm MODE with TILE_CPU_ISA=amx)
 if [ "${TESTS:-0}" = 1 ]; then
-  for m in regions gemm denormal amxa; do
-    step "test_cpu_gemm $m (amx)" 60 env TILE_CPU_ISA=amx TILE_GEMM_AMX_DIRECT_A=$([ $m = amxa ] && echo 1 || echo 0) \
-      $B/tests/kernels/test_cpu_gemm $m > $OUT/.t 2>&1
+  for m in regions gemm denormal amxrows; do
+    step "test_cpu_gemm $m (amx)" 60 env TILE_CPU_ISA=amx $B/tests/kernels/test_cpu_gemm $m > $OUT/.t 2>&1
     tail -1 $OUT/.t >> $L; grep -m3 FAIL $OUT/.t >> $L
   done
   rm -f $OUT/.t

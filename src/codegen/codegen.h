@@ -4,7 +4,7 @@
  * Out: one self-contained translation unit as text.
  *
  * C (the cpu backend, src/codegen/c.c): the prelude (src/codegen/prelude.h with
- * src/core/convert.h and src/codegen/cpu_abi.h, embedded at build time) followed by the
+ * src/base/convert.h and src/codegen/cpu_abi.h, embedded at build time) followed by the
  * kernel. The unit exports `int tile_entry(const tile_cpu_args *)` (cpu_abi.h) and needs only
  * libc and libm: sizes, buffers, scalars, the thread pool and the GEMM library come in
  * through the argument at run time. Compile it with -ffp-contract=off and without

@@ -6,7 +6,7 @@ if(TARGET tile_cpu_prelude)
 endif()
 set(TILE_CPU_PRELUDE_DIR ${CMAKE_BINARY_DIR}/generated/codegen)
 set(_out ${TILE_CPU_PRELUDE_DIR}/prelude_text.h)
-set(_ins ${CMAKE_SOURCE_DIR}/src/core/convert.h
+set(_ins ${CMAKE_SOURCE_DIR}/src/base/convert.h
          ${CMAKE_SOURCE_DIR}/src/codegen/cpu_abi.h
          ${CMAKE_SOURCE_DIR}/src/codegen/prelude.h)
 string(REPLACE ";" "|" _ins_arg "${_ins}")

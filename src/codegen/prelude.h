@@ -1,7 +1,7 @@
 /* prelude.h — run-time support every generated CPU kernel starts with.
  *
  * This file is C, kept readable and editable as C; at build time prelude.cmake embeds it
- * (after src/core/convert.h and src/codegen/cpu_abi.h) as a string in the code generator,
+ * (after src/base/convert.h and src/codegen/cpu_abi.h) as a string in the code generator,
  * which prints it at the top of each translation unit. It is never compiled into libtile.
  *
  * Contents: the context (error reporting), element loads/stores for every dtype, integer

@@ -2,7 +2,7 @@
  * dialects), plus the launch plan the GPU runtimes (src/runtime/opencl.c, cuda.c) follow.
  *
  * In:  a verified ir_func (after the target's TileOpt pipeline).
- * Out: one self-contained device translation unit (the prelude: src/core/convert.h and
+ * Out: one self-contained device translation unit (the prelude: src/base/convert.h and
  *      src/codegen/simt_prelude.h, then one device kernel per launch) and a simt_program
  *      that says what to launch, in order, with which grid, threads and shared memory.
  *

@@ -3,13 +3,13 @@
  *
  * This file is NOT compiled into libtile: it is embedded as text (simt_prelude.cmake) and
  * placed in every generated OpenCL / CUDA unit, after the dialect header that simt.c writes
- * (TL_OPENCL or TL_CUDA, TL_FP64) and after the text of src/core/convert.h (the bit-exact
+ * (TL_OPENCL or TL_CUDA, TL_FP64) and after the text of src/base/convert.h (the bit-exact
  * scalar conversions shared with the interpreter and the CPU backend), adapted to the
  * device: its #include lines dropped, its format tables in __constant memory on OpenCL,
  * and, on an OpenCL device without cl_khr_fp64, its functions that use double left out.
  *
  * What is here:
- *   - f32 <-> fp8 / fp4 through convert.h's tcv_encode_exact (no double needed);
+ *   - f32 <-> fp8 / fp4 through convert.h's tcv_encode_f32 / tcv_decode_f32 (no double needed);
  *   - integer division / modulo / power / shifts with the IR's rules (docs in ir.h);
  *   - float -> integer conversions that saturate (CUDA; OpenCL has convert_T_sat_rtz);
  *   - the error record (first error wins) and bounds-checked index arithmetic;
@@ -57,42 +57,9 @@ TL_FN int64_t tl_ixd(int64_t acc, int64_t i, int64_t d, int dim, int site, int *
 }
 
 /* ---------- floats <-> narrow formats, without double ---------- */
-TL_FN uint32_t tl_encode_f32(TL_FMT_PTR f, float x) {
-    uint32_t u = tcv_f32_bits(x);
-    bool neg = (u >> 31) != 0;
-    uint64_t sign = neg ? (uint64_t)1 << f->sign_shift : 0;
-    int ef = (int)((u >> 23) & 0xFF);
-    uint32_t frac = u & 0x7FFFFF;
-    if (ef == 0xFF) {
-        if (frac) return (uint32_t)((f->nan_signed ? sign : 0) | f->nan_bits);
-        return (uint32_t)(sign | (f->saturate ? f->max_bits : f->inf_bits));
-    }
-    if (ef == 0) {
-        if (frac == 0) return (uint32_t)sign;
-        return (uint32_t)tcv_encode_exact(f, neg, frac, -149);
-    }
-    return (uint32_t)tcv_encode_exact(f, neg, frac | 0x800000u, ef - 150);
-}
-
+TL_FN uint32_t tl_encode_f32(TL_FMT_PTR f, float x) { return tcv_encode_f32(f, x); }
 /* Exact decoding of an fp8 / fp4 code to f32 (every value of these formats is an f32). */
-TL_FN float tl_decode_f32(TL_FMT_PTR f, uint32_t b) {
-    uint32_t mag = b & ((1u << f->sign_shift) - 1);
-    uint32_t sign = ((b >> f->sign_shift) & 1) ? 0x80000000u : 0u;
-    if (f->inf_bits) {
-        if (mag == f->inf_bits) return tcv_bits_f32(sign | 0x7F800000u);
-        if (mag > f->inf_bits) return tcv_bits_f32(sign | 0x7FC00000u);
-    } else if (f->nan_signed && mag == f->nan_bits) {
-        return tcv_bits_f32(sign | 0x7FC00000u);
-    }
-    uint32_t field = mag >> f->M, mant = mag & ((1u << f->M) - 1);
-    int e = f->emin - f->M;
-    if (field != 0) {
-        mant |= 1u << f->M;
-        e += (int)field - 1;
-    }
-    float v = (float)mant * tcv_bits_f32((uint32_t)(e + 127) << 23); /* exact */
-    return sign ? -v : v;
-}
+TL_FN float tl_decode_f32(TL_FMT_PTR f, uint32_t b) { return tcv_decode_f32(f, b); }
 
 TL_FN float tl_round_f32(TL_FMT_PTR f, float x) { return tl_decode_f32(f, tl_encode_f32(f, x)); }
 TL_FN float tl_round_f16(float x) { return tcv_f16_bits_to_f32(tcv_f32_to_f16_bits(x)); }

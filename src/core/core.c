@@ -1,4 +1,4 @@
-/* core.c — arenas, growable arrays and strings, sources, diagnostics, env, logging. */
+/* core.c — arenas, growable arrays and strings, sources, diagnostics, logging. */
 #define _GNU_SOURCE
 #include "core.h"
 
@@ -268,7 +268,7 @@ void tile_diags_print(const tile_diags *d, FILE *out) {
     tile_sb_free(&sb);
 }
 
-/* ---------- environment and logging ---------- */
+/* ---------- environment (being replaced by the registry of src/base) ---------- */
 typedef struct env_entry { char *name; char *value; int has; struct env_entry *next; } env_entry;
 static env_entry *env_cache;
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -306,36 +306,14 @@ long tile_env_long(const char *name, long dflt) {
     return tile_env_long_get(name, &x) ? x : dflt;
 }
 
-static int log_level = -1;
-bool tile_log_enabled(tile_log_level lvl) {
-    if (log_level < 0) {
-        const char *v = tile_env("TILE_LOG");
-        int l = TILE_LOG_WARN;
-        if (v) {
-            if (!strcmp(v, "error")) l = TILE_LOG_ERROR;
-            else if (!strcmp(v, "warn")) l = TILE_LOG_WARN;
-            else if (!strcmp(v, "info")) l = TILE_LOG_INFO;
-            else if (!strcmp(v, "debug")) l = TILE_LOG_DEBUG;
-        }
-        log_level = l;
-    }
-    return (int)lvl <= log_level;
-}
+/* ---------- logging (src/base: the "tile" channel, TILE_LOG) ---------- */
+bool tile_log_enabled(tile_log_level lvl) { return tb_log_enabled(TB_CH_TILE, (int)lvl); }
 
 void tile_log(tile_log_level lvl, const char *fmt, ...) {
-    if (!tile_log_enabled(lvl)) return;
-    static const char *names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
-    char host[64] = "?";
-    gethostname(host, sizeof host - 1);
-    tile_strbuf sb = {0};
-    tile_sb_printf(&sb, "tile[%s:%d] %s ", host, (int)getpid(), names[lvl]);
     va_list ap;
     va_start(ap, fmt);
-    tile_sb_vprintf(&sb, fmt, ap);
+    tb_vlog(TB_CH_TILE, (int)lvl, fmt, ap);
     va_end(ap);
-    tile_sb_putc(&sb, '\n');
-    fwrite(sb.data, 1, sb.len, stderr);
-    tile_sb_free(&sb);
 }
 
 double tile_now(void) {

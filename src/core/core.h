@@ -1,9 +1,9 @@
 /* core.h — the foundation every stage of libtile uses.
  *
- * In:  nothing (no dependency on any other folder).
+ * In:  src/base (the dtype table, conversions, knobs, logging shared with libtilelink).
  * Out: arenas (bump allocation freed as a whole), growable arrays, source files and
  *      diagnostics (file:line:col: error: message, the line, a caret), the dtype table
- *      with bit-exact conversions, NumPy .npy files, environment knobs and levelled logging.
+ *      with bit-exact conversions (over src/base), NumPy .npy files and levelled logging.
  *
  * Conventions: recoverable errors are reported through tile_diags / status codes;
  * broken invariants use TILE_ASSERT, which prints file:line and aborts.
@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "tile.h"
+#include "../base/base.h"
 
 /* ---------- invariants ---------- */
 void tile_assert_fail(const char *file, int line, const char *expr, const char *fmt, ...)
@@ -173,11 +174,11 @@ int64_t  tile_wrap_int(tile_dtype dt, int64_t v);
 
 /* ---------- NumPy .npy files: tile_npy_read/write and tile_npy are in <tile.h> ---------- */
 
-/* ---------- environment and logging ---------- */
-/* Cached getenv: the first lookup of each name is remembered for the process. */
+/* ---------- logging ----------
+ * Environment variables are knobs of the registry in src/base (base.h, knob_list.h): read
+ * them with tb_knob_int / tb_knob_str / ..., never with getenv. */
 const char *tile_env(const char *name);
 long tile_env_long(const char *name, long dflt);
-/* true and *out = the value when NAME is set to a whole decimal number (tile_env_long's rule) */
 bool tile_env_long_get(const char *name, long *out);
 
 typedef enum tile_log_level { TILE_LOG_ERROR = 0, TILE_LOG_WARN = 1, TILE_LOG_INFO = 2, TILE_LOG_DEBUG = 3 } tile_log_level;

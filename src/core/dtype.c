@@ -16,37 +16,32 @@
  * floating-point environment (rounding mode, FTZ/DAZ, x87 excess precision).
  */
 #include "core.h"
-#include "convert.h"
+#include "../base/convert.h"
 
 #include <math.h>
 #include <string.h>
 
-/* ---------- the table ---------- */
+/* ---------- the table (src/base: the same list as TILE_DTYPES) ---------- */
 
-typedef struct dtype_info {
-    const char *name;
-    int bits;
-    char kind;
-} dtype_info;
-
-static const dtype_info k_dtypes[TILE_DT_COUNT] = {
-#define X(e, name, bits, kind) [TILE_DT_##e] = {name, bits, kind},
-    TILE_DTYPES(X)
+#define X(e, name, bits, kind) _Static_assert((int)TILE_DT_##e == (int)TB_DT_##e, "TILE_DTYPES and TB_DTYPES differ at " #e);
+TILE_DTYPES(X)
 #undef X
-};
+_Static_assert((int)TILE_DT_COUNT == (int)TB_DT_COUNT, "TILE_DTYPES and TB_DTYPES differ in length");
 
 static bool dt_valid(tile_dtype dt) { return (int)dt >= 0 && (int)dt < TILE_DT_COUNT; }
 
-const char *tile_dtype_name(tile_dtype dt) { return dt_valid(dt) ? k_dtypes[dt].name : "?"; }
-int tile_dtype_bits(tile_dtype dt) { return dt_valid(dt) ? k_dtypes[dt].bits : 0; }
-bool tile_dtype_is_float(tile_dtype dt) { return dt_valid(dt) && k_dtypes[dt].kind == 'F'; }
+const char *tile_dtype_name(tile_dtype dt) { return tb_dtype_name((tb_dtype)dt); }
+int tile_dtype_bits(tile_dtype dt) { return tb_dtype_bits((tb_dtype)dt); }
+bool tile_dtype_is_float(tile_dtype dt) { return tb_dtype_kind((tb_dtype)dt) == 'F'; }
 bool tile_dtype_is_int(tile_dtype dt) {
-    return dt_valid(dt) && (k_dtypes[dt].kind == 'I' || k_dtypes[dt].kind == 'U');
+    char k = tb_dtype_kind((tb_dtype)dt);
+    return k == 'I' || k == 'U';
 }
 bool tile_dtype_is_signed(tile_dtype dt) {
-    return dt_valid(dt) && (k_dtypes[dt].kind == 'I' || k_dtypes[dt].kind == 'F');
+    char k = tb_dtype_kind((tb_dtype)dt);
+    return k == 'I' || k == 'F';
 }
-bool tile_dtype_is_bool(tile_dtype dt) { return dt_valid(dt) && k_dtypes[dt].kind == 'B'; }
+bool tile_dtype_is_bool(tile_dtype dt) { return tb_dtype_kind((tb_dtype)dt) == 'B'; }
 
 double tile_dtype_check_tolerance(tile_dtype dt) {
     switch (dt) {
@@ -61,43 +56,12 @@ double tile_dtype_check_tolerance(tile_dtype dt) {
     }
 }
 
-/* Aliases people write, beyond the canonical names (which are matched first). */
-static const struct { const char *alias; tile_dtype dt; } k_aliases[] = {
-    {"b1", TILE_DT_BOOL},          {"boolean", TILE_DT_BOOL},
-    {"i8", TILE_DT_I8},            {"s8", TILE_DT_I8},
-    {"i16", TILE_DT_I16},          {"s16", TILE_DT_I16},        {"short", TILE_DT_I16},
-    {"i32", TILE_DT_I32},          {"s32", TILE_DT_I32},        {"int", TILE_DT_I32},
-    {"i64", TILE_DT_I64},          {"s64", TILE_DT_I64},        {"long", TILE_DT_I64},
-    {"u8", TILE_DT_U8},            {"u16", TILE_DT_U16},
-    {"u32", TILE_DT_U32},          {"uint", TILE_DT_U32},       {"u64", TILE_DT_U64},
-    {"half", TILE_DT_F16},         {"f16", TILE_DT_F16},        {"fp16", TILE_DT_F16},
-    {"bf16", TILE_DT_BF16},        {"bfloat", TILE_DT_BF16},
-    {"float", TILE_DT_F32},        {"f32", TILE_DT_F32},        {"fp32", TILE_DT_F32},
-    {"double", TILE_DT_F64},       {"f64", TILE_DT_F64},        {"fp64", TILE_DT_F64},
-    {"float8_e4m3fn", TILE_DT_FP8_E4M3}, {"e4m3", TILE_DT_FP8_E4M3}, {"e4m3fn", TILE_DT_FP8_E4M3},
-    {"fp8_e4m3", TILE_DT_FP8_E4M3},      {"fp8_e4m3fn", TILE_DT_FP8_E4M3},
-    {"f8e4m3", TILE_DT_FP8_E4M3},        {"f8e4m3fn", TILE_DT_FP8_E4M3},
-    {"e5m2", TILE_DT_FP8_E5M2},          {"fp8_e5m2", TILE_DT_FP8_E5M2},
-    {"f8e5m2", TILE_DT_FP8_E5M2},
-    {"float4_e2m1fn", TILE_DT_FP4_E2M1}, {"e2m1", TILE_DT_FP4_E2M1}, {"e2m1fn", TILE_DT_FP4_E2M1},
-    {"fp4", TILE_DT_FP4_E2M1},           {"fp4_e2m1", TILE_DT_FP4_E2M1},
-    {"fp4_e2m1fn", TILE_DT_FP4_E2M1},    {"f4e2m1", TILE_DT_FP4_E2M1},
-    {"f4e2m1fn", TILE_DT_FP4_E2M1},
-};
-
-tile_dtype tile_dtype_parse(const char *name) {
-    if (!name) return TILE_DT_INVALID;
-    for (int i = 0; i < TILE_DT_COUNT; i++)
-        if (strcmp(name, k_dtypes[i].name) == 0) return (tile_dtype)i;
-    for (size_t i = 0; i < sizeof k_aliases / sizeof k_aliases[0]; i++)
-        if (strcmp(name, k_aliases[i].alias) == 0) return k_aliases[i].dt;
-    return TILE_DT_INVALID;
-}
+tile_dtype tile_dtype_parse(const char *name) { return (tile_dtype)tb_dtype_parse(name, false); }
 
 size_t tile_dtype_storage_bytes(tile_dtype dt, size_t n) {
     TILE_ASSERT(dt_valid(dt), "invalid dtype %d", (int)dt);
     if (dt == TILE_DT_FP4_E2M1) return n / 2 + (n & 1);
-    return n * (size_t)(k_dtypes[dt].bits / 8);
+    return n * (size_t)(tile_dtype_bits(dt) / 8);
 }
 
 /* ---------- the conversions (shared with the CPU backend's prelude: convert.h) ---------- */

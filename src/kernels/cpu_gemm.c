@@ -84,13 +84,7 @@ static int g_prof; /* TILE_GEMM_PROF=1: time the phases of each GEMM, print a su
 static int g_affine = 1; /* TILE_GEMM_AFFINE=0: no home regions (gctx.affine), tasks in the pool's order */
 static int g_no_bshared; /* TILE_GEMM_BSHARED=0: bf16 B packed per task (tests, measurements) */
 static int g_bf16_mode; /* 0 auto, 1 off, 2 emulate (vdpbf16ps model), 3 emulate_amx */
-static int g_direct_a; /* TILE_GEMM_AMX_DIRECT_A=1: AMX reads A in place where it can (=2 also prefetches A's
-                        * rows, cpu_gemm_amx.c); off by default: on the 16-core Xeon it was 1.23-1.33x slower
-                        * than packing A at 2048^3 and 4096^3 on 16 threads and 1.4x at 1024^3-2048^3 on one,
-                        * 1.06x faster only at 1024^3 on 16 (bench/results/cpu-bf16-2026-11-30-s5-amxa16.md) */
 static long long g_affine_count; /* parallel steps with home regions (tk_cpu_gemm_affine_count) */
-static long long g_da_count; /* GEMMs that read A in place (tk_cpu_gemm_direct_a_count) */
-static __thread int t_no_da; /* this thread's GEMM re-runs with A packed (bf16_apply_plan: A must be scaled) */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_tls_key;
 
@@ -122,7 +116,6 @@ static struct {
     uint64_t calls, total, pack, compute, tail, busy, kern, tasks, workers;
     uint64_t pka, pkb, pks;     /* summed time of the A / B packing tasks and the range scans */
     uint64_t join0, join1, joined; /* per call: when the first / last worker began its first body */
-    uint64_t da;                   /* calls that read A in place (no A packing) */
 } g_pr;
 static uint64_t g_pr_first, g_pr_last; /* the current compute step's first task start, last task end */
 static uint64_t g_pr_call, g_pr_t0, g_pr_j0, g_pr_j1; /* the current step: its number, start, first/last worker start */
@@ -141,18 +134,9 @@ static void prof_report(void) {
             g_pr.workers / n, g_pr.busy ? 100.0 * g_pr.kern / g_pr.busy : 0.0);
     fprintf(stderr,
             "tk_cpu_gemm prof: packing step per call (us of all workers' time): A %.1f + B %.1f + range scans %.1f; "
-            "workers began after %.1f us (first) .. %.1f us (last; %.1f workers per call); A read in place "
-            "(TILE_GEMM_AMX_DIRECT_A) in %llu of %llu calls\n",
+            "workers began after %.1f us (first) .. %.1f us (last; %.1f workers per call)\n",
             g_pr.pka / n / 1e3, g_pr.pkb / n / 1e3, g_pr.pks / n / 1e3, g_pr.join0 / n / 1e3, g_pr.join1 / n / 1e3,
-            g_pr.joined / n, (unsigned long long)g_pr.da, (unsigned long long)g_pr.calls);
-}
-
-static int64_t env_int(const char *name) {
-    const char *s = tile_env(name);
-    if (!s || !*s) return 0;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    return (end && *end == 0 && v > 0) ? (int64_t)v : 0;
+            g_pr.joined / n);
 }
 
 static void init_once(void) {
@@ -166,24 +150,15 @@ static void init_once(void) {
     if (g_l1 <= 0) g_l1 = 32 * 1024;
     if (g_l2 <= 0) g_l2 = 1024 * 1024;
     if (g_l3 <= 0) g_l3 = 8 * 1024 * 1024;
-    g_env_kc = env_int("TILE_GEMM_KC");
-    g_env_nc = env_int("TILE_GEMM_NC");
-    g_env_mc = env_int("TILE_GEMM_MC");
-    g_env_waves = env_int("TILE_GEMM_MIN_WAVES");
-    const char *af = tile_env("TILE_GEMM_AFFINE");
-    g_affine = !(af && strcmp(af, "0") == 0);
-    g_prof = env_int("TILE_GEMM_PROF") > 0;
-    const char *bs = tile_env("TILE_GEMM_BSHARED");
-    g_no_bshared = bs && strcmp(bs, "0") == 0;
-    const char *da = tile_env("TILE_GEMM_AMX_DIRECT_A");
-    g_direct_a = da && (strcmp(da, "1") == 0 || strcmp(da, "2") == 0) ? (da[0] - '0') : 0;
+    g_env_kc = tb_knob_int(TB_K_TILE_GEMM_KC); /* 0: automatic */
+    g_env_nc = tb_knob_int(TB_K_TILE_GEMM_NC);
+    g_env_mc = tb_knob_int(TB_K_TILE_GEMM_MC);
+    g_env_waves = tb_knob_int(TB_K_TILE_GEMM_MIN_WAVES);
+    g_affine = tb_knob_bool(TB_K_TILE_GEMM_AFFINE);
+    g_prof = tb_knob_bool(TB_K_TILE_GEMM_PROF);
+    g_no_bshared = !tb_knob_bool(TB_K_TILE_GEMM_BSHARED);
     if (g_prof) atexit(prof_report);
-    const char *bm = tile_env("TILE_GEMM_BF16");
-    g_bf16_mode = !bm                                ? 0
-                  : strcmp(bm, "off") == 0           ? 1
-                  : strcmp(bm, "emulate") == 0       ? 2
-                  : strcmp(bm, "emulate_amx") == 0   ? 3
-                                                     : 0;
+    g_bf16_mode = (int)tb_knob_int(TB_K_TILE_GEMM_BF16); /* auto, off, emulate, emulate_amx: 0..3 */
 
     g_sel_auto = &g_sels[N_SELS - 1];
     for (int i = 0; i < N_SELS; i++)
@@ -192,7 +167,7 @@ static void init_once(void) {
             break;
         }
     set_sel(g_sel_auto);
-    const char *want = tile_env("TILE_CPU_ISA");
+    const char *want = tb_knob_str(TB_K_TILE_CPU_ISA);
     if (want && *want && strcmp(want, "auto") != 0) {
         const isa_sel *w = sel_by_name(want);
         if (!w) {
@@ -235,7 +210,6 @@ const char *tk_cpu_isa(void) {
     return g_sel ? g_sel->name : "invalid";
 }
 
-long long tk_cpu_gemm_direct_a_count(void) { return __atomic_load_n(&g_da_count, __ATOMIC_RELAXED); }
 long long tk_cpu_gemm_affine_count(void) { return __atomic_load_n(&g_affine_count, __ATOMIC_RELAXED); }
 
 const char *tk_cpu_bf16_kernel(void) {
@@ -266,7 +240,7 @@ typedef struct tk_buf {
 } tk_buf;
 
 typedef struct tk_tls {
-    tk_buf a, b, w, bs, e; /* packed A, a task's packed B, the f32 C workspace, shared packed B, A's edge panel */
+    tk_buf a, b, w, bs; /* packed A, a task's packed B, the f32 C workspace, shared packed B */
     int registered;
 } tk_tls;
 
@@ -281,7 +255,6 @@ static void tls_destroy(void *p) {
     free(t->b.p);
     free(t->w.p);
     free(t->bs.p);
-    free(t->e.p);
     memset(t, 0, sizeof *t);
 }
 
@@ -333,7 +306,6 @@ typedef struct kset {
     tk_ukr_fn ukr;
     tk_pack_fn pack;   /* f32 panels */
     tk_bpack_fn bpack; /* bf16 pair panels */
-    tk_ukr_da_fn ukr_da; /* the kernel with A read in place (NULL: none) */
     void (*begin)(void), (*end)(void); /* around a compute task's kernel calls (tk_bf16_kernel) */
 } kset;
 
@@ -376,9 +348,6 @@ typedef struct gctx {
     int64_t M, N, K;
     int accumulate;
     int64_t KC, NCb, MCa;
-    /* A read in place (da): no A packing, one A block (all of M); the kernel loads A's tiles
-     * from the source (ukr_da) but for a ragged last panel of rows, packed per task */
-    int da;
     void (*range)(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *mx); /* bf16 range scan (src_range) */
     /* the current A block: rows [ic, ic+mlen) x all of K, packed */
     int64_t ic, mlen, mpad; /* mpad = mlen rounded up to MR */
@@ -546,9 +515,9 @@ static void scale_c(float *c, int64_t rs, int64_t cs, int64_t M, int64_t N, int 
 
 /* The plan for a bf16 GEMM from the magnitude ranges of A, B (and C's old values when
  * accumulating: cmn/cmx as f32 magnitude bits, cmn == 0 none): 0 = run as is, 1 = scale A
- * by 2^*sa and B by 2^*sb (keep_a: *sa = 0 where some scale of B alone does), -1 = use the f32 path. */
+ * by 2^*sa and B by 2^*sb, -1 = use the f32 path. */
 static int bf16_plan(uint32_t amn, uint32_t amx, uint32_t bmn, uint32_t bmx, uint32_t cmn, uint32_t cmx, int64_t K,
-                     int keep_a, int *sa, int *sb) {
+                     int *sa, int *sb) {
     *sa = *sb = 0;
     const int prods = amn < 0x7F80u && bmn < 0x7F80u; /* some nonzero finite product */
     if (!prods) {
@@ -574,16 +543,6 @@ static int bf16_plan(uint32_t amn, uint32_t amx, uint32_t bmn, uint32_t bmx, uin
     const int hi = s_hi0 < sa_hi + sb_hi ? s_hi0 : sa_hi + sb_hi;
     if (lo > hi || sa_lo > sa_hi || sb_lo > sb_hi) return -1;
     const int sh = lo > 0 ? lo : hi < 0 ? hi : 0;
-    /* keep_a (A read in place, which cannot be scaled): all of the scale on B where some
-     * total shift in [lo, hi] fits B alone (the one nearest to sh) */
-    if (keep_a && sa_lo <= 0 && 0 <= sa_hi) {
-        const int l2 = lo > sb_lo ? lo : sb_lo, h2 = hi < sb_hi ? hi : sb_hi;
-        if (l2 <= h2) {
-            *sa = 0;
-            *sb = sh < l2 ? l2 : sh > h2 ? h2 : sh;
-            return 1;
-        }
-    }
     *sa = sa_lo > sh - sb_hi ? sa_lo : sh - sb_hi;
     *sb = sh - *sa;
     return 1;
@@ -800,7 +759,7 @@ static void region_pack(gctx *x, int64_t r) {
     const int64_t qb0 = b0 + part_lo(ri, b1 - b0, x->reg_m), qb1 = b0 + part_lo(ri + 1, b1 - b0, x->reg_m);
     for (int64_t pb = 0; pb < x->npc; pb++) {
         const uint64_t p0 = g_prof ? now_ns() : 0;
-        if (!x->da) pack_a_panels(x, pb, qa0, qa1);
+        pack_a_panels(x, pb, qa0, qa1);
         const uint64_t p1 = g_prof ? now_ns() : 0;
         pack_b_panels(x, pb, qb0, qb1);
         if (g_prof) {
@@ -895,17 +854,6 @@ static void compute_task(void *arg, int64_t t) {
         x->failed = 1;
         return;
     }
-    /* A read in place: a ragged last panel of rows (fewer than MR) is packed here, per K
-     * block, as the packers would (the kernel must not read rows past M) */
-    uint32_t *aedge = NULL;
-    if (x->da && ml % MR) {
-        aedge = (uint32_t *)buf_get(&tl->e, (size_t)(MR * ks_rows(ks, x->KC)) * sizeof(uint32_t));
-        if (!aedge) {
-            x->failed = 1;
-            return;
-        }
-    }
-    const int64_t lda = x->a.sp * 2; /* A's row stride in bytes (in place) */
     float tmp[TK_MAX_TILE] __attribute__((aligned(64)));
     const uint64_t tstart = g_prof ? now_ns() : 0;
     uint64_t kern = 0;
@@ -921,31 +869,20 @@ static void compute_task(void *arg, int64_t t) {
         } else {
             ks->pack(&x->b, j0, nl, pc, kc, NR, bp);
         }
-        const float *ablk = x->da ? NULL : x->apack + x->mpad * (pc / x->KC) * ks_rows(ks, x->KC);
+        const float *ablk = x->apack + x->mpad * (pc / x->KC) * ks_rows(ks, x->KC);
         const uint64_t k0 = g_prof ? now_ns() : 0;
         for (int64_t ir = i0; ir < i0 + ml; ir += MR) {
             const int64_t mr = x->mlen - ir < MR ? x->mlen - ir : MR;
             const int64_t ci = x->ic + ir;
-            const float *ap = NULL;
-            const uint16_t *ad = NULL; /* A in place: element (ci, pc) */
-            if (!x->da) {
-                ap = ablk + ir * kst; /* panel ir/MR */
-            } else if (mr == MR) {
-                ad = (const uint16_t *)x->a.p + ci * x->a.sp + pc;
-            } else {
-                ks->bpack(&x->a, ci, mr, pc, kc, MR, ks->kq, ks->a_layout, aedge, NULL); /* sa == 0 here */
-                ap = (const float *)aedge;
-            }
+            const float *ap = ablk + ir * kst; /* panel ir/MR */
             for (int64_t jr = 0; jr < nl; jr += NR) {
                 const float *bpj = bp + jr * kst;
                 const int64_t nr = nl - jr < NR ? nl - jr : NR;
                 float *c = x->c + ci * x->c_rs + (j0 + jr) * x->c_cs;
                 if (mr == MR && nr == NR && x->c_cs == 1) {
-                    if (ad) ks->ukr_da(kst, ad, lda, bpj, c, x->c_rs, beta);
-                    else ks->ukr(kst, ap, bpj, c, x->c_rs, beta);
+                    ks->ukr(kst, ap, bpj, c, x->c_rs, beta);
                 } else {
-                    if (ad) ks->ukr_da(kst, ad, lda, bpj, tmp, NR, 0);
-                    else ks->ukr(kst, ap, bpj, tmp, NR, 0);
+                    ks->ukr(kst, ap, bpj, tmp, NR, 0);
                     for (int64_t i = 0; i < mr; i++) {
                         float *crow = c + i * x->c_rs;
                         const float *trow = tmp + i * NR;
@@ -1042,20 +979,16 @@ static void gemm_direct(const tk_isa *isa, const tk_src *a, const tk_src *b, flo
 
 /* After the first packing step of a bf16 GEMM: decide (bf16_plan) and apply the scale to
  * what is packed already (A block 0, the shared B) and to C's old values; the packers scale
- * the rest. Returns bf16_plan's verdict, or -2 (A read in place but A needs a scale: run
- * again with A packed); *cshift = sa + sb. */
+ * the rest. Returns bf16_plan's verdict; *cshift = sa + sb. */
 static int bf16_apply_plan(gctx *x, int *cshift) {
     /* C's old values (accumulating): scanned by the caller (scan tasks, or serially) */
     uint32_t cmn = x->cmn, cmx = x->cmx;
     if (!x->accumulate || cmn >= 0x7F800000u) cmn = cmx = 0;
     x->scan_a = x->scan_b = 0;
     int sa, sb;
-    const int plan = bf16_plan(x->amn, x->amx, x->bmn, x->bmx, cmn, cmx, x->K, x->da, &sa, &sb);
+    const int plan = bf16_plan(x->amn, x->amx, x->bmn, x->bmx, cmn, cmx, x->K, &sa, &sb);
     *cshift = 0;
     if (plan <= 0) return plan;
-    /* A read in place cannot be scaled: the caller runs the GEMM again with A packed (nothing
-     * was changed yet; a rare case: A's range alone needs a scale) */
-    if (x->da && sa != 0) return -2;
     for (int64_t pb = 0; pb < x->npc; pb++) {
         const int64_t kc = kblock_len(x, pb * x->KC), rows = ks_rows(&x->ks, kc);
         if (x->apack)
@@ -1072,15 +1005,6 @@ static int bf16_apply_plan(gctx *x, int *cshift) {
 static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_src b, float *c, int64_t c_rs,
                     int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool,
                     int workers);
-/* the GEMM again with A packed (A read in place would need a scale: bf16_apply_plan) */
-static int gemm_f32_packed_a(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_src b, float *c, int64_t c_rs,
-                             int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor,
-                             void *pool, int workers) {
-    t_no_da = 1;
-    const int rc = gemm_f32(isa, bk, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
-    t_no_da = 0;
-    return rc;
-}
 
 /* C (f32, element strides c_rs/c_cs) (+)= A @ B with the packed kernels.
  * Two parallel steps per A block (normally one A block: all of M): pack the block's A
@@ -1123,16 +1047,9 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
 #if defined(__x86_64__) || defined(__i386__)
         if (isa == &tk_isa_avx512) bp = tk_pack_bf16_avx512, x.range = tk_bf16_range_avx512;
 #endif
-        x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp, bk->ukr_da, bk->task_begin, bk->task_end};
-        /* A read in place (TILE_GEMM_AMX_DIRECT_A=1; off by default, see g_direct_a): k-contiguous bf16 rows whose
-         * stride is whole dwords (k pairs), K in whole 16-pair chunks (every K block then is:
-         * KC is a multiple of 2 kq below), at least one whole panel of rows (fewer would all
-         * be the ragged edge, which each task packs for itself: packing A once is cheaper);
-         * else A is packed as before */
-        x.da = bk->ukr_da && g_direct_a && !t_no_da && a.dt == TILE_DT_BF16 && a.sk == 1 && a.sp % 2 == 0 &&
-               K % (2 * bk->kq) == 0 && M >= bk->mr;
+        x.ks = (kset){bk->mr, bk->nr, 2, bk->kq, bk->a_layout, bk->ukr, NULL, bp, bk->task_begin, bk->task_end};
     } else {
-        x.ks = (kset){isa->mr, isa->nr, 1, 1, 0, isa->ukr, isa->pack, NULL, NULL, NULL, NULL};
+        x.ks = (kset){isa->mr, isa->nr, 1, 1, 0, isa->ukr, isa->pack, NULL, NULL, NULL};
     }
     const int MR = x.ks.mr, NR = x.ks.nr;
 
@@ -1195,15 +1112,14 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     if (!g_env_mc && MCa > cap) MCa = cap;
     if (MCa < MR) MCa = MR;
     MCa = round_up(cdiv(M, cdiv(M, MCa)), MR);
-    if (x.da) MCa = round_up(M, MR); /* nothing to pack: one A block */
     x.KC = KC;
     x.NCb = NCb;
     x.MCa = MCa;
     x.npc = cdiv(K, KC);
 
     tk_tls *tl = &t_tls;
-    float *apack = x.da ? NULL : (float *)buf_get(&tl->a, (size_t)(MCa * x.npc * ks_rows(&x.ks, KC)) * sizeof(float));
-    if (!apack && !x.da) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing A",
+    float *apack = (float *)buf_get(&tl->a, (size_t)(MCa * x.npc * ks_rows(&x.ks, KC)) * sizeof(float));
+    if (!apack) return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate %lld bytes for packing A",
                             (long long)(MCa * K * 4));
     x.apack = apack;
     /* bf16 in parallel: pack B once, shared by all tasks (a task's tile of C then costs no
@@ -1226,7 +1142,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         x.amx = x.bmx = 0;
         x.cmn = 0xFFFFFFFFu;
         x.cmx = 0;
-        x.scan_a = M <= MCa && !x.da; /* A read in place: scan tasks over A */
+        x.scan_a = M <= MCa;
         x.scan_b = x.bshared != NULL;
         if (par) {
             /* what the packing tasks do not see is scanned by tasks of the same step, in
@@ -1253,7 +1169,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         if (par) {
             x.apan_per_task = cdiv(x.napan * x.npc, pack_want);
             if (x.apan_per_task > x.napan) x.apan_per_task = x.napan;
-            x.natasks = x.da ? 0 : x.npc * cdiv(x.napan, x.apan_per_task);
+            x.natasks = x.npc * cdiv(x.napan, x.apan_per_task);
             if (x.bshared && !g_env_nc) {
                 bf16_tiles(&x, workers);
             } else {
@@ -1301,16 +1217,13 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                     pr_add(&g_pr.join1, g_pr_j1);
                 }
             }
-            if (x.plan == -2) return gemm_f32_packed_a(isa, bk, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
             if (x.plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
             if (x.pk_plan) cshift = x.cshift;
         } else {
             x.apan_per_task = x.napan;
-            if (!x.da)
-                for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);
+            for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);
             if (bk && ic == 0) {
                 const int plan = bf16_apply_plan(&x, &cshift);
-                if (plan == -2) return gemm_f32_packed_a(isa, bk, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
                 if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
             }
             x.mchunk = x.mpad;
@@ -1319,19 +1232,16 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
         }
         if (x.failed) {
             if (cshift) scale_c(c, c_rs, c_cs, M, N, -cshift); /* C's old values back to their scale */
-            return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B (or A's edge rows)");
+            return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
         }
     }
     if (cshift) scale_c(c, c_rs, c_cs, M, N, -cshift);
-    if (x.da) __atomic_fetch_add(&g_da_count, 1, __ATOMIC_RELAXED);
     if (g_prof && par) {
         pr_add(&g_pr.total, now_ns() - pr0);
         pr_add(&g_pr.calls, 1);
         pr_add(&g_pr.workers, (uint64_t)workers);
-        if (x.da) pr_add(&g_pr.da, 1);
     }
     buf_trim(&tl->a);
-    buf_trim(&tl->e);
     buf_trim(&tl->b);
     buf_trim(&tl->bs);
     return TK_GEMM_OK;

@@ -96,9 +96,6 @@ TILE_API const char *tk_cpu_isa(void);
  * portable models of them, for tests) or "f32" (operands dequantised to f32 while packing;
  * also with TILE_GEMM_BF16=off). */
 TILE_API const char *tk_cpu_bf16_kernel(void);
-/* How many bf16 GEMMs of this process so far had the AMX kernel (or its emulation) read A's
- * tiles straight from A, without packing A (TILE_GEMM_AMX_DIRECT_A, docs/cpu-gemm.md). */
-TILE_API long long tk_cpu_gemm_direct_a_count(void);
 /* How many parallel steps of bf16 GEMMs so far ran with home regions: the task grid cut into
  * one rectangle per worker, whose threads pack and compute it first (TILE_GEMM_AFFINE=0 turns
  * them off; docs/cpu-gemm.md). */

@@ -41,17 +41,10 @@ static int g_amx_ok;
  * threads; that run was noisy, bench/results/cpu-bf16-2026-11-30-s4.md); TILE_GEMM_AMX_PF=0
  * turns it off (for measurements). */
 static int g_pf = 1;
-/* A read in place (ukr_amx_da): TILE_GEMM_AMX_DIRECT_A=2 also prefetches A's 32 rows two
- * 16-pair chunks ahead into L1 (a measurement variant: the rows are 32 streams the hardware
- * prefetchers may not all follow; unmeasured when written) */
-static int g_pf_a;
 static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
 
 static void amx_request_once(void) {
-    const char *e = tile_env("TILE_GEMM_AMX_PF");
-    g_pf = !(e && e[0] == '0' && e[1] == 0);
-    const char *d = tile_env("TILE_GEMM_AMX_DIRECT_A");
-    g_pf_a = d && d[0] == '2' && d[1] == 0;
+    g_pf = tb_knob_bool(TB_K_TILE_GEMM_AMX_PF);
 #ifdef SYS_arch_prctl
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) return;
     unsigned long bits = 0;
@@ -131,38 +124,9 @@ __attribute__((noinline)) static void ukr_amx(int64_t kp, const float *af, const
     c_tiles_end(c, ldc);
 }
 
-/* The same with A read in place (tk_ukr_da_fn): each A tile is 16 rows of A x 64 bytes (32
- * consecutive k, i.e. 16 k-pairs as dwords), row stride lda bytes, so the tiles come
- * straight from A's rows and A needs no packing (cpu_gemm.c, TILE_GEMM_AMX_DIRECT_A). */
-__attribute__((noinline)) static void ukr_amx_da(int64_t kp, const uint16_t *ah, int64_t lda, const float *bf,
-                                                 float *c, int64_t ldc, int beta) {
-    const int pf = g_pf, pfa = g_pf_a;
-    const char *a = (const char *)ah, *b = (const char *)bf;
-    const char *a16 = a + 16 * lda; /* rows 16-31 */
-    c_tiles_begin(c, ldc, beta);
-    for (int64_t q = 0; q < kp; q += 16) {
-        _tile_loadd(4, a, lda);       /* rows 0-15, k pairs q..q+15 */
-        _tile_loadd(6, b, 128);       /* pairs q..q+15, columns 0-15 */
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_loadd(7, b + 64, 128);  /* columns 16-31 */
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_loadd(5, a16, lda);     /* rows 16-31 */
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-        if (pf)
-            for (int l = 0; l < 32; l++) _mm_prefetch(b + 2048 + 64 * l, _MM_HINT_T0);
-        if (pfa) /* (past the last chunk: harmless, prefetches never fault) */
-            for (int r = 0; r < 32; r++) _mm_prefetch(a + 128 + r * lda, _MM_HINT_T0);
-        a += 64;
-        a16 += 64;
-        b += 2048;
-    }
-    c_tiles_end(c, ldc);
-}
-
 const tk_bf16_kernel tk_bf16_amx = {
     .name = "amx", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = ukr_amx,
-    .task_begin = amx_task_begin, .task_end = amx_task_end, .ukr_da = ukr_amx_da};
+    .task_begin = amx_task_begin, .task_end = amx_task_end};
 #elif defined(__x86_64__) || defined(__i386__)
 /* built without AMX support (CMakeLists.txt: the compiler lacks -mamx-tile/-mamx-bf16, or a
  * 32-bit target): AMX is never reported, so this kernel is never chosen */

@@ -108,8 +108,7 @@ static void amx_emulated_end(void) { t_amx_emulated_task = 0; }
  * b[q*32 + j]; kp a multiple of 16), used to test the AMX packing and loop nest where there
  * is no AMX (TILE_GEMM_BF16=emulate_amx). Like tdpbf16ps: per pair, acc += a_lo*b_lo, then
  * acc += a_hi*b_hi, with DAZ/FTZ (above), the loaded C tile included. */
-static void amx_emulated(int64_t kp, const uint32_t *a, const unsigned char *ad, int64_t lda, const float *bf, float *c,
-                         int64_t ldc, int beta) {
+static void amx_emulated(int64_t kp, const uint32_t *a, const float *bf, float *c, int64_t ldc, int beta) {
     if (!t_amx_emulated_task) {
         fprintf(stderr, "tk_bf16_amx_emulated: kernel called outside a compute task (no task_begin): the real AMX "
                         "kernel would run without its tile configuration\n");
@@ -120,11 +119,9 @@ static void amx_emulated(int64_t kp, const uint32_t *a, const unsigned char *ad,
     for (int i = 0; i < 32; i++)
         for (int j = 0; j < 32; j++) acc[i][j] = beta ? ftz_f32(c[i * ldc + j]) : 0.0f; /* DAZ on the C tile */
     for (int64_t q = 0; q < kp; q++) {
-        const uint32_t *aq = a ? a + (q / 16) * 32 * 16 + q % 16 : NULL, *bq = b + q * 32;
+        const uint32_t *aq = a + (q / 16) * 32 * 16 + q % 16, *bq = b + q * 32;
         for (int i = 0; i < 32; i++) {
-            uint32_t aw;
-            if (aq) aw = aq[i * 16];
-            else memcpy(&aw, ad + i * lda + 4 * q, 4); /* A in place: row i, dword q (as tileloadd, stride lda) */
+            const uint32_t aw = aq[i * 16];
             const float alo = daz_bf16(aw << 16), ahi = daz_bf16(aw & 0xFFFF0000u);
             for (int j = 0; j < 32; j++) {
                 const float blo = daz_bf16(bq[j] << 16), bhi = daz_bf16(bq[j] & 0xFFFF0000u);
@@ -137,17 +134,12 @@ static void amx_emulated(int64_t kp, const uint32_t *a, const unsigned char *ad,
         for (int j = 0; j < 32; j++) c[i * ldc + j] = acc[i][j];
 }
 static void ukr_amx_emulated(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc, int beta) {
-    amx_emulated(kp, (const uint32_t *)(const void *)af, NULL, 0, bf, c, ldc, beta);
-}
-/* ... and of its A-in-place variant (ukr_amx_da): A's rows straight from the source */
-static void ukr_amx_emulated_da(int64_t kp, const uint16_t *a, int64_t lda, const float *bf, float *c, int64_t ldc,
-                                int beta) {
-    amx_emulated(kp, NULL, (const unsigned char *)a, lda, bf, c, ldc, beta);
+    amx_emulated(kp, (const uint32_t *)(const void *)af, bf, c, ldc, beta);
 }
 
 const tk_bf16_kernel tk_bf16_amx_emulated = {
     .name = "amx_emulated", .mr = 32, .nr = 32, .kq = 16, .a_layout = TK_BF16_ROWS16, .ukr = ukr_amx_emulated,
-    .task_begin = amx_emulated_begin, .task_end = amx_emulated_end, .ukr_da = ukr_amx_emulated_da};
+    .task_begin = amx_emulated_begin, .task_end = amx_emulated_end};
 
 const tk_isa tk_isa_generic = {
     .name = "generic", .mr = G_MR, .nr = G_NR,

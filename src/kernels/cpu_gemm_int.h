@@ -53,11 +53,6 @@ typedef struct tk_isa {
  * the magnitude range of what they packed into rng[0] (smallest nonzero) and rng[1] (largest
  * finite), as tk_bf16_range_generic (the AVX-512 fast paths on the registers they store). */
 enum { TK_BF16_PAIRS = 0, TK_BF16_ROWS16 = 1 };
-/* The same contract with A read in place (AMX): a points at element (row 0, k 0) of a
- * row-major bf16 A, lda = its row stride in BYTES (a multiple of 4, any sign); the kernel
- * reads rows 0..mr-1, k pairs 0..kp-1 (kp a multiple of kq: no padding, so no ragged K). */
-typedef void (*tk_ukr_da_fn)(int64_t kp, const uint16_t *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                             int beta);
 typedef struct tk_bf16_kernel {
     const char *name;
     int mr, nr, kq;
@@ -69,7 +64,6 @@ typedef struct tk_bf16_kernel {
      * set, and Tile never runs on a configuration someone else left */
     void (*task_begin)(void);
     void (*task_end)(void);
-    tk_ukr_da_fn ukr_da; /* NULL: A is always packed */
 } tk_bf16_kernel;
 extern const tk_bf16_kernel tk_bf16_emulated;     /* portable C model of vdpbf16ps, for tests */
 extern const tk_bf16_kernel tk_bf16_amx_emulated; /* portable C model of the AMX kernel, for tests */

@@ -337,14 +337,14 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     /* B stored K x N with 8-bit floats: fp8 wgmma reads B only as N x K (K-major) tiles
      * (src/codegen/sm90.c), so B is transposed once into a temporary first. 16-bit B stays
      * K x N: the Hopper lowering reads it N-major directly. TILE_CUDA_GEMM_PRETRANSPOSE=0:
-     * never; 2: 16-bit B too (the earlier behaviour, for comparisons) */
+     * never */
     ir_stmt *pre[3];
     int npre = 0;
     bool tb = gs->trans_b;
     ir_region Bw = *B;
     int bbits = tile_dtype_bits(B->buf->dtype);
     long pretr = tile_env_long("TILE_CUDA_GEMM_PRETRANSPOSE", 1);
-    if (!tb && !guarded && !batch && B->buf->rank == 2 && tile_dtype_is_float(B->buf->dtype) && (bbits == 8 || (bbits == 16 && pretr >= 2)) &&
+    if (!tb && !guarded && !batch && B->buf->rank == 2 && tile_dtype_is_float(B->buf->dtype) && bbits == 8 &&
         tile_dtype_is_float(A->buf->dtype) && pretr != 0) {
         ir_buffer *bt = transpose_b(g, B, pre, &npre, l);
         Bw = whole(g, bt);

@@ -61,7 +61,7 @@ int opt_run(ir_module *m, ir_func *f, const char *target, const char *stop_after
         }
     }
     if (stop_after && !strcmp(stop_after, "sema")) return 0;
-    bool verify = tile_env_long("TILE_VERIFY", 0) != 0;
+    bool verify = tb_knob_bool(TB_K_TILE_VERIFY);
 #ifndef NDEBUG
     verify = true;
 #endif

@@ -84,7 +84,7 @@ static void fb_rows(void *a, int64_t i0, int64_t i1, int worker) {
 static int svc_gemm(const tile_cpu_services *svc, const tile_cpu_gemm *g) {
     (void)svc;
     if (g->M <= 0 || g->N <= 0) return 0;
-    if (!tile_env("TILE_CPU_GEMM_FALLBACK")) {
+    if (!tb_knob_bool(TB_K_TILE_CPU_GEMM_FALLBACK)) {
         tk_gemm t = {g->M, g->N, g->K, (tile_dtype)g->a_dtype, (tile_dtype)g->b_dtype, (tile_dtype)g->c_dtype,
                      g->A, g->a_rs, g->a_cs, g->B, g->b_rs, g->b_cs, g->C, g->c_rs, g->c_cs, g->accumulate,
                      tile_pool_size()};
@@ -138,7 +138,7 @@ static void cpu_device_name(tile_strbuf *out) {
     }
     const char *isa = tk_cpu_isa(); /* cpuid, or TILE_CPU_ISA */
     int n = affinity_count();
-    long t = tile_env_long("TILE_NUM_THREADS", 0);
+    long t = (long)tb_knob_int(TB_K_TILE_NUM_THREADS);
     /* the bf16 GEMM kernel says whether AVX512-BF16 (vdpbf16ps) is in use or bf16 is widened */
     tile_sb_printf(out, "%s, %d core%s (%s, bf16 gemm: %s)", model, n, n == 1 ? "" : "s", isa, tk_cpu_bf16_kernel());
     if (t > 0) tile_sb_printf(out, ", TILE_NUM_THREADS=%ld", t);

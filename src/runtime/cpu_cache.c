@@ -66,14 +66,14 @@ static void words_free(words *w) {
 }
 
 static const char *cc_string(void) {
-    const char *cc = tile_env("CC");
+    const char *cc = tb_knob_str(TB_K_CC);
     return cc && *cc ? cc : "cc";
 }
 
 /* The path of the compiler's executable (searching PATH), or NULL. */
 static char *find_exe(const char *name) {
     if (strchr(name, '/')) return access(name, X_OK) == 0 ? tile_xstrdup(name) : NULL;
-    const char *path = getenv("PATH");
+    const char *path = tb_env_raw(TB_K_PATH);
     if (!path) path = "/usr/local/bin:/usr/bin:/bin";
     while (*path) {
         size_t n = strcspn(path, ":");
@@ -151,20 +151,7 @@ static int write_atomic(const char *dir, const char *path, const char *data, siz
 
 /* ---------- the cache directory ---------- */
 static int mkdir_p(const char *path) {
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf) return -1;
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] == '/' || buf[i] == 0) {
-            char c = buf[i];
-            buf[i] = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-            buf[i] = c;
-        }
-    }
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(path, W_OK | X_OK) == 0 ? 0 : -1;
+    return tb_mkdir_p(path) == 0 && access(path, W_OK | X_OK) == 0 ? 0 : -1;
 }
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -173,11 +160,7 @@ static char g_dir_src[4096]; /* the setting g_dir was made from (TILE_CACHE_DIR 
 
 const char *cpu_cache_dir(tile_strbuf *err) {
     char want[4096];
-    const char *d = getenv("TILE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (d && *d) snprintf(want, sizeof want, "%s", d);
-    else if (x && *x) snprintf(want, sizeof want, "%s/tile", x);
-    else if (h && *h) snprintf(want, sizeof want, "%s/.cache/tile", h);
-    else snprintf(want, sizeof want, "/tmp/tile-cache-%d", (int)getuid());
+    if (!tb_cache_dir(want, sizeof want)) snprintf(want, sizeof want, "/tmp/tile-cache-%d", (int)getuid());
     pthread_mutex_lock(&g_mu);
     if (g_dir[0] && !strcmp(g_dir_src, want)) {
         pthread_mutex_unlock(&g_mu);

@@ -1,7 +1,7 @@
 /* cuda.c — the "cuda" backend: generated CUDA C (src/codegen/simt.c) compiled by NVRTC for
  * the device's architecture (sm_90a on Hopper) and run through the driver API. Both
  * libcuda.so.1 and NVRTC (libnvrtc.so.13, .so.12, .so; also under /usr/local/cuda/lib64)
- * are opened with dlopen: the library builds without CUDA headers and runs everywhere;
+ * are opened by src/base's loader (tb_dl_open): the library builds without CUDA headers and runs everywhere;
  * without a driver or a GPU, available() says why.
  *
  *   TILE_CUDA_DEVICE   device ordinal (default 0)
@@ -17,7 +17,6 @@
  * the launches with CUDA events. Errors name the CUDA call, the kernel and the launch shape
  * (grid, block, shared memory).
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,21 +117,12 @@ static const char *cu_err(CUresult r) {
 
 /* ---------- NVRTC ---------- */
 static bool load_nvrtc_locked(void) {
-    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
-                                        "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_nv_why, sizeof g_nv_why, "cannot load NVRTC (libnvrtc.so.13/.12/.so, also tried /usr/local/cuda/lib64): install the CUDA toolkit's NVRTC");
-        return false;
-    }
+    void *h = tb_dl_open(TB_DL_NVRTC, NULL, g_nv_why, sizeof g_nv_why);
+    if (!h) return false;
 #define LOADN(field, sym)                                                                     \
     do {                                                                                      \
-        *(void **)(&nv.field) = dlsym(h, sym);                                                \
-        if (!nv.field) {                                                                      \
-            snprintf(g_nv_why, sizeof g_nv_why, "NVRTC has no %s", sym);                      \
-            return false;                                                                     \
-        }                                                                                     \
+        tb_dl_sym s_ = {(void **)&nv.field, sym, NULL, false};                                \
+        if (tb_dl_syms(h, TB_DL_NVRTC, &s_, 1, g_nv_why, sizeof g_nv_why)) return false;     \
     } while (0)
     LOADN(Version, "nvrtcVersion");
     LOADN(CreateProgram, "nvrtcCreateProgram");
@@ -199,18 +189,12 @@ int tile_cuda_nvrtc_compile(const char *src, const char *name, const char *arch,
 
 /* ---------- the driver ---------- */
 static bool open_device(void) {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_why, sizeof g_why, "no CUDA driver (cannot load libcuda.so.1)");
-        return false;
-    }
+    void *h = tb_dl_open(TB_DL_CUDA, NULL, g_why, sizeof g_why);
+    if (!h) return false;
 #define LOADC(field, sym)                                                                     \
     do {                                                                                      \
-        *(void **)(&cu.field) = dlsym(h, sym);                                                \
-        if (!cu.field) {                                                                      \
-            snprintf(g_why, sizeof g_why, "libcuda.so.1 has no %s", sym);                     \
-            return false;                                                                     \
-        }                                                                                     \
+        tb_dl_sym s_ = {(void **)&cu.field, sym, NULL, false};                                \
+        if (tb_dl_syms(h, TB_DL_CUDA, &s_, 1, g_why, sizeof g_why)) return false;             \
     } while (0)
     LOADC(Init, "cuInit");
     LOADC(DriverGetVersion, "cuDriverGetVersion");
@@ -246,7 +230,8 @@ static bool open_device(void) {
     LOADC(StreamDestroy, "cuStreamDestroy_v2");
     LOADC(StreamWaitEvent, "cuStreamWaitEvent");
     LOADC(EventQuery, "cuEventQuery");
-    g_tma_encode = dlsym(h, "cuTensorMapEncodeTiled");
+    tb_dl_sym tma = {&g_tma_encode, "cuTensorMapEncodeTiled", NULL, true};
+    tb_dl_syms(h, TB_DL_CUDA, &tma, 1, NULL, 0);
 #undef LOADC
     CUresult r = cu.Init(0);
     if (r != 0) {
@@ -258,7 +243,7 @@ static bool open_device(void) {
         snprintf(g_why, sizeof g_why, "no CUDA device (cuDeviceGetCount: %s, %d devices)", r ? cu_err(r) : "ok", count);
         return false;
     }
-    long ord = tile_env_long("TILE_CUDA_DEVICE", 0);
+    long ord = (long)tb_knob_int(TB_K_TILE_CUDA_DEVICE);
     if (ord < 0 || ord >= count) {
         snprintf(g_why, sizeof g_why, "TILE_CUDA_DEVICE=%ld, but there are %d CUDA devices", ord, count);
         return false;
@@ -276,7 +261,7 @@ static bool open_device(void) {
     cu.DeviceGetAttribute(&g_l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, g_dev);
     cu.DeviceGetAttribute(&g_sms, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */, g_dev);
     cu.DriverGetVersion(&g_driver);
-    const char *force = tile_env("TILE_CUDA_ARCH");
+    const char *force = tb_knob_str(TB_K_TILE_CUDA_ARCH);
     if (force && *force) snprintf(g_arch, sizeof g_arch, "%s", force);
     else snprintf(g_arch, sizeof g_arch, "sm_%d%d%s", g_cc_major, g_cc_minor, g_cc_major == 9 && g_cc_minor == 0 ? "a" : "");
     if ((r = cu.DevicePrimaryCtxRetain(&g_ctx, g_dev)) != 0) {
@@ -318,8 +303,8 @@ static void cuda_device_name(tile_strbuf *out) {
     tile_sb_printf(out, "%s (%s, driver %d.%d, NVRTC %d.%d", g_name, g_arch, g_driver / 1000, (g_driver % 1000) / 10, g_nv_major, g_nv_minor);
     /* the tensor-core GEMM lowerings this architecture gets (TILE_LOG=info names each kernel's) */
     int sm = arch_sm(g_arch);
-    long ms = tile_env_long("TILE_CUDA_MMA_SYNC", -1);
-    bool wg = sm >= 90 && tile_env_long("TILE_CUDA_SM90", 1) != 0, mma = sm >= 80 && ms != 0;
+    long ms = (long)tb_opt_int(NULL, TB_OPT_cuda_mma_sync);
+    bool wg = sm >= 90 && tb_opt_bool(NULL, TB_OPT_cuda_sm90), mma = sm >= 80 && ms != 0;
     if (!wg && !mma) tile_sb_puts(out, ", GEMM: simt)");
     else if (wg && mma) tile_sb_printf(out, ", GEMM: %s)", ms == 1 ? "sm80-mma first, then sm90-wgmma" : "sm90-wgmma, else sm80-mma");
     else tile_sb_printf(out, ", GEMM: %s)", wg ? "sm90-wgmma" : "sm80-mma");
@@ -477,7 +462,7 @@ static int arch_sm(const char *arch) {
 static int cuda_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
     simt_options o;
     simt_options_default(&o, SIMT_CUDA);
-    o.sm = arch_sm(tile_env("TILE_CUDA_ARCH")); /* emit has no device: the arch comes from the environment */
+    o.sm = arch_sm(tb_knob_str(TB_K_TILE_CUDA_ARCH)); /* emit has no device: the arch comes from the environment */
     simt_program P;
     if (simt_generate(f, &o, &P, err)) return 1;
     tile_sb_puts(out, P.source);
@@ -756,7 +741,7 @@ static int cuda_bench(void *exe, const ir_func *f, const int64_t *sizes, tile_te
     void **args = tile_xcalloc((size_t)x->P.nbufs + 3, sizeof(void *));
     CUevent ev[2] = {NULL, NULL};
     dbuf flush = {0, 0};
-    size_t flush_bytes = tile_env_long("TILE_BENCH_FLUSH", 1) && g_l2_bytes > 0 ? (size_t)g_l2_bytes * 2 : 0;
+    size_t flush_bytes = tb_knob_bool(TB_K_TILE_BENCH_FLUSH) && g_l2_bytes > 0 ? (size_t)g_l2_bytes * 2 : 0;
     CUresult r;
     bool ok = stage_in(x, f, sizes, params, rets, scalars, bytes, args, err);
     if (ok && flush_bytes) ok = dbuf_reserve(&flush, flush_bytes, err, "L2 flush buffer");

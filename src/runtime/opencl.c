@@ -1,5 +1,5 @@
 /* opencl.c — the "opencl" backend: generated OpenCL C (src/codegen/simt.c) built with
- * clBuildProgram and run through the ICD loader, opened with dlopen("libOpenCL.so.1") so that
+ * clBuildProgram and run through the ICD loader, opened by src/base's loader (libOpenCL.so.1) so that
  * the library builds and runs without OpenCL headers or libraries.
  *
  *   TILE_OPENCL_DEVICE   "P:D" (platform and device indices) or a substring of the device
@@ -10,7 +10,6 @@
  * source, the device name, the driver version and the build options. Device buffers come
  * from a small per-kernel cache (reused while large enough).
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,19 +111,12 @@ static const char *cl_errname(cl_int e) {
 }
 
 static bool load_api(void) {
-    void *h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_why, sizeof g_why, "cannot load the OpenCL ICD loader libOpenCL.so.1 (install ocl-icd-libopencl1 and a driver, e.g. pocl-opencl-icd)");
-        return false;
-    }
+    void *h = tb_dl_open(TB_DL_OPENCL, NULL, g_why, sizeof g_why);
+    if (!h) return false;
 #define LOAD(field, sym)                                                                      \
     do {                                                                                      \
-        *(void **)(&cl.field) = dlsym(h, sym);                                                \
-        if (!cl.field) {                                                                      \
-            snprintf(g_why, sizeof g_why, "libOpenCL.so.1 has no %s", sym);                   \
-            return false;                                                                     \
-        }                                                                                     \
+        tb_dl_sym s_ = {(void **)&cl.field, sym, NULL, false};                                \
+        if (tb_dl_syms(h, TB_DL_OPENCL, &s_, 1, g_why, sizeof g_why)) return false;           \
     } while (0)
     LOAD(GetPlatformIDs, "clGetPlatformIDs");
     LOAD(GetPlatformInfo, "clGetPlatformInfo");
@@ -170,7 +162,7 @@ static bool open_device(void) {
     cl_platform_id plats[16];
     if (np > 16) np = 16;
     cl.GetPlatformIDs(np, plats, NULL);
-    const char *sel = tile_env("TILE_OPENCL_DEVICE");
+    const char *sel = tb_knob_str(TB_K_TILE_OPENCL_DEVICE);
     int want_p = -1, want_d = -1;
     if (sel && *sel) {
         char *end;

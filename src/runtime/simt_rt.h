@@ -14,22 +14,13 @@
 #include "../codegen/simt.h"
 #include "runtime.h"
 
-/* The cache directory of compiled code: $TILE_CACHE_DIR, else $XDG_CACHE_HOME/tile, else
- * ~/.cache/tile (the CPU backend's rule). Created on demand; false if there is none. */
+/* The cache directory of compiled code: src/base's rule ($TILE_CACHE_DIR, else
+ * $XDG_CACHE_HOME/tile, else ~/.cache/tile). Created on demand; false if there is none. */
 static bool simt_cache_dir(tile_strbuf *out) {
-    const char *d = tile_env("TILE_CACHE_DIR");
-    if (d && *d) tile_sb_puts(out, d);
-    else if ((d = tile_env("XDG_CACHE_HOME")) && *d) tile_sb_printf(out, "%s/tile", d);
-    else if ((d = getenv("HOME")) && *d) tile_sb_printf(out, "%s/.cache/tile", d);
-    else return false;
-    /* mkdir -p */
-    for (char *p = out->data + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(out->data, 0755);
-        *p = '/';
-    }
-    return mkdir(out->data, 0755) == 0 || errno == EEXIST;
+    char d[4096];
+    if (!tb_cache_dir(d, sizeof d)) return false;
+    tile_sb_puts(out, d);
+    return tb_mkdir_p(d) == 0;
 }
 
 /* The path of a cache entry: <dir>/<prefix>-<16 hex digits of the key's hash><ext>. */

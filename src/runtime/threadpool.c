@@ -193,7 +193,7 @@ static int other_runnable(void) {
 }
 
 static int wanted_threads(void) {
-    long n = tile_env_long("TILE_NUM_THREADS", 0);
+    long n = (long)tb_knob_int(TB_K_TILE_NUM_THREADS);
     if (n <= 0) n = affinity_count();
     if (n > 1024) n = 1024;
     return (int)n;
@@ -296,7 +296,7 @@ static void *worker_main(void *a) {
 
 static void pool_init(void) {
     pool *p = &g_pool;
-    const char *la = tile_env("TILE_POOL_LOADAVG");
+    const char *la = tb_knob_str(TB_K_TILE_POOL_LOADAVG);
     if (la && *la) g_loadavg = la;
     p->nthreads = wanted_threads();
     /* spin by default only when every thread can have a core: no more threads than CPUs,
@@ -306,7 +306,8 @@ static void pool_init(void) {
      * readings at start-up) are only read when they can matter */
     long spin;
     int others = -1; /* not read */
-    if (!tile_env_long_get("TILE_POOL_SPIN_US", &spin)) {
+    if (tb_knob_is_set(TB_K_TILE_POOL_SPIN_US)) spin = (long)tb_knob_int(TB_K_TILE_POOL_SPIN_US);
+    else {
         if (p->nthreads <= ncpu) others = other_runnable();
         spin = others >= 0 && others + p->nthreads <= ncpu ? TILE_POOL_SPIN_DEFAULT_US : 0;
     }
@@ -322,7 +323,7 @@ static void pool_init(void) {
         p->load_provisional = 1;
         p->load_checked -= POOL_RECHECK_US - POOL_CONFIRM1_US;
     }
-    p->move = p->nthreads <= ncpu && tile_env_long("TILE_POOL_MOVE", 1) != 0;
+    p->move = p->nthreads <= ncpu && tb_knob_bool(TB_K_TILE_POOL_MOVE);
     if (p->nthreads > 1 && p->nthreads <= POOL_MAX_CPU_SLOTS) p->cpu = calloc((size_t)p->nthreads, sizeof *p->cpu);
     pthread_mutex_init(&p->busy, NULL);
     pthread_attr_t at;

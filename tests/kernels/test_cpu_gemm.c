@@ -9,8 +9,8 @@
  *   test_cpu_gemm concurrent  4 threads calling at once get bit-identical results
  *   test_cpu_gemm denormal  bf16 operands with subnormal inputs / products (MX-like scales):
  *                           IEEE results although the bf16 hardware flushes (DAZ/FTZ)
- *   test_cpu_gemm amxa      the AMX kernel reading A in place (TILE_GEMM_AMX_DIRECT_A): results
- *                           and whether A was read in place (skips without an AMX kernel)
+ *   test_cpu_gemm amxrows   the AMX kernel on row-major bf16 A of many shapes (skips without an
+ *                           AMX kernel)
  *   test_cpu_gemm regions   bf16 GEMMs on 2-16 workers: the home-region grids (cpu_gemm.c
  *                           affine_task) give the reference result, and are used (TILE_GEMM_AFFINE=0: never)
  *   test_cpu_gemm packers   the AVX-512 bf16 packers word for word against the portable ones,
@@ -112,8 +112,8 @@ typedef struct mat {
 } mat;
 
 /* layout: 0 = row-major with padding, 1 = column-major with padding, 2 = general strides,
- * 3 = negative row stride (rows stored bottom-up); for A read in place by the AMX kernel (row
- * strides of whole dwords when 2-byte elements): 4 = row-major, even padded row stride,
+ * 3 = negative row stride (rows stored bottom-up); row strides of whole dwords for 2-byte
+ * elements: 4 = row-major, even padded row stride,
  * 5 = negative even row stride, 6 = dense row-major */
 static void mat_init(mat *m, tile_dtype dt, int64_t rows, int64_t cols, int layout) {
     m->dt = dt;
@@ -731,33 +731,25 @@ static int test_badisa(void) {
     return g_fail ? 1 : 0;
 }
 
-/* ---------- A read in place (AMX, TILE_GEMM_AMX_DIRECT_A) ----------
- * The AMX kernel (and its emulation, which CI runs) loads A's tiles straight from a
- * row-major bf16 A whose row stride is whole dwords, when K is a multiple of 32. Each case
- * here is such a GEMM (or, expect 0, one that must not read A in place) and checks the
- * result against the reference AND that tk_cpu_gemm_direct_a_count() moved as expected, so
- * the in-place loop nest is what was tested. With the pointer or stride arithmetic off by
- * one tile (16 rows or 32 k) the results would be wrong: the random A rows/k differ. */
-static int g_da_expect; /* 1: this process's bf16 kernel reads A in place where it can */
-static void da_case(int64_t M, int64_t N, int64_t K, int la, int lc, int acc, int threaded, int expect) {
-    const long long before = tk_cpu_gemm_direct_a_count();
+/* ---------- the AMX kernel on row-major bf16 A ----------
+ * The AMX kernel (and its emulation, which CI runs) on GEMMs whose A is row-major bf16 with
+ * a row stride of whole dwords and K a multiple of 32 (and some that are not), ragged M and
+ * N, several K blocks, accumulating, serial, threaded and in reverse order, and the
+ * denormal fills: every result against the reference. */
+static void amx_case(int64_t M, int64_t N, int64_t K, int la, int lc, int acc, int threaded) {
     run_case(M, N, K, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, la, 0, lc, acc, threaded);
-    const long long got = tk_cpu_gemm_direct_a_count() - before, want = expect && g_da_expect ? 1 : 0;
-    CHECK(got == want, "M=%lld N=%lld K=%lld la=%d thr=%d: A read in place %lld times, expected %lld", (long long)M,
-          (long long)N, (long long)K, la, threaded, got, want);
 }
 
-static int test_amxa(void) {
+static int test_amxrows(void) {
     const char *isa = tk_cpu_isa();
     if (strcmp(isa, "invalid") == 0) return skip_invalid();
-    const char *bk = tk_cpu_bf16_kernel(), *sw = getenv("TILE_GEMM_AMX_DIRECT_A");
+    const char *bk = tk_cpu_bf16_kernel();
     const int amx = strcmp(bk, "amx") == 0 || strcmp(bk, "amx_emulated") == 0;
     if (!amx) {
         printf("skipped: the bf16 kernel is %s, not amx / amx_emulated\n", bk);
         return 77;
     }
-    g_da_expect = sw && (strcmp(sw, "1") == 0 || strcmp(sw, "2") == 0); /* off by default */
-    printf("isa %s, bf16 kernel %s, A in place %s\n", isa, bk, g_da_expect ? "on" : "off");
+    printf("isa %s, bf16 kernel %s\n", isa, bk);
     /* M, N, K, A layout, C layout, accumulate, threaded (0 serial, 1 pool, 2 reverse order) */
     static const int64_t cases[][7] = {
         {64, 64, 64, 6, 0, 0, 0},    {64, 64, 64, 4, 0, 1, 0},     {33, 47, 64, 4, 2, 0, 0}, /* ragged M and N */
@@ -767,22 +759,20 @@ static int test_amxa(void) {
         {32, 32, 4096, 6, 0, 0, 1}, /* one compute task: the other body only scans */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        da_case(cases[i][0], cases[i][1], cases[i][2], (int)cases[i][3], (int)cases[i][4], (int)cases[i][5],
-                (int)cases[i][6], 1);
-    /* not in place: odd row stride (k pairs straddle dwords), K not a multiple of 32,
-     * column-major / strided A, a column-major C (computed as C^T = B^T A^T: B's columns
-     * become the A side, here not k-contiguous) */
-    da_case(64, 64, 64, 0, 0, 0, 0, 0);  /* row stride 67 */
-    da_case(64, 64, 48, 4, 0, 1, 1, 0);
-    da_case(64, 64, 33, 6, 0, 0, 0, 0);
-    da_case(64, 64, 64, 1, 0, 0, 0, 0);
-    da_case(64, 64, 64, 2, 0, 0, 1, 0);
-    da_case(64, 64, 64, 6, 1, 0, 0, 0);
-    da_case(1, 32, 32, 6, 0, 1, 0, 0);  /* fewer rows than one panel: A packed once */
-    da_case(31, 40, 96, 5, 0, 0, 1, 0);
-    /* denormal fills: B subnormal (B scaled, A in place), subnormal A (A must be scaled: the
-     * GEMM runs again with A packed), tiny products, subnormal C0, no scale (f32 path):
-     * correctness only */
+        amx_case(cases[i][0], cases[i][1], cases[i][2], (int)cases[i][3], (int)cases[i][4], (int)cases[i][5],
+                 (int)cases[i][6]);
+    /* odd row stride (k pairs straddle dwords), K not a multiple of 32, column-major /
+     * strided A, a column-major C (computed as C^T = B^T A^T) */
+    amx_case(64, 64, 64, 0, 0, 0, 0);  /* row stride 67 */
+    amx_case(64, 64, 48, 4, 0, 1, 1);
+    amx_case(64, 64, 33, 6, 0, 0, 0);
+    amx_case(64, 64, 64, 1, 0, 0, 0);
+    amx_case(64, 64, 64, 2, 0, 0, 1);
+    amx_case(64, 64, 64, 6, 1, 0, 0);
+    amx_case(1, 32, 32, 6, 0, 1, 0);  /* fewer rows than one panel */
+    amx_case(31, 40, 96, 5, 0, 0, 1);
+    /* denormal fills: B subnormal, subnormal A, tiny products, subnormal C0, no scale (f32
+     * path) */
     static double (*const fills[])(int, int64_t, int64_t) = {fill_mx, fill_mx_a, fill_tiny, fill_tiny_c, fill_wide,
                                                              fill_zero_a};
     for (int f = 0; f < 6; f++)
@@ -791,13 +781,13 @@ static int test_amxa(void) {
             run_case(thr ? 97 : 64, 64, 128, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, 4 + (f + thr) % 3, 0, 0, (f + thr) & 1,
                      thr);
         }
-    g_fill = fill_mx; /* A normal: only B is scaled, A still read in place */
-    da_case(64, 64, 128, 6, 0, 1, 1, 1);
-    g_fill = fill_tiny; /* subnormal products of normal inputs: B alone takes the scale */
-    da_case(64, 64, 128, 4, 0, 0, 2, 1);
-    g_fill = fill_mx_a; /* A subnormal: A packed (and scaled) after all */
-    da_case(64, 64, 128, 6, 0, 1, 1, 0);
-    da_case(33, 40, 96, 4, 0, 0, 0, 0);
+    g_fill = fill_mx; /* A normal: only B needs a scale */
+    amx_case(64, 64, 128, 6, 0, 1, 1);
+    g_fill = fill_tiny; /* subnormal products of normal inputs */
+    amx_case(64, 64, 128, 4, 0, 0, 2);
+    g_fill = fill_mx_a; /* A subnormal */
+    amx_case(64, 64, 128, 6, 0, 1, 1);
+    amx_case(33, 40, 96, 4, 0, 0, 0);
     g_fill = NULL;
     printf("%d cases, %d failures\n", g_cases, g_fail);
     return g_fail ? 1 : 0;
@@ -937,8 +927,8 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "badisa") == 0) return test_badisa();
     if (strcmp(mode, "concurrent") == 0) return test_concurrent();
     if (strcmp(mode, "denormal") == 0) return test_denormal();
-    if (strcmp(mode, "amxa") == 0) return test_amxa();
+    if (strcmp(mode, "amxrows") == 0) return test_amxrows();
     if (strcmp(mode, "regions") == 0) return test_regions();
-    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal|amxa|regions|packers\n", argv[0]);
+    fprintf(stderr, "usage: %s gemm|helpers|badargs|badisa|concurrent|denormal|amxrows|regions|packers\n", argv[0]);
     return 2;
 }

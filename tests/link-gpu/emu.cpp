@@ -45,8 +45,6 @@ static inline void st_release(u64 *p, u64 v) { __atomic_store_n(p, v, __ATOMIC_R
 static inline u64 now_ns(void) {
     return (u64)std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-[[maybe_unused]] static inline float f16_to_f32(u16 h) { return (float)h; } /* unused: f32 only */
-[[maybe_unused]] static inline u16 f32_to_f16(float f) { return (u16)f; }
 #define TL_DT 0
 #define TL_OP 0
 #include "gpu_coll.cu"

@@ -46,11 +46,17 @@ int main(void) {
     EXPECT(isnan(tlink_fp8_e4m3_to_f32(0x7f)), "e4m3 nan");
     EXPECT(tlink_fp8_e4m3_to_f32(0x01) == ldexpf(1, -9), "e4m3 min subnormal");
     EXPECT(tlink_f32_to_fp8_e4m3(464.0f) == 0x7e, "e4m3 464 ties to 448");
-    EXPECT(tlink_f32_to_fp8_e4m3(465.0f) == 0x7f, "e4m3 overflow -> nan");
-    EXPECT(tlink_f32_to_fp8_e4m3(INFINITY) == 0x7f, "e4m3 inf -> nan");
+    /* the satfinite rule of docs/numbers.md, shared with libtile (src/base/convert.h) */
+    EXPECT(tlink_f32_to_fp8_e4m3(465.0f) == 0x7e, "e4m3 overflow saturates to 448");
+    EXPECT(tlink_f32_to_fp8_e4m3(480.0f) == 0x7e, "e4m3 480 saturates to 448");
+    EXPECT(tlink_f32_to_fp8_e4m3(INFINITY) == 0x7e, "e4m3 inf saturates to 448");
+    EXPECT(tlink_f32_to_fp8_e4m3(-INFINITY) == 0xfe, "e4m3 -inf saturates to -448");
+    EXPECT(tlink_f32_to_fp8_e4m3(NAN) == 0x7f, "e4m3 nan -> nan");
     EXPECT(tlink_fp8_e5m2_to_f32(0x7b) == 57344.0f, "e5m2 max");
     EXPECT(isinf(tlink_fp8_e5m2_to_f32(0x7c)), "e5m2 inf");
-    EXPECT(tlink_f32_to_fp8_e5m2(1e6f) == 0x7c, "e5m2 overflow -> inf");
+    EXPECT(tlink_f32_to_fp8_e5m2(1e6f) == 0x7b, "e5m2 overflow saturates to 57344");
+    EXPECT(tlink_f32_to_fp8_e5m2(INFINITY) == 0x7b, "e5m2 inf saturates to 57344");
+    EXPECT(tlink_f32_to_fp8_e5m2(NAN) == 0x7f, "e5m2 nan -> nan");
     EXPECT(tlink_f32_to_fp8_e4m3(1.0625f) == 0x38, "e4m3 1.0625 ties to 1.0");
     EXPECT(tlink_f32_to_fp8_e4m3(1.1875f) == 0x3a, "e4m3 1.1875 ties to 1.25");
     EXPECT(tlink_f32_to_fp8_e4m3(-2.0f) == 0xc0, "e4m3 -2");

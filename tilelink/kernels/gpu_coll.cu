@@ -2,7 +2,8 @@
  *
  * Embedded as a string at build time (tilelink/kernels/embed.cmake) and compiled at run time
  * with NVRTC by tilelink/src/gpu_coll.c, once per (dtype, op): -DTL_DT=<tlink_dtype>
- * -DTL_OP=<tlink_op>. No header is included: the file must compile with NVRTC alone.
+ * -DTL_OP=<tlink_op>. The one header it includes, "convert.h", is src/base/convert.h (the
+ * conversions every part of Tile shares), given to NVRTC by name; nothing else is included.
  *
  * Why hand-written and not TileLang: these kernels synchronise with kernels of other
  * processes on other GPUs through flags in peer memory (system-scope release/acquire,
@@ -57,78 +58,9 @@ struct Args {
 #define TL_OP 0
 #endif
 
-/* ---------- element types: load into an accumulator, store back ---------- */
-__device__ __forceinline__ float bits_f32(u32 u) { return __uint_as_float(u); }
-__device__ __forceinline__ u32 f32_bits(float f) { return __float_as_uint(f); }
-
-#ifndef TL_HOST_EMU /* tests/link-gpu/emu.cpp runs this file on CPU threads and supplies these */
-__device__ float f16_to_f32(u16 h) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-}
-__device__ u16 f32_to_f16(float f) {
-    u16 h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-}
-#endif
-__device__ float bf16_to_f32(u16 h) { return bits_f32((u32)h << 16); }
-__device__ u16 f32_to_bf16(float f) {
-    u32 x = f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x40);
-    return (u16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-/* OCP fp8, the same rules as the host converters (util.c): e4m3 overflow -> NaN. */
-__device__ float fp8_to_f32(u8 v, int M, int bias, int e4m3) {
-    int sign = v & 0x80;
-    u32 ef = (u32)(v & 0x7f) >> M, mf = v & ((1u << M) - 1);
-    float r;
-    if (e4m3 && (v & 0x7f) == 0x7f) r = __int_as_float(0x7fc00000);
-    else if (!e4m3 && ef == 31) r = mf ? __int_as_float(0x7fc00000) : __int_as_float(0x7f800000);
-    else if (ef == 0) r = (float)mf * exp2f((float)(1 - bias - M));
-    else r = (float)((1u << M) | mf) * exp2f((float)((int)ef - bias - M));
-    return sign ? -r : r;
-}
-__device__ u8 f32_to_fp8(float f, int M, int bias, int e4m3) {
-    u32 x = f32_bits(f);
-    u8 sign = (u8)((x >> 24) & 0x80);
-    u32 ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return sign | 0x7f;
-    if (ax == 0x7f800000u) return sign | (e4m3 ? 0x7f : 0x7c);
-    if (ax == 0) return sign;
-    int emin = 1 - bias;
-    int e = (int)(ax >> 23) - 127;
-    u64 m = ax & 0x7fffffu;
-    if (e == -127) { /* f32 subnormal: far below any fp8 value */
-        return sign;
-    }
-    m |= 0x800000u; /* value = m * 2^(e-23) */
-    u32 code;
-    int shift; /* bits to drop from m (24 significant bits) */
-    if (e < emin) shift = 23 - M + (emin - e);
-    else shift = 23 - M;
-    u64 q;
-    if (shift >= 40) q = 0;
-    else {
-        q = m >> shift;
-        u64 rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
-        if (rem > half || (rem == half && (q & 1))) q++;
-    }
-    if (e < emin) {
-        code = (u32)q; /* q == 2^M becomes the smallest normal */
-    } else {
-        if (q >= (2ull << M)) { q >>= 1; e++; }
-        u32 efield = (u32)(e + bias), mf = (u32)q - (1u << M);
-        if (e4m3) {
-            if (efield > 15 || (efield == 15 && mf == 7)) return sign | 0x7f;
-        } else if (efield >= 31) {
-            return sign | 0x7c;
-        }
-        code = (efield << M) | mf;
-    }
-    return sign | (u8)code;
-}
+/* ---------- element types: load into an accumulator, store back ----------
+ * f16 / bf16 / fp8 <-> f32: src/base/convert.h, the rules of docs/numbers.md (fp8 saturates) */
+#include "convert.h"
 
 #if TL_DT == 0
 typedef float T;
@@ -145,14 +77,14 @@ __device__ __forceinline__ T st(A v) { return v; }
 #elif TL_DT == 2
 typedef u16 T;
 typedef float A;
-__device__ __forceinline__ A ld(T v) { return f16_to_f32(v); }
-__device__ __forceinline__ T st(A v) { return f32_to_f16(v); }
+__device__ __forceinline__ A ld(T v) { return tcv_f16_bits_to_f32(v); }
+__device__ __forceinline__ T st(A v) { return tcv_f32_to_f16_bits(v); }
 #define TL_FLOAT 1
 #elif TL_DT == 3
 typedef u16 T;
 typedef float A;
-__device__ __forceinline__ A ld(T v) { return bf16_to_f32(v); }
-__device__ __forceinline__ T st(A v) { return f32_to_bf16(v); }
+__device__ __forceinline__ A ld(T v) { return tcv_bf16_bits_to_f32(v); }
+__device__ __forceinline__ T st(A v) { return tcv_f32_to_bf16_bits(v); }
 #define TL_FLOAT 1
 #elif TL_DT == 4
 typedef int T;
@@ -175,14 +107,14 @@ __device__ __forceinline__ T st(A v) { return v; }
 #elif TL_DT == 7
 typedef u8 T;
 typedef float A;
-__device__ __forceinline__ A ld(T v) { return fp8_to_f32(v, 3, 7, 1); }
-__device__ __forceinline__ T st(A v) { return f32_to_fp8(v, 3, 7, 1); }
+__device__ __forceinline__ A ld(T v) { return tcv_e4m3_bits_to_f32(v); }
+__device__ __forceinline__ T st(A v) { return tcv_f32_to_e4m3_bits(v); }
 #define TL_FLOAT 1
 #else
 typedef u8 T;
 typedef float A;
-__device__ __forceinline__ A ld(T v) { return fp8_to_f32(v, 2, 15, 0); }
-__device__ __forceinline__ T st(A v) { return f32_to_fp8(v, 2, 15, 0); }
+__device__ __forceinline__ A ld(T v) { return tcv_e5m2_bits_to_f32(v); }
+__device__ __forceinline__ T st(A v) { return tcv_f32_to_e5m2_bits(v); }
 #define TL_FLOAT 1
 #endif
 

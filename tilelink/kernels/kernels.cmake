@@ -1,5 +1,6 @@
 # kernels.cmake — libtilelink's device kernels as C strings (generated/tilelink/gpu_kernels_text.h):
 #   tl_gpu_coll_text            tilelink/kernels/gpu_coll.cu (hand-written CUDA C)
+#   tl_gpu_convert_text         src/base/convert.h, the NVRTC header "convert.h" gpu_coll.cu includes
 #   tl_gpu_reduce_text_{f32,f16,bf16}
 #                               tilelink/kernels/reduce.tl through `tile emit --target cuda`
 # The emitter is the `tile` CLI built without TileLink (tile_kernel_emitter: main.c + the
@@ -15,8 +16,9 @@ set(TLINK_KERNELS_DIR ${CMAKE_BINARY_DIR}/generated/tilelink)
 set(_out ${TLINK_KERNELS_DIR}/gpu_kernels_text.h)
 add_custom_command(OUTPUT ${_out}
   COMMAND ${CMAKE_COMMAND} -DOUT=${_out} -DTILE=$<TARGET_FILE:tile_kernel_emitter>
-          -DSRC=${CMAKE_SOURCE_DIR}/tilelink/kernels -P ${CMAKE_SOURCE_DIR}/tilelink/kernels/embed_kernels.cmake
+          -DSRC=${CMAKE_SOURCE_DIR}/tilelink/kernels -DCONVERT=${CMAKE_SOURCE_DIR}/src/base/convert.h -P ${CMAKE_SOURCE_DIR}/tilelink/kernels/embed_kernels.cmake
   DEPENDS tile_kernel_emitter ${CMAKE_SOURCE_DIR}/tilelink/kernels/gpu_coll.cu ${CMAKE_SOURCE_DIR}/tilelink/kernels/reduce.tl
+          ${CMAKE_SOURCE_DIR}/src/base/convert.h
           ${CMAKE_SOURCE_DIR}/tilelink/kernels/embed_kernels.cmake
   COMMENT "Embedding TileLink's device kernels (tile emit --target cuda tilelink/kernels/reduce.tl)" VERBATIM)
 add_custom_target(tlink_gpu_kernels DEPENDS ${_out})

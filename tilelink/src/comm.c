@@ -49,8 +49,16 @@ void *tl_scratch(tlink_comm *c, size_t bytes) {
 }
 
 /* ---------- environment ---------- */
-static int env_int(const char *name, int *out) {
-    const char *v = tl_getenv(name);
+/* A rank or size from knob k (TB_K_COUNT: none): ours are checked by the registry; other
+ * launchers' (foreign) are whole numbers in 0..2^24 or ignored. */
+static int env_int(tb_knob k, int *out) {
+    if (k >= TB_K_COUNT) return 0;
+    if (tb_knob_get_info(k)->lib != TB_KL_FOREIGN) {
+        if (!tb_knob_is_set(k)) return 0;
+        *out = (int)tb_knob_int(k);
+        return 1;
+    }
+    const char *v = tb_env_raw(k);
     if (!v) return 0;
     char *end;
     long x = strtol(v, &end, 10);
@@ -71,14 +79,14 @@ static void first_slurm_host(const char *list, char *out, size_t n) {
 }
 
 static int jobid_port(void) {
-    static const char *ids[] = {"TLINK_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
-                                "OMPI_MCA_orte_ess_jobid", "PMI_KVSNAME", "SLURM_JOB_ID"};
+    static const tb_knob ids[] = {TB_K_TLINK_JOB_ID, TB_K_PMIX_NAMESPACE, TB_K_OMPI_MCA_ess_base_jobid,
+                                  TB_K_OMPI_MCA_orte_ess_jobid, TB_K_PMI_KVSNAME, TB_K_SLURM_JOB_ID};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        const char *v = tl_getenv(ids[i]);
+        const char *v = ids[i] == TB_K_TLINK_JOB_ID ? tb_knob_str(ids[i]) : tb_env_raw(ids[i]);
         if (v) {
             uint64_t h = tl_hash64(v, strlen(v), 0);
-            if (!strcmp(ids[i], "SLURM_JOB_ID")) {
-                const char *step = tl_getenv("SLURM_STEP_ID");
+            if (ids[i] == TB_K_SLURM_JOB_ID) {
+                const char *step = tb_env_raw(TB_K_SLURM_STEP_ID);
                 if (step) h = tl_hash64(step, strlen(step), h);
             }
             return 20000 + (int)(h % 20000);
@@ -92,25 +100,28 @@ tlink_status tlink_env_parse(tlink_env_info *e) {
     memset(e, 0, sizeof *e);
     e->rank = e->size = e->local_rank = e->local_size = -1;
     e->source = "none";
+#define NO_ TB_K_COUNT
     static const struct {
-        const char *src, *rank[2], *size[3], *lrank[2], *lsize[2];
+        const char *src;
+        tb_knob rank[2], size[3], lrank[2], lsize[2];
     } srcs[] = {
-        {"tlink", {"TLINK_RANK", "TILE_RANK"}, {"TLINK_SIZE", "TILE_SIZE", "TILE_WORLD_SIZE"},
-         {"TLINK_LOCAL_RANK", "TILE_LOCAL_RANK"}, {"TLINK_LOCAL_SIZE", "TILE_LOCAL_SIZE"}},
-        {"torchrun", {"RANK", NULL}, {"WORLD_SIZE", NULL, NULL}, {"LOCAL_RANK", NULL}, {"LOCAL_WORLD_SIZE", NULL}},
-        {"ompi", {"OMPI_COMM_WORLD_RANK", NULL}, {"OMPI_COMM_WORLD_SIZE", NULL, NULL},
-         {"OMPI_COMM_WORLD_LOCAL_RANK", NULL}, {"OMPI_COMM_WORLD_LOCAL_SIZE", NULL}},
-        {"pmi", {"PMI_RANK", NULL}, {"PMI_SIZE", NULL, NULL}, {"MPI_LOCALRANKID", NULL}, {"MPI_LOCALNRANKS", NULL}},
-        {"slurm", {"SLURM_PROCID", NULL}, {"SLURM_NTASKS", "SLURM_NPROCS", NULL}, {"SLURM_LOCALID", NULL},
-         {"SLURM_NTASKS_PER_NODE", NULL}},
+        {"tlink", {TB_K_TLINK_RANK, TB_K_TILE_RANK}, {TB_K_TLINK_SIZE, TB_K_TILE_SIZE, TB_K_TILE_WORLD_SIZE},
+         {TB_K_TLINK_LOCAL_RANK, TB_K_TILE_LOCAL_RANK}, {TB_K_TLINK_LOCAL_SIZE, TB_K_TILE_LOCAL_SIZE}},
+        {"torchrun", {TB_K_RANK, NO_}, {TB_K_WORLD_SIZE, NO_, NO_}, {TB_K_LOCAL_RANK, NO_}, {TB_K_LOCAL_WORLD_SIZE, NO_}},
+        {"ompi", {TB_K_OMPI_COMM_WORLD_RANK, NO_}, {TB_K_OMPI_COMM_WORLD_SIZE, NO_, NO_},
+         {TB_K_OMPI_COMM_WORLD_LOCAL_RANK, NO_}, {TB_K_OMPI_COMM_WORLD_LOCAL_SIZE, NO_}},
+        {"pmi", {TB_K_PMI_RANK, NO_}, {TB_K_PMI_SIZE, NO_, NO_}, {TB_K_MPI_LOCALRANKID, NO_}, {TB_K_MPI_LOCALNRANKS, NO_}},
+        {"slurm", {TB_K_SLURM_PROCID, NO_}, {TB_K_SLURM_NTASKS, TB_K_SLURM_NPROCS, NO_}, {TB_K_SLURM_LOCALID, NO_},
+         {TB_K_SLURM_NTASKS_PER_NODE, NO_}},
     };
+#undef NO_
     for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
         int r = -1, s = -1, lr = -1, ls = -1;
-        for (int k = 0; k < 2 && r < 0; k++) if (srcs[i].rank[k]) env_int(srcs[i].rank[k], &r);
-        for (int k = 0; k < 3 && s < 0; k++) if (srcs[i].size[k]) env_int(srcs[i].size[k], &s);
+        for (int k = 0; k < 2 && r < 0; k++) env_int(srcs[i].rank[k], &r);
+        for (int k = 0; k < 3 && s < 0; k++) env_int(srcs[i].size[k], &s);
         if (r < 0 || s <= 0) continue;
-        for (int k = 0; k < 2 && lr < 0; k++) if (srcs[i].lrank[k]) env_int(srcs[i].lrank[k], &lr);
-        for (int k = 0; k < 2 && ls < 0; k++) if (srcs[i].lsize[k]) env_int(srcs[i].lsize[k], &ls);
+        for (int k = 0; k < 2 && lr < 0; k++) env_int(srcs[i].lrank[k], &lr);
+        for (int k = 0; k < 2 && ls < 0; k++) env_int(srcs[i].lsize[k], &ls);
         e->rank = r;
         e->size = s;
         e->local_rank = lr;
@@ -119,19 +130,19 @@ tlink_status tlink_env_parse(tlink_env_info *e) {
         break;
     }
     /* store address */
-    const char *st = tl_getenv("TLINK_STORE");
-    if (!st) st = tl_getenv("TILE_STORE");
-    const char *ma = tl_getenv("MASTER_ADDR"), *mp = tl_getenv("MASTER_PORT");
+    const char *st = tb_knob_str(TB_K_TLINK_STORE);
+    if (!st) st = tb_knob_str(TB_K_TILE_STORE);
+    const char *ma = tb_env_raw(TB_K_MASTER_ADDR), *mp = tb_env_raw(TB_K_MASTER_PORT);
     if (st) {
         snprintf(e->store_addr, sizeof e->store_addr, "%s", st);
     } else if (ma || mp) {
         snprintf(e->store_addr, sizeof e->store_addr, "%s:%s", ma ? ma : "127.0.0.1", mp ? mp : "29500");
     } else {
         char host[200] = "127.0.0.1";
-        const char *sl = tl_getenv("SLURM_LAUNCH_NODE_IPADDR");
-        const char *nl = tl_getenv("SLURM_JOB_NODELIST");
-        if (!nl) nl = tl_getenv("SLURM_NODELIST");
-        const char *hnp = tl_getenv("OMPI_MCA_orte_hnp_uri");
+        const char *sl = tb_env_raw(TB_K_SLURM_LAUNCH_NODE_IPADDR);
+        const char *nl = tb_env_raw(TB_K_SLURM_JOB_NODELIST);
+        if (!nl) nl = tb_env_raw(TB_K_SLURM_NODELIST);
+        const char *hnp = tb_env_raw(TB_K_OMPI_MCA_orte_hnp_uri);
         if (!strcmp(e->source, "slurm") && sl) snprintf(host, sizeof host, "%s", sl);
         else if (!strcmp(e->source, "slurm") && nl) first_slurm_host(nl, host, sizeof host);
         else if (!strcmp(e->source, "ompi") && hnp && strstr(hnp, "tcp://")) {
@@ -155,7 +166,7 @@ static uint64_t ns_inode(const char *which) {
 
 tlink_status tlink_host_identity(char *buf, size_t len) {
     if (!buf || !len) return TLINK_ERR_INVALID_ARG;
-    const char *ov = tl_getenv("TLINK_HOST_ID");
+    const char *ov = tb_knob_str(TB_K_TLINK_HOST_ID);
     if (ov) {
         snprintf(buf, len, "%s", ov);
         return TLINK_OK;
@@ -169,7 +180,7 @@ tlink_status tlink_host_identity(char *buf, size_t len) {
         fclose(f);
     }
     h = tl_hash64(boot, strlen(boot), h);
-    if (tl_env_long("TLINK_HOST_PER_NETNS", 0)) {
+    if (tb_knob_bool(TB_K_TLINK_HOST_PER_NETNS)) {
         uint64_t ino = ns_inode("net");
         h = tl_hash64(&ino, sizeof ino, h);
     }
@@ -207,7 +218,7 @@ static uint64_t my_starttime(void) {
 
 /* ---------- algorithm forcing from TLINK_ALGO ---------- */
 static void parse_algo_env(tlink_comm *c) {
-    const char *v = tl_getenv("TLINK_ALGO");
+    const char *v = tb_knob_str(TB_K_TLINK_ALGO);
     if (!v) return;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", v);
@@ -307,11 +318,10 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     me.magic = RINFO_MAGIC;
     me.rank = c->rank;
     me.pid = (int)getpid();
-    me.nstreams = (int)tl_env_long("TLINK_SOCKET_NSTREAMS", 2);
+    me.nstreams = (int)tb_knob_int(TB_K_TLINK_SOCKET_NSTREAMS);
     if (me.nstreams < 1) me.nstreams = 1;
     if (me.nstreams > TL_MAX_STREAMS) me.nstreams = TL_MAX_STREAMS;
-    const char *tr = tl_getenv("TLINK_TRANSPORT");
-    me.force_tcp = c->force_tcp || (tr && !strcasecmp(tr, "tcp"));
+    me.force_tcp = c->force_tcp || tb_knob_int(TB_K_TLINK_TRANSPORT) == 1; /* auto|tcp */
     me.starttime = my_starttime();
     me.pidns = ns_inode("pid");
     me.machine = machine_id();
@@ -327,7 +337,7 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
         for (int k = 0; k < 1024 && k < CPU_SETSIZE; k++)
             if (CPU_ISSET(k, &mycs)) me.cpus[k / 64] |= 1ULL << (k % 64);
     }
-    me.cores = (int32_t)tl_env_long("TLINK_CORES", 0);
+    me.cores = (int32_t)tb_knob_int(TB_K_TLINK_CORES);
     char key[256];
     snprintf(key, sizeof key, "%s/rank/%d", c->prefix, c->rank);
     st = tlink_store_set(c->store, key, &me, sizeof me);
@@ -442,12 +452,12 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     /* not oversubscribed: poll shared memory without system calls first (a yield is a system
      * call, and on a busy machine it hands the core to another job for a time slice), up to
      * 2 ms, unless the peer we wait for last waited on our own CPU (p2p.c) */
-    c->spin_s = tl_env_double("TLINK_SPIN_US", over ? 0 : 2000) * 1e-6;
-    c->yield_s = tl_env_double("TLINK_YIELD_US", over ? 50 : 2000) * 1e-6;
-    c->yield_every = (int)tl_env_long("TLINK_POLLS_PER_YIELD", over ? 1 : 16);
-    c->coloc_move = tl_env_long("TLINK_COLOC_MOVE", 1) != 0;
+    c->spin_s = tb_knob_float_or(TB_K_TLINK_SPIN_US, over ? 0 : 2000) * 1e-6;
+    c->yield_s = tb_knob_float_or(TB_K_TLINK_YIELD_US, over ? 50 : 2000) * 1e-6;
+    c->yield_every = (int)tb_knob_int_or(TB_K_TLINK_POLLS_PER_YIELD, over ? 1 : 16);
+    c->coloc_move = tb_knob_bool(TB_K_TLINK_COLOC_MOVE);
     if (c->yield_every < 1) c->yield_every = 1;
-    c->tcp_chunk = (size_t)tl_env_long("TLINK_SOCKET_CHUNK", 128 << 10);
+    c->tcp_chunk = (size_t)tb_knob_int(TB_K_TLINK_SOCKET_CHUNK);
     if (c->tcp_chunk < 4096) c->tcp_chunk = 4096;
     st = tl_shm_setup(c);
     if (!st) st = tl_tcp_connect_all(c, addrs);
@@ -526,7 +536,7 @@ tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
         comm_free(c);
         return st;
     }
-    const char *kp = cfg->key_prefix ? cfg->key_prefix : tl_getenv("TLINK_STORE_PREFIX");
+    const char *kp = cfg->key_prefix ? cfg->key_prefix : tb_knob_str(TB_K_TLINK_STORE_PREFIX);
     if (!kp) kp = "tlink";
     char key[200];
     snprintf(key, sizeof key, "%s/gen/%d", kp, rank);

@@ -389,8 +389,8 @@ static void (*s1_dec)(const uint8_t *restrict, size_t, float *restrict, int) = s
 
 static void s1_pick(void) {
 #ifdef TL_S1_AVX2
-    const char *env = getenv("TLINK_COMPRESS_SCALAR"); /* 1: the portable path (tests, comparisons) */
-    if (!(env && *env == '1') && __builtin_cpu_supports("avx2")) {
+    /* TLINK_COMPRESS_SCALAR=1: the portable path (tests, comparisons) */
+    if (!tb_knob_bool(TB_K_TLINK_COMPRESS_SCALAR) && __builtin_cpu_supports("avx2")) {
         s1_enc = s1_enc_avx2;
         s1_dec = s1_dec_avx2;
     }
@@ -629,9 +629,7 @@ tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, si
      * TLINK_COMPRESS_PIPELINE_MIN bytes) use one stage. */
     cs->cb = header_bytes(m) + payload_bytes(m, chunk);
     cs->sbytes = cs->pad;
-    size_t pipe_min = (size_t)1 << 20;
-    const char *pm = getenv("TLINK_COMPRESS_PIPELINE_MIN"); /* bytes; tests set 0 to stage small buffers */
-    if (pm && *pm) pipe_min = (size_t)strtoull(pm, NULL, 10);
+    const size_t pipe_min = (size_t)tb_knob_int(TB_K_TLINK_COMPRESS_PIPELINE_MIN); /* tests set 0 to stage small buffers */
     if (cs->pad && cs->pad * (size_t)n >= pipe_min) {
         size_t per = (cs->pad / cs->cb + TLINK_COMPRESS_STAGES - 1) / TLINK_COMPRESS_STAGES;
         cs->sbytes = TL_MIN(cs->pad, (per ? per : 1) * cs->cb);

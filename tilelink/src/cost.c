@@ -58,9 +58,8 @@ static void cache_path(char *out, size_t n) {
     tlink_host_identity(id, sizeof id);
     for (char *p = id; *p; p++)
         if (*p == '/' || *p == ' ') *p = '_';
-    const char *x = tl_getenv("XDG_CACHE_HOME"), *home = tl_getenv("HOME");
-    if (x) snprintf(out, n, "%s/tile/tlink-cost-%s.txt", x, id);
-    else if (home) snprintf(out, n, "%s/.cache/tile/tlink-cost-%s.txt", home, id);
+    char dir[320];
+    if (tb_cache_dir(dir, sizeof dir)) snprintf(out, n, "%s/tlink-cost-%s.txt", dir, id);
     else out[0] = 0;
 }
 
@@ -68,11 +67,10 @@ static void write_cache(const char *path, const double *alpha, const double *bet
     if (!path[0]) return;
     char dir[512];
     snprintf(dir, sizeof dir, "%s", path);
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(dir, 0755);
-        *p = '/';
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        tb_mkdir_p(dir);
     }
     char tmp[560];
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
@@ -179,7 +177,7 @@ static tlink_status measure_sync(tlink_comm *c, double out[4], int *failed_rank)
     double best[2] = {1e9, 1e9}, xa[rounds], xs[rounds];
     uint64_t x = 0, y = 0;
     char *src = malloc(W), *dst = malloc(W);
-    if (tl_env_long("TLINK_FAULT_SYNC_OOM", -1) == c->rank) { free(src); free(dst); src = dst = NULL; }
+    if (tb_knob_int(TB_K_TLINK_FAULT_SYNC_OOM) == c->rank) { free(src); free(dst); src = dst = NULL; }
     int32_t bad = src && dst ? n : c->rank;
     tlink_status st = tl_direct_min_i32(c, &bad); /* also the warm-up: everyone is here */
     *failed_rank = st || bad >= n ? -1 : (int)bad;
@@ -271,20 +269,20 @@ tlink_status tl_cost_init(tlink_comm *c) {
     int shm_partner = -1, tcp_partner = -1, cached[TLINK_TRANSPORT_COUNT] = {0};
     char cpath[512] = "";
     if (c->rank == 0) {
-        const char *file = tl_getenv("TLINK_COST_FILE");
+        const char *file = tb_knob_str(TB_K_TLINK_COST_FILE);
         cache_path(cpath, sizeof cpath);
         if (file) {
             if (parse_cost_file(file, alpha, beta, have, &gamma, sync))
                 tl_log(TL_LOG_WARN, "TLINK_COST_FILE=%s: %s", file, strerror(errno));
         } else if (cpath[0]) {
             struct stat sb;
-            double max_age = tl_env_double("TLINK_COST_CACHE_MAX_AGE", 86400);
+            double max_age = tb_knob_float(TB_K_TLINK_COST_CACHE_MAX_AGE);
             if (stat(cpath, &sb) == 0 && difftime(time(NULL), sb.st_mtime) < max_age) {
                 parse_cost_file(cpath, alpha, beta, have, &gamma, NULL);
                 for (int t = 0; t < TLINK_TRANSPORT_COUNT; t++) cached[t] = have[t];
             }
         }
-        int measure = (int)tl_env_long("TLINK_COST_MEASURE", 1);
+        int measure = tb_knob_bool(TB_K_TLINK_COST_MEASURE);
         /* cached figures are checked by a short ping-pong; TLINK_COST_FILE's are taken as given */
         for (int r = 1; r < c->size && measure; r++) {
             int t = c->peers[r].transport;
@@ -292,7 +290,7 @@ tlink_status tl_cost_init(tlink_comm *c) {
             if (t == TLINK_TRANSPORT_TCP && (!have[t] || cached[t]) && tcp_partner < 0) tcp_partner = r;
         }
         msync = c->ranks_per_core > 1 && c->nhosts == 1 && c->dslots && sync[0] < 0 &&
-                tl_env_long("TLINK_COST_MEASURE", 1) != 0;
+                tb_knob_bool(TB_K_TLINK_COST_MEASURE);
         snprintf(plan, sizeof plan, "%d %d %d %d %d", shm_partner, tcp_partner, shm_partner >= 0 && cached[TLINK_TRANSPORT_SHM],
                  tcp_partner >= 0 && cached[TLINK_TRANSPORT_TCP], msync);
         snprintf(key, sizeof key, "%s/costplan", c->prefix);
@@ -335,7 +333,7 @@ tlink_status tl_cost_init(tlink_comm *c) {
     }
     snprintf(key, sizeof key, "%s/cost", c->prefix);
     if (c->rank == 0) {
-        if ((have[TLINK_TRANSPORT_SHM] == 2 || have[TLINK_TRANSPORT_TCP] == 2) && !tl_getenv("TLINK_COST_FILE"))
+        if ((have[TLINK_TRANSPORT_SHM] == 2 || have[TLINK_TRANSPORT_TCP] == 2) && !tb_knob_str(TB_K_TLINK_COST_FILE))
             write_cache(cpath, alpha, beta, have);
         char val[256];
         snprintf(val, sizeof val, "%a %a %a %a %a %a %a %a %a", alpha[1], beta[1], alpha[2], beta[2], gamma, sync[0],

@@ -229,11 +229,11 @@ void tl_ft_start(tlink_comm *c) {
     tl_ft *f = c->ft;
     if (!f || f->running) return;
     f->comm_id = c->comm_id;
-    f->interval = tl_env_double("TLINK_HEARTBEAT_INTERVAL", 0.1);
+    f->interval = tb_knob_float(TB_K_TLINK_HEARTBEAT_INTERVAL);
     if (f->interval < 0.005) f->interval = 0.005;
-    f->timeout = tl_env_double("TLINK_HEARTBEAT_TIMEOUT", 1.5);
+    f->timeout = tb_knob_float(TB_K_TLINK_HEARTBEAT_TIMEOUT);
     if (f->timeout > 0 && f->timeout < 3 * f->interval) f->timeout = 3 * f->interval;
-    f->drop = tl_env_double("TLINK_FAULT_HB_DROP", 0);
+    f->drop = tb_knob_float(TB_K_TLINK_FAULT_HB_DROP);
     f->rng = tl_random64();
     f->t_start = tl_now();
     for (int r = 0; r < f->n; r++) f->last[r] = f->t_start;

@@ -6,11 +6,10 @@
  * Out: the tlink_gpu_* API of include/tlink.h ("device collectives"). Protocol and kernels:
  *      tilelink/kernels/gpu_coll.cu (hand-written) and tilelink/kernels/reduce.tl (TileLang),
  *      both embedded at build time (tilelink/kernels/kernels.cmake); docs/tilelink-gpu.md.
- * libcuda.so.1 and NVRTC are opened with dlopen (own small loader: libtilelink does not
- * depend on libtile), so the library builds and runs without CUDA. */
+ * libcuda.so.1 and NVRTC are opened by src/base's loader (tb_dl_open, shared with libtile
+ * without depending on it), so the library builds and runs without CUDA. */
 #include "tl_internal.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpu_kernels_text.h" /* generated: tl_gpu_coll_text, tl_gpu_reduce_text_{f32,f16,bf16} */
+#include "gpu_kernels_text.h" /* generated: tl_gpu_coll_text, tl_gpu_convert_text, tl_gpu_reduce_text_{f32,f16,bf16} */
 
 /* ---------------------------------------------------------------- the CUDA driver, NVRTC */
 typedef int CUresult;
@@ -106,12 +105,9 @@ static const char *cu_errname(CUresult r) {
 }
 
 static int load_cuda_locked(void) {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_cu_why, sizeof g_cu_why, "no CUDA driver (cannot load libcuda.so.1)");
-        return -1;
-    }
-    struct { void **slot; const char *a, *b; } syms[] = {
+    void *h = tb_dl_open(TB_DL_CUDA, NULL, g_cu_why, sizeof g_cu_why);
+    if (!h) return -1;
+    const tb_dl_sym syms[] = {
         {(void **)&cu.Init, "cuInit", NULL},
         {(void **)&cu.DeviceGetCount, "cuDeviceGetCount", NULL},
         {(void **)&cu.DeviceGet, "cuDeviceGet", NULL},
@@ -146,14 +142,7 @@ static int load_cuda_locked(void) {
         {(void **)&cu.StreamWriteValue64, "cuStreamWriteValue64_v2", "cuStreamWriteValue64"},
         {(void **)&cu.GetErrorName, "cuGetErrorName", NULL},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].a);
-        if (!*syms[i].slot && syms[i].b) *syms[i].slot = dlsym(h, syms[i].b);
-        if (!*syms[i].slot) {
-            snprintf(g_cu_why, sizeof g_cu_why, "libcuda.so.1 has no %s", syms[i].a);
-            return -1;
-        }
-    }
+    if (tb_dl_syms(h, TB_DL_CUDA, syms, (int)(sizeof syms / sizeof syms[0]), g_cu_why, sizeof g_cu_why)) return -1;
     CUresult r = cu.Init(0);
     if (r) {
         snprintf(g_cu_why, sizeof g_cu_why, "cuInit failed: %s", cu_errname(r));
@@ -168,28 +157,15 @@ static int load_cuda_locked(void) {
 }
 
 static int load_nvrtc_locked(void) {
-    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                                        "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12",
-                                        "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda-13.0/lib/libnvrtc.so.13"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_nv_why, sizeof g_nv_why, "cannot load NVRTC (libnvrtc.so.13/.12/.so, also /usr/local/cuda/lib64)");
-        return -1;
-    }
-    struct { void **slot; const char *a; } syms[] = {
+    void *h = tb_dl_open(TB_DL_NVRTC, NULL, g_nv_why, sizeof g_nv_why);
+    if (!h) return -1;
+    const tb_dl_sym syms[] = {
         {(void **)&nv.CreateProgram, "nvrtcCreateProgram"}, {(void **)&nv.CompileProgram, "nvrtcCompileProgram"},
         {(void **)&nv.GetProgramLogSize, "nvrtcGetProgramLogSize"}, {(void **)&nv.GetProgramLog, "nvrtcGetProgramLog"},
         {(void **)&nv.GetCUBINSize, "nvrtcGetCUBINSize"}, {(void **)&nv.GetCUBIN, "nvrtcGetCUBIN"},
         {(void **)&nv.DestroyProgram, "nvrtcDestroyProgram"}, {(void **)&nv.GetErrorString, "nvrtcGetErrorString"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].a);
-        if (!*syms[i].slot) {
-            snprintf(g_nv_why, sizeof g_nv_why, "NVRTC has no %s", syms[i].a);
-            return -1;
-        }
-    }
+    if (tb_dl_syms(h, TB_DL_NVRTC, syms, (int)(sizeof syms / sizeof syms[0]), g_nv_why, sizeof g_nv_why)) return -1;
     return 1;
 }
 
@@ -223,7 +199,9 @@ static int nvrtc_compile(const char *src, const char *name, const char *arch, co
     *cubin = NULL;
     if (!nvrtc_ok()) { snprintf(err, errlen, "%s", g_nv_why); return -1; }
     nvrtcProgram prog;
-    nvrtcResult r = nv.CreateProgram(&prog, src, name, 0, NULL, NULL);
+    /* the one header gpu_coll.cu includes: src/base/convert.h */
+    const char *hdr_text[1] = {tl_gpu_convert_text}, *hdr_name[1] = {"convert.h"};
+    nvrtcResult r = nv.CreateProgram(&prog, src, name, 1, hdr_text, hdr_name);
     if (r) { snprintf(err, errlen, "nvrtcCreateProgram: %s", nv.GetErrorString(r)); return -1; }
     char archopt[64];
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
@@ -419,17 +397,6 @@ tlink_status tlink_gpu_set_algo(tlink_gpu_comm *g, const char *algo) {
     return TLINK_OK;
 }
 
-static size_t env_size(const char *name, size_t dflt) {
-    const char *v = tl_getenv(name);
-    if (!v) return dflt;
-    char *e;
-    double x = strtod(v, &e);
-    if (*e == 'K' || *e == 'k') x *= 1024;
-    else if (*e == 'M' || *e == 'm') x *= 1024 * 1024;
-    else if (*e == 'G' || *e == 'g') x *= 1024.0 * 1024 * 1024;
-    return x > 0 ? (size_t)x : dflt;
-}
-
 static tlink_status load_module(tlink_gpu_comm *g, tlink_dtype dt, tlink_op op) {
     if (g->fn[dt][op]) return TLINK_OK;
     char d1[32], d2[32], err[4096];
@@ -523,21 +490,21 @@ tlink_status tlink_gpu_comm_init(tlink_comm *comm, const tlink_gpu_config *cfg, 
     if (!tlink_gpu_available(why, sizeof why)) FAIL(TLINK_ERR_UNSUPPORTED, "tlink_gpu_comm_init: %s", why);
     int ndev = 0;
     cu.DeviceGetCount(&ndev);
-    int want = cfg && cfg->device >= 0 ? cfg->device : (int)tl_env_long("TLINK_GPU_DEVICE", -1);
+    int want = cfg && cfg->device >= 0 ? cfg->device : (int)tb_knob_int(TB_K_TLINK_GPU_DEVICE);
     if (want >= ndev) FAIL(TLINK_ERR_INVALID_ARG, "tlink_gpu_comm_init: device %d does not exist (%d GPUs)", want, ndev);
     g->device = want >= 0 ? want : comm->local_rank % ndev;
-    g->nb = cfg && cfg->blocks ? cfg->blocks : (int)tl_env_long("TLINK_GPU_BLOCKS", 128);
-    g->threads = cfg && cfg->threads ? cfg->threads : (int)tl_env_long("TLINK_GPU_THREADS", 512);
+    g->nb = cfg && cfg->blocks ? cfg->blocks : (int)tb_knob_int(TB_K_TLINK_GPU_BLOCKS);
+    g->threads = cfg && cfg->threads ? cfg->threads : (int)tb_knob_int(TB_K_TLINK_GPU_THREADS);
     if (g->nb < 1 || g->nb > 1024) g->nb = 128;
     /* messages below TLINK_GPU_BIG (64 MiB) launch TLINK_GPU_BLOCKS_SMALL (64) blocks, leaving
      * the other SMs to compute that overlaps; larger ones launch all nb (more SMs issuing
      * NVLink stores: 128 blocks reached 1.18x NCCL at 256 MiB on 2 H200s, 64 about 1.0x) */
-    g->nb_small = (int)tl_env_long("TLINK_GPU_BLOCKS_SMALL", 64);
-    g->big_bytes = env_size("TLINK_GPU_BIG", 64u << 20);
-    g->full_tiles = tl_env_long("TLINK_GPU_FULL_TILES", 0) != 0;
+    g->nb_small = (int)tb_knob_int(TB_K_TLINK_GPU_BLOCKS_SMALL);
+    g->big_bytes = (size_t)tb_knob_int(TB_K_TLINK_GPU_BIG);
+    g->full_tiles = tb_knob_bool(TB_K_TLINK_GPU_FULL_TILES);
     if (g->threads < 32 || g->threads > 512 || g->threads % 32) g->threads = 512;
-    size_t want_slot = cfg && cfg->slot_bytes ? cfg->slot_bytes : env_size("TLINK_GPU_SLOT", 256u << 10);
-    size_t want_ce = cfg && cfg->ce_chunk_bytes ? cfg->ce_chunk_bytes : env_size("TLINK_GPU_CE_CHUNK", 16u << 20);
+    size_t want_slot = cfg && cfg->slot_bytes ? cfg->slot_bytes : (size_t)tb_knob_int(TB_K_TLINK_GPU_SLOT);
+    size_t want_ce = cfg && cfg->ce_chunk_bytes ? cfg->ce_chunk_bytes : (size_t)tb_knob_int(TB_K_TLINK_GPU_CE_CHUNK);
     CK(cu.DeviceGet(&g->dev, g->device), "cuDeviceGet");
     CK(cu.DevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain");
     CK(cu.CtxSetCurrent(g->ctx), "cuCtxSetCurrent");
@@ -659,7 +626,7 @@ exchange:
         const tlink_topo_host *h = NULL;
         if (tlink_topo_detect(&t) == TLINK_OK && t->nhosts == 1) h = &t->hosts[0];
         double row[GPU_MAXR], all[GPU_MAXR * GPU_MAXR];
-        const double override = tl_env_double("TLINK_GPU_LINK_GBPS", 0);
+        const double override = tb_knob_float(TB_K_TLINK_GPU_LINK_GBPS);
         for (int p = 0; p < GPU_MAXR; p++) {
             row[p] = 0;
             if (p >= g->size || p == g->rank) continue;
@@ -681,8 +648,8 @@ exchange:
         m->n = g->size;
         for (int i = 0; i < g->size; i++)
             for (int j = 0; j < g->size; j++) m->bw[i][j] = all[i * GPU_MAXR + j];
-        m->alpha_s = tl_env_double("TLINK_GPU_ALPHA_US", 8.0) * 1e-6;
-        m->mem_gbps = tl_env_double("TLINK_GPU_MEM_GBPS", 3000.0);
+        m->alpha_s = tb_knob_float(TB_K_TLINK_GPU_ALPHA_US) * 1e-6;
+        m->mem_gbps = tb_knob_float(TB_K_TLINK_GPU_MEM_GBPS);
         m->slot = g->slot;
         m->big_bytes = g->big_bytes;
         m->ce_chunk = g->ce_chunk;
@@ -690,9 +657,9 @@ exchange:
         m->nb_small = g->nb_small;
         tl_gpu_model_ring(m);
     }
-    g->ce_ok = tl_env_long("TLINK_GPU_CE", 1) != 0;
+    g->ce_ok = tb_knob_bool(TB_K_TLINK_GPU_CE);
     g->m.ce_ok = g->ce_ok;
-    g->forced = algo_from(tl_getenv("TLINK_GPU_ALGO"));
+    g->forced = algo_from(tb_knob_str(TB_K_TLINK_GPU_ALGO));
     if (g->forced < 0) g->forced = A_AUTO;
     }
     /* everyone has zeroed its flags and mapped everyone else's buffer */

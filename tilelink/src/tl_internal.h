@@ -1,5 +1,6 @@
 /* tl_internal.h — private declarations shared by the libtilelink sources.
- * libtilelink does not depend on libtile: everything it needs lives here. */
+ * libtilelink does not depend on libtile: it shares only src/base with it (dtypes and
+ * conversions, knobs, logging, the dynamic loader, cache paths). */
 #ifndef TL_INTERNAL_H
 #define TL_INTERNAL_H
 
@@ -7,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include "tlink.h"
+#include "../../src/base/base.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -22,13 +24,12 @@
 #define TL_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* ---------- util.c ---------- */
+/* message levels = src/base's TB_LOG_WARN / INFO / DEBUG; TL_LOG_NONE: nothing is written */
 enum { TL_LOG_NONE = 0, TL_LOG_WARN = 1, TL_LOG_INFO = 2, TL_LOG_DEBUG = 3 };
 int tl_log_level(void);
 void tl_log(int level, const char *fmt, ...) TL_PRINTF(2, 3);
 double tl_now(void);                       /* monotonic seconds */
-const char *tl_getenv(const char *name);   /* NULL when unset or empty */
-double tl_env_double(const char *name, double dflt);
-long tl_env_long(const char *name, long dflt);
+/* environment variables: src/base's registry (tb_knob_*, knob_list.h), never getenv */
 double tl_default_timeout(void);           /* TLINK_TIMEOUT or 300 */
 void tl_set_thread_error(const char *fmt, ...) TL_PRINTF(1, 2);
 const char *tl_thread_error(void);

@@ -220,7 +220,7 @@ static void detect_numa(tlink_topo_host *h) {
     h->nnuma = h->nnuma_detail;
 }
 
-/* The CUDA driver API, opened at run time: no GPU toolkit is needed to build or run. */
+/* The CUDA driver API, opened at run time by src/base's loader: no GPU toolkit is needed to build or run. */
 typedef int (*cu_init_fn)(unsigned);
 typedef int (*cu_count_fn)(int *);
 typedef int (*cu_get_fn)(int *, int);
@@ -230,19 +230,27 @@ typedef int (*cu_mem_fn)(size_t *, int);
 typedef int (*cu_p2p_fn)(int *, int, int, int);
 
 static void detect_gpus(tlink_topo_host *h) {
-    const char *lib = tl_getenv("TLINK_CUDA_LIBRARY");
-    void *dl = dlopen(lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    const char *lib = tb_knob_str(TB_K_TLINK_CUDA_LIBRARY);
+    char why[256];
+    void *dl = tb_dl_open(TB_DL_CUDA, lib, why, sizeof why);
     if (!dl) {
-        tl_log(TL_LOG_DEBUG, "topology: no CUDA driver (%s): no GPUs", dlerror());
+        tl_log(TL_LOG_DEBUG, "topology: %s: no GPUs", why);
         return;
     }
-    cu_init_fn cu_init = (cu_init_fn)dlsym(dl, "cuInit");
-    cu_count_fn cu_count = (cu_count_fn)dlsym(dl, "cuDeviceGetCount");
-    cu_get_fn cu_get = (cu_get_fn)dlsym(dl, "cuDeviceGet");
-    cu_name_fn cu_name = (cu_name_fn)dlsym(dl, "cuDeviceGetName");
-    cu_pci_fn cu_pci = (cu_pci_fn)dlsym(dl, "cuDeviceGetPCIBusId");
-    cu_mem_fn cu_mem = (cu_mem_fn)dlsym(dl, "cuDeviceTotalMem_v2");
-    cu_p2p_fn cu_p2p = (cu_p2p_fn)dlsym(dl, "cuDeviceGetP2PAttribute");
+    cu_init_fn cu_init;
+    cu_count_fn cu_count;
+    cu_get_fn cu_get;
+    cu_name_fn cu_name;
+    cu_pci_fn cu_pci;
+    cu_mem_fn cu_mem;
+    cu_p2p_fn cu_p2p;
+    const tb_dl_sym syms[] = {
+        {(void **)&cu_init, "cuInit", NULL, true},           {(void **)&cu_count, "cuDeviceGetCount", NULL, true},
+        {(void **)&cu_get, "cuDeviceGet", NULL, true},        {(void **)&cu_name, "cuDeviceGetName", NULL, true},
+        {(void **)&cu_pci, "cuDeviceGetPCIBusId", NULL, true}, {(void **)&cu_mem, "cuDeviceTotalMem_v2", NULL, true},
+        {(void **)&cu_p2p, "cuDeviceGetP2PAttribute", NULL, true},
+    };
+    tb_dl_syms(dl, TB_DL_CUDA, syms, (int)(sizeof syms / sizeof syms[0]), NULL, 0);
     int n = 0, rc;
     if (!cu_init || !cu_count || !cu_get) {
         tl_log(TL_LOG_WARN, "topology: %s lacks cuInit/cuDeviceGetCount/cuDeviceGet; ignoring it",
@@ -295,7 +303,7 @@ static void detect_gpus(tlink_topo_host *h) {
     }
     free(dev);
 done:
-    dlclose(dl);
+    if (lib) dlclose(dl); /* the default driver's handle is the process's (src/base), never closed */
 }
 
 static tlink_status detect_host(tlink_topo_host *h) {

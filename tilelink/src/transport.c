@@ -37,7 +37,7 @@ static size_t page_round(size_t v) { return (v + 4095) & ~(size_t)4095; }
 #define MADV_POPULATE_WRITE 23
 #endif
 static void shm_prefault(tlink_comm *c, int nl, int me, size_t cap, size_t dseg) {
-    if (!tl_env_long("TLINK_SHM_PREFAULT", 1)) return;
+    if (!tb_knob_bool(TB_K_TLINK_SHM_PREFAULT)) return;
     /* SLOT(me) of both parities; the big direct slots IN(me) and OUT(me), both parities */
     madvise(c->dslots + (size_t)me * 2 * TL_DIRECT_SLOT, 2 * TL_DIRECT_SLOT, MADV_POPULATE_WRITE);
     madvise(c->dbig + (size_t)me * 2 * dseg, 2 * dseg, MADV_POPULATE_WRITE);
@@ -96,7 +96,7 @@ static uint32_t cma_speed(pid_t pid, uint64_t remote, const char *local, size_t 
 }
 
 static tlink_status shm_cma_setup(tlink_comm *c, int nl, int me, double deadline) {
-    const long mode = tl_env_long("TLINK_SHM_CMA", 2); /* 0 off, 1 on, 2 on where fast enough */
+    const long mode = (long)tb_knob_int(TB_K_TLINK_SHM_CMA); /* 0 off, 1 on, 2 on where fast enough */
     const int on = mode != 0 && nl <= 63;
     if (on) {
 #ifdef PR_SET_PTRACER
@@ -187,7 +187,7 @@ static tlink_status shm_cma_setup(tlink_comm *c, int nl, int me, double deadline
 tlink_status tl_shm_setup(tlink_comm *c) {
     int nl = c->local_size;
     if (nl <= 1 || c->force_tcp) return TLINK_OK;
-    uint64_t cap = (uint64_t)tl_env_long("TLINK_SHM_CHANNEL_BYTES", nl <= 2 ? (1 << 20) : nl <= 4 ? (512 << 10) : (256 << 10));
+    uint64_t cap = (uint64_t)tb_knob_int_or(TB_K_TLINK_SHM_CHANNEL_BYTES, nl <= 2 ? (1 << 20) : nl <= 4 ? (512 << 10) : (256 << 10));
     if (cap < 4096) cap = 4096;
     cap = (cap + 4095) & ~(uint64_t)4095;
     size_t hdr = page_round(sizeof(tl_shm_hdr));
@@ -195,7 +195,7 @@ tlink_status tl_shm_setup(tlink_comm *c) {
     size_t chans = page_round(sizeof(tl_chan) * (size_t)nl * (size_t)nl);
     size_t dseq = page_round(sizeof(tl_direct_seq) * (size_t)nl);
     size_t dslots = (size_t)TL_DIRECT_SLOT * 2 * (size_t)nl;
-    size_t dseg = (size_t)tl_env_long("TLINK_SHM_DIRECT_SEGMENT", nl <= 4 ? (1 << 20) : (512 << 10));
+    size_t dseg = (size_t)tb_knob_int_or(TB_K_TLINK_SHM_DIRECT_SEGMENT, nl <= 4 ? (1 << 20) : (512 << 10));
     if (dseg < 4096) dseg = 4096;
     dseg = (dseg + 4095) & ~(size_t)4095;
     size_t dbig = dseg * 2 * 2 * (size_t)nl;
@@ -338,7 +338,7 @@ static int ifname_addr(const char *ifname, char *out, size_t outlen) {
 
 tlink_status tl_tcp_listen(tlink_comm *c, char *addr_out, size_t addrlen) {
     char ip[64] = "";
-    const char *ifn = tl_getenv("TLINK_SOCKET_IFNAME");
+    const char *ifn = tb_knob_str(TB_K_TLINK_SOCKET_IFNAME);
     if (ifn) {
         if (ifname_addr(ifn, ip, sizeof ip))
             return tl_err(c, TLINK_ERR_BOOTSTRAP, "TLINK_SOCKET_IFNAME=%s: no IPv4 interface matches", ifn);
@@ -380,7 +380,7 @@ tlink_status tl_tcp_listen(tlink_comm *c, char *addr_out, size_t addrlen) {
 static void tune_socket(tlink_comm *c, int fd, int peer) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    const char *cc = tl_getenv("TLINK_SOCKET_CC");
+    const char *cc = tb_knob_str(TB_K_TLINK_SOCKET_CC);
     if (!cc) cc = c->peers[peer].same_machine ? "reno" : NULL;
     else if (!strcmp(cc, "default")) cc = NULL;
     static _Atomic int said;
@@ -390,9 +390,9 @@ static void tune_socket(tlink_comm *c, int fd, int peer) {
                    "(see /proc/sys/net/ipv4/tcp_allowed_congestion_control)", cc, strerror(errno));
     } else if (cc && !atomic_exchange(&said, 1)) {
         tl_log(TL_LOG_INFO, "tcp: congestion control %s to rank %d%s", cc, peer,
-               tl_getenv("TLINK_SOCKET_CC") ? " (TLINK_SOCKET_CC)" : " (same machine)");
+               tb_knob_is_set(TB_K_TLINK_SOCKET_CC) ? " (TLINK_SOCKET_CC)" : " (same machine)");
     }
-    long buf = tl_env_long("TLINK_SOCKET_BUF", 0);
+    long buf = (long)tb_knob_int(TB_K_TLINK_SOCKET_BUF);
     if (buf > 0) {
         int b = (int)buf;
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof b);

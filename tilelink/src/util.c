@@ -1,5 +1,6 @@
-/* util.c — logging, environment, errors, names, bit-exact float converters, reductions. */
+/* util.c — logging, errors, names, bit-exact float converters, reductions. */
 #include "tl_internal.h"
+#include "../../src/base/convert.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,82 +13,27 @@
 
 const char *tlink_version(void) { return "0.1"; }
 
-/* ---------- environment and logging ---------- */
-const char *tl_getenv(const char *name) {
-    const char *v = getenv(name);
-    return (v && *v) ? v : NULL;
-}
-
-double tl_env_double(const char *name, double dflt) {
-    const char *v = tl_getenv(name);
-    if (!v) return dflt;
-    char *end;
-    double d = strtod(v, &end);
-    if (end == v) {
-        tl_log(TL_LOG_WARN, "ignoring %s=%s (not a number)", name, v);
-        return dflt;
-    }
-    return d;
-}
-
-long tl_env_long(const char *name, long dflt) {
-    const char *v = tl_getenv(name);
-    if (!v) return dflt;
-    char *end;
-    long d = strtol(v, &end, 0);
-    if (end == v) {
-        tl_log(TL_LOG_WARN, "ignoring %s=%s (not an integer)", name, v);
-        return dflt;
-    }
-    if (*end == 'k' || *end == 'K') d <<= 10;
-    else if (*end == 'm' || *end == 'M') d <<= 20;
-    else if (*end == 'g' || *end == 'G') d <<= 30;
-    return d;
-}
-
+/* ---------- environment (src/base's knob registry) and logging ---------- */
 double tl_default_timeout(void) {
-    double t = tl_env_double("TLINK_TIMEOUT", 300.0);
+    double t = tb_knob_float(TB_K_TLINK_TIMEOUT);
     return t > 0 ? t : 300.0;
 }
 
+/* logging: src/base's "tlink" channel (TLINK_DEBUG) */
 int tl_log_level(void) {
-    static int level = -1;
-    if (level < 0) {
-        const char *v = tl_getenv("TLINK_DEBUG");
-        int l = TL_LOG_WARN;
-        if (v) {
-            if (!strcasecmp(v, "none") || !strcmp(v, "0")) l = TL_LOG_NONE;
-            else if (!strcasecmp(v, "warn")) l = TL_LOG_WARN;
-            else if (!strcasecmp(v, "info") || !strcmp(v, "1")) l = TL_LOG_INFO;
-            else if (!strcasecmp(v, "debug") || !strcasecmp(v, "trace") || !strcmp(v, "2")) l = TL_LOG_DEBUG;
-        }
-        level = l;
-    }
-    return level;
+    return tb_log_enabled(TB_CH_TLINK, TB_LOG_DEBUG) ? TL_LOG_DEBUG
+         : tb_log_enabled(TB_CH_TLINK, TB_LOG_INFO)  ? TL_LOG_INFO
+         : tb_log_enabled(TB_CH_TLINK, TB_LOG_WARN)  ? TL_LOG_WARN
+                                                     : TL_LOG_NONE;
 }
 
-const char *tl_hostname(void) {
-    static char name[64];
-    if (!name[0]) {
-        if (gethostname(name, sizeof name - 1) != 0) strcpy(name, "localhost");
-        name[sizeof name - 1] = 0;
-    }
-    return name;
-}
+const char *tl_hostname(void) { return tb_hostname(); }
 
 void tl_log(int level, const char *fmt, ...) {
-    if (level > tl_log_level()) return;
-    char buf[1024];
-    int n = snprintf(buf, sizeof buf, "%s:%d tlink %s: ", tl_hostname(), (int)getpid(),
-                     level == TL_LOG_WARN ? "WARN" : level == TL_LOG_INFO ? "INFO" : "DEBUG");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    tb_vlog(TB_CH_TLINK, level, fmt, ap);
     va_end(ap);
-    size_t len = strlen(buf);
-    buf[len++] = '\n';
-    ssize_t w = write(2, buf, len);
-    (void)w;
 }
 
 double tl_now(void) {
@@ -152,20 +98,25 @@ size_t tlink_dtype_size(tlink_dtype dt) {
 const char *tlink_dtype_name(tlink_dtype dt) {
     return ((unsigned)dt < TLINK_DTYPE_COUNT) ? dtype_tab[dt].name : "?";
 }
+/* tlink's names ("f32", "fp8_e4m3"), the names and aliases of src/base's dtype table in any
+ * case ("float32", "bfloat16", "half", "float8_e4m3fn", ...), and "fp8" (= e4m3). */
 int tlink_dtype_from_name(const char *name) {
     if (!name) return -1;
     for (int i = 0; i < TLINK_DTYPE_COUNT; i++)
         if (!strcasecmp(name, dtype_tab[i].name)) return i;
-    static const struct { const char *s; int d; } alias[] = {
-        {"float", TLINK_F32}, {"float32", TLINK_F32}, {"double", TLINK_F64}, {"float64", TLINK_F64},
-        {"half", TLINK_F16}, {"float16", TLINK_F16}, {"bfloat16", TLINK_BF16},
-        {"int32", TLINK_I32}, {"int", TLINK_I32}, {"int64", TLINK_I64}, {"uint8", TLINK_U8},
-        {"e4m3", TLINK_FP8_E4M3}, {"float8_e4m3", TLINK_FP8_E4M3}, {"float8_e4m3fn", TLINK_FP8_E4M3},
-        {"e5m2", TLINK_FP8_E5M2}, {"float8_e5m2", TLINK_FP8_E5M2}, {"fp8", TLINK_FP8_E4M3},
-    };
-    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
-        if (!strcasecmp(name, alias[i].s)) return alias[i].d;
-    return -1;
+    if (!strcasecmp(name, "fp8")) return TLINK_FP8_E4M3;
+    switch (tb_dtype_parse(name, true)) {
+    case TB_DT_F32: return TLINK_F32;
+    case TB_DT_F64: return TLINK_F64;
+    case TB_DT_F16: return TLINK_F16;
+    case TB_DT_BF16: return TLINK_BF16;
+    case TB_DT_I32: return TLINK_I32;
+    case TB_DT_I64: return TLINK_I64;
+    case TB_DT_U8: return TLINK_U8;
+    case TB_DT_FP8_E4M3: return TLINK_FP8_E4M3;
+    case TB_DT_FP8_E5M2: return TLINK_FP8_E5M2;
+    default: return -1;
+    }
 }
 
 static const char *op_names[TLINK_OP_COUNT] = {
@@ -211,109 +162,26 @@ int tlink_algo_from_name(const char *name) {
     return -1;
 }
 
-/* ---------- bit-exact converters (round to nearest even) ---------- */
-static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+/* ---------- bit-exact converters: src/base/convert.h, the rules of docs/numbers.md ----------
+ * (round to nearest even; fp8 saturates finite overflow and inf to +-max, NaN stays NaN) */
+float tlink_f16_to_f32(uint16_t h) { return tcv_f16_bits_to_f32(h); }
+uint16_t tlink_f32_to_f16(float f) { return tcv_f32_to_f16_bits(f); }
+float tlink_bf16_to_f32(uint16_t h) { return tcv_bf16_bits_to_f32(h); }
+uint16_t tlink_f32_to_bf16(float f) { return tcv_f32_to_bf16_bits(f); }
 
-float tlink_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    if (e == 0x1f) return u2f(sign | 0x7f800000 | (m << 13));
-    if (e == 0) {
-        if (m == 0) return u2f(sign);
-        float v = (float)m * (1.0f / 16777216.0f); /* m * 2^-24, exact */
-        return sign ? -v : v;
-    }
-    return u2f(sign | ((e + 112) << 23) | (m << 13));
-}
-
-uint16_t tlink_f32_to_f16(float f) {
-    uint32_t x = f2u(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    uint32_t ax = x & 0x7fffffff;
-    if (ax > 0x7f800000) return sign | 0x7e00 | (uint16_t)((ax >> 13) & 0x1ff);
-    if (ax >= 0x477ff000) return sign | 0x7c00;        /* >= 65520 rounds to inf */
-    if (ax < 0x38800000) {                             /* below 2^-14: subnormal */
-        if (ax < 0x33000000) return sign;              /* <= 2^-25 rounds to 0 */
-        uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
-        uint32_t shift = 126 - e;
-        uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (r & 1))) r++;
-        return sign | (uint16_t)r;
-    }
-    uint32_t r = ax - 0x38000000;
-    r = (r + 0xfff + ((r >> 13) & 1)) >> 13;
-    return sign | (uint16_t)r;
-}
-
-float tlink_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
-
-uint16_t tlink_f32_to_bf16(float f) {
-    uint32_t x = f2u(f);
-    if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
-    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
-/* Generic small-float encoder: E exponent bits, M mantissa bits. */
-static double rne(double q) {
-    double fl = floor(q), d = q - fl;
-    if (d > 0.5 || (d == 0.5 && fmod(fl, 2.0) != 0.0)) fl += 1.0;
-    return fl;
-}
-
-static uint8_t f32_to_fp8(float f, int M, int bias, int is_e4m3) {
-    uint32_t x = f2u(f);
-    uint8_t sign = (uint8_t)((x >> 24) & 0x80);
-    uint32_t ax = x & 0x7fffffff;
-    if (ax > 0x7f800000) return sign | 0x7f;                          /* NaN */
-    if (ax == 0x7f800000) return sign | (is_e4m3 ? 0x7f : 0x7c);     /* inf */
-    double a = fabs((double)f);
-    if (a == 0.0) return sign;
-    int emin = 1 - bias;
-    int ex;
-    double fr = frexp(a, &ex);          /* a = fr * 2^ex, fr in [0.5,1) */
-    int e = ex - 1;
-    unsigned code;
-    if (e < emin) {
-        double q = rne(ldexp(a, M - emin));
-        code = (unsigned)q;             /* q == 2^M becomes the smallest normal */
-    } else {
-        double q = rne(ldexp(fr, M + 1));
-        if (q >= ldexp(1.0, M + 1)) { q = ldexp(1.0, M); e++; }
-        unsigned ef = (unsigned)(e + bias), mf = (unsigned)q - (1u << M);
-        if (is_e4m3) {
-            if (ef > 15 || (ef == 15 && mf == 7)) return sign | 0x7f;  /* overflow -> NaN */
-        } else if (ef >= 31) {
-            return sign | 0x7c;                                        /* overflow -> inf */
-        }
-        code = (ef << M) | mf;
-    }
-    return sign | (uint8_t)code;
-}
-
-static float fp8_decode(uint8_t v, int M, int bias, int is_e4m3) {
-    int sign = v & 0x80;
-    unsigned ef = (v & 0x7f) >> M, mf = v & ((1u << M) - 1);
-    float r;
-    if (is_e4m3 && (v & 0x7f) == 0x7f) r = NAN;
-    else if (!is_e4m3 && ef == 31) r = mf ? NAN : INFINITY;
-    else if (ef == 0) r = (float)ldexp((double)mf, 1 - bias - M);
-    else r = (float)ldexp((double)((1u << M) | mf), (int)ef - bias - M);
-    return sign ? -r : r;
-}
-
+/* decoding tables for the reductions' inner loops */
 static float e4m3_tab[256], e5m2_tab[256];
 static pthread_once_t fp8_once = PTHREAD_ONCE_INIT;
 static void fp8_init(void) {
     for (int i = 0; i < 256; i++) {
-        e4m3_tab[i] = fp8_decode((uint8_t)i, 3, 7, 1);
-        e5m2_tab[i] = fp8_decode((uint8_t)i, 2, 15, 0);
+        e4m3_tab[i] = tcv_e4m3_bits_to_f32((uint8_t)i);
+        e5m2_tab[i] = tcv_e5m2_bits_to_f32((uint8_t)i);
     }
 }
 float tlink_fp8_e4m3_to_f32(uint8_t v) { pthread_once(&fp8_once, fp8_init); return e4m3_tab[v]; }
 float tlink_fp8_e5m2_to_f32(uint8_t v) { pthread_once(&fp8_once, fp8_init); return e5m2_tab[v]; }
-uint8_t tlink_f32_to_fp8_e4m3(float f) { return f32_to_fp8(f, 3, 7, 1); }
-uint8_t tlink_f32_to_fp8_e5m2(float f) { return f32_to_fp8(f, 2, 15, 0); }
+uint8_t tlink_f32_to_fp8_e4m3(float f) { return tcv_f32_to_e4m3_bits(f); }
+uint8_t tlink_f32_to_fp8_e5m2(float f) { return tcv_f32_to_e5m2_bits(f); }
 
 /* ---------- reductions ---------- */
 #define R_SUM(a, b) ((a) + (b))

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../src/base/base.h"
 #include "tlink.h"
 #include "launch.h"
 #include "topo.h"
@@ -689,7 +690,7 @@ int tile_cmd_link_bench(int argc, char **argv) {
     if (o.b0 > o.b1) { cerr(cmd, "-b %lld is larger than -e %lld", o.b0, o.b1); return 2; }
     if (o.inplace && o.coll == TLINK_COLL_ALLTOALL) { cerr(cmd, "alltoall has no in-place form"); return 2; }
     if (self_n > 0) {
-        const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
+        const char *r = tb_env_raw(TB_K_RANK), *w = tb_env_raw(TB_K_WORLD_SIZE);
         if (!(r && w)) return bench_self_launch(argc, argv, (int)self_n);
         if (atoi(w) != self_n) {
             cerr(cmd, "-n %ld but this process is one of WORLD_SIZE=%s ranks already", self_n, w);
@@ -699,8 +700,8 @@ int tile_cmd_link_bench(int argc, char **argv) {
 
     tlink_comm *c = NULL;
     tlink_status st = tlink_comm_init_env(&c);
-    if (st == TLINK_ERR_BOOTSTRAP && !getenv("RANK") && !getenv("OMPI_COMM_WORLD_RANK") && !getenv("PMI_RANK") &&
-        !getenv("SLURM_PROCID") && !getenv("TLINK_RANK")) {
+    if (st == TLINK_ERR_BOOTSTRAP && !tb_env_raw(TB_K_RANK) && !tb_env_raw(TB_K_OMPI_COMM_WORLD_RANK) &&
+        !tb_env_raw(TB_K_PMI_RANK) && !tb_env_raw(TB_K_SLURM_PROCID) && !tb_env_raw(TB_K_TLINK_RANK)) {
         /* no launcher at all: one rank on its own */
         st = tlink_comm_init(&c, 0, 1, NULL);
     }

@@ -6,6 +6,7 @@
  *   tile emit FILE --target T                         print the generated source (C, OpenCL C, CUDA C)
  *   tile fuzz --seconds N [--targets ...]             random programs on every target vs the interpreter
  *   tile devices                                      the targets this machine has
+ *   tile env [--options | --markdown]                 the knob registry (src/base/knob_list.h)
  *   tile launch / link-bench / link-topo / store      TileLink tools (tools/tile/cli_link.c)
  *
  * Exit codes: 0 ok, 1 user error, 2 check failed, 3 internal error.
@@ -41,6 +42,9 @@ static void usage(FILE *out) {
           "                                         run a kernel on random or given inputs\n"
           "  emit FILE --target cpu|cuda|opencl     print the generated source\n"
           "  devices                                list the targets available here\n"
+          "  env [--options | --markdown]           the environment variables Tile reads, with their\n"
+          "                                         values (--options: the per-kernel options;\n"
+          "                                         --markdown: docs/knobs.md)\n"
           "  fuzz --seconds N [--targets interp,cpu] random programs on every target against the\n"
           "                                         interpreter; mismatches shrunk to reproducers\n"
           "  launch -n N -- CMD ARGS                start N ranks of a TileLink program\n"
@@ -678,6 +682,27 @@ out:
     return rc;
 }
 
+/* ---------- env ---------- */
+static int cmd_env(int argc, char **argv) {
+    bool markdown = false, opts = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--markdown")) markdown = true;
+        else if (!strcmp(argv[i], "--options")) opts = true;
+        else {
+            fprintf(stderr, "tile env: unknown argument '%s' (tile env [--options | --markdown])\n", argv[i]);
+            return EXIT_USER;
+        }
+    }
+    if (markdown && opts) {
+        fprintf(stderr, "tile env: --options and --markdown exclude each other (the markdown has both)\n");
+        return EXIT_USER;
+    }
+    char *text = opts ? tb_options_describe(NULL) : tb_knobs_describe(markdown);
+    fputs(text, stdout);
+    free(text);
+    return EXIT_OK;
+}
+
 static int cmd_emit(int argc, char **argv) {
     options o;
     if (parse_options(argc, argv, &o, "emit")) return EXIT_USER;
@@ -707,6 +732,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "ir")) return cmd_ir(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "emit")) return cmd_emit(argc - 1, argv + 1);
+    if (!strcmp(cmd, "env")) return cmd_env(argc - 1, argv + 1);
     if (!strcmp(cmd, "devices")) {
         char *s = tile_devices_report();
         fputs(s, stdout);
