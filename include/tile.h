@@ -187,6 +187,15 @@ TILE_API size_t tile_tensor_bytes(const tile_tensor *t);
 TILE_API void tile_tensor_free(tile_tensor *t);
 TILE_API void tile_free(void *p);
 TILE_API const char *tile_version(void);
+
+/* ---------- configuration (the knob registry, docs/knobs.md) ----------
+ * The environment knobs as text, one a line with its current value (what `tile env` prints);
+ * markdown != 0: the docs/knobs.md page; options != 0: the per-kernel compile options
+ * instead. Free with tile_free. */
+TILE_API char *tile_env_describe(int markdown, int options);
+/* 1 if `name` is a registered knob set to a valid value, 0 if not set (or invalid), -1 if
+ * `name` is not a knob. */
+TILE_API int tile_env_is_set(const char *name);
 /* Is `target` usable here? TILE_OK with *device (its name), or TILE_ERR_UNAVAILABLE with
  * *why. Strings are freed with tile_free; either pointer may be NULL. */
 TILE_API tile_status tile_target_info(const char *target, char **device, char **why);

@@ -13,6 +13,16 @@
 #include "../opt/opt.h"
 
 const char *tile_version(void) { return "0.1.0"; }
+
+char *tile_env_describe(int markdown, int options) {
+    return options ? tb_options_describe(NULL) : tb_knobs_describe(markdown != 0);
+}
+
+int tile_env_is_set(const char *name) {
+    int k = name ? tb_knob_find(name) : -1;
+    if (k < 0) return -1;
+    return tb_knob_is_set((tb_knob)k) ? 1 : 0;
+}
 void tile_free(void *p) { free(p); }
 
 static char *sb_take(tile_strbuf *sb) {

@@ -148,7 +148,7 @@ int tile_cmd_fuzz(int argc, char **argv) {
     /* compiled targets cache their objects: keep them out of the user's cache */
     char cache_dir[] = "/tmp/tile-fuzz-cache-XXXXXX";
     bool own_cache = false;
-    if (!tb_knob_is_set(TB_K_TILE_CACHE_DIR) && mkdtemp(cache_dir)) {
+    if (tile_env_is_set("TILE_CACHE_DIR") != 1 && mkdtemp(cache_dir)) {
         setenv("TILE_CACHE_DIR", cache_dir, 1);
         own_cache = true;
     }

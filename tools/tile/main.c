@@ -697,9 +697,9 @@ static int cmd_env(int argc, char **argv) {
         fprintf(stderr, "tile env: --options and --markdown exclude each other (the markdown has both)\n");
         return EXIT_USER;
     }
-    char *text = opts ? tb_options_describe(NULL) : tb_knobs_describe(markdown);
+    char *text = tile_env_describe(markdown, opts);
     fputs(text, stdout);
-    free(text);
+    tile_free(text);
     return EXIT_OK;
 }
 
