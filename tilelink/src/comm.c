@@ -2,7 +2,11 @@
  * store), split, destroy, accessors. */
 #include "tl_internal.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -302,6 +306,10 @@ static void comm_free(tlink_comm *c) {
 static tlink_status comm_bootstrap(tlink_comm *c) {
     double t0 = tl_now(), deadline = t0 + c->timeout;
     int n = c->size;
+    char aerr[300];
+    int auth = tl_auth_load(&c->auth_key, aerr, sizeof aerr);
+    if (auth < 0) return tl_err(c, TLINK_ERR_INVALID_ARG, "bootstrap: %s", aerr);
+    c->auth = auth;
     rinfo me;
     memset(&me, 0, sizeof me);
     me.magic = RINFO_MAGIC;
@@ -465,6 +473,48 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     return TLINK_OK;
 }
 
+/* ---------- where rank 0's store listens ----------
+ * Loopback when the ranks reach it over loopback; otherwise on every interface (the
+ * addresses other hosts use are not known here), with a warning from store.c when no secret
+ * protects it. */
+static int host_ipv4s(const char *host, uint32_t *ips, int max) {
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0) return 0;
+    int n = 0;
+    for (struct addrinfo *ai = res; ai && n < max; ai = ai->ai_next)
+        ips[n++] = ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr);
+    freeaddrinfo(res);
+    return n;
+}
+/* 1 when every address of host is a loopback one; ip gets the first */
+static int host_is_loopback(const char *host, char *ip, size_t iplen) {
+    uint32_t ips[8];
+    int n = host_ipv4s(host, ips, 8);
+    for (int i = 0; i < n; i++)
+        if (ips[i] >> 24 != 127) return 0;
+    if (n > 0) {
+        struct in_addr a = {htonl(ips[0])};
+        inet_ntop(AF_INET, &a, ip, (socklen_t)iplen);
+    }
+    return n > 0;
+}
+/* an address of one of this machine's interfaces */
+static int host_is_this_machine(const char *host) {
+    uint32_t ips[8];
+    int n = host_ipv4s(host, ips, 8), found = 0;
+    struct ifaddrs *ifa = NULL;
+    if (!n || getifaddrs(&ifa) != 0) return 0;
+    for (struct ifaddrs *i = ifa; i && !found; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+        uint32_t a = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+        for (int k = 0; k < n; k++) found |= a == ips[k];
+    }
+    freeifaddrs(ifa);
+    return found;
+}
+
 tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
     if (!out || !cfg) {
         tl_set_thread_error("tlink_comm_init: NULL argument");
@@ -500,6 +550,25 @@ tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
         tl_set_thread_error("tlink_comm_init: store address '%s' is not host:port", addr);
         return TLINK_ERR_INVALID_ARG;
     }
+    /* Every rank is on this host (the launcher says so: local size = size) and the store is to
+     * be hosted here: then nobody needs to reach it from outside, so every rank meets it on
+     * loopback and it listens there only. Each rank decides alike from the same environment.
+     * Not when namespaces or explicit host identities make "this host" mean something else. */
+    char bind_ip[64] = "127.0.0.1";
+    int loopback = host_is_loopback(host, bind_ip, sizeof bind_ip);
+    if (!loopback && cfg->from_env && cfg->host_store != -1 && !tl_getenv("TLINK_HOST_PER_NETNS") &&
+        !tl_getenv("TLINK_HOST_ID")) {
+        tlink_env_info e;
+        tlink_env_parse(&e);
+        if (e.size == size && e.local_size == size && size > 0 && host_is_this_machine(host)) {
+            tl_log(TL_LOG_INFO, "all %d ranks are on this host: the store at %s is used on 127.0.0.1:%d", size, addr,
+                   port);
+            snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+            snprintf(host, sizeof host, "127.0.0.1");
+            snprintf(bind_ip, sizeof bind_ip, "127.0.0.1");
+            loopback = 1;
+        }
+    }
     tlink_comm *c = comm_alloc();
     if (!c) return TLINK_ERR_NO_MEMORY;
     c->rank = rank;
@@ -510,7 +579,7 @@ tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
     parse_algo_env(c);
     tlink_status st = TLINK_OK;
     if (rank == 0 && cfg->host_store != -1) {
-        st = tlink_store_server_start(NULL, port, &c->server);
+        st = tlink_store_server_start(loopback ? bind_ip : NULL, port, &c->server);
         if (st == TLINK_ERR_BOOTSTRAP && cfg->host_store == 0) {
             tl_log(TL_LOG_INFO, "port %d is taken: using the store already listening at %s", port, addr);
             st = TLINK_OK;

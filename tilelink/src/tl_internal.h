@@ -41,6 +41,50 @@ typedef void (*tl_reduce_fn)(void *inout, const void *in, size_t n);
 tl_reduce_fn tl_reduce_get(tlink_dtype dt, tlink_op op);
 void tl_avg_finish(void *buf, size_t n, tlink_dtype dt, int size);
 
+/* ---------- auth.c: SHA-256, HMAC-SHA-256, the job secret, the handshake ---------- */
+typedef struct tl_sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t n;
+} tl_sha256;
+void tl_sha256_init(tl_sha256 *s);
+void tl_sha256_update(tl_sha256 *s, const void *data, size_t len);
+void tl_sha256_final(tl_sha256 *s, unsigned char out[32]);
+void tl_sha256_sum(const void *data, size_t len, unsigned char out[32]);
+typedef struct tl_hmac_key { tl_sha256 inner, outer; } tl_hmac_key;   /* a key's hashed pads */
+typedef struct tl_hmac { tl_sha256 inner, outer; } tl_hmac;
+void tl_hmac_key_init(tl_hmac_key *k, const void *key, size_t len);
+void tl_hmac_start(tl_hmac *m, const tl_hmac_key *k);
+void tl_hmac_update(tl_hmac *m, const void *data, size_t len);
+void tl_hmac_final(tl_hmac *m, unsigned char out[32]);
+void tl_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen, unsigned char out[32]);
+int tl_ct_equal(const void *a, const void *b, size_t n);       /* 1 when equal; time independent of the bytes */
+int tl_random_bytes(void *buf, size_t n);                      /* 0, or -1 without kernel randomness */
+/* the job secret (TLINK_SECRET, TLINK_SECRET_FILE): 1 set (key filled), 0 none, -1 error (err) */
+int tl_auth_load(tl_hmac_key *key, char *err, size_t errlen);
+void tl_peer_name(int fd, char *out, size_t len);             /* "addr:port" of a socket's far end */
+#define TL_AUTH_NONCE 32
+#define TL_AUTH_CTX_MAX 32
+#define TL_AUTH_HELLO_MAX (8 + TL_AUTH_CTX_MAX + TL_AUTH_NONCE)
+#define TL_AUTH_CHALLENGE (4 + TL_AUTH_NONCE + 32)
+#define TL_AUTH_RESPONSE (4 + 32)
+#define TL_AUTH_HELLO_MAGIC 0x31414c54u     /* "TLA1" */
+#define TL_AUTH_CHALLENGE_MAGIC 0x32414c54u /* "TLA2" */
+#define TL_AUTH_RESPONSE_MAGIC 0x33414c54u  /* "TLA3" */
+enum { TL_AUTH_KIND_STORE = 1, TL_AUTH_KIND_TRANSPORT = 2 };
+/* hello = magic, kind, context length, 2 zero bytes, context, Nc: returns its size */
+size_t tl_auth_hello(unsigned char *out, int kind, const void *ctx, size_t ctxlen);
+size_t tl_auth_hello_size(const unsigned char *hdr8, int kind);  /* 0: not a hello of this kind */
+void tl_auth_challenge(const tl_hmac_key *k, const unsigned char *hello, size_t hlen,
+                       unsigned char out[TL_AUTH_CHALLENGE]);
+/* connector: writes its response (always), returns 0 when the challenge's MAC is right */
+int tl_auth_respond(const tl_hmac_key *k, const unsigned char *hello, size_t hlen,
+                    const unsigned char challenge[TL_AUTH_CHALLENGE], unsigned char out[TL_AUTH_RESPONSE]);
+/* acceptor: 0 when the response proves the key */
+int tl_auth_check(const tl_hmac_key *k, const unsigned char *hello, size_t hlen,
+                  const unsigned char challenge[TL_AUTH_CHALLENGE], const unsigned char response[TL_AUTH_RESPONSE]);
+
 /* ---------- store.c ---------- */
 int tl_store_fd(const tlink_store *s);
 const char *tl_store_addr(const tlink_store *s);
@@ -157,6 +201,8 @@ struct tlink_comm {
     size_t tcp_chunk;
     int nstreams;
     int force_tcp;
+    int auth;                       /* a job secret is set: transport connections and heartbeats prove it */
+    tl_hmac_key auth_key;
     double spin_s, yield_s;         /* busy-wait budgets before sleeping (smaller when oversubscribed) */
     int yield_every;                /* polls per sched_yield in the yield phase */
     int local_cores;                /* CPUs this host's ranks may use (union of their affinities) */
@@ -256,6 +302,25 @@ void tl_shm_teardown(tlink_comm *c);
 tlink_status tl_tcp_listen(tlink_comm *c, char *addr_out, size_t addrlen);
 tlink_status tl_tcp_connect_all(tlink_comm *c, char **peer_addrs);
 void tl_tcp_teardown(tlink_comm *c);
+
+/* the acceptor's half of a transport connection's handshake (transport.c), without sockets */
+enum { TL_HS_HDR = 0, TL_HS_PLAIN, TL_HS_HELLO, TL_HS_RESPONSE, TL_HS_DONE_, TL_HS_REFUSED_ };
+enum { TL_HS_MORE = 0, TL_HS_SEND = 1, TL_HS_DONE = 2, TL_HS_REFUSED = 3 };
+typedef struct tl_hs_accept {
+    const tl_hmac_key *key;         /* NULL: no secret (plain hellos only) */
+    uint64_t comm_id;
+    int max_rank, nstreams;         /* ranks below max_rank connect to us, nstreams each */
+    int state;
+    size_t len, hlen;
+    unsigned char buf[TL_AUTH_HELLO_MAX];
+    unsigned char hello[TL_AUTH_HELLO_MAX];
+    unsigned char chal[TL_AUTH_CHALLENGE];
+    int rank, stream;               /* the authenticated claim, once TL_HS_DONE */
+    const char *why;                /* the reason of TL_HS_REFUSED */
+} tl_hs_accept;
+void tl_hs_accept_init(tl_hs_accept *h, const tl_hmac_key *key, uint64_t comm_id, int max_rank, int nstreams);
+size_t tl_hs_accept_need(const tl_hs_accept *h);   /* bytes to read next (read no more: data may follow) */
+int tl_hs_accept_feed(tl_hs_accept *h, const unsigned char *in, size_t n, unsigned char *out, size_t *outlen);
 
 /* ---------- coll.c ---------- */
 typedef struct tl_args {
