@@ -488,10 +488,7 @@ int tl_hs_accept_feed(tl_hs_accept *h, const unsigned char *in, size_t n, unsign
             rc = TL_HS_REFUSED;
             break;
         }
-        hs_ctx x;
-        memcpy(&x, h->buf + 8, sizeof x);
-        rc = hs_claim(h, x.rank, x.stream, x.comm_id);
-        if (rc) break;
+        /* the claim is judged once it is authenticated */
         memcpy(h->hello, h->buf, h->hlen);
         tl_auth_challenge(h->key, h->hello, h->hlen, h->chal);
         memcpy(out, h->chal, TL_AUTH_CHALLENGE);
@@ -505,7 +502,10 @@ int tl_hs_accept_feed(tl_hs_accept *h, const unsigned char *in, size_t n, unsign
             h->why = "wrong authentication response (it does not know this job's TLINK_SECRET)";
             rc = TL_HS_REFUSED;
         } else {
-            rc = TL_HS_DONE;
+            hs_ctx x;
+            memcpy(&x, h->hello + 8, sizeof x);
+            rc = hs_claim(h, x.rank, x.stream, x.comm_id);
+            if (!rc) rc = TL_HS_DONE;
         }
         break;
     }
