@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define TL_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define TL_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -95,6 +96,7 @@ void tl_store_server_ref(tlink_store_server *s);
 /* ---------- comm ---------- */
 #define TL_MAX_STREAMS 8
 #define TL_SHM_ALIGN 64
+#define TL_FRAME_HDR 16                 /* p2p.c: the header of every TCP chunk */
 
 typedef struct tl_chan {            /* one direction of one pair in shared memory */
     _Atomic uint64_t tail;          /* written by the producer */
@@ -276,6 +278,17 @@ typedef struct tl_op {
     char *stage;                    /* tcp reduce staging, one chunk per stream */
     int cma_posted;                 /* shm single copy, send: the descriptor is in the ring */
     uint64_t cma_seq;               /* ... and the peer's cma_done that completes it */
+    /* a segment list instead of sbuf/rbuf (gather on send, scatter on receive; no reduction):
+     * niov segments, iov_off[i] = bytes before segment i (niov + 1 entries, the last = bytes).
+     * Both sides of a message must use one (moe.c does): such messages never take single copy */
+    const struct iovec *iov;
+    const size_t *iov_off;
+    int niov;
+    /* tcp: per stream, the frame header being sent or received; a mismatch's details */
+    unsigned char fh[TL_MAX_STREAMS][TL_FRAME_HDR];
+    uint32_t bad_magic, bad_len;
+    uint64_t bad_seq, bad_want_seq;
+    size_t bad_want_len;
 } tl_op;
 
 tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n);
