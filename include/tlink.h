@@ -373,6 +373,45 @@ TLINK_API tlink_status tlink_comm_shrink(tlink_comm *comm, tlink_comm **out);
  * comm stays valid (broken) until destroyed. */
 TLINK_API tlink_status tlink_comm_rejoin(tlink_comm *comm, tlink_comm **out);
 
+/* ---------- hang diagnosis ----------
+ * Ask a running job what every rank is doing: each communicator of more than one rank answers
+ * through its store from a thread of its own (TLINK_STATUS=0 turns it off), also while the rank
+ * is stuck inside a call. `tile link-status` prints the same (docs/tilelink.md, "Hang
+ * diagnosis"). A call that makes no progress for TLINK_SOFT_TIMEOUT seconds (default a fifth of
+ * the communicator timeout; 0: off) makes one rank log this report before the hard deadline. */
+typedef struct tlink_rank_status {
+    int rank;
+    int answered;               /* 0: no answer before the timeout (stopped, hung, dead, cut off) */
+    int pid;
+    char host[64];
+    int in_call;                /* 1: inside a call on the communicator */
+    char call[32];              /* the call ("allreduce", "moe_dispatch", ...), or the last one when idle */
+    uint64_t seq;               /* calls made on the communicator so far, this one included */
+    char algo[32];              /* the algorithm ("" when none applies) */
+    int step;                   /* point-to-point rounds of the call so far */
+    int peer;                   /* rank waited on; -1 none (making progress), -2 the ranks of its host */
+    int sending;                /* 1: waiting to send to peer, 0: to receive from it */
+    uint64_t bytes_done, bytes_total;  /* of the awaited message */
+    double wait_s;              /* seconds without progress (-1: not waiting) */
+    double call_s;              /* seconds in the call, or since the last one ended (-1: unknown) */
+} tlink_rank_status;
+
+/* Thread-safe (may be called from any thread while another is stuck in a call on comm): asks
+ * every rank of comm, waits up to timeout_s (0: 5 s) for the answers, and writes one entry per
+ * rank (at most max) to out[rank]; *nranks (may be NULL) gets the communicator's size. */
+TLINK_API tlink_status tlink_comm_status(tlink_comm *comm, double timeout_s, tlink_rank_status *out, int max,
+                                         int *nranks);
+/* The same from outside the job: the store's address and a key namespace (NULL: TLINK_STORE_PREFIX
+ * or "tlink"; its rank 0's newest communicator is asked) or a communicator's prefix ("tlink/3");
+ * comm_prefix (may be NULL) gets the prefix that was asked. Authenticates with TLINK_SECRET. */
+TLINK_API tlink_status tlink_job_status(const char *store_addr, const char *key_prefix, double timeout_s,
+                                        tlink_rank_status *out, int max, int *nranks, char *comm_prefix,
+                                        size_t comm_prefix_len);
+/* Writes a report: one line per rank and a diagnosis (ranks that did not answer, ranks behind
+ * the others and who waits on them, ranks in another call). Returns the length it needs
+ * (snprintf-like: call with len 0 to size the buffer). */
+TLINK_API size_t tlink_status_report(const tlink_rank_status *st, int n, char *buf, size_t len);
+
 /* ---------- checkpoints ----------
  * In-memory buddy checkpoint: each rank keeps its last two saved states and a copy of its
  * buddy's (the previous rank in the ring), so losing any one rank loses nothing.

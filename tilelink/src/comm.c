@@ -280,12 +280,22 @@ static tlink_comm *comm_alloc(void) {
     c->yield_s = 2000e-6;
     c->yield_every = 16;
     pthread_mutex_init(&c->exec_mu, NULL);
+    c->stat = calloc(1, sizeof *c->stat);
+    if (!c->stat) {
+        pthread_mutex_destroy(&c->exec_mu);
+        free(c);
+        return NULL;
+    }
+    atomic_init(&c->stat->refs, 1);
+    atomic_init(&c->stat->algo, -1);
+    atomic_init(&c->stat->peer, -1);
     return c;
 }
 
 static void comm_free(tlink_comm *c) {
     if (!c) return;
     tl_async_shutdown(c);
+    tl_status_stop(c);
     tl_ft_close(c);
     tl_tcp_teardown(c);
     tl_shm_teardown(c);
@@ -463,10 +473,11 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     free(all);
     if (c->listen_fd >= 0) { close(c->listen_fd); c->listen_fd = -1; }
     if (st) return st;
+    tl_status_start(c);
     tl_ft_start(c);
     st = tl_cost_init(c);
     if (st) return st;
-    tl_args a = {.coll = TLINK_COLL_BARRIER};
+    tl_args a = {.coll = TLINK_COLL_BARRIER, .quiet = 1};
     st = tl_coll_run(c, &a);
     if (st) return st;
     tl_log(TL_LOG_INFO, "communicator ready in %.1f ms (rank %d of %d)", (tl_now() - t0) * 1e3, c->rank, n);
@@ -702,7 +713,7 @@ tlink_status tlink_comm_destroy(tlink_comm *c) {
     tl_async_shutdown(c);
     tlink_status st = TLINK_OK;
     if (!c->broken && c->size > 1) {
-        tl_args a = {.coll = TLINK_COLL_BARRIER};
+        tl_args a = {.coll = TLINK_COLL_BARRIER, .call = "destroy"};
         pthread_mutex_lock(&c->exec_mu);
         c->cur_coll = "destroy";
         st = tl_coll_run(c, &a);

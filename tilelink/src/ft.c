@@ -170,6 +170,7 @@ static void *hb_main(void *arg) {
                 if (atomic_compare_exchange_strong(&f->revoked, &zero, who + 1)) wake_local(f->c);
             }
         }
+        tl_status_tick(f->c);
         if (f->timeout <= 0) continue;
         now = tl_now();
         for (int r = 0; r < f->n; r++) {

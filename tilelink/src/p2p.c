@@ -601,9 +601,24 @@ static tlink_status peer_failed(tlink_comm *c, int peer, const char *why) {
     return tl_err(c, TLINK_ERR_PEER_FAILED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
 }
 
+/* the awaited peer, for status reports: the first unfinished op's (status.c) */
+static void note_wait(tlink_comm *c, const tl_op *ops, int n, double since) {
+    tl_stat *s = c->stat;
+    for (int i = 0; i < n; i++) {
+        if (ops[i].finished) continue;
+        atomic_store_explicit(&s->sending, ops[i].is_send, memory_order_relaxed);
+        atomic_store_explicit(&s->done, ops[i].done, memory_order_relaxed);
+        atomic_store_explicit(&s->total, ops[i].bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->wait_ns, (int64_t)(since * 1e9), memory_order_relaxed);
+        atomic_store_explicit(&s->peer, ops[i].peer, memory_order_release);
+        return;
+    }
+}
+
 tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
     tlink_status st = tl_check_broken(c);
     if (st) return st;
+    if (c->stat) atomic_fetch_add_explicit(&c->stat->step, 1, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
         tl_op *op = &ops[i];
         op->done = 0;
@@ -700,6 +715,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         }
         if (all_done) {
             if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+            if (!spinning && c->stat) atomic_store_explicit(&c->stat->peer, -1, memory_order_relaxed);
             if (spinning && spins) c->coloc_streak = 0; /* the peer delivered while we polled */
             return TLINK_OK;
         }
@@ -713,6 +729,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
                 /* we had slowed down: measure idleness afresh */
                 t_idle = tl_now();
                 deadline = t_idle + c->timeout;
+                if (c->stat) atomic_store_explicit(&c->stat->peer, -1, memory_order_relaxed);
             } else if ((++progress_events & 63) == 0) {
                 deadline = tl_now() + c->timeout; /* the deadline counts time without progress */
             }
@@ -743,7 +760,11 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
              * (ksoftirqd) that delivers its peer's packets on this machine (veth, loopback) */
             double el = tl_now() - t_idle, spin = want_tcp ? 0 : c->spin_s;
             if (spinning && spin > 0 && keep_spinning(c, el, spin, my_cpu, ops, n)) continue;
-            if (spinning) { spinning = 0; t_yield = el; }
+            if (spinning) {
+                spinning = 0;
+                t_yield = el;
+                if (c->stat) note_wait(c, ops, n, t_idle);
+            }
             if (el < t_yield + c->yield_s) yielding = 1;
             else sleeping = 1;
         }
@@ -860,6 +881,7 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
     for (;;) {
         if (ready(c, arg)) {
             if (spinning) c->coloc_streak = 0; /* the peers arrived while we polled */
+            else if (c->stat) atomic_store_explicit(&c->stat->peer, -1, memory_order_relaxed);
             return TLINK_OK;
         }
         if (atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) return shm_abort_seen(c);
@@ -871,7 +893,14 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
             double el = tl_now() - t0;
             /* pure polling: no system call */
             if (spinning && c->spin_s > 0 && keep_spinning(c, el, c->spin_s, my_cpu, NULL, 0)) continue;
-            if (spinning) { spinning = 0; t_yield = el; }
+            if (spinning) {
+                spinning = 0;
+                t_yield = el;
+                if (c->stat) {
+                    atomic_store_explicit(&c->stat->wait_ns, (int64_t)(t0 * 1e9), memory_order_relaxed);
+                    atomic_store_explicit(&c->stat->peer, -2, memory_order_release);
+                }
+            }
             if (el < t_yield + c->yield_s) yielding = 1;
             else sleeping = 1;
         }

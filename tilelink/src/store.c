@@ -188,6 +188,7 @@ struct tlink_store_server {
     /* where replies go: the client's socket, or a harness (tl_store_server_detached) */
     int (*sink)(void *ctx, int fd, const void *data, size_t len);
     void *sink_ctx;
+    int detached;               /* no thread, no listener, the fds are the harness's */
 };
 
 static int sock_sink(void *ctx, int fd, const void *data, size_t len) {
@@ -221,7 +222,7 @@ static void refuse(tlink_store_server *s, sclient *c, const char *why) {
 }
 
 static void drop_client(tlink_store_server *s, int i) {
-    close(s->cl[i].fd);
+    if (!s->detached) close(s->cl[i].fd);
     free(s->cl[i].buf);
     free(s->cl[i].wait_key);
     s->cl[i] = s->cl[--s->ncl];
@@ -523,6 +524,82 @@ tlink_status tlink_store_server_stop(tlink_store_server *s) {
     return TLINK_OK;
 }
 
+/* ---------- for the fuzz harness (fuzz/fuzz_store.c) ----------
+ * A server without a thread or a listener: the harness adds clients by (any) fd, feeds their
+ * bytes and sees the replies through sink. The same request parser and handshake as the real
+ * server, so the harness exercises exactly what a connection reaches. */
+tlink_store_server *tl_store_server_detached(const tl_hmac_key *key,
+                                             int (*sink)(void *ctx, int fd, const void *data, size_t len),
+                                             void *ctx) {
+    tlink_store_server *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->detached = 1;
+    s->listen_fd = s->wake[0] = s->wake[1] = -1;
+    s->sink = sink;
+    s->sink_ctx = ctx;
+    if (key) {
+        s->auth = 1;
+        s->key = *key;
+    }
+    return s;
+}
+
+int tl_store_server_add_client(tlink_store_server *s, int fd) {
+    if (s->ncl == s->capcl) {
+        int nc = s->capcl ? s->capcl * 2 : 16;
+        sclient *n = realloc(s->cl, sizeof *s->cl * (size_t)nc);
+        if (!n) return -1;
+        s->cl = n;
+        s->capcl = nc;
+    }
+    sclient *c = &s->cl[s->ncl++];
+    memset(c, 0, sizeof *c);
+    c->fd = fd;
+    c->state = s->auth ? CL_AWAIT_HELLO : CL_READY;
+    c->since = tl_now();
+    snprintf(c->name, sizeof c->name, "fd %d", fd);
+    return 0;
+}
+
+/* bytes from client fd, as the poll loop would hand them over: 0, or -1 when the server drops
+ * the client (then it is gone) */
+int tl_store_server_feed(tlink_store_server *s, int fd, const void *data, size_t n) {
+    int i = 0;
+    while (i < s->ncl && s->cl[i].fd != fd) i++;
+    if (i == s->ncl) return -1;
+    sclient *c = &s->cl[i];
+    if (c->cap - c->len < n) {
+        size_t nc = c->cap ? c->cap : 4096;
+        while (nc - c->len < n) nc *= 2;
+        unsigned char *nb = realloc(c->buf, nc);
+        if (!nb) { drop_client(s, i); return -1; }
+        c->buf = nb;
+        c->cap = nc;
+    }
+    memcpy(c->buf + c->len, data, n);
+    c->len += n;
+    if (process(s, i)) {
+        drop_client(s, i);
+        return -1;
+    }
+    return 0;
+}
+
+void tl_store_server_free(tlink_store_server *s) {
+    if (!s) return;
+    while (s->ncl) drop_client(s, s->ncl - 1);
+    free(s->cl);
+    for (int i = 0; i < NBUCKET; i++) {
+        for (kv *e = s->tab[i], *nx; e; e = nx) {
+            nx = e->next;
+            free(e->key);
+            free(e->val);
+            free(e);
+        }
+    }
+    free(s);
+}
+
 /* ---------- client ---------- */
 struct tlink_store {
     int fd;
@@ -618,6 +695,28 @@ tlink_status tlink_store_connect(const char *addr, double timeout_s, tlink_store
     pthread_mutex_init(&s->mu, NULL);
     *out = s;
     return TLINK_OK;
+}
+
+/* for the fuzz harness: a client on a connected fd (key: authenticate on it first); the host
+ * it would reconnect to refuses at once */
+tlink_store *tl_store_client_on_fd(int fd, const tl_hmac_key *key, char *err, size_t errlen) {
+    tlink_store *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    snprintf(s->host, sizeof s->host, "127.0.0.1");
+    s->port = 1;
+    snprintf(s->addr, sizeof s->addr, "harness");
+    pthread_mutex_init(&s->mu, NULL);
+    if (key) {
+        s->auth = 1;
+        s->key = *key;
+        if (client_handshake(s, fd, tl_now() + 2, err, errlen)) {
+            close(fd);
+            s->fd = -1;
+            return s;
+        }
+    }
+    s->fd = fd;
+    return s;
 }
 
 void tlink_store_close(tlink_store *s) {

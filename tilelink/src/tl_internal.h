@@ -92,6 +92,14 @@ const char *tl_store_addr(const tlink_store *s);
 int tl_parse_hostport(const char *addr, char *host, size_t hostlen, int *port);
 int tl_tcp_connect(const char *host, int port, double deadline, char *err, size_t errlen);
 void tl_store_server_ref(tlink_store_server *s);
+/* the fuzz harness's server and client (store.c) */
+tlink_store_server *tl_store_server_detached(const tl_hmac_key *key,
+                                             int (*sink)(void *ctx, int fd, const void *data, size_t len),
+                                             void *ctx);
+int tl_store_server_add_client(tlink_store_server *s, int fd);
+int tl_store_server_feed(tlink_store_server *s, int fd, const void *data, size_t n);
+void tl_store_server_free(tlink_store_server *s);
+tlink_store *tl_store_client_on_fd(int fd, const tl_hmac_key *key, char *err, size_t errlen);
 
 /* ---------- comm ---------- */
 #define TL_MAX_STREAMS 8
@@ -174,6 +182,37 @@ typedef struct tl_peer {
 typedef struct tl_req_queue tl_req_queue;
 typedef struct tl_ft tl_ft;
 
+/* ---------- status.c: what this rank is doing, for tlink_comm_status and the soft deadline ----------
+ * Written by the thread that runs calls (relaxed stores, no clock reads: a few ns per call),
+ * read by the status responder and the heartbeat thread. Reference-counted: the responder
+ * thread may outlive its communicator by a moment (it is not joined: a store that went away
+ * must not hold up destroy). */
+typedef struct tl_stat {
+    _Atomic int refs;
+    _Atomic uint64_t seq;           /* calls started on the communicator */
+    _Atomic(const char *) call;     /* name of the call running or last run (a static string) */
+    _Atomic int in_call;
+    _Atomic int algo;               /* tlink_algo of the call, -1 none */
+    _Atomic int step;               /* point-to-point rounds of the call so far */
+    _Atomic int peer;               /* awaited rank: -1 none (making progress), -2 the ranks of this host */
+    _Atomic int sending;
+    _Atomic uint64_t done, total;   /* bytes of the awaited message */
+    _Atomic int64_t wait_ns;        /* when the wait began (monotonic ns), 0 none */
+    /* the heartbeat thread's observation of (seq, in_call): when it last changed */
+    _Atomic uint64_t seen_key;
+    _Atomic int64_t seen_ns;
+    _Atomic uint64_t soft_seq;      /* the call whose soft deadline was reported */
+    _Atomic int stop;
+    _Atomic int fd;                 /* the responder's store connection (to shut down) */
+    int rank, size, pid;
+    double soft_s;                  /* TLINK_SOFT_TIMEOUT */
+    char prefix[160], store_addr[256], host[64];
+} tl_stat;
+static inline int64_t tl_now_ns(void) { return (int64_t)(tl_now() * 1e9); }
+void tl_status_start(tlink_comm *c);   /* the responder thread (communicators of >1 rank) */
+void tl_status_stop(tlink_comm *c);
+void tl_status_tick(tlink_comm *c);    /* heartbeat thread: observation and the soft deadline */
+
 struct tlink_comm {
     int rank, size;
     int local_rank, local_size, nhosts, host_idx;
@@ -250,7 +289,22 @@ struct tlink_comm {
     tl_ft *ft;                      /* heartbeats, revoke flag, failed set; NULL for size 1 */
     int shrink_seq;
     char kp[128];                   /* key prefix given at init ("" for split/shrunk comms) */
+    tl_stat *stat;                  /* status.c; never NULL after comm_alloc */
 };
+
+/* a call begins / ends (coll.c, moe.c) */
+static inline void tl_stat_begin(tlink_comm *c, const char *call, int algo) {
+    tl_stat *s = c->stat;
+    atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->call, call, memory_order_relaxed);
+    atomic_store_explicit(&s->algo, algo, memory_order_relaxed);
+    atomic_store_explicit(&s->step, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->peer, -1, memory_order_relaxed);
+    atomic_store_explicit(&s->in_call, 1, memory_order_release);
+}
+static inline void tl_stat_end(tlink_comm *c) {
+    atomic_store_explicit(&c->stat->in_call, 0, memory_order_release);
+}
 
 tlink_status tl_err(tlink_comm *c, tlink_status st, const char *fmt, ...) TL_PRINTF(3, 4);
 tlink_status tl_fail(tlink_comm *c, tlink_status st, int failed_rank, const char *fmt, ...) TL_PRINTF(4, 5);
@@ -349,6 +403,8 @@ typedef struct tl_args {
     int peer2;
     size_t count2;
     size_t *received;
+    const char *call;               /* the call's name for status reports (NULL: the collective's) */
+    int quiet;                      /* not a user call (the bootstrap barrier): not counted */
 } tl_args;
 tlink_status tl_coll_run(tlink_comm *c, tl_args *a);   /* runs in the executor */
 tlink_status tl_execute(tlink_comm *c, tl_args *a);    /* blocking entry: orders after queued work */
