@@ -178,7 +178,40 @@ static void test_report(void) {
     free(buf);
 }
 
-int main(void) {
+/* `tlink_test_status demo RANK SECONDS` under a launcher: three all-reduces, then RANK stalls
+ * for SECONDS in its own code (after writing its pid to $TLINK_DEMO_MARK) while the others
+ * enter the fourth; for `tile link-status` (tests/link-net/status_test.sh). */
+static int demo(int stall, double secs) {
+    tlink_comm *c;
+    if (tlink_comm_init_env(&c)) {
+        fprintf(stderr, "demo: %s\n", tlink_last_error(NULL));
+        return 1;
+    }
+    int rank = tlink_comm_rank(c), size = tlink_comm_size(c), ok = 1;
+    tlink_comm_set_algo(c, TLINK_COLL_ALLREDUCE, TLINK_ALGO_RING);
+    float *x = calloc(COUNT, sizeof(float));
+    for (int it = 0; it < 4 && ok; it++) {
+        if (it == 3 && rank == stall) {
+            const char *mark = getenv("TLINK_DEMO_MARK");
+            if (mark) {
+                char tmp[512];
+                snprintf(tmp, sizeof tmp, "%s.tmp", mark);
+                FILE *f = fopen(tmp, "w");
+                if (f) { fprintf(f, "%d\n", (int)getpid()); fclose(f); rename(tmp, mark); }
+            }
+            usleep((useconds_t)(secs * 1e6));
+        }
+        for (int i = 0; i < COUNT; i++) x[i] = 1;
+        ok = tlink_allreduce(c, x, x, COUNT, TLINK_F32, TLINK_SUM) == TLINK_OK && x[0] == (float)size;
+    }
+    if (!ok) fprintf(stderr, "demo rank %d: %s\n", rank, tlink_last_error(c));
+    free(x);
+    tlink_comm_destroy(c);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "demo")) return demo(atoi(argv[2]), atof(argv[3]));
     test_report();
     setenv("TLINK_TIMEOUT", "60", 1);
     setenv("TLINK_SOFT_TIMEOUT", "1", 1);

@@ -526,6 +526,26 @@ static int host_is_this_machine(const char *host) {
     return found;
 }
 
+/* Every rank is on this host (the launcher says so: local size = size) and the store address
+ * is one of this machine's: then nobody needs to reach the store from outside, so every rank
+ * meets it on loopback (addr becomes 127.0.0.1:PORT; returns 1) and rank 0's listens there only.
+ * Each rank decides alike from the same environment, and so does `tile link-status --pid`. Not
+ * when namespaces or explicit host identities make "this host" mean something else. */
+int tl_local_store_addr(char *addr, size_t len, int size) {
+    char host[256];
+    int port;
+    if (tl_parse_hostport(addr, host, sizeof host, &port) || tl_getenv("TLINK_HOST_PER_NETNS") ||
+        tl_getenv("TLINK_HOST_ID"))
+        return 0;
+    char ip[64];
+    if (host_is_loopback(host, ip, sizeof ip)) return 0;
+    tlink_env_info e;
+    tlink_env_parse(&e);
+    if (size <= 0 || e.size != size || e.local_size != size || !host_is_this_machine(host)) return 0;
+    snprintf(addr, len, "127.0.0.1:%d", port);
+    return 1;
+}
+
 tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
     if (!out || !cfg) {
         tl_set_thread_error("tlink_comm_init: NULL argument");
@@ -561,24 +581,13 @@ tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
         tl_set_thread_error("tlink_comm_init: store address '%s' is not host:port", addr);
         return TLINK_ERR_INVALID_ARG;
     }
-    /* Every rank is on this host (the launcher says so: local size = size) and the store is to
-     * be hosted here: then nobody needs to reach it from outside, so every rank meets it on
-     * loopback and it listens there only. Each rank decides alike from the same environment.
-     * Not when namespaces or explicit host identities make "this host" mean something else. */
     char bind_ip[64] = "127.0.0.1";
     int loopback = host_is_loopback(host, bind_ip, sizeof bind_ip);
-    if (!loopback && cfg->from_env && cfg->host_store != -1 && !tl_getenv("TLINK_HOST_PER_NETNS") &&
-        !tl_getenv("TLINK_HOST_ID")) {
-        tlink_env_info e;
-        tlink_env_parse(&e);
-        if (e.size == size && e.local_size == size && size > 0 && host_is_this_machine(host)) {
-            tl_log(TL_LOG_INFO, "all %d ranks are on this host: the store at %s is used on 127.0.0.1:%d", size, addr,
-                   port);
-            snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-            snprintf(host, sizeof host, "127.0.0.1");
-            snprintf(bind_ip, sizeof bind_ip, "127.0.0.1");
-            loopback = 1;
-        }
+    if (!loopback && cfg->from_env && cfg->host_store != -1 && tl_local_store_addr(addr, sizeof addr, size)) {
+        tl_log(TL_LOG_INFO, "all %d ranks are on this host: the store is used on %s", size, addr);
+        snprintf(host, sizeof host, "127.0.0.1");
+        snprintf(bind_ip, sizeof bind_ip, "127.0.0.1");
+        loopback = 1;
     }
     tlink_comm *c = comm_alloc();
     if (!c) return TLINK_ERR_NO_MEMORY;

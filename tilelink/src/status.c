@@ -275,7 +275,12 @@ tlink_status tlink_job_status(const char *store_addr, const char *prefix, double
     snprintf(key, sizeof key, "%s/gen/0", prefix);
     int ex = 0;
     void *v = NULL;
-    if (tlink_store_check(st, key, &ex) == TLINK_OK && ex && tlink_store_get(st, key, &v, NULL, 2) == TLINK_OK && v) {
+    if ((rc = tlink_store_check(st, key, &ex)) != TLINK_OK) {
+        tl_set_thread_error("tlink_job_status: %s", tlink_store_last_error(st));
+        tlink_store_close(st);
+        return rc;
+    }
+    if (ex && tlink_store_get(st, key, &v, NULL, 2) == TLINK_OK && v) {
         int64_t g = 0;
         memcpy(&g, v, sizeof g);
         snprintf(cp, sizeof cp, "%s/%lld", prefix, (long long)g);

@@ -450,6 +450,8 @@ int tl_ft_dead(tlink_comm *c);         /* first rank declared dead by heartbeats
 int tl_ft_revoker(tlink_comm *c);      /* rank that revoked the communicator, -1 */
 void tl_ft_mark_revoked(tlink_comm *c, int who);
 double tl_ft_timeout(tlink_comm *c);
+/* comm.c: the store address every rank of an all-local job uses (see comm.c); 1 when rewritten */
+int tl_local_store_addr(char *addr, size_t len, int size);
 /* comm.c: a communicator over a subset, bootstrapped under prefix (split, shrink) */
 tlink_status tl_comm_derive(tlink_comm *parent, int rank, int size, const char *prefix, uint64_t comm_id,
                             tlink_comm **out);
