@@ -676,12 +676,263 @@ tlink_status tlink_moe_combine(tlink_moe *m, const void *expert_out, tlink_dtype
 }
 
 /* ---------- hierarchical ---------- */
+/* Stage 1's exchange among the cross group: counts, metadata and rows (gathered from sbase by
+ * sidx) into contiguous staging, per source in group order. */
+static tlink_status stage_exchange(tlink_moe *m, const int *ranks, int n, int me, const size_t *scnt, const char *smeta,
+                                   size_t msz, const char *sbase, const int32_t *sidx, size_t *roff, char **rmeta_out,
+                                   char **rdata_out) {
+    tlink_comm *c = m->c;
+    tlink_status st = TLINK_OK;
+    size_t *rcnt = calloc((size_t)n, sizeof *rcnt), *soff = calloc((size_t)n + 1, sizeof *soff);
+    part *sp = calloc((size_t)n, sizeof *sp), *rp = calloc((size_t)n, sizeof *rp);
+    struct iovec **siov = calloc((size_t)n, sizeof *siov);
+    size_t **sio = calloc((size_t)n, sizeof *sio);
+    char *rmeta = NULL, *rdata = NULL;
+    if (!rcnt || !soff || !sp || !rp || !siov || !sio) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory", c->cur_coll); goto out; }
+    for (int q = 0; q < n; q++) soff[q + 1] = soff[q] + scnt[q];
+    for (int q = 0; q < n; q++) {
+        sp[q] = (part){.buf = &scnt[q], .bytes = sizeof(size_t)};
+        rp[q] = (part){.buf = &rcnt[q], .bytes = sizeof(size_t)};
+    }
+    rcnt[me] = scnt[me];
+    sp[me].bytes = rp[me].bytes = 0;
+    if ((st = exchange(c, ranks, n, me, sp, rp))) goto out;
+    roff[0] = 0;
+    for (int q = 0; q < n; q++) {
+        if (rcnt[q] > ((size_t)1 << 40) / (msz + m->rowbytes)) {
+            st = tl_err(c, TLINK_ERR_INTERNAL, "%s: rank %d announced %zu tokens", c->cur_coll, ranks[q], rcnt[q]);
+            goto out;
+        }
+        roff[q + 1] = roff[q] + rcnt[q];
+    }
+    rmeta = malloc(roff[n] ? roff[n] * msz : 1);
+    rdata = malloc(roff[n] ? roff[n] * m->rowbytes : 1);
+    if (!rmeta || !rdata) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory for %zu staged tokens", c->cur_coll, roff[n]); goto out; }
+    for (int q = 0; q < n; q++) {
+        sp[q] = (part){.buf = smeta + soff[q] * msz, .bytes = scnt[q] * msz};
+        rp[q] = (part){.buf = rmeta + roff[q] * msz, .bytes = rcnt[q] * msz};
+    }
+    if (scnt[me]) memcpy(rmeta + roff[me] * msz, smeta + soff[me] * msz, scnt[me] * msz);
+    sp[me].bytes = rp[me].bytes = 0;
+    if ((st = exchange(c, ranks, n, me, sp, rp))) goto out;
+    for (int q = 0; q < n; q++) {
+        int ns = gather_list(sbase, m->rowbytes, sidx + soff[q], scnt[q], &siov[q], &sio[q]);
+        if (ns < 0) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory", c->cur_coll); goto out; }
+        sp[q] = (part){.iov = siov[q], .iov_off = sio[q], .niov = ns, .bytes = scnt[q] * m->rowbytes};
+        rp[q] = (part){.buf = rdata + roff[q] * m->rowbytes, .bytes = rcnt[q] * m->rowbytes};
+    }
+    for (size_t i = 0; i < scnt[me]; i++)
+        memcpy(rdata + (roff[me] + i) * m->rowbytes, sbase + (size_t)sidx[soff[me] + i] * m->rowbytes, m->rowbytes);
+    sp[me].bytes = rp[me].bytes = 0;
+    /* both sides of a message use one kind of buffer (single copy chooses alike): the
+     * receiver's contiguous buffer goes as a one-segment list */
+    struct iovec *riov = calloc((size_t)n, sizeof *riov);
+    size_t *rio = calloc((size_t)n * 2, sizeof *rio);
+    if (!riov || !rio) { free(riov); free(rio); st = tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory", c->cur_coll); goto out; }
+    for (int q = 0; q < n; q++) {
+        riov[q] = (struct iovec){(void *)rp[q].buf, rp[q].bytes};
+        rio[2 * q] = 0;
+        rio[2 * q + 1] = rp[q].bytes;
+        rp[q].iov = &riov[q];
+        rp[q].iov_off = &rio[2 * q];
+        rp[q].niov = 1;
+    }
+    st = exchange(c, ranks, n, me, sp, rp);
+    free(riov);
+    free(rio);
+out:
+    if (siov)
+        for (int q = 0; q < n; q++) { free(siov[q]); free(sio[q]); }
+    free(siov); free(sio); free(rcnt); free(soff); free(sp); free(rp);
+    if (st) { free(rmeta); free(rdata); rmeta = rdata = NULL; }
+    *rmeta_out = rmeta;
+    *rdata_out = rdata;
+    return st;
+}
+
 static tlink_status dispatch_hier(tlink_moe *m, const void *x, const float *scales, const int32_t *ids,
                                   const float *wts) {
-    (void)x; (void)scales; (void)ids; (void)wts;
-    return tl_err(m->c, TLINK_ERR_UNSUPPORTED, "moe_dispatch: hierarchical: not yet");
+    tlink_comm *c = m->c;
+    const int L = m->L, k = m->cfg.top_k, Hn = c->nhosts, Lh = c->local_size;
+    const size_t T = m->ntokens, msz1 = meta_size(k, 1), msz2 = meta_size(k, 0);
+    tlink_status st = TLINK_OK;
+    hier_state *h = m->h = calloc(1, sizeof *h);
+    if (!h) return tl_err(c, TLINK_ERR_NO_MEMORY, "moe_dispatch: out of memory");
+    h->H = Hn;
+    h->hme = c->host_idx;
+    size_t *s1cnt = calloc((size_t)Hn, sizeof *s1cnt), *cur = calloc((size_t)Hn, sizeof *cur);
+    int32_t *dh = malloc((T ? T * (size_t)k : 1) * sizeof *dh);
+    int *ndh = calloc(T ? T : 1, sizeof *ndh);
+    char *smeta = NULL, *smeta2 = NULL;
+    int32_t *fidx = NULL;
+    size_t *f2off = NULL, *f2cur = NULL;
+    h->s1off = calloc((size_t)Hn + 1, sizeof *h->s1off);
+    h->p1off = calloc((size_t)Hn + 1, sizeof *h->p1off);
+    h->f2cnt = calloc((size_t)Lh, sizeof *h->f2cnt);
+    if (!s1cnt || !cur || !dh || !ndh || !h->s1off || !h->p1off || !h->f2cnt) {
+        st = tl_err(c, TLINK_ERR_NO_MEMORY, "moe_dispatch: out of memory");
+        goto out;
+    }
+    /* stage 1: per token, the hosts of its experts' ranks */
+    for (size_t t = 0; t < T; t++) {
+        int nd = 0;
+        int32_t *d = dh + t * (size_t)k;
+        for (int j = 0; j < k; j++) {
+            int32_t id = ids[t * (size_t)k + (size_t)j];
+            if (id < 0) continue;
+            int hh = c->host_of[id / L], seen = 0;
+            for (int i = 0; i < nd; i++) seen |= d[i] == hh;
+            if (!seen) { d[nd++] = hh; s1cnt[hh]++; }
+        }
+        ndh[t] = nd;
+    }
+    for (int hh = 0; hh < Hn; hh++) h->s1off[hh + 1] = h->s1off[hh] + s1cnt[hh];
+    size_t n1 = h->s1off[Hn];
+    h->s1tok = malloc((n1 ? n1 : 1) * sizeof *h->s1tok);
+    smeta = calloc(n1 ? n1 : 1, msz1);
+    if (!h->s1tok || !smeta) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "moe_dispatch: out of memory"); goto out; }
+    for (int hh = 0; hh < Hn; hh++) cur[hh] = h->s1off[hh];
+    for (size_t t = 0; t < T; t++) {
+        for (int i = 0; i < ndh[t]; i++) {
+            int hh = dh[t * (size_t)k + (size_t)i];
+            size_t at = cur[hh]++;
+            h->s1tok[at] = (int32_t)t;
+            char *rec = smeta + at * msz1;
+            meta_hdr *hd = (meta_hdr *)rec;
+            hd->token = (int32_t)t;
+            hd->src = c->rank;
+            hd->scale = scales ? scales[t] : 0.0f;
+            int16_t *e = meta_e(rec), *q = meta_q(rec, k);
+            float *w = meta_w(rec, k);
+            for (int j = 0; j < k; j++) {
+                int32_t id = ids[t * (size_t)k + (size_t)j];
+                int on = id >= 0 && c->host_of[id / L] == hh;
+                e[j] = on ? (int16_t)(id % L) : -1;
+                q[j] = on ? (int16_t)c->peers[id / L].local_idx : -1;
+                w[j] = on ? wts[t * (size_t)k + (size_t)j] : 0.0f;
+            }
+        }
+    }
+    c->cur_coll = "moe_dispatch";
+    if ((st = stage_exchange(m, c->cross, Hn, h->hme, s1cnt, smeta, msz1, x, h->s1tok, h->p1off, &h->pmeta, &h->px)))
+        goto out;
+    h->np = h->p1off[Hn];
+    /* stage 2: the proxy forwards each staged token to the host's ranks of its experts */
+    const size_t np = h->np;
+    h->fwd_off = calloc(np + 1, sizeof *h->fwd_off);
+    for (size_t i = 0; i < np && h->fwd_off; i++) {
+        const int16_t *q = meta_q(h->pmeta + i * msz1, k);
+        int nq = 0;
+        for (int j = 0; j < k; j++) {
+            if (q[j] < 0) continue;
+            if (q[j] >= Lh) { st = tl_err(c, TLINK_ERR_INTERNAL, "moe_dispatch: a token record names local rank %d of %d", q[j], Lh); goto out; }
+            int seen = 0;
+            for (int jj = 0; jj < j; jj++) seen |= q[jj] == q[j];
+            if (!seen) { nq++; h->f2cnt[q[j]]++; }
+        }
+        h->fwd_off[i + 1] = h->fwd_off[i] + (size_t)nq;
+    }
+    size_t nf = h->fwd_off ? h->fwd_off[np] : 0;
+    h->fwd_q = malloc((nf ? nf : 1) * sizeof *h->fwd_q);
+    h->fwd_pos = malloc((nf ? nf : 1) * sizeof *h->fwd_pos);
+    fidx = malloc((nf ? nf : 1) * sizeof *fidx);
+    smeta2 = calloc(nf ? nf : 1, msz2);
+    f2off = calloc((size_t)Lh + 1, sizeof *f2off);
+    f2cur = calloc((size_t)Lh, sizeof *f2cur);
+    if (!h->fwd_off || !h->fwd_q || !h->fwd_pos || !fidx || !smeta2 || !f2off || !f2cur) {
+        st = tl_err(c, TLINK_ERR_NO_MEMORY, "moe_dispatch: out of memory");
+        goto out;
+    }
+    for (int l = 0; l < Lh; l++) f2off[l + 1] = f2off[l] + h->f2cnt[l];
+    for (size_t i = 0; i < np; i++) {
+        char *rec1 = h->pmeta + i * msz1;
+        const meta_hdr *hd1 = (const meta_hdr *)rec1;
+        const int16_t *e1 = meta_e(rec1), *q1 = meta_q(rec1, k);
+        const float *w1 = meta_w(rec1, k);
+        size_t f = h->fwd_off[i];
+        for (int l = 0; l < Lh; l++) {   /* local rank order: the combine sums in this order */
+            int any = 0;
+            for (int j = 0; j < k; j++) any |= q1[j] == l;
+            if (!any) continue;
+            size_t at = f2off[l] + f2cur[l];
+            h->fwd_q[f] = l;
+            h->fwd_pos[f] = f2cur[l]++;
+            f++;
+            fidx[at] = (int32_t)i;
+            char *rec2 = smeta2 + at * msz2;
+            meta_hdr *hd2 = (meta_hdr *)rec2;
+            *hd2 = *hd1;
+            int16_t *e2 = meta_e(rec2);
+            float *w2 = meta_w(rec2, k);
+            for (int j = 0; j < k; j++) {
+                e2[j] = q1[j] == l ? e1[j] : -1;
+                w2[j] = q1[j] == l ? w1[j] : 0.0f;
+            }
+        }
+    }
+    st = group_dispatch(m, c->local_ranks, Lh, c->local_rank, h->f2cnt, smeta2, msz2, h->px, fidx);
+    m->ng = Lh;
+out:
+    free(s1cnt); free(cur); free(dh); free(ndh); free(smeta); free(smeta2); free(fidx); free(f2off); free(f2cur);
+    return st;
 }
+
 static tlink_status combine_hier(tlink_moe *m, const void *eout, tlink_dtype dt, void *y) {
-    (void)eout; (void)dt; (void)y;
-    return tl_err(m->c, TLINK_ERR_UNSUPPORTED, "moe_combine: hierarchical: not yet");
+    tlink_comm *c = m->c;
+    hier_state *h = m->h;
+    const int Hn = h->H, Lh = c->local_size, li = c->local_rank;
+    const size_t H = m->cfg.hidden, vb = H * tlink_dtype_size(dt), T = m->ntokens, np = h->np;
+    tlink_status st = TLINK_OK;
+    size_t nf = 0;
+    for (int l = 0; l < Lh; l++) nf += h->f2cnt[l];
+    char *sendp = malloc(m->nuniq ? m->nuniq * vb : 1);        /* my partials, per proxy */
+    char *back2 = malloc(nf ? nf * vb : 1);                    /* partials of the tokens I forwarded */
+    char *hsum = malloc(np ? np * vb : 1);                     /* per staged token: the host's sum */
+    char *back1 = malloc(h->s1off[Hn] ? h->s1off[Hn] * vb : 1); /* per host: my tokens' host sums */
+    size_t *b2off = calloc((size_t)Lh + 1, sizeof *b2off), *cur = calloc((size_t)Hn, sizeof *cur);
+    size_t *s1cnt = calloc((size_t)Hn, sizeof *s1cnt);
+    float *acc = malloc(H * sizeof(float));
+    part *sp = calloc((size_t)Hn, sizeof *sp), *rp = calloc((size_t)Hn, sizeof *rp);
+    if (!sendp || !back2 || !hsum || !back1 || !b2off || !cur || !s1cnt || !acc || !sp || !rp) {
+        st = tl_err(c, TLINK_ERR_NO_MEMORY, "moe_combine: out of memory");
+        goto out;
+    }
+    /* stage 2 back: my partials to the proxies, theirs for what I forwarded */
+    partials(m, eout, dt, 0, m->nuniq, sendp, acc);
+    for (int l = 0; l < Lh; l++) b2off[l + 1] = b2off[l] + h->f2cnt[l];
+    if (h->f2cnt[li]) memcpy(back2 + b2off[li] * vb, sendp + m->ug[li] * vb, h->f2cnt[li] * vb);
+    if ((st = group_combine_exchange(m, c->local_ranks, Lh, li, sendp, h->f2cnt, back2, vb))) goto out;
+    /* the host's sum per staged token, local ranks in order, rounded */
+    for (size_t i = 0; i < np; i++) {
+        for (size_t e = 0; e < H; e++) acc[e] = 0.0f;
+        for (size_t f = h->fwd_off[i]; f < h->fwd_off[i + 1]; f++)
+            acc_add(acc, back2 + (b2off[h->fwd_q[f]] + h->fwd_pos[f]) * vb, dt, H);
+        acc_store(hsum + i * vb, acc, dt, H);
+    }
+    /* stage 1 back: the host sums to the sources, one vector per (token, host) */
+    size_t ro = 0;
+    for (int hh = 0; hh < Hn; hh++) {
+        s1cnt[hh] = h->s1off[hh + 1] - h->s1off[hh];
+        sp[hh] = (part){.buf = hsum + h->p1off[hh] * vb, .bytes = (h->p1off[hh + 1] - h->p1off[hh]) * vb};
+        rp[hh] = (part){.buf = back1 + ro * vb, .bytes = s1cnt[hh] * vb};
+        ro += s1cnt[hh];
+    }
+    if (s1cnt[h->hme]) memcpy(back1 + h->s1off[h->hme] * vb, hsum + h->p1off[h->hme] * vb, s1cnt[h->hme] * vb);
+    sp[h->hme].bytes = rp[h->hme].bytes = 0;
+    if ((st = exchange(c, c->cross, Hn, h->hme, sp, rp))) goto out;
+    /* y[t] = R(sum over the hosts t went to, in host order) */
+    for (int hh = 0; hh < Hn; hh++) cur[hh] = h->s1off[hh];
+    for (size_t t = 0; t < T; t++) {
+        for (size_t e = 0; e < H; e++) acc[e] = 0.0f;
+        for (int hh = 0; hh < Hn; hh++) {
+            if (cur[hh] < h->s1off[hh + 1] && h->s1tok[cur[hh]] == (int32_t)t) {
+                acc_add(acc, back1 + cur[hh] * vb, dt, H);
+                cur[hh]++;
+            }
+        }
+        acc_store((char *)y + t * vb, acc, dt, H);
+    }
+out:
+    free(sendp); free(back2); free(hsum); free(back1); free(b2off); free(cur); free(s1cnt); free(acc); free(sp); free(rp);
+    return st;
 }
