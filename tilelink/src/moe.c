@@ -35,6 +35,61 @@
 
 #define MOE_MAX_TOPK 64
 
+/* ---------- big buffers ----------
+ * The received rows and the combine's vectors are hundreds of MB at DeepSeek-V3 sizes; fresh
+ * from malloc they are fresh mappings, and the first touch of every page (a fault and the
+ * kernel clearing it) cost as much as the copy into them. Freed ones are kept for the next
+ * dispatch (process-wide, a few blocks, TLINK_MOE_CACHE_MB = 1024 in all) and handed out when
+ * a request fits within twice their size. */
+#define BIG_MIN ((size_t)1 << 20)
+#define BIG_SLOTS 8
+static pthread_mutex_t g_big_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *p; size_t n; } g_big[BIG_SLOTS];
+static size_t g_big_total;
+
+static void *big_alloc(size_t n) {
+    if (!n) n = 1;
+    if (n >= BIG_MIN) {
+        pthread_mutex_lock(&g_big_mu);
+        int best = -1;
+        for (int i = 0; i < BIG_SLOTS; i++)
+            if (g_big[i].p && g_big[i].n >= n && g_big[i].n <= 2 * n && (best < 0 || g_big[i].n < g_big[best].n)) best = i;
+        if (best >= 0) {
+            void *p = g_big[best].p;
+            g_big_total -= g_big[best].n;
+            g_big[best].p = NULL;
+            pthread_mutex_unlock(&g_big_mu);
+            return p;
+        }
+        pthread_mutex_unlock(&g_big_mu);
+    }
+    return malloc(n);
+}
+/* p came from big_alloc(n) */
+static void big_free(void *p, size_t n) {
+    if (!p) return;
+    if (!n) n = 1;
+    if (n >= BIG_MIN) {
+        static long cap_mb = -1;
+        if (cap_mb < 0) cap_mb = tl_env_long("TLINK_MOE_CACHE_MB", 1024);
+        pthread_mutex_lock(&g_big_mu);
+        /* make room: older blocks go first */
+        size_t limit = (size_t)cap_mb << 20;
+        for (int i = 0; i < BIG_SLOTS && g_big_total + n > limit; i++)
+            if (g_big[i].p) { free(g_big[i].p); g_big_total -= g_big[i].n; g_big[i].p = NULL; }
+        for (int i = 0; i < BIG_SLOTS && g_big_total + n <= limit; i++)
+            if (!g_big[i].p) {
+                g_big[i].p = p;
+                g_big[i].n = n;
+                g_big_total += n;
+                p = NULL;
+                break;
+            }
+        pthread_mutex_unlock(&g_big_mu);
+    }
+    free(p);
+}
+
 /* bf16 <-> f32, bit for bit as util.c's converters (inlined: they run per element) */
 static inline float bf2f(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
@@ -129,6 +184,7 @@ struct hier_state {
     int32_t *s1tok;
     size_t *p1off;              /* [H + 1] tokens this proxy got from the rank of host h */
     size_t np;                  /* proxy tokens (all hosts, mine included) */
+    size_t rowbytes;
     char *pmeta;                /* [np] their stage-1 metadata (with slot_q) */
     char *px;                   /* [np][rowbytes] their data (my own host's: copied from x) */
     /* stage 2 (the local group): proxy token i went to local ranks fwd[fwd_off[i] ..) in
@@ -141,14 +197,14 @@ struct hier_state {
 
 static void hier_free(hier_state *h) {
     if (!h) return;
-    free(h->s1off); free(h->s1tok); free(h->p1off); free(h->pmeta); free(h->px);
+    free(h->s1off); free(h->s1tok); free(h->p1off); free(h->pmeta); big_free(h->px, h->np * h->rowbytes);
     free(h->fwd_off); free(h->fwd_q); free(h->fwd_pos); free(h->f2cnt);
     free(h);
 }
 
 void tlink_moe_free(tlink_moe *m) {
     if (!m) return;
-    free(m->eoff); free(m->ecnt); free(m->rx); free(m->rscale); free(m->rw); free(m->rsrc); free(m->rtok);
+    free(m->eoff); free(m->ecnt); big_free(m->rx, m->nrows * m->rowbytes); free(m->rscale); free(m->rw); free(m->rsrc); free(m->rtok);
     free(m->urow_off); free(m->urows); free(m->ug); free(m->soff); free(m->stok);
     hier_free(m->h);
     free(m);
@@ -242,7 +298,7 @@ static tlink_status place_rows(tlink_moe *m, int ng, const size_t *cnt, const ch
     m->nrows = rows;
     m->nuniq = nu;
     const int fp8 = m->cfg.dtype == TLINK_FP8_E4M3;
-    m->rx = malloc(rows ? rows * m->rowbytes : 1);
+    m->rx = big_alloc(rows * m->rowbytes);
     m->rw = malloc((rows ? rows : 1) * sizeof(float));
     m->rsrc = malloc((rows ? rows : 1) * sizeof(int32_t));
     m->rtok = malloc((rows ? rows : 1) * sizeof(int32_t));
@@ -627,9 +683,8 @@ static tlink_status combine_flat(tlink_moe *m, const void *eout, tlink_dtype dt,
     const int W = m->W;
     const size_t H = m->cfg.hidden, vb = H * tlink_dtype_size(dt), T = m->ntokens;
     tlink_status st = TLINK_OK;
-    char *sendp = malloc(m->nuniq ? m->nuniq * vb : 1);
     size_t nback = m->soff[W];
-    char *back = malloc(nback ? nback * vb : 1);
+    char *sendp = big_alloc(m->nuniq * vb), *back = big_alloc(nback * vb);
     size_t *rcnt = calloc((size_t)W, sizeof *rcnt), *cur = calloc((size_t)W, sizeof *cur);
     float *acc = malloc(H * sizeof(float));
     if (!sendp || !back || !rcnt || !cur || !acc) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "moe_combine: out of memory"); goto out; }
@@ -652,7 +707,9 @@ static tlink_status combine_flat(tlink_moe *m, const void *eout, tlink_dtype dt,
         acc_store((char *)y + t * vb, acc, dt, H);
     }
 out:
-    free(sendp); free(back); free(rcnt); free(cur); free(acc);
+    big_free(sendp, m->nuniq * vb);
+    big_free(back, nback * vb);
+    free(rcnt); free(cur); free(acc);
     return st;
 }
 
@@ -706,7 +763,7 @@ static tlink_status stage_exchange(tlink_moe *m, const int *ranks, int n, int me
         roff[q + 1] = roff[q] + rcnt[q];
     }
     rmeta = malloc(roff[n] ? roff[n] * msz : 1);
-    rdata = malloc(roff[n] ? roff[n] * m->rowbytes : 1);
+    rdata = big_alloc(roff[n] * m->rowbytes);
     if (!rmeta || !rdata) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory for %zu staged tokens", c->cur_coll, roff[n]); goto out; }
     for (int q = 0; q < n; q++) {
         sp[q] = (part){.buf = smeta + soff[q] * msz, .bytes = scnt[q] * msz};
@@ -744,7 +801,7 @@ out:
     if (siov)
         for (int q = 0; q < n; q++) { free(siov[q]); free(sio[q]); }
     free(siov); free(sio); free(rcnt); free(soff); free(sp); free(rp);
-    if (st) { free(rmeta); free(rdata); rmeta = rdata = NULL; }
+    if (st) { free(rmeta); big_free(rdata, roff[n] * m->rowbytes); rmeta = rdata = NULL; }
     *rmeta_out = rmeta;
     *rdata_out = rdata;
     return st;
@@ -760,6 +817,7 @@ static tlink_status dispatch_hier(tlink_moe *m, const void *x, const float *scal
     if (!h) return tl_err(c, TLINK_ERR_NO_MEMORY, "moe_dispatch: out of memory");
     h->H = Hn;
     h->hme = c->host_idx;
+    h->rowbytes = m->rowbytes;
     size_t *s1cnt = calloc((size_t)Hn, sizeof *s1cnt), *cur = calloc((size_t)Hn, sizeof *cur);
     int32_t *dh = malloc((T ? T * (size_t)k : 1) * sizeof *dh);
     int *ndh = calloc(T ? T : 1, sizeof *ndh);
@@ -885,10 +943,10 @@ static tlink_status combine_hier(tlink_moe *m, const void *eout, tlink_dtype dt,
     tlink_status st = TLINK_OK;
     size_t nf = 0;
     for (int l = 0; l < Lh; l++) nf += h->f2cnt[l];
-    char *sendp = malloc(m->nuniq ? m->nuniq * vb : 1);        /* my partials, per proxy */
-    char *back2 = malloc(nf ? nf * vb : 1);                    /* partials of the tokens I forwarded */
-    char *hsum = malloc(np ? np * vb : 1);                     /* per staged token: the host's sum */
-    char *back1 = malloc(h->s1off[Hn] ? h->s1off[Hn] * vb : 1); /* per host: my tokens' host sums */
+    char *sendp = big_alloc(m->nuniq * vb);       /* my partials, per proxy */
+    char *back2 = big_alloc(nf * vb);             /* partials of the tokens I forwarded */
+    char *hsum = big_alloc(np * vb);              /* per staged token: the host's sum */
+    char *back1 = big_alloc(h->s1off[Hn] * vb);   /* per host: my tokens' host sums */
     size_t *b2off = calloc((size_t)Lh + 1, sizeof *b2off), *cur = calloc((size_t)Hn, sizeof *cur);
     size_t *s1cnt = calloc((size_t)Hn, sizeof *s1cnt);
     float *acc = malloc(H * sizeof(float));
@@ -933,6 +991,10 @@ static tlink_status combine_hier(tlink_moe *m, const void *eout, tlink_dtype dt,
         acc_store((char *)y + t * vb, acc, dt, H);
     }
 out:
-    free(sendp); free(back2); free(hsum); free(back1); free(b2off); free(cur); free(s1cnt); free(acc); free(sp); free(rp);
+    big_free(sendp, m->nuniq * vb);
+    big_free(back2, nf * vb);
+    big_free(hsum, np * vb);
+    big_free(back1, h->s1off[Hn] * vb);
+    free(b2off); free(cur); free(s1cnt); free(acc); free(sp); free(rp);
     return st;
 }
