@@ -70,11 +70,13 @@ int main(int argc, char **argv) {
     mc /= (double)o.iters;
     double rows = (double)nrows, allrows = 0;
     tlink_allreduce(c, &rows, &allrows, 1, TLINK_F64, TLINK_SUM);
+    double cks = moe_checksum(y, T * Hd), allcks = 0;
+    tlink_allreduce(c, &cks, &allcks, 1, TLINK_F64, TLINK_SUM);
     if (!rank)
         printf("RESULT lib=tilelink ranks=%d hosts=%d tokens=%ld hidden=%ld experts=%ld topk=%ld dtype=%s algo=%s "
-               "dispatch_ms=%.3f combine_ms=%.3f disp_bytes=%.0f comb_bytes=%.0f rows=%.0f\n",
+               "dispatch_ms=%.3f combine_ms=%.3f disp_bytes=%.0f comb_bytes=%.0f rows=%.0f checksum=%.9g\n",
                W, tlink_comm_host_count(c), o.tokens, o.hidden, o.experts, o.topk, o.fp8 ? "fp8" : "bf16", used,
-               md * 1e3, mc * 1e3, tot * (double)rb, tot * (double)Hd * 2, allrows);
+               md * 1e3, mc * 1e3, tot * (double)rb, tot * (double)Hd * 2, allrows, allcks);
     free(ids); free(w); free(scales); free(x); free(y); free(td); free(tc); free(eo);
     tlink_comm_destroy(c);
     return 0;

@@ -1,7 +1,7 @@
 /* moe_common.h — what the MoE dispatch/combine benchmarks share (moe_bench.c for TileLink,
  * moe_mpi.c for Open MPI; moe_gloo.py reimplements the same generator): the options, the
  * routing (every rank draws top-k distinct experts per token, uniformly, from a xorshift seeded
- * by the seed and its rank, and weights that sum to 1) and the token data. */
+ * by the seed and its rank, and weights that sum to 1), the token data and a checksum. */
 #ifndef MOE_COMMON_H
 #define MOE_COMMON_H
 #include <stdint.h>
@@ -67,13 +67,27 @@ static void moe_make(const moe_opts *o, int rank, int32_t *ids, float *w, unsign
         for (long j = 0; j < o->topk; j++) w[t * o->topk + j] /= sum;
         if (scales) scales[t] = (float)(moe_rng(&s) % 64 + 1) / 64.0f;
     }
-    size_t n = (size_t)o->tokens * (size_t)o->hidden;
-    if (o->fp8) {
-        for (size_t i = 0; i < n; i++) x[i] = (unsigned char)(moe_rng(&s) & 0xb7); /* finite, small */
-    } else {
-        uint16_t *b = (uint16_t *)x;
-        for (size_t i = 0; i < n; i++) b[i] = (uint16_t)(0x3c00 | (moe_rng(&s) & 0x80ff)); /* |v| in [2^-7, 2^-6) */
+    /* the rows: a hash of (rank, token, element), which moe_gloo.py computes alike with numpy */
+    for (long t = 0; t < o->tokens; t++) {
+        for (long i = 0; i < o->hidden; i++) {
+            uint32_t h = (uint32_t)t * 2654435761u ^ (uint32_t)i * 40503u ^ (uint32_t)rank * 9176u;
+            h ^= h >> 15;
+            if (o->fp8) x[t * o->hidden + i] = (unsigned char)(h & 0xb7);                   /* finite, small */
+            else ((uint16_t *)x)[t * o->hidden + i] = (uint16_t)(0x3c00 | (h & 0x80ff));    /* |v| in [2^-7, 2^-6) */
+        }
     }
+}
+
+/* the sum of y over this rank's tokens (f64): the libraries' results compared */
+static double moe_checksum(const uint16_t *y, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)y[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        s += f;
+    }
+    return s;
 }
 
 /* token bytes this rank sends to other ranks in a dispatch: (token, distinct remote rank) pairs */

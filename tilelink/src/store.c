@@ -781,7 +781,8 @@ static tlink_status rpc(tlink_store *s, int op, const char *key, const void *val
         if (rc == -2) snprintf(s->err, sizeof s->err, "store %s: timed out waiting for key '%s'", s->addr, key);
         else
             snprintf(s->err, sizeof s->err, "store %s: connection lost%s", s->addr,
-                     s->auth ? "" : " (a store that requires authentication drops clients without TLINK_SECRET)");
+                     s->auth ? "" : " (the store went away, or it requires authentication and this process has no "
+                                    "TLINK_SECRET)");
         close(s->fd); /* a pending reply would desynchronise the stream */
         s->fd = -1;
         pthread_mutex_unlock(&s->mu);
