@@ -373,6 +373,103 @@ TLINK_API tlink_status tlink_comm_shrink(tlink_comm *comm, tlink_comm **out);
  * comm stays valid (broken) until destroyed. */
 TLINK_API tlink_status tlink_comm_rejoin(tlink_comm *comm, tlink_comm **out);
 
+/* ---------- expert-parallel dispatch and combine (moe.c; docs/tilelink.md "MoE") ----------
+ * Mixture-of-experts all-to-all. Rank r owns experts [r E/W, (r+1) E/W) (contiguous; E a
+ * multiple of the W ranks). Dispatch sends each token's hidden vector once to every rank that
+ * owns one of its top-k experts and gives each rank its received tokens grouped per local
+ * expert, contiguous rows per expert, as a grouped GEMM reads them:
+ *
+ *     tlink_moe_config cfg = {.num_experts = 256, .top_k = 8, .hidden = 7168, .dtype = TLINK_BF16};
+ *     tlink_moe *m;
+ *     tlink_moe_dispatch(comm, &cfg, ntok, x, NULL, topk_ids, topk_weights, &m);   // collective
+ *     tlink_moe_recv r;
+ *     tlink_moe_get_recv(m, &r);
+ *     for (int e = 0; e < r.num_local_experts; e++)   // rows [off[e], off[e+1]) of r.x
+ *         expert_forward(r.first_expert + e, r.x, r.expert_offsets[e], r.expert_counts[e], out);
+ *     tlink_moe_combine(m, out, TLINK_BF16, y);                                    // collective
+ *     tlink_moe_free(m);
+ *
+ * Inputs: x [ntokens][hidden] of cfg.dtype (bf16, or fp8 e4m3 with scales [ntokens], one f32
+ * per token); topk_ids and topk_weights [ntokens][top_k] (an id of -1 leaves the slot unused;
+ * a token may name two experts of one rank: one message, two rows). Rows of each expert are
+ * ordered by (source rank, source token). Combine takes the experts' outputs in the row order of
+ * the received rows ([nrows][hidden], bf16 or f32) and writes y [ntokens][hidden] in the same
+ * dtype: y[t] = sum over t's slots of weight * output, accumulated in f32, rounded once per hop
+ * (each rank's partial sum, each host's in the hierarchical exchange, the total). Over shared
+ * memory and TCP; with several hosts of equal size, hierarchical: a token crosses the network
+ * once per destination host. Every rank must call both, in the same order as other collectives. */
+typedef struct tlink_moe tlink_moe;
+typedef struct tlink_moe_config {
+    int num_experts;            /* E */
+    int top_k;                  /* 1..64 */
+    size_t hidden;              /* elements per token */
+    tlink_dtype dtype;          /* TLINK_BF16 or TLINK_FP8_E4M3 */
+    int algo;                   /* 0 auto, 1 flat, 2 hierarchical (where the hosts allow it) */
+    int reserved[8];
+} tlink_moe_config;
+
+typedef struct tlink_moe_recv {
+    int num_local_experts;          /* E / W */
+    int first_expert;               /* global id of local expert 0 */
+    size_t nrows;                   /* rows received (a token routed to two local experts: two rows) */
+    const size_t *expert_offsets;   /* [num_local_experts + 1]: expert e's rows are [off[e], off[e+1]) */
+    const size_t *expert_counts;    /* [num_local_experts] */
+    void *x;                        /* [nrows][hidden] of cfg.dtype, the experts' input (writable) */
+    const float *scales;            /* [nrows] per-row fp8 scales; NULL for bf16 */
+    const float *weights;           /* [nrows] routing weight of each row (combine applies them) */
+    const int32_t *src_rank;        /* [nrows] the rank the row's token came from */
+    const int32_t *src_token;       /* [nrows] its index there */
+    size_t nunique;                 /* distinct (token, source) pairs received */
+} tlink_moe_recv;
+
+TLINK_API tlink_status tlink_moe_dispatch(tlink_comm *comm, const tlink_moe_config *cfg, size_t ntokens,
+                                          const void *x, const float *scales, const int32_t *topk_ids,
+                                          const float *topk_weights, tlink_moe **out);
+/* Pointers into the handle: valid until tlink_moe_free. */
+TLINK_API tlink_status tlink_moe_get_recv(const tlink_moe *m, tlink_moe_recv *out);
+TLINK_API tlink_status tlink_moe_combine(tlink_moe *m, const void *expert_out, tlink_dtype out_dtype, void *y);
+TLINK_API const char *tlink_moe_algo(const tlink_moe *m);   /* "flat" or "hierarchical" */
+TLINK_API void tlink_moe_free(tlink_moe *m);                /* local; NULL is OK */
+
+/* ---------- hang diagnosis ----------
+ * Ask a running job what every rank is doing: each communicator of more than one rank answers
+ * through its store from a thread of its own (TLINK_STATUS=0 turns it off), also while the rank
+ * is stuck inside a call. `tile link-status` prints the same (docs/tilelink.md, "Hang
+ * diagnosis"). A call that makes no progress for TLINK_SOFT_TIMEOUT seconds (default a fifth of
+ * the communicator timeout; 0: off) makes one rank log this report before the hard deadline. */
+typedef struct tlink_rank_status {
+    int rank;
+    int answered;               /* 0: no answer before the timeout (stopped, hung, dead, cut off) */
+    int pid;
+    char host[64];
+    int in_call;                /* 1: inside a call on the communicator */
+    char call[32];              /* the call ("allreduce", "moe_dispatch", ...), or the last one when idle */
+    uint64_t seq;               /* calls made on the communicator so far, this one included */
+    char algo[32];              /* the algorithm ("" when none applies) */
+    int step;                   /* point-to-point rounds of the call so far */
+    int peer;                   /* rank waited on; -1 none (making progress), -2 the ranks of its host */
+    int sending;                /* 1: waiting to send to peer, 0: to receive from it */
+    uint64_t bytes_done, bytes_total;  /* of the awaited message */
+    double wait_s;              /* seconds without progress (-1: not waiting) */
+    double call_s;              /* seconds in the call, or since the last one ended (-1: unknown) */
+} tlink_rank_status;
+
+/* Thread-safe (may be called from any thread while another is stuck in a call on comm): asks
+ * every rank of comm, waits up to timeout_s (0: 5 s) for the answers, and writes one entry per
+ * rank (at most max) to out[rank]; *nranks (may be NULL) gets the communicator's size. */
+TLINK_API tlink_status tlink_comm_status(tlink_comm *comm, double timeout_s, tlink_rank_status *out, int max,
+                                         int *nranks);
+/* The same from outside the job: the store's address and a key namespace (NULL: TLINK_STORE_PREFIX
+ * or "tlink"; its rank 0's newest communicator is asked) or a communicator's prefix ("tlink/3");
+ * comm_prefix (may be NULL) gets the prefix that was asked. Authenticates with TLINK_SECRET. */
+TLINK_API tlink_status tlink_job_status(const char *store_addr, const char *key_prefix, double timeout_s,
+                                        tlink_rank_status *out, int max, int *nranks, char *comm_prefix,
+                                        size_t comm_prefix_len);
+/* Writes a report: one line per rank and a diagnosis (ranks that did not answer, ranks behind
+ * the others and who waits on them, ranks in another call). Returns the length it needs
+ * (snprintf-like: call with len 0 to size the buffer). */
+TLINK_API size_t tlink_status_report(const tlink_rank_status *st, int n, char *buf, size_t len);
+
 /* ---------- checkpoints ----------
  * In-memory buddy checkpoint: each rank keeps its last two saved states and a copy of its
  * buddy's (the previous rank in the ring), so losing any one rank loses nothing.

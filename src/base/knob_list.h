@@ -186,6 +186,11 @@
     X(TLINK_HEARTBEAT_INTERVAL, FLOAT, "0.1", 0, 3600, NULL, TLINK, 0, "heartbeat period in seconds (at least 0.005)") \
     X(TLINK_HEARTBEAT_TIMEOUT, FLOAT, "1.5", 0, 1e9, NULL, TLINK, 0,                                                  \
       "seconds of silence after which a peer is declared failed (0: off; at least 3 periods)")                       \
+    X(TLINK_SECRET, STR, "", 0, 0, NULL, TLINK, 0, "the job secret: every store and transport connection is authenticated with it") \
+    X(TLINK_SECRET_FILE, STR, "", 0, 0, NULL, TLINK, 0, "a file (mode 600) holding the job secret") \
+    X(TLINK_STATUS, BOOL, "1", 0, 0, NULL, TLINK, 0, "0: ranks do not answer tile link-status / tlink_comm_status") \
+    X(TLINK_SOFT_TIMEOUT, FLOAT, "", 0, 1e9, NULL, TLINK, 0, "seconds after which a waiting collective logs the job's status report (default: a fifth of TLINK_TIMEOUT)") \
+    X(TLINK_MOE_CACHE_MB, INT, "1024", 0, 1048576, NULL, TLINK, 0, "MiB of MoE dispatch/combine buffers kept between calls") \
     X(TLINK_FAULT_HB_DROP, FLOAT, "0", 0, 1, NULL, TLINK, 0, "testing: probability of not sending a heartbeat")       \
     X(TLINK_FAULT_SYNC_OOM, INT, "-1", -1, 16777216, NULL, TLINK, 0,                                                  \
       "testing: this rank's start-up synchronisation measurement fails to allocate (-1: none)")                      \

@@ -154,7 +154,8 @@ if [ "$MODE" = local ]; then
     finish; check_acc shrink; recovery shrink; clean shrink
     [ $RC -eq 137 ] && ok "shrink: the launcher reports the killed rank (137)" || bad "shrink: launcher rc $RC, expected 137"
 
-    # a standalone store, restarted mid-run
+    # a standalone store, restarted mid-run; it and the ranks share the job's secret
+    export TLINK_SECRET="chaos-$$-$RANDOM$RANDOM$RANDOM"
     "$TILE" store --port 0 --port-file "$T/port" >"$T/store.out" 2>&1 &
     STORE_PID=$!
     for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
@@ -168,6 +169,7 @@ if [ "$MODE" = local ]; then
     sleep "$(rand_between 300 800)"; kill_rank store $((RANDOM % N))
     finish; check_same store; recovery store; clean store
     kill "$STORE_PID" 2>/dev/null; wait "$STORE_PID" 2>/dev/null; STORE_PID=""
+    unset TLINK_SECRET
 else
     if [ "$(id -u)" -ne 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
     if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then echo "SKIP: 'ip'/'tc' not found"; exit 77; fi

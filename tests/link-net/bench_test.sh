@@ -71,7 +71,9 @@ rc=$?
     && ok "link-topo --gather" || { bad "link-topo --gather (rc $rc)"; cat "$T/gather.out"; }
 "$TOOL" link-topo --read "$T/job.topo" -q && ok "gathered topology reads back" || bad "gathered topology unreadable"
 
-# the standalone store: ranks meet there instead of at rank 0
+# the standalone store: ranks meet there instead of at rank 0; store and ranks share a secret
+# (tile launch would otherwise generate one the store does not know)
+export TLINK_SECRET=bench-test-secret-$$-$RANDOM$RANDOM
 "$TOOL" store --port 0 --port-file "$T/port" >"$T/store.out" 2>&1 &
 store_pid=$!
 for _ in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
@@ -81,12 +83,19 @@ if [ -n "$port" ]; then
     rc=$?
     [ $rc -eq 0 ] && grep -q 'Out of bounds values : 0 OK' "$T/st.out" && ok "ranks meet at tile store :$port" \
         || { bad "ranks at tile store (rc $rc)"; cat "$T/st.out"; }
+    # ranks with another secret are refused by the store, which logs their address
+    TLINK_SECRET=another-secret-0123456789 TLINK_STORE=127.0.0.1:$port TLINK_TIMEOUT=5 timeout 60 \
+        "$TOOL" launch -n 2 -- "$TOOL" link-bench -b 8 -e 8 -w 0 -i 1 >"$T/st2.out" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && grep -q 'authentication failed' "$T/st2.out" && grep -q 'refused the connection from 127.0.0.1:' "$T/store.out" \
+        && ok "ranks with the wrong secret are refused" || { bad "wrong secret (rc $rc)"; cat "$T/st2.out" "$T/store.out"; }
     kill -TERM $store_pid; wait $store_pid; rc=$?
     store_pid=
     [ $rc -eq 0 ] && grep -q 'tile store: stopped' "$T/store.out" && ok "tile store stops on SIGTERM" || bad "tile store exit $rc"
 else
     bad "tile store did not start"; cat "$T/store.out"
 fi
+unset TLINK_SECRET
 "$TOOL" store >/dev/null 2>"$T/e4"; rc=$?
 [ $rc -eq 2 ] && grep -q -- "--port P is required" "$T/e4" && ok "store usage" || bad "store usage (rc $rc)"
 

@@ -481,8 +481,19 @@ static size_t model_bytes(const tl_args *a, size_t es, int n) {
     }
 }
 
+static tlink_status coll_run(tlink_comm *c, tl_args *a);
+
+/* every call through the executor: its status for tlink_comm_status (status.c) */
 tlink_status tl_coll_run(tlink_comm *c, tl_args *a) {
-    c->cur_coll = tlink_coll_name(a->coll);
+    if (a->quiet) return coll_run(c, a);
+    tl_stat_begin(c, a->call ? a->call : tlink_coll_name(a->coll), -1);
+    tlink_status st = coll_run(c, a);
+    tl_stat_end(c);
+    return st;
+}
+
+static tlink_status coll_run(tlink_comm *c, tl_args *a) {
+    c->cur_coll = a->call ? a->call : tlink_coll_name(a->coll);
     tlink_status st = tl_check_broken(c);
     if (st) return st;
     int n = c->size, me = c->rank;
@@ -503,6 +514,7 @@ tlink_status tl_coll_run(tlink_comm *c, tl_args *a) {
         memcpy(c->last_algo, an, al);
         c->last_algo[al] = 0;
         c->last_pred_us = pred;
+        atomic_store_explicit(&c->stat->algo, (int)algo, memory_order_relaxed);
     }
     switch (a->coll) {
     case TLINK_COLL_ALLREDUCE: {

@@ -2,7 +2,11 @@
  * store), split, destroy, accessors. */
 #include "tl_internal.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -287,12 +291,22 @@ static tlink_comm *comm_alloc(void) {
     c->yield_s = 2000e-6;
     c->yield_every = 16;
     pthread_mutex_init(&c->exec_mu, NULL);
+    c->stat = calloc(1, sizeof *c->stat);
+    if (!c->stat) {
+        pthread_mutex_destroy(&c->exec_mu);
+        free(c);
+        return NULL;
+    }
+    atomic_init(&c->stat->refs, 1);
+    atomic_init(&c->stat->algo, -1);
+    atomic_init(&c->stat->peer, -1);
     return c;
 }
 
 static void comm_free(tlink_comm *c) {
     if (!c) return;
     tl_async_shutdown(c);
+    tl_status_stop(c);
     tl_ft_close(c);
     tl_tcp_teardown(c);
     tl_shm_teardown(c);
@@ -313,6 +327,10 @@ static void comm_free(tlink_comm *c) {
 static tlink_status comm_bootstrap(tlink_comm *c) {
     double t0 = tl_now(), deadline = t0 + c->timeout;
     int n = c->size;
+    char aerr[300];
+    int auth = tl_auth_load(&c->auth_key, aerr, sizeof aerr);
+    if (auth < 0) return tl_err(c, TLINK_ERR_INVALID_ARG, "bootstrap: %s", aerr);
+    c->auth = auth;
     rinfo me;
     memset(&me, 0, sizeof me);
     me.magic = RINFO_MAGIC;
@@ -465,14 +483,77 @@ static tlink_status comm_bootstrap(tlink_comm *c) {
     free(all);
     if (c->listen_fd >= 0) { close(c->listen_fd); c->listen_fd = -1; }
     if (st) return st;
+    tl_status_start(c);
     tl_ft_start(c);
     st = tl_cost_init(c);
     if (st) return st;
-    tl_args a = {.coll = TLINK_COLL_BARRIER};
+    tl_args a = {.coll = TLINK_COLL_BARRIER, .quiet = 1};
     st = tl_coll_run(c, &a);
     if (st) return st;
     tl_log(TL_LOG_INFO, "communicator ready in %.1f ms (rank %d of %d)", (tl_now() - t0) * 1e3, c->rank, n);
     return TLINK_OK;
+}
+
+/* ---------- where rank 0's store listens ----------
+ * Loopback when the ranks reach it over loopback; otherwise on every interface (the
+ * addresses other hosts use are not known here), with a warning from store.c when no secret
+ * protects it. */
+static int host_ipv4s(const char *host, uint32_t *ips, int max) {
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0) return 0;
+    int n = 0;
+    for (struct addrinfo *ai = res; ai && n < max; ai = ai->ai_next)
+        ips[n++] = ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr);
+    freeaddrinfo(res);
+    return n;
+}
+/* 1 when every address of host is a loopback one; ip gets the first */
+static int host_is_loopback(const char *host, char *ip, size_t iplen) {
+    uint32_t ips[8];
+    int n = host_ipv4s(host, ips, 8);
+    for (int i = 0; i < n; i++)
+        if (ips[i] >> 24 != 127) return 0;
+    if (n > 0) {
+        struct in_addr a = {htonl(ips[0])};
+        inet_ntop(AF_INET, &a, ip, (socklen_t)iplen);
+    }
+    return n > 0;
+}
+/* an address of one of this machine's interfaces */
+static int host_is_this_machine(const char *host) {
+    uint32_t ips[8];
+    int n = host_ipv4s(host, ips, 8), found = 0;
+    struct ifaddrs *ifa = NULL;
+    if (!n || getifaddrs(&ifa) != 0) return 0;
+    for (struct ifaddrs *i = ifa; i && !found; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+        uint32_t a = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+        for (int k = 0; k < n; k++) found |= a == ips[k];
+    }
+    freeifaddrs(ifa);
+    return found;
+}
+
+/* Every rank is on this host (the launcher says so: local size = size) and the store address
+ * is one of this machine's: then nobody needs to reach the store from outside, so every rank
+ * meets it on loopback (addr becomes 127.0.0.1:PORT; returns 1) and rank 0's listens there only.
+ * Each rank decides alike from the same environment, and so does `tile link-status --pid`. Not
+ * when namespaces or explicit host identities make "this host" mean something else. */
+int tl_local_store_addr(char *addr, size_t len, int size) {
+    char host[256];
+    int port;
+    if (tl_parse_hostport(addr, host, sizeof host, &port) || tb_knob_bool(TB_K_TLINK_HOST_PER_NETNS) ||
+        tb_knob_str(TB_K_TLINK_HOST_ID))
+        return 0;
+    char ip[64];
+    if (host_is_loopback(host, ip, sizeof ip)) return 0;
+    tlink_env_info e;
+    tlink_env_parse(&e);
+    if (size <= 0 || e.size != size || e.local_size != size || !host_is_this_machine(host)) return 0;
+    snprintf(addr, len, "127.0.0.1:%d", port);
+    return 1;
 }
 
 tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
@@ -510,6 +591,14 @@ tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
         tl_set_thread_error("tlink_comm_init: store address '%s' is not host:port", addr);
         return TLINK_ERR_INVALID_ARG;
     }
+    char bind_ip[64] = "127.0.0.1";
+    int loopback = host_is_loopback(host, bind_ip, sizeof bind_ip);
+    if (!loopback && cfg->from_env && cfg->host_store != -1 && tl_local_store_addr(addr, sizeof addr, size)) {
+        tl_log(TL_LOG_INFO, "all %d ranks are on this host: the store is used on %s", size, addr);
+        snprintf(host, sizeof host, "127.0.0.1");
+        snprintf(bind_ip, sizeof bind_ip, "127.0.0.1");
+        loopback = 1;
+    }
     tlink_comm *c = comm_alloc();
     if (!c) return TLINK_ERR_NO_MEMORY;
     c->rank = rank;
@@ -520,7 +609,7 @@ tlink_status tlink_comm_init_config(tlink_comm **out, const tlink_config *cfg) {
     parse_algo_env(c);
     tlink_status st = TLINK_OK;
     if (rank == 0 && cfg->host_store != -1) {
-        st = tlink_store_server_start(NULL, port, &c->server);
+        st = tlink_store_server_start(loopback ? bind_ip : NULL, port, &c->server);
         if (st == TLINK_ERR_BOOTSTRAP && cfg->host_store == 0) {
             tl_log(TL_LOG_INFO, "port %d is taken: using the store already listening at %s", port, addr);
             st = TLINK_OK;
@@ -643,7 +732,7 @@ tlink_status tlink_comm_destroy(tlink_comm *c) {
     tl_async_shutdown(c);
     tlink_status st = TLINK_OK;
     if (!c->broken && c->size > 1) {
-        tl_args a = {.coll = TLINK_COLL_BARRIER};
+        tl_args a = {.coll = TLINK_COLL_BARRIER, .call = "destroy"};
         pthread_mutex_lock(&c->exec_mu);
         c->cur_coll = "destroy";
         st = tl_coll_run(c, &a);

@@ -46,6 +46,7 @@ struct tl_ft {
     uint64_t comm_id;
     struct sockaddr_in *addr;       /* [n] peers' heartbeat addresses (port 0: unknown) */
     double *last;                   /* [n] last time heard (thread only) */
+    uint64_t *last_seq;             /* [n] newest authenticated sequence number (thread only) */
     char *heard;                    /* [n] (thread only) */
     _Atomic int *dead;              /* [n] 1: no heartbeat for the timeout */
     _Atomic int *failed;            /* [n] 1: known failed (any source) */
@@ -68,9 +69,34 @@ static void wake_local(tlink_comm *c) {
     syscall(SYS_futex, (uint32_t *)&b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/* With a job secret every datagram carries a tag, the first 16 bytes of HMAC(K, label || the
+ * packet), and a receiver takes only increasing sequence numbers from each peer (a revoke is
+ * also sent with 0: harmless to replay, the communicator is revoked already), so nobody
+ * without the secret can revoke a communicator or keep a dead rank looking alive. */
+#define HB_TAG 16
+typedef struct hb_wire { hb_pkt p; unsigned char tag[HB_TAG]; } hb_wire;
+static void hb_tag(const tl_hmac_key *k, const hb_pkt *p, unsigned char out[HB_TAG]) {
+    static const char label[] = "TLINK-HB-1";
+    unsigned char mac[32];
+    tl_hmac m;
+    tl_hmac_start(&m, k);
+    tl_hmac_update(&m, label, sizeof label - 1);
+    tl_hmac_update(&m, p, sizeof *p);
+    tl_hmac_final(&m, mac);
+    memcpy(out, mac, HB_TAG);
+}
+
 static void hb_send_all(tl_ft *f, uint64_t seq) {
     int rv = atomic_load(&f->revoked);
-    hb_pkt p = {HB_MAGIC, rv ? HB_REVOKED : 0u, f->comm_id, f->me, rv ? rv - 1 : -1, seq};
+    hb_wire w;
+    memset(&w, 0, sizeof w);
+    w.p = (hb_pkt){HB_MAGIC, rv ? HB_REVOKED : 0u, f->comm_id, f->me, rv ? rv - 1 : -1, seq};
+    hb_pkt p = w.p;
+    size_t len = sizeof p;
+    if (f->c->auth) {
+        hb_tag(&f->c->auth_key, &w.p, w.tag);
+        len = sizeof w;
+    }
     for (int r = 0; r < f->n; r++) {
         if (r == f->me || !f->addr[r].sin_port) continue;
         /* fault injection for tests (TLINK_FAULT_HB_DROP): lose heartbeats at random, as a
@@ -81,7 +107,8 @@ static void hb_send_all(tl_ft *f, uint64_t seq) {
             f->rng ^= f->rng << 17;
             if ((double)(f->rng >> 11) * (1.0 / 9007199254740992.0) < f->drop) continue;
         }
-        sendto(f->fd, &p, sizeof p, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&f->addr[r], sizeof f->addr[r]);
+        (void)p;
+        sendto(f->fd, &w, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&f->addr[r], sizeof f->addr[r]);
     }
 }
 
@@ -120,13 +147,21 @@ static void *hb_main(void *arg) {
         /* drain everything queued before judging silence: a starved thread must not blame
          * its peers for its own delay */
         for (;;) {
-            hb_pkt p;
-            ssize_t k = recv(f->fd, &p, sizeof p, MSG_DONTWAIT);
+            hb_wire w;
+            ssize_t k = recv(f->fd, &w, sizeof w, MSG_DONTWAIT);
             if (k < 0 && errno == EINTR) continue;
             if (k < 0) break;
-            if (k != (ssize_t)sizeof p || p.magic != HB_MAGIC || p.comm_id != f->comm_id || p.rank < 0 ||
-                p.rank >= f->n || p.rank == f->me)
+            hb_pkt p = w.p;
+            if (k != (ssize_t)(f->c->auth ? sizeof w : sizeof p) || p.magic != HB_MAGIC || p.comm_id != f->comm_id ||
+                p.rank < 0 || p.rank >= f->n || p.rank == f->me)
                 continue;
+            if (f->c->auth) {
+                unsigned char want[HB_TAG];
+                hb_tag(&f->c->auth_key, &p, want);
+                if (!tl_ct_equal(want, w.tag, HB_TAG)) continue;
+                if (p.seq == 0 ? !(p.flags & HB_REVOKED) : p.seq <= f->last_seq[p.rank]) continue;
+                if (p.seq) f->last_seq[p.rank] = p.seq;
+            }
             f->last[p.rank] = tl_now();
             f->heard[p.rank] = 1;
             if ((p.flags & HB_REVOKED) && !atomic_load(&f->revoked)) {
@@ -135,6 +170,7 @@ static void *hb_main(void *arg) {
                 if (atomic_compare_exchange_strong(&f->revoked, &zero, who + 1)) wake_local(f->c);
             }
         }
+        tl_status_tick(f->c);
         if (f->timeout <= 0) continue;
         now = tl_now();
         for (int r = 0; r < f->n; r++) {
@@ -178,14 +214,15 @@ int tl_ft_open(tlink_comm *c, const char *tcp_addr) {
     f->c = c;
     f->addr = calloc((size_t)n, sizeof *f->addr);
     f->last = calloc((size_t)n, sizeof *f->last);
+    f->last_seq = calloc((size_t)n, sizeof *f->last_seq);
     f->heard = calloc((size_t)n, 1);
     f->dead = calloc((size_t)n, sizeof *f->dead);
     f->failed = calloc((size_t)n, sizeof *f->failed);
     atomic_init(&f->first_dead, -1);
     f->fd = -1;
-    if (!f->addr || !f->last || !f->heard || !f->dead || !f->failed) {
+    if (!f->addr || !f->last || !f->last_seq || !f->heard || !f->dead || !f->failed) {
         tl_log(TL_LOG_WARN, "rank %d: out of memory for heartbeats: only the transports detect failures", c->rank);
-        free(f->addr); free(f->last); free(f->heard); free(f->dead); free(f->failed);
+        free(f->addr); free(f->last); free(f->last_seq); free(f->heard); free(f->dead); free(f->failed);
         free(f);
         return 0;
     }
@@ -202,7 +239,7 @@ int tl_ft_open(tlink_comm *c, const char *tcp_addr) {
             tl_log(TL_LOG_WARN, "rank %d: no heartbeat socket (%s): only the transports detect failures", c->rank,
                    strerror(errno));
             if (f->fd >= 0) close(f->fd);
-            free(f->addr); free(f->last); free(f->heard); free(f->dead); free(f->failed);
+            free(f->addr); free(f->last); free(f->last_seq); free(f->heard); free(f->dead); free(f->failed);
             free(f);
             return 0;
         }
@@ -264,6 +301,7 @@ void tl_ft_close(tlink_comm *c) {
     close(f->fd);
     free(f->addr);
     free(f->last);
+    free(f->last_seq);
     free(f->heard);
     free(f->dead);
     free(f->failed);

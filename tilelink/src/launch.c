@@ -489,8 +489,25 @@ int tlink_launch_run(const tlink_launch_options *o) {
     if (master_endpoint(hosts[0].nsfd, maddr, sizeof maddr, &mport) != 0) goto out;
     /* elastic mode: the store must outlive any rank, so the launcher hosts it (rank 0 finds
      * the port taken and uses it); inside network namespaces rank 0 keeps hosting it */
+    /* a secret for the job (docs/tilelink.md, "Authentication"): unless the user gave one or
+     * declined, 32 random bytes that every rank (and the store hosted here) get as TLINK_SECRET */
+    if (!o->no_secret && !tb_knob_str(TB_K_TLINK_SECRET) && !tb_knob_str(TB_K_TLINK_SECRET_FILE)) {
+        unsigned char raw[32];
+        char hex[65];
+        if (tl_random_bytes(raw, sizeof raw) != 0) {
+            lerr("cannot draw a random job secret (no getrandom or /dev/urandom); give TLINK_SECRET or --no-secret");
+            goto out;
+        }
+        for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        setenv("TLINK_SECRET", hex, 1);
+        memset(raw, 0, sizeof raw);
+        memset(hex, 0, sizeof hex);
+        if (o->verbose) lnote("generated a job secret for the ranks (TLINK_SECRET)");
+    }
     if ((o->max_restarts > 0 || o->keep_going) && !o->netns) {
-        if (tlink_store_server_start(NULL, mport, &store) != TLINK_OK) {
+        int lo = !strncmp(maddr, "127.", 4) || !strcmp(maddr, "localhost");
+        if (tlink_store_server_start(lo ? (strcmp(maddr, "localhost") ? maddr : "127.0.0.1") : NULL, mport, &store) !=
+            TLINK_OK) {
             /* a store already listens there (`tile store --port P` and --master-port P) */
             store = NULL;
             if (o->verbose) lnote("port %d is taken: the ranks use the store listening there", mport);
@@ -744,6 +761,8 @@ static void usage(FILE *f) {
         "                         launcher hosts the store so that it outlives any rank\n"
         "  --keep-going           a failed rank does not stop the others (they may shrink);\n"
         "                         the launcher hosts the store; exit status as usual\n"
+        "  --no-secret            do not generate a job secret (TLINK_SECRET) for the ranks;\n"
+        "                         without one, store and transport connections are not authenticated\n"
         "  -v, --verbose          say what is started\n"
         "Exit status: 0, or that of the first rank that failed (128+signal if killed).\n");
 }
@@ -804,6 +823,7 @@ int tlink_launch_main(int argc, char **argv) {
             o.max_restarts = (int)v;
         } else if (!strcmp(a, "--keep-going")) o.keep_going = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
+        else if (!strcmp(a, "--no-secret")) o.no_secret = 1;
         else {
             lerr("unknown option '%s' (see tile launch --help)", argv[i]);
             return 2;

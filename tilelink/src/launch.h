@@ -47,6 +47,7 @@ typedef struct tlink_launch_options {
                                  store, not with netns); the exit status is still the first
                                  failure's */
     int verbose;              /* print what is started */
+    int no_secret;            /* do not generate TLINK_SECRET for the ranks when none is set */
     char *const *argv;        /* the command, NULL-terminated */
 } tlink_launch_options;
 

@@ -249,6 +249,48 @@ static int peer_alive(tl_peer *p) {
     return 1;
 }
 
+/* iovecs covering bytes [off, off + len) of an op's buffer (its segment list, or its one
+ * contiguous buffer); at most max; returns how many */
+static int op_span(const tl_op *op, size_t off, size_t len, struct iovec *out, int max) {
+    if (!op->iov) {
+        char *b = op->is_send ? (char *)op->sbuf : (char *)op->rbuf;
+        out[0] = (struct iovec){b + off, len};
+        return 1;
+    }
+    /* the first segment that ends after off */
+    int lo = 0, hi = op->niov - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (op->iov_off[mid + 1] <= off) lo = mid + 1;
+        else hi = mid;
+    }
+    int n = 0;
+    for (int i = lo; i < op->niov && len && n < max; i++) {
+        size_t so = off - op->iov_off[i], take = TL_MIN(op->iov[i].iov_len - so, len);
+        if (!take) continue;
+        out[n++] = (struct iovec){(char *)op->iov[i].iov_base + so, take};
+        off += take;
+        len -= take;
+    }
+    return n;
+}
+
+/* copy between an op's buffer (at off) and contiguous memory */
+static void op_copy(const tl_op *op, size_t off, void *mem, size_t n, int to_op) {
+    struct iovec v[16];
+    char *m = mem;
+    while (n) {
+        int k = op_span(op, off, n, v, 16);
+        for (int i = 0; i < k; i++) {
+            if (to_op) memcpy(v[i].iov_base, m, v[i].iov_len);
+            else memcpy(m, v[i].iov_base, v[i].iov_len);
+            m += v[i].iov_len;
+            off += v[i].iov_len;
+            n -= v[i].iov_len;
+        }
+    }
+}
+
 /* ---------- shared memory ---------- */
 /* Single copy (transport.c's shm_cma_setup): a message larger than the channel goes as a
  * descriptor of the sender's buffer; the receiver reads the buffer with process_vm_readv
@@ -262,7 +304,11 @@ typedef struct cma_desc {
 } cma_desc;
 #define CMA_DESC_MAGIC 0x544c4b4344455343ULL /* "TLKCDESC" */
 #define CMA_PIECE (256u * 1024u)
-static int shm_cma(const tlink_comm *c, const tl_peer *p, const tl_op *op) { return p->cma && op->bytes > c->shm_cap; }
+/* segment-list ops (op->iov) travel through the channel: their users give both sides of a
+ * message a list, so the choice stays the same on both */
+static int shm_cma(const tlink_comm *c, const tl_peer *p, const tl_op *op) {
+    return p->cma && op->bytes > c->shm_cap && !op->iov;
+}
 
 static long shm_cma_send(tlink_comm *c, tl_peer *p, tl_op *op) {
     if (!op->cma_posted) {
@@ -357,7 +403,8 @@ static long shm_send_try(tlink_comm *c, tl_peer *p, tl_op *op) {
         n = TL_MIN(n, (size_t)(cap - used));
         n = TL_MIN(n, (size_t)(cap - off));
         n = TL_MIN(n, (size_t)SHM_CHUNK);
-        memcpy(p->out_data + off, src + op->done, n);
+        if (op->iov) op_copy(op, op->done, p->out_data + off, n, 0);
+        else memcpy(p->out_data + off, src + op->done, n);
         tail += n;
         op->done += n;
         moved += n;
@@ -393,6 +440,8 @@ static long shm_recv_try(tlink_comm *c, tl_peer *p, tl_op *op) {
             if (!n) break;
             if (op->rsrc) memcpy(dst + op->done, (const char *)op->rsrc + op->done, n);
             op->red(dst + op->done, p->in_data + off, n / op->esize);
+        } else if (op->iov) {
+            op_copy(op, op->done, p->in_data + off, n, 1);
         } else {
             memcpy(dst + op->done, p->in_data + off, n);
         }
@@ -421,7 +470,17 @@ static void tcp_start(tlink_comm *c, tl_peer *p, tl_op *op) {
     }
 }
 
-/* >=0 bytes moved, -1 peer failure (errno kept) */
+/* TCP framing: every chunk travels behind a 16-byte header (magic, payload length, chunk
+ * sequence number of the pair's direction). The receiver knows what it expects; a header that
+ * does not match is a peer that disagrees on the collective's arguments, or a corrupt or
+ * foreign stream, and ends the call with an error instead of data landing in the wrong place. */
+#define TL_FRAME_MAGIC 0x464b4c54u /* "TLKF" */
+typedef struct tl_frame { uint32_t magic, len; uint64_t seq; } tl_frame;
+_Static_assert(sizeof(tl_frame) == TL_FRAME_HDR, "frame header size");
+
+#define TCP_IOV 64
+/* >= 0 payload bytes moved; -1 peer failure (errno kept); -2 out of memory; -5 a frame header
+ * that does not match (op->bad_* tell) */
 static long tcp_try(tlink_comm *c, tl_peer *p, tl_op *op) {
     size_t ch = c->tcp_chunk, nch = (op->bytes + ch - 1) / ch;
     int ns = p->nfds;
@@ -432,29 +491,57 @@ static long tcp_try(tlink_comm *c, tl_peer *p, tl_op *op) {
     }
     for (int s = 0; s < ns; s++) {
         while (op->sk[s] < nch) {
-            size_t k = op->sk[s], clen = TL_MIN(ch, op->bytes - k * ch), left = clen - op->so[s];
+            size_t k = op->sk[s], clen = TL_MIN(ch, op->bytes - k * ch), o = op->so[s];
+            unsigned char *fh = op->fh[s];
+            struct iovec v[TCP_IOV + 1];
+            int nv = 0;
+            if (o == 0 && op->is_send) {
+                tl_frame f = {TL_FRAME_MAGIC, (uint32_t)clen, op->base + k};
+                memcpy(fh, &f, sizeof f);
+            }
+            if (o < TL_FRAME_HDR) v[nv++] = (struct iovec){fh + o, TL_FRAME_HDR - o};
+            size_t po = o < TL_FRAME_HDR ? 0 : o - TL_FRAME_HDR; /* offset in the payload */
+            if (op->red && !op->is_send) v[nv++] = (struct iovec){op->stage + (size_t)s * ch + po, clen - po};
+            else nv += op_span(op, k * ch + po, clen - po, v + nv, TCP_IOV);
+            struct msghdr mh = {0};
+            mh.msg_iov = v;
+            mh.msg_iovlen = (size_t)nv;
             ssize_t r;
             if (op->is_send) {
-                r = send(p->fds[s], (const char *)op->sbuf + k * ch + op->so[s], left, MSG_DONTWAIT | MSG_NOSIGNAL);
+                r = sendmsg(p->fds[s], &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
             } else {
-                char *dst = op->red ? op->stage + (size_t)s * ch : (char *)op->rbuf + k * ch;
-                r = recv(p->fds[s], dst + op->so[s], left, MSG_DONTWAIT);
+                r = recvmsg(p->fds[s], &mh, MSG_DONTWAIT);
                 if (r == 0) { errno = ECONNRESET; return -1; }
             }
             if (r < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
                 return -1;
             }
-            op->so[s] += (size_t)r;
-            op->done += (size_t)r;
-            moved += r;
-            if (op->so[s] == clen) {
+            size_t got = (size_t)r, hdr_part = o < TL_FRAME_HDR ? TL_MIN(got, TL_FRAME_HDR - o) : 0;
+            op->so[s] = o + got;
+            op->done += got - hdr_part;
+            moved += (long)(got - hdr_part);
+            if (!op->is_send && o < TL_FRAME_HDR && op->so[s] >= TL_FRAME_HDR) {
+                tl_frame f;
+                memcpy(&f, fh, sizeof f);
+                if (f.magic != TL_FRAME_MAGIC || f.len != clen || f.seq != op->base + k) {
+                    op->bad_magic = f.magic;
+                    op->bad_len = f.len;
+                    op->bad_seq = f.seq;
+                    op->bad_want_len = clen;
+                    op->bad_want_seq = op->base + k;
+                    return -5;
+                }
+            }
+            if (op->so[s] == TL_FRAME_HDR + clen) {
                 if (op->red) {
                     if (op->rsrc) memcpy((char *)op->rbuf + k * ch, (const char *)op->rsrc + k * ch, clen);
                     op->red((char *)op->rbuf + k * ch, op->stage + (size_t)s * ch, clen / op->esize);
                 }
                 op->sk[s] += (size_t)ns;
                 op->so[s] = 0;
+            } else if (op->is_send || r == 0) {
+                break; /* the socket took what it could */
             }
         }
     }
@@ -514,9 +601,24 @@ static tlink_status peer_failed(tlink_comm *c, int peer, const char *why) {
     return tl_err(c, TLINK_ERR_PEER_FAILED, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
 }
 
+/* the awaited peer, for status reports: the first unfinished op's (status.c) */
+static void note_wait(tlink_comm *c, const tl_op *ops, int n, double since) {
+    tl_stat *s = c->stat;
+    for (int i = 0; i < n; i++) {
+        if (ops[i].finished) continue;
+        atomic_store_explicit(&s->sending, ops[i].is_send, memory_order_relaxed);
+        atomic_store_explicit(&s->done, ops[i].done, memory_order_relaxed);
+        atomic_store_explicit(&s->total, ops[i].bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->wait_ns, (int64_t)(since * 1e9), memory_order_relaxed);
+        atomic_store_explicit(&s->peer, ops[i].peer, memory_order_release);
+        return;
+    }
+}
+
 tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
     tlink_status st = tl_check_broken(c);
     if (st) return st;
+    if (c->stat) atomic_fetch_add_explicit(&c->stat->step, 1, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
         tl_op *op = &ops[i];
         op->done = 0;
@@ -581,6 +683,23 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
                     int e = errno;
                     for (int k = 0; k < n; k++) { free(ops[k].stage); ops[k].stage = NULL; }
                     if (m == -2) return tl_err(c, TLINK_ERR_NO_MEMORY, "p2p: out of memory");
+                    if (m == -5) {
+                        char msg[400];
+                        if (op->bad_magic != TL_FRAME_MAGIC)
+                            snprintf(msg, sizeof msg,
+                                     "tcp: rank %d sent bytes that are not a TileLink frame (header %08x) where this "
+                                     "rank expects chunk %llu of %zu bytes: a corrupt or foreign stream",
+                                     op->peer, op->bad_magic, (unsigned long long)op->bad_want_seq, op->bad_want_len);
+                        else
+                            snprintf(msg, sizeof msg,
+                                     "tcp: rank %d sent chunk %llu of %u bytes where this rank expects chunk %llu of "
+                                     "%zu bytes (a message of %zu): the ranks disagree on the arguments of a call",
+                                     op->peer, (unsigned long long)op->bad_seq, op->bad_len,
+                                     (unsigned long long)op->bad_want_seq, op->bad_want_len, op->bytes);
+                        if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+                        tl_comm_break(c, TLINK_ERR_INTERNAL, -1, msg); /* the pair's stream is out of step */
+                        return tl_err(c, TLINK_ERR_INTERNAL, "%s: %s", c->cur_coll ? c->cur_coll : "p2p", msg);
+                    }
                     char why[160];
                     snprintf(why, sizeof why, "closed its connection (%s)", strerror(e));
                     if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
@@ -596,6 +715,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
         }
         if (all_done) {
             if (armed) atomic_fetch_sub(&c->my_bell->waiters, 1);
+            if (!spinning && c->stat) atomic_store_explicit(&c->stat->peer, -1, memory_order_relaxed);
             if (spinning && spins) c->coloc_streak = 0; /* the peer delivered while we polled */
             return TLINK_OK;
         }
@@ -609,6 +729,7 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
                 /* we had slowed down: measure idleness afresh */
                 t_idle = tl_now();
                 deadline = t_idle + c->timeout;
+                if (c->stat) atomic_store_explicit(&c->stat->peer, -1, memory_order_relaxed);
             } else if ((++progress_events & 63) == 0) {
                 deadline = tl_now() + c->timeout; /* the deadline counts time without progress */
             }
@@ -639,7 +760,11 @@ tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n) {
              * (ksoftirqd) that delivers its peer's packets on this machine (veth, loopback) */
             double el = tl_now() - t_idle, spin = want_tcp ? 0 : c->spin_s;
             if (spinning && spin > 0 && keep_spinning(c, el, spin, my_cpu, ops, n)) continue;
-            if (spinning) { spinning = 0; t_yield = el; }
+            if (spinning) {
+                spinning = 0;
+                t_yield = el;
+                if (c->stat) note_wait(c, ops, n, t_idle);
+            }
             if (el < t_yield + c->yield_s) yielding = 1;
             else sleeping = 1;
         }
@@ -756,6 +881,7 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
     for (;;) {
         if (ready(c, arg)) {
             if (spinning) c->coloc_streak = 0; /* the peers arrived while we polled */
+            else if (c->stat) atomic_store_explicit(&c->stat->peer, -1, memory_order_relaxed);
             return TLINK_OK;
         }
         if (atomic_load_explicit(&c->shm->abort_flag, memory_order_relaxed)) return shm_abort_seen(c);
@@ -767,7 +893,14 @@ tlink_status tl_shm_wait(tlink_comm *c, tl_ready_fn ready, void *arg) {
             double el = tl_now() - t0;
             /* pure polling: no system call */
             if (spinning && c->spin_s > 0 && keep_spinning(c, el, c->spin_s, my_cpu, NULL, 0)) continue;
-            if (spinning) { spinning = 0; t_yield = el; }
+            if (spinning) {
+                spinning = 0;
+                t_yield = el;
+                if (c->stat) {
+                    atomic_store_explicit(&c->stat->wait_ns, (int64_t)(t0 * 1e9), memory_order_relaxed);
+                    atomic_store_explicit(&c->stat->peer, -2, memory_order_release);
+                }
+            }
             if (el < t_yield + c->yield_s) yielding = 1;
             else sleeping = 1;
         }

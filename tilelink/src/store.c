@@ -153,12 +153,25 @@ typedef struct kv {
     size_t len;
 } kv;
 
+/* a client's handshake state (auth.c): the secret's challenge-response comes before any
+ * request is read */
+enum { CL_READY = 0, CL_AWAIT_HELLO = 1, CL_AWAIT_RESPONSE = 2 };
+
 typedef struct sclient {
     int fd;
     unsigned char *buf;
     size_t len, cap;
     char *wait_key;     /* parked GET */
+    int state;
+    double since;       /* when it connected (handshake deadline) */
+    size_t hlen;
+    unsigned char hello[TL_AUTH_HELLO_MAX];
+    unsigned char chal[TL_AUTH_CHALLENGE];
+    char name[64];      /* the client's address, for the log */
 } sclient;
+
+/* unauthenticated clients get this long to finish the handshake */
+#define HANDSHAKE_S 10.0
 
 #define NBUCKET 1024
 struct tlink_store_server {
@@ -169,7 +182,19 @@ struct tlink_store_server {
     sclient *cl;
     int ncl, capcl;
     _Atomic int refs;
+    int auth;                   /* a secret is set: every client must prove it */
+    tl_hmac_key key;
+    unsigned long refused;      /* connections refused so far (the log is thinned out) */
+    /* where replies go: the client's socket, or a harness (tl_store_server_detached) */
+    int (*sink)(void *ctx, int fd, const void *data, size_t len);
+    void *sink_ctx;
+    int detached;               /* no thread, no listener, the fds are the harness's */
 };
+
+static int sock_sink(void *ctx, int fd, const void *data, size_t len) {
+    (void)ctx;
+    return write_all(fd, data, len);
+}
 
 static kv **kv_find(tlink_store_server *s, const char *key) {
     kv **pp = &s->tab[tl_hash64(key, strlen(key), 0) % NBUCKET];
@@ -177,17 +202,27 @@ static kv **kv_find(tlink_store_server *s, const char *key) {
     return pp;
 }
 
-static int reply(int fd, int status, const void *data, size_t len) {
+static int reply_to(tlink_store_server *s, int fd, int status, const void *data, size_t len) {
     unsigned char h[9];
     h[0] = (unsigned char)status;
     put_u64(h + 1, len);
-    if (write_all(fd, h, 9)) return -1;
-    if (len && write_all(fd, data, len)) return -1;
+    if (s->sink(s->sink_ctx, fd, h, 9)) return -1;
+    if (len && s->sink(s->sink_ctx, fd, data, len)) return -1;
     return 0;
+}
+#define reply(fd, status, data, len) reply_to(s, fd, status, data, len)
+
+/* a connection that did not authenticate: one log line naming its address (the first 20,
+ * then every 100th, so a port scan cannot flood the log) */
+static void refuse(tlink_store_server *s, sclient *c, const char *why) {
+    unsigned long n = ++s->refused;
+    if (n <= 20 || n % 100 == 0)
+        tl_log(TL_LOG_WARN, "store (port %d): refused the connection from %s: %s%s", s->port, c->name, why,
+               n == 20 ? " (further refusals are logged every 100th)" : "");
 }
 
 static void drop_client(tlink_store_server *s, int i) {
-    close(s->cl[i].fd);
+    if (!s->detached) close(s->cl[i].fd);
     free(s->cl[i].buf);
     free(s->cl[i].wait_key);
     s->cl[i] = s->cl[--s->ncl];
@@ -278,7 +313,34 @@ static int process(tlink_store_server *s, int ci) {
     sclient *c = &s->cl[ci];
     size_t off = 0;
     int rc = 0;
-    while (c->len - off >= HDR_SIZE && !c->wait_key) {
+    while (c->state != CL_READY) {
+        if (c->state == CL_AWAIT_HELLO) {
+            if (c->len - off < 8) break;
+            size_t hs = tl_auth_hello_size(c->buf + off, TL_AUTH_KIND_STORE);
+            if (!hs) {
+                refuse(s, c, "it did not start with the authentication handshake (a client without this job's "
+                             "TLINK_SECRET, or not a TileLink client)");
+                return -1;
+            }
+            if (c->len - off < hs) break;
+            memcpy(c->hello, c->buf + off, hs);
+            c->hlen = hs;
+            off += hs;
+            tl_auth_challenge(&s->key, c->hello, c->hlen, c->chal);
+            if (s->sink(s->sink_ctx, c->fd, c->chal, sizeof c->chal)) return -1;
+            c->state = CL_AWAIT_RESPONSE;
+        } else {
+            if (c->len - off < TL_AUTH_RESPONSE) break;
+            if (tl_auth_check(&s->key, c->hello, c->hlen, c->chal, c->buf + off)) {
+                refuse(s, c, "wrong authentication response (it does not know this job's TLINK_SECRET)");
+                return -1;
+            }
+            off += TL_AUTH_RESPONSE;
+            c->state = CL_READY;
+            tl_log(TL_LOG_DEBUG, "store: %s authenticated", c->name);
+        }
+    }
+    while (c->state == CL_READY && c->len - off >= HDR_SIZE && !c->wait_key) {
         unsigned char *h = c->buf + off;
         int op = h[0];
         uint32_t klen = get_u32(h + 1);
@@ -311,8 +373,21 @@ static void *server_main(void *arg) {
         }
         pf[0] = (struct pollfd){s->wake[0], POLLIN, 0};
         pf[1] = (struct pollfd){s->listen_fd, POLLIN, 0};
+        /* clients still in the handshake are dropped after HANDSHAKE_S */
+        int pending = 0;
+        double now = tl_now();
+        for (int i = s->ncl - 1; i >= 0; i--) {
+            if (s->cl[i].state == CL_READY) continue;
+            if (now - s->cl[i].since > HANDSHAKE_S) {
+                refuse(s, &s->cl[i], "it did not complete the authentication handshake in time");
+                drop_client(s, i);
+                n = s->ncl + 2;
+                continue;
+            }
+            pending = 1;
+        }
         for (int i = 0; i < s->ncl; i++) pf[i + 2] = (struct pollfd){s->cl[i].fd, POLLIN, 0};
-        int rc = poll(pf, (nfds_t)n, -1);
+        int rc = poll(pf, (nfds_t)n, pending ? 1000 : -1);
         if (rc < 0) {
             if (errno == EINTR) continue;
             break;
@@ -330,7 +405,13 @@ static void *server_main(void *arg) {
                 c->cap = nc;
             }
             ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
-            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) { drop_client(s, i); continue; }
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                if (c->state != CL_READY)
+                    tl_log(TL_LOG_INFO, "store (port %d): %s closed its connection during the authentication handshake",
+                           s->port, c->name);
+                drop_client(s, i);
+                continue;
+            }
             if (r > 0) c->len += (size_t)r;
             if (process(s, i)) drop_client(s, i);
         }
@@ -343,7 +424,12 @@ static void *server_main(void *arg) {
                     s->capcl = s->capcl ? s->capcl * 2 : 16;
                     s->cl = realloc(s->cl, sizeof *s->cl * (size_t)s->capcl);
                 }
-                s->cl[s->ncl++] = (sclient){fd, NULL, 0, 0, NULL};
+                sclient *nc = &s->cl[s->ncl++];
+                memset(nc, 0, sizeof *nc);
+                nc->fd = fd;
+                nc->state = s->auth ? CL_AWAIT_HELLO : CL_READY;
+                nc->since = tl_now();
+                tl_peer_name(fd, nc->name, sizeof nc->name);
             }
         }
     }
@@ -356,6 +442,15 @@ tlink_status tlink_store_server_start(const char *bind_addr, int port, tlink_sto
     *out = NULL;
     tlink_store_server *s = calloc(1, sizeof *s);
     if (!s) return TLINK_ERR_NO_MEMORY;
+    s->sink = sock_sink;
+    char aerr[300];
+    int a = tl_auth_load(&s->key, aerr, sizeof aerr);
+    if (a < 0) {
+        tl_set_thread_error("store: %s", aerr);
+        free(s);
+        return TLINK_ERR_INVALID_ARG;
+    }
+    s->auth = a;
     struct sockaddr_in sa = {0};
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)port);
@@ -392,7 +487,12 @@ tlink_status tlink_store_server_start(const char *bind_addr, int port, tlink_sto
         free(s);
         return TLINK_ERR_SYSTEM;
     }
-    tl_log(TL_LOG_INFO, "store server listening on port %d", s->port);
+    tl_log(TL_LOG_INFO, "store server listening on %s:%d%s", bind_addr && *bind_addr ? bind_addr : "0.0.0.0", s->port,
+           s->auth ? " (authenticated: TLINK_SECRET)" : "");
+    if (!s->auth && (ntohl(sa.sin_addr.s_addr) >> 24) != 127)
+        tl_log(TL_LOG_WARN, "store: listening on %s:%d without authentication: any process that reaches this port "
+                            "can join or disturb the job; set TLINK_SECRET or TLINK_SECRET_FILE (tile launch sets one)",
+               bind_addr && *bind_addr ? bind_addr : "0.0.0.0", s->port);
     *out = s;
     return TLINK_OK;
 }
@@ -424,6 +524,82 @@ tlink_status tlink_store_server_stop(tlink_store_server *s) {
     return TLINK_OK;
 }
 
+/* ---------- for the fuzz harness (fuzz/fuzz_store.c) ----------
+ * A server without a thread or a listener: the harness adds clients by (any) fd, feeds their
+ * bytes and sees the replies through sink. The same request parser and handshake as the real
+ * server, so the harness exercises exactly what a connection reaches. */
+tlink_store_server *tl_store_server_detached(const tl_hmac_key *key,
+                                             int (*sink)(void *ctx, int fd, const void *data, size_t len),
+                                             void *ctx) {
+    tlink_store_server *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->detached = 1;
+    s->listen_fd = s->wake[0] = s->wake[1] = -1;
+    s->sink = sink;
+    s->sink_ctx = ctx;
+    if (key) {
+        s->auth = 1;
+        s->key = *key;
+    }
+    return s;
+}
+
+int tl_store_server_add_client(tlink_store_server *s, int fd) {
+    if (s->ncl == s->capcl) {
+        int nc = s->capcl ? s->capcl * 2 : 16;
+        sclient *n = realloc(s->cl, sizeof *s->cl * (size_t)nc);
+        if (!n) return -1;
+        s->cl = n;
+        s->capcl = nc;
+    }
+    sclient *c = &s->cl[s->ncl++];
+    memset(c, 0, sizeof *c);
+    c->fd = fd;
+    c->state = s->auth ? CL_AWAIT_HELLO : CL_READY;
+    c->since = tl_now();
+    snprintf(c->name, sizeof c->name, "fd %d", fd);
+    return 0;
+}
+
+/* bytes from client fd, as the poll loop would hand them over: 0, or -1 when the server drops
+ * the client (then it is gone) */
+int tl_store_server_feed(tlink_store_server *s, int fd, const void *data, size_t n) {
+    int i = 0;
+    while (i < s->ncl && s->cl[i].fd != fd) i++;
+    if (i == s->ncl) return -1;
+    sclient *c = &s->cl[i];
+    if (c->cap - c->len < n) {
+        size_t nc = c->cap ? c->cap : 4096;
+        while (nc - c->len < n) nc *= 2;
+        unsigned char *nb = realloc(c->buf, nc);
+        if (!nb) { drop_client(s, i); return -1; }
+        c->buf = nb;
+        c->cap = nc;
+    }
+    memcpy(c->buf + c->len, data, n);
+    c->len += n;
+    if (process(s, i)) {
+        drop_client(s, i);
+        return -1;
+    }
+    return 0;
+}
+
+void tl_store_server_free(tlink_store_server *s) {
+    if (!s) return;
+    while (s->ncl) drop_client(s, s->ncl - 1);
+    free(s->cl);
+    for (int i = 0; i < NBUCKET; i++) {
+        for (kv *e = s->tab[i], *nx; e; e = nx) {
+            nx = e->next;
+            free(e->key);
+            free(e->val);
+            free(e);
+        }
+    }
+    free(s);
+}
+
 /* ---------- client ---------- */
 struct tlink_store {
     int fd;
@@ -432,7 +608,53 @@ struct tlink_store {
     char addr[300];
     pthread_mutex_t mu;
     char err[1024];
+    int auth;                   /* prove the job secret on every (re)connection */
+    tl_hmac_key key;
 };
+
+/* The client's half of the handshake (auth.c) on a fresh connection: 0, or -1 with err set.
+ * The response goes out before the store's proof is checked, so a store that knows the secret
+ * always sees, and logs, a client with the wrong one. */
+static int client_handshake(tlink_store *s, int fd, double deadline, char *err, size_t errlen) {
+    unsigned char hello[TL_AUTH_HELLO_MAX], chal[TL_AUTH_CHALLENGE], resp[TL_AUTH_RESPONSE];
+    size_t hl = tl_auth_hello(hello, TL_AUTH_KIND_STORE, NULL, 0);
+    if (write_all(fd, hello, hl)) {
+        snprintf(err, errlen, "store %s: connection lost during authentication (%s)", s->addr, strerror(errno));
+        return -1;
+    }
+    int rc = read_all(fd, chal, sizeof chal, TL_MIN(deadline, tl_now() + 10.0));
+    if (rc) {
+        snprintf(err, errlen,
+                 rc == -2 ? "store %s: no answer to the authentication handshake (is it a TileLink store?)"
+                          : "store %s: closed the connection during authentication: it was started without "
+                            "TLINK_SECRET, or it is not a TileLink store",
+                 s->addr);
+        return -1;
+    }
+    int ok = tl_auth_respond(&s->key, hello, hl, chal, resp) == 0;
+    if (write_all(fd, resp, sizeof resp)) {
+        snprintf(err, errlen, "store %s: connection lost during authentication", s->addr);
+        return -1;
+    }
+    if (!ok) {
+        snprintf(err, errlen,
+                 "store %s: authentication failed: the store does not prove that it knows this job's secret "
+                 "(a different TLINK_SECRET there, or another program on that port)",
+                 s->addr);
+        return -1;
+    }
+    return 0;
+}
+
+static int store_dial(tlink_store *s, double deadline, char *err, size_t errlen) {
+    int fd = tl_tcp_connect(s->host, s->port, deadline, err, errlen);
+    if (fd < 0) return -1;
+    if (s->auth && client_handshake(s, fd, deadline, err, errlen)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 /* requests that the server answers at once: bounded by 30 s, or TLINK_TIMEOUT when shorter
  * (a store host cut off must not hold a failing rank longer than its deadline) */
@@ -454,16 +676,47 @@ tlink_status tlink_store_connect(const char *addr, double timeout_s, tlink_store
     }
     snprintf(s->addr, sizeof s->addr, "%s", addr);
     if (timeout_s <= 0) timeout_s = tl_default_timeout();
-    char err[300];
-    s->fd = tl_tcp_connect(s->host, s->port, tl_now() + timeout_s, err, sizeof err);
+    char err[640];
+    int a = tl_auth_load(&s->key, err, sizeof err);
+    if (a < 0) {
+        tl_set_thread_error("store: %s", err);
+        free(s);
+        return TLINK_ERR_INVALID_ARG;
+    }
+    s->auth = a;
+    double t0 = tl_now();
+    s->fd = store_dial(s, t0 + timeout_s, err, sizeof err);
     if (s->fd < 0) {
-        tl_set_thread_error("store: %s (after %.1f s)", err, timeout_s);
+        if (strncmp(err, "store ", 6)) tl_set_thread_error("store: %s (after %.1f s)", err, tl_now() - t0);
+        else tl_set_thread_error("%s", err);
         free(s);
         return TLINK_ERR_BOOTSTRAP;
     }
     pthread_mutex_init(&s->mu, NULL);
     *out = s;
     return TLINK_OK;
+}
+
+/* for the fuzz harness: a client on a connected fd (key: authenticate on it first); the host
+ * it would reconnect to refuses at once */
+tlink_store *tl_store_client_on_fd(int fd, const tl_hmac_key *key, char *err, size_t errlen) {
+    tlink_store *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    snprintf(s->host, sizeof s->host, "127.0.0.1");
+    s->port = 1;
+    snprintf(s->addr, sizeof s->addr, "harness");
+    pthread_mutex_init(&s->mu, NULL);
+    if (key) {
+        s->auth = 1;
+        s->key = *key;
+        if (client_handshake(s, fd, tl_now() + 2, err, errlen)) {
+            close(fd);
+            s->fd = -1;
+            return s;
+        }
+    }
+    s->fd = fd;
+    return s;
 }
 
 void tlink_store_close(tlink_store *s) {
@@ -475,10 +728,11 @@ void tlink_store_close(tlink_store *s) {
 
 static tlink_status reconnect(tlink_store *s) {
     if (s->fd >= 0) return TLINK_OK;
-    char err[300];
-    s->fd = tl_tcp_connect(s->host, s->port, tl_now() + 5, err, sizeof err);
+    char err[640];
+    s->fd = store_dial(s, tl_now() + 5, err, sizeof err);
     if (s->fd < 0) {
-        snprintf(s->err, sizeof s->err, "store %s: %s", s->addr, err);
+        if (strncmp(err, "store ", 6)) snprintf(s->err, sizeof s->err, "store %s: %s", s->addr, err);
+        else snprintf(s->err, sizeof s->err, "%s", err);
         return TLINK_ERR_BOOTSTRAP;
     }
     return TLINK_OK;
@@ -525,7 +779,10 @@ static tlink_status rpc(tlink_store *s, int op, const char *key, const void *val
     }
     if (rc) {
         if (rc == -2) snprintf(s->err, sizeof s->err, "store %s: timed out waiting for key '%s'", s->addr, key);
-        else snprintf(s->err, sizeof s->err, "store %s: connection lost", s->addr);
+        else
+            snprintf(s->err, sizeof s->err, "store %s: connection lost%s", s->addr,
+                     s->auth ? "" : " (the store went away, or it requires authentication and this process has no "
+                                    "TLINK_SECRET)");
         close(s->fd); /* a pending reply would desynchronise the stream */
         s->fd = -1;
         pthread_mutex_unlock(&s->mu);

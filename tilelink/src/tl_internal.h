@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define TL_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define TL_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -42,16 +43,69 @@ typedef void (*tl_reduce_fn)(void *inout, const void *in, size_t n);
 tl_reduce_fn tl_reduce_get(tlink_dtype dt, tlink_op op);
 void tl_avg_finish(void *buf, size_t n, tlink_dtype dt, int size);
 
+/* ---------- auth.c: SHA-256, HMAC-SHA-256, the job secret, the handshake ---------- */
+typedef struct tl_sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t n;
+} tl_sha256;
+void tl_sha256_init(tl_sha256 *s);
+void tl_sha256_update(tl_sha256 *s, const void *data, size_t len);
+void tl_sha256_final(tl_sha256 *s, unsigned char out[32]);
+void tl_sha256_sum(const void *data, size_t len, unsigned char out[32]);
+typedef struct tl_hmac_key { tl_sha256 inner, outer; } tl_hmac_key;   /* a key's hashed pads */
+typedef struct tl_hmac { tl_sha256 inner, outer; } tl_hmac;
+void tl_hmac_key_init(tl_hmac_key *k, const void *key, size_t len);
+void tl_hmac_start(tl_hmac *m, const tl_hmac_key *k);
+void tl_hmac_update(tl_hmac *m, const void *data, size_t len);
+void tl_hmac_final(tl_hmac *m, unsigned char out[32]);
+void tl_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen, unsigned char out[32]);
+int tl_ct_equal(const void *a, const void *b, size_t n);       /* 1 when equal; time independent of the bytes */
+int tl_random_bytes(void *buf, size_t n);                      /* 0, or -1 without kernel randomness */
+/* the job secret (TLINK_SECRET, TLINK_SECRET_FILE): 1 set (key filled), 0 none, -1 error (err) */
+int tl_auth_load(tl_hmac_key *key, char *err, size_t errlen);
+void tl_peer_name(int fd, char *out, size_t len);             /* "addr:port" of a socket's far end */
+#define TL_AUTH_NONCE 32
+#define TL_AUTH_CTX_MAX 32
+#define TL_AUTH_HELLO_MAX (8 + TL_AUTH_CTX_MAX + TL_AUTH_NONCE)
+#define TL_AUTH_CHALLENGE (4 + TL_AUTH_NONCE + 32)
+#define TL_AUTH_RESPONSE (4 + 32)
+#define TL_AUTH_HELLO_MAGIC 0x31414c54u     /* "TLA1" */
+#define TL_AUTH_CHALLENGE_MAGIC 0x32414c54u /* "TLA2" */
+#define TL_AUTH_RESPONSE_MAGIC 0x33414c54u  /* "TLA3" */
+enum { TL_AUTH_KIND_STORE = 1, TL_AUTH_KIND_TRANSPORT = 2 };
+/* hello = magic, kind, context length, 2 zero bytes, context, Nc: returns its size */
+size_t tl_auth_hello(unsigned char *out, int kind, const void *ctx, size_t ctxlen);
+size_t tl_auth_hello_size(const unsigned char *hdr8, int kind);  /* 0: not a hello of this kind */
+void tl_auth_challenge(const tl_hmac_key *k, const unsigned char *hello, size_t hlen,
+                       unsigned char out[TL_AUTH_CHALLENGE]);
+/* connector: writes its response (always), returns 0 when the challenge's MAC is right */
+int tl_auth_respond(const tl_hmac_key *k, const unsigned char *hello, size_t hlen,
+                    const unsigned char challenge[TL_AUTH_CHALLENGE], unsigned char out[TL_AUTH_RESPONSE]);
+/* acceptor: 0 when the response proves the key */
+int tl_auth_check(const tl_hmac_key *k, const unsigned char *hello, size_t hlen,
+                  const unsigned char challenge[TL_AUTH_CHALLENGE], const unsigned char response[TL_AUTH_RESPONSE]);
+
 /* ---------- store.c ---------- */
 int tl_store_fd(const tlink_store *s);
 const char *tl_store_addr(const tlink_store *s);
 int tl_parse_hostport(const char *addr, char *host, size_t hostlen, int *port);
 int tl_tcp_connect(const char *host, int port, double deadline, char *err, size_t errlen);
 void tl_store_server_ref(tlink_store_server *s);
+/* the fuzz harness's server and client (store.c) */
+tlink_store_server *tl_store_server_detached(const tl_hmac_key *key,
+                                             int (*sink)(void *ctx, int fd, const void *data, size_t len),
+                                             void *ctx);
+int tl_store_server_add_client(tlink_store_server *s, int fd);
+int tl_store_server_feed(tlink_store_server *s, int fd, const void *data, size_t n);
+void tl_store_server_free(tlink_store_server *s);
+tlink_store *tl_store_client_on_fd(int fd, const tl_hmac_key *key, char *err, size_t errlen);
 
 /* ---------- comm ---------- */
 #define TL_MAX_STREAMS 8
 #define TL_SHM_ALIGN 64
+#define TL_FRAME_HDR 16                 /* p2p.c: the header of every TCP chunk */
 
 typedef struct tl_chan {            /* one direction of one pair in shared memory */
     _Atomic uint64_t tail;          /* written by the producer */
@@ -129,6 +183,37 @@ typedef struct tl_peer {
 typedef struct tl_req_queue tl_req_queue;
 typedef struct tl_ft tl_ft;
 
+/* ---------- status.c: what this rank is doing, for tlink_comm_status and the soft deadline ----------
+ * Written by the thread that runs calls (relaxed stores, no clock reads: a few ns per call),
+ * read by the status responder and the heartbeat thread. Reference-counted: the responder
+ * thread may outlive its communicator by a moment (it is not joined: a store that went away
+ * must not hold up destroy). */
+typedef struct tl_stat {
+    _Atomic int refs;
+    _Atomic uint64_t seq;           /* calls started on the communicator */
+    _Atomic(const char *) call;     /* name of the call running or last run (a static string) */
+    _Atomic int in_call;
+    _Atomic int algo;               /* tlink_algo of the call, -1 none */
+    _Atomic int step;               /* point-to-point rounds of the call so far */
+    _Atomic int peer;               /* awaited rank: -1 none (making progress), -2 the ranks of this host */
+    _Atomic int sending;
+    _Atomic uint64_t done, total;   /* bytes of the awaited message */
+    _Atomic int64_t wait_ns;        /* when the wait began (monotonic ns), 0 none */
+    /* the heartbeat thread's observation of (seq, in_call): when it last changed */
+    _Atomic uint64_t seen_key;
+    _Atomic int64_t seen_ns;
+    _Atomic uint64_t soft_seq;      /* the call whose soft deadline was reported */
+    _Atomic int stop;
+    _Atomic int fd;                 /* the responder's store connection (to shut down) */
+    int rank, size, pid;
+    double soft_s;                  /* TLINK_SOFT_TIMEOUT */
+    char prefix[160], store_addr[256], host[64];
+} tl_stat;
+static inline int64_t tl_now_ns(void) { return (int64_t)(tl_now() * 1e9); }
+void tl_status_start(tlink_comm *c);   /* the responder thread (communicators of >1 rank) */
+void tl_status_stop(tlink_comm *c);
+void tl_status_tick(tlink_comm *c);    /* heartbeat thread: observation and the soft deadline */
+
 struct tlink_comm {
     int rank, size;
     int local_rank, local_size, nhosts, host_idx;
@@ -158,6 +243,8 @@ struct tlink_comm {
     size_t tcp_chunk;
     int nstreams;
     int force_tcp;
+    int auth;                       /* a job secret is set: transport connections and heartbeats prove it */
+    tl_hmac_key auth_key;
     double spin_s, yield_s;         /* busy-wait budgets before sleeping (smaller when oversubscribed) */
     int yield_every;                /* polls per sched_yield in the yield phase */
     int local_cores;                /* CPUs this host's ranks may use (union of their affinities) */
@@ -203,7 +290,22 @@ struct tlink_comm {
     tl_ft *ft;                      /* heartbeats, revoke flag, failed set; NULL for size 1 */
     int shrink_seq;
     char kp[128];                   /* key prefix given at init ("" for split/shrunk comms) */
+    tl_stat *stat;                  /* status.c; never NULL after comm_alloc */
 };
+
+/* a call begins / ends (coll.c, moe.c) */
+static inline void tl_stat_begin(tlink_comm *c, const char *call, int algo) {
+    tl_stat *s = c->stat;
+    atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->call, call, memory_order_relaxed);
+    atomic_store_explicit(&s->algo, algo, memory_order_relaxed);
+    atomic_store_explicit(&s->step, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->peer, -1, memory_order_relaxed);
+    atomic_store_explicit(&s->in_call, 1, memory_order_release);
+}
+static inline void tl_stat_end(tlink_comm *c) {
+    atomic_store_explicit(&c->stat->in_call, 0, memory_order_release);
+}
 
 tlink_status tl_err(tlink_comm *c, tlink_status st, const char *fmt, ...) TL_PRINTF(3, 4);
 tlink_status tl_fail(tlink_comm *c, tlink_status st, int failed_rank, const char *fmt, ...) TL_PRINTF(4, 5);
@@ -231,6 +333,17 @@ typedef struct tl_op {
     char *stage;                    /* tcp reduce staging, one chunk per stream */
     int cma_posted;                 /* shm single copy, send: the descriptor is in the ring */
     uint64_t cma_seq;               /* ... and the peer's cma_done that completes it */
+    /* a segment list instead of sbuf/rbuf (gather on send, scatter on receive; no reduction):
+     * niov segments, iov_off[i] = bytes before segment i (niov + 1 entries, the last = bytes).
+     * Both sides of a message must use one (moe.c does): such messages never take single copy */
+    const struct iovec *iov;
+    const size_t *iov_off;
+    int niov;
+    /* tcp: per stream, the frame header being sent or received; a mismatch's details */
+    unsigned char fh[TL_MAX_STREAMS][TL_FRAME_HDR];
+    uint32_t bad_magic, bad_len;
+    uint64_t bad_seq, bad_want_seq;
+    size_t bad_want_len;
 } tl_op;
 
 tlink_status tl_p2p_run(tlink_comm *c, tl_op *ops, int n);
@@ -258,6 +371,25 @@ tlink_status tl_tcp_listen(tlink_comm *c, char *addr_out, size_t addrlen);
 tlink_status tl_tcp_connect_all(tlink_comm *c, char **peer_addrs);
 void tl_tcp_teardown(tlink_comm *c);
 
+/* the acceptor's half of a transport connection's handshake (transport.c), without sockets */
+enum { TL_HS_HDR = 0, TL_HS_PLAIN, TL_HS_HELLO, TL_HS_RESPONSE, TL_HS_DONE_, TL_HS_REFUSED_ };
+enum { TL_HS_MORE = 0, TL_HS_SEND = 1, TL_HS_DONE = 2, TL_HS_REFUSED = 3 };
+typedef struct tl_hs_accept {
+    const tl_hmac_key *key;         /* NULL: no secret (plain hellos only) */
+    uint64_t comm_id;
+    int max_rank, nstreams;         /* ranks below max_rank connect to us, nstreams each */
+    int state;
+    size_t len, hlen;
+    unsigned char buf[TL_AUTH_HELLO_MAX];
+    unsigned char hello[TL_AUTH_HELLO_MAX];
+    unsigned char chal[TL_AUTH_CHALLENGE];
+    int rank, stream;               /* the authenticated claim, once TL_HS_DONE */
+    const char *why;                /* the reason of TL_HS_REFUSED */
+} tl_hs_accept;
+void tl_hs_accept_init(tl_hs_accept *h, const tl_hmac_key *key, uint64_t comm_id, int max_rank, int nstreams);
+size_t tl_hs_accept_need(const tl_hs_accept *h);   /* bytes to read next (read no more: data may follow) */
+int tl_hs_accept_feed(tl_hs_accept *h, const unsigned char *in, size_t n, unsigned char *out, size_t *outlen);
+
 /* ---------- coll.c ---------- */
 typedef struct tl_args {
     tlink_coll coll;
@@ -272,6 +404,8 @@ typedef struct tl_args {
     int peer2;
     size_t count2;
     size_t *received;
+    const char *call;               /* the call's name for status reports (NULL: the collective's) */
+    int quiet;                      /* not a user call (the bootstrap barrier): not counted */
 } tl_args;
 tlink_status tl_coll_run(tlink_comm *c, tl_args *a);   /* runs in the executor */
 tlink_status tl_execute(tlink_comm *c, tl_args *a);    /* blocking entry: orders after queued work */
@@ -317,6 +451,8 @@ int tl_ft_dead(tlink_comm *c);         /* first rank declared dead by heartbeats
 int tl_ft_revoker(tlink_comm *c);      /* rank that revoked the communicator, -1 */
 void tl_ft_mark_revoked(tlink_comm *c, int who);
 double tl_ft_timeout(tlink_comm *c);
+/* comm.c: the store address every rank of an all-local job uses (see comm.c); 1 when rewritten */
+int tl_local_store_addr(char *addr, size_t len, int size);
 /* comm.c: a communicator over a subset, bootstrapped under prefix (split, shrink) */
 tlink_status tl_comm_derive(tlink_comm *parent, int rank, int size, const char *prefix, uint64_t comm_id,
                             tlink_comm **out);

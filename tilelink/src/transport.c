@@ -400,31 +400,163 @@ static void tune_socket(tlink_comm *c, int fd, int peer) {
     }
 }
 
-typedef struct hello { uint32_t magic; int32_t rank; int32_t stream; int32_t pad; uint64_t comm_id; } hello;
+/* ---------- the connection handshake ----------
+ * The lower rank of a pair connects (nstreams connections), the higher one accepts. Without a
+ * secret the connector sends a plain hello (magic, rank, stream, communicator id). With one
+ * (TLINK_SECRET, auth.c) it sends an authenticated hello carrying the same fields as context,
+ * the acceptor answers with its challenge, the connector with its response, and only then does
+ * the acceptor take the connection as the claimed rank's stream; anything else is refused with
+ * a log line naming the address. Every step reads exactly the bytes it needs, so data the
+ * connector sends right after its response stays in the socket for the engine. */
+typedef struct plain_hello { uint32_t magic; int32_t rank; int32_t stream; int32_t pad; uint64_t comm_id; } plain_hello;
+typedef struct hs_ctx { int32_t rank; int32_t stream; uint64_t comm_id; } hs_ctx;
 
-static int recv_exact(int fd, void *buf, size_t n, double deadline) {
-    char *p = buf;
-    while (n) {
-        struct pollfd pf = {fd, POLLIN, 0};
-        double left = deadline - tl_now();
-        if (left <= 0) return -1;
-        if (poll(&pf, 1, (int)(left * 1000) + 1) <= 0) continue;
-        ssize_t r = recv(fd, p, n, 0);
-        if (r <= 0) {
-            if (r < 0 && errno == EINTR) continue;
-            return -1;
-        }
-        p += r;
-        n -= (size_t)r;
+void tl_hs_accept_init(tl_hs_accept *h, const tl_hmac_key *key, uint64_t comm_id, int max_rank, int nstreams) {
+    memset(h, 0, sizeof *h);
+    h->key = key;
+    h->comm_id = comm_id;
+    h->max_rank = max_rank;
+    h->nstreams = nstreams;
+    h->state = TL_HS_HDR;
+    h->rank = h->stream = -1;
+}
+
+size_t tl_hs_accept_need(const tl_hs_accept *h) {
+    switch (h->state) {
+    case TL_HS_HDR: return 8 - h->len;
+    case TL_HS_PLAIN: return sizeof(plain_hello) - h->len;
+    case TL_HS_HELLO: return h->hlen - h->len;
+    case TL_HS_RESPONSE: return TL_AUTH_RESPONSE - h->len;
+    default: return 0;
     }
+}
+
+static int hs_claim(tl_hs_accept *h, int32_t rank, int32_t stream, uint64_t comm_id) {
+    if (comm_id != h->comm_id) { h->why = "it belongs to another communicator"; return TL_HS_REFUSED; }
+    if (rank < 0 || rank >= h->max_rank || stream < 0 || stream >= h->nstreams) {
+        h->why = "it claims a rank or stream that does not connect to this rank";
+        return TL_HS_REFUSED;
+    }
+    h->rank = rank;
+    h->stream = stream;
     return 0;
+}
+
+/* Feeds n <= tl_hs_accept_need() bytes. Returns TL_HS_MORE (read more), TL_HS_SEND (send
+ * out[0..*outlen) to the connector, then read more), TL_HS_DONE (h->rank, h->stream are the
+ * connection's) or TL_HS_REFUSED (h->why says why). */
+int tl_hs_accept_feed(tl_hs_accept *h, const unsigned char *in, size_t n, unsigned char *out, size_t *outlen) {
+    *outlen = 0;
+    if (h->state == TL_HS_DONE_ || h->state == TL_HS_REFUSED_) return h->state == TL_HS_DONE_ ? TL_HS_DONE : TL_HS_REFUSED;
+    size_t need = tl_hs_accept_need(h);
+    if (n > need) n = need;
+    memcpy(h->buf + h->len, in, n);
+    h->len += n;
+    if (h->len < (h->state == TL_HS_HDR ? 8 : h->state == TL_HS_PLAIN ? sizeof(plain_hello)
+                  : h->state == TL_HS_HELLO ? h->hlen : (size_t)TL_AUTH_RESPONSE))
+        return TL_HS_MORE;
+    int rc = TL_HS_MORE;
+    switch (h->state) {
+    case TL_HS_HDR: {
+        uint32_t magic;
+        memcpy(&magic, h->buf, 4);
+        if (magic == HELLO_MAGIC) {
+            h->state = TL_HS_PLAIN;
+            return TL_HS_MORE;
+        }
+        size_t hs = tl_auth_hello_size(h->buf, TL_AUTH_KIND_TRANSPORT);
+        if (!hs || h->buf[5] != sizeof(hs_ctx)) { h->why = "not a TileLink connection"; rc = TL_HS_REFUSED; break; }
+        h->hlen = hs;
+        h->state = TL_HS_HELLO;
+        return TL_HS_MORE;
+    }
+    case TL_HS_PLAIN: {
+        if (h->key) {
+            h->why = "it did not authenticate (a rank without this job's TLINK_SECRET, or not a TileLink rank)";
+            rc = TL_HS_REFUSED;
+            break;
+        }
+        plain_hello ph;
+        memcpy(&ph, h->buf, sizeof ph);
+        rc = hs_claim(h, ph.rank, ph.stream, ph.comm_id);
+        if (!rc) rc = TL_HS_DONE;
+        break;
+    }
+    case TL_HS_HELLO: {
+        if (!h->key) {
+            h->why = "it authenticates with a secret and this rank has none (set TLINK_SECRET on every rank)";
+            rc = TL_HS_REFUSED;
+            break;
+        }
+        /* the claim is judged once it is authenticated */
+        memcpy(h->hello, h->buf, h->hlen);
+        tl_auth_challenge(h->key, h->hello, h->hlen, h->chal);
+        memcpy(out, h->chal, TL_AUTH_CHALLENGE);
+        *outlen = TL_AUTH_CHALLENGE;
+        h->state = TL_HS_RESPONSE;
+        h->len = 0;
+        return TL_HS_SEND;
+    }
+    case TL_HS_RESPONSE:
+        if (tl_auth_check(h->key, h->hello, h->hlen, h->chal, h->buf)) {
+            h->why = "wrong authentication response (it does not know this job's TLINK_SECRET)";
+            rc = TL_HS_REFUSED;
+        } else {
+            hs_ctx x;
+            memcpy(&x, h->hello + 8, sizeof x);
+            rc = hs_claim(h, x.rank, x.stream, x.comm_id);
+            if (!rc) rc = TL_HS_DONE;
+        }
+        break;
+    }
+    h->state = rc == TL_HS_DONE ? TL_HS_DONE_ : TL_HS_REFUSED_;
+    return rc;
+}
+
+typedef struct hs_conn {
+    int fd;
+    int out;                    /* 1: we connected (to rank peer, stream) */
+    int peer, stream;
+    double since;
+    size_t hlen, got;           /* connector: our hello; bytes of the challenge read */
+    unsigned char hello[TL_AUTH_HELLO_MAX];
+    unsigned char chal[TL_AUTH_CHALLENGE];
+    tl_hs_accept acc;           /* acceptor */
+    char name[64];
+} hs_conn;
+
+/* a refused incoming connection: one log line naming its address (the first 20 per
+ * communicator, so that a port scan cannot flood the log) */
+static void hs_refuse(tlink_comm *c, hs_conn *k, const char *why, int *nref) {
+    if (++*nref <= 20)
+        tl_log(strstr(why, "another communicator") ? TL_LOG_INFO : TL_LOG_WARN,
+               "rank %d: refused a TCP connection from %s: %s", c->rank, k->name, why);
+    close(k->fd);
+    k->fd = -1;
 }
 
 tlink_status tl_tcp_connect_all(tlink_comm *c, char **peer_addrs) {
     double deadline = tl_now() + c->timeout;
-    int expected = 0;
+    int expected = 0, waiting_out = 0, nref = 0;
+    const tl_hmac_key *key = c->auth ? &c->auth_key : NULL;
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (c->epfd < 0) return tl_err(c, TLINK_ERR_SYSTEM, "epoll_create1: %s", strerror(errno));
+    int ncap = 16, nk = 0;
+    hs_conn *k = calloc((size_t)ncap, sizeof *k);
+    if (!k) return tl_err(c, TLINK_ERR_NO_MEMORY, "bootstrap: out of memory");
+    tlink_status st = TLINK_OK;
+    struct pollfd *pf = NULL;
+    int *pmap = NULL;
+#define ADD_CONN()                                                                           \
+    do {                                                                                     \
+        if (nk == ncap) {                                                                    \
+            hs_conn *nkp = realloc(k, sizeof *k * (size_t)(ncap * 2));                       \
+            if (!nkp) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "bootstrap: out of memory"); goto out; } \
+            k = nkp;                                                                         \
+            ncap *= 2;                                                                       \
+        }                                                                                    \
+        memset(&k[nk], 0, sizeof k[nk]);                                                     \
+    } while (0)
     for (int r = 0; r < c->size; r++) {
         tl_peer *p = &c->peers[r];
         if (p->transport != TLINK_TRANSPORT_TCP) continue;
@@ -433,46 +565,147 @@ tlink_status tl_tcp_connect_all(tlink_comm *c, char **peer_addrs) {
         if (r < c->rank) { expected += c->nstreams; continue; }
         char host[256];
         int port;
-        if (tl_parse_hostport(peer_addrs[r], host, sizeof host, &port))
-            return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: rank %d published a bad address '%s'", r, peer_addrs[r]);
+        if (tl_parse_hostport(peer_addrs[r], host, sizeof host, &port)) {
+            st = tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: rank %d published a bad address '%s'", r, peer_addrs[r]);
+            goto out;
+        }
         for (int s = 0; s < c->nstreams; s++) {
             char err[300];
             int fd = tl_tcp_connect(host, port, deadline, err, sizeof err);
-            if (fd < 0) return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: connecting to rank %d: %s", r, err);
+            if (fd < 0) { st = tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: connecting to rank %d: %s", r, err); goto out; }
             tune_socket(c, fd, r);
-            hello h = {HELLO_MAGIC, c->rank, s, 0, c->comm_id};
-            if (send(fd, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h) {
-                close(fd);
-                return tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: handshake with rank %d failed", r);
+            ADD_CONN();
+            hs_conn *h = &k[nk++];
+            h->fd = fd;
+            h->out = 1;
+            h->peer = r;
+            h->stream = s;
+            snprintf(h->name, sizeof h->name, "%s", peer_addrs[r]);
+            if (key) {
+                hs_ctx x = {c->rank, s, c->comm_id};
+                h->hlen = tl_auth_hello(h->hello, TL_AUTH_KIND_TRANSPORT, &x, sizeof x);
+                waiting_out++;
+            } else {
+                plain_hello ph = {HELLO_MAGIC, c->rank, s, 0, c->comm_id};
+                memcpy(h->hello, &ph, sizeof ph);
+                h->hlen = sizeof ph;
             }
-            p->fds[s] = fd;
+            if (send(fd, h->hello, h->hlen, MSG_NOSIGNAL) != (ssize_t)h->hlen) {
+                st = tl_err(c, TLINK_ERR_BOOTSTRAP, "bootstrap: handshake with rank %d failed", r);
+                goto out;
+            }
+            if (!key) { /* no answer to wait for: the stream is ready */
+                p->fds[s] = fd;
+                h->fd = -1;
+            }
         }
     }
-    while (expected > 0) {
-        struct pollfd pf = {c->listen_fd, POLLIN, 0};
-        double left = deadline - tl_now();
-        if (left <= 0) {
+    while (expected > 0 || waiting_out > 0) {
+        double now = tl_now();
+        if (now > deadline) {
             char who[200] = "";
             int off = 0;
-            for (int r = 0; r < c->rank && off < 180; r++)
-                if (c->peers[r].transport == TLINK_TRANSPORT_TCP && c->peers[r].fds[c->nstreams - 1] < 0)
-                    off += snprintf(who + off, sizeof who - (size_t)off, " %d", r);
-            return tl_err(c, TLINK_ERR_TIMEOUT, "bootstrap: timed out waiting for TCP connections from ranks%s", who);
+            for (int r = 0; r < c->size && off < 180; r++)
+                if (c->peers[r].transport == TLINK_TRANSPORT_TCP && r != c->rank) {
+                    int missing = 0;
+                    for (int s = 0; s < c->nstreams; s++) missing |= c->peers[r].fds[s] < 0;
+                    if (missing) off += snprintf(who + off, sizeof who - (size_t)off, " %d", r);
+                }
+            st = tl_err(c, TLINK_ERR_TIMEOUT, "bootstrap: timed out setting up TCP connections with ranks%s", who);
+            break;
         }
-        if (poll(&pf, 1, (int)(TL_MIN(left, 1.0) * 1000) + 1) <= 0) continue;
-        int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        hello h;
-        if (recv_exact(fd, &h, sizeof h, TL_MIN(deadline, tl_now() + 10)) || h.magic != HELLO_MAGIC ||
-            h.comm_id != c->comm_id || h.rank < 0 || h.rank >= c->rank || h.stream < 0 ||
-            h.stream >= c->nstreams || c->peers[h.rank].fds[h.stream] >= 0) {
-            close(fd); /* a stray connection: ignore */
-            continue;
+        free(pf);
+        free(pmap);
+        pf = calloc((size_t)nk + 1, sizeof *pf);
+        pmap = calloc((size_t)nk + 1, sizeof *pmap);
+        if (!pf || !pmap) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "bootstrap: out of memory"); break; }
+        int np = 0;
+        pf[np] = (struct pollfd){c->listen_fd, POLLIN, 0};
+        pmap[np++] = -1;
+        for (int i = 0; i < nk; i++) {
+            if (k[i].fd < 0) continue;
+            if (!k[i].out && now - k[i].since > 10.0) {
+                hs_refuse(c, &k[i], "it did not complete the handshake in 10 s", &nref);
+                continue;
+            }
+            pf[np] = (struct pollfd){k[i].fd, POLLIN, 0};
+            pmap[np++] = i;
         }
-        tune_socket(c, fd, h.rank);
-        c->peers[h.rank].fds[h.stream] = fd;
-        expected--;
+        if (poll(pf, (nfds_t)np, (int)(TL_MIN(deadline - now, 1.0) * 1000) + 1) <= 0) continue;
+        for (int j = 1; j < np; j++) {
+            if (!pf[j].revents) continue;
+            hs_conn *h = &k[pmap[j]];
+            if (h->out) {
+                ssize_t r = recv(h->fd, h->chal + h->got, sizeof h->chal - h->got, MSG_DONTWAIT);
+                if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                    st = tl_err(c, TLINK_ERR_BOOTSTRAP,
+                                "bootstrap: rank %d (%s) closed the connection during authentication: it has no "
+                                "TLINK_SECRET or another one",
+                                h->peer, h->name);
+                    goto out_loop;
+                }
+                if (r < 0) continue;
+                h->got += (size_t)r;
+                if (h->got < sizeof h->chal) continue;
+                unsigned char resp[TL_AUTH_RESPONSE];
+                int ok = tl_auth_respond(key, h->hello, h->hlen, h->chal, resp) == 0;
+                if (send(h->fd, resp, sizeof resp, MSG_NOSIGNAL) != (ssize_t)sizeof resp) ok = 0;
+                if (!ok) {
+                    st = tl_err(c, TLINK_ERR_BOOTSTRAP,
+                                "bootstrap: the process at %s (rank %d's address) does not prove that it knows this "
+                                "job's secret: a different TLINK_SECRET there, or another program on that port",
+                                h->name, h->peer);
+                    goto out_loop;
+                }
+                c->peers[h->peer].fds[h->stream] = h->fd;
+                h->fd = -1;
+                waiting_out--;
+                continue;
+            }
+            unsigned char buf[TL_AUTH_HELLO_MAX], outb[TL_AUTH_CHALLENGE];
+            size_t need = tl_hs_accept_need(&h->acc), olen = 0;
+            ssize_t r = recv(h->fd, buf, need, MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                hs_refuse(c, h, "it closed the connection during the handshake", &nref);
+                continue;
+            }
+            if (r < 0) continue;
+            int rc = tl_hs_accept_feed(&h->acc, buf, (size_t)r, outb, &olen);
+            if (rc == TL_HS_SEND && send(h->fd, outb, olen, MSG_NOSIGNAL) != (ssize_t)olen) rc = TL_HS_REFUSED;
+            if (rc == TL_HS_DONE && c->peers[h->acc.rank].fds[h->acc.stream] >= 0) {
+                h->acc.why = "its rank and stream are connected already";
+                rc = TL_HS_REFUSED;
+            }
+            if (rc == TL_HS_REFUSED) {
+                hs_refuse(c, h, h->acc.why ? h->acc.why : "handshake failed", &nref);
+            } else if (rc == TL_HS_DONE) {
+                tune_socket(c, h->fd, h->acc.rank);
+                c->peers[h->acc.rank].fds[h->acc.stream] = h->fd;
+                h->fd = -1;
+                expected--;
+            }
+        }
+        if (pf[0].revents & POLLIN) {
+            int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                ADD_CONN();
+                hs_conn *h = &k[nk++];
+                h->fd = fd;
+                h->since = tl_now();
+                tl_peer_name(fd, h->name, sizeof h->name);
+                tl_hs_accept_init(&h->acc, key, c->comm_id, c->rank, c->nstreams);
+            }
+        }
     }
+out_loop:
+out:
+    free(pf);
+    free(pmap);
+    for (int i = 0; i < nk; i++)
+        if (k[i].fd >= 0) close(k[i].fd);
+    free(k);
+#undef ADD_CONN
+    if (st) return st;
     for (int r = 0; r < c->size; r++) {
         tl_peer *p = &c->peers[r];
         if (p->transport != TLINK_TRANSPORT_TCP) continue;

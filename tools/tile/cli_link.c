@@ -3,6 +3,7 @@
  *   tile link-bench  collective benchmark in the shape of nccl-tests
  *   tile link-topo   print / write / read topologies, predict algorithm costs
  *   tile store       standalone key-value store server for the bootstrap
+ *   tile link-status what every rank of a running job is doing (hang diagnosis)
  * Each takes argv[0] = the subcommand name. Uses libtilelink only (no libtile). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,11 +22,13 @@
 #include "tlink.h"
 #include "launch.h"
 #include "topo.h"
+#include "tl_internal.h"
 
 int tile_cmd_launch(int argc, char **argv);
 int tile_cmd_link_bench(int argc, char **argv);
 int tile_cmd_link_topo(int argc, char **argv);
 int tile_cmd_store(int argc, char **argv);
+int tile_cmd_link_status(int argc, char **argv);
 
 static void cerr(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void cerr(const char *cmd, const char *fmt, ...) {
@@ -820,4 +823,129 @@ int tile_cmd_link_bench(int argc, char **argv) {
     st = tlink_comm_destroy(c);
     if (rc == 0 && total_wrong) rc = 1;
     return rc;
+}
+
+/* ======================================================================= tile link-status */
+
+/* The variables of process pid that say where its store is and how to authenticate: they are
+ * set in this process, so the address is found exactly as the rank found it. */
+static int import_env(const char *cmd, long pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        cerr(cmd, "--pid %ld: cannot read %s: %s (a process of another user, or gone)", pid, path, strerror(errno));
+        return -1;
+    }
+    static const char *keep[] = {"TLINK_", "TILE_", "MASTER_ADDR=", "MASTER_PORT=", "RANK=", "WORLD_SIZE=",
+                                 "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "OMPI_", "PMI_", "PMIX_", "MPI_LOCAL", "SLURM_"};
+    /* the target's view replaces ours for these */
+    static const char *drop[] = {"TLINK_SECRET", "TLINK_SECRET_FILE", "TLINK_STORE", "TILE_STORE", "MASTER_ADDR",
+                                 "MASTER_PORT", "TLINK_STORE_PREFIX", "TLINK_JOB_ID"};
+    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) unsetenv(drop[i]);
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    int ch;
+    int found = 0;
+    while ((ch = fgetc(f)) != EOF) {
+        if (n + 1 >= cap) {
+            cap = cap ? cap * 2 : 4096;
+            char *nb = realloc(buf, cap);
+            if (!nb) break;
+            buf = nb;
+        }
+        buf[n++] = (char)ch;
+        if (ch) continue;
+        for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) {
+            if (strncmp(buf, keep[k], strlen(keep[k]))) continue;
+            char *eq = strchr(buf, '=');
+            if (eq) {
+                *eq = 0;
+                setenv(buf, eq + 1, 1);
+                found = 1;
+            }
+            break;
+        }
+        n = 0;
+    }
+    fclose(f);
+    free(buf);
+    if (!found) {
+        cerr(cmd, "--pid %ld: its environment names no TileLink job (no RANK, TLINK_* or launcher variables)", pid);
+        return -1;
+    }
+    return 0;
+}
+
+int tile_cmd_link_status(int argc, char **argv) {
+    const char *cmd = "link-status", *store = NULL, *prefix = NULL;
+    double timeout = 5;
+    long pid = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: tile link-status [--pid PID | --store HOST:PORT] [--prefix P] [-t SECONDS]\n"
+                   "Asks a running TileLink job, through its store, what every rank is doing: the call,\n"
+                   "its number, the algorithm and step, the rank it waits on and for how long; names ranks\n"
+                   "that are behind the others or do not answer.\n"
+                   "  --pid PID         a rank of the job (this user's): its store address, key prefix and\n"
+                   "                    secret are read from /proc/PID/environ\n"
+                   "  --store HOST:PORT the store (default: from the environment, as a rank finds it);\n"
+                   "                    authenticates with TLINK_SECRET / TLINK_SECRET_FILE\n"
+                   "  --prefix P        key namespace (TLINK_STORE_PREFIX or tlink: rank 0's newest\n"
+                   "                    communicator) or a communicator's prefix (tlink/3)\n"
+                   "  -t SECONDS        how long to wait for the answers (5)\n"
+                   "Exit status: 0 every rank answered and none is behind, 1 the report names a problem,\n"
+                   "2 usage, 3 no job found or the store unreachable.\n");
+            return 0;
+        }
+        if (!strcmp(a, "--store") && next) { store = next; i++; }
+        else if (!strcmp(a, "--prefix") && next) { prefix = next; i++; }
+        else if (!strcmp(a, "--pid") && next) {
+            if (parse_int(cmd, a, next, 1, 1L << 30, &pid)) return 2;
+            i++;
+        } else if (!strcmp(a, "-t") && next) {
+            char *e;
+            timeout = strtod(next, &e);
+            if (e == next || *e || !(timeout > 0) || timeout > 3600) { cerr(cmd, "-t: bad timeout '%s'", next); return 2; }
+            i++;
+        } else {
+            cerr(cmd, "unknown option or missing value '%s' (see tile link-status --help)", a);
+            return 2;
+        }
+    }
+    if (pid && store) { cerr(cmd, "give --pid or --store, not both"); return 2; }
+    if (pid && import_env(cmd, pid)) return 2;
+    char addr[300];
+    if (store) {
+        snprintf(addr, sizeof addr, "%s", store);
+    } else {
+        tlink_env_info e;
+        tlink_env_parse(&e);
+        snprintf(addr, sizeof addr, "%s", e.store_addr);
+        if (e.size > 0) tl_local_store_addr(addr, sizeof addr, e.size); /* as the ranks of an all-local job */
+    }
+    enum { MAXR = 65536 };
+    tlink_rank_status *st = calloc(MAXR, sizeof *st);
+    if (!st) { cerr(cmd, "out of memory"); return 3; }
+    int n = 0;
+    char cp[200] = "";
+    tlink_status rc = tlink_job_status(addr, prefix, timeout, st, MAXR, &n, cp, sizeof cp);
+    if (rc) {
+        cerr(cmd, "%s", tlink_last_error(NULL));
+        free(st);
+        return 3;
+    }
+    if (n > MAXR) n = MAXR;
+    size_t need = tlink_status_report(st, n, NULL, 0) + 1;
+    char *rep = malloc(need);
+    if (!rep) { free(st); return 3; }
+    tlink_status_report(st, n, rep, need);
+    printf("job %s at %s: %d rank%s\n%s", cp, addr, n, n == 1 ? "" : "s", rep);
+    int problem = strstr(rep, " is behind") || strstr(rep, " are behind") || strstr(rep, "did not answer") ||
+                  strstr(rep, "another call");
+    free(rep);
+    free(st);
+    return problem ? 1 : 0;
 }

@@ -24,6 +24,7 @@ extern int tile_cmd_launch(int argc, char **argv) __attribute__((weak));
 extern int tile_cmd_link_bench(int argc, char **argv) __attribute__((weak));
 extern int tile_cmd_link_topo(int argc, char **argv) __attribute__((weak));
 extern int tile_cmd_store(int argc, char **argv) __attribute__((weak));
+extern int tile_cmd_link_status(int argc, char **argv) __attribute__((weak));
 /* `tile fuzz` lives in cli_fuzz.c (random programs, every target against the interpreter). */
 extern int tile_cmd_fuzz(int argc, char **argv) __attribute__((weak));
 
@@ -49,6 +50,7 @@ static void usage(FILE *out) {
           "                                         interpreter; mismatches shrunk to reproducers\n"
           "  launch -n N -- CMD ARGS                start N ranks of a TileLink program\n"
           "  link-bench, link-topo, store           TileLink benchmark, topology, key-value store\n"
+          "  link-status --pid PID                  what every rank of a running TileLink job is doing\n"
           "  version                                print the version\n"
           "\n"
           "Exit codes: 0 ok, 1 user error, 2 check failed, 3 internal error.\n"
@@ -746,8 +748,10 @@ int main(int argc, char **argv) {
     int (*link_cmd)(int, char **) = !strcmp(cmd, "launch") ? tile_cmd_launch
                                   : !strcmp(cmd, "link-bench") ? tile_cmd_link_bench
                                   : !strcmp(cmd, "link-topo") ? tile_cmd_link_topo
-                                  : !strcmp(cmd, "store") ? tile_cmd_store : NULL;
-    if (!strcmp(cmd, "launch") || !strcmp(cmd, "link-bench") || !strcmp(cmd, "link-topo") || !strcmp(cmd, "store")) {
+                                  : !strcmp(cmd, "store") ? tile_cmd_store
+                                  : !strcmp(cmd, "link-status") ? tile_cmd_link_status : NULL;
+    if (!strcmp(cmd, "launch") || !strcmp(cmd, "link-bench") || !strcmp(cmd, "link-topo") || !strcmp(cmd, "store") ||
+        !strcmp(cmd, "link-status")) {
         if (!link_cmd) { fprintf(stderr, "tile %s: TileLink is not part of this build\n", cmd); return EXIT_USER; }
         return link_cmd(argc - 1, argv + 1);
     }
