@@ -52,6 +52,8 @@ const char *sv_describe(const sval *v) {
     case SV_FUNC: return "a function";
     case SV_METHOD: return "a method";
     case SV_OPAQUE: return "an opaque value";
+    case SV_DICT: return "a dict";
+    case SV_BROKEN: return "a value Tile could not evaluate";
     }
     return "a value";
 }
@@ -132,8 +134,10 @@ static void prescan_stmt(sema_ctx *c, sema_env *env, const ast_stmt *s, int in_l
         break;
     case AST_S_IF:
     case AST_S_WITH:
+    case AST_S_TRY:
         for (int i = 0; i < s->body.len; i++) prescan_stmt(c, env, s->body.stmts[i], in_loop);
         for (int i = 0; i < s->orelse.len; i++) prescan_stmt(c, env, s->orelse.stmts[i], in_loop);
+        for (int i = 0; i < s->finalbody.len; i++) prescan_stmt(c, env, s->finalbody.stmts[i], in_loop);
         break;
     default: break;
     }
@@ -248,38 +252,127 @@ static void bind_import(sema_ctx *c, const ast_stmt *s) {
     }
 }
 
-static void scan_module(sema_ctx *c) {
-    const ast_block *b = &c->ast->body;
+/* Module-level Python that is not kernel code (test drivers, benchmarks, argument
+ * parsing, `if __name__ == "__main__":`) is accepted and ignored where it cannot affect a
+ * kernel: expression statements and loops at module level bind nothing a kernel can see,
+ * so they are skipped; an assignment is evaluated, and when Tile cannot evaluate it the
+ * names it binds become "broken": a kernel that uses one gets the original error then. */
+static void bind_broken(sema_ctx *c, const ast_expr *t, const tile_diag *why) {
+    if (!t) return;
+    if (t->kind == AST_E_NAME) {
+        sval *v = sv_new(c, SV_BROKEN, why->loc);
+        v->str = tile_arena_strdup(c->arena, why->msg);
+        env_bind(c, c->module_env, t->name, v, 0);
+    } else if (t->kind == AST_E_TUPLE || t->kind == AST_E_LIST) {
+        for (int i = 0; i < t->nitems; i++) bind_broken(c, t->items[i], why);
+    } else if (t->kind == AST_E_STARRED) bind_broken(c, t->value, why);
+}
+
+/* Run fn(c, arg) with diagnostics collected aside; returns the first error (arena copy) or NULL. */
+static tile_diag *captured(sema_ctx *c, void (*fn)(sema_ctx *, const void *), const void *arg) {
+    tile_diags *saved = c->diags, tmp;
+    int saved_bad = c->bad;
+    tile_diags_init(&tmp);
+    c->diags = &tmp;
+    fn(c, arg);
+    c->diags = saved;
+    c->bad = saved_bad;
+    tile_diag *first = NULL;
+    for (int i = 0; i < tmp.len; i++) {
+        if (tmp.items[i].level == TILE_DIAG_ERROR && !first) {
+            first = TILE_NEW(c->arena, tile_diag);
+            *first = tmp.items[i];
+            first->msg = tile_arena_strdup(c->arena, tmp.items[i].msg);
+        } else if (tmp.items[i].level != TILE_DIAG_ERROR && !first) {
+            tile_diag_level lv = tmp.items[i].level;
+            if (lv == TILE_DIAG_WARNING) tile_warning_at(saved, tmp.items[i].loc, "%s", tmp.items[i].msg);
+        }
+    }
+    tile_diags_free(&tmp);
+    return first;
+}
+
+static void run_module_stmt(sema_ctx *c, const void *s) { lower_stmt(c, c->module_env, (const ast_stmt *)s); }
+static void eval_cond(sema_ctx *c, const void *s) {
+    const ast_stmt *st = s;
+    c->scratch = lower_expr(c, c->module_env, st->cond);
+}
+
+static void scan_block(sema_ctx *c, const ast_block *b);
+
+static void scan_stmt(sema_ctx *c, const ast_stmt *s) {
+    switch (s->kind) {
+    case AST_S_IMPORT:
+    case AST_S_IMPORTFROM: bind_import(c, s); break;
+    case AST_S_FUNCDEF: {
+        sval *f = sv_new(c, SV_FUNC, s->loc);
+        f->fn = TILE_NEW(c->arena, sema_fn);
+        f->fn->def = s;
+        f->fn->closure = c->module_env;
+        env_bind(c, c->module_env, s->name, f, 0);
+        break;
+    }
+    case AST_S_CLASS: {
+        sval *o = sv_new(c, SV_OPAQUE, s->loc);
+        o->str = s->name;
+        env_bind(c, c->module_env, s->name, o, 0);
+        break;
+    }
+    case AST_S_ASSIGN:
+    case AST_S_ANNASSIGN:
+    case AST_S_AUGASSIGN: {
+        tile_diag *why = captured(c, run_module_stmt, s); /* compile-time: c->stmts is NULL */
+        if (why) {
+            tile_log(TILE_LOG_INFO, "%s:%d: module-level assignment not evaluated (%s); its names are usable only if a kernel does not need them",
+                     s->loc.src ? s->loc.src->name : "?", s->loc.line, why->msg);
+            for (int i = 0; i < s->ntargets; i++) bind_broken(c, s->targets[i], why);
+        }
+        break;
+    }
+    case AST_S_IF: {
+        c->scratch = NULL;
+        tile_diag *why = captured(c, eval_cond, s);
+        sval *cv = c->scratch;
+        if (why || !cv) break;
+        bool t;
+        if (sv_is_const(cv)) t = tile_dtype_is_float(cv->e->dtype) ? cv->e->fval != 0 : cv->e->ival != 0;
+        else if (cv->kind == SV_NONE) t = false;
+        else if (cv->kind == SV_TUPLE || cv->kind == SV_DICT) t = cv->nitems > 0;
+        else if (cv->kind == SV_STRING || cv->kind == SV_DTYPE || cv->kind == SV_MODULE || cv->kind == SV_FUNC) t = true;
+        else break; /* known only at run time, or opaque: neither branch is taken */
+        scan_block(c, t ? &s->body : &s->orelse);
+        break;
+    }
+    case AST_S_TRY:
+        /* nothing raises at compile time: the body, then the else clause, then finally */
+        scan_block(c, &s->body);
+        scan_block(c, &s->orelse);
+        scan_block(c, &s->finalbody);
+        break;
+    default: break; /* expression statements, loops, with, assert, raise, del: no effect on kernels */
+    }
+}
+
+static void scan_block(sema_ctx *c, const ast_block *b) {
     for (int i = 0; i < b->len; i++) {
-        const ast_stmt *s = b->stmts[i];
-        switch (s->kind) {
-        case AST_S_IMPORT:
-        case AST_S_IMPORTFROM: bind_import(c, s); break;
-        case AST_S_FUNCDEF: {
-            sval *f = sv_new(c, SV_FUNC, s->loc);
-            f->fn = TILE_NEW(c->arena, sema_fn);
-            f->fn->def = s;
-            f->fn->closure = c->module_env;
-            env_bind(c, c->module_env, s->name, f, 0);
-            break;
-        }
-        case AST_S_EXPR:
-            if (s->value && s->value->kind == AST_E_STRING) break; /* docstring */
-            /* fallthrough */
-        case AST_S_ASSIGN:
-        case AST_S_ANNASSIGN:
-        case AST_S_AUGASSIGN:
-        case AST_S_IF:
-        case AST_S_ASSERT:
-        case AST_S_PASS:
-            lower_stmt(c, c->module_env, s); /* compile-time: c->stmts is NULL */
-            break;
-        case AST_S_GLOBAL: break;
-        default:
-            tile_error_at(c->diags, s->loc, "only imports, function definitions and constant assignments are allowed at module level");
-        }
+        scan_stmt(c, b->stmts[i]);
         if (tile_diags_full(c->diags)) return;
     }
+}
+
+static void scan_module(sema_ctx *c) {
+    /* `if __name__ == "__main__":` is the script entry point, which never runs here */
+    const char *base = c->ast->src && c->ast->src->name ? c->ast->src->name : "<string>";
+    const char *slash = strrchr(base, '/');
+    sval *nm = sv_new(c, SV_STRING, (tile_loc){0});
+    nm->str = tile_arena_strdup(c->arena, slash ? slash + 1 : base);
+    char *dot = strrchr((char *)nm->str, '.');
+    if (dot) *dot = 0;
+    env_bind(c, c->module_env, "__name__", nm, 0);
+    sval *fl = sv_new(c, SV_STRING, (tile_loc){0});
+    fl->str = base;
+    env_bind(c, c->module_env, "__file__", fl, 0);
+    scan_block(c, &c->ast->body);
 }
 
 int sema_entry_points(const ast_module *m, const char ***names, tile_arena *arena) {

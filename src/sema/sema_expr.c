@@ -34,9 +34,12 @@ static const builtin_info builtins[] = {
 #undef X
     {NULL, 0}};
 
+static const builtin_info py_builtin_info = {"", 'P'}; /* Python builtins of sema_py.c */
+
 static const builtin_info *find_builtin(const char *name) {
     for (const builtin_info *b = builtins; b->name; b++)
         if (!strcmp(b->name, name)) return b;
+    if (py_is_builtin(name)) return &py_builtin_info;
     return NULL;
 }
 bool lookup_builtin_exists(const char *name) { return find_builtin(name) != NULL; }
@@ -484,6 +487,12 @@ static sval *lower_name(sema_ctx *c, sema_env *env, const ast_expr *e) {
             sema_err(c, e->loc, "'%s' can only be used inside its loop or kernel", e->name);
             return sv_err(c, e->loc);
         }
+        if (b->val->kind == SV_BROKEN) {
+            const tile_loc w = b->val->loc;
+            sema_err(c, e->loc, "'%s' is defined by module-level code that Tile could not evaluate (%s:%d:%d: %s)", e->name,
+                     w.src ? w.src->name : "?", w.line, w.col, b->val->str);
+            return sv_err(c, e->loc);
+        }
         if (b->val->kind == SV_EXPR && !par_active(c, b->par_id)) {
             sema_err(c, e->loc, "'%s' was assigned inside a T.Parallel loop, so each iteration has its own; it cannot be read outside that loop (use a buffer)", e->name);
             return sv_err(c, e->loc);
@@ -525,6 +534,12 @@ static sval *shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc) {
 static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     sval *base = lower_expr(c, env, e->value);
     const char *a = e->name;
+    if (py_has_method(base, a)) {
+        sval *v = sv_new(c, SV_METHOD, e->loc);
+        v->str = a;
+        v->self = base;
+        return v;
+    }
     switch (base->kind) {
     case SV_MODULE: {
         tile_dtype dt = tile_dtype_parse(a);
@@ -541,13 +556,21 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             v->str = a;
             return v;
         }
-        if (a[0] >= 'A' && a[0] <= 'Z') return sv_new(c, SV_OPAQUE, e->loc); /* T.GemmWarpPolicy, ... */
+        if (a[0] >= 'A' && a[0] <= 'Z') { /* T.GemmWarpPolicy, tilelang.PassConfigKey, ... */
+            sval *o = sv_new(c, SV_OPAQUE, e->loc);
+            o->str = a;
+            return o;
+        }
         sval *v = sv_new(c, SV_MODULE, e->loc);
         v->str = tile_arena_printf(c->arena, "%s.%s", base->str, a);
         v->display = tile_arena_printf(c->arena, "%s.%s", base->display ? base->display : base->str, a);
         return v;
     }
-    case SV_OPAQUE: return base;
+    case SV_OPAQUE: {
+        sval *o = sv_new(c, SV_OPAQUE, e->loc);
+        o->str = base->str && base->str[0] != '@' ? tile_arena_printf(c->arena, "%s.%s", base->str, a) : a;
+        return o;
+    }
     case SV_BUFFER:
         if (!strcmp(a, "shape")) return shape_tuple(c, base->buf, e->loc);
         if (!strcmp(a, "dtype")) {
@@ -747,11 +770,8 @@ static sval *lower_compare(sema_ctx *c, sema_env *env, const ast_expr *e) {
     for (int i = 0; i < e->nitems; i++) {
         sval *right = lower_expr(c, env, e->items[i]);
         ast_op op = e->cmp_ops[i];
-        if (op == AST_OP_IN || op == AST_OP_NOT_IN) {
-            sema_err(c, e->loc, "'%s' is not supported", ast_op_str(op));
-            return sv_err(c, e->loc);
-        }
-        sval *r = binary_op(c, op, left, right, e->loc);
+        sval *r = op == AST_OP_IN || op == AST_OP_NOT_IN ? py_contains(c, left, right, op == AST_OP_NOT_IN, e->loc)
+                                                         : binary_op(c, op, left, right, e->loc);
         if (!result) result = r;
         else {
             /* a < b < c  ==  (a < b) and (b < c) */
@@ -879,13 +899,6 @@ static sval *lower_generator_reduce(sema_ctx *c, sema_env *env, const char *fnam
 }
 
 /* ---------- builtin calls ---------- */
-typedef struct call_args {
-    sval **pos;
-    int npos;
-    const ast_keyword *kw;
-    sval **kwv;
-    int nkw;
-} call_args;
 
 static sval *kwarg(call_args *a, const char *name) {
     for (int i = 0; i < a->nkw; i++)
@@ -1040,9 +1053,28 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         return math1(c, math_intrinsic(fname), a->pos[0], loc);
     }
     case 'L':
+        if (!strcmp(fname, "range") && a->npos >= 1 && a->npos <= 3) {
+            /* range(...) as a value (a comprehension, list(range(n))): a tuple of constants */
+            int64_t r[3] = {0, 0, 1};
+            bool ok = true;
+            for (int i = 0; i < a->npos && ok; i++) ok = sv_is_const(a->pos[i]) && !tile_dtype_is_float(a->pos[i]->e->dtype);
+            if (ok) {
+                for (int i = 0; i < a->npos; i++) r[a->npos == 1 ? 1 : i] = a->pos[i]->e->ival;
+                if (r[2] == 0) { sema_err(c, loc, "range() step must not be zero"); return sv_err(c, loc); }
+                int64_t n = r[2] > 0 ? (r[1] - r[0] + r[2] - 1) / r[2] : (r[0] - r[1] - r[2] - 1) / -r[2];
+                if (n < 0) n = 0;
+                if (n > 65536) { sema_err(c, loc, "range() as a compile-time value is limited to 65536 items"); return sv_err(c, loc); }
+                sval *t = sv_new(c, SV_TUPLE, loc);
+                t->nitems = (int)n;
+                t->items = TILE_NEW_ARRAY(c->arena, sval *, n ? n : 1);
+                for (int64_t i = 0; i < n; i++) t->items[i] = sv_weak_int(c, r[0] + i * r[2], loc);
+                return t;
+            }
+        }
         sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : "the iterable of a for loop");
         return sv_err(c, loc);
     case 'H': return sv_none(c, loc); /* scheduling hints: meaningful to GPU backends later, no semantics */
+    case 'P': return py_builtin(c, fname, a, loc);
     case 'T':
     case 'A': {
         bool handled = false;
@@ -1130,8 +1162,8 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         return sv_err(c, loc);
     }
     if (!strcmp(fname, "sum")) {
-        if (a->npos == 1 && a->pos[0]->kind == SV_TUPLE) {
-            sval *acc = sv_weak_int(c, 0, loc);
+        if ((a->npos == 1 || a->npos == 2) && a->pos[0]->kind == SV_TUPLE) {
+            sval *acc = a->npos == 2 ? a->pos[1] : sv_weak_int(c, 0, loc);
             for (int i = 0; i < a->pos[0]->nitems; i++) acc = binary_op(c, AST_OP_ADD, acc, a->pos[0]->items[i], loc);
             return acc;
         }
@@ -1196,41 +1228,125 @@ static bool eval_args(sema_ctx *c, sema_env *env, const ast_expr *call, call_arg
             for (int k = 0; k < t->nitems; k++) a->pos[a->npos++] = t->items[k];
             continue;
         }
-        if (x->kind == AST_E_GENERATOR) { sema_err(c, x->loc, "a generator can only be the argument of sum(), max() or min()"); return false; }
         a->pos[a->npos++] = lower_expr(c, env, x);
     }
-    a->kw = call->kwargs;
-    a->nkw = call->nkwargs;
-    a->kwv = TILE_NEW_ARRAY(c->arena, sval *, call->nkwargs + 1);
-    for (int i = 0; i < call->nkwargs; i++) a->kwv[i] = lower_expr(c, env, call->kwargs[i].value);
+    bool splat = false;
+    for (int i = 0; i < call->nkwargs; i++) splat |= call->kwargs[i].name == NULL;
+    if (!splat) {
+        a->kw = call->kwargs;
+        a->nkw = call->nkwargs;
+        a->kwv = TILE_NEW_ARRAY(c->arena, sval *, call->nkwargs + 1);
+        for (int i = 0; i < call->nkwargs; i++) a->kwv[i] = lower_expr(c, env, call->kwargs[i].value);
+        return true;
+    }
+    /* f(**d): the dict's string keys become keyword arguments */
+    tile_vec kws = {0}, vals = {0};
+    for (int i = 0; i < call->nkwargs; i++) {
+        sval *v = lower_expr(c, env, call->kwargs[i].value);
+        if (call->kwargs[i].name) {
+            tile_vec_push(&kws, (void *)&call->kwargs[i]);
+            tile_vec_push(&vals, v);
+            continue;
+        }
+        if (v->kind != SV_DICT) {
+            if (!v->poison) sema_err(c, call->kwargs[i].loc, "'**' needs a dict known at compile time, got %s", sv_describe(v));
+            tile_vec_free(&kws);
+            tile_vec_free(&vals);
+            return false;
+        }
+        for (int k = 0; k < v->nitems; k++) {
+            if (v->items[k]->kind != SV_STRING) { sema_err(c, call->kwargs[i].loc, "'**' needs a dict with string keys"); tile_vec_free(&kws); tile_vec_free(&vals); return false; }
+            ast_keyword *kw = TILE_NEW(c->arena, ast_keyword);
+            kw->loc = call->kwargs[i].loc;
+            kw->name = v->items[k]->str;
+            kw->value = call->kwargs[i].value;
+            tile_vec_push(&kws, kw);
+            tile_vec_push(&vals, v->vals[k]);
+        }
+    }
+    ast_keyword *kw = TILE_NEW_ARRAY(c->arena, ast_keyword, kws.len + 1);
+    for (int i = 0; i < kws.len; i++) kw[i] = *(ast_keyword *)kws.items[i];
+    a->kw = kw;
+    a->nkw = kws.len;
+    a->kwv = (sval **)tile_vec_to_arena(&vals, c->arena);
+    tile_vec_free(&kws);
+    for (int i = 0; i < a->nkw; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(kw[i].name, kw[j].name)) { sema_err(c, kw[i].loc, "keyword argument '%s' given twice", kw[i].name); return false; }
+    return true;
+}
+
+/* Bind the arguments of a call to the parameters of a def or lambda (Python's rules:
+ * positional, then keyword, then defaults; *args gets the extra positional ones as a tuple,
+ * **kwargs the extra keywords as a dict). */
+static bool bind_params(sema_ctx *c, sema_fn *fn, sema_env *env, const char *fname, const ast_param *ps, int np, sval **args, int nargs,
+                        const ast_keyword *kw, sval **kwvals, int nkw, tile_loc loc) {
+    int star = -1, dstar = -1, npos_params = 0;
+    for (int i = 0; i < np; i++) {
+        if (ps[i].star == 1) star = i;
+        else if (ps[i].star == 2) dstar = i;
+        else if (!ps[i].kwonly && star < 0) npos_params++;
+    }
+    if (nargs > npos_params && star < 0) { sema_err(c, loc, "%s() takes %d positional argument%s, got %d", fname, npos_params, npos_params == 1 ? "" : "s", nargs); return false; }
+    bool *used = TILE_NEW_ARRAY(c->arena, bool, nkw + 1);
+    int ai = 0;
+    for (int i = 0; i < np; i++) {
+        const ast_param *p = &ps[i];
+        if (p->star == 1) {
+            int extra = nargs > ai ? nargs - ai : 0;
+            sval *t = sv_new(c, SV_TUPLE, loc);
+            t->nitems = extra;
+            t->items = TILE_NEW_ARRAY(c->arena, sval *, extra ? extra : 1);
+            for (int k = 0; k < extra; k++) t->items[k] = args[ai + k];
+            ai += extra;
+            env_bind(c, env, p->name, t, 0);
+            continue;
+        }
+        if (p->star == 2) continue;
+        sval *v = (!p->kwonly && star < 0 && ai < nargs) ? args[ai++] : NULL;
+        for (int k = 0; k < nkw; k++)
+            if (!strcmp(kw[k].name, p->name)) {
+                if (v) { sema_err(c, kw[k].loc, "%s() got two values for argument '%s'", fname, p->name); return false; }
+                v = kwvals[k];
+                used[k] = true;
+            }
+        if (!v && p->dflt) v = lower_expr(c, fn->closure, p->dflt);
+        if (!v) { sema_err(c, loc, "%s() is missing argument '%s'", fname, p->name); return false; }
+        env_bind(c, env, p->name, v, 0);
+    }
+    sval *rest = NULL;
+    if (dstar >= 0) {
+        rest = sv_new(c, SV_DICT, loc);
+        rest->items = TILE_NEW_ARRAY(c->arena, sval *, nkw + 1);
+        rest->vals = TILE_NEW_ARRAY(c->arena, sval *, nkw + 1);
+        env_bind(c, env, ps[dstar].name, rest, 0);
+    }
+    for (int k = 0; k < nkw; k++) {
+        if (used[k]) continue;
+        if (!rest) { sema_err(c, kw[k].loc, "%s() has no parameter named '%s'", fname, kw[k].name); return false; }
+        sval *key = sv_new(c, SV_STRING, kw[k].loc);
+        key->str = kw[k].name;
+        rest->items[rest->nitems] = key;
+        rest->vals[rest->nitems++] = kwvals[k];
+    }
     return true;
 }
 
 sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_keyword *kw, sval **kwvals, int nkw, tile_loc loc) {
     const ast_stmt *def = fn->def;
-    if (c->inline_depth >= 32) { sema_err(c, loc, "functions nested too deeply while inlining '%s' (recursion is not supported)", def->name); return sv_err(c, loc); }
-    if (nargs > def->nparams) { sema_err(c, loc, "%s() takes %d arguments, got %d", def->name, def->nparams, nargs); return sv_err(c, loc); }
-    sema_env *env = env_new(c, fn->closure, def);
-    prescan_assignments(c, env, &def->body);
-    for (int i = 0; i < def->nparams; i++) {
-        const ast_param *p = &def->params[i];
-        sval *v = i < nargs ? args[i] : NULL;
-        for (int k = 0; k < nkw; k++)
-            if (!strcmp(kw[k].name, p->name)) {
-                if (v) { sema_err(c, kw[k].loc, "%s() got two values for argument '%s'", def->name, p->name); return sv_err(c, loc); }
-                v = kwvals[k];
-            }
-        if (!v && p->dflt) v = lower_expr(c, fn->closure, p->dflt);
-        if (!v) { sema_err(c, loc, "%s() is missing argument '%s'", def->name, p->name); return sv_err(c, loc); }
-        env_bind(c, env, p->name, v, 0);
-    }
-    for (int k = 0; k < nkw; k++) {
-        bool found = false;
-        for (int i = 0; i < def->nparams; i++)
-            if (!strcmp(kw[k].name, def->params[i].name)) found = true;
-        if (!found) { sema_err(c, kw[k].loc, "%s() has no parameter named '%s'", def->name, kw[k].name); return sv_err(c, loc); }
-    }
+    const char *fname = def ? def->name : "<lambda>";
+    if (c->inline_depth >= 32) { sema_err(c, loc, "functions nested too deeply while inlining '%s' (recursion is not supported)", fname); return sv_err(c, loc); }
+    sema_env *env = env_new(c, fn->closure, def ? def : fn->closure ? fn->closure->func : NULL);
+    if (def) prescan_assignments(c, env, &def->body);
+    const ast_param *ps = def ? def->params : fn->lambda->params;
+    int np = def ? def->nparams : fn->lambda->nparams;
+    if (!bind_params(c, fn, env, fname, ps, np, args, nargs, kw, kwvals, nkw, loc)) return sv_err(c, loc);
     c->inline_depth++;
+    if (!def) {
+        sval *r = lower_expr(c, env, fn->lambda->value);
+        c->inline_depth--;
+        return r;
+    }
     /* the body, except a final `return expr` */
     int n = def->body.len;
     const ast_stmt *last = n ? def->body.stmts[n - 1] : NULL;
@@ -1244,11 +1360,24 @@ sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_ke
     return ret;
 }
 
+/* Does a generator iterate over range(...) / T.serial(...) with one clause (a run-time loop),
+ * rather than over a compile-time sequence (unrolled as a tuple)? */
+static bool is_loop_generator(sema_ctx *c, sema_env *env, const ast_expr *gen) {
+    const ast_comp *cl = gen->comp;
+    if (!cl || cl->next || cl->target->kind != AST_E_NAME || cl->iter->kind != AST_E_CALL) return false;
+    const ast_expr *f = cl->iter->value;
+    const char *name = f->kind == AST_E_NAME ? f->name : f->kind == AST_E_ATTR ? f->name : NULL;
+    if (!name || (strcmp(name, "range") && strcmp(name, "serial"))) return false;
+    if (!c->stmts) return false; /* compile-time code: the sequence must be constant */
+    (void)env;
+    return true;
+}
+
 sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
     tile_loc loc = call->loc;
     /* generator reductions take their argument unevaluated */
     if (fv->kind == SV_BUILTIN && call->nitems == 1 && call->items[0]->kind == AST_E_GENERATOR &&
-        (!strcmp(fv->str, "sum") || !strcmp(fv->str, "max") || !strcmp(fv->str, "min")))
+        (!strcmp(fv->str, "sum") || !strcmp(fv->str, "max") || !strcmp(fv->str, "min")) && is_loop_generator(c, env, call->items[0]))
         return lower_generator_reduce(c, env, fv->str, call->items[0], loc);
     if (fv->kind == SV_NONE) {
         if (!fv->poison) sema_err(c, loc, "None is not callable");
@@ -1266,10 +1395,11 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             if (a.npos != 1) { sema_err(c, loc, "astype() takes one dtype"); return sv_err(c, loc); }
             return do_cast(c, fv->self, as_dtype(c, a.pos[0], "astype()"), loc);
         }
+        if (py_has_method(fv->self, fv->str)) return py_method(c, fv->self, fv->str, &a, loc);
         break;
     case SV_FUNC: {
         const ast_stmt *d = fv->fn->def;
-        for (int i = 0; i < d->ndecorators; i++) {
+        for (int i = 0; d && i < d->ndecorators; i++) {
             const ast_expr *dec = d->decorators[i];
             const char *nm = dec->kind == AST_E_ATTR ? dec->name : dec->kind == AST_E_NAME ? dec->name : dec->kind == AST_E_CALL && dec->value->kind == AST_E_ATTR ? dec->value->name : "";
             if (!strcmp(nm, "prim_func") || !strcmp(nm, "tile_op") || !strcmp(nm, "kernel")) {
@@ -1318,7 +1448,14 @@ sval *lower_expr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     case AST_E_BOOLOP: return lower_boolop(c, env, e);
     case AST_E_IFEXP: return lower_ifexp(c, env, e);
     case AST_E_SLICE: sema_err(c, e->loc, "a slice can only appear inside [ ]"); return sv_err(c, e->loc);
-    case AST_E_GENERATOR: sema_err(c, e->loc, "a generator can only be the argument of sum(), max() or min()"); return sv_err(c, e->loc);
+    case AST_E_GENERATOR:
+    case AST_E_DICT:
+    case AST_E_SET:
+    case AST_E_LISTCOMP:
+    case AST_E_SETCOMP:
+    case AST_E_DICTCOMP:
+    case AST_E_LAMBDA:
+    case AST_E_ELLIPSIS: return py_display(c, env, e);
     case AST_E_STARRED: sema_err(c, e->loc, "'*' unpacking is only allowed in call arguments"); return sv_err(c, e->loc);
     default: break;
     }

@@ -912,8 +912,46 @@ static void lower_stmt_in(sema_ctx *c, sema_env *env, const ast_stmt *s, bool to
         emit(c, a);
         return;
     }
-    case AST_S_GLOBAL: return;
-    default: sema_err(c, s->loc, "unsupported statement"); return;
+    case AST_S_GLOBAL:
+    case AST_S_NONLOCAL: return;
+    case AST_S_TRY:
+        /* nothing raises while Tile evaluates: the body, the else clause, finally */
+        lower_block(c, env, &s->body);
+        lower_block(c, env, &s->orelse);
+        lower_block(c, env, &s->finalbody);
+        return;
+    case AST_S_RAISE: {
+        /* reached while lowering: the program raises unconditionally for these parameters */
+        const ast_expr *v = s->value;
+        const char *what = "an exception";
+        const char *msg = "";
+        if (v && v->kind == AST_E_CALL) {
+            what = v->value->kind == AST_E_NAME || v->value->kind == AST_E_ATTR ? v->value->name : what;
+            if (v->nitems >= 1) {
+                sval *m = lower_expr(c, env, v->items[0]);
+                if (m->kind == SV_STRING) msg = m->str;
+            }
+        } else if (v && (v->kind == AST_E_NAME || v->kind == AST_E_ATTR)) what = v->name;
+        if (c->stmts && c->in_kernel)
+            sema_err(c, s->loc, "'raise' in kernel code is not supported yet");
+        else
+            sema_err(c, s->loc, "the program raises %s%s%s", what, msg[0] ? ": " : "", msg);
+        return;
+    }
+    case AST_S_DEL:
+        /* `del x` unbinds names; deleting elements or attributes is not modelled */
+        if (s->targets[0]->kind == AST_E_NAME) env_bind(c, env, s->targets[0]->name, dead_value(c, s->loc), 0);
+        else if (s->targets[0]->kind == AST_E_TUPLE)
+            for (int i = 0; i < s->targets[0]->nitems; i++)
+                if (s->targets[0]->items[i]->kind == AST_E_NAME) env_bind(c, env, s->targets[0]->items[i]->name, dead_value(c, s->loc), 0);
+        return;
+    case AST_S_CLASS: {
+        sval *o = sv_new(c, SV_OPAQUE, s->loc);
+        o->str = s->name;
+        env_bind(c, env, s->name, o, 0);
+        return;
+    }
+    default: sema_err(c, s->loc, "%s statements are not supported yet", ast_stmt_kind_name(s->kind)); return;
     }
 }
 
