@@ -191,7 +191,7 @@ static const char *last_component(const char *path) {
     return p ? p + 1 : path;
 }
 
-typedef enum { DEF_HELPER, DEF_KERNEL_PLAIN, DEF_KERNEL_TILE, DEF_FACTORY, DEF_MACRO } def_class;
+typedef enum { DEF_HELPER, DEF_KERNEL_PLAIN, DEF_KERNEL_TILE, DEF_FACTORY, DEF_MACRO, DEF_KERNEL_EAGER } def_class;
 
 static bool has_decorator(sema_ctx *c, sema_env *env, const ast_stmt *d, const char *last) {
     for (int i = 0; i < d->ndecorators; i++)
@@ -214,6 +214,8 @@ static def_class classify_def(sema_ctx *c, sema_env *env, const ast_stmt *d) {
     if (has_decorator(c, env, d, "tile_op") || has_decorator(c, env, d, "kernel")) return DEF_KERNEL_PLAIN;
     if (has_decorator(c, env, d, "macro")) return DEF_MACRO;
     if (body_defines_prim_func(c, env, &d->body)) return DEF_FACTORY;
+    /* the eager style: @tilelang.jit on a function whose body is the kernel itself */
+    if (has_decorator(c, env, d, "jit") || has_decorator(c, env, d, "lazy_jit")) return DEF_KERNEL_EAGER;
     return DEF_HELPER;
 }
 
@@ -383,7 +385,7 @@ int sema_entry_points(const ast_module *m, const char ***names, tile_arena *aren
         sema_ctx c = {0};
         c.arena = arena;
         def_class k = classify_def(&c, NULL, s);
-        if (k == DEF_KERNEL_PLAIN || k == DEF_KERNEL_TILE || k == DEF_FACTORY) tile_vec_push(&v, (void *)s->name);
+        if (k == DEF_KERNEL_PLAIN || k == DEF_KERNEL_TILE || k == DEF_FACTORY || k == DEF_KERNEL_EAGER) tile_vec_push(&v, (void *)s->name);
     }
     int n = v.len;
     *names = (const char **)tile_vec_to_arena(&v, arena);
@@ -418,16 +420,20 @@ static sval *define_value(sema_ctx *c, sema_define *d, tile_loc loc) {
     return s;
 }
 
-/* A symbolic dimension: a -D value if given, else a size variable bound at run time. */
-static sval *make_size(sema_ctx *c, sema_env *env, const char *name, tile_loc loc) {
+/* A symbolic dimension: a -D value if given, else a size variable bound at run time
+ * (reused when the function already has one of that name). */
+sval *sema_symbol(sema_ctx *c, const char *name, tile_loc loc) {
     sema_define *d = find_define(c, name);
-    sval *v;
-    if (d) v = define_value(c, d, loc);
-    else {
-        ir_var *var = ir_var_new(c->mod, c->fn, name, IR_VAR_SIZE, TILE_DT_I32, loc);
-        ir_func_add_size(c->mod, c->fn, var);
-        v = sv_expr(c, ir_var_ref(c->mod, var, loc));
-    }
+    if (d) return define_value(c, d, loc);
+    for (int i = 0; i < c->fn->nsizes; i++)
+        if (!strcmp(c->fn->sizes[i]->name, name)) return sv_expr(c, ir_var_ref(c->mod, c->fn->sizes[i], loc));
+    ir_var *var = ir_var_new(c->mod, c->fn, name, IR_VAR_SIZE, TILE_DT_I32, loc);
+    ir_func_add_size(c->mod, c->fn, var);
+    return sv_expr(c, ir_var_ref(c->mod, var, loc));
+}
+
+static sval *make_size(sema_ctx *c, sema_env *env, const char *name, tile_loc loc) {
+    sval *v = sema_symbol(c, name, loc);
     env_bind(c, env, name, v, 0);
     return v;
 }
@@ -632,6 +638,159 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
     env_bind(c, env, p->name, bv, 0);
 }
 
+
+/* ---------- call sites: values for factory parameters the file itself passes ----------
+ * TileLang programs give a factory's parameters at its call (`matmul(1024, 1024, 1024,
+ * 128, 128, 32)` in main(), `run_gemm(512, 1024, 768, "float16", ...)` in a test). When a
+ * kernel cannot be compiled with its unbound parameters symbolic (a dtype, a tile size,
+ * threads=...), the parameters take the values of the first call in the file whose argument
+ * is a compile-time value, evaluated in the caller with the caller's own parameters bound
+ * the same way (a few levels up) and its assignments run. */
+typedef struct callsite {
+    const ast_expr *call;
+    const ast_stmt *in_def; /* the def containing the call, NULL at module level */
+} callsite;
+
+static void calls_in_block(const ast_block *b, const char *name, const ast_stmt *fn, tile_vec *out);
+
+static void calls_in_expr(const ast_expr *e, const char *name, const ast_stmt *fn, tile_vec *out) {
+    if (!e || out->len >= 64) return;
+    if (e->kind == AST_E_CALL) {
+        const ast_expr *f = e->value;
+        bool hit = (f->kind == AST_E_NAME && !strcmp(f->name, name)) ||
+                   (f->kind == AST_E_ATTR && f->value->kind == AST_E_NAME && !strcmp(f->value->name, name) &&
+                    (!strcmp(f->name, "compile") || !strcmp(f->name, "get_tir") || !strcmp(f->name, "lower")));
+        if (hit) {
+            callsite *cs = tile_xmalloc(sizeof *cs);
+            cs->call = e;
+            cs->in_def = fn;
+            tile_vec_push(out, cs);
+        }
+    }
+    calls_in_expr(e->value, name, fn, out);
+    calls_in_expr(e->lhs, name, fn, out);
+    calls_in_expr(e->rhs, name, fn, out);
+    calls_in_expr(e->cond, name, fn, out);
+    for (int i = 0; i < e->nitems; i++) {
+        calls_in_expr(e->items[i], name, fn, out);
+        if (e->dvals) calls_in_expr(e->dvals[i], name, fn, out);
+    }
+    for (int i = 0; i < e->nkwargs; i++) calls_in_expr(e->kwargs[i].value, name, fn, out);
+    for (const ast_comp *cl = e->comp; cl; cl = cl->next) calls_in_expr(cl->iter, name, fn, out);
+}
+
+static void calls_in_stmt(const ast_stmt *s, const char *name, const ast_stmt *fn, tile_vec *out) {
+    for (int i = 0; i < s->ntargets; i++) calls_in_expr(s->targets[i], name, fn, out);
+    calls_in_expr(s->value, name, fn, out);
+    calls_in_expr(s->iter, name, fn, out);
+    calls_in_expr(s->cond, name, fn, out);
+    for (int i = 0; i < s->nwith; i++) calls_in_expr(s->with_items[i], name, fn, out);
+    const ast_stmt *inner = s->kind == AST_S_FUNCDEF ? s : fn;
+    if (s->kind == AST_S_CLASS) return;
+    calls_in_block(&s->body, name, inner, out);
+    calls_in_block(&s->orelse, name, fn, out);
+    calls_in_block(&s->finalbody, name, fn, out);
+    for (int i = 0; i < s->nhandlers; i++) calls_in_block(&s->handlers[i].body, name, fn, out);
+}
+
+static void calls_in_block(const ast_block *b, const char *name, const ast_stmt *fn, tile_vec *out) {
+    for (int i = 0; i < b->len; i++) calls_in_stmt(b->stmts[i], name, fn, out);
+}
+
+static bool is_compile_time_value(const sval *v) {
+    switch (v->kind) {
+    case SV_EXPR: return v->e->kind == IR_E_CONST;
+    case SV_STRING: case SV_DTYPE: case SV_OPAQUE: case SV_FUNC: case SV_DICT: return true;
+    case SV_NONE: return !v->poison;
+    case SV_TUPLE:
+        for (int i = 0; i < v->nitems; i++)
+            if (!is_compile_time_value(v->items[i])) return false;
+        return true;
+    default: return false;
+    }
+}
+
+static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth);
+
+typedef struct env_stmt { sema_env *env; const ast_stmt *s; } env_stmt;
+static void run_env_stmt(sema_ctx *c, const void *p) {
+    const env_stmt *es = p;
+    lower_stmt(c, es->env, es->s);
+}
+static void eval_in_env(sema_ctx *c, const void *p) {
+    const env_stmt *es = p;
+    c->scratch = lower_expr(c, es->env, (const ast_expr *)es->s);
+}
+
+/* An environment for evaluating code of def F at compile time: its parameters from its own
+ * call sites or defaults, then its simple top-level statements. */
+static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
+    if (!F) return c->module_env;
+    sema_env *env = env_new(c, c->module_env, F);
+    for (int i = 0; i < F->nparams; i++) {
+        const ast_param *p = &F->params[i];
+        if (p->star) continue;
+        sval *v = callsite_arg(c, F, i, depth + 1);
+        if (!v && p->dflt) {
+            env_stmt es = {c->module_env, (const ast_stmt *)p->dflt};
+            c->scratch = NULL;
+            if (!captured(c, eval_in_env, &es) && c->scratch) v = c->scratch;
+        }
+        if (v) env_bind(c, env, p->name, v, 0);
+    }
+    for (int i = 0; i < F->body.len; i++) {
+        const ast_stmt *s = F->body.stmts[i];
+        if (s->kind != AST_S_ASSIGN && s->kind != AST_S_ANNASSIGN && s->kind != AST_S_AUGASSIGN && s->kind != AST_S_FUNCDEF) continue;
+        env_stmt es = {env, s};
+        captured(c, run_env_stmt, &es);
+    }
+    return env;
+}
+
+/* The value the file passes for parameter `index` of `def` at a call, or NULL. */
+static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth) {
+    if (depth > 3 || tile_diags_full(c->diags)) return NULL;
+    const ast_param *p = &def->params[index];
+    tile_vec sites = {0};
+    calls_in_block(&c->ast->body, def->name, NULL, &sites);
+    sval *found = NULL;
+    for (int i = 0; i < sites.len && !found; i++) {
+        const callsite *cs = sites.items[i];
+        const ast_expr *call = cs->call;
+        if (cs->in_def == def) continue; /* recursion */
+        const ast_expr *arg = NULL;
+        bool method = call->value->kind == AST_E_ATTR;
+        if (!method && !p->kwonly && index < call->nitems && call->items[index]->kind != AST_E_STARRED) {
+            bool starred_before = false;
+            for (int k = 0; k < index; k++) starred_before |= call->items[k]->kind == AST_E_STARRED;
+            if (!starred_before) arg = call->items[index];
+        }
+        for (int k = 0; k < call->nkwargs; k++)
+            if (call->kwargs[k].name && !strcmp(call->kwargs[k].name, p->name)) arg = call->kwargs[k].value;
+        if (!arg) continue;
+        sema_env *env = caller_env(c, cs->in_def, depth);
+        env_stmt es = {env, (const ast_stmt *)arg};
+        c->scratch = NULL;
+        if (!captured(c, eval_in_env, &es) && c->scratch && is_compile_time_value(c->scratch)) found = c->scratch;
+    }
+    for (int i = 0; i < sites.len; i++) free(sites.items[i]);
+    tile_vec_free(&sites);
+    return found;
+}
+
+/* The value of an entry point's parameter with no -D and no default: from a call site
+ * when this lowering uses them, else NULL (the caller makes it symbolic). */
+static sval *unbound_param(sema_ctx *c, const ast_stmt *def, int index) {
+    if (!c->use_callsites) return NULL;
+    sval *v = callsite_arg(c, def, index, 0);
+    if (v) {
+        c->callsite_used = true;
+        tile_log(TILE_LOG_INFO, "%s: parameter '%s' of '%s' takes its value from a call in the file (no -D %s=...)",
+                 def->loc.src ? def->loc.src->name : "?", def->params[index].name, def->name, def->params[index].name);
+    }
+    return v;
+}
+
 /* ---------- functions ---------- */
 static void finish_func(sema_ctx *c, ir_func *f, ir_stmt *body, const ast_stmt *def) {
     f->body = body;
@@ -665,10 +824,17 @@ static void drop_empty_seqs(ir_stmt *s) {
 }
 
 /* Lower the body of a kernel def (plain or tile form) into c->fn. */
+static void lower_kernel_body(sema_ctx *c, sema_env *env, const ast_stmt *def);
+
 static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def, bool tile_form) {
     sema_env *env = env_new(c, parent, def);
     prescan_assignments(c, env, &def->body);
     for (int i = 0; i < def->nparams; i++) declare_param(c, env, &def->params[i], i, tile_form, &def->body);
+    lower_kernel_body(c, env, def);
+}
+
+/* Parameters are bound in env: lower the body into c->fn. */
+static void lower_kernel_body(sema_ctx *c, sema_env *env, const ast_stmt *def) {
     tile_vec body = {0};
     tile_vec *saved = c->stmts;
     c->stmts = &body;
@@ -677,6 +843,9 @@ static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def,
     c->nglobal_allocs = 0;
     /* return annotation: declare its free names too */
     if (def->returns) declare_free_names(c, env, def->returns);
+    int npend = c->npending_asserts;
+    c->npending_asserts = 0;
+    for (int i = 0; i < npend; i++) lower_stmt(c, c->pending_envs[i], c->pending_asserts[i]);
     lower_block(c, env, &def->body);
     c->stmts = saved;
     ir_stmt *seq = ir_seq(c->mod, (ir_stmt **)body.items, body.len, def->loc);
@@ -693,6 +862,17 @@ static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def,
         b->role = IR_BUF_OUTPUT;
         ir_func_add_ret(c->mod, c->fn, b);
     }
+    /* eager kernels declare tensor parameters as their annotations run: call order is the def's */
+    ir_func *f = c->fn;
+    for (int i = 0, n = 0; i < def->nparams && f->nparams > 1; i++)
+        for (int k = n; k < f->nparams; k++)
+            if (!strcmp(f->params[k].name, def->params[i].name)) {
+                ir_param t = f->params[n];
+                f->params[n] = f->params[k];
+                f->params[k] = t;
+                n++;
+                break;
+            }
     drop_empty_seqs(seq);
     finish_func(c, c->fn, seq, def);
 }
@@ -773,8 +953,10 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
         const ast_param *p = &def->params[i];
         if (p->star) { sema_err(c, p->loc, "'*%s' parameters are not supported in kernel factories", p->name); continue; }
         sema_define *d = find_define(c, p->name);
+        sval *cv;
         if (d) env_bind(c, fenv, p->name, define_value(c, d, p->loc), 0);
         else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else if ((cv = unbound_param(c, def, i))) env_bind(c, fenv, p->name, cv, 0);
         else make_size(c, fenv, p->name, p->loc);
     }
     parse_out_idx(c, fenv, def);
@@ -784,6 +966,97 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
     lower_factory_block(c, fenv, &def->body, def, &done);
     c->stmts = saved;
     if (!done && !c->bad) sema_err(c, def->loc, "kernel factory '%s' never returns its @T.prim_func", def->name);
+}
+
+/* Is `a` a tensor type annotation (T.Tensor(...), T.Tensor[...], Tensor[...], ...)? */
+static bool is_tensor_annotation(sema_ctx *c, sema_env *env, const ast_expr *a) {
+    if (!a || (a->kind != AST_E_CALL && a->kind != AST_E_SUBSCRIPT)) return false;
+    return is_tensor_ctor(last_component(dotted_path(c, env, a->value)));
+}
+
+/* Names of the def's parameters annotated as tensors by a statement `P: T.Tensor(...)` in
+ * its body (at any depth of if/with blocks). */
+static bool annotated_in_body(sema_ctx *c, sema_env *env, const ast_block *b, const char *name) {
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_ANNASSIGN && !s->value && s->targets[0]->kind == AST_E_NAME && !strcmp(s->targets[0]->name, name) &&
+            is_tensor_annotation(c, env, s->annotation))
+            return true;
+        if ((s->kind == AST_S_IF || s->kind == AST_S_WITH || s->kind == AST_S_TRY) &&
+            (annotated_in_body(c, env, &s->body, name) || annotated_in_body(c, env, &s->orelse, name)))
+            return true;
+    }
+    return false;
+}
+
+/* A tensor parameter of an eager kernel, declared where its annotation statement runs. */
+void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann) {
+    const char *name = ann->targets[0]->name;
+    const ast_stmt *def = c->eager_def;
+    int index = -1;
+    for (int i = 0; i < def->nparams; i++)
+        if (!strcmp(def->params[i].name, name)) index = i;
+    ast_param p = def->params[index];
+    p.annotation = ann->annotation;
+    /* bind in the function's own scope, where the parameter lives */
+    sema_env *fenv = env;
+    while (fenv->parent && fenv->func == def && fenv->parent->func == def) fenv = fenv->parent;
+    declare_param(c, fenv, &p, index, true, &def->body);
+}
+
+/* The eager @tilelang.jit style: tensor parameters (annotated in the signature or by an
+ * annotation statement in the body), the others compile-time values (-D, default, or a
+ * symbolic size); `M, N = T.const("M, N")` names symbolic sizes bound from the tensors'
+ * shapes at call time; `C = T.empty(...)` + `return C` is an output. */
+static void lower_eager(sema_ctx *c, const ast_stmt *def) {
+    sema_env *env = env_new(c, c->module_env, def);
+    prescan_assignments(c, env, &def->body);
+    parse_out_idx(c, c->module_env, def);
+    c->eager_def = def;
+    for (int i = 0; i < def->nparams; i++) {
+        const ast_param *p = &def->params[i];
+        if (p->star) { sema_err(c, p->loc, "'*%s' parameters are not supported in kernels", p->name); continue; }
+        if (is_tensor_annotation(c, env, p->annotation) || (p->annotation && !is_dtype_ast(c, env, p->annotation) && !p->dflt)) {
+            declare_param(c, env, p, i, true, &def->body);
+            continue;
+        }
+        if (annotated_in_body(c, env, &def->body, p->name)) {
+            sval *o = sv_new(c, SV_OPAQUE, p->loc);
+            o->str = "@eager-tensor";
+            env_bind(c, env, p->name, o, 0);
+            continue;
+        }
+        sema_define *d = find_define(c, p->name);
+        sval *cv;
+        if (d) env_bind(c, env, p->name, define_value(c, d, p->loc), 0);
+        else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else if (p->annotation && is_dtype_ast(c, env, p->annotation)) declare_param(c, env, p, i, true, &def->body);
+        else if ((cv = unbound_param(c, def, i))) env_bind(c, env, p->name, cv, 0);
+        else make_size(c, env, p->name, p->loc);
+    }
+    lower_kernel_body(c, env, def);
+    c->eager_def = NULL;
+}
+
+static void lower_entry(sema_ctx *c, const ast_stmt *s, def_class k) {
+    c->bad = 0;
+    c->fn = ir_func_new(c->mod, s->name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
+    c->next_par_id = 0;
+    c->eager = k == DEF_KERNEL_EAGER;
+    c->npending_asserts = 0;
+    if (k == DEF_FACTORY) lower_factory(c, s);
+    else if (k == DEF_KERNEL_EAGER) lower_eager(c, s);
+    else {
+        parse_out_idx(c, c->module_env, s);
+        resolve_out_idx(c, s->nparams);
+        lower_kernel_def(c, c->module_env, s, k == DEF_KERNEL_TILE);
+    }
+}
+
+typedef struct entry_try { const ast_stmt *s; def_class k; } entry_try;
+static void lower_entry_cb(sema_ctx *c, const void *p) {
+    const entry_try *et = p;
+    lower_entry(c, et->s, et->k);
 }
 
 ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags) {
@@ -805,18 +1078,29 @@ ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags)
         if (s->kind != AST_S_FUNCDEF) continue;
         check_decorators(&c, c.module_env, s);
         def_class k = classify_def(&c, c.module_env, s);
-        if (k != DEF_KERNEL_PLAIN && k != DEF_KERNEL_TILE && k != DEF_FACTORY) continue;
+        if (k != DEF_KERNEL_PLAIN && k != DEF_KERNEL_TILE && k != DEF_FACTORY && k != DEF_KERNEL_EAGER) continue;
         if (opt->only_func && strcmp(opt->only_func, s->name)) continue;
         found = true;
-        c.bad = 0;
-        c.fn = ir_func_new(c.mod, s->name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
-        c.next_par_id = 0;
-        if (k == DEF_FACTORY) lower_factory(&c, s);
-        else {
-            parse_out_idx(&c, c.module_env, s);
-            resolve_out_idx(&c, s->nparams);
-            lower_kernel_def(&c, c.module_env, s, k == DEF_KERNEL_TILE);
+        if (k == DEF_FACTORY || k == DEF_KERNEL_EAGER) {
+            /* first with unbound parameters symbolic; if that fails, with the values the
+             * file's own calls pass (see callsite_arg); errors are those of the last try */
+            c.use_callsites = false;
+            c.callsite_used = false;
+            int before = c.mod->nfuncs;
+            tile_diag *why = NULL;
+            entry_try et = {s, k};
+            why = captured(&c, lower_entry_cb, &et);
+            if (!why && c.mod->nfuncs > before) { c.fn = NULL; continue; }
+            c.use_callsites = true;
+            c.callsite_used = false;
+            why = captured(&c, lower_entry_cb, &et);
+            if (!why && c.mod->nfuncs > before) { c.fn = NULL; continue; }
+            c.use_callsites = c.callsite_used; /* report the errors of the try that means most */
+            lower_entry(&c, s, k);
+            c.fn = NULL;
+            continue;
         }
+        lower_entry(&c, s, k);
         c.fn = NULL;
     }
     if (opt->only_func && !found) {

@@ -1132,6 +1132,24 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         }
         return sv_expr(c, ir_reinterpret(c->mod, dt, x, loc));
     }
+    if (!strcmp(fname, "const") && a->npos == 1 && a->pos[0]->kind == SV_STRING && !kwarg(a, "dtype")) {
+        /* M, N, K = T.const("M, N, K"): symbolic sizes bound from the tensors' shapes */
+        if (!c->fn) { sema_err(c, loc, "T.const(\"%s\") can only be used inside a kernel or kernel factory", a->pos[0]->str); return sv_err(c, loc); }
+        tile_vec names = {0};
+        const char *q = a->pos[0]->str;
+        while (*q) {
+            while (*q == ',' || *q == ' ' || *q == '\t') q++;
+            const char *b = q;
+            while (*q && *q != ',' && *q != ' ' && *q != '\t') q++;
+            if (q > b) tile_vec_push(&names, sema_symbol(c, tile_arena_strndup(c->arena, b, (size_t)(q - b)), loc));
+        }
+        if (names.len == 0) { tile_vec_free(&names); sema_err(c, loc, "T.const needs one or more names, e.g. T.const(\"M, N\")"); return sv_err(c, loc); }
+        if (names.len == 1) { sval *v = names.items[0]; tile_vec_free(&names); return v; }
+        sval *t = sv_new(c, SV_TUPLE, loc);
+        t->nitems = names.len;
+        t->items = (sval **)tile_vec_to_arena(&names, c->arena);
+        return t;
+    }
     if (!strcmp(fname, "const")) {
         if (!need_args(c, fname, a, 1, 2, loc)) return sv_err(c, loc);
         sval *d = a->npos > 1 ? a->pos[1] : kwarg(a, "dtype");
@@ -1205,9 +1223,7 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
     if (!strcmp(fname, "symbolic") || !strcmp(fname, "dynamic")) {
         if (!need_args(c, fname, a, 1, 2, loc) || a->pos[0]->kind != SV_STRING) { sema_err(c, loc, "T.%s needs a name string", fname); return sv_err(c, loc); }
         if (!c->fn) { sema_err(c, loc, "T.%s can only be used inside a kernel or kernel factory", fname); return sv_err(c, loc); }
-        ir_var *v = ir_var_new(c->mod, c->fn, a->pos[0]->str, IR_VAR_SIZE, TILE_DT_I32, loc);
-        ir_func_add_size(c->mod, c->fn, v);
-        return sv_expr(c, ir_var_ref(c->mod, v, loc));
+        return sema_symbol(c, a->pos[0]->str, loc);
     }
     sema_err(c, loc, "'%s' cannot be called here", fname);
     return sv_err(c, loc);

@@ -117,6 +117,14 @@ typedef struct sema_ctx {
     int out_idx[16];         /* @tilelang.jit(out_idx=...) */
     int nout_idx;
     sval *scratch;           /* a result passed out of a callback */
+    bool eager;              /* lowering an eager @tilelang.jit kernel (may `return` tensors) */
+    bool use_callsites;      /* unbound entry parameters take values from the file's calls */
+    bool callsite_used;
+    /* factory-level asserts on values known only at run time: checked at kernel entry */
+    const ast_stmt *pending_asserts[32];
+    sema_env *pending_envs[32];
+    int npending_asserts;
+    const ast_stmt *eager_def;
 } sema_ctx;
 
 /* sema.c */
@@ -136,6 +144,9 @@ void emit(sema_ctx *c, ir_stmt *s);
 void push_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh);
 ir_stmt *pop_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh, tile_loc loc);
 void sema_err(sema_ctx *c, tile_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+sval *sema_symbol(sema_ctx *c, const char *name, tile_loc loc); /* -D value or size variable */
+void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann);
 
 /* sema_expr.c */
 sval *lower_expr(sema_ctx *c, sema_env *env, const ast_expr *e);

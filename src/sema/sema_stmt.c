@@ -739,7 +739,7 @@ static void lower_return(sema_ctx *c, sema_env *env, const ast_stmt *s, bool top
     if (c->inline_depth) { sema_err(c, s->loc, "'return' is only supported as the last statement of an inlined function"); return; }
     if (!top_level) { sema_err(c, s->loc, "'return' must be the last statement of the kernel, not inside a loop or branch"); return; }
     if (!s->value) { c->returned_done = true; return; }
-    if (c->fn && c->fn->form == IR_FORM_TILE) { sema_err(c, s->loc, "a T.prim_func returns nothing; write results into an output tensor (or use @tilelang.jit(out_idx=...))"); return; }
+    if (c->fn && c->fn->form == IR_FORM_TILE && !c->eager) { sema_err(c, s->loc, "a T.prim_func returns nothing; write results into an output tensor (or use @tilelang.jit(out_idx=...))"); return; }
     sval *v = lower_expr(c, env, s->value);
     sval *one[1] = {v};
     sval **items = v->kind == SV_TUPLE ? v->items : one;
@@ -852,6 +852,14 @@ static void lower_stmt_in(sema_ctx *c, sema_env *env, const ast_stmt *s, bool to
     case AST_S_AUGASSIGN: lower_augassign(c, env, s); return;
     case AST_S_ANNASSIGN: {
         const ast_expr *t = s->targets[0];
+        if (t->kind == AST_E_NAME && !s->value && c->eager_def) {
+            sema_binding *pb = env_lookup(env, t->name);
+            if (pb && pb->val->kind == SV_OPAQUE && pb->val->str && !strcmp(pb->val->str, "@eager-tensor")) {
+                sema_declare_eager_tensor(c, env, s);
+                return;
+            }
+            if (pb && pb->val->kind == SV_BUFFER) return; /* re-annotating a declared tensor */
+        }
         sval *dv = lower_expr(c, env, s->annotation);
         if (t->kind != AST_E_NAME) {
             if (s->value) assign_target(c, env, t, lower_expr(c, env, s->value), s->loc);
@@ -903,6 +911,12 @@ static void lower_stmt_in(sema_ctx *c, sema_env *env, const ast_stmt *s, bool to
             return;
         }
         if (cv->kind != SV_EXPR && cv->kind != SV_ACCESS) return;
+        if (!c->stmts && c->fn && env != c->module_env && c->npending_asserts < 32) {
+            /* a factory's check on symbolic sizes: made at kernel entry, once they are bound */
+            c->pending_asserts[c->npending_asserts] = s;
+            c->pending_envs[c->npending_asserts++] = env;
+            return;
+        }
         if (!c->stmts) { sema_err(c, s->loc, "this assertion can only be checked at run time, but this code runs at compile time"); return; }
         ir_expr *x = to_bool(c, materialize(c, cv));
         if (!x) return;
