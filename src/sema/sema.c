@@ -591,7 +591,8 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
             /* Tensor[M, K], Tensor[(M, K)], Tensor[M, K, "float16"] */
             int n = a->nitems;
             const ast_expr *const *items = (const ast_expr *const *)a->items;
-            if (n >= 1 && is_dtype_ast(c, env, items[n - 1]) && n > 1) {
+            if ((n >= 1 && is_dtype_ast(c, env, items[n - 1]) && n > 1) ||
+                (n == 2 && (items[0]->kind == AST_E_TUPLE || items[0]->kind == AST_E_LIST))) { /* T.Tensor[[M, K], dtype] */
                 dt = as_dtype(c, lower_expr(c, env, items[n - 1]), "tensor dtype");
                 n--;
             }
@@ -700,7 +701,7 @@ static void calls_in_block(const ast_block *b, const char *name, const ast_stmt 
 static bool is_compile_time_value(const sval *v) {
     switch (v->kind) {
     case SV_EXPR: return v->e->kind == IR_E_CONST;
-    case SV_STRING: case SV_DTYPE: case SV_OPAQUE: case SV_FUNC: case SV_DICT: return true;
+    case SV_STRING: case SV_DTYPE: case SV_FUNC: case SV_DICT: return true;
     case SV_NONE: return !v->poison;
     case SV_TUPLE:
         for (int i = 0; i < v->nitems; i++)
@@ -1044,6 +1045,7 @@ static void lower_entry(sema_ctx *c, const ast_stmt *s, def_class k) {
     c->next_par_id = 0;
     c->eager = k == DEF_KERNEL_EAGER;
     c->npending_asserts = 0;
+    c->nreducers = 0;
     if (k == DEF_FACTORY) lower_factory(c, s);
     else if (k == DEF_KERNEL_EAGER) lower_eager(c, s);
     else {

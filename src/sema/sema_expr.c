@@ -18,11 +18,13 @@
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
+    X(cdiv, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T)           \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
-    X(zeros, A) X(empty, A)                                                                              \
+    X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
+    X(reducer_update, T) X(finalize_reducer, T)                                                          \
     X(use_swizzle, H) X(annotate_layout, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, H) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H)
@@ -473,7 +475,7 @@ sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
 }
 
 /* ---------- names ---------- */
-static bool par_active(sema_ctx *c, int id) {
+bool par_active(sema_ctx *c, int id) {
     if (id == 0) return true;
     for (int i = 0; i < c->par_depth; i++)
         if (c->par_ids[i] == id) return true;
@@ -643,6 +645,12 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
             return sv_err(c, e->loc);
         }
         return base->items[k];
+    }
+    if (base->kind == SV_EXPR && base->e->kind == IR_E_VAR && base->e->var->kind == IR_VAR_LOCAL && n == 1) {
+        /* v[0] on a T.alloc_var (TileLang's one-element variable buffer) */
+        int64_t k;
+        sval *ix = lower_expr(c, env, items[0]);
+        if (sv_is_const(ix) && as_const_int(c, ix, &k, "an index") && k == 0) return base;
     }
     if (base->kind != SV_BUFFER) {
         if (base->kind != SV_NONE) sema_err(c, e->loc, "%s cannot be indexed", sv_describe(base));
@@ -1188,7 +1196,38 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         sema_err(c, loc, "sum() needs a generator (sum(x for k in range(K))) or a tuple");
         return sv_err(c, loc);
     }
-    if (!strcmp(fname, "ceildiv")) {
+    if (!strcmp(fname, "next_power_of_2")) {
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
+        int64_t x;
+        if (!as_const_int(c, a->pos[0], &x, "the argument of next_power_of_2")) return sv_err(c, loc);
+        int64_t r = 1;
+        while (r < x && r < ((int64_t)1 << 62)) r <<= 1;
+        return sv_weak_int(c, r, loc);
+    }
+    if (!strcmp(fname, "gcd") || !strcmp(fname, "lcm")) {
+        if (a->npos < 1) { sema_err(c, loc, "%s() needs integers", fname); return sv_err(c, loc); }
+        int64_t acc = fname[0] == 'g' ? 0 : 1;
+        for (int i = 0; i < a->npos; i++) {
+            int64_t x, p, q;
+            if (!as_const_int(c, a->pos[i], &x, fname)) return sv_err(c, loc);
+            x = x < 0 ? -x : x;
+            p = acc, q = x;
+            while (q) { int64_t t = p % q; p = q; q = t; }
+            acc = fname[0] == 'g' ? p : (p ? acc / p * x : 0);
+        }
+        return sv_weak_int(c, acc, loc);
+    }
+    if (!strcmp(fname, "clamp")) {
+        /* T.clamp(x, min_val, max_val): max(min(x, max_val), min_val); a None bound is absent */
+        if (!need_args(c, fname, a, 1, 3, loc)) return sv_err(c, loc);
+        sval *lo = a->npos > 1 ? a->pos[1] : kwarg(a, "min_val");
+        sval *hi = a->npos > 2 ? a->pos[2] : kwarg(a, "max_val");
+        sval *v = a->pos[0];
+        if (hi && hi->kind != SV_NONE) { sval *p[2] = {v, hi}; v = minmax(c, false, p, 2, loc); }
+        if (lo && lo->kind != SV_NONE) { sval *p[2] = {v, lo}; v = minmax(c, true, p, 2, loc); }
+        return v;
+    }
+    if (!strcmp(fname, "ceildiv") || !strcmp(fname, "cdiv")) {
         if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);
         sval *x = a->pos[0], *y = a->pos[1];
         if (x->kind == SV_EXPR && x->weak && y->kind == SV_EXPR && y->weak && !tile_dtype_is_float(x->e->dtype) && !tile_dtype_is_float(y->e->dtype)) {

@@ -69,6 +69,8 @@ struct sval {
     sval *self;          /* SV_METHOD */
     const char *display; /* SV_MODULE: the name as written (T.foo), for messages */
     bool poison;         /* SV_NONE standing for an expression that had an error */
+    bool fresh_var;      /* SV_EXPR: a variable T.alloc_var just made; `x = T.alloc_var(...)`
+                            names it instead of copying it */
 };
 
 /* Name bindings. A name bound to SV_EXPR of a LOCAL var is a mutable variable; other
@@ -117,6 +119,10 @@ typedef struct sema_ctx {
     int out_idx[16];         /* @tilelang.jit(out_idx=...) */
     int nout_idx;
     sval *scratch;           /* a result passed out of a callback */
+    /* T.alloc_reducer buffers and their operation (ir_atomic_kind) */
+    ir_buffer *reducers[32];
+    int reducer_ops[32];
+    int nreducers;
     bool eager;              /* lowering an eager @tilelang.jit kernel (may `return` tensors) */
     bool use_callsites;      /* unbound entry parameters take values from the file's calls */
     bool callsite_used;
@@ -149,6 +155,7 @@ sval *sema_symbol(sema_ctx *c, const char *name, tile_loc loc); /* -D value or s
 void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann);
 
 /* sema_expr.c */
+bool par_active(sema_ctx *c, int id); /* is T.Parallel group id (0: none) enclosing the code being lowered? */
 sval *lower_expr(sema_ctx *c, sema_env *env, const ast_expr *e);
 ir_expr *materialize(sema_ctx *c, sval *v);             /* scalar value or NULL (error reported) */
 ir_expr *as_int_expr(sema_ctx *c, sval *v, const char *what); /* integer expression (i32 default) */

@@ -1,6 +1,7 @@
 /* sema_stmt.c — statements: assignments, loops, kernels, allocation and tile operations. */
 #include "sema_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,11 @@ static void assign_name(sema_ctx *c, sema_env *env, const char *name, sval *val,
     sema_binding *b = NULL;
     for (sema_binding *x = env->head; x; x = x->next)
         if (!strcmp(x->name, name)) { b = x; break; }
+    if (b && b->val->kind == SV_EXPR && b->par_id && !par_active(c, b->par_id)) {
+        /* assigned in a T.Parallel loop that has ended: each iteration's variable died with
+         * it, so this assignment makes a new one (TileLang's scoping of loop bodies) */
+        b = NULL;
+    }
     if (b && b->val->kind == SV_EXPR && b->val->e->kind == IR_E_VAR && b->val->e->var->kind == IR_VAR_LOCAL) {
         ir_var *v = b->val->e->var;
         if (b->par_id != current_par(c)) {
@@ -95,6 +101,13 @@ static void assign_name(sema_ctx *c, sema_env *env, const char *name, sval *val,
         return;
     }
     if (val->kind == SV_BUFFER && val->buf->name && !strncmp(val->buf->name, "%alloc", 6)) val->buf->name = name;
+    if (val->kind == SV_EXPR && val->fresh_var) {
+        /* x = T.alloc_var(dtype): x is that mutable variable */
+        val->e->var->name = name;
+        sval *v = sv_expr(c, val->e);
+        env_bind(c, env, name, v, current_par(c));
+        return;
+    }
     bool compile_time = c->stmts == NULL;
     bool runtime_value = val->kind == SV_EXPR || (val->kind == SV_ACCESS && !val->acc->any_slice);
     if (!runtime_value) { env_bind(c, env, name, val, current_par(c)); return; }
@@ -133,6 +146,30 @@ static void store_access(sema_ctx *c, sv_access *acc, sval *val, tile_loc loc) {
         x = cast_to(c, val->e, t);
     } else x = materialize(c, val);
     if (!x) return;
+    for (int r = 0; r < c->nreducers; r++) {
+        if (c->reducers[r] != acc->buf || !c->par_depth) continue;
+        /* r[i] = r[i] op v on a T.alloc_reducer inside T.Parallel: iterations combine
+         * through an atomic update (the reducer's contract) instead of racing */
+        ir_binop want = c->reducer_ops[r] == IR_ATOMIC_ADD ? IR_B_ADD : c->reducer_ops[r] == IR_ATOMIC_MAX ? IR_B_MAX : IR_B_MIN;
+        ir_expr *y = x;
+        while (y->kind == IR_E_CAST) y = y->args[0];
+        if (y->kind == IR_E_BINARY && y->op == (int)want) {
+            for (int side = 0; side < 2; side++) {
+                ir_expr *l = y->args[side];
+                while (l->kind == IR_E_CAST) l = l->args[0];
+                bool same = l->kind == IR_E_LOAD && l->buf == acc->buf;
+                for (int d = 0; same && d < acc->buf->rank; d++) same = ir_expr_equal(l->args[d], acc->start[d]);
+                if (!same) continue;
+                ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, loc);
+                s->buf = acc->buf;
+                s->idx = acc->start;
+                s->value = coerce_store(c, cast_to(c, y->args[1 - side], promote_arith(acc->buf->dtype)), acc->buf->dtype, loc);
+                s->atomic_op = c->reducer_ops[r];
+                emit(c, s);
+                return;
+            }
+        }
+    }
     ir_stmt *s = ir_stmt_new(c->mod, IR_S_STORE, loc);
     s->buf = acc->buf;
     s->idx = acc->start;
@@ -153,6 +190,10 @@ static void assign_target(sema_ctx *c, sema_env *env, const ast_expr *t, sval *v
         return;
     case AST_E_SUBSCRIPT: {
         sval *acc = lower_expr(c, env, t);
+        if (acc->kind == SV_EXPR && acc->e->kind == IR_E_VAR && acc->e->var->kind == IR_VAR_LOCAL && t->value->kind == AST_E_NAME) {
+            assign_name(c, env, t->value->name, val, TILE_DT_INVALID, loc); /* v[0] = x on a T.alloc_var */
+            return;
+        }
         if (acc->kind == SV_ACCESS) store_access(c, acc->acc, val, loc);
         else if (acc->kind != SV_NONE) sema_err(c, t->loc, "cannot assign to %s", sv_describe(acc));
         return;
@@ -296,8 +337,16 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
                     if (ns < 0 || ns > 16) sema_err(c, it->kwargs[k].loc, "num_stages must be between 0 and 16, got %lld", (long long)ns);
                     stages = (int)ns;
                 }
+            } else if (kind == IR_LOOP_PIPELINED && strcmp(it->kwargs[k].name, "order") && strcmp(it->kwargs[k].name, "stage") &&
+                       strcmp(it->kwargs[k].name, "group") && strcmp(it->kwargs[k].name, "sync")) {
+                tile_warning_at(c->diags, it->kwargs[k].loc, "unknown T.Pipelined argument '%s' is ignored", it->kwargs[k].name);
+            } else if (kind == IR_LOOP_PARALLEL && strcmp(it->kwargs[k].name, "coalesced_width") && strcmp(it->kwargs[k].name, "loop_layout") &&
+                       strcmp(it->kwargs[k].name, "prefer_async")) {
+                tile_warning_at(c->diags, it->kwargs[k].loc, "unknown T.Parallel argument '%s' is ignored", it->kwargs[k].name);
             }
         }
+        /* TileLang's default num_stages=0 means no software pipelining: a serial loop */
+        if (kind == IR_LOOP_PIPELINED && stages == 0) kind = IR_LOOP_SERIAL;
     }
     /* targets */
     const char *names[8];
@@ -553,6 +602,15 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos)
 static sval *lower_fill(sema_ctx *c, const ast_expr *call, sval **pos, int npos, bool clear) {
     const char *op = clear ? "T.clear" : "T.fill";
     if (npos != (clear ? 1 : 2)) { sema_err(c, call->loc, "%s takes %s, got %d arguments", op, clear ? "one buffer" : "a buffer and a value", npos); return sv_err(c, call->loc); }
+    if (pos[0]->kind == SV_EXPR && pos[0]->e->kind == IR_E_VAR && pos[0]->e->var->kind == IR_VAR_LOCAL) {
+        /* T.clear / T.fill on a T.alloc_var: an assignment */
+        ir_var *v = pos[0]->e->var;
+        ir_expr *x = clear ? (tile_dtype_is_float(v->dtype) ? ir_const_float(c->mod, v->dtype, 0, call->loc) : ir_const_int(c->mod, v->dtype, 0, call->loc))
+                           : value_for_var(c, pos[1], v->dtype, v->name, call->loc);
+        if (x && pos[1] && !clear && pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, v->dtype);
+        if (x) emit_assign(c, v, x, call->loc);
+        return sv_none(c, call->loc);
+    }
     if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_FILL, 1, call->loc);
     if (is_head_form(pos[0])) { sema_err(c, call->loc, "%s needs a whole buffer or a slice, not a single element", op); return sv_err(c, call->loc); }
@@ -684,8 +742,91 @@ static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, 
     return sv_none(c, call->loc);
 }
 
+static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+    /* T.alloc_var(dtype[, init]): a mutable scalar of that dtype */
+    if (!c->stmts) { sema_err(c, call->loc, "T.alloc_var is run-time code, which is not allowed here"); return sv_err(c, call->loc); }
+    sval *dv = npos > 0 ? pos[0] : kw_of(call, c, env, "dtype");
+    sval *init = npos > 1 ? pos[1] : kw_of(call, c, env, "init");
+    if (!dv) { sema_err(c, call->loc, "T.alloc_var needs a dtype, e.g. T.alloc_var(T.int32)"); return sv_err(c, call->loc); }
+    tile_dtype dt = as_dtype(c, dv, "the variable dtype");
+    if (dt == TILE_DT_INVALID) return sv_err(c, call->loc);
+    ir_var *v = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "var%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(dt), call->loc);
+    if (init && init->kind != SV_NONE) {
+        ir_expr *x = init->kind == SV_EXPR && init->weak ? cast_to(c, init->e, v->dtype) : value_for_var(c, init, v->dtype, "the T.alloc_var initialiser", call->loc);
+        if (!x) return sv_err(c, call->loc);
+        emit_assign(c, v, x, call->loc);
+    }
+    sval *r = sv_expr(c, ir_var_ref(c->mod, v, call->loc));
+    r->fresh_var = true;
+    return r;
+}
+
+static sval *lower_reducer_op(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    int r = -1;
+    ir_buffer *b = npos > 0 ? (pos[0]->kind == SV_BUFFER ? pos[0]->buf : pos[0]->kind == SV_ACCESS ? pos[0]->acc->buf : NULL) : NULL;
+    for (int i = 0; b && i < c->nreducers; i++)
+        if (c->reducers[i] == b) r = i;
+    if (r < 0) { sema_err(c, call->loc, "T.%s needs a buffer made by T.alloc_reducer", fname); return sv_err(c, call->loc); }
+    int op = c->reducer_ops[r];
+    if (!strcmp(fname, "reducer_init")) {
+        /* the identity of the reduction */
+        ir_stmt *f = tile_stmt(c, IR_S_FILL, 1, call->loc);
+        if (!check_tile_scope(c, call->loc, "T.reducer_init") || !to_region(c, pos[0], &f->regions[0], NULL, "T.reducer_init", "reducer")) return sv_err(c, call->loc);
+        tile_dtype ct = promote_arith(b->dtype);
+        ir_expr *v;
+        if (op == IR_ATOMIC_ADD) v = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0, call->loc) : ir_const_int(c->mod, ct, 0, call->loc);
+        else if (tile_dtype_is_float(ct)) v = ir_const_float(c->mod, ct, op == IR_ATOMIC_MAX ? -INFINITY : INFINITY, call->loc);
+        else {
+            int bits = tile_dtype_bits(ct);
+            bool sg = tile_dtype_is_signed(ct);
+            int64_t mx = sg ? (int64_t)((~(uint64_t)0) >> (65 - bits)) : (int64_t)((~(uint64_t)0) >> (64 - bits));
+            v = ir_const_int(c->mod, ct, op == IR_ATOMIC_MAX ? (sg ? -mx - 1 : 0) : mx, call->loc);
+        }
+        f->value = coerce_store(c, v, b->dtype, call->loc);
+        emit(c, f);
+        return sv_none(c, call->loc);
+    }
+    if (!strcmp(fname, "reducer_update")) {
+        if (npos != 2 || pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) { sema_err(c, call->loc, "T.reducer_update takes a reducer element and a value"); return sv_err(c, call->loc); }
+        if (!c->stmts) { sema_err(c, call->loc, "T.reducer_update is run-time code, which is not allowed here"); return sv_err(c, call->loc); }
+        ir_expr *x = pos[1]->kind == SV_EXPR && pos[1]->weak ? cast_to(c, pos[1]->e, promote_arith(b->dtype)) : materialize(c, pos[1]);
+        if (!x) return sv_err(c, call->loc);
+        ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
+        s->buf = b;
+        s->idx = pos[0]->acc->start;
+        s->value = coerce_store(c, cast_to(c, x, promote_arith(b->dtype)), b->dtype, call->loc);
+        s->atomic_op = op;
+        emit(c, s);
+        return sv_none(c, call->loc);
+    }
+    /* finalize_reducer(acc[, out]): the updates already combined; with out, a copy */
+    if (npos >= 2) {
+        sval *cp[2] = {pos[0], pos[1]};
+        return lower_copy(c, call, cp, 2);
+    }
+    (void)env;
+    return sv_none(c, call->loc);
+}
+
 static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
-    bool global = !strcmp(fname, "allocate") || !strcmp(fname, "alloc_tensor") || !strcmp(fname, "zeros") || !strcmp(fname, "empty");
+    bool reducer = !strcmp(fname, "alloc_reducer");
+    if (reducer) {
+        int op = IR_ATOMIC_ADD;
+        sval *ov = kw_of(call, c, env, "op");
+        if (ov && ov->kind == SV_STRING) {
+            if (!strcmp(ov->str, "max")) op = IR_ATOMIC_MAX;
+            else if (!strcmp(ov->str, "min")) op = IR_ATOMIC_MIN;
+            else if (strcmp(ov->str, "sum")) { sema_err(c, call->loc, "T.alloc_reducer op must be \"sum\", \"max\" or \"min\", got \"%s\"", ov->str); return sv_err(c, call->loc); }
+        }
+        sval *r = lower_alloc(c, env, "alloc_fragment", call, pos, npos > 2 ? 2 : npos);
+        if (r->kind == SV_BUFFER && c->nreducers < 32) {
+            c->reducers[c->nreducers] = r->buf;
+            c->reducer_ops[c->nreducers++] = op;
+        }
+        return r;
+    }
+    bool global = !strcmp(fname, "allocate") || !strcmp(fname, "alloc_tensor") || !strcmp(fname, "zeros") || !strcmp(fname, "empty") ||
+                  !strcmp(fname, "alloc_global");
     ir_scope scope = global ? IR_SCOPE_GLOBAL : !strcmp(fname, "alloc_shared") ? IR_SCOPE_SHARED : !strcmp(fname, "alloc_fragment") ? IR_SCOPE_FRAGMENT : IR_SCOPE_LOCAL;
     if (npos < 1 || npos > 3) { sema_err(c, call->loc, "%s() takes a shape and a dtype", fname); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "%s() allocates at run time, which is not allowed here", fname); return sv_err(c, call->loc); }
@@ -729,6 +870,9 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);
     if (!strncmp(name, "reduce_", 7)) return lower_reduce(c, env, name, call, pos, npos);
     if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, name, call, pos, npos);
+    if (!strcmp(name, "alloc_var")) return lower_alloc_var(c, env, call, pos, npos);
+    if (!strcmp(name, "reducer_init") || !strcmp(name, "reducer_update") || !strcmp(name, "finalize_reducer"))
+        return lower_reducer_op(c, env, name, call, pos, npos);
     if (!strncmp(name, "alloc", 5) || !strcmp(name, "zeros") || !strcmp(name, "empty")) return lower_alloc(c, env, name, call, pos, npos);
     *handled = false;
     return NULL;
