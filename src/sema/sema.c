@@ -280,16 +280,15 @@ static tile_diag *captured(sema_ctx *c, void (*fn)(sema_ctx *, const void *), co
     c->diags = saved;
     c->bad = saved_bad;
     tile_diag *first = NULL;
-    for (int i = 0; i < tmp.len; i++) {
-        if (tmp.items[i].level == TILE_DIAG_ERROR && !first) {
+    for (int i = 0; i < tmp.len && !first; i++)
+        if (tmp.items[i].level == TILE_DIAG_ERROR) {
             first = TILE_NEW(c->arena, tile_diag);
             *first = tmp.items[i];
             first->msg = tile_arena_strdup(c->arena, tmp.items[i].msg);
-        } else if (tmp.items[i].level != TILE_DIAG_ERROR && !first) {
-            tile_diag_level lv = tmp.items[i].level;
-            if (lv == TILE_DIAG_WARNING) tile_warning_at(saved, tmp.items[i].loc, "%s", tmp.items[i].msg);
         }
-    }
+    /* warnings of code that went through are the program's; of code that failed, dropped */
+    for (int i = 0; i < tmp.len && !first; i++)
+        if (tmp.items[i].level == TILE_DIAG_WARNING) tile_warning_at(saved, tmp.items[i].loc, "%s", tmp.items[i].msg);
     tile_diags_free(&tmp);
     return first;
 }
@@ -878,12 +877,58 @@ static void lower_kernel_body(sema_ctx *c, sema_env *env, const ast_stmt *def) {
     finish_func(c, c->fn, seq, def);
 }
 
+/* TileLang pass_configs keys (the PassConfigKey name or its string) -> Tile per-kernel
+ * option; `invert` for keys that disable what the Tile option enables. */
+static const struct { const char *key, *str, *option; bool invert; } pass_config_map[] = {
+    {"TL_ENABLE_FAST_MATH", "tl.enable_fast_math", "fast_math", false},
+    {"TL_DISABLE_FAST_MATH", "tl.disable_fast_math", "fast_math", true},
+    {"TL_DISABLE_TMA_LOWER", "tl.disable_tma_lower", "disable_tma", false},
+    {"TL_DISABLE_WARP_SPECIALIZED", "tl.disable_warp_specialized", "disable_warp_specialization", false},
+    {"TL_DISABLE_WGMMA", "tl.disable_wgmma", "disable_wgmma", false},
+};
+
+static void record_pass_configs(sema_ctx *c, sval *d, tile_loc loc) {
+    if (d->kind != SV_DICT) {
+        if (d->kind != SV_NONE) tile_warning_at(c->diags, loc, "pass_configs should be a dict; ignored");
+        return;
+    }
+    ir_func *f = c->fn;
+    f->option_names = TILE_NEW_ARRAY(&c->mod->arena, const char *, d->nitems + 1);
+    f->option_values = TILE_NEW_ARRAY(&c->mod->arena, const char *, d->nitems + 1);
+    f->noptions = 0;
+    for (int i = 0; i < d->nitems; i++) {
+        const sval *k = d->items[i], *v = d->vals[i];
+        const char *key = k->kind == SV_STRING ? k->str : k->kind == SV_OPAQUE && k->str ? last_component(k->str) : NULL;
+        int hit = -1;
+        for (size_t m = 0; key && m < sizeof pass_config_map / sizeof pass_config_map[0]; m++)
+            if (!strcmp(key, pass_config_map[m].key) || !strcmp(key, pass_config_map[m].str)) hit = (int)m;
+        if (hit < 0) {
+            tile_warning_at(c->diags, k->loc, "pass_configs key '%s' has no Tile equivalent and is ignored", key ? key : sv_describe(k));
+            continue;
+        }
+        const char *val;
+        bool t;
+        if (v->kind == SV_STRING) val = v->str;
+        else if (sv_is_const(v) && v->e->dtype != TILE_DT_BOOL && !tile_dtype_is_float(v->e->dtype) && !pass_config_map[hit].invert)
+            val = tile_arena_printf(&c->mod->arena, "%lld", (long long)v->e->ival);
+        else if (py_truth(v, &t)) val = (t != pass_config_map[hit].invert) ? "1" : "0";
+        else { tile_warning_at(c->diags, v->loc, "the value of pass_configs key '%s' is not a compile-time value; ignored", key); continue; }
+        f->option_names[f->noptions] = pass_config_map[hit].option;
+        f->option_values[f->noptions++] = val;
+    }
+}
+
 static void parse_out_idx(sema_ctx *c, sema_env *env, const ast_stmt *def) {
     c->nout_idx = 0;
     for (int i = 0; i < def->ndecorators; i++) {
         const ast_expr *d = def->decorators[i];
         if (d->kind != AST_E_CALL) continue;
         for (int k = 0; k < d->nkwargs; k++) {
+            if (d->kwargs[k].name && !strcmp(d->kwargs[k].name, "pass_configs") && c->fn) {
+                record_pass_configs(c, lower_expr(c, env, d->kwargs[k].value), d->kwargs[k].loc);
+                continue;
+            }
+            if (!d->kwargs[k].name) continue;
             if (strcmp(d->kwargs[k].name, "out_idx")) continue;
             sval *v = lower_expr(c, env, d->kwargs[k].value);
             sval *one[1] = {v};

@@ -27,7 +27,11 @@
     X(reducer_update, T) X(finalize_reducer, T)                                                          \
     X(use_swizzle, H) X(annotate_layout, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, H) X(annotate_l2_hit_ratio, H)                    \
-    X(annotate_padding, H) X(disable_tma_lower, H)
+    X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
+    X(assume, H) X(no_set_max_nreg_hint, H)                                                              \
+    X(make_swizzled_layout, O) X(make_full_bank_swizzled_layout, O) X(make_half_bank_swizzled_layout, O) \
+    X(make_quarter_bank_swizzled_layout, O) X(make_linear_layout, O) X(make_mma_swizzle_layout, O)        \
+    X(Layout, O) X(Fragment, O)
 
 typedef struct builtin_info { const char *name; char kind; } builtin_info;
 static const builtin_info builtins[] = {
@@ -1081,7 +1085,17 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         }
         sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : "the iterable of a for loop");
         return sv_err(c, loc);
-    case 'H': return sv_none(c, loc); /* scheduling hints: meaningful to GPU backends later, no semantics */
+    case 'H':
+        /* scheduling hints: no semantics; Tile's passes make these decisions themselves */
+        if (!strcmp(fname, "annotate_layout"))
+            tile_log(TILE_LOG_INFO, "%s:%d: T.annotate_layout is accepted; the layout of each buffer is chosen by Tile's layout inference on every target",
+                     loc.src ? loc.src->name : "?", loc.line);
+        return sv_none(c, loc);
+    case 'O': { /* a layout object: only meaningful as the argument of a hint */
+        sval *o = sv_new(c, SV_OPAQUE, loc);
+        o->str = fname;
+        return o;
+    }
     case 'P': return py_builtin(c, fname, a, loc);
     case 'T':
     case 'A': {
@@ -1465,7 +1479,14 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         return inline_call(c, fv->fn, a.pos, a.npos, a.kw, a.kwv, a.nkw, loc);
     }
     case SV_OPAQUE: return fv;
-    case SV_MODULE: sema_err(c, loc, "unknown function '%s'", fv->display ? fv->display : fv->str); return sv_err(c, loc);
+    case SV_MODULE: {
+        /* `from tilelang.layout import make_swizzled_layout`: the name is the builtin */
+        const char *last = strrchr(fv->str, '.');
+        last = last ? last + 1 : fv->str;
+        if (find_builtin(last)) return call_builtin(c, env, last, call, &a);
+        sema_err(c, loc, "'%s' is not supported yet", fv->display ? fv->display : fv->str);
+        return sv_err(c, loc);
+    }
     default: break;
     }
     sema_err(c, loc, "%s is not callable", sv_describe(fv));

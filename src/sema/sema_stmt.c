@@ -721,11 +721,100 @@ static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const a
     return sv_none(c, call->loc);
 }
 
+/* T.atomic_add(dst_region, src_region): every element of src added atomically into the
+ * matching element of dst (row-major over the non-unit extents, as T.copy pairs them),
+ * as a T.Parallel nest of element atomics; elements outside either tensor are skipped
+ * (regions clip at the bounds: out-of-bounds sources read 0, out-of-bounds stores drop). */
+static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int op) {
+    if (!check_tile_scope(c, call->loc, tile_arena_printf(c->arena, "T.%s of a region", fname))) return sv_err(c, call->loc);
+    ir_region src, dst;
+    bool ok = is_head_form(pos[0]) ? to_region(c, pos[1], &src, NULL, fname, "source") && to_region(c, pos[0], &dst, &src, fname, "destination")
+                                   : to_region(c, pos[0], &dst, NULL, fname, "destination") && to_region(c, pos[1], &src, &dst, fname, "source");
+    if (!ok) return sv_err(c, call->loc);
+    int sd[8], dd[8], ns = 0, nd = 0;
+    for (int d = 0; d < src.buf->rank; d++) {
+        int64_t k;
+        if (!(extent_const(src.extent[d], &k) && k == 1)) sd[ns++] = d;
+    }
+    for (int d = 0; d < dst.buf->rank; d++) {
+        int64_t k;
+        if (!(extent_const(dst.extent[d], &k) && k == 1)) dd[nd++] = d;
+    }
+    if (ns != nd) { sema_err(c, call->loc, "T.%s: the source region has %d non-unit dimensions, the destination %d", fname, ns, nd); return sv_err(c, call->loc); }
+    for (int j = 0; j < ns; j++) {
+        int64_t a, b;
+        if (extent_const(src.extent[sd[j]], &a) && extent_const(dst.extent[dd[j]], &b) && a != b) {
+            sema_err(c, call->loc, "T.%s shapes do not match: extent %lld of the source against %lld of the destination", fname, (long long)a, (long long)b);
+            return sv_err(c, call->loc);
+        }
+    }
+    tile_loc loc = call->loc;
+    ir_var *iv[8];
+    for (int j = 0; j < ns; j++) iv[j] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "ai%d", j), IR_VAR_LOOP, TILE_DT_I32, loc);
+    ir_expr **si = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, src.buf->rank + 1), **di = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, dst.buf->rank + 1);
+    ir_expr *guard = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        ir_region *r = pass ? &dst : &src;
+        ir_expr **ix = pass ? di : si;
+        int *nz = pass ? dd : sd;
+        for (int d = 0, j = 0; d < r->buf->rank; d++) {
+            ir_expr *e = r->start[d];
+            if (j < ns && nz[j] == d) e = int_binary(c, IR_B_ADD, e, ir_var_ref(c->mod, iv[j++], loc), loc);
+            ix[d] = e;
+            ir_expr *in = ir_binary(c->mod, IR_B_AND, ir_binary(c->mod, IR_B_GE, e, ir_const_int(c->mod, TILE_DT_I32, 0, loc), loc),
+                                    ir_binary(c->mod, IR_B_LT, e, r->buf->shape[d], loc), loc);
+            int64_t lo, ext, sh;
+            /* provably inside: no test */
+            if (ir_const_int_value(r->start[d], &lo) && ir_const_int_value(r->extent[d], &ext) && ir_const_int_value(r->buf->shape[d], &sh) && lo >= 0 && lo + ext <= sh) continue;
+            guard = guard ? ir_binary(c->mod, IR_B_AND, guard, in, loc) : in;
+        }
+    }
+    ir_stmt *a = ir_stmt_new(c->mod, IR_S_ATOMIC, loc);
+    a->buf = dst.buf;
+    a->idx = di;
+    tile_dtype ct = promote_arith(dst.buf->dtype);
+    a->value = coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, src.buf, si, loc), promote_arith(src.buf->dtype)), ct), dst.buf->dtype, loc);
+    a->atomic_op = op;
+    ir_stmt *body = a;
+    if (guard) {
+        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
+        g->cond = guard;
+        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+        g->nbody = 2;
+        g->body[0] = a;
+        body = g;
+    }
+    for (int j = ns - 1; j >= 0; j--) {
+        ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
+        f->var = iv[j];
+        f->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+        f->extent = src.extent[sd[j]];
+        f->loop_kind = IR_LOOP_PARALLEL;
+        f->par_group_depth = j == 0 ? ns : 0;
+        f->body = one_body(c, body);
+        f->nbody = 1;
+        body = f;
+    }
+    emit(c, body);
+    return sv_none(c, loc);
+}
+
 static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    for (int i = 0; i < call->nkwargs; i++) {
+        const char *kn = call->kwargs[i].name;
+        if (kn && !strcmp(kn, "return_prev")) {
+            sema_err(c, call->kwargs[i].loc, "T.%s(..., return_prev=True) (the old value as a result) is not supported yet", fname);
+            return sv_err(c, call->loc);
+        }
+    }
     if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
+    int aop = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
+    if ((pos[0]->kind == SV_BUFFER || (pos[0]->kind == SV_ACCESS && pos[0]->acc->any_slice) || pos[1]->kind == SV_BUFFER ||
+         (pos[1]->kind == SV_ACCESS && pos[1]->acc->any_slice)))
+        return lower_region_atomic(c, fname, call, pos, aop);
     if (pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) {
-        sema_err(c, pos[0]->loc, "T.%s needs a single element as its destination (e.g. C[i, j]); the region form is not supported yet", fname);
+        sema_err(c, pos[0]->loc, "T.%s needs an element or a region as its destination (e.g. C[i, j])", fname);
         return sv_err(c, call->loc);
     }
     sv_access *a = pos[0]->acc;
