@@ -209,13 +209,28 @@ static bool body_defines_prim_func(sema_ctx *c, sema_env *env, const ast_block *
     return false;
 }
 
+/* Does the block (not counting nested defs) contain a `with T.Kernel(...)`? */
+static bool body_has_kernel(sema_ctx *c, sema_env *env, const ast_block *b) {
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_WITH)
+            for (int k = 0; k < s->nwith; k++)
+                if (s->with_items[k]->kind == AST_E_CALL && !strcmp(last_component(dotted_path(c, env, s->with_items[k])), "Kernel")) return true;
+        if (s->kind == AST_S_FUNCDEF || s->kind == AST_S_CLASS) continue;
+        if (body_has_kernel(c, env, &s->body) || body_has_kernel(c, env, &s->orelse) || body_has_kernel(c, env, &s->finalbody)) return true;
+    }
+    return false;
+}
+
 static def_class classify_def(sema_ctx *c, sema_env *env, const ast_stmt *d) {
     if (has_decorator(c, env, d, "prim_func")) return DEF_KERNEL_TILE;
     if (has_decorator(c, env, d, "tile_op") || has_decorator(c, env, d, "kernel")) return DEF_KERNEL_PLAIN;
     if (has_decorator(c, env, d, "macro")) return DEF_MACRO;
     if (body_defines_prim_func(c, env, &d->body)) return DEF_FACTORY;
-    /* the eager style: @tilelang.jit on a function whose body is the kernel itself */
-    if (has_decorator(c, env, d, "jit") || has_decorator(c, env, d, "lazy_jit")) return DEF_KERNEL_EAGER;
+    /* @tilelang.jit on a function whose body is the kernel itself (the eager style), or
+     * that returns a prim_func made elsewhere (a factory) */
+    if (has_decorator(c, env, d, "jit") || has_decorator(c, env, d, "lazy_jit"))
+        return body_has_kernel(c, env, &d->body) ? DEF_KERNEL_EAGER : DEF_FACTORY;
     return DEF_HELPER;
 }
 
@@ -398,10 +413,44 @@ static sema_define *find_define(sema_ctx *c, const char *name) {
     return NULL;
 }
 
+static sval *define_text(sema_ctx *c, const char *v, tile_loc loc);
+
+/* "(64, 128)" / "[1,2]" / "64,128": a tuple of the comma-separated values (nesting allowed) */
+static sval *define_tuple(sema_ctx *c, const char *v, tile_loc loc) {
+    size_t n = strlen(v);
+    const char *b = v, *e = v + n;
+    while (b < e && *b == ' ') b++;
+    while (e > b && e[-1] == ' ') e--;
+    if (b < e && (*b == '(' || *b == '[') && (e[-1] == ')' || e[-1] == ']')) { b++; e--; }
+    tile_vec items = {0};
+    int depth = 0;
+    const char *start = b;
+    for (const char *q = b; q <= e; q++) {
+        if (q < e && (*q == '(' || *q == '[')) depth++;
+        else if (q < e && (*q == ')' || *q == ']')) depth--;
+        else if (q == e || (*q == ',' && depth == 0)) {
+            const char *s0 = start, *s1 = q;
+            while (s0 < s1 && *s0 == ' ') s0++;
+            while (s1 > s0 && s1[-1] == ' ') s1--;
+            if (s1 > s0) tile_vec_push(&items, define_text(c, tile_arena_strndup(c->arena, s0, (size_t)(s1 - s0)), loc));
+            start = q + 1;
+        }
+    }
+    sval *t = sv_new(c, SV_TUPLE, loc);
+    t->nitems = items.len;
+    t->items = (sval **)tile_vec_to_arena(&items, c->arena);
+    return t;
+}
+
 static sval *define_value(sema_ctx *c, sema_define *d, tile_loc loc) {
     d->used = true;
-    const char *v = d->value;
+    return define_text(c, d->value, loc);
+}
+
+static sval *define_text(sema_ctx *c, const char *v, tile_loc loc) {
     char *end;
+    if (v[0] == '(' || v[0] == '[' || strchr(v, ',')) return define_tuple(c, v, loc);
+    if (!strcmp(v, "None")) return sv_none(c, loc);
     if (!strcmp(v, "True") || !strcmp(v, "true")) return sv_weak_bool(c, true, loc);
     if (!strcmp(v, "False") || !strcmp(v, "false")) return sv_weak_bool(c, false, loc);
     long long iv = strtoll(v, &end, 0);
@@ -729,7 +778,13 @@ static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
     sema_env *env = env_new(c, c->module_env, F);
     for (int i = 0; i < F->nparams; i++) {
         const ast_param *p = &F->params[i];
-        if (p->star) continue;
+        if (p->star) {
+            sval *e = sv_new(c, p->star == 1 ? SV_TUPLE : SV_DICT, p->loc);
+            e->items = TILE_NEW_ARRAY(c->arena, sval *, 1);
+            e->vals = TILE_NEW_ARRAY(c->arena, sval *, 1);
+            env_bind(c, env, p->name, e, 0);
+            continue;
+        }
         sval *v = callsite_arg(c, F, i, depth + 1);
         if (!v && p->dflt) {
             env_stmt es = {c->module_env, (const ast_stmt *)p->dflt};
@@ -970,10 +1025,19 @@ static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b,
         }
         case AST_S_RETURN: {
             const ast_stmt *pf = NULL;
+            sema_env *penv = fenv;
             if (s->value && s->value->kind == AST_E_NAME) pf = find_prim_func(c, fenv, s->value->name);
-            if (!pf) { sema_err(c, s->loc, "a kernel factory must return the @T.prim_func it defines"); *done = true; return; }
+            if (!pf && s->value) {
+                /* `return build(...)`: a helper (or a nested def) that returns a prim_func */
+                sval *r = lower_expr(c, fenv, s->value);
+                if (r->kind == SV_FUNC && r->fn->def && has_decorator(c, r->fn->closure, r->fn->def, "prim_func")) {
+                    pf = r->fn->def;
+                    penv = r->fn->closure;
+                } else if (r->poison) { *done = true; return; }
+            }
+            if (!pf) { sema_err(c, s->loc, "a kernel factory must return a @T.prim_func"); *done = true; return; }
             resolve_out_idx(c, pf->nparams);
-            lower_kernel_def(c, fenv, pf, true);
+            lower_kernel_def(c, penv, pf, true);
             *done = true;
             return;
         }
@@ -997,7 +1061,14 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
     /* compile-time parameters */
     for (int i = 0; i < def->nparams; i++) {
         const ast_param *p = &def->params[i];
-        if (p->star) { sema_err(c, p->loc, "'*%s' parameters are not supported in kernel factories", p->name); continue; }
+        if (p->star) {
+            /* nothing is passed to an entry point's *args / **kwargs: empty */
+            sval *e = sv_new(c, p->star == 1 ? SV_TUPLE : SV_DICT, p->loc);
+            e->items = TILE_NEW_ARRAY(c->arena, sval *, 1);
+            e->vals = TILE_NEW_ARRAY(c->arena, sval *, 1);
+            env_bind(c, fenv, p->name, e, 0);
+            continue;
+        }
         sema_define *d = find_define(c, p->name);
         sval *cv;
         if (d) env_bind(c, fenv, p->name, define_value(c, d, p->loc), 0);

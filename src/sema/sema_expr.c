@@ -650,6 +650,16 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
         }
         return base->items[k];
     }
+    if (base->kind == SV_DICT) {
+        if (n != 1) { sema_err(c, e->loc, "a dict takes one key"); return sv_err(c, e->loc); }
+        sval *k = lower_expr(c, env, items[0]);
+        sval *v = py_dict_get(base, k);
+        if (!v) {
+            if (!k->poison) sema_err(c, items[0]->loc, "key not in the dict");
+            return sv_err(c, e->loc);
+        }
+        return v;
+    }
     if (base->kind == SV_EXPR && base->e->kind == IR_E_VAR && base->e->var->kind == IR_VAR_LOCAL && n == 1) {
         /* v[0] on a T.alloc_var (TileLang's one-element variable buffer) */
         int64_t k;
@@ -1484,7 +1494,24 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         const char *last = strrchr(fv->str, '.');
         last = last ? last + 1 : fv->str;
         if (find_builtin(last)) return call_builtin(c, env, last, call, &a);
-        sema_err(c, loc, "'%s' is not supported yet", fv->display ? fv->display : fv->str);
+        /* TileLang language functions Tile does not implement (yet): said so, by name */
+        static const char *const later[] = {
+            "get_thread_binding", "thread_binding", "get_warp_idx", "get_lane_idx", "get_warp_group_idx", "tvm_warp_shuffle",
+            "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "warp_reduce_sum", "warp_reduce_max", "warp_any", "warp_all",
+            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view", "cumsum",
+            "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "atomic_addx2", "atomic_addx4", "transpose",
+            "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
+            "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",
+            "copy_async", "async_copy", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
+            "make_tensor", "Tensor_ptr", "ptr", "region", "buffer_load", "buffer_store", "tvm_access_ptr", "tvm_mma_sync",
+            "fence_proxy_async", "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",
+            "dp4a", "popcount", "clz", "extract_lane", "mask", "scan", NULL};
+        for (int i = 0; later[i]; i++)
+            if (!strcmp(later[i], last)) {
+                sema_err(c, loc, "'%s' is not supported yet", fv->display ? fv->display : fv->str);
+                return sv_err(c, loc);
+            }
+        sema_err(c, loc, "unknown function '%s'", fv->display ? fv->display : fv->str);
         return sv_err(c, loc);
     }
     default: break;
