@@ -698,7 +698,10 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
 typedef struct callsite {
     const ast_expr *call;
     const ast_stmt *in_def; /* the def containing the call, NULL at module level */
+    const ast_block *in_main; /* at module level: the `if __name__ == "__main__":` block, or NULL */
 } callsite;
+
+static const ast_block *cur_main_block; /* set while walking a module-level __main__ block */
 
 static void calls_in_block(const ast_block *b, const char *name, const ast_stmt *fn, tile_vec *out);
 
@@ -713,6 +716,7 @@ static void calls_in_expr(const ast_expr *e, const char *name, const ast_stmt *f
             callsite *cs = tile_xmalloc(sizeof *cs);
             cs->call = e;
             cs->in_def = fn;
+            cs->in_main = fn ? NULL : cur_main_block;
             tile_vec_push(out, cs);
         }
     }
@@ -736,7 +740,12 @@ static void calls_in_stmt(const ast_stmt *s, const char *name, const ast_stmt *f
     for (int i = 0; i < s->nwith; i++) calls_in_expr(s->with_items[i], name, fn, out);
     const ast_stmt *inner = s->kind == AST_S_FUNCDEF ? s : fn;
     if (s->kind == AST_S_CLASS) return;
+    bool is_main = !fn && s->kind == AST_S_IF && s->cond && s->cond->kind == AST_E_COMPARE && s->cond->lhs->kind == AST_E_NAME &&
+                   !strcmp(s->cond->lhs->name, "__name__");
+    const ast_block *saved_main = cur_main_block;
+    if (is_main) cur_main_block = &s->body;
     calls_in_block(&s->body, name, inner, out);
+    cur_main_block = saved_main;
     calls_in_block(&s->orelse, name, fn, out);
     calls_in_block(&s->finalbody, name, fn, out);
     for (int i = 0; i < s->nhandlers; i++) calls_in_block(&s->handlers[i].body, name, fn, out);
@@ -771,6 +780,23 @@ static void eval_in_env(sema_ctx *c, const void *p) {
     c->scratch = lower_expr(c, es->env, (const ast_expr *)es->s);
 }
 
+/* Is s a statement of a driver that a kernel's parameters may depend on: an assignment, or
+ * a call of an argparse parser's add_argument / set_defaults? */
+static bool driver_stmt(const ast_stmt *s) {
+    if (s->kind == AST_S_ASSIGN || s->kind == AST_S_ANNASSIGN || s->kind == AST_S_AUGASSIGN || s->kind == AST_S_FUNCDEF) return true;
+    if (s->kind != AST_S_EXPR || !s->value || s->value->kind != AST_E_CALL || s->value->value->kind != AST_E_ATTR) return false;
+    const char *m = s->value->value->name;
+    return !strcmp(m, "add_argument") || !strcmp(m, "set_defaults");
+}
+
+static void run_driver_block(sema_ctx *c, sema_env *env, const ast_block *b) {
+    for (int i = 0; i < b->len; i++) {
+        if (!driver_stmt(b->stmts[i])) continue;
+        env_stmt es = {env, b->stmts[i]};
+        captured(c, run_env_stmt, &es);
+    }
+}
+
 /* An environment for evaluating code of def F at compile time: its parameters from its own
  * call sites or defaults, then its simple top-level statements. */
 static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
@@ -793,12 +819,7 @@ static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
         }
         if (v) env_bind(c, env, p->name, v, 0);
     }
-    for (int i = 0; i < F->body.len; i++) {
-        const ast_stmt *s = F->body.stmts[i];
-        if (s->kind != AST_S_ASSIGN && s->kind != AST_S_ANNASSIGN && s->kind != AST_S_AUGASSIGN && s->kind != AST_S_FUNCDEF) continue;
-        env_stmt es = {env, s};
-        captured(c, run_env_stmt, &es);
-    }
+    run_driver_block(c, env, &F->body);
     return env;
 }
 
@@ -824,6 +845,10 @@ static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth
             if (call->kwargs[k].name && !strcmp(call->kwargs[k].name, p->name)) arg = call->kwargs[k].value;
         if (!arg) continue;
         sema_env *env = caller_env(c, cs->in_def, depth);
+        if (cs->in_main) {
+            env = env_new(c, c->module_env, NULL);
+            run_driver_block(c, env, cs->in_main);
+        }
         env_stmt es = {env, (const ast_stmt *)arg};
         c->scratch = NULL;
         if (!captured(c, eval_in_env, &es) && c->scratch && is_compile_time_value(c->scratch)) found = c->scratch;

@@ -540,6 +540,13 @@ static sval *shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc) {
 static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     sval *base = lower_expr(c, env, e->value);
     const char *a = e->name;
+    if (base->kind == SV_DICT && base->str && !strcmp(base->str, "@namespace")) {
+        /* args.dim on what parser.parse_args() returned: the argument's default */
+        for (int i = 0; i < base->nitems; i++)
+            if (!strcmp(base->items[i]->str, a)) return base->vals[i];
+        sema_err(c, e->loc, "the parsed arguments have no '%s'", a);
+        return sv_err(c, e->loc);
+    }
     if (py_has_method(base, a)) {
         sval *v = sv_new(c, SV_METHOD, e->loc);
         v->str = a;
@@ -1488,7 +1495,9 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         }
         return inline_call(c, fv->fn, a.pos, a.npos, a.kw, a.kwv, a.nkw, loc);
     }
-    case SV_OPAQUE: return fv;
+    case SV_OPAQUE:
+        if (fv->str && !strcmp(fv->str + (strlen(fv->str) > 14 ? strlen(fv->str) - 14 : 0), "ArgumentParser")) return py_argparser(c, loc);
+        return fv;
     case SV_MODULE: {
         /* `from tilelang.layout import make_swizzled_layout`: the name is the builtin */
         const char *last = strrchr(fv->str, '.');

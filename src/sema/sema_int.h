@@ -185,6 +185,7 @@ sval *py_contains(sema_ctx *c, sval *needle, sval *hay, bool negate, tile_loc lo
 bool py_has_method(const sval *self, const char *name);
 sval *py_method(sema_ctx *c, sval *self, const char *name, call_args *a, tile_loc loc);
 bool py_is_builtin(const char *name);
+sval *py_argparser(sema_ctx *c, tile_loc loc); /* argparse.ArgumentParser(): defaults of its arguments */
 sval *py_builtin(sema_ctx *c, const char *name, call_args *a, tile_loc loc);
 
 /* sema_stmt.c */

@@ -296,7 +296,11 @@ bool py_has_method(const sval *self, const char *name) {
     static const char *const str_m[] = {"format", "startswith", "endswith", "lower", "upper", "replace", "split", "strip", "join", NULL};
     static const char *const seq_m[] = {"index", "count", NULL};
     static const char *const dict_m[] = {"get", "items", "keys", "values", NULL};
+    static const char *const parser_m[] = {"add_argument", "parse_args", "parse_known_args", "add_argument_group",
+                                           "add_mutually_exclusive_group", "set_defaults", NULL};
     const char *const *set = NULL;
+    if (self->kind == SV_DICT && self->str && !strcmp(self->str, "@argparse")) set = parser_m;
+    else
     if (self->kind == SV_EXPR && self->e->kind == IR_E_CONST && !tile_dtype_is_float(self->e->dtype)) set = int_m;
     else if (self->kind == SV_STRING) set = str_m;
     else if (self->kind == SV_TUPLE) set = seq_m;
@@ -334,7 +338,71 @@ static void format_value(sema_ctx *c, tile_strbuf *sb, const sval *v) {
     tile_sb_puts(sb, "?");
 }
 
+/* argparse, as far as main() functions use it to give kernel parameters their values: a
+ * parser is a dict of each argument's destination and default; parse_args() returns them
+ * (nothing is parsed: Tile runs no script). */
+sval *py_argparser(sema_ctx *c, tile_loc loc) {
+    sval *p = sv_new(c, SV_DICT, loc);
+    p->str = "@argparse";
+    p->items = TILE_NEW_ARRAY(c->arena, sval *, 128);
+    p->vals = TILE_NEW_ARRAY(c->arena, sval *, 128);
+    return p;
+}
+
+static void parser_set(sema_ctx *c, sval *p, const char *dest, sval *v, tile_loc loc) {
+    for (int i = 0; i < p->nitems; i++)
+        if (!strcmp(p->items[i]->str, dest)) { p->vals[i] = v; return; }
+    if (p->nitems >= 128) return;
+    p->items[p->nitems] = mk_string(c, dest, loc);
+    p->vals[p->nitems++] = v;
+}
+
+static sval *parser_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc loc) {
+    if (!strcmp(m, "add_argument_group") || !strcmp(m, "add_mutually_exclusive_group")) return self;
+    if (!strcmp(m, "set_defaults")) {
+        for (int i = 0; i < a->nkw; i++) parser_set(c, self, a->kw[i].name, a->kwv[i], loc);
+        return sv_none(c, loc);
+    }
+    if (!strcmp(m, "parse_args") || !strcmp(m, "parse_known_args")) {
+        sval *ns = sv_new(c, SV_DICT, loc);
+        ns->str = "@namespace";
+        ns->nitems = self->nitems;
+        ns->items = self->items;
+        ns->vals = self->vals;
+        if (m[5] == 'k') { sval *pair[2] = {ns, mk_tuple(c, NULL, 0, loc)}; return mk_tuple(c, pair, 2, loc); }
+        return ns;
+    }
+    /* add_argument("--block-m", "-b", type=int, default=128, action=...) */
+    const char *dest = NULL;
+    sval *dflt = NULL, *action = NULL;
+    for (int i = 0; i < a->nkw; i++) {
+        if (!strcmp(a->kw[i].name, "dest") && a->kwv[i]->kind == SV_STRING) dest = a->kwv[i]->str;
+        else if (!strcmp(a->kw[i].name, "default")) dflt = a->kwv[i];
+        else if (!strcmp(a->kw[i].name, "action")) action = a->kwv[i];
+    }
+    for (int i = 0; !dest && i < a->npos; i++) {
+        if (a->pos[i]->kind != SV_STRING) continue;
+        const char *s = a->pos[i]->str;
+        if (s[0] == '-' && s[1] == '-') dest = s + 2;
+        else if (s[0] != '-') dest = s;
+    }
+    for (int i = 0; !dest && i < a->npos; i++)
+        if (a->pos[i]->kind == SV_STRING) dest = a->pos[i]->str + 1;
+    if (!dest) return sv_none(c, loc);
+    char *d = tile_arena_strdup(c->arena, dest);
+    for (char *q = d; *q; q++)
+        if (*q == '-') *q = '_';
+    if (!dflt) {
+        bool st = action && action->kind == SV_STRING && !strcmp(action->str, "store_true");
+        bool sf = action && action->kind == SV_STRING && !strcmp(action->str, "store_false");
+        dflt = st || sf ? sv_weak_bool(c, sf, loc) : sv_none(c, loc);
+    }
+    parser_set(c, self, d, dflt, loc);
+    return sv_none(c, loc);
+}
+
 sval *py_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc loc) {
+    if (self->kind == SV_DICT && self->str && !strcmp(self->str, "@argparse")) return parser_method(c, self, m, a, loc);
     if (self->kind == SV_EXPR) {
         int64_t x = self->e->ival;
         uint64_t u = x < 0 ? (uint64_t)(-(x + 1)) + 1 : (uint64_t)x;
