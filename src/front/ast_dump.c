@@ -128,27 +128,56 @@ static void dump_expr(const ast_expr *e, tile_strbuf *sb) {
         dump_expr(e->value, sb);
         dump_items(e, sb);
         for (int i = 0; i < e->nkwargs; i++) {
-            tile_sb_printf(sb, " (kw %s ", e->kwargs[i].name ? e->kwargs[i].name : "<null>");
+            tile_sb_printf(sb, " (kw %s ", e->kwargs[i].name ? e->kwargs[i].name : "**");
             dump_expr(e->kwargs[i].value, sb);
             tile_sb_putc(sb, ')');
         }
         break;
     case AST_E_GENERATOR:
-        tile_sb_puts(sb, "(genexpr ");
-        dump_expr(e->value, sb);
-        if (e->comp) {
+    case AST_E_LISTCOMP:
+    case AST_E_SETCOMP:
+    case AST_E_DICTCOMP:
+        tile_sb_puts(sb, e->kind == AST_E_GENERATOR ? "(genexpr " : e->kind == AST_E_LISTCOMP ? "(listcomp " : e->kind == AST_E_SETCOMP ? "(setcomp " : "(dictcomp ");
+        if (e->kind == AST_E_DICTCOMP) {
+            dump_expr(e->lhs, sb);
+            tile_sb_puts(sb, " : ");
+            dump_expr(e->rhs, sb);
+        } else dump_expr(e->value, sb);
+        for (const ast_comp *c = e->comp; c; c = c->next) {
             tile_sb_puts(sb, " (for ");
-            dump_expr(e->comp->target, sb);
+            dump_expr(c->target, sb);
             tile_sb_putc(sb, ' ');
-            dump_expr(e->comp->iter, sb);
-            for (int i = 0; i < e->comp->nconds; i++) {
+            dump_expr(c->iter, sb);
+            for (int i = 0; i < c->nconds; i++) {
                 tile_sb_puts(sb, " (if ");
-                dump_expr(e->comp->conds[i], sb);
+                dump_expr(c->conds[i], sb);
                 tile_sb_putc(sb, ')');
             }
             tile_sb_putc(sb, ')');
         }
         break;
+    case AST_E_DICT:
+        tile_sb_puts(sb, "(dict");
+        for (int i = 0; i < e->nitems; i++) {
+            tile_sb_puts(sb, " (");
+            if (e->items[i]) dump_expr(e->items[i], sb);
+            else tile_sb_puts(sb, "**");
+            tile_sb_puts(sb, " : ");
+            dump_expr(e->dvals[i], sb);
+            tile_sb_putc(sb, ')');
+        }
+        break;
+    case AST_E_SET: tile_sb_puts(sb, "(set"); dump_items(e, sb); break;
+    case AST_E_LAMBDA:
+        tile_sb_puts(sb, "(lambda");
+        for (int i = 0; i < e->nparams; i++) {
+            tile_sb_printf(sb, " %s%s", e->params[i].star == 1 ? "*" : e->params[i].star == 2 ? "**" : "", e->params[i].name);
+            if (e->params[i].dflt) { tile_sb_puts(sb, "="); dump_expr(e->params[i].dflt, sb); }
+        }
+        tile_sb_puts(sb, " :");
+        dump_opt(e->value, sb);
+        break;
+    case AST_E_ELLIPSIS: tile_sb_puts(sb, "..."); return;
     case AST_E_BINOP:
         tile_sb_printf(sb, "(%s ", ast_op_str(e->op));
         dump_expr(e->lhs, sb);
@@ -276,7 +305,7 @@ static void dump_stmt(const ast_stmt *s, tile_strbuf *sb, int indent) {
         }
         for (int i = 0; i < s->nparams; i++) {
             const ast_param *pr = &s->params[i];
-            tile_sb_printf(sb, " (param %s%s", pr->star == 1 ? "*" : pr->star == 2 ? "**" : "",
+            tile_sb_printf(sb, " (param %s%s%s", pr->kwonly ? "kwonly " : "", pr->star == 1 ? "*" : pr->star == 2 ? "**" : "",
                            pr->name ? pr->name : "<null>");
             if (pr->annotation) { tile_sb_puts(sb, " :"); dump_opt(pr->annotation, sb); }
             if (pr->dflt) { tile_sb_puts(sb, " ="); dump_opt(pr->dflt, sb); }
@@ -303,8 +332,36 @@ static void dump_stmt(const ast_stmt *s, tile_strbuf *sb, int indent) {
         if (s->value) dump_opt(s->value, sb);
         break;
     case AST_S_GLOBAL:
-        tile_sb_puts(sb, "(global");
+    case AST_S_NONLOCAL:
+        tile_sb_puts(sb, s->kind == AST_S_GLOBAL ? "(global" : "(nonlocal");
         dump_names(s, sb);
+        break;
+    case AST_S_CLASS:
+        tile_sb_printf(sb, "(class %s", s->name ? s->name : "<null>");
+        for (int i = 0; i < s->nbases; i++) dump_opt(s->bases[i], sb);
+        dump_block("body", &s->body, sb, indent + 2);
+        break;
+    case AST_S_TRY:
+        tile_sb_puts(sb, "(try");
+        dump_block("body", &s->body, sb, indent + 2);
+        for (int i = 0; i < s->nhandlers; i++) {
+            newline(sb, indent + 2);
+            tile_sb_puts(sb, "(except");
+            if (s->handlers[i].type) dump_opt(s->handlers[i].type, sb);
+            if (s->handlers[i].name) tile_sb_printf(sb, " as %s", s->handlers[i].name);
+            dump_block("body", &s->handlers[i].body, sb, indent + 4);
+            tile_sb_putc(sb, ')');
+        }
+        if (s->orelse.len) dump_block("orelse", &s->orelse, sb, indent + 2);
+        if (s->finalbody.len) dump_block("finally", &s->finalbody, sb, indent + 2);
+        break;
+    case AST_S_RAISE:
+        tile_sb_puts(sb, "(raise");
+        if (s->value) dump_opt(s->value, sb);
+        break;
+    case AST_S_DEL:
+        tile_sb_puts(sb, "(del");
+        dump_opt(s->targets[0], sb);
         break;
     default:
         tile_sb_printf(sb, "(?%d", (int)s->kind);

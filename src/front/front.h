@@ -90,7 +90,14 @@ token_list tile_lex(const tile_source *src, tile_arena *arena, tile_diags *diags
     X(COMPARE)   /* chain: lhs op0 items[0] op1 items[1] ... : lhs, cmp_ops, items */    \
     X(BOOLOP)    /* a and b and c / a or b : op (AST_OP_AND/OR), items (>= 2) */         \
     X(IFEXP)     /* a if cond else b : lhs = a, cond, rhs = b */                         \
-    X(STARRED)   /* *value (in calls and targets) : value */
+    X(STARRED)   /* *value (in calls and targets) : value */                             \
+    X(DICT)      /* {k: v, **d} : items = keys (NULL for a `**d` entry), dvals = values  */ \
+    X(SET)       /* {a, b} : items                                                       */ \
+    X(LISTCOMP)  /* [elt for ... in ... if ...] : value = elt, comp                      */ \
+    X(SETCOMP)   /* {elt for ...} : value = elt, comp                                    */ \
+    X(DICTCOMP)  /* {k: v for ...} : lhs = key, rhs = value, comp                        */ \
+    X(LAMBDA)    /* lambda params: body : params, nparams, value = body                  */ \
+    X(ELLIPSIS)  /* ... */
 
 typedef enum ast_expr_kind {
 #define X(e) AST_E_##e,
@@ -122,18 +129,21 @@ typedef struct ast_stmt ast_stmt;
 
 typedef struct ast_keyword {
     tile_loc loc;
-    const char *name;
+    const char *name;   /* NULL for a `**mapping` argument */
     ast_expr *value;
 } ast_keyword;
 
-/* One `for targets in iter [if cond]...` clause of a generator (only one clause is
- * supported: nested comprehensions are a diagnostic). */
+/* One `for targets in iter [if cond]...` clause of a comprehension; `next` is the
+ * following `for` clause of a nested comprehension (`for a in x for b in y`), or NULL. */
 typedef struct ast_comp {
     ast_expr *target;   /* NAME or TUPLE of NAMEs */
     ast_expr *iter;
     ast_expr **conds;   /* `if` filters */
     int nconds;
+    struct ast_comp *next;
 } ast_comp;
+
+typedef struct ast_param ast_param;
 
 struct ast_expr {
     ast_expr_kind kind;
@@ -152,7 +162,10 @@ struct ast_expr {
     ast_op *cmp_ops;        /* COMPARE: nitems operators */
     ast_keyword *kwargs;    /* CALL */
     int nkwargs;
-    ast_comp *comp;         /* GENERATOR */
+    ast_comp *comp;         /* GENERATOR, LISTCOMP, SETCOMP, DICTCOMP */
+    ast_expr **dvals;       /* DICT: nitems values */
+    ast_param *params;      /* LAMBDA */
+    int nparams;
     bool parenthesized;     /* written inside ( ) — `(a, b)` vs `a, b` is the same TUPLE otherwise */
 };
 
@@ -171,7 +184,12 @@ struct ast_expr {
     X(IMPORT)     /* import a.b.c [as x], ... : names/asnames */                            \
     X(IMPORTFROM) /* from module import a [as x], ... : module, names/asnames */            \
     X(ASSERT)     /* assert cond [, msg] : cond, value = msg */                             \
-    X(GLOBAL)     /* global names (accepted, no effect; names) */
+    X(GLOBAL)     /* global names (accepted, no effect; names) */                           \
+    X(NONLOCAL)   /* nonlocal names (accepted, no effect; names) */                         \
+    X(CLASS)      /* class name(bases): body, with decorators : name, body, decorators      */ \
+    X(TRY)        /* try: body except...: handlers else: orelse finally: finalbody          */ \
+    X(RAISE)      /* raise [value] */                                                       \
+    X(DEL)        /* del targets : targets, ntargets */
 
 typedef enum ast_stmt_kind {
 #define X(e) AST_S_##e,
@@ -180,18 +198,27 @@ typedef enum ast_stmt_kind {
     AST_S_COUNT
 } ast_stmt_kind;
 
-typedef struct ast_param {
+struct ast_param {
     tile_loc loc;
     const char *name;
     ast_expr *annotation; /* may be NULL */
     ast_expr *dflt;       /* may be NULL */
-    int star;             /* 0, 1 for *args, 2 for **kwargs (accepted by the parser; sema rejects) */
-} ast_param;
+    int star;             /* 0, 1 for *args, 2 for **kwargs */
+    bool kwonly;          /* after a bare `*` or `*args`: only passed by keyword */
+};
 
 typedef struct ast_block {
     ast_stmt **stmts;
     int len;
 } ast_block;
+
+/* One `except [type [as name]]:` clause of a TRY. */
+typedef struct ast_handler {
+    tile_loc loc;
+    ast_expr *type;       /* may be NULL */
+    const char *name;     /* may be NULL */
+    ast_block body;
+} ast_handler;
 
 struct ast_stmt {
     ast_stmt_kind kind;
@@ -204,7 +231,12 @@ struct ast_stmt {
     ast_expr *iter;       /* FOR */
     ast_expr *cond;       /* WHILE, IF, ASSERT */
     ast_block body;       /* FOR, WHILE, IF, WITH, FUNCDEF */
-    ast_block orelse;     /* IF (else / elif chain), FOR/WHILE else */
+    ast_block orelse;     /* IF (else / elif chain), FOR/WHILE else, TRY else */
+    ast_handler *handlers;/* TRY */
+    int nhandlers;
+    ast_block finalbody;  /* TRY */
+    ast_expr **bases;     /* CLASS: base classes and keywords as written (bases only) */
+    int nbases;
     ast_expr **with_items;   /* WITH */
     ast_expr **with_targets; /* WITH: each NULL or a NAME/TUPLE target */
     int nwith;
@@ -213,9 +245,9 @@ struct ast_stmt {
     ast_param *params;
     int nparams;
     ast_expr *returns;      /* return annotation or NULL */
-    ast_expr **decorators;  /* each an expression: NAME, ATTR or CALL */
+    ast_expr **decorators;  /* FUNCDEF, CLASS: each an expression (usually NAME, ATTR or CALL) */
     int ndecorators;
-    /* IMPORT / IMPORTFROM / GLOBAL */
+    /* IMPORT / IMPORTFROM / GLOBAL / NONLOCAL */
     const char *module;     /* IMPORTFROM: dotted module name ("." prefixes kept) */
     const char **names;     /* dotted names (IMPORT) or plain names (IMPORTFROM, GLOBAL); "*" allowed */
     const char **asnames;   /* each NULL if no `as` */
@@ -244,6 +276,8 @@ const char *ast_stmt_kind_name(ast_stmt_kind k); /* "ASSIGN", "FOR", ... */
  *   CALL and SUBSCRIPT: the loc of the callee / subscripted value;
  *   BINOP, UNARY, COMPARE, BOOLOP: the (first) operator token; IFEXP: the `if`;
  *   SLICE: its lower bound, or the first ':' when there is none; STARRED: the '*';
- *   GENERATOR: its element; keyword arguments and params: their name. */
+ *   GENERATOR, LISTCOMP, SETCOMP: the element; DICTCOMP: its key; DICT, SET: '{';
+ *   LAMBDA: the `lambda`; ELLIPSIS: the first '.';
+ *   keyword arguments and params: their name (`**d` arguments: the '**'). */
 
 #endif

@@ -160,12 +160,9 @@ static ast_expr *fin(parser *p, ast_expr *e) {
 #define H(x) do { int hx_ = height(x); if (hx_ > h) h = hx_; } while (0)
     H(e->value); H(e->lhs); H(e->rhs); H(e->cond); H(e->lo); H(e->hi); H(e->step);
     for (int i = 0; i < e->nitems; i++) H(e->items[i]);
+    if (e->dvals)
+        for (int i = 0; i < e->nitems; i++) H(e->dvals[i]);
     for (int i = 0; i < e->nkwargs; i++) H(e->kwargs[i].value);
-    if (e->comp) {
-        H(e->comp->target);
-        H(e->comp->iter);
-        for (int i = 0; i < e->comp->nconds; i++) H(e->comp->conds[i]);
-    }
 #undef H
     ((pnode *)e)->height = h + 1;
     if (h + 1 > MAX_EXPR_HEIGHT)
@@ -205,6 +202,7 @@ static const char *expr_desc(const ast_expr *e) {
 
 /* ---------- expressions ---------- */
 static ast_expr *parse_test(parser *p);
+static int parse_params(parser *p, tok_kind close, bool annotations, ast_param **out);
 static ast_expr *parse_or(parser *p);
 static ast_expr *parse_binary(parser *p, int minprec);
 static ast_expr *parse_factor(parser *p);
@@ -302,25 +300,54 @@ static ast_expr *parse_target_list(parser *p) {
     return make_seq(p, AST_E_TUPLE, first->loc, &items);
 }
 
-static ast_expr *parse_generator(parser *p, ast_expr *elt) {
-    if (elt->kind == AST_E_STARRED) fail(p, elt->loc, "can't use starred expression here");
-    advance(p); /* for */
-    ast_comp *c = TILE_NEW(p->arena, ast_comp);
-    c->target = parse_target_list(p);
-    check_target(p, c->target);
-    if (!accept(p, TOK_KW_IN)) expected(p, "'in' after comprehension target");
-    c->iter = parse_or(p);
-    plist conds = {0};
-    while (accept(p, TOK_KW_IF)) pl_push(p, &conds, parse_or(p));
-    c->conds = pl_exprs(&conds);
-    c->nconds = conds.len;
-    if (kind(p) == TOK_KW_FOR)
-        fail(p, cur(p)->loc, "unsupported: nested comprehension clauses (only one 'for' per generator)");
-    ast_expr *g = mk(p, AST_E_GENERATOR, elt->loc);
-    g->value = elt;
-    g->comp = c;
-    return fin(p, g);
+/* `for t in it [if c]... [for ...]...`: the current token is `for`. */
+static ast_comp *parse_comp_clauses(parser *p) {
+    ast_comp *first = NULL, **tail = &first;
+    while (kind(p) == TOK_KW_FOR) {
+        advance(p); /* for */
+        ast_comp *c = TILE_NEW(p->arena, ast_comp);
+        c->target = parse_target_list(p);
+        check_target(p, c->target);
+        if (!accept(p, TOK_KW_IN)) expected(p, "'in' after comprehension target");
+        c->iter = parse_or(p);
+        plist conds = {0};
+        while (accept(p, TOK_KW_IF)) pl_push(p, &conds, parse_or(p));
+        c->conds = pl_exprs(&conds);
+        c->nconds = conds.len;
+        *tail = c;
+        tail = &c->next;
+    }
+    return first;
 }
+
+static int comp_height(const ast_comp *c) {
+    int h = 0;
+    for (; c; c = c->next) {
+        if (height(c->target) > h) h = height(c->target);
+        if (height(c->iter) > h) h = height(c->iter);
+        for (int i = 0; i < c->nconds; i++)
+            if (height(c->conds[i]) > h) h = height(c->conds[i]);
+    }
+    return h;
+}
+
+/* A comprehension of kind k whose element (or key: value) is parsed; the current token is `for`. */
+static ast_expr *parse_comprehension(parser *p, ast_expr_kind k, ast_expr *elt, ast_expr *val) {
+    if (elt->kind == AST_E_STARRED) fail(p, elt->loc, "can't use starred expression here");
+    ast_expr *g = mk(p, k, elt->loc);
+    if (k == AST_E_DICTCOMP) {
+        g->lhs = elt;
+        g->rhs = val;
+    } else g->value = elt;
+    g->comp = parse_comp_clauses(p);
+    fin(p, g);
+    int h = comp_height(g->comp) + 1;
+    if (h > ((pnode *)g)->height) ((pnode *)g)->height = h;
+    if (h > MAX_EXPR_HEIGHT) fail(p, g->loc, "expression is too complex (nested deeper than %d levels)", MAX_EXPR_HEIGHT);
+    return g;
+}
+
+static ast_expr *parse_generator(parser *p, ast_expr *elt) { return parse_comprehension(p, AST_E_GENERATOR, elt, NULL); }
 
 static void expect_close(parser *p, tok_kind k, const char *what) {
     if (!accept(p, k)) expected(p, what);
@@ -363,8 +390,12 @@ static ast_expr *parse_list(parser *p) {
     plist items = {0};
     if (!accept(p, TOK_RBRACKET)) {
         ast_expr *first = parse_star_or_test(p);
-        if (kind(p) == TOK_KW_FOR)
-            fail(p, cur(p)->loc, "unsupported: list comprehensions (use a loop, or a generator inside a call)");
+        if (kind(p) == TOK_KW_FOR) {
+            ast_expr *lc = parse_comprehension(p, AST_E_LISTCOMP, first, NULL);
+            lc->loc = lb->loc;
+            expect_close(p, TOK_RBRACKET, "']' after list comprehension");
+            return lc;
+        }
         pl_push(p, &items, first);
         while (accept(p, TOK_COMMA)) {
             if (kind(p) == TOK_RBRACKET) break;
@@ -373,6 +404,74 @@ static ast_expr *parse_list(parser *p) {
         expect_close(p, TOK_RBRACKET, "',' or ']'");
     }
     return make_seq(p, AST_E_LIST, lb->loc, &items);
+}
+
+/* `{}`, `{k: v, **d}`, `{a, b}` and their comprehensions. */
+static ast_expr *parse_brace(parser *p) {
+    token *lb = advance(p);
+    plist keys = {0}, vals = {0};
+    if (accept(p, TOK_RBRACE)) {
+        ast_expr *d = make_seq(p, AST_E_DICT, lb->loc, &keys);
+        d->dvals = NULL;
+        return d;
+    }
+    bool is_dict;
+    if (kind(p) == TOK_DSTAR) {
+        advance(p);
+        pl_push(p, &keys, NULL);
+        pl_push(p, &vals, parse_binary(p, 1));
+        is_dict = true;
+    } else {
+        ast_expr *first = parse_star_or_test(p);
+        if (accept(p, TOK_COLON)) {
+            is_dict = true;
+            ast_expr *v = parse_test(p);
+            if (kind(p) == TOK_KW_FOR) {
+                ast_expr *dc = parse_comprehension(p, AST_E_DICTCOMP, first, v);
+                expect_close(p, TOK_RBRACE, "'}' after dict comprehension");
+                return dc;
+            }
+            pl_push(p, &keys, first);
+            pl_push(p, &vals, v);
+        } else {
+            is_dict = false;
+            if (kind(p) == TOK_KW_FOR) {
+                ast_expr *sc = parse_comprehension(p, AST_E_SETCOMP, first, NULL);
+                expect_close(p, TOK_RBRACE, "'}' after set comprehension");
+                return sc;
+            }
+            pl_push(p, &keys, first);
+        }
+    }
+    while (accept(p, TOK_COMMA)) {
+        if (kind(p) == TOK_RBRACE) break;
+        if (is_dict) {
+            if (accept(p, TOK_DSTAR)) {
+                pl_push(p, &keys, NULL);
+                pl_push(p, &vals, parse_binary(p, 1));
+                continue;
+            }
+            pl_push(p, &keys, parse_test(p));
+            if (!accept(p, TOK_COLON)) expected(p, "':' in dict display");
+            pl_push(p, &vals, parse_test(p));
+        } else pl_push(p, &keys, parse_star_or_test(p));
+    }
+    expect_close(p, TOK_RBRACE, "',' or '}'");
+    ast_expr *e = mk(p, is_dict ? AST_E_DICT : AST_E_SET, lb->loc);
+    e->items = pl_exprs(&keys);
+    e->nitems = keys.len;
+    if (is_dict) {
+        e->dvals = pl_exprs(&vals);
+        /* fin() does not look at NULL keys; heights of values are counted there */
+    }
+    int h = 0;
+    for (int i = 0; i < e->nitems; i++) {
+        if (e->items[i] && height(e->items[i]) > h) h = height(e->items[i]);
+        if (is_dict && height(e->dvals[i]) > h) h = height(e->dvals[i]);
+    }
+    ((pnode *)e)->height = h + 1;
+    if (h + 1 > MAX_EXPR_HEIGHT) fail(p, e->loc, "expression is too complex (nested deeper than %d levels)", MAX_EXPR_HEIGHT);
+    return e;
 }
 
 static ast_expr *parse_atom(parser *p) {
@@ -420,11 +519,15 @@ static ast_expr *parse_atom(parser *p) {
         return mk(p, AST_E_NONE, t->loc);
     case TOK_LPAREN: return parse_paren(p);
     case TOK_LBRACKET: return parse_list(p);
-    case TOK_LBRACE: fail(p, t->loc, "unsupported: dict and set displays");
-    case TOK_KW_LAMBDA: fail(p, t->loc, "unsupported: lambda expressions");
+    case TOK_LBRACE: return parse_brace(p);
     case TOK_KW_YIELD: fail(p, t->loc, "unsupported: 'yield'");
     case TOK_DOT:
-        if (peek_kind(p, 1) == TOK_DOT && peek_kind(p, 2) == TOK_DOT) fail(p, t->loc, "unsupported: '...' (Ellipsis)");
+        if (peek_kind(p, 1) == TOK_DOT && peek_kind(p, 2) == TOK_DOT) {
+            advance(p);
+            advance(p);
+            advance(p);
+            return mk(p, AST_E_ELLIPSIS, t->loc);
+        }
         expected(p, "expression");
     default:
         expected(p, "expression");
@@ -466,7 +569,12 @@ static ast_expr *parse_call(parser *p, ast_expr *fn) {
             s->value = parse_test(p);
             pl_push(p, &args, fin(p, s));
         } else if (t->kind == TOK_DSTAR) {
-            fail(p, t->loc, "unsupported: '**' argument unpacking");
+            advance(p);
+            ast_keyword *kw = TILE_NEW(p->arena, ast_keyword);
+            kw->loc = t->loc;
+            kw->name = NULL;
+            kw->value = parse_test(p);
+            pl_push(p, &kws, kw);
         } else if (t->kind == TOK_NAME && peek_kind(p, 1) == TOK_ASSIGN) {
             advance(p);
             advance(p);
@@ -497,9 +605,12 @@ static ast_expr *parse_call(parser *p, ast_expr *fn) {
     c->nkwargs = kws.len;
     if (kws.len > 1) {
         const char **names = TILE_NEW_ARRAY(p->arena, const char *, kws.len);
-        for (int i = 0; i < kws.len; i++) names[i] = c->kwargs[i].name;
-        int d = first_duplicate(names, kws.len);
-        if (d >= 0) fail(p, c->kwargs[d].loc, "keyword argument repeated: '%s'", names[d]);
+        int *where = TILE_NEW_ARRAY(p->arena, int, kws.len);
+        int nn = 0;
+        for (int i = 0; i < kws.len; i++)
+            if (c->kwargs[i].name) { where[nn] = i; names[nn++] = c->kwargs[i].name; }
+        int d = first_duplicate(names, nn);
+        if (d >= 0) fail(p, c->kwargs[where[d]].loc, "keyword argument repeated: '%s'", names[d]);
     }
     return fin(p, c);
 }
@@ -692,7 +803,19 @@ static ast_expr *parse_or(parser *p) { return parse_boolop(p, TOK_KW_OR, AST_OP_
 /* A full expression: `a if c else b`, or anything below it. */
 static ast_expr *parse_test(parser *p) {
     token *t = cur(p);
-    if (t->kind == TOK_KW_LAMBDA) fail(p, t->loc, "unsupported: lambda expressions");
+    if (t->kind == TOK_KW_LAMBDA) {
+        advance(p);
+        enter(p, t->loc);
+        ast_expr *l = mk(p, AST_E_LAMBDA, t->loc);
+        l->nparams = parse_params(p, TOK_COLON, false, &l->params);
+        if (!accept(p, TOK_COLON)) expected(p, "':' after lambda parameters");
+        l->value = parse_test(p);
+        fin(p, l);
+        for (int i = 0; i < l->nparams; i++)
+            if (l->params[i].dflt && height(l->params[i].dflt) + 1 > height(l)) ((pnode *)l)->height = height(l->params[i].dflt) + 1;
+        leave(p);
+        return l;
+    }
     enter(p, t->loc);
     ast_expr *e = parse_or(p);
     if (kind(p) == TOK_KW_IF) {
@@ -820,39 +943,33 @@ static ast_stmt *parse_with(parser *p) {
     return s;
 }
 
-static ast_stmt *parse_funcdef(parser *p) {
-    plist decos = {0};
-    while (kind(p) == TOK_AT) {
-        advance(p);
-        ast_expr *d = parse_test(p);
-        if (d->kind != AST_E_NAME && d->kind != AST_E_ATTR && d->kind != AST_E_CALL)
-            fail(p, d->loc, "unsupported: a decorator must be a name, an attribute or a call");
-        if (!accept(p, TOK_NEWLINE)) expected(p, "end of line after decorator");
-        pl_push(p, &decos, d);
-    }
-    if (kind(p) == TOK_KW_CLASS) fail(p, cur(p)->loc, "unsupported: 'class' definitions");
-    if (kind(p) != TOK_KW_DEF) expected(p, "'def' after decorator");
-    token *t = advance(p);
-    ast_stmt *s = mk_stmt(p, AST_S_FUNCDEF, t->loc);
-    s->decorators = pl_exprs(&decos);
-    s->ndecorators = decos.len;
-    if (kind(p) != TOK_NAME) expected(p, "function name after 'def'");
-    s->name = advance(p)->sval;
-    if (!accept(p, TOK_LPAREN)) expected(p, "'(' after function name");
+/* A parameter list up to (not including) `close`: `a, b: ann = 1, *args, c, **kw`, with
+ * `*` and `/` markers. Annotations only where `annotations` (def, not lambda). */
+static int parse_params(parser *p, tok_kind close, bool annotations, ast_param **out) {
     plist params = {0};
     bool seen_default = false, seen_star = false, seen_kwargs = false;
-    while (kind(p) != TOK_RPAREN) {
+    while (kind(p) != close) {
         token *st = cur(p);
         int star = 0;
         if (st->kind == TOK_STAR) {
             advance(p);
-            if (kind(p) != TOK_NAME) fail(p, st->loc, "unsupported: bare '*' (keyword-only parameter marker)");
+            if (seen_star) fail(p, st->loc, "'*' may appear only once in a parameter list");
+            if (kind(p) != TOK_NAME) { /* bare `*`: the parameters after it are keyword-only */
+                seen_star = true;
+                if (kind(p) == close) fail(p, st->loc, "named parameters must follow bare '*'");
+                if (!accept(p, TOK_COMMA)) break;
+                continue;
+            }
             star = 1;
         } else if (st->kind == TOK_DSTAR) {
             advance(p);
             star = 2;
         } else if (st->kind == TOK_SLASH) {
-            fail(p, st->loc, "unsupported: '/' (positional-only parameter marker)");
+            /* positional-only marker: no effect on how sema binds arguments */
+            advance(p);
+            if (seen_star || !params.len) fail(p, st->loc, "'/' must follow at least one parameter and come before '*'");
+            if (!accept(p, TOK_COMMA)) break;
+            continue;
         }
         if (seen_kwargs) fail(p, st->loc, "no parameter may follow '**' parameter");
         if (kind(p) != TOK_NAME) expected(p, "parameter name");
@@ -861,7 +978,8 @@ static ast_stmt *parse_funcdef(parser *p) {
         prm->loc = nt->loc;
         prm->name = nt->sval;
         prm->star = star;
-        if (accept(p, TOK_COLON)) prm->annotation = parse_test(p);
+        prm->kwonly = seen_star && !star;
+        if (annotations && accept(p, TOK_COLON)) prm->annotation = parse_test(p);
         if (kind(p) == TOK_ASSIGN) {
             if (star) fail(p, cur(p)->loc, "'%s' parameter cannot have a default value", star == 1 ? "*" : "**");
             advance(p);
@@ -875,18 +993,97 @@ static ast_stmt *parse_funcdef(parser *p) {
         pl_push(p, &params, prm);
         if (!accept(p, TOK_COMMA)) break;
     }
-    if (!accept(p, TOK_RPAREN)) expected(p, "',' or ')' in parameter list");
-    s->params = TILE_NEW_ARRAY(p->arena, ast_param, params.len ? params.len : 1);
-    for (int i = 0; i < params.len; i++) s->params[i] = *(ast_param *)params.items[i];
-    s->nparams = params.len;
+    ast_param *ps = TILE_NEW_ARRAY(p->arena, ast_param, params.len ? params.len : 1);
+    for (int i = 0; i < params.len; i++) ps[i] = *(ast_param *)params.items[i];
     if (params.len > 1) {
         const char **names = TILE_NEW_ARRAY(p->arena, const char *, params.len);
-        for (int i = 0; i < params.len; i++) names[i] = s->params[i].name;
+        for (int i = 0; i < params.len; i++) names[i] = ps[i].name;
         int d = first_duplicate(names, params.len);
-        if (d >= 0) fail(p, s->params[d].loc, "duplicate parameter '%s'", names[d]);
+        if (d >= 0) fail(p, ps[d].loc, "duplicate parameter '%s'", names[d]);
     }
+    *out = ps;
+    return params.len;
+}
+
+static ast_stmt *parse_class(parser *p, plist *decos) {
+    token *t = advance(p);
+    ast_stmt *s = mk_stmt(p, AST_S_CLASS, t->loc);
+    s->decorators = pl_exprs(decos);
+    s->ndecorators = decos->len;
+    if (kind(p) != TOK_NAME) expected(p, "class name after 'class'");
+    s->name = advance(p)->sval;
+    if (kind(p) == TOK_LPAREN) {
+        ast_expr *fake = mk(p, AST_E_NAME, t->loc);
+        fake->name = s->name;
+        ast_expr *c = parse_call(p, fake);
+        s->bases = c->items;
+        s->nbases = c->nitems;
+    }
+    s->body = parse_suite(p, "class header", t, "class definition");
+    return s;
+}
+
+static ast_stmt *parse_funcdef(parser *p) {
+    plist decos = {0};
+    while (kind(p) == TOK_AT) {
+        advance(p);
+        ast_expr *d = parse_test(p);
+        if (!accept(p, TOK_NEWLINE)) expected(p, "end of line after decorator");
+        pl_push(p, &decos, d);
+    }
+    if (kind(p) == TOK_KW_CLASS) return parse_class(p, &decos);
+    if (kind(p) != TOK_KW_DEF) expected(p, "'def' after decorator");
+    token *t = advance(p);
+    ast_stmt *s = mk_stmt(p, AST_S_FUNCDEF, t->loc);
+    s->decorators = pl_exprs(&decos);
+    s->ndecorators = decos.len;
+    if (kind(p) != TOK_NAME) expected(p, "function name after 'def'");
+    s->name = advance(p)->sval;
+    if (!accept(p, TOK_LPAREN)) expected(p, "'(' after function name");
+    ast_param *params;
+    s->nparams = parse_params(p, TOK_RPAREN, true, &params);
+    s->params = params;
+    if (!accept(p, TOK_RPAREN)) expected(p, "',' or ')' in parameter list");
     if (accept(p, TOK_ARROW)) s->returns = parse_test(p);
     s->body = parse_suite(p, "function signature", t, "function definition");
+    return s;
+}
+
+static ast_stmt *parse_try(parser *p) {
+    token *t = advance(p);
+    ast_stmt *s = mk_stmt(p, AST_S_TRY, t->loc);
+    s->body = parse_suite(p, "'try'", t, "'try' statement");
+    plist hs = {0};
+    while (kind(p) == TOK_NAME && !strcmp(cur(p)->sval, "except")) {
+        token *et = advance(p);
+        ast_handler *h = TILE_NEW(p->arena, ast_handler);
+        h->loc = et->loc;
+        if (kind(p) != TOK_COLON) {
+            h->type = parse_test(p);
+            if (kind(p) == TOK_COMMA) { /* except (A, B) written without parentheses is Python 2 */
+                fail(p, cur(p)->loc, "multiple exception types must be parenthesized");
+            }
+            if (accept(p, TOK_KW_AS)) {
+                if (kind(p) != TOK_NAME) expected(p, "name after 'as'");
+                h->name = advance(p)->sval;
+            }
+        }
+        h->body = parse_suite(p, "'except' clause", et, "'except' clause");
+        pl_push(p, &hs, h);
+    }
+    s->handlers = TILE_NEW_ARRAY(p->arena, ast_handler, hs.len ? hs.len : 1);
+    for (int i = 0; i < hs.len; i++) s->handlers[i] = *(ast_handler *)hs.items[i];
+    s->nhandlers = hs.len;
+    if (kind(p) == TOK_KW_ELSE) {
+        if (!hs.len) fail(p, cur(p)->loc, "'else' of a 'try' needs an 'except' clause");
+        token *et = advance(p);
+        s->orelse = parse_suite(p, "'else'", et, "'else'");
+    }
+    if (kind(p) == TOK_NAME && !strcmp(cur(p)->sval, "finally")) {
+        token *ft = advance(p);
+        s->finalbody = parse_suite(p, "'finally'", ft, "'finally' clause");
+    }
+    if (!hs.len && !s->finalbody.len) fail(p, t->loc, "'try' needs an 'except' or 'finally' clause");
     return s;
 }
 
@@ -1063,18 +1260,44 @@ static ast_stmt *parse_small_stmt(parser *p) {
         s->cond = parse_test(p);
         if (accept(p, TOK_COMMA)) s->value = parse_test(p);
         return s;
-    case TOK_KW_DEL: fail(p, t->loc, "unsupported: 'del' statements");
-    case TOK_KW_RAISE: fail(p, t->loc, "unsupported: 'raise' statements");
+    case TOK_KW_DEL: {
+        advance(p);
+        s = mk_stmt(p, AST_S_DEL, t->loc);
+        ast_expr *e = parse_testlist_star(p);
+        check_target(p, e);
+        s->targets = one_expr(p, e);
+        s->ntargets = 1;
+        return s;
+    }
+    case TOK_KW_RAISE:
+        advance(p);
+        s = mk_stmt(p, AST_S_RAISE, t->loc);
+        if (starts_expr(kind(p))) {
+            s->value = parse_test(p);
+            if (accept(p, TOK_KW_FROM)) parse_test(p); /* `raise X from e`: the cause is dropped */
+        }
+        return s;
     case TOK_KW_YIELD: fail(p, t->loc, "unsupported: 'yield'");
-    case TOK_KW_CLASS: fail(p, t->loc, "unsupported: 'class' definitions");
-    case TOK_KW_TRY: fail(p, t->loc, "unsupported: 'try' statements");
+    case TOK_KW_CLASS: case TOK_KW_TRY:
     case TOK_KW_DEF: case TOK_KW_IF: case TOK_KW_FOR: case TOK_KW_WHILE: case TOK_KW_WITH: case TOK_AT:
         fail(p, t->loc, "compound statement %s must start on its own line", tok_kind_name(t->kind));
     case TOK_NAME:
+        if (!strcmp(t->sval, "nonlocal") && peek_kind(p, 1) == TOK_NAME) {
+            advance(p);
+            s = mk_stmt(p, AST_S_NONLOCAL, t->loc);
+            plist names = {0}, asnames = {0};
+            do {
+                if (kind(p) != TOK_NAME) expected(p, "name after 'nonlocal'");
+                pl_push(p, &names, (void *)advance(p)->sval);
+                pl_push(p, &asnames, NULL);
+            } while (accept(p, TOK_COMMA));
+            set_names(s, &names, &asnames);
+            return s;
+        }
         /* Python keywords TileLang does not support (lexed as names) */
         if (peek_kind(p, 1) == TOK_NAME || peek_kind(p, 1) == TOK_COLON || peek_kind(p, 1) == TOK_KW_DEF ||
             peek_kind(p, 1) == TOK_KW_FOR || peek_kind(p, 1) == TOK_KW_WITH) {
-            static const char *const soft[] = {"nonlocal", "async", "await", "except", "finally"};
+            static const char *const soft[] = {"async", "await", "except", "finally"};
             for (size_t i = 0; i < sizeof soft / sizeof soft[0]; i++)
                 if (!strcmp(t->sval, soft[i])) fail(p, t->loc, "unsupported: '%s'", soft[i]);
         }
@@ -1115,8 +1338,12 @@ static void parse_stmt(parser *p, plist *out) {
     case TOK_KW_WITH: pl_push(p, out, parse_with(p)); return;
     case TOK_KW_ELSE: fail(p, t->loc, "'else' without a matching 'if', 'for' or 'while'");
     case TOK_KW_ELIF: fail(p, t->loc, "'elif' without a matching 'if'");
-    case TOK_KW_CLASS: fail(p, t->loc, "unsupported: 'class' definitions");
-    case TOK_KW_TRY: fail(p, t->loc, "unsupported: 'try' statements");
+    case TOK_KW_CLASS: {
+        plist none = {0};
+        pl_push(p, out, parse_class(p, &none));
+        return;
+    }
+    case TOK_KW_TRY: pl_push(p, out, parse_try(p)); return;
     default: parse_simple_stmts(p, out); return;
     }
 }

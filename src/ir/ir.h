@@ -275,6 +275,13 @@ typedef struct ir_func {
     ir_var **vars;       /* every variable, indexed by id */
     int nvars;
     ir_stmt *body;
+    /* Per-kernel options the source asked for (`@tilelang.jit(pass_configs={...})`), as
+     * (Tile option name, value) pairs: "fast_math", "disable_tma",
+     * "disable_warp_specialization", "disable_wgmma"; values "1"/"0" or the text given.
+     * Sema records them; the runtime applies them (tile_module_set_option). */
+    const char **option_names;
+    const char **option_values;
+    int noptions;
 } ir_func;
 
 typedef struct ir_module {

@@ -542,6 +542,11 @@ void ir_print_func(const ir_func *f, tile_strbuf *out) {
         for (int i = 0; i < f->nsizes; i++) tile_sb_printf(out, "%s%s", i ? ", " : "", var_name(f->sizes[i]));
         tile_sb_putc(out, '\n');
     }
+    if (f->noptions > 0) {
+        tile_sb_puts(out, "  options: ");
+        for (int i = 0; i < f->noptions; i++) tile_sb_printf(out, "%s%s=%s", i ? ", " : "", f->option_names[i], f->option_values[i]);
+        tile_sb_putc(out, '\n');
+    }
     pctx c = {out, f, tile_xcalloc((size_t)(f->nvars > 0 ? f->nvars : 1), 1), f->nvars};
     put_body(&c, f->body, 1);
     free(c.declared);

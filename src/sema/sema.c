@@ -52,6 +52,8 @@ const char *sv_describe(const sval *v) {
     case SV_FUNC: return "a function";
     case SV_METHOD: return "a method";
     case SV_OPAQUE: return "an opaque value";
+    case SV_DICT: return "a dict";
+    case SV_BROKEN: return "a value Tile could not evaluate";
     }
     return "a value";
 }
@@ -132,8 +134,10 @@ static void prescan_stmt(sema_ctx *c, sema_env *env, const ast_stmt *s, int in_l
         break;
     case AST_S_IF:
     case AST_S_WITH:
+    case AST_S_TRY:
         for (int i = 0; i < s->body.len; i++) prescan_stmt(c, env, s->body.stmts[i], in_loop);
         for (int i = 0; i < s->orelse.len; i++) prescan_stmt(c, env, s->orelse.stmts[i], in_loop);
+        for (int i = 0; i < s->finalbody.len; i++) prescan_stmt(c, env, s->finalbody.stmts[i], in_loop);
         break;
     default: break;
     }
@@ -187,7 +191,7 @@ static const char *last_component(const char *path) {
     return p ? p + 1 : path;
 }
 
-typedef enum { DEF_HELPER, DEF_KERNEL_PLAIN, DEF_KERNEL_TILE, DEF_FACTORY, DEF_MACRO } def_class;
+typedef enum { DEF_HELPER, DEF_KERNEL_PLAIN, DEF_KERNEL_TILE, DEF_FACTORY, DEF_MACRO, DEF_KERNEL_EAGER } def_class;
 
 static bool has_decorator(sema_ctx *c, sema_env *env, const ast_stmt *d, const char *last) {
     for (int i = 0; i < d->ndecorators; i++)
@@ -205,11 +209,28 @@ static bool body_defines_prim_func(sema_ctx *c, sema_env *env, const ast_block *
     return false;
 }
 
+/* Does the block (not counting nested defs) contain a `with T.Kernel(...)`? */
+static bool body_has_kernel(sema_ctx *c, sema_env *env, const ast_block *b) {
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_WITH)
+            for (int k = 0; k < s->nwith; k++)
+                if (s->with_items[k]->kind == AST_E_CALL && !strcmp(last_component(dotted_path(c, env, s->with_items[k])), "Kernel")) return true;
+        if (s->kind == AST_S_FUNCDEF || s->kind == AST_S_CLASS) continue;
+        if (body_has_kernel(c, env, &s->body) || body_has_kernel(c, env, &s->orelse) || body_has_kernel(c, env, &s->finalbody)) return true;
+    }
+    return false;
+}
+
 static def_class classify_def(sema_ctx *c, sema_env *env, const ast_stmt *d) {
     if (has_decorator(c, env, d, "prim_func")) return DEF_KERNEL_TILE;
     if (has_decorator(c, env, d, "tile_op") || has_decorator(c, env, d, "kernel")) return DEF_KERNEL_PLAIN;
     if (has_decorator(c, env, d, "macro")) return DEF_MACRO;
     if (body_defines_prim_func(c, env, &d->body)) return DEF_FACTORY;
+    /* @tilelang.jit on a function whose body is the kernel itself (the eager style), or
+     * that returns a prim_func made elsewhere (a factory) */
+    if (has_decorator(c, env, d, "jit") || has_decorator(c, env, d, "lazy_jit"))
+        return body_has_kernel(c, env, &d->body) ? DEF_KERNEL_EAGER : DEF_FACTORY;
     return DEF_HELPER;
 }
 
@@ -248,38 +269,126 @@ static void bind_import(sema_ctx *c, const ast_stmt *s) {
     }
 }
 
-static void scan_module(sema_ctx *c) {
-    const ast_block *b = &c->ast->body;
+/* Module-level Python that is not kernel code (test drivers, benchmarks, argument
+ * parsing, `if __name__ == "__main__":`) is accepted and ignored where it cannot affect a
+ * kernel: expression statements and loops at module level bind nothing a kernel can see,
+ * so they are skipped; an assignment is evaluated, and when Tile cannot evaluate it the
+ * names it binds become "broken": a kernel that uses one gets the original error then. */
+static void bind_broken(sema_ctx *c, const ast_expr *t, const tile_diag *why) {
+    if (!t) return;
+    if (t->kind == AST_E_NAME) {
+        sval *v = sv_new(c, SV_BROKEN, why->loc);
+        v->str = tile_arena_strdup(c->arena, why->msg);
+        env_bind(c, c->module_env, t->name, v, 0);
+    } else if (t->kind == AST_E_TUPLE || t->kind == AST_E_LIST) {
+        for (int i = 0; i < t->nitems; i++) bind_broken(c, t->items[i], why);
+    } else if (t->kind == AST_E_STARRED) bind_broken(c, t->value, why);
+}
+
+/* Run fn(c, arg) with diagnostics collected aside; returns the first error (arena copy) or NULL. */
+static tile_diag *captured(sema_ctx *c, void (*fn)(sema_ctx *, const void *), const void *arg) {
+    tile_diags *saved = c->diags, tmp;
+    int saved_bad = c->bad;
+    tile_diags_init(&tmp);
+    c->diags = &tmp;
+    fn(c, arg);
+    c->diags = saved;
+    c->bad = saved_bad;
+    tile_diag *first = NULL;
+    for (int i = 0; i < tmp.len && !first; i++)
+        if (tmp.items[i].level == TILE_DIAG_ERROR) {
+            first = TILE_NEW(c->arena, tile_diag);
+            *first = tmp.items[i];
+            first->msg = tile_arena_strdup(c->arena, tmp.items[i].msg);
+        }
+    /* warnings of code that went through are the program's; of code that failed, dropped */
+    for (int i = 0; i < tmp.len && !first; i++)
+        if (tmp.items[i].level == TILE_DIAG_WARNING) tile_warning_at(saved, tmp.items[i].loc, "%s", tmp.items[i].msg);
+    tile_diags_free(&tmp);
+    return first;
+}
+
+static void run_module_stmt(sema_ctx *c, const void *s) { lower_stmt(c, c->module_env, (const ast_stmt *)s); }
+static void eval_cond(sema_ctx *c, const void *s) {
+    const ast_stmt *st = s;
+    c->scratch = lower_expr(c, c->module_env, st->cond);
+}
+
+static void scan_block(sema_ctx *c, const ast_block *b);
+
+static void scan_stmt(sema_ctx *c, const ast_stmt *s) {
+    switch (s->kind) {
+    case AST_S_IMPORT:
+    case AST_S_IMPORTFROM: bind_import(c, s); break;
+    case AST_S_FUNCDEF: {
+        sval *f = sv_new(c, SV_FUNC, s->loc);
+        f->fn = TILE_NEW(c->arena, sema_fn);
+        f->fn->def = s;
+        f->fn->closure = c->module_env;
+        env_bind(c, c->module_env, s->name, f, 0);
+        break;
+    }
+    case AST_S_CLASS: {
+        sval *o = sv_new(c, SV_OPAQUE, s->loc);
+        o->str = s->name;
+        env_bind(c, c->module_env, s->name, o, 0);
+        break;
+    }
+    case AST_S_ASSIGN:
+    case AST_S_ANNASSIGN:
+    case AST_S_AUGASSIGN: {
+        tile_diag *why = captured(c, run_module_stmt, s); /* compile-time: c->stmts is NULL */
+        if (why) {
+            tile_log(TILE_LOG_INFO, "%s:%d: module-level assignment not evaluated (%s); its names are usable only if a kernel does not need them",
+                     s->loc.src ? s->loc.src->name : "?", s->loc.line, why->msg);
+            for (int i = 0; i < s->ntargets; i++) bind_broken(c, s->targets[i], why);
+        }
+        break;
+    }
+    case AST_S_IF: {
+        c->scratch = NULL;
+        tile_diag *why = captured(c, eval_cond, s);
+        sval *cv = c->scratch;
+        if (why || !cv) break;
+        bool t;
+        if (sv_is_const(cv)) t = tile_dtype_is_float(cv->e->dtype) ? cv->e->fval != 0 : cv->e->ival != 0;
+        else if (cv->kind == SV_NONE) t = false;
+        else if (cv->kind == SV_TUPLE || cv->kind == SV_DICT) t = cv->nitems > 0;
+        else if (cv->kind == SV_STRING || cv->kind == SV_DTYPE || cv->kind == SV_MODULE || cv->kind == SV_FUNC) t = true;
+        else break; /* known only at run time, or opaque: neither branch is taken */
+        scan_block(c, t ? &s->body : &s->orelse);
+        break;
+    }
+    case AST_S_TRY:
+        /* nothing raises at compile time: the body, then the else clause, then finally */
+        scan_block(c, &s->body);
+        scan_block(c, &s->orelse);
+        scan_block(c, &s->finalbody);
+        break;
+    default: break; /* expression statements, loops, with, assert, raise, del: no effect on kernels */
+    }
+}
+
+static void scan_block(sema_ctx *c, const ast_block *b) {
     for (int i = 0; i < b->len; i++) {
-        const ast_stmt *s = b->stmts[i];
-        switch (s->kind) {
-        case AST_S_IMPORT:
-        case AST_S_IMPORTFROM: bind_import(c, s); break;
-        case AST_S_FUNCDEF: {
-            sval *f = sv_new(c, SV_FUNC, s->loc);
-            f->fn = TILE_NEW(c->arena, sema_fn);
-            f->fn->def = s;
-            f->fn->closure = c->module_env;
-            env_bind(c, c->module_env, s->name, f, 0);
-            break;
-        }
-        case AST_S_EXPR:
-            if (s->value && s->value->kind == AST_E_STRING) break; /* docstring */
-            /* fallthrough */
-        case AST_S_ASSIGN:
-        case AST_S_ANNASSIGN:
-        case AST_S_AUGASSIGN:
-        case AST_S_IF:
-        case AST_S_ASSERT:
-        case AST_S_PASS:
-            lower_stmt(c, c->module_env, s); /* compile-time: c->stmts is NULL */
-            break;
-        case AST_S_GLOBAL: break;
-        default:
-            tile_error_at(c->diags, s->loc, "only imports, function definitions and constant assignments are allowed at module level");
-        }
+        scan_stmt(c, b->stmts[i]);
         if (tile_diags_full(c->diags)) return;
     }
+}
+
+static void scan_module(sema_ctx *c) {
+    /* `if __name__ == "__main__":` is the script entry point, which never runs here */
+    const char *base = c->ast->src && c->ast->src->name ? c->ast->src->name : "<string>";
+    const char *slash = strrchr(base, '/');
+    sval *nm = sv_new(c, SV_STRING, (tile_loc){0});
+    nm->str = tile_arena_strdup(c->arena, slash ? slash + 1 : base);
+    char *dot = strrchr((char *)nm->str, '.');
+    if (dot) *dot = 0;
+    env_bind(c, c->module_env, "__name__", nm, 0);
+    sval *fl = sv_new(c, SV_STRING, (tile_loc){0});
+    fl->str = base;
+    env_bind(c, c->module_env, "__file__", fl, 0);
+    scan_block(c, &c->ast->body);
 }
 
 int sema_entry_points(const ast_module *m, const char ***names, tile_arena *arena) {
@@ -290,7 +399,7 @@ int sema_entry_points(const ast_module *m, const char ***names, tile_arena *aren
         sema_ctx c = {0};
         c.arena = arena;
         def_class k = classify_def(&c, NULL, s);
-        if (k == DEF_KERNEL_PLAIN || k == DEF_KERNEL_TILE || k == DEF_FACTORY) tile_vec_push(&v, (void *)s->name);
+        if (k == DEF_KERNEL_PLAIN || k == DEF_KERNEL_TILE || k == DEF_FACTORY || k == DEF_KERNEL_EAGER) tile_vec_push(&v, (void *)s->name);
     }
     int n = v.len;
     *names = (const char **)tile_vec_to_arena(&v, arena);
@@ -304,10 +413,44 @@ static sema_define *find_define(sema_ctx *c, const char *name) {
     return NULL;
 }
 
+static sval *define_text(sema_ctx *c, const char *v, tile_loc loc);
+
+/* "(64, 128)" / "[1,2]" / "64,128": a tuple of the comma-separated values (nesting allowed) */
+static sval *define_tuple(sema_ctx *c, const char *v, tile_loc loc) {
+    size_t n = strlen(v);
+    const char *b = v, *e = v + n;
+    while (b < e && *b == ' ') b++;
+    while (e > b && e[-1] == ' ') e--;
+    if (b < e && (*b == '(' || *b == '[') && (e[-1] == ')' || e[-1] == ']')) { b++; e--; }
+    tile_vec items = {0};
+    int depth = 0;
+    const char *start = b;
+    for (const char *q = b; q <= e; q++) {
+        if (q < e && (*q == '(' || *q == '[')) depth++;
+        else if (q < e && (*q == ')' || *q == ']')) depth--;
+        else if (q == e || (*q == ',' && depth == 0)) {
+            const char *s0 = start, *s1 = q;
+            while (s0 < s1 && *s0 == ' ') s0++;
+            while (s1 > s0 && s1[-1] == ' ') s1--;
+            if (s1 > s0) tile_vec_push(&items, define_text(c, tile_arena_strndup(c->arena, s0, (size_t)(s1 - s0)), loc));
+            start = q + 1;
+        }
+    }
+    sval *t = sv_new(c, SV_TUPLE, loc);
+    t->nitems = items.len;
+    t->items = (sval **)tile_vec_to_arena(&items, c->arena);
+    return t;
+}
+
 static sval *define_value(sema_ctx *c, sema_define *d, tile_loc loc) {
     d->used = true;
-    const char *v = d->value;
+    return define_text(c, d->value, loc);
+}
+
+static sval *define_text(sema_ctx *c, const char *v, tile_loc loc) {
     char *end;
+    if (v[0] == '(' || v[0] == '[' || strchr(v, ',')) return define_tuple(c, v, loc);
+    if (!strcmp(v, "None")) return sv_none(c, loc);
     if (!strcmp(v, "True") || !strcmp(v, "true")) return sv_weak_bool(c, true, loc);
     if (!strcmp(v, "False") || !strcmp(v, "false")) return sv_weak_bool(c, false, loc);
     long long iv = strtoll(v, &end, 0);
@@ -325,16 +468,20 @@ static sval *define_value(sema_ctx *c, sema_define *d, tile_loc loc) {
     return s;
 }
 
-/* A symbolic dimension: a -D value if given, else a size variable bound at run time. */
-static sval *make_size(sema_ctx *c, sema_env *env, const char *name, tile_loc loc) {
+/* A symbolic dimension: a -D value if given, else a size variable bound at run time
+ * (reused when the function already has one of that name). */
+sval *sema_symbol(sema_ctx *c, const char *name, tile_loc loc) {
     sema_define *d = find_define(c, name);
-    sval *v;
-    if (d) v = define_value(c, d, loc);
-    else {
-        ir_var *var = ir_var_new(c->mod, c->fn, name, IR_VAR_SIZE, TILE_DT_I32, loc);
-        ir_func_add_size(c->mod, c->fn, var);
-        v = sv_expr(c, ir_var_ref(c->mod, var, loc));
-    }
+    if (d) return define_value(c, d, loc);
+    for (int i = 0; i < c->fn->nsizes; i++)
+        if (!strcmp(c->fn->sizes[i]->name, name)) return sv_expr(c, ir_var_ref(c->mod, c->fn->sizes[i], loc));
+    ir_var *var = ir_var_new(c->mod, c->fn, name, IR_VAR_SIZE, TILE_DT_I32, loc);
+    ir_func_add_size(c->mod, c->fn, var);
+    return sv_expr(c, ir_var_ref(c->mod, var, loc));
+}
+
+static sval *make_size(sema_ctx *c, sema_env *env, const char *name, tile_loc loc) {
+    sval *v = sema_symbol(c, name, loc);
     env_bind(c, env, name, v, 0);
     return v;
 }
@@ -492,7 +639,8 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
             /* Tensor[M, K], Tensor[(M, K)], Tensor[M, K, "float16"] */
             int n = a->nitems;
             const ast_expr *const *items = (const ast_expr *const *)a->items;
-            if (n >= 1 && is_dtype_ast(c, env, items[n - 1]) && n > 1) {
+            if ((n >= 1 && is_dtype_ast(c, env, items[n - 1]) && n > 1) ||
+                (n == 2 && (items[0]->kind == AST_E_TUPLE || items[0]->kind == AST_E_LIST))) { /* T.Tensor[[M, K], dtype] */
                 dt = as_dtype(c, lower_expr(c, env, items[n - 1]), "tensor dtype");
                 n--;
             }
@@ -539,6 +687,190 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
     env_bind(c, env, p->name, bv, 0);
 }
 
+
+/* ---------- call sites: values for factory parameters the file itself passes ----------
+ * TileLang programs give a factory's parameters at its call (`matmul(1024, 1024, 1024,
+ * 128, 128, 32)` in main(), `run_gemm(512, 1024, 768, "float16", ...)` in a test). When a
+ * kernel cannot be compiled with its unbound parameters symbolic (a dtype, a tile size,
+ * threads=...), the parameters take the values of the first call in the file whose argument
+ * is a compile-time value, evaluated in the caller with the caller's own parameters bound
+ * the same way (a few levels up) and its assignments run. */
+typedef struct callsite {
+    const ast_expr *call;
+    const ast_stmt *in_def; /* the def containing the call, NULL at module level */
+    const ast_block *in_main; /* at module level: the `if __name__ == "__main__":` block, or NULL */
+} callsite;
+
+static const ast_block *cur_main_block; /* set while walking a module-level __main__ block */
+
+static void calls_in_block(const ast_block *b, const char *name, const ast_stmt *fn, tile_vec *out);
+
+static void calls_in_expr(const ast_expr *e, const char *name, const ast_stmt *fn, tile_vec *out) {
+    if (!e || out->len >= 64) return;
+    if (e->kind == AST_E_CALL) {
+        const ast_expr *f = e->value;
+        bool hit = (f->kind == AST_E_NAME && !strcmp(f->name, name)) ||
+                   (f->kind == AST_E_ATTR && f->value->kind == AST_E_NAME && !strcmp(f->value->name, name) &&
+                    (!strcmp(f->name, "compile") || !strcmp(f->name, "get_tir") || !strcmp(f->name, "lower")));
+        if (hit) {
+            callsite *cs = tile_xmalloc(sizeof *cs);
+            cs->call = e;
+            cs->in_def = fn;
+            cs->in_main = fn ? NULL : cur_main_block;
+            tile_vec_push(out, cs);
+        }
+    }
+    calls_in_expr(e->value, name, fn, out);
+    calls_in_expr(e->lhs, name, fn, out);
+    calls_in_expr(e->rhs, name, fn, out);
+    calls_in_expr(e->cond, name, fn, out);
+    for (int i = 0; i < e->nitems; i++) {
+        calls_in_expr(e->items[i], name, fn, out);
+        if (e->dvals) calls_in_expr(e->dvals[i], name, fn, out);
+    }
+    for (int i = 0; i < e->nkwargs; i++) calls_in_expr(e->kwargs[i].value, name, fn, out);
+    for (const ast_comp *cl = e->comp; cl; cl = cl->next) calls_in_expr(cl->iter, name, fn, out);
+}
+
+static void calls_in_stmt(const ast_stmt *s, const char *name, const ast_stmt *fn, tile_vec *out) {
+    for (int i = 0; i < s->ntargets; i++) calls_in_expr(s->targets[i], name, fn, out);
+    calls_in_expr(s->value, name, fn, out);
+    calls_in_expr(s->iter, name, fn, out);
+    calls_in_expr(s->cond, name, fn, out);
+    for (int i = 0; i < s->nwith; i++) calls_in_expr(s->with_items[i], name, fn, out);
+    const ast_stmt *inner = s->kind == AST_S_FUNCDEF ? s : fn;
+    if (s->kind == AST_S_CLASS) return;
+    bool is_main = !fn && s->kind == AST_S_IF && s->cond && s->cond->kind == AST_E_COMPARE && s->cond->lhs->kind == AST_E_NAME &&
+                   !strcmp(s->cond->lhs->name, "__name__");
+    const ast_block *saved_main = cur_main_block;
+    if (is_main) cur_main_block = &s->body;
+    calls_in_block(&s->body, name, inner, out);
+    cur_main_block = saved_main;
+    calls_in_block(&s->orelse, name, fn, out);
+    calls_in_block(&s->finalbody, name, fn, out);
+    for (int i = 0; i < s->nhandlers; i++) calls_in_block(&s->handlers[i].body, name, fn, out);
+}
+
+static void calls_in_block(const ast_block *b, const char *name, const ast_stmt *fn, tile_vec *out) {
+    for (int i = 0; i < b->len; i++) calls_in_stmt(b->stmts[i], name, fn, out);
+}
+
+static bool is_compile_time_value(const sval *v) {
+    switch (v->kind) {
+    case SV_EXPR: return v->e->kind == IR_E_CONST;
+    case SV_STRING: case SV_DTYPE: case SV_FUNC: case SV_DICT: return true;
+    case SV_NONE: return !v->poison;
+    case SV_TUPLE:
+        for (int i = 0; i < v->nitems; i++)
+            if (!is_compile_time_value(v->items[i])) return false;
+        return true;
+    default: return false;
+    }
+}
+
+static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth);
+
+typedef struct env_stmt { sema_env *env; const ast_stmt *s; } env_stmt;
+static void run_env_stmt(sema_ctx *c, const void *p) {
+    const env_stmt *es = p;
+    lower_stmt(c, es->env, es->s);
+}
+static void eval_in_env(sema_ctx *c, const void *p) {
+    const env_stmt *es = p;
+    c->scratch = lower_expr(c, es->env, (const ast_expr *)es->s);
+}
+
+/* Is s a statement of a driver that a kernel's parameters may depend on: an assignment, or
+ * a call of an argparse parser's add_argument / set_defaults? */
+static bool driver_stmt(const ast_stmt *s) {
+    if (s->kind == AST_S_ASSIGN || s->kind == AST_S_ANNASSIGN || s->kind == AST_S_AUGASSIGN || s->kind == AST_S_FUNCDEF) return true;
+    if (s->kind != AST_S_EXPR || !s->value || s->value->kind != AST_E_CALL || s->value->value->kind != AST_E_ATTR) return false;
+    const char *m = s->value->value->name;
+    return !strcmp(m, "add_argument") || !strcmp(m, "set_defaults");
+}
+
+static void run_driver_block(sema_ctx *c, sema_env *env, const ast_block *b) {
+    for (int i = 0; i < b->len; i++) {
+        if (!driver_stmt(b->stmts[i])) continue;
+        env_stmt es = {env, b->stmts[i]};
+        captured(c, run_env_stmt, &es);
+    }
+}
+
+/* An environment for evaluating code of def F at compile time: its parameters from its own
+ * call sites or defaults, then its simple top-level statements. */
+static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
+    if (!F) return c->module_env;
+    sema_env *env = env_new(c, c->module_env, F);
+    for (int i = 0; i < F->nparams; i++) {
+        const ast_param *p = &F->params[i];
+        if (p->star) {
+            sval *e = sv_new(c, p->star == 1 ? SV_TUPLE : SV_DICT, p->loc);
+            e->items = TILE_NEW_ARRAY(c->arena, sval *, 1);
+            e->vals = TILE_NEW_ARRAY(c->arena, sval *, 1);
+            env_bind(c, env, p->name, e, 0);
+            continue;
+        }
+        sval *v = callsite_arg(c, F, i, depth + 1);
+        if (!v && p->dflt) {
+            env_stmt es = {c->module_env, (const ast_stmt *)p->dflt};
+            c->scratch = NULL;
+            if (!captured(c, eval_in_env, &es) && c->scratch) v = c->scratch;
+        }
+        if (v) env_bind(c, env, p->name, v, 0);
+    }
+    run_driver_block(c, env, &F->body);
+    return env;
+}
+
+/* The value the file passes for parameter `index` of `def` at a call, or NULL. */
+static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth) {
+    if (depth > 3 || tile_diags_full(c->diags)) return NULL;
+    const ast_param *p = &def->params[index];
+    tile_vec sites = {0};
+    calls_in_block(&c->ast->body, def->name, NULL, &sites);
+    sval *found = NULL;
+    for (int i = 0; i < sites.len && !found; i++) {
+        const callsite *cs = sites.items[i];
+        const ast_expr *call = cs->call;
+        if (cs->in_def == def) continue; /* recursion */
+        const ast_expr *arg = NULL;
+        bool method = call->value->kind == AST_E_ATTR;
+        if (!method && !p->kwonly && index < call->nitems && call->items[index]->kind != AST_E_STARRED) {
+            bool starred_before = false;
+            for (int k = 0; k < index; k++) starred_before |= call->items[k]->kind == AST_E_STARRED;
+            if (!starred_before) arg = call->items[index];
+        }
+        for (int k = 0; k < call->nkwargs; k++)
+            if (call->kwargs[k].name && !strcmp(call->kwargs[k].name, p->name)) arg = call->kwargs[k].value;
+        if (!arg) continue;
+        sema_env *env = caller_env(c, cs->in_def, depth);
+        if (cs->in_main) {
+            env = env_new(c, c->module_env, NULL);
+            run_driver_block(c, env, cs->in_main);
+        }
+        env_stmt es = {env, (const ast_stmt *)arg};
+        c->scratch = NULL;
+        if (!captured(c, eval_in_env, &es) && c->scratch && is_compile_time_value(c->scratch)) found = c->scratch;
+    }
+    for (int i = 0; i < sites.len; i++) free(sites.items[i]);
+    tile_vec_free(&sites);
+    return found;
+}
+
+/* The value of an entry point's parameter with no -D and no default: from a call site
+ * when this lowering uses them, else NULL (the caller makes it symbolic). */
+static sval *unbound_param(sema_ctx *c, const ast_stmt *def, int index) {
+    if (!c->use_callsites) return NULL;
+    sval *v = callsite_arg(c, def, index, 0);
+    if (v) {
+        c->callsite_used = true;
+        tile_log(TILE_LOG_INFO, "%s: parameter '%s' of '%s' takes its value from a call in the file (no -D %s=...)",
+                 def->loc.src ? def->loc.src->name : "?", def->params[index].name, def->name, def->params[index].name);
+    }
+    return v;
+}
+
 /* ---------- functions ---------- */
 static void finish_func(sema_ctx *c, ir_func *f, ir_stmt *body, const ast_stmt *def) {
     f->body = body;
@@ -572,10 +904,17 @@ static void drop_empty_seqs(ir_stmt *s) {
 }
 
 /* Lower the body of a kernel def (plain or tile form) into c->fn. */
+static void lower_kernel_body(sema_ctx *c, sema_env *env, const ast_stmt *def);
+
 static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def, bool tile_form) {
     sema_env *env = env_new(c, parent, def);
     prescan_assignments(c, env, &def->body);
     for (int i = 0; i < def->nparams; i++) declare_param(c, env, &def->params[i], i, tile_form, &def->body);
+    lower_kernel_body(c, env, def);
+}
+
+/* Parameters are bound in env: lower the body into c->fn. */
+static void lower_kernel_body(sema_ctx *c, sema_env *env, const ast_stmt *def) {
     tile_vec body = {0};
     tile_vec *saved = c->stmts;
     c->stmts = &body;
@@ -584,6 +923,9 @@ static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def,
     c->nglobal_allocs = 0;
     /* return annotation: declare its free names too */
     if (def->returns) declare_free_names(c, env, def->returns);
+    int npend = c->npending_asserts;
+    c->npending_asserts = 0;
+    for (int i = 0; i < npend; i++) lower_stmt(c, c->pending_envs[i], c->pending_asserts[i]);
     lower_block(c, env, &def->body);
     c->stmts = saved;
     ir_stmt *seq = ir_seq(c->mod, (ir_stmt **)body.items, body.len, def->loc);
@@ -600,8 +942,60 @@ static void lower_kernel_def(sema_ctx *c, sema_env *parent, const ast_stmt *def,
         b->role = IR_BUF_OUTPUT;
         ir_func_add_ret(c->mod, c->fn, b);
     }
+    /* eager kernels declare tensor parameters as their annotations run: call order is the def's */
+    ir_func *f = c->fn;
+    for (int i = 0, n = 0; i < def->nparams && f->nparams > 1; i++)
+        for (int k = n; k < f->nparams; k++)
+            if (!strcmp(f->params[k].name, def->params[i].name)) {
+                ir_param t = f->params[n];
+                f->params[n] = f->params[k];
+                f->params[k] = t;
+                n++;
+                break;
+            }
     drop_empty_seqs(seq);
     finish_func(c, c->fn, seq, def);
+}
+
+/* TileLang pass_configs keys (the PassConfigKey name or its string) -> Tile per-kernel
+ * option; `invert` for keys that disable what the Tile option enables. */
+static const struct { const char *key, *str, *option; bool invert; } pass_config_map[] = {
+    {"TL_ENABLE_FAST_MATH", "tl.enable_fast_math", "fast_math", false},
+    {"TL_DISABLE_FAST_MATH", "tl.disable_fast_math", "fast_math", true},
+    {"TL_DISABLE_TMA_LOWER", "tl.disable_tma_lower", "disable_tma", false},
+    {"TL_DISABLE_WARP_SPECIALIZED", "tl.disable_warp_specialized", "disable_warp_specialization", false},
+    {"TL_DISABLE_WGMMA", "tl.disable_wgmma", "disable_wgmma", false},
+};
+
+static void record_pass_configs(sema_ctx *c, sval *d, tile_loc loc) {
+    if (d->kind != SV_DICT) {
+        if (d->kind != SV_NONE) tile_warning_at(c->diags, loc, "pass_configs should be a dict; ignored");
+        return;
+    }
+    ir_func *f = c->fn;
+    f->option_names = TILE_NEW_ARRAY(&c->mod->arena, const char *, d->nitems + 1);
+    f->option_values = TILE_NEW_ARRAY(&c->mod->arena, const char *, d->nitems + 1);
+    f->noptions = 0;
+    for (int i = 0; i < d->nitems; i++) {
+        const sval *k = d->items[i], *v = d->vals[i];
+        const char *key = k->kind == SV_STRING ? k->str : k->kind == SV_OPAQUE && k->str ? last_component(k->str) : NULL;
+        int hit = -1;
+        for (size_t m = 0; key && m < sizeof pass_config_map / sizeof pass_config_map[0]; m++)
+            if (!strcmp(key, pass_config_map[m].key) || !strcmp(key, pass_config_map[m].str)) hit = (int)m;
+        if (hit < 0) {
+            tile_warning_at(c->diags, k->loc, "pass_configs key '%s' has no Tile equivalent and is ignored", key ? key : sv_describe(k));
+            continue;
+        }
+        const char *val;
+        bool t;
+        if (v->kind == SV_STRING) val = v->str;
+        else if (sv_is_const(v) && v->e->dtype != TILE_DT_BOOL && !tile_dtype_is_float(v->e->dtype) && !pass_config_map[hit].invert)
+            val = tile_arena_printf(&c->mod->arena, "%lld", (long long)v->e->ival);
+        else if (py_truth(v, &t)) val = (t != pass_config_map[hit].invert) ? "1" : "0";
+        else { tile_warning_at(c->diags, v->loc, "the value of pass_configs key '%s' is not a compile-time value; ignored", key); continue; }
+        f->option_names[f->noptions] = pass_config_map[hit].option;
+        f->option_values[f->noptions++] = val;
+    }
 }
 
 static void parse_out_idx(sema_ctx *c, sema_env *env, const ast_stmt *def) {
@@ -610,6 +1004,11 @@ static void parse_out_idx(sema_ctx *c, sema_env *env, const ast_stmt *def) {
         const ast_expr *d = def->decorators[i];
         if (d->kind != AST_E_CALL) continue;
         for (int k = 0; k < d->nkwargs; k++) {
+            if (d->kwargs[k].name && !strcmp(d->kwargs[k].name, "pass_configs") && c->fn) {
+                record_pass_configs(c, lower_expr(c, env, d->kwargs[k].value), d->kwargs[k].loc);
+                continue;
+            }
+            if (!d->kwargs[k].name) continue;
             if (strcmp(d->kwargs[k].name, "out_idx")) continue;
             sval *v = lower_expr(c, env, d->kwargs[k].value);
             sval *one[1] = {v};
@@ -651,10 +1050,19 @@ static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b,
         }
         case AST_S_RETURN: {
             const ast_stmt *pf = NULL;
+            sema_env *penv = fenv;
             if (s->value && s->value->kind == AST_E_NAME) pf = find_prim_func(c, fenv, s->value->name);
-            if (!pf) { sema_err(c, s->loc, "a kernel factory must return the @T.prim_func it defines"); *done = true; return; }
+            if (!pf && s->value) {
+                /* `return build(...)`: a helper (or a nested def) that returns a prim_func */
+                sval *r = lower_expr(c, fenv, s->value);
+                if (r->kind == SV_FUNC && r->fn->def && has_decorator(c, r->fn->closure, r->fn->def, "prim_func")) {
+                    pf = r->fn->def;
+                    penv = r->fn->closure;
+                } else if (r->poison) { *done = true; return; }
+            }
+            if (!pf) { sema_err(c, s->loc, "a kernel factory must return a @T.prim_func"); *done = true; return; }
             resolve_out_idx(c, pf->nparams);
-            lower_kernel_def(c, fenv, pf, true);
+            lower_kernel_def(c, penv, pf, true);
             *done = true;
             return;
         }
@@ -678,10 +1086,19 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
     /* compile-time parameters */
     for (int i = 0; i < def->nparams; i++) {
         const ast_param *p = &def->params[i];
-        if (p->star) { sema_err(c, p->loc, "'*%s' parameters are not supported in kernel factories", p->name); continue; }
+        if (p->star) {
+            /* nothing is passed to an entry point's *args / **kwargs: empty */
+            sval *e = sv_new(c, p->star == 1 ? SV_TUPLE : SV_DICT, p->loc);
+            e->items = TILE_NEW_ARRAY(c->arena, sval *, 1);
+            e->vals = TILE_NEW_ARRAY(c->arena, sval *, 1);
+            env_bind(c, fenv, p->name, e, 0);
+            continue;
+        }
         sema_define *d = find_define(c, p->name);
+        sval *cv;
         if (d) env_bind(c, fenv, p->name, define_value(c, d, p->loc), 0);
         else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else if ((cv = unbound_param(c, def, i))) env_bind(c, fenv, p->name, cv, 0);
         else make_size(c, fenv, p->name, p->loc);
     }
     parse_out_idx(c, fenv, def);
@@ -691,6 +1108,98 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
     lower_factory_block(c, fenv, &def->body, def, &done);
     c->stmts = saved;
     if (!done && !c->bad) sema_err(c, def->loc, "kernel factory '%s' never returns its @T.prim_func", def->name);
+}
+
+/* Is `a` a tensor type annotation (T.Tensor(...), T.Tensor[...], Tensor[...], ...)? */
+static bool is_tensor_annotation(sema_ctx *c, sema_env *env, const ast_expr *a) {
+    if (!a || (a->kind != AST_E_CALL && a->kind != AST_E_SUBSCRIPT)) return false;
+    return is_tensor_ctor(last_component(dotted_path(c, env, a->value)));
+}
+
+/* Names of the def's parameters annotated as tensors by a statement `P: T.Tensor(...)` in
+ * its body (at any depth of if/with blocks). */
+static bool annotated_in_body(sema_ctx *c, sema_env *env, const ast_block *b, const char *name) {
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_ANNASSIGN && !s->value && s->targets[0]->kind == AST_E_NAME && !strcmp(s->targets[0]->name, name) &&
+            is_tensor_annotation(c, env, s->annotation))
+            return true;
+        if ((s->kind == AST_S_IF || s->kind == AST_S_WITH || s->kind == AST_S_TRY) &&
+            (annotated_in_body(c, env, &s->body, name) || annotated_in_body(c, env, &s->orelse, name)))
+            return true;
+    }
+    return false;
+}
+
+/* A tensor parameter of an eager kernel, declared where its annotation statement runs. */
+void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann) {
+    const char *name = ann->targets[0]->name;
+    const ast_stmt *def = c->eager_def;
+    int index = -1;
+    for (int i = 0; i < def->nparams; i++)
+        if (!strcmp(def->params[i].name, name)) index = i;
+    ast_param p = def->params[index];
+    p.annotation = ann->annotation;
+    /* bind in the function's own scope, where the parameter lives */
+    sema_env *fenv = env;
+    while (fenv->parent && fenv->func == def && fenv->parent->func == def) fenv = fenv->parent;
+    declare_param(c, fenv, &p, index, true, &def->body);
+}
+
+/* The eager @tilelang.jit style: tensor parameters (annotated in the signature or by an
+ * annotation statement in the body), the others compile-time values (-D, default, or a
+ * symbolic size); `M, N = T.const("M, N")` names symbolic sizes bound from the tensors'
+ * shapes at call time; `C = T.empty(...)` + `return C` is an output. */
+static void lower_eager(sema_ctx *c, const ast_stmt *def) {
+    sema_env *env = env_new(c, c->module_env, def);
+    prescan_assignments(c, env, &def->body);
+    parse_out_idx(c, c->module_env, def);
+    c->eager_def = def;
+    for (int i = 0; i < def->nparams; i++) {
+        const ast_param *p = &def->params[i];
+        if (p->star) { sema_err(c, p->loc, "'*%s' parameters are not supported in kernels", p->name); continue; }
+        if (is_tensor_annotation(c, env, p->annotation) || (p->annotation && !is_dtype_ast(c, env, p->annotation) && !p->dflt)) {
+            declare_param(c, env, p, i, true, &def->body);
+            continue;
+        }
+        if (annotated_in_body(c, env, &def->body, p->name)) {
+            sval *o = sv_new(c, SV_OPAQUE, p->loc);
+            o->str = "@eager-tensor";
+            env_bind(c, env, p->name, o, 0);
+            continue;
+        }
+        sema_define *d = find_define(c, p->name);
+        sval *cv;
+        if (d) env_bind(c, env, p->name, define_value(c, d, p->loc), 0);
+        else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else if (p->annotation && is_dtype_ast(c, env, p->annotation)) declare_param(c, env, p, i, true, &def->body);
+        else if ((cv = unbound_param(c, def, i))) env_bind(c, env, p->name, cv, 0);
+        else make_size(c, env, p->name, p->loc);
+    }
+    lower_kernel_body(c, env, def);
+    c->eager_def = NULL;
+}
+
+static void lower_entry(sema_ctx *c, const ast_stmt *s, def_class k) {
+    c->bad = 0;
+    c->fn = ir_func_new(c->mod, s->name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
+    c->next_par_id = 0;
+    c->eager = k == DEF_KERNEL_EAGER;
+    c->npending_asserts = 0;
+    c->nreducers = 0;
+    if (k == DEF_FACTORY) lower_factory(c, s);
+    else if (k == DEF_KERNEL_EAGER) lower_eager(c, s);
+    else {
+        parse_out_idx(c, c->module_env, s);
+        resolve_out_idx(c, s->nparams);
+        lower_kernel_def(c, c->module_env, s, k == DEF_KERNEL_TILE);
+    }
+}
+
+typedef struct entry_try { const ast_stmt *s; def_class k; } entry_try;
+static void lower_entry_cb(sema_ctx *c, const void *p) {
+    const entry_try *et = p;
+    lower_entry(c, et->s, et->k);
 }
 
 ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags) {
@@ -712,18 +1221,29 @@ ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags)
         if (s->kind != AST_S_FUNCDEF) continue;
         check_decorators(&c, c.module_env, s);
         def_class k = classify_def(&c, c.module_env, s);
-        if (k != DEF_KERNEL_PLAIN && k != DEF_KERNEL_TILE && k != DEF_FACTORY) continue;
+        if (k != DEF_KERNEL_PLAIN && k != DEF_KERNEL_TILE && k != DEF_FACTORY && k != DEF_KERNEL_EAGER) continue;
         if (opt->only_func && strcmp(opt->only_func, s->name)) continue;
         found = true;
-        c.bad = 0;
-        c.fn = ir_func_new(c.mod, s->name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
-        c.next_par_id = 0;
-        if (k == DEF_FACTORY) lower_factory(&c, s);
-        else {
-            parse_out_idx(&c, c.module_env, s);
-            resolve_out_idx(&c, s->nparams);
-            lower_kernel_def(&c, c.module_env, s, k == DEF_KERNEL_TILE);
+        if (k == DEF_FACTORY || k == DEF_KERNEL_EAGER) {
+            /* first with unbound parameters symbolic; if that fails, with the values the
+             * file's own calls pass (see callsite_arg); errors are those of the last try */
+            c.use_callsites = false;
+            c.callsite_used = false;
+            int before = c.mod->nfuncs;
+            tile_diag *why = NULL;
+            entry_try et = {s, k};
+            why = captured(&c, lower_entry_cb, &et);
+            if (!why && c.mod->nfuncs > before) { c.fn = NULL; continue; }
+            c.use_callsites = true;
+            c.callsite_used = false;
+            why = captured(&c, lower_entry_cb, &et);
+            if (!why && c.mod->nfuncs > before) { c.fn = NULL; continue; }
+            c.use_callsites = c.callsite_used; /* report the errors of the try that means most */
+            lower_entry(&c, s, k);
+            c.fn = NULL;
+            continue;
         }
+        lower_entry(&c, s, k);
         c.fn = NULL;
     }
     if (opt->only_func && !found) {

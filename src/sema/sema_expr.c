@@ -18,14 +18,20 @@
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
+    X(cdiv, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T)           \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
-    X(zeros, A) X(empty, A)                                                                              \
+    X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
+    X(reducer_update, T) X(finalize_reducer, T)                                                          \
     X(use_swizzle, H) X(annotate_layout, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, H) X(annotate_l2_hit_ratio, H)                    \
-    X(annotate_padding, H) X(disable_tma_lower, H)
+    X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
+    X(assume, H) X(no_set_max_nreg_hint, H)                                                              \
+    X(make_swizzled_layout, O) X(make_full_bank_swizzled_layout, O) X(make_half_bank_swizzled_layout, O) \
+    X(make_quarter_bank_swizzled_layout, O) X(make_linear_layout, O) X(make_mma_swizzle_layout, O)        \
+    X(Layout, O) X(Fragment, O)
 
 typedef struct builtin_info { const char *name; char kind; } builtin_info;
 static const builtin_info builtins[] = {
@@ -34,9 +40,12 @@ static const builtin_info builtins[] = {
 #undef X
     {NULL, 0}};
 
+static const builtin_info py_builtin_info = {"", 'P'}; /* Python builtins of sema_py.c */
+
 static const builtin_info *find_builtin(const char *name) {
     for (const builtin_info *b = builtins; b->name; b++)
         if (!strcmp(b->name, name)) return b;
+    if (py_is_builtin(name)) return &py_builtin_info;
     return NULL;
 }
 bool lookup_builtin_exists(const char *name) { return find_builtin(name) != NULL; }
@@ -470,7 +479,7 @@ sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
 }
 
 /* ---------- names ---------- */
-static bool par_active(sema_ctx *c, int id) {
+bool par_active(sema_ctx *c, int id) {
     if (id == 0) return true;
     for (int i = 0; i < c->par_depth; i++)
         if (c->par_ids[i] == id) return true;
@@ -482,6 +491,12 @@ static sval *lower_name(sema_ctx *c, sema_env *env, const ast_expr *e) {
     if (b) {
         if (b->val->kind == SV_OPAQUE && b->val->str && !strcmp(b->val->str, "@dead")) {
             sema_err(c, e->loc, "'%s' can only be used inside its loop or kernel", e->name);
+            return sv_err(c, e->loc);
+        }
+        if (b->val->kind == SV_BROKEN) {
+            const tile_loc w = b->val->loc;
+            sema_err(c, e->loc, "'%s' is defined by module-level code that Tile could not evaluate (%s:%d:%d: %s)", e->name,
+                     w.src ? w.src->name : "?", w.line, w.col, b->val->str);
             return sv_err(c, e->loc);
         }
         if (b->val->kind == SV_EXPR && !par_active(c, b->par_id)) {
@@ -525,6 +540,19 @@ static sval *shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc) {
 static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     sval *base = lower_expr(c, env, e->value);
     const char *a = e->name;
+    if (base->kind == SV_DICT && base->str && !strcmp(base->str, "@namespace")) {
+        /* args.dim on what parser.parse_args() returned: the argument's default */
+        for (int i = 0; i < base->nitems; i++)
+            if (!strcmp(base->items[i]->str, a)) return base->vals[i];
+        sema_err(c, e->loc, "the parsed arguments have no '%s'", a);
+        return sv_err(c, e->loc);
+    }
+    if (py_has_method(base, a)) {
+        sval *v = sv_new(c, SV_METHOD, e->loc);
+        v->str = a;
+        v->self = base;
+        return v;
+    }
     switch (base->kind) {
     case SV_MODULE: {
         tile_dtype dt = tile_dtype_parse(a);
@@ -541,13 +569,21 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             v->str = a;
             return v;
         }
-        if (a[0] >= 'A' && a[0] <= 'Z') return sv_new(c, SV_OPAQUE, e->loc); /* T.GemmWarpPolicy, ... */
+        if (a[0] >= 'A' && a[0] <= 'Z') { /* T.GemmWarpPolicy, tilelang.PassConfigKey, ... */
+            sval *o = sv_new(c, SV_OPAQUE, e->loc);
+            o->str = a;
+            return o;
+        }
         sval *v = sv_new(c, SV_MODULE, e->loc);
         v->str = tile_arena_printf(c->arena, "%s.%s", base->str, a);
         v->display = tile_arena_printf(c->arena, "%s.%s", base->display ? base->display : base->str, a);
         return v;
     }
-    case SV_OPAQUE: return base;
+    case SV_OPAQUE: {
+        sval *o = sv_new(c, SV_OPAQUE, e->loc);
+        o->str = base->str && base->str[0] != '@' ? tile_arena_printf(c->arena, "%s.%s", base->str, a) : a;
+        return o;
+    }
     case SV_BUFFER:
         if (!strcmp(a, "shape")) return shape_tuple(c, base->buf, e->loc);
         if (!strcmp(a, "dtype")) {
@@ -620,6 +656,22 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
             return sv_err(c, e->loc);
         }
         return base->items[k];
+    }
+    if (base->kind == SV_DICT) {
+        if (n != 1) { sema_err(c, e->loc, "a dict takes one key"); return sv_err(c, e->loc); }
+        sval *k = lower_expr(c, env, items[0]);
+        sval *v = py_dict_get(base, k);
+        if (!v) {
+            if (!k->poison) sema_err(c, items[0]->loc, "key not in the dict");
+            return sv_err(c, e->loc);
+        }
+        return v;
+    }
+    if (base->kind == SV_EXPR && base->e->kind == IR_E_VAR && base->e->var->kind == IR_VAR_LOCAL && n == 1) {
+        /* v[0] on a T.alloc_var (TileLang's one-element variable buffer) */
+        int64_t k;
+        sval *ix = lower_expr(c, env, items[0]);
+        if (sv_is_const(ix) && as_const_int(c, ix, &k, "an index") && k == 0) return base;
     }
     if (base->kind != SV_BUFFER) {
         if (base->kind != SV_NONE) sema_err(c, e->loc, "%s cannot be indexed", sv_describe(base));
@@ -747,11 +799,8 @@ static sval *lower_compare(sema_ctx *c, sema_env *env, const ast_expr *e) {
     for (int i = 0; i < e->nitems; i++) {
         sval *right = lower_expr(c, env, e->items[i]);
         ast_op op = e->cmp_ops[i];
-        if (op == AST_OP_IN || op == AST_OP_NOT_IN) {
-            sema_err(c, e->loc, "'%s' is not supported", ast_op_str(op));
-            return sv_err(c, e->loc);
-        }
-        sval *r = binary_op(c, op, left, right, e->loc);
+        sval *r = op == AST_OP_IN || op == AST_OP_NOT_IN ? py_contains(c, left, right, op == AST_OP_NOT_IN, e->loc)
+                                                         : binary_op(c, op, left, right, e->loc);
         if (!result) result = r;
         else {
             /* a < b < c  ==  (a < b) and (b < c) */
@@ -879,13 +928,6 @@ static sval *lower_generator_reduce(sema_ctx *c, sema_env *env, const char *fnam
 }
 
 /* ---------- builtin calls ---------- */
-typedef struct call_args {
-    sval **pos;
-    int npos;
-    const ast_keyword *kw;
-    sval **kwv;
-    int nkw;
-} call_args;
 
 static sval *kwarg(call_args *a, const char *name) {
     for (int i = 0; i < a->nkw; i++)
@@ -1040,9 +1082,38 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         return math1(c, math_intrinsic(fname), a->pos[0], loc);
     }
     case 'L':
+        if (!strcmp(fname, "range") && a->npos >= 1 && a->npos <= 3) {
+            /* range(...) as a value (a comprehension, list(range(n))): a tuple of constants */
+            int64_t r[3] = {0, 0, 1};
+            bool ok = true;
+            for (int i = 0; i < a->npos && ok; i++) ok = sv_is_const(a->pos[i]) && !tile_dtype_is_float(a->pos[i]->e->dtype);
+            if (ok) {
+                for (int i = 0; i < a->npos; i++) r[a->npos == 1 ? 1 : i] = a->pos[i]->e->ival;
+                if (r[2] == 0) { sema_err(c, loc, "range() step must not be zero"); return sv_err(c, loc); }
+                int64_t n = r[2] > 0 ? (r[1] - r[0] + r[2] - 1) / r[2] : (r[0] - r[1] - r[2] - 1) / -r[2];
+                if (n < 0) n = 0;
+                if (n > 65536) { sema_err(c, loc, "range() as a compile-time value is limited to 65536 items"); return sv_err(c, loc); }
+                sval *t = sv_new(c, SV_TUPLE, loc);
+                t->nitems = (int)n;
+                t->items = TILE_NEW_ARRAY(c->arena, sval *, n ? n : 1);
+                for (int64_t i = 0; i < n; i++) t->items[i] = sv_weak_int(c, r[0] + i * r[2], loc);
+                return t;
+            }
+        }
         sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : "the iterable of a for loop");
         return sv_err(c, loc);
-    case 'H': return sv_none(c, loc); /* scheduling hints: meaningful to GPU backends later, no semantics */
+    case 'H':
+        /* scheduling hints: no semantics; Tile's passes make these decisions themselves */
+        if (!strcmp(fname, "annotate_layout"))
+            tile_log(TILE_LOG_INFO, "%s:%d: T.annotate_layout is accepted; the layout of each buffer is chosen by Tile's layout inference on every target",
+                     loc.src ? loc.src->name : "?", loc.line);
+        return sv_none(c, loc);
+    case 'O': { /* a layout object: only meaningful as the argument of a hint */
+        sval *o = sv_new(c, SV_OPAQUE, loc);
+        o->str = fname;
+        return o;
+    }
+    case 'P': return py_builtin(c, fname, a, loc);
     case 'T':
     case 'A': {
         bool handled = false;
@@ -1100,6 +1171,24 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         }
         return sv_expr(c, ir_reinterpret(c->mod, dt, x, loc));
     }
+    if (!strcmp(fname, "const") && a->npos == 1 && a->pos[0]->kind == SV_STRING && !kwarg(a, "dtype")) {
+        /* M, N, K = T.const("M, N, K"): symbolic sizes bound from the tensors' shapes */
+        if (!c->fn) { sema_err(c, loc, "T.const(\"%s\") can only be used inside a kernel or kernel factory", a->pos[0]->str); return sv_err(c, loc); }
+        tile_vec names = {0};
+        const char *q = a->pos[0]->str;
+        while (*q) {
+            while (*q == ',' || *q == ' ' || *q == '\t') q++;
+            const char *b = q;
+            while (*q && *q != ',' && *q != ' ' && *q != '\t') q++;
+            if (q > b) tile_vec_push(&names, sema_symbol(c, tile_arena_strndup(c->arena, b, (size_t)(q - b)), loc));
+        }
+        if (names.len == 0) { tile_vec_free(&names); sema_err(c, loc, "T.const needs one or more names, e.g. T.const(\"M, N\")"); return sv_err(c, loc); }
+        if (names.len == 1) { sval *v = names.items[0]; tile_vec_free(&names); return v; }
+        sval *t = sv_new(c, SV_TUPLE, loc);
+        t->nitems = names.len;
+        t->items = (sval **)tile_vec_to_arena(&names, c->arena);
+        return t;
+    }
     if (!strcmp(fname, "const")) {
         if (!need_args(c, fname, a, 1, 2, loc)) return sv_err(c, loc);
         sval *d = a->npos > 1 ? a->pos[1] : kwarg(a, "dtype");
@@ -1130,15 +1219,46 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         return sv_err(c, loc);
     }
     if (!strcmp(fname, "sum")) {
-        if (a->npos == 1 && a->pos[0]->kind == SV_TUPLE) {
-            sval *acc = sv_weak_int(c, 0, loc);
+        if ((a->npos == 1 || a->npos == 2) && a->pos[0]->kind == SV_TUPLE) {
+            sval *acc = a->npos == 2 ? a->pos[1] : sv_weak_int(c, 0, loc);
             for (int i = 0; i < a->pos[0]->nitems; i++) acc = binary_op(c, AST_OP_ADD, acc, a->pos[0]->items[i], loc);
             return acc;
         }
         sema_err(c, loc, "sum() needs a generator (sum(x for k in range(K))) or a tuple");
         return sv_err(c, loc);
     }
-    if (!strcmp(fname, "ceildiv")) {
+    if (!strcmp(fname, "next_power_of_2")) {
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
+        int64_t x;
+        if (!as_const_int(c, a->pos[0], &x, "the argument of next_power_of_2")) return sv_err(c, loc);
+        int64_t r = 1;
+        while (r < x && r < ((int64_t)1 << 62)) r <<= 1;
+        return sv_weak_int(c, r, loc);
+    }
+    if (!strcmp(fname, "gcd") || !strcmp(fname, "lcm")) {
+        if (a->npos < 1) { sema_err(c, loc, "%s() needs integers", fname); return sv_err(c, loc); }
+        int64_t acc = fname[0] == 'g' ? 0 : 1;
+        for (int i = 0; i < a->npos; i++) {
+            int64_t x, p, q;
+            if (!as_const_int(c, a->pos[i], &x, fname)) return sv_err(c, loc);
+            x = x < 0 ? -x : x;
+            p = acc, q = x;
+            while (q) { int64_t t = p % q; p = q; q = t; }
+            acc = fname[0] == 'g' ? p : (p ? acc / p * x : 0);
+        }
+        return sv_weak_int(c, acc, loc);
+    }
+    if (!strcmp(fname, "clamp")) {
+        /* T.clamp(x, min_val, max_val): max(min(x, max_val), min_val); a None bound is absent */
+        if (!need_args(c, fname, a, 1, 3, loc)) return sv_err(c, loc);
+        sval *lo = a->npos > 1 ? a->pos[1] : kwarg(a, "min_val");
+        sval *hi = a->npos > 2 ? a->pos[2] : kwarg(a, "max_val");
+        sval *v = a->pos[0];
+        if (hi && hi->kind != SV_NONE) { sval *p[2] = {v, hi}; v = minmax(c, false, p, 2, loc); }
+        if (lo && lo->kind != SV_NONE) { sval *p[2] = {v, lo}; v = minmax(c, true, p, 2, loc); }
+        return v;
+    }
+    if (!strcmp(fname, "ceildiv") || !strcmp(fname, "cdiv")) {
         if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);
         sval *x = a->pos[0], *y = a->pos[1];
         if (x->kind == SV_EXPR && x->weak && y->kind == SV_EXPR && y->weak && !tile_dtype_is_float(x->e->dtype) && !tile_dtype_is_float(y->e->dtype)) {
@@ -1173,9 +1293,7 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
     if (!strcmp(fname, "symbolic") || !strcmp(fname, "dynamic")) {
         if (!need_args(c, fname, a, 1, 2, loc) || a->pos[0]->kind != SV_STRING) { sema_err(c, loc, "T.%s needs a name string", fname); return sv_err(c, loc); }
         if (!c->fn) { sema_err(c, loc, "T.%s can only be used inside a kernel or kernel factory", fname); return sv_err(c, loc); }
-        ir_var *v = ir_var_new(c->mod, c->fn, a->pos[0]->str, IR_VAR_SIZE, TILE_DT_I32, loc);
-        ir_func_add_size(c->mod, c->fn, v);
-        return sv_expr(c, ir_var_ref(c->mod, v, loc));
+        return sema_symbol(c, a->pos[0]->str, loc);
     }
     sema_err(c, loc, "'%s' cannot be called here", fname);
     return sv_err(c, loc);
@@ -1196,41 +1314,125 @@ static bool eval_args(sema_ctx *c, sema_env *env, const ast_expr *call, call_arg
             for (int k = 0; k < t->nitems; k++) a->pos[a->npos++] = t->items[k];
             continue;
         }
-        if (x->kind == AST_E_GENERATOR) { sema_err(c, x->loc, "a generator can only be the argument of sum(), max() or min()"); return false; }
         a->pos[a->npos++] = lower_expr(c, env, x);
     }
-    a->kw = call->kwargs;
-    a->nkw = call->nkwargs;
-    a->kwv = TILE_NEW_ARRAY(c->arena, sval *, call->nkwargs + 1);
-    for (int i = 0; i < call->nkwargs; i++) a->kwv[i] = lower_expr(c, env, call->kwargs[i].value);
+    bool splat = false;
+    for (int i = 0; i < call->nkwargs; i++) splat |= call->kwargs[i].name == NULL;
+    if (!splat) {
+        a->kw = call->kwargs;
+        a->nkw = call->nkwargs;
+        a->kwv = TILE_NEW_ARRAY(c->arena, sval *, call->nkwargs + 1);
+        for (int i = 0; i < call->nkwargs; i++) a->kwv[i] = lower_expr(c, env, call->kwargs[i].value);
+        return true;
+    }
+    /* f(**d): the dict's string keys become keyword arguments */
+    tile_vec kws = {0}, vals = {0};
+    for (int i = 0; i < call->nkwargs; i++) {
+        sval *v = lower_expr(c, env, call->kwargs[i].value);
+        if (call->kwargs[i].name) {
+            tile_vec_push(&kws, (void *)&call->kwargs[i]);
+            tile_vec_push(&vals, v);
+            continue;
+        }
+        if (v->kind != SV_DICT) {
+            if (!v->poison) sema_err(c, call->kwargs[i].loc, "'**' needs a dict known at compile time, got %s", sv_describe(v));
+            tile_vec_free(&kws);
+            tile_vec_free(&vals);
+            return false;
+        }
+        for (int k = 0; k < v->nitems; k++) {
+            if (v->items[k]->kind != SV_STRING) { sema_err(c, call->kwargs[i].loc, "'**' needs a dict with string keys"); tile_vec_free(&kws); tile_vec_free(&vals); return false; }
+            ast_keyword *kw = TILE_NEW(c->arena, ast_keyword);
+            kw->loc = call->kwargs[i].loc;
+            kw->name = v->items[k]->str;
+            kw->value = call->kwargs[i].value;
+            tile_vec_push(&kws, kw);
+            tile_vec_push(&vals, v->vals[k]);
+        }
+    }
+    ast_keyword *kw = TILE_NEW_ARRAY(c->arena, ast_keyword, kws.len + 1);
+    for (int i = 0; i < kws.len; i++) kw[i] = *(ast_keyword *)kws.items[i];
+    a->kw = kw;
+    a->nkw = kws.len;
+    a->kwv = (sval **)tile_vec_to_arena(&vals, c->arena);
+    tile_vec_free(&kws);
+    for (int i = 0; i < a->nkw; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(kw[i].name, kw[j].name)) { sema_err(c, kw[i].loc, "keyword argument '%s' given twice", kw[i].name); return false; }
+    return true;
+}
+
+/* Bind the arguments of a call to the parameters of a def or lambda (Python's rules:
+ * positional, then keyword, then defaults; *args gets the extra positional ones as a tuple,
+ * **kwargs the extra keywords as a dict). */
+static bool bind_params(sema_ctx *c, sema_fn *fn, sema_env *env, const char *fname, const ast_param *ps, int np, sval **args, int nargs,
+                        const ast_keyword *kw, sval **kwvals, int nkw, tile_loc loc) {
+    int star = -1, dstar = -1, npos_params = 0;
+    for (int i = 0; i < np; i++) {
+        if (ps[i].star == 1) star = i;
+        else if (ps[i].star == 2) dstar = i;
+        else if (!ps[i].kwonly && star < 0) npos_params++;
+    }
+    if (nargs > npos_params && star < 0) { sema_err(c, loc, "%s() takes %d positional argument%s, got %d", fname, npos_params, npos_params == 1 ? "" : "s", nargs); return false; }
+    bool *used = TILE_NEW_ARRAY(c->arena, bool, nkw + 1);
+    int ai = 0;
+    for (int i = 0; i < np; i++) {
+        const ast_param *p = &ps[i];
+        if (p->star == 1) {
+            int extra = nargs > ai ? nargs - ai : 0;
+            sval *t = sv_new(c, SV_TUPLE, loc);
+            t->nitems = extra;
+            t->items = TILE_NEW_ARRAY(c->arena, sval *, extra ? extra : 1);
+            for (int k = 0; k < extra; k++) t->items[k] = args[ai + k];
+            ai += extra;
+            env_bind(c, env, p->name, t, 0);
+            continue;
+        }
+        if (p->star == 2) continue;
+        sval *v = (!p->kwonly && star < 0 && ai < nargs) ? args[ai++] : NULL;
+        for (int k = 0; k < nkw; k++)
+            if (!strcmp(kw[k].name, p->name)) {
+                if (v) { sema_err(c, kw[k].loc, "%s() got two values for argument '%s'", fname, p->name); return false; }
+                v = kwvals[k];
+                used[k] = true;
+            }
+        if (!v && p->dflt) v = lower_expr(c, fn->closure, p->dflt);
+        if (!v) { sema_err(c, loc, "%s() is missing argument '%s'", fname, p->name); return false; }
+        env_bind(c, env, p->name, v, 0);
+    }
+    sval *rest = NULL;
+    if (dstar >= 0) {
+        rest = sv_new(c, SV_DICT, loc);
+        rest->items = TILE_NEW_ARRAY(c->arena, sval *, nkw + 1);
+        rest->vals = TILE_NEW_ARRAY(c->arena, sval *, nkw + 1);
+        env_bind(c, env, ps[dstar].name, rest, 0);
+    }
+    for (int k = 0; k < nkw; k++) {
+        if (used[k]) continue;
+        if (!rest) { sema_err(c, kw[k].loc, "%s() has no parameter named '%s'", fname, kw[k].name); return false; }
+        sval *key = sv_new(c, SV_STRING, kw[k].loc);
+        key->str = kw[k].name;
+        rest->items[rest->nitems] = key;
+        rest->vals[rest->nitems++] = kwvals[k];
+    }
     return true;
 }
 
 sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_keyword *kw, sval **kwvals, int nkw, tile_loc loc) {
     const ast_stmt *def = fn->def;
-    if (c->inline_depth >= 32) { sema_err(c, loc, "functions nested too deeply while inlining '%s' (recursion is not supported)", def->name); return sv_err(c, loc); }
-    if (nargs > def->nparams) { sema_err(c, loc, "%s() takes %d arguments, got %d", def->name, def->nparams, nargs); return sv_err(c, loc); }
-    sema_env *env = env_new(c, fn->closure, def);
-    prescan_assignments(c, env, &def->body);
-    for (int i = 0; i < def->nparams; i++) {
-        const ast_param *p = &def->params[i];
-        sval *v = i < nargs ? args[i] : NULL;
-        for (int k = 0; k < nkw; k++)
-            if (!strcmp(kw[k].name, p->name)) {
-                if (v) { sema_err(c, kw[k].loc, "%s() got two values for argument '%s'", def->name, p->name); return sv_err(c, loc); }
-                v = kwvals[k];
-            }
-        if (!v && p->dflt) v = lower_expr(c, fn->closure, p->dflt);
-        if (!v) { sema_err(c, loc, "%s() is missing argument '%s'", def->name, p->name); return sv_err(c, loc); }
-        env_bind(c, env, p->name, v, 0);
-    }
-    for (int k = 0; k < nkw; k++) {
-        bool found = false;
-        for (int i = 0; i < def->nparams; i++)
-            if (!strcmp(kw[k].name, def->params[i].name)) found = true;
-        if (!found) { sema_err(c, kw[k].loc, "%s() has no parameter named '%s'", def->name, kw[k].name); return sv_err(c, loc); }
-    }
+    const char *fname = def ? def->name : "<lambda>";
+    if (c->inline_depth >= 32) { sema_err(c, loc, "functions nested too deeply while inlining '%s' (recursion is not supported)", fname); return sv_err(c, loc); }
+    sema_env *env = env_new(c, fn->closure, def ? def : fn->closure ? fn->closure->func : NULL);
+    if (def) prescan_assignments(c, env, &def->body);
+    const ast_param *ps = def ? def->params : fn->lambda->params;
+    int np = def ? def->nparams : fn->lambda->nparams;
+    if (!bind_params(c, fn, env, fname, ps, np, args, nargs, kw, kwvals, nkw, loc)) return sv_err(c, loc);
     c->inline_depth++;
+    if (!def) {
+        sval *r = lower_expr(c, env, fn->lambda->value);
+        c->inline_depth--;
+        return r;
+    }
     /* the body, except a final `return expr` */
     int n = def->body.len;
     const ast_stmt *last = n ? def->body.stmts[n - 1] : NULL;
@@ -1244,11 +1446,24 @@ sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_ke
     return ret;
 }
 
+/* Does a generator iterate over range(...) / T.serial(...) with one clause (a run-time loop),
+ * rather than over a compile-time sequence (unrolled as a tuple)? */
+static bool is_loop_generator(sema_ctx *c, sema_env *env, const ast_expr *gen) {
+    const ast_comp *cl = gen->comp;
+    if (!cl || cl->next || cl->target->kind != AST_E_NAME || cl->iter->kind != AST_E_CALL) return false;
+    const ast_expr *f = cl->iter->value;
+    const char *name = f->kind == AST_E_NAME ? f->name : f->kind == AST_E_ATTR ? f->name : NULL;
+    if (!name || (strcmp(name, "range") && strcmp(name, "serial"))) return false;
+    if (!c->stmts) return false; /* compile-time code: the sequence must be constant */
+    (void)env;
+    return true;
+}
+
 sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
     tile_loc loc = call->loc;
     /* generator reductions take their argument unevaluated */
     if (fv->kind == SV_BUILTIN && call->nitems == 1 && call->items[0]->kind == AST_E_GENERATOR &&
-        (!strcmp(fv->str, "sum") || !strcmp(fv->str, "max") || !strcmp(fv->str, "min")))
+        (!strcmp(fv->str, "sum") || !strcmp(fv->str, "max") || !strcmp(fv->str, "min")) && is_loop_generator(c, env, call->items[0]))
         return lower_generator_reduce(c, env, fv->str, call->items[0], loc);
     if (fv->kind == SV_NONE) {
         if (!fv->poison) sema_err(c, loc, "None is not callable");
@@ -1266,10 +1481,11 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             if (a.npos != 1) { sema_err(c, loc, "astype() takes one dtype"); return sv_err(c, loc); }
             return do_cast(c, fv->self, as_dtype(c, a.pos[0], "astype()"), loc);
         }
+        if (py_has_method(fv->self, fv->str)) return py_method(c, fv->self, fv->str, &a, loc);
         break;
     case SV_FUNC: {
         const ast_stmt *d = fv->fn->def;
-        for (int i = 0; i < d->ndecorators; i++) {
+        for (int i = 0; d && i < d->ndecorators; i++) {
             const ast_expr *dec = d->decorators[i];
             const char *nm = dec->kind == AST_E_ATTR ? dec->name : dec->kind == AST_E_NAME ? dec->name : dec->kind == AST_E_CALL && dec->value->kind == AST_E_ATTR ? dec->value->name : "";
             if (!strcmp(nm, "prim_func") || !strcmp(nm, "tile_op") || !strcmp(nm, "kernel")) {
@@ -1279,8 +1495,34 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         }
         return inline_call(c, fv->fn, a.pos, a.npos, a.kw, a.kwv, a.nkw, loc);
     }
-    case SV_OPAQUE: return fv;
-    case SV_MODULE: sema_err(c, loc, "unknown function '%s'", fv->display ? fv->display : fv->str); return sv_err(c, loc);
+    case SV_OPAQUE:
+        if (fv->str && !strcmp(fv->str + (strlen(fv->str) > 14 ? strlen(fv->str) - 14 : 0), "ArgumentParser")) return py_argparser(c, loc);
+        return fv;
+    case SV_MODULE: {
+        /* `from tilelang.layout import make_swizzled_layout`: the name is the builtin */
+        const char *last = strrchr(fv->str, '.');
+        last = last ? last + 1 : fv->str;
+        if (find_builtin(last)) return call_builtin(c, env, last, call, &a);
+        /* TileLang language functions Tile does not implement (yet): said so, by name */
+        static const char *const later[] = {
+            "get_thread_binding", "thread_binding", "get_warp_idx", "get_lane_idx", "get_warp_group_idx", "tvm_warp_shuffle",
+            "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "warp_reduce_sum", "warp_reduce_max", "warp_any", "warp_all",
+            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view", "cumsum",
+            "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "atomic_addx2", "atomic_addx4", "transpose",
+            "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
+            "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",
+            "copy_async", "async_copy", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
+            "make_tensor", "Tensor_ptr", "ptr", "region", "buffer_load", "buffer_store", "tvm_access_ptr", "tvm_mma_sync",
+            "fence_proxy_async", "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",
+            "dp4a", "popcount", "clz", "extract_lane", "mask", "scan", NULL};
+        for (int i = 0; later[i]; i++)
+            if (!strcmp(later[i], last)) {
+                sema_err(c, loc, "'%s' is not supported yet", fv->display ? fv->display : fv->str);
+                return sv_err(c, loc);
+            }
+        sema_err(c, loc, "unknown function '%s'", fv->display ? fv->display : fv->str);
+        return sv_err(c, loc);
+    }
     default: break;
     }
     sema_err(c, loc, "%s is not callable", sv_describe(fv));
@@ -1318,7 +1560,14 @@ sval *lower_expr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     case AST_E_BOOLOP: return lower_boolop(c, env, e);
     case AST_E_IFEXP: return lower_ifexp(c, env, e);
     case AST_E_SLICE: sema_err(c, e->loc, "a slice can only appear inside [ ]"); return sv_err(c, e->loc);
-    case AST_E_GENERATOR: sema_err(c, e->loc, "a generator can only be the argument of sum(), max() or min()"); return sv_err(c, e->loc);
+    case AST_E_GENERATOR:
+    case AST_E_DICT:
+    case AST_E_SET:
+    case AST_E_LISTCOMP:
+    case AST_E_SETCOMP:
+    case AST_E_DICTCOMP:
+    case AST_E_LAMBDA:
+    case AST_E_ELLIPSIS: return py_display(c, env, e);
     case AST_E_STARRED: sema_err(c, e->loc, "'*' unpacking is only allowed in call arguments"); return sv_err(c, e->loc);
     default: break;
     }

@@ -19,7 +19,11 @@ typedef enum sv_kind {
     SV_BUILTIN,    /* a builtin function, str = its name */
     SV_FUNC,       /* a user def (helper, macro, kernel, factory) */
     SV_METHOD,     /* bound method: self.str (e.g. x.astype) */
-    SV_OPAQUE      /* something accepted and ignored (T.GemmWarpPolicy.FullRow) */
+    SV_OPAQUE,     /* something accepted and ignored (T.GemmWarpPolicy.FullRow); str = the
+                      dotted name as written where known */
+    SV_DICT,       /* dict: items = keys, vals = values (compile time only) */
+    SV_BROKEN      /* a module-level name whose definition Tile could not evaluate; str =
+                      the error, loc = where; using it reports that error */
 } sv_kind;
 
 typedef struct sema_env sema_env;
@@ -34,9 +38,19 @@ typedef struct sv_access {
 } sv_access;
 
 typedef struct sema_fn {
-    const ast_stmt *def;
+    const ast_stmt *def;      /* a def, or NULL for a lambda */
+    const ast_expr *lambda;   /* AST_E_LAMBDA */
     sema_env *closure;   /* environment the def was made in */
 } sema_fn;
+
+/* Evaluated arguments of a call. kw[i].name is never NULL here (`**d` is expanded). */
+typedef struct call_args {
+    sval **pos;
+    int npos;
+    const ast_keyword *kw;
+    sval **kwv;
+    int nkw;
+} call_args;
 
 struct sval {
     sv_kind kind;
@@ -48,12 +62,15 @@ struct sval {
     sv_access *acc;      /* SV_ACCESS */
     tile_dtype dt;       /* SV_DTYPE */
     const char *str;     /* SV_STRING, SV_MODULE, SV_BUILTIN, SV_METHOD (method name) */
-    sval **items;        /* SV_TUPLE */
+    sval **items;        /* SV_TUPLE, SV_DICT (keys) */
+    sval **vals;         /* SV_DICT values */
     int nitems;
     sema_fn *fn;         /* SV_FUNC */
     sval *self;          /* SV_METHOD */
     const char *display; /* SV_MODULE: the name as written (T.foo), for messages */
     bool poison;         /* SV_NONE standing for an expression that had an error */
+    bool fresh_var;      /* SV_EXPR: a variable T.alloc_var just made; `x = T.alloc_var(...)`
+                            names it instead of copying it */
 };
 
 /* Name bindings. A name bound to SV_EXPR of a LOCAL var is a mutable variable; other
@@ -101,6 +118,19 @@ typedef struct sema_ctx {
     bool returned_done;
     int out_idx[16];         /* @tilelang.jit(out_idx=...) */
     int nout_idx;
+    sval *scratch;           /* a result passed out of a callback */
+    /* T.alloc_reducer buffers and their operation (ir_atomic_kind) */
+    ir_buffer *reducers[32];
+    int reducer_ops[32];
+    int nreducers;
+    bool eager;              /* lowering an eager @tilelang.jit kernel (may `return` tensors) */
+    bool use_callsites;      /* unbound entry parameters take values from the file's calls */
+    bool callsite_used;
+    /* factory-level asserts on values known only at run time: checked at kernel entry */
+    const ast_stmt *pending_asserts[32];
+    sema_env *pending_envs[32];
+    int npending_asserts;
+    const ast_stmt *eager_def;
 } sema_ctx;
 
 /* sema.c */
@@ -121,7 +151,11 @@ void push_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh);
 ir_stmt *pop_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh, tile_loc loc);
 void sema_err(sema_ctx *c, tile_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+sval *sema_symbol(sema_ctx *c, const char *name, tile_loc loc); /* -D value or size variable */
+void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann);
+
 /* sema_expr.c */
+bool par_active(sema_ctx *c, int id); /* is T.Parallel group id (0: none) enclosing the code being lowered? */
 sval *lower_expr(sema_ctx *c, sema_env *env, const ast_expr *e);
 ir_expr *materialize(sema_ctx *c, sval *v);             /* scalar value or NULL (error reported) */
 ir_expr *as_int_expr(sema_ctx *c, sval *v, const char *what); /* integer expression (i32 default) */
@@ -139,6 +173,20 @@ sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_ke
                   sval **kwvals, int nkw, tile_loc loc);
 bool lookup_builtin_exists(const char *name);
 tile_dtype promote_arith(tile_dtype a);
+
+/* sema_py.c: compile-time Python */
+bool py_truth(const sval *v, bool *t);                  /* false: not known at compile time */
+bool py_equal(const sval *a, const sval *b, bool *eq);  /* false: not comparable at compile time */
+bool py_iter(sema_ctx *c, sval *v, sval ***items, int *n, tile_loc loc);
+sval *py_dict_get(const sval *d, const sval *key);
+sval *py_comprehension(sema_ctx *c, sema_env *env, const ast_expr *e);
+sval *py_display(sema_ctx *c, sema_env *env, const ast_expr *e); /* DICT SET *COMP LAMBDA ELLIPSIS */
+sval *py_contains(sema_ctx *c, sval *needle, sval *hay, bool negate, tile_loc loc);
+bool py_has_method(const sval *self, const char *name);
+sval *py_method(sema_ctx *c, sval *self, const char *name, call_args *a, tile_loc loc);
+bool py_is_builtin(const char *name);
+sval *py_argparser(sema_ctx *c, tile_loc loc); /* argparse.ArgumentParser(): defaults of its arguments */
+sval *py_builtin(sema_ctx *c, const char *name, call_args *a, tile_loc loc);
 
 /* sema_stmt.c */
 void lower_block(sema_ctx *c, sema_env *env, const ast_block *b);

@@ -1,6 +1,7 @@
 /* sema_stmt.c — statements: assignments, loops, kernels, allocation and tile operations. */
 #include "sema_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,11 @@ static void assign_name(sema_ctx *c, sema_env *env, const char *name, sval *val,
     sema_binding *b = NULL;
     for (sema_binding *x = env->head; x; x = x->next)
         if (!strcmp(x->name, name)) { b = x; break; }
+    if (b && b->val->kind == SV_EXPR && b->par_id && !par_active(c, b->par_id)) {
+        /* assigned in a T.Parallel loop that has ended: each iteration's variable died with
+         * it, so this assignment makes a new one (TileLang's scoping of loop bodies) */
+        b = NULL;
+    }
     if (b && b->val->kind == SV_EXPR && b->val->e->kind == IR_E_VAR && b->val->e->var->kind == IR_VAR_LOCAL) {
         ir_var *v = b->val->e->var;
         if (b->par_id != current_par(c)) {
@@ -95,6 +101,13 @@ static void assign_name(sema_ctx *c, sema_env *env, const char *name, sval *val,
         return;
     }
     if (val->kind == SV_BUFFER && val->buf->name && !strncmp(val->buf->name, "%alloc", 6)) val->buf->name = name;
+    if (val->kind == SV_EXPR && val->fresh_var) {
+        /* x = T.alloc_var(dtype): x is that mutable variable */
+        val->e->var->name = name;
+        sval *v = sv_expr(c, val->e);
+        env_bind(c, env, name, v, current_par(c));
+        return;
+    }
     bool compile_time = c->stmts == NULL;
     bool runtime_value = val->kind == SV_EXPR || (val->kind == SV_ACCESS && !val->acc->any_slice);
     if (!runtime_value) { env_bind(c, env, name, val, current_par(c)); return; }
@@ -133,6 +146,30 @@ static void store_access(sema_ctx *c, sv_access *acc, sval *val, tile_loc loc) {
         x = cast_to(c, val->e, t);
     } else x = materialize(c, val);
     if (!x) return;
+    for (int r = 0; r < c->nreducers; r++) {
+        if (c->reducers[r] != acc->buf || !c->par_depth) continue;
+        /* r[i] = r[i] op v on a T.alloc_reducer inside T.Parallel: iterations combine
+         * through an atomic update (the reducer's contract) instead of racing */
+        ir_binop want = c->reducer_ops[r] == IR_ATOMIC_ADD ? IR_B_ADD : c->reducer_ops[r] == IR_ATOMIC_MAX ? IR_B_MAX : IR_B_MIN;
+        ir_expr *y = x;
+        while (y->kind == IR_E_CAST) y = y->args[0];
+        if (y->kind == IR_E_BINARY && y->op == (int)want) {
+            for (int side = 0; side < 2; side++) {
+                ir_expr *l = y->args[side];
+                while (l->kind == IR_E_CAST) l = l->args[0];
+                bool same = l->kind == IR_E_LOAD && l->buf == acc->buf;
+                for (int d = 0; same && d < acc->buf->rank; d++) same = ir_expr_equal(l->args[d], acc->start[d]);
+                if (!same) continue;
+                ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, loc);
+                s->buf = acc->buf;
+                s->idx = acc->start;
+                s->value = coerce_store(c, cast_to(c, y->args[1 - side], promote_arith(acc->buf->dtype)), acc->buf->dtype, loc);
+                s->atomic_op = c->reducer_ops[r];
+                emit(c, s);
+                return;
+            }
+        }
+    }
     ir_stmt *s = ir_stmt_new(c->mod, IR_S_STORE, loc);
     s->buf = acc->buf;
     s->idx = acc->start;
@@ -153,6 +190,10 @@ static void assign_target(sema_ctx *c, sema_env *env, const ast_expr *t, sval *v
         return;
     case AST_E_SUBSCRIPT: {
         sval *acc = lower_expr(c, env, t);
+        if (acc->kind == SV_EXPR && acc->e->kind == IR_E_VAR && acc->e->var->kind == IR_VAR_LOCAL && t->value->kind == AST_E_NAME) {
+            assign_name(c, env, t->value->name, val, TILE_DT_INVALID, loc); /* v[0] = x on a T.alloc_var */
+            return;
+        }
         if (acc->kind == SV_ACCESS) store_access(c, acc->acc, val, loc);
         else if (acc->kind != SV_NONE) sema_err(c, t->loc, "cannot assign to %s", sv_describe(acc));
         return;
@@ -296,8 +337,16 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
                     if (ns < 0 || ns > 16) sema_err(c, it->kwargs[k].loc, "num_stages must be between 0 and 16, got %lld", (long long)ns);
                     stages = (int)ns;
                 }
+            } else if (kind == IR_LOOP_PIPELINED && strcmp(it->kwargs[k].name, "order") && strcmp(it->kwargs[k].name, "stage") &&
+                       strcmp(it->kwargs[k].name, "group") && strcmp(it->kwargs[k].name, "sync")) {
+                tile_warning_at(c->diags, it->kwargs[k].loc, "unknown T.Pipelined argument '%s' is ignored", it->kwargs[k].name);
+            } else if (kind == IR_LOOP_PARALLEL && strcmp(it->kwargs[k].name, "coalesced_width") && strcmp(it->kwargs[k].name, "loop_layout") &&
+                       strcmp(it->kwargs[k].name, "prefer_async")) {
+                tile_warning_at(c->diags, it->kwargs[k].loc, "unknown T.Parallel argument '%s' is ignored", it->kwargs[k].name);
             }
         }
+        /* TileLang's default num_stages=0 means no software pipelining: a serial loop */
+        if (kind == IR_LOOP_PIPELINED && stages == 0) kind = IR_LOOP_SERIAL;
     }
     /* targets */
     const char *names[8];
@@ -553,6 +602,15 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos)
 static sval *lower_fill(sema_ctx *c, const ast_expr *call, sval **pos, int npos, bool clear) {
     const char *op = clear ? "T.clear" : "T.fill";
     if (npos != (clear ? 1 : 2)) { sema_err(c, call->loc, "%s takes %s, got %d arguments", op, clear ? "one buffer" : "a buffer and a value", npos); return sv_err(c, call->loc); }
+    if (pos[0]->kind == SV_EXPR && pos[0]->e->kind == IR_E_VAR && pos[0]->e->var->kind == IR_VAR_LOCAL) {
+        /* T.clear / T.fill on a T.alloc_var: an assignment */
+        ir_var *v = pos[0]->e->var;
+        ir_expr *x = clear ? (tile_dtype_is_float(v->dtype) ? ir_const_float(c->mod, v->dtype, 0, call->loc) : ir_const_int(c->mod, v->dtype, 0, call->loc))
+                           : value_for_var(c, pos[1], v->dtype, v->name, call->loc);
+        if (x && pos[1] && !clear && pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, v->dtype);
+        if (x) emit_assign(c, v, x, call->loc);
+        return sv_none(c, call->loc);
+    }
     if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_FILL, 1, call->loc);
     if (is_head_form(pos[0])) { sema_err(c, call->loc, "%s needs a whole buffer or a slice, not a single element", op); return sv_err(c, call->loc); }
@@ -663,11 +721,100 @@ static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const a
     return sv_none(c, call->loc);
 }
 
+/* T.atomic_add(dst_region, src_region): every element of src added atomically into the
+ * matching element of dst (row-major over the non-unit extents, as T.copy pairs them),
+ * as a T.Parallel nest of element atomics; elements outside either tensor are skipped
+ * (regions clip at the bounds: out-of-bounds sources read 0, out-of-bounds stores drop). */
+static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int op) {
+    if (!check_tile_scope(c, call->loc, tile_arena_printf(c->arena, "T.%s of a region", fname))) return sv_err(c, call->loc);
+    ir_region src, dst;
+    bool ok = is_head_form(pos[0]) ? to_region(c, pos[1], &src, NULL, fname, "source") && to_region(c, pos[0], &dst, &src, fname, "destination")
+                                   : to_region(c, pos[0], &dst, NULL, fname, "destination") && to_region(c, pos[1], &src, &dst, fname, "source");
+    if (!ok) return sv_err(c, call->loc);
+    int sd[8], dd[8], ns = 0, nd = 0;
+    for (int d = 0; d < src.buf->rank; d++) {
+        int64_t k;
+        if (!(extent_const(src.extent[d], &k) && k == 1)) sd[ns++] = d;
+    }
+    for (int d = 0; d < dst.buf->rank; d++) {
+        int64_t k;
+        if (!(extent_const(dst.extent[d], &k) && k == 1)) dd[nd++] = d;
+    }
+    if (ns != nd) { sema_err(c, call->loc, "T.%s: the source region has %d non-unit dimensions, the destination %d", fname, ns, nd); return sv_err(c, call->loc); }
+    for (int j = 0; j < ns; j++) {
+        int64_t a, b;
+        if (extent_const(src.extent[sd[j]], &a) && extent_const(dst.extent[dd[j]], &b) && a != b) {
+            sema_err(c, call->loc, "T.%s shapes do not match: extent %lld of the source against %lld of the destination", fname, (long long)a, (long long)b);
+            return sv_err(c, call->loc);
+        }
+    }
+    tile_loc loc = call->loc;
+    ir_var *iv[8];
+    for (int j = 0; j < ns; j++) iv[j] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "ai%d", j), IR_VAR_LOOP, TILE_DT_I32, loc);
+    ir_expr **si = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, src.buf->rank + 1), **di = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, dst.buf->rank + 1);
+    ir_expr *guard = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        ir_region *r = pass ? &dst : &src;
+        ir_expr **ix = pass ? di : si;
+        int *nz = pass ? dd : sd;
+        for (int d = 0, j = 0; d < r->buf->rank; d++) {
+            ir_expr *e = r->start[d];
+            if (j < ns && nz[j] == d) e = int_binary(c, IR_B_ADD, e, ir_var_ref(c->mod, iv[j++], loc), loc);
+            ix[d] = e;
+            ir_expr *in = ir_binary(c->mod, IR_B_AND, ir_binary(c->mod, IR_B_GE, e, ir_const_int(c->mod, TILE_DT_I32, 0, loc), loc),
+                                    ir_binary(c->mod, IR_B_LT, e, r->buf->shape[d], loc), loc);
+            int64_t lo, ext, sh;
+            /* provably inside: no test */
+            if (ir_const_int_value(r->start[d], &lo) && ir_const_int_value(r->extent[d], &ext) && ir_const_int_value(r->buf->shape[d], &sh) && lo >= 0 && lo + ext <= sh) continue;
+            guard = guard ? ir_binary(c->mod, IR_B_AND, guard, in, loc) : in;
+        }
+    }
+    ir_stmt *a = ir_stmt_new(c->mod, IR_S_ATOMIC, loc);
+    a->buf = dst.buf;
+    a->idx = di;
+    tile_dtype ct = promote_arith(dst.buf->dtype);
+    a->value = coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, src.buf, si, loc), promote_arith(src.buf->dtype)), ct), dst.buf->dtype, loc);
+    a->atomic_op = op;
+    ir_stmt *body = a;
+    if (guard) {
+        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
+        g->cond = guard;
+        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+        g->nbody = 2;
+        g->body[0] = a;
+        body = g;
+    }
+    for (int j = ns - 1; j >= 0; j--) {
+        ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
+        f->var = iv[j];
+        f->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+        f->extent = src.extent[sd[j]];
+        f->loop_kind = IR_LOOP_PARALLEL;
+        f->par_group_depth = j == 0 ? ns : 0;
+        f->body = one_body(c, body);
+        f->nbody = 1;
+        body = f;
+    }
+    emit(c, body);
+    return sv_none(c, loc);
+}
+
 static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    for (int i = 0; i < call->nkwargs; i++) {
+        const char *kn = call->kwargs[i].name;
+        if (kn && !strcmp(kn, "return_prev")) {
+            sema_err(c, call->kwargs[i].loc, "T.%s(..., return_prev=True) (the old value as a result) is not supported yet", fname);
+            return sv_err(c, call->loc);
+        }
+    }
     if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
+    int aop = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
+    if ((pos[0]->kind == SV_BUFFER || (pos[0]->kind == SV_ACCESS && pos[0]->acc->any_slice) || pos[1]->kind == SV_BUFFER ||
+         (pos[1]->kind == SV_ACCESS && pos[1]->acc->any_slice)))
+        return lower_region_atomic(c, fname, call, pos, aop);
     if (pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) {
-        sema_err(c, pos[0]->loc, "T.%s needs a single element as its destination (e.g. C[i, j]); the region form is not supported yet", fname);
+        sema_err(c, pos[0]->loc, "T.%s needs an element or a region as its destination (e.g. C[i, j])", fname);
         return sv_err(c, call->loc);
     }
     sv_access *a = pos[0]->acc;
@@ -684,8 +831,91 @@ static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, 
     return sv_none(c, call->loc);
 }
 
+static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+    /* T.alloc_var(dtype[, init]): a mutable scalar of that dtype */
+    if (!c->stmts) { sema_err(c, call->loc, "T.alloc_var is run-time code, which is not allowed here"); return sv_err(c, call->loc); }
+    sval *dv = npos > 0 ? pos[0] : kw_of(call, c, env, "dtype");
+    sval *init = npos > 1 ? pos[1] : kw_of(call, c, env, "init");
+    if (!dv) { sema_err(c, call->loc, "T.alloc_var needs a dtype, e.g. T.alloc_var(T.int32)"); return sv_err(c, call->loc); }
+    tile_dtype dt = as_dtype(c, dv, "the variable dtype");
+    if (dt == TILE_DT_INVALID) return sv_err(c, call->loc);
+    ir_var *v = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "var%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(dt), call->loc);
+    if (init && init->kind != SV_NONE) {
+        ir_expr *x = init->kind == SV_EXPR && init->weak ? cast_to(c, init->e, v->dtype) : value_for_var(c, init, v->dtype, "the T.alloc_var initialiser", call->loc);
+        if (!x) return sv_err(c, call->loc);
+        emit_assign(c, v, x, call->loc);
+    }
+    sval *r = sv_expr(c, ir_var_ref(c->mod, v, call->loc));
+    r->fresh_var = true;
+    return r;
+}
+
+static sval *lower_reducer_op(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    int r = -1;
+    ir_buffer *b = npos > 0 ? (pos[0]->kind == SV_BUFFER ? pos[0]->buf : pos[0]->kind == SV_ACCESS ? pos[0]->acc->buf : NULL) : NULL;
+    for (int i = 0; b && i < c->nreducers; i++)
+        if (c->reducers[i] == b) r = i;
+    if (r < 0) { sema_err(c, call->loc, "T.%s needs a buffer made by T.alloc_reducer", fname); return sv_err(c, call->loc); }
+    int op = c->reducer_ops[r];
+    if (!strcmp(fname, "reducer_init")) {
+        /* the identity of the reduction */
+        ir_stmt *f = tile_stmt(c, IR_S_FILL, 1, call->loc);
+        if (!check_tile_scope(c, call->loc, "T.reducer_init") || !to_region(c, pos[0], &f->regions[0], NULL, "T.reducer_init", "reducer")) return sv_err(c, call->loc);
+        tile_dtype ct = promote_arith(b->dtype);
+        ir_expr *v;
+        if (op == IR_ATOMIC_ADD) v = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0, call->loc) : ir_const_int(c->mod, ct, 0, call->loc);
+        else if (tile_dtype_is_float(ct)) v = ir_const_float(c->mod, ct, op == IR_ATOMIC_MAX ? -INFINITY : INFINITY, call->loc);
+        else {
+            int bits = tile_dtype_bits(ct);
+            bool sg = tile_dtype_is_signed(ct);
+            int64_t mx = sg ? (int64_t)((~(uint64_t)0) >> (65 - bits)) : (int64_t)((~(uint64_t)0) >> (64 - bits));
+            v = ir_const_int(c->mod, ct, op == IR_ATOMIC_MAX ? (sg ? -mx - 1 : 0) : mx, call->loc);
+        }
+        f->value = coerce_store(c, v, b->dtype, call->loc);
+        emit(c, f);
+        return sv_none(c, call->loc);
+    }
+    if (!strcmp(fname, "reducer_update")) {
+        if (npos != 2 || pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) { sema_err(c, call->loc, "T.reducer_update takes a reducer element and a value"); return sv_err(c, call->loc); }
+        if (!c->stmts) { sema_err(c, call->loc, "T.reducer_update is run-time code, which is not allowed here"); return sv_err(c, call->loc); }
+        ir_expr *x = pos[1]->kind == SV_EXPR && pos[1]->weak ? cast_to(c, pos[1]->e, promote_arith(b->dtype)) : materialize(c, pos[1]);
+        if (!x) return sv_err(c, call->loc);
+        ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
+        s->buf = b;
+        s->idx = pos[0]->acc->start;
+        s->value = coerce_store(c, cast_to(c, x, promote_arith(b->dtype)), b->dtype, call->loc);
+        s->atomic_op = op;
+        emit(c, s);
+        return sv_none(c, call->loc);
+    }
+    /* finalize_reducer(acc[, out]): the updates already combined; with out, a copy */
+    if (npos >= 2) {
+        sval *cp[2] = {pos[0], pos[1]};
+        return lower_copy(c, call, cp, 2);
+    }
+    (void)env;
+    return sv_none(c, call->loc);
+}
+
 static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
-    bool global = !strcmp(fname, "allocate") || !strcmp(fname, "alloc_tensor") || !strcmp(fname, "zeros") || !strcmp(fname, "empty");
+    bool reducer = !strcmp(fname, "alloc_reducer");
+    if (reducer) {
+        int op = IR_ATOMIC_ADD;
+        sval *ov = kw_of(call, c, env, "op");
+        if (ov && ov->kind == SV_STRING) {
+            if (!strcmp(ov->str, "max")) op = IR_ATOMIC_MAX;
+            else if (!strcmp(ov->str, "min")) op = IR_ATOMIC_MIN;
+            else if (strcmp(ov->str, "sum")) { sema_err(c, call->loc, "T.alloc_reducer op must be \"sum\", \"max\" or \"min\", got \"%s\"", ov->str); return sv_err(c, call->loc); }
+        }
+        sval *r = lower_alloc(c, env, "alloc_fragment", call, pos, npos > 2 ? 2 : npos);
+        if (r->kind == SV_BUFFER && c->nreducers < 32) {
+            c->reducers[c->nreducers] = r->buf;
+            c->reducer_ops[c->nreducers++] = op;
+        }
+        return r;
+    }
+    bool global = !strcmp(fname, "allocate") || !strcmp(fname, "alloc_tensor") || !strcmp(fname, "zeros") || !strcmp(fname, "empty") ||
+                  !strcmp(fname, "alloc_global");
     ir_scope scope = global ? IR_SCOPE_GLOBAL : !strcmp(fname, "alloc_shared") ? IR_SCOPE_SHARED : !strcmp(fname, "alloc_fragment") ? IR_SCOPE_FRAGMENT : IR_SCOPE_LOCAL;
     if (npos < 1 || npos > 3) { sema_err(c, call->loc, "%s() takes a shape and a dtype", fname); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "%s() allocates at run time, which is not allowed here", fname); return sv_err(c, call->loc); }
@@ -729,6 +959,9 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);
     if (!strncmp(name, "reduce_", 7)) return lower_reduce(c, env, name, call, pos, npos);
     if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, name, call, pos, npos);
+    if (!strcmp(name, "alloc_var")) return lower_alloc_var(c, env, call, pos, npos);
+    if (!strcmp(name, "reducer_init") || !strcmp(name, "reducer_update") || !strcmp(name, "finalize_reducer"))
+        return lower_reducer_op(c, env, name, call, pos, npos);
     if (!strncmp(name, "alloc", 5) || !strcmp(name, "zeros") || !strcmp(name, "empty")) return lower_alloc(c, env, name, call, pos, npos);
     *handled = false;
     return NULL;
@@ -739,7 +972,7 @@ static void lower_return(sema_ctx *c, sema_env *env, const ast_stmt *s, bool top
     if (c->inline_depth) { sema_err(c, s->loc, "'return' is only supported as the last statement of an inlined function"); return; }
     if (!top_level) { sema_err(c, s->loc, "'return' must be the last statement of the kernel, not inside a loop or branch"); return; }
     if (!s->value) { c->returned_done = true; return; }
-    if (c->fn && c->fn->form == IR_FORM_TILE) { sema_err(c, s->loc, "a T.prim_func returns nothing; write results into an output tensor (or use @tilelang.jit(out_idx=...))"); return; }
+    if (c->fn && c->fn->form == IR_FORM_TILE && !c->eager) { sema_err(c, s->loc, "a T.prim_func returns nothing; write results into an output tensor (or use @tilelang.jit(out_idx=...))"); return; }
     sval *v = lower_expr(c, env, s->value);
     sval *one[1] = {v};
     sval **items = v->kind == SV_TUPLE ? v->items : one;
@@ -852,6 +1085,14 @@ static void lower_stmt_in(sema_ctx *c, sema_env *env, const ast_stmt *s, bool to
     case AST_S_AUGASSIGN: lower_augassign(c, env, s); return;
     case AST_S_ANNASSIGN: {
         const ast_expr *t = s->targets[0];
+        if (t->kind == AST_E_NAME && !s->value && c->eager_def) {
+            sema_binding *pb = env_lookup(env, t->name);
+            if (pb && pb->val->kind == SV_OPAQUE && pb->val->str && !strcmp(pb->val->str, "@eager-tensor")) {
+                sema_declare_eager_tensor(c, env, s);
+                return;
+            }
+            if (pb && pb->val->kind == SV_BUFFER) return; /* re-annotating a declared tensor */
+        }
         sval *dv = lower_expr(c, env, s->annotation);
         if (t->kind != AST_E_NAME) {
             if (s->value) assign_target(c, env, t, lower_expr(c, env, s->value), s->loc);
@@ -903,6 +1144,12 @@ static void lower_stmt_in(sema_ctx *c, sema_env *env, const ast_stmt *s, bool to
             return;
         }
         if (cv->kind != SV_EXPR && cv->kind != SV_ACCESS) return;
+        if (!c->stmts && c->fn && env != c->module_env && c->npending_asserts < 32) {
+            /* a factory's check on symbolic sizes: made at kernel entry, once they are bound */
+            c->pending_asserts[c->npending_asserts] = s;
+            c->pending_envs[c->npending_asserts++] = env;
+            return;
+        }
         if (!c->stmts) { sema_err(c, s->loc, "this assertion can only be checked at run time, but this code runs at compile time"); return; }
         ir_expr *x = to_bool(c, materialize(c, cv));
         if (!x) return;
@@ -912,8 +1159,46 @@ static void lower_stmt_in(sema_ctx *c, sema_env *env, const ast_stmt *s, bool to
         emit(c, a);
         return;
     }
-    case AST_S_GLOBAL: return;
-    default: sema_err(c, s->loc, "unsupported statement"); return;
+    case AST_S_GLOBAL:
+    case AST_S_NONLOCAL: return;
+    case AST_S_TRY:
+        /* nothing raises while Tile evaluates: the body, the else clause, finally */
+        lower_block(c, env, &s->body);
+        lower_block(c, env, &s->orelse);
+        lower_block(c, env, &s->finalbody);
+        return;
+    case AST_S_RAISE: {
+        /* reached while lowering: the program raises unconditionally for these parameters */
+        const ast_expr *v = s->value;
+        const char *what = "an exception";
+        const char *msg = "";
+        if (v && v->kind == AST_E_CALL) {
+            what = v->value->kind == AST_E_NAME || v->value->kind == AST_E_ATTR ? v->value->name : what;
+            if (v->nitems >= 1) {
+                sval *m = lower_expr(c, env, v->items[0]);
+                if (m->kind == SV_STRING) msg = m->str;
+            }
+        } else if (v && (v->kind == AST_E_NAME || v->kind == AST_E_ATTR)) what = v->name;
+        if (c->stmts && c->in_kernel)
+            sema_err(c, s->loc, "'raise' in kernel code is not supported yet");
+        else
+            sema_err(c, s->loc, "the program raises %s%s%s", what, msg[0] ? ": " : "", msg);
+        return;
+    }
+    case AST_S_DEL:
+        /* `del x` unbinds names; deleting elements or attributes is not modelled */
+        if (s->targets[0]->kind == AST_E_NAME) env_bind(c, env, s->targets[0]->name, dead_value(c, s->loc), 0);
+        else if (s->targets[0]->kind == AST_E_TUPLE)
+            for (int i = 0; i < s->targets[0]->nitems; i++)
+                if (s->targets[0]->items[i]->kind == AST_E_NAME) env_bind(c, env, s->targets[0]->items[i]->name, dead_value(c, s->loc), 0);
+        return;
+    case AST_S_CLASS: {
+        sval *o = sv_new(c, SV_OPAQUE, s->loc);
+        o->str = s->name;
+        env_bind(c, env, s->name, o, 0);
+        return;
+    }
+    default: sema_err(c, s->loc, "%s statements are not supported yet", ast_stmt_kind_name(s->kind)); return;
     }
 }
 

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""TileLang conformance programs (tests/conformance/programs/*.py, written for Tile in the
+style of upstream TileLang programs) run through `tile run` on a target and compared with a
+NumPy reference computed here.
+
+    run.py --tile build/bin/tile --target cpu CASE     one case on one target
+    run.py --list                                      the case names
+    run.py --tile ... --target interp all              every case
+
+A target that `tile devices` says is unavailable makes the case SKIP (exit 77). The cuda
+target is covered in CI by NVRTC compiles (tests/conformance/CMakeLists.txt); on a GPU machine
+`run.py --target cuda all` runs the same comparisons.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROG = os.path.join(HERE, "programs")
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    np = None
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def f32(shape, seed):
+    return rng(seed).uniform(-1, 1, shape).astype(np.float32)
+
+
+# ---------- references (float64) ----------
+def ref_eager_gemm(a):
+    return {"C": a["A"].astype(np.float64) @ a["B"] + a["bias"]}
+
+
+def ref_factory_python(a):
+    # scale: SCALES["half"] * len(widths >= 32) = 0.5 * 2; offsets (1, 2) sum to 3
+    return {"Y": a["X"].astype(np.float64) * 1.0 + 3.0}
+
+
+def ref_pipelined(a):
+    s = a["A"].astype(np.float64).sum(axis=1)
+    return {"S": s, "S2": 2 * s}
+
+
+def ref_alloc_var(a, block=32):
+    x = a["X"].astype(np.float64) * 3.0
+    n = x.shape[0]
+    y = np.zeros(n)
+    nb = (n + block - 1) // block
+    c = np.zeros(nb, np.int64)
+    for b in range(nb):
+        count = 0
+        for i in range(block):
+            g = b * block + i
+            if g < n:
+                if x[g] > 0:
+                    count += 1
+                y[g] = x[g] + 0.5 + count
+        c[b] = count + 1
+    return {"Y": y, "C": c}
+
+
+def ref_reducer(a):
+    x = a["A"].astype(np.float64)
+    return {"S": x.sum(axis=0), "X": x.max(axis=0)}
+
+
+def ref_splitk(a):
+    return {"C": a["C"].astype(np.float64) + a["A"].astype(np.float64) @ a["B"]}
+
+
+def ref_parallel_scope(a):
+    t = a["X"].astype(np.float64) * 2.0 + 1.0
+    return {"Y": t * t - t}
+
+
+def ref_helpers(a):
+    x = a["X"].astype(np.float64)
+    return {"Y": np.clip(x, -0.5, 0.5), "Z": np.maximum(x, -1.0) + x}
+
+
+def ref_module_code(a):
+    return {"Y": a["Y"].astype(np.float64) + 2.0 * a["X"]}
+
+
+# name: (file, kernel, -D list, inputs, reference, integer outputs exact)
+CASES = {
+    "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
+    "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
+    "pipelined_default": ("pipelined_default.py", "rowsum", ["M=40", "K=100"], lambda: {"A": f32((40, 100), 5)}, ref_pipelined),
+    "alloc_var": ("alloc_var.py", "count_positive", ["N=100"], lambda: {"X": f32((100,), 6)}, ref_alloc_var),
+    "reducer": ("reducer.py", "colstats", ["M=24", "N=40"], lambda: {"A": f32((24, 40), 7)}, ref_reducer),
+    "splitk_atomic": ("splitk_atomic.py", "splitk", ["M=64", "N=40", "K=100"],
+                      lambda: {"A": f32((64, 100), 8), "B": f32((100, 40), 9), "C": f32((64, 40), 10)}, ref_splitk),
+    "parallel_scope": ("parallel_scope.py", "two_pass", ["M=5", "N=48"], lambda: {"X": f32((5, 48), 11)}, ref_parallel_scope),
+    "helpers": ("helpers.py", "clamp_rows", [], lambda: {"X": f32((100, 50), 12)}, ref_helpers),
+    "module_code": ("module_code.py", "axpy", [], lambda: {"X": f32((1000,), 13), "Y": f32((1000,), 14)}, ref_module_code),
+}
+
+
+def available(tile, target):
+    if target == "interp":
+        return True, ""
+    out = subprocess.run([tile, "devices"], capture_output=True, text=True).stdout + ""
+    for line in out.splitlines():
+        if line.startswith(target + " "):
+            return " available " in line, line
+    return False, "no line for %s in `tile devices`" % target
+
+
+def run_case(tile, target, name):
+    file, kernel, defines, gen, ref = CASES[name]
+    inputs = gen()
+    want = ref(inputs)
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [tile, "run", os.path.join(PROG, file), "-f", kernel, "--target", target, "--quiet"]
+        for df in defines:
+            cmd += ["-D", df]
+        for k, v in inputs.items():
+            p = os.path.join(d, "in_%s.npy" % k)
+            np.save(p, v)
+            cmd += ["--in", "%s=%s" % (k, p)]
+        for k in want:
+            cmd += ["--out", "%s=%s" % (k, os.path.join(d, "out_%s.npy" % k))]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL %s on %s: tile run exited %d\n%s%s\n%s" % (name, target, r.returncode, r.stdout, r.stderr, " ".join(cmd)))
+            return False
+        ok = True
+        for k, ref_v in want.items():
+            got = np.load(os.path.join(d, "out_%s.npy" % k))
+            ref_v = np.asarray(ref_v)
+            if got.shape != ref_v.shape:
+                print("FAIL %s on %s: %s has shape %s, expected %s" % (name, target, k, got.shape, ref_v.shape))
+                ok = False
+                continue
+            if np.issubdtype(got.dtype, np.integer):
+                bad = int((got != ref_v).sum())
+                print("%s %s.%s: %d of %d elements differ (exact)" % (target, name, k, bad, got.size))
+                ok &= bad == 0
+            else:
+                err = np.linalg.norm(got.astype(np.float64) - ref_v) / max(np.linalg.norm(ref_v), 1e-30)
+                print("%s %s.%s: norm-wise relative error %.3g (tolerance 1e-5)" % (target, name, k, err))
+                ok &= bool(err <= 1e-5)
+        if not ok:
+            print("FAIL %s on %s" % (name, target))
+        return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tile")
+    ap.add_argument("--target", default="interp")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("case", nargs="?")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return 0
+    if np is None:
+        print("SKIP: numpy is not installed")
+        return 77
+    ok, why = available(a.tile, a.target)
+    if not ok:
+        print("SKIP: target %s is not available here: %s" % (a.target, why))
+        return 77
+    names = list(CASES) if a.case in (None, "all") else [a.case]
+    good = sum(run_case(a.tile, a.target, n) for n in names)
+    print("%d passed, %d failed" % (good, len(names) - good))
+    return 0 if good == len(names) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
