@@ -127,10 +127,11 @@ bool top_prepare_out(top_ctx *c, const char *arg, tile_tensor *out, tile_dtype d
     if (c->st) return false;
     if (!out) return top_fail(c, TILE_ERR_USER, "%s: the output tensor is NULL", arg);
     if (!out->data) {
+        int64_t s[8] = {0};
+        for (int d = 0; d < rank; d++) s[d] = shape[d]; /* shape may be out->shape itself */
         out->dtype = dt;
         out->rank = rank;
-        memset(out->shape, 0, sizeof out->shape);
-        for (int d = 0; d < rank; d++) out->shape[d] = shape[d];
+        memcpy(out->shape, s, sizeof s);
         size_t bytes = tile_tensor_bytes(out);
         out->data = calloc(1, bytes ? bytes : 1);
         if (!out->data) return top_fail(c, TILE_ERR_USER, "%s: out of memory allocating %zu bytes", arg, bytes);
@@ -256,7 +257,8 @@ static int64_t block_for(int64_t n) { return n <= 64 ? 64 : n <= 256 ? 256 : 102
 bool top_copy_strided(top_ctx *c, const tile_tensor *x, int64_t xoff, const int64_t *xs_in, tile_tensor *y, int64_t yoff,
                       const int64_t *ys_in, int rank_in, const int64_t *shape_in) {
     if (c->st) return false;
-    int64_t shape[8], xs[8], ys[8];
+    TILE_ASSERT(rank_in <= 16);
+    int64_t shape[16], xs[16], ys[16];
     int rank = 0;
     for (int d = 0; d < rank_in; d++) {
         if (shape_in[d] == 0) return true; /* nothing to copy */
@@ -280,7 +282,7 @@ bool top_copy_strided(top_ctx *c, const tile_tensor *x, int64_t xoff, const int6
     }
     if (rank > 4) {
         /* the kernel walks four dimensions; the leading ones are walked here */
-        int64_t idx[8] = {0};
+        int64_t idx[16] = {0};
         int lead = rank - 4;
         for (;;) {
             int64_t xo = xoff, yo = yoff;
@@ -295,7 +297,7 @@ bool top_copy_strided(top_ctx *c, const tile_tensor *x, int64_t xoff, const int6
         }
     }
     /* which side is contiguous in the iteration order: it carries the shape */
-    int64_t cs[8];
+    int64_t cs[16];
     top_strides(rank, shape, cs);
     bool y_contig = true, x_contig = true;
     for (int d = 0; d < rank; d++) {
@@ -305,6 +307,19 @@ bool top_copy_strided(top_ctx *c, const tile_tensor *x, int64_t xoff, const int6
     if (!y_contig && !x_contig) {
         /* both strided: gather into a contiguous temporary, then scatter from it */
         tile_tensor tmp;
+        if (rank > 8) {
+            /* a temporary holds at most 8 dims: split off the leading ones */
+            int64_t idx[16] = {0};
+            int lead = rank - 4;
+            for (;;) {
+                int64_t xo = xoff, yo = yoff;
+                for (int d = 0; d < lead; d++) { xo += idx[d] * xs[d]; yo += idx[d] * ys[d]; }
+                if (!top_copy_strided(c, x, xo, xs + lead, y, yo, ys + lead, 4, shape + lead)) return false;
+                int d = lead - 1;
+                while (d >= 0 && ++idx[d] == shape[d]) idx[d--] = 0;
+                if (d < 0) return true;
+            }
+        }
         if (!top_temp(c, &tmp, y->dtype, rank, shape)) return false;
         bool ok = top_copy_strided(c, x, xoff, xs, &tmp, 0, cs, rank, shape) && top_copy_strided(c, &tmp, 0, cs, y, yoff, ys, rank, shape);
         tile_tensor_free(&tmp);

@@ -500,7 +500,8 @@ tile_status tile_op_fill(const char *target, tile_op_scalar value, tile_tensor *
         return top_end(&c, error);
     }
     tile_tensor want = *out;
-    want.data = NULL;
+    static char placeholder;
+    want.data = &placeholder; /* the shape and dtype are the inputs here; data may be NULL */
     if (!top_check_tensor(&c, "out", &want) || !top_check_dtype(&c, "out", out, op->dtypes)) return top_end(&c, error);
     if (top_prepare_out(&c, "out", out, out->dtype, out->rank, out->shape)) top_fill(&c, out, value);
     return top_end(&c, error);

@@ -37,12 +37,12 @@ HELPERS = {
     "_expm1": """@T.macro
 def _expm1(x):
     _e_u = T.exp(x)
-    return T.if_then_else(_e_u == 1.0, x, T.if_then_else(_e_u - 1.0 == -1.0, -1.0 + 0.0 * x, (_e_u - 1.0) * x / T.log(_e_u)))
+    return T.if_then_else(_e_u == 1.0, x, T.if_then_else(_e_u - 1.0 == -1.0, -1.0 + 0.0 * x, T.if_then_else(T.isinf(_e_u), _e_u, (_e_u - 1.0) * x / T.log(_e_u))))
 """,
     "_log1p": """@T.macro
 def _log1p(x):
     _l_u = 1.0 + x
-    return T.if_then_else(_l_u == 1.0, x, T.log(_l_u) * x / (_l_u - 1.0))
+    return T.if_then_else(_l_u == 1.0, x, T.if_then_else(T.isinf(_l_u), _l_u, T.log(_l_u) * x / (_l_u - 1.0)))
 """,
     # atan: |x| > 1 folded by atan(x) = pi/2 - atan(1/x), three halvings
     # atan(t) = 2 atan(t / (1 + sqrt(1 + t^2))) bring t under tan(pi/32) = 0.0985, then the
@@ -60,11 +60,11 @@ def _atan(x):
     _a_q = T.if_then_else(_a_inv, 1.5707963267948966 - 8.0 * _a_p, 8.0 * _a_p)
     return T.if_then_else(x < 0.0, -_a_q, _a_q)
 """,
-    # atan2 by quadrant (infinite arguments are not special-cased)
+    # atan2 by quadrant (NaN in, NaN out; infinite arguments are not special-cased)
     "_atan2": """@T.macro
 def _atan2(y, x):
     _t_a = _atan(y / x)
-    return T.if_then_else(x > 0.0, _t_a, T.if_then_else(x < 0.0, T.if_then_else(y < 0.0, _t_a - 3.141592653589793, _t_a + 3.141592653589793), T.if_then_else(y > 0.0, 1.5707963267948966 + 0.0 * y, T.if_then_else(y < 0.0, -1.5707963267948966 + 0.0 * y, 0.0 * y))))
+    return T.if_then_else(T.isnan(x) or T.isnan(y), x + y, T.if_then_else(x > 0.0, _t_a, T.if_then_else(x < 0.0, T.if_then_else(y < 0.0, _t_a - 3.141592653589793, _t_a + 3.141592653589793), T.if_then_else(y > 0.0, 1.5707963267948966 + 0.0 * y, T.if_then_else(y < 0.0, -1.5707963267948966 + 0.0 * y, 0.0 * y)))))
 """,
     # asinh/acosh: log(2|x|) past 2^28, where x^2 would lose everything (or overflow)
     "_asinh": """@T.macro
