@@ -1213,6 +1213,9 @@ def main():
             usable.append(t)
         else:
             print("note: target %s unavailable here (%s): skipped" % (t, why.value.decode() if why.value else "?"))
+    if len(targets) > 1 and usable == ["interp"] and "interp" in targets and len([t for t in targets if t != "interp"]) > 0:
+        print("SKIP: none of the compiled targets asked for (%s) is available here" % ",".join(t for t in targets if t != "interp"))
+        return 77
     R = Runner(usable, set(args.only.split(",")) - {""}, os.environ.get("TILE_OPS_TEST_FULL") == "1", max(1, args.opencl_every))
     ops = registry()
     g = args.group

@@ -212,7 +212,7 @@ BINARY = [
     ("minimum", "T.if_then_else(a < b or T.isnan(a), a, b)", ALL, "PROMOTE", "torch.minimum", "minimum", "elementwise min, NaN propagates"),
     ("fmax", "T.if_then_else(a > b or T.isnan(b), a, b)", ALL, "PROMOTE", "torch.fmax", "", "elementwise max, NaN ignored"),
     ("fmin", "T.if_then_else(a < b or T.isnan(b), a, b)", ALL, "PROMOTE", "torch.fmin", "", "elementwise min, NaN ignored"),
-    ("atan2", "_atan2(a, b)", ALL, "FLOAT", "torch.atan2", "atan2", "atan(a / b) in the right quadrant"),
+    ("atan2", "_atan2(a, b)", ALL, "FLOAT", "torch.atan2", "atan2 atan2.out", "atan(a / b) in the right quadrant"),
     ("bitwise_and", "a & b", INTB, "BITWISE", "torch.bitwise_and", "bitwise_and.Tensor bitwise_and.Scalar", "a & b"),
     ("bitwise_or", "a | b", INTB, "BITWISE", "torch.bitwise_or", "bitwise_or.Tensor bitwise_or.Scalar", "a | b"),
     ("bitwise_xor", "a ^ b", INTB, "BITWISE", "torch.bitwise_xor", "bitwise_xor.Tensor bitwise_xor.Scalar", "a ^ b"),
