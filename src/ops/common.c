@@ -332,6 +332,7 @@ bool top_copy_strided(top_ctx *c, const tile_tensor *x, int64_t xoff, const int6
     top_def_int(&defs, "block", block_for(shape[rank - 1]));
     top_def_dt(&defs, "x_dtype", x->dtype);
     top_def_dt(&defs, "y_dtype", y->dtype);
+    top_def_int(&defs, "unit", (y_contig ? xs : ys)[rank - 1] == 1);
     top_kernel *k;
     if (!top_kernel_get(c, "gen/copy.tl", y_contig ? gnames[rank - 1] : snames[rank - 1], &defs, &k)) return false;
     tile_tensor p[2 + 1 + 4];

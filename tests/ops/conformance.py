@@ -345,6 +345,8 @@ class Runner:
             ts.append("cpu")
         if "opencl" in self.targets and (self.full or (k == 0 and (hash_name(name) % self.opencl_every) == 0)):
             ts.append("opencl")
+        if "cuda" in self.targets and (self.full or k == 0):
+            ts.append("cuda")
         return [t for t in ts if t in self.targets]
 
     def check(self, name, what, fn, ref, out_dt, k=0):

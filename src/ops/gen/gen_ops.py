@@ -446,7 +446,11 @@ def copy_factory(r, kind):
     else:
         grid, idx = "T.ceildiv(D3, block), D2, D0 * D1", "(bx, by, bz)"
         js = ["bz // D1", "bz % D1", "by", "k"]
-    flat = "o + " + " + ".join("(%s) * s%d" % (j, d) for d, j in enumerate(js))
+    # unit = 1 (compile time): the strided side steps by 1 in the last dimension, so its
+    # accesses are contiguous there (the C compiler vectorises them)
+    terms = ["(%s) * s%d" % (j, d) for d, j in enumerate(js)]
+    terms[-1] = "(k if unit else k * s%d)" % (r - 1)
+    flat = "o + " + " + ".join(terms)
     elem = ", ".join(js)
     if kind == "gather":
         sig = "X: T.Tensor((N,), x_dtype), Y: T.Tensor(%s, y_dtype)" % shp
@@ -454,7 +458,7 @@ def copy_factory(r, kind):
     else:
         sig = "X: T.Tensor(%s, x_dtype), Y: T.Tensor((N,), y_dtype)" % shp
         stmt = "Y[%s] = X[%s]" % (flat, elem)
-    return f"""def {kind}{r}(N, {dims}, block=256, x_dtype="float32", y_dtype="float32"):
+    return f"""def {kind}{r}(N, {dims}, block=256, x_dtype="float32", y_dtype="float32", unit=0):
     @T.prim_func
     def main({sig}, o: T.int64, {ss}):
         with T.Kernel({grid}, threads=256) as {idx}:
