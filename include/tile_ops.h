@@ -172,6 +172,10 @@ TILE_API tile_status tile_op_split(const char *target, const tile_tensor *x, con
  * negative amounts crop */
 TILE_API tile_status tile_op_pad(const char *target, const tile_tensor *x, const int64_t *pad, int npad, tile_op_scalar value,
                                  tile_tensor *out, char **error);
+/* reflection / replication padding of the last npad/2 dims (same order as tile_op_pad;
+ * amounts >= 0, reflection needs each below the size: torch's reflection_pad / replication_pad) */
+TILE_API tile_status tile_op_pad_reflect(const char *target, const tile_tensor *x, const int64_t *pad, int npad, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_pad_replicate(const char *target, const tile_tensor *x, const int64_t *pad, int npad, tile_tensor *out, char **error);
 /* out = x with x[..., start:end:step, ...] (select: x[..., index, ...]) replaced by src */
 TILE_API tile_status tile_op_slice_scatter(const char *target, const tile_tensor *x, const tile_tensor *src, int dim, int64_t start,
                                            int64_t end, int64_t step, tile_tensor *out, char **error);
@@ -189,6 +193,11 @@ TILE_API tile_status tile_op_scatter(const char *target, const tile_tensor *x, i
 /* out[..., :] = weight[indices[...], :] (torch.nn.functional.embedding) */
 TILE_API tile_status tile_op_embedding(const char *target, const tile_tensor *weight, const tile_tensor *indices, tile_tensor *out,
                                        char **error);
+
+/* out [num_weights, D] = the gradient of embedding's weight given grad [..., D] of its output:
+ * grad rows added up per index in f32 (f64 for f64), none for padding_idx (-1: no padding) */
+TILE_API tile_status tile_op_embedding_backward(const char *target, const tile_tensor *grad, const tile_tensor *indices, int64_t num_weights,
+                                                int64_t padding_idx, tile_tensor *out, char **error);
 
 /* ---------- reductions and scans ---------- */
 /* op: "sum" "prod" "mean" "amax" "amin" "any" "all" over dims (ndims = 0: every dim);
@@ -219,6 +228,14 @@ TILE_API tile_status tile_op_rms_norm(const char *target, const tile_tensor *x, 
 TILE_API tile_status tile_op_layer_norm(const char *target, const tile_tensor *x, const tile_tensor *weight, const tile_tensor *bias,
                                         const tile_tensor *residual, double eps, tile_tensor *y, tile_tensor *residual_out,
                                         tile_tensor *mean, tile_tensor *rstd, char **error);
+/* BatchNorm of x [N, C, ...] over every dim but 1: training: the batch's mean and biased
+ * variance (save_mean / save_rstd, float32 [C], may be NULL, receive them and rstd); else
+ * running_mean / running_var. weight, bias (and the running stats when training) may be NULL.
+ * The running statistics are not updated (torch's functional _native_batch_norm_legit_functional
+ * returns them; here the caller updates them from save_mean / the variance). */
+TILE_API tile_status tile_op_batch_norm(const char *target, const tile_tensor *x, const tile_tensor *weight, const tile_tensor *bias,
+                                        const tile_tensor *running_mean, const tile_tensor *running_var, int training, double eps, tile_tensor *out,
+                                        tile_tensor *save_mean, tile_tensor *save_rstd, char **error);
 /* softmax / log_softmax along dim (any dim; the last is the fast one) */
 TILE_API tile_status tile_op_softmax(const char *target, const tile_tensor *x, int dim, tile_tensor *out, char **error);
 TILE_API tile_status tile_op_log_softmax(const char *target, const tile_tensor *x, int dim, tile_tensor *out, char **error);
@@ -250,6 +267,16 @@ TILE_API tile_status tile_op_quantize_fp8(const char *target, const tile_tensor 
 /* out (dtype f32/f16/bf16) = q * scale, the inverse of the above */
 TILE_API tile_status tile_op_dequantize_fp8(const char *target, const tile_tensor *q, const tile_tensor *scale, int block, tile_dtype dtype,
                                             tile_tensor *out, char **error);
+
+/* Random numbers, counter-based: element k depends on (seed, k) alone, so every target gives
+ * the same bits. out's shape and dtype (a float) are given by the caller (data may be NULL).
+ * rand: uniform in [0, 1) on a 2^-24 grid; randn: standard normal (Box-Muller). */
+TILE_API tile_status tile_op_rand(const char *target, int64_t seed, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_randn(const char *target, int64_t seed, tile_tensor *out, char **error);
+/* out = x * mask / (1 - p), mask[k] = (rand(seed)[k] >= p) (bool, may be NULL):
+ * torch.ops.aten.native_dropout in training mode */
+TILE_API tile_status tile_op_dropout(const char *target, const tile_tensor *x, double p, int64_t seed, tile_tensor *out, tile_tensor *mask,
+                                     char **error);
 
 /* ---------- GEMM ---------- */
 typedef struct tile_op_gemm_opts {

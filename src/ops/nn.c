@@ -464,3 +464,139 @@ tile_status tile_op_dequantize_fp8(const char *target, const tile_tensor *qt, co
     }
     return top_end(&c, error);
 }
+
+/* ---------- batch norm: statistics by the reduction operators, then two broadcast passes ---------- */
+static bool unary_into(top_ctx *c, const char *op, const tile_tensor *x, tile_tensor *out) {
+    char *e = NULL;
+    if (tile_op_unary(c->target, op, x, out, &e) == TILE_OK) return true;
+    top_fail(c, TILE_ERR_USER, "%s", e ? e : op);
+    tile_free(e);
+    return false;
+}
+
+tile_status tile_op_batch_norm(const char *target, const tile_tensor *x, const tile_tensor *weight, const tile_tensor *bias,
+                               const tile_tensor *running_mean, const tile_tensor *running_var, int training, double eps, tile_tensor *out,
+                               tile_tensor *save_mean, tile_tensor *save_rstd, char **error) {
+    BEGIN("batch_norm");
+    if (!top_check_tensor(&c, "x", x) || !top_check_dtype(&c, "x", x, op_->dtypes) || !top_check_rank(&c, "x", x, 2, 8)) return top_end(&c, error);
+    int64_t C_ = x->shape[1];
+    const char *names[4] = {"weight", "bias", "running_mean", "running_var"};
+    const tile_tensor *vecs[4] = {weight, bias, running_mean, running_var};
+    for (int i = 0; i < 4; i++) {
+        if (!vecs[i]) continue;
+        if (!top_check_tensor(&c, names[i], vecs[i]) || !top_check_dtype(&c, names[i], vecs[i], TOPD_FLT)) return top_end(&c, error);
+        if (vecs[i]->rank != 1 || vecs[i]->shape[0] != C_) {
+            top_fail(&c, TILE_ERR_USER, "%s: expected shape [%lld] (x's channels)", names[i], (long long)C_);
+            return top_end(&c, error);
+        }
+    }
+    if (!training && (!running_mean || !running_var)) {
+        top_fail(&c, TILE_ERR_USER, "running_mean, running_var: needed when training is 0");
+        return top_end(&c, error);
+    }
+    int64_t cs[1] = {C_};
+    if (!top_prepare_out(&c, "out", out, x->dtype, x->rank, x->shape)) return top_end(&c, error);
+    if (save_mean && !top_prepare_out(&c, "save_mean", save_mean, TILE_DT_F32, 1, cs)) return top_end(&c, error);
+    if (save_rstd && !top_prepare_out(&c, "save_rstd", save_rstd, TILE_DT_F32, 1, cs)) return top_end(&c, error);
+    if (top_numel(x) == 0) return top_end(&c, error);
+    tile_tensor mean = {0}, var = {0}, rstd = {0}, scale = {0}, shift = {0}, tmp = {0}, xf = {0}, ms = {0}, prod = {0};
+    tile_dtype acc = top_compute_dtype(x->dtype);
+    int dims[8], nd = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (d != 1) dims[nd++] = d;
+    bool ok;
+    if (training) {
+        /* batch statistics over every dim but the channels (biased variance) */
+        ok = top_temp(&c, &xf, acc, x->rank, x->shape) && top_convert(&c, x, &xf) && top_reduce_into(&c, "mean", &xf, dims, nd, false, &mean);
+        char *e = NULL;
+        if (ok && tile_op_var(c.target, "var", &xf, dims, nd, 0.0, 0, &var, &e) != TILE_OK) {
+            top_fail(&c, TILE_ERR_USER, "%s", e);
+            tile_free(e);
+            ok = false;
+        }
+    } else {
+        ok = top_temp(&c, &mean, acc, 1, cs) && top_convert(&c, running_mean, &mean) && top_temp(&c, &var, acc, 1, cs) && top_convert(&c, running_var, &var);
+    }
+    /* rstd = 1 / sqrt(var + eps); scale = rstd * weight; shift = bias - mean * scale */
+    tile_tensor epst = {0};
+    double epsv = eps;
+    float epsf = (float)eps;
+    epst = (tile_tensor){acc == TILE_DT_F64 ? (void *)&epsv : (void *)&epsf, acc == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32, 0, {0}};
+    ok = ok && top_binary_into(&c, "add", &var, &epst, &tmp) && unary_into(&c, "rsqrt", &tmp, &rstd);
+    tile_tensor_free(&tmp);
+    if (ok && weight) ok = top_binary_into(&c, "mul", &rstd, weight, &scale);
+    else if (ok) ok = top_temp(&c, &scale, rstd.dtype, 1, cs) && top_convert(&c, &rstd, &scale);
+    ok = ok && top_binary_into(&c, "mul", &mean, &scale, &ms);
+    if (ok && bias) ok = top_binary_into(&c, "sub", bias, &ms, &shift);
+    else if (ok) ok = unary_into(&c, "neg", &ms, &shift);
+    if (ok && save_mean) ok = top_convert(&c, &mean, save_mean);
+    if (ok && save_rstd) ok = top_convert(&c, &rstd, save_rstd);
+    if (ok) {
+        /* out = x * scale + shift, the channel vectors viewed as [C, 1, ..., 1] */
+        int64_t vs[8];
+        vs[0] = C_;
+        for (int d = 2; d < x->rank; d++) vs[d - 1] = 1;
+        tile_tensor sv = top_view(&scale, x->rank - 1, vs), hv = top_view(&shift, x->rank - 1, vs);
+        ok = top_binary_into(&c, "mul", x, &sv, &prod) && top_binary_into(&c, "add", &prod, &hv, &tmp) && top_convert(&c, &tmp, out);
+        tile_tensor_free(&prod);
+        tile_tensor_free(&tmp);
+    }
+    tile_tensor *ts[] = {&mean, &var, &rstd, &scale, &shift, &xf, &ms};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) tile_tensor_free(ts[i]);
+    return top_end(&c, error);
+}
+
+/* ---------- random numbers (random.tl) ---------- */
+static tile_status rand_entry(const char *target, const char *name, int64_t seed, tile_tensor *out, char **error) {
+    BEGIN(name);
+    if (!out) {
+        top_fail(&c, TILE_ERR_USER, "out: the output tensor is NULL");
+        return top_end(&c, error);
+    }
+    tile_tensor want = *out;
+    static char placeholder;
+    want.data = &placeholder; /* the shape and dtype are the inputs; data may be NULL */
+    if (!top_check_tensor(&c, "out", &want) || !top_check_dtype(&c, "out", out, op_->dtypes) ||
+        !top_prepare_out(&c, "out", out, out->dtype, out->rank, out->shape) || top_numel(out) == 0)
+        return top_end(&c, error);
+    top_defs d;
+    top_defs_init(&d);
+    top_def_dt(&d, "y_dtype", out->dtype);
+    top_def_int(&d, "normal", !strcmp(op_->name, "randn"));
+    top_kernel *k;
+    if (top_kernel_get(&c, op_->src, op_->factory, &d, &k)) {
+        tile_tensor p[2] = {top_view1(out)};
+        double sc[2] = {0, (double)seed};
+        top_kernel_run(&c, k, p, 2, sc);
+    }
+    return top_end(&c, error);
+}
+
+tile_status tile_op_rand(const char *target, int64_t seed, tile_tensor *out, char **error) { return rand_entry(target, "rand", seed, out, error); }
+tile_status tile_op_randn(const char *target, int64_t seed, tile_tensor *out, char **error) { return rand_entry(target, "randn", seed, out, error); }
+
+tile_status tile_op_dropout(const char *target, const tile_tensor *x, double p, int64_t seed, tile_tensor *out, tile_tensor *mask, char **error) {
+    BEGIN("dropout");
+    if (!top_check_tensor(&c, "x", x) || !top_check_dtype(&c, "x", x, op_->dtypes)) return top_end(&c, error);
+    if (!(p >= 0 && p < 1)) {
+        top_fail(&c, TILE_ERR_USER, "p: %g is outside [0, 1)", p);
+        return top_end(&c, error);
+    }
+    tile_tensor m = {0};
+    if (!top_prepare_out(&c, "out", out, x->dtype, x->rank, x->shape) || (mask && !top_prepare_out(&c, "mask", mask, TILE_DT_BOOL, x->rank, x->shape)) ||
+        top_numel(x) == 0)
+        return top_end(&c, error);
+    if (!mask && !top_temp(&c, &m, TILE_DT_BOOL, x->rank, x->shape)) return top_end(&c, error);
+    top_defs d;
+    top_defs_init(&d);
+    top_def_dt(&d, "dtype", x->dtype);
+    top_def_dt(&d, "c_dtype", top_compute_dtype(x->dtype));
+    top_kernel *k;
+    if (top_kernel_get(&c, op_->src, op_->factory, &d, &k)) {
+        tile_tensor p3[5] = {top_view1(x), top_view1(out), top_view1(mask ? mask : &m)};
+        double sc[5] = {0, 0, 0, (double)seed, p};
+        top_kernel_run(&c, k, p3, 5, sc);
+    }
+    tile_tensor_free(&m);
+    return top_end(&c, error);
+}

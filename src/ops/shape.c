@@ -698,3 +698,139 @@ done:
     tile_tensor_free(&region);
     return top_end(&c, error);
 }
+
+/* ---------- reflection / replication padding ---------- */
+/* The output splits, per padded dimension, into the low border, the interior and the high
+ * border; every combination of those is one strided copy from x: the interior steps through
+ * x, a reflected border steps backwards from the edge (excluding it), a replicated border
+ * has stride 0 at the edge element. */
+static tile_status pad_mode(const char *target, const char *name, bool reflect, const tile_tensor *x, const int64_t *pad, int npad, tile_tensor *out,
+                            char **error) {
+    BEGIN(name);
+    if (!check_x(&c, op_, "x", x)) return top_end(&c, error);
+    if (npad % 2 || npad < 2 || npad > 2 * x->rank) {
+        top_fail(&c, TILE_ERR_USER, "pad: %d entries; expected an even number from 2 to twice x's rank %d", npad, x->rank);
+        return top_end(&c, error);
+    }
+    int r = x->rank, k = npad / 2;
+    int64_t lo[8] = {0}, hi[8] = {0}, s[8];
+    for (int i = 0; i < k; i++) {
+        int d = r - 1 - i;
+        lo[d] = pad[2 * i];
+        hi[d] = pad[2 * i + 1];
+        int64_t n = x->shape[d];
+        if (lo[d] < 0 || hi[d] < 0) {
+            top_fail(&c, TILE_ERR_USER, "pad: negative amounts are not supported by %s", name);
+            return top_end(&c, error);
+        }
+        if (reflect ? (lo[d] >= n || hi[d] >= n) : (n == 0 && (lo[d] || hi[d]))) {
+            top_fail(&c, TILE_ERR_USER, "pad: (%lld, %lld) for dimension %d of size %lld; %s", (long long)lo[d], (long long)hi[d], d, (long long)n,
+                     reflect ? "reflection needs each amount below the size" : "an empty dimension cannot be replicated");
+            return top_end(&c, error);
+        }
+    }
+    for (int d = 0; d < r; d++) s[d] = x->shape[d] + lo[d] + hi[d];
+    if (!top_prepare_out(&c, "out", out, x->dtype, r, s) || top_numel(x) == 0) return top_end(&c, error);
+    int64_t xs[8], os[8];
+    top_strides(r, x->shape, xs);
+    top_strides(r, s, os);
+    int combos = 1;
+    for (int i = 0; i < k; i++) combos *= 3;
+    for (int cmb = 0; cmb < combos && c.st == TILE_OK; cmb++) {
+        int64_t len[8], xst[8], xoff = 0, ooff = 0;
+        bool empty = false;
+        int code = cmb;
+        for (int d = 0; d < r; d++) {
+            int64_t n = x->shape[d];
+            int part = 1; /* interior */
+            if (d >= r - k) {
+                part = code % 3;
+                code /= 3;
+            }
+            if (part == 1) {
+                len[d] = n;
+                xst[d] = xs[d];
+                ooff += lo[d] * os[d];
+            } else if (part == 0) {
+                len[d] = lo[d];
+                xst[d] = reflect ? -xs[d] : 0;
+                xoff += (reflect ? lo[d] : 0) * xs[d];
+            } else {
+                len[d] = hi[d];
+                xst[d] = reflect ? -xs[d] : 0;
+                xoff += (reflect ? n - 2 : n - 1) * xs[d];
+                ooff += (lo[d] + n) * os[d];
+            }
+            if (len[d] == 0) empty = true;
+        }
+        if (!empty) top_copy_strided(&c, x, xoff, xst, out, ooff, os, r, len);
+    }
+    return top_end(&c, error);
+}
+
+tile_status tile_op_pad_reflect(const char *target, const tile_tensor *x, const int64_t *pad, int npad, tile_tensor *out, char **error) {
+    return pad_mode(target, "pad_reflect", true, x, pad, npad, out, error);
+}
+
+tile_status tile_op_pad_replicate(const char *target, const tile_tensor *x, const int64_t *pad, int npad, tile_tensor *out, char **error) {
+    return pad_mode(target, "pad_replicate", false, x, pad, npad, out, error);
+}
+
+/* ---------- embedding backward ---------- */
+tile_status tile_op_embedding_backward(const char *target, const tile_tensor *grad, const tile_tensor *indices, int64_t num_weights,
+                                       int64_t padding_idx, tile_tensor *out, char **error) {
+    BEGIN("embedding_backward");
+    if (!top_check_tensor(&c, "grad", grad) || !top_check_dtype(&c, "grad", grad, TOPD_FLT) || !top_check_rank(&c, "grad", grad, 1, 8) ||
+        num_weights < 0 || !check_indices(&c, "indices", indices, num_weights))
+        return top_end(&c, error);
+    int64_t K = top_numel(indices), D = grad->shape[grad->rank - 1];
+    if (grad->rank != indices->rank + 1 || top_numel(grad) != K * D) {
+        char a[128], b2[128];
+        top_shape_str(a, sizeof a, grad->rank, grad->shape);
+        top_shape_str(b2, sizeof b2, indices->rank, indices->shape);
+        top_fail(&c, TILE_ERR_USER, "grad: shape %s is not indices' %s plus the embedding dimension", a, b2);
+        return top_end(&c, error);
+    }
+    int64_t ws[2] = {num_weights, D};
+    if (!top_prepare_out(&c, "out", out, grad->dtype, 2, ws)) return top_end(&c, error);
+    /* accumulate in f32 (f64 for f64): scatter_add of grad's rows into zeros at indices */
+    tile_dtype acc = top_compute_dtype(grad->dtype);
+    tile_tensor sum = {0}, g = {0}, idx = {0};
+    int64_t kd[2] = {K, D};
+    if (!top_temp(&c, &sum, acc, 2, ws) || !top_temp(&c, &g, acc, 2, kd) || !top_temp(&c, &idx, TILE_DT_I64, 2, kd)) goto done;
+    if (K * D > 0 && num_weights > 0) {
+        int64_t one = 1, n = K * D;
+        top_copy_strided(&c, grad, 0, &one, &g, 0, &one, 1, &n);
+        /* every padding_idx entry points at a scratch row past the table: no gradient */
+        tile_tensor flat = {0};
+        int64_t ks = K;
+        if (!top_temp(&c, &flat, TILE_DT_I64, 1, &ks)) goto done;
+        for (int64_t i = 0; i < K; i++) ((int64_t *)flat.data)[i] = tile_load_i(indices->dtype, indices->data, (size_t)i);
+        int64_t es[2] = {1, 0}, is[2] = {D, 1};
+        top_copy_strided(&c, &flat, 0, es, &idx, 0, is, 2, kd); /* idx[k, j] = flat[k] */
+        tile_tensor_free(&flat);
+        top_defs d;
+        top_defs_init(&d);
+        top_def_int(&d, "block", D <= 64 ? 64 : 128);
+        top_def_dt(&d, "x_dtype", acc);
+        top_def_dt(&d, "i_dtype", TILE_DT_I64);
+        top_def_int(&d, "f0", 1);
+        top_kernel *k;
+        if (c.st == TILE_OK && top_kernel_get(&c, "gen/index.tl", "scatter", &d, &k)) {
+            tile_tensor p[3] = {top_view3(&g, 1, K, D), top_view3(&idx, 1, K, D), top_view3(&sum, 1, num_weights, D)};
+            top_kernel_run(&c, k, p, 3, NULL);
+        }
+        if (padding_idx >= 0 && padding_idx < num_weights && c.st == TILE_OK) {
+            tile_tensor row = top_view1(&sum);
+            row.shape[0] = D;
+            row.data = top_elem_ptr(&sum, padding_idx * D);
+            top_fill(&c, &row, tile_op_int(0));
+        }
+    }
+    if (c.st == TILE_OK) top_convert(&c, &sum, out);
+done:
+    tile_tensor_free(&sum);
+    tile_tensor_free(&g);
+    tile_tensor_free(&idx);
+    return top_end(&c, error);
+}

@@ -864,6 +864,85 @@ def index_cases(R):
                 R.check("scatter", "add " + dt, lambda tg, xi=xi, di=di, s2=s2: _scatter(tg, xi, 1, di, s2, "add"), ref2, dt, k)
 
 
+def more_cases(R):
+    """padding modes, embedding backward, batch norm, random numbers"""
+    for k, dt in enumerate(["float32", "int32", "bfloat16", "uint8", "float64", "bool", "int64", "float16", "int8", "int16"]):
+        x = rand((2, 5, 6), dt)
+        for name, mode, pad in (("pad_reflect", "reflect", [2, 3, 1, 4]), ("pad_replicate", "edge", [3, 1, 0, 2])):
+            if not R.want(name):
+                continue
+            ref = np.pad(x, ((0, 0), (pad[2], pad[3]), (pad[0], pad[1])), mode=mode)
+            R.check(name, "%s %s" % (dt, pad), lambda tg, x=x, pad=pad, name=name: _call1("tile_op_" + name, tg, x, lp(pad), len(pad)), ref, dt, k)
+    if R.want("embedding_backward"):
+        for k, dt in enumerate(FLOATS):
+            idx = RNG.integers(0, 7, (3, 5)).astype(np.int64)
+            g = rand((3, 5, 4), dt)
+            ref = np.zeros((7, 4))
+            for i, r in zip(idx.reshape(-1), f64(g).reshape(-1, 4)):
+                ref[i] += r
+            ref[2] = 0
+            R.check("embedding_backward", dt, lambda tg, g=g, idx=idx: _embb(tg, g, idx, 7, 2), ref, dt, k)
+    if R.want("batch_norm"):
+        for k, (dt, training) in enumerate([("float32", 1), ("bfloat16", 0), ("float64", 1), ("float16", 0)]):
+            x = rand((3, 4, 5, 2), dt)
+            w, bb, rm, rv = rand((4,), "float32"), rand((4,), "float32"), rand((4,), "float32"), rand((4,), "float32", 0.5, 2)
+            fx = f64(x)
+            if training:
+                mu = fx.mean((0, 2, 3))
+                var = fx.var((0, 2, 3))
+            else:
+                mu, var = f64(rm), f64(rv)
+            rs = 1 / np.sqrt(var + 1e-5)
+            ref = (fx - mu[None, :, None, None]) * (rs * f64(w))[None, :, None, None] + f64(bb)[None, :, None, None]
+
+            def fn(tg, x=x, w=w, bb=bb, rm=rm, rv=rv, training=training):
+                o, sm, sr = out(), out(), out()
+                call("tile_op_batch_norm", b(tg), C.byref(tt(x)), C.byref(tt(w)), C.byref(tt(bb)), C.byref(tt(rm)), C.byref(tt(rv)), training,
+                     C.c_double(1e-5), C.byref(o), C.byref(sm), C.byref(sr))
+                return to_np(o), to_np(sm), to_np(sr)
+
+            R.check("batch_norm", "%s training=%d" % (dt, training), fn, (ref, mu, rs), (dt, "float32", "float32"), k)
+    # random numbers: the same bits on every target (checked against the interpreter) and
+    # the distribution's moments against their exact values (tolerances of 6 standard errors)
+    for k, dt in enumerate(FLOATS):
+        n = 20000
+        for name in ("rand", "randn"):
+            if not R.want(name):
+                continue
+
+            def fn(tg, dt=dt, name=name):
+                o = out()
+                o.dtype, o.rank, o.shape[0] = DT[dt], 1, n
+                call("tile_op_" + name, b(tg), C.c_int64(11 + k), C.byref(o))
+                return to_np(o)
+
+            got = fn("interp")
+            m, sd = (0.5, math.sqrt(1 / 12)) if name == "rand" else (0.0, 1.0)
+            se = sd / math.sqrt(n)
+            ok = abs(f64(got).mean() - m) < 6 * se and abs(f64(got).std() - sd) < 0.03 * sd + 6 * se
+            ref = got if ok else np.full(n, np.nan)
+            R.check(name, "%s moments (mean %.4f, std %.4f)" % (dt, f64(got).mean(), f64(got).std()), fn, ref, dt, k)
+        if R.want("dropout"):
+            x = rand((50, 41), dt)
+
+            def fnd(tg, x=x):
+                o, mk = out(), out()
+                call("tile_op_dropout", b(tg), C.byref(tt(x)), C.c_double(0.3), C.c_int64(5), C.byref(o), C.byref(mk))
+                return to_np(o), to_np(mk)
+
+            o0, m0 = fnd("interp")
+            frac = m0.mean()
+            ref = f64(x) * m0 / 0.7
+            se = math.sqrt(0.21 / m0.size)
+            R.check("dropout", "%s keep fraction %.3f" % (dt, frac), fnd, (ref, m0 if abs(frac - 0.7) < 6 * se else ~m0), (dt, "bool"), k)
+
+
+def _embb(tg, g, idx, n, pad):
+    o = out()
+    call("tile_op_embedding_backward", b(tg), C.byref(tt(g)), C.byref(tt(idx)), C.c_int64(n), C.c_int64(pad), C.byref(o))
+    return to_np(o)
+
+
 def _idx(fn_name, tg, x, dim, idx):
     o = out()
     call(fn_name, b(tg), C.byref(tt(x)), dim, C.byref(tt(idx)), C.byref(o))
@@ -1119,6 +1198,19 @@ def bad_argument_cases(R):
     E("slice", "step 0", lambda tg: _call1("tile_op_slice", tg, f, 1, 0, 2, 0), "step")
     E("exp", "unknown target", lambda tg: _un("nosuch", "exp", f), "target")
     E("exp", "NULL data", lambda tg: _null_data(tg), "x")
+    E("pad_reflect", "amount too large", lambda tg: _call1("tile_op_pad_reflect", tg, f, lp([4, 0]), 2), "pad")
+    E("dropout", "p = 1", lambda tg: _drop(tg, f, 1.0), "p")
+    E("batch_norm", "channel mismatch", lambda tg: _bn(tg, rand((2, 3, 4), "float32"), rand((4,), "float32")), "weight")
+
+
+def _drop(tg, x, p):
+    o = out()
+    call("tile_op_dropout", b(tg), C.byref(tt(x)), C.c_double(p), C.c_int64(1), C.byref(o), None)
+
+
+def _bn(tg, x, w):
+    o = out()
+    call("tile_op_batch_norm", b(tg), C.byref(tt(x)), C.byref(tt(w)), None, None, None, 1, C.c_double(1e-5), C.byref(o), None, None)
 
 
 def _bin(tg, name, a, c):
@@ -1233,6 +1325,7 @@ def main():
         index_cases(R)
     if g in ("all", "nn"):
         nn_cases(R)
+        more_cases(R)
     if g in ("all", "errors"):
         bad_argument_cases(R)
         cache_case(R)
