@@ -124,6 +124,9 @@ TILE_API tile_status tile_compile_file_kernel(const char *path, const char *kern
                                               tile_module **out, char **diagnostics);
 TILE_API tile_status tile_compile_string(const char *name, const char *text, const char *const *defines,
                                          int ndefines, tile_module **out, char **diagnostics);
+/* The same, lowering only the kernel named `kernel` (NULL: all), as tile_compile_file_kernel. */
+TILE_API tile_status tile_compile_string_kernel(const char *name, const char *text, const char *kernel, const char *const *defines,
+                                                int ndefines, tile_module **out, char **diagnostics);
 TILE_API void tile_module_free(tile_module *m);
 
 TILE_API int tile_module_num_kernels(const tile_module *m);

@@ -137,6 +137,12 @@ tile_status tile_compile_string(const char *name, const char *text, const char *
     return compile_source(tile_source_from_string(name ? name : "<string>", text, strlen(text)), NULL, defines, ndefines, out, diagnostics);
 }
 
+tile_status tile_compile_string_kernel(const char *name, const char *text, const char *kernel, const char *const *defines, int ndefines,
+                                       tile_module **out, char **diagnostics) {
+    if (!out || !text) return TILE_ERR_USER;
+    return compile_source(tile_source_from_string(name ? name : "<string>", text, strlen(text)), kernel, defines, ndefines, out, diagnostics);
+}
+
 void tile_module_free(tile_module *m) {
     if (!m) return;
     for (int i = 0; i < m->nkernels; i++) {

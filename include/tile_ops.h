@@ -1,0 +1,298 @@
+/* tile_ops.h — TileKernels: the operator library of libtile, written in TileLang.
+ *
+ * A worked example: RMSNorm with a fused residual add, then SiLU, on the CPU.
+ *
+ *     #include <tile_ops.h>
+ *
+ *     float x[4 * 512], r[4 * 512], w[512];                  // ... fill them ...
+ *     tile_tensor X = {x, TILE_DT_F32, 2, {4, 512}};
+ *     tile_tensor R = {r, TILE_DT_F32, 2, {4, 512}};
+ *     tile_tensor W = {w, TILE_DT_F32, 1, {512}};
+ *     tile_tensor Y = {0}, H = {0};                         // data == NULL: allocated for us
+ *     char *err = NULL;
+ *     // H = X + R (the new residual stream), Y = H / rms(H) * W
+ *     if (tile_op_rms_norm("cpu", &X, &W, &R, 1e-6, &Y, &H, &err) != TILE_OK) {
+ *         fprintf(stderr, "%s\n", err);     // e.g. "rms_norm: weight: shape [500] does not
+ *         tile_free(err);                   //  match the last dimension of x (512)"
+ *         return 1;
+ *     }
+ *     tile_op_unary("cpu", "silu", &Y, &Y, &err);           // in place: out may be the input
+ *     tile_tensor_free(&Y);
+ *     tile_tensor_free(&H);
+ *
+ * Conventions (every tile_op_* function):
+ *   - target: "interp", "cpu", "opencl", "cuda", or "auto"/NULL (tile_auto_target()).
+ *   - Tensors are host tile_tensors (tile.h): row-major and contiguous; rank 0 is a scalar
+ *     tensor (one element). fp4 operands are not accepted here.
+ *   - Outputs: a tile_tensor whose data is NULL is allocated (shape and dtype filled in, free
+ *     it with tile_tensor_free); one with data must already have the result's shape and
+ *     dtype (and may be the same memory as an elementwise operator's input).
+ *   - Return TILE_OK, or a status with *error (free with tile_free) that starts with the
+ *     operator's name and names the argument: "add: b: shape [3, 4] cannot be broadcast to
+ *     [5, 3, 7] (dimension 2: 4 vs 7)". Nothing aborts on bad input.
+ *   - Each operator's TileLang kernel is compiled on first use for its (shape class, dtypes,
+ *     target) and cached for the life of the process; later calls only run it. A shape class
+ *     is what the kernel is specialised on: the rank after collapsing, which dimensions
+ *     broadcast, a power-of-two bucket of a row length; never every shape.
+ *   - Semantics follow PyTorch (the function named in each operator's registry entry,
+ *     tile_op_info.reference), including its type promotion for the elementwise families.
+ *   - Calls may come from several threads; the first use of a kernel compiles it once.
+ *
+ * docs/ops.md lists every operator, its dtypes and targets, and the Core ATen ops it covers.
+ */
+#ifndef TILE_OPS_H
+#define TILE_OPS_H
+
+#include <stdint.h>
+
+#include "tile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------- the registry ---------- */
+enum {
+    TILE_OP_TARGET_INTERP = 1u << 0,
+    TILE_OP_TARGET_CPU = 1u << 1,
+    TILE_OP_TARGET_OPENCL = 1u << 2,
+    TILE_OP_TARGET_CUDA = 1u << 3,
+    /* on cpu the operator runs through the CPU GEMM library, not its TileLang kernel */
+    TILE_OP_TARGET_CPU_LIBRARY = 1u << 8
+};
+
+typedef struct tile_op_info {
+    const char *name;       /* "rms_norm", "add", "sum", ... (the names the generic calls take) */
+    const char *family;     /* "unary", "binary", "reduce", "norm", ... */
+    const char *reference;  /* the PyTorch function whose semantics it follows */
+    const char *aten;       /* the Core ATen ops it implements, space-separated ("add.Tensor add.Scalar") */
+    const char *summary;
+    const char *source;     /* its TileLang source in the repository ("src/ops/gen/unary.tl") */
+    const char *factory;    /* the kernel factory in it */
+    uint32_t dtypes;        /* bit d set: tile_dtype d is accepted for its data operands */
+    uint32_t targets;       /* TILE_OP_TARGET_* bits */
+} tile_op_info;
+
+TILE_API int tile_op_count(void);
+TILE_API const tile_op_info *tile_op_at(int i);               /* NULL if out of range */
+TILE_API const tile_op_info *tile_op_lookup(const char *name); /* NULL if unknown */
+
+typedef struct tile_op_cache_stats {
+    int64_t kernels;    /* compiled kernels held */
+    int64_t hits;       /* calls that found their kernel compiled */
+    int64_t misses;     /* calls that compiled it */
+    double compile_s;   /* seconds spent compiling (TileLang to IR; the backend's first run is in its call) */
+} tile_op_cache_stats;
+TILE_API void tile_op_cache_get_stats(tile_op_cache_stats *out);
+/* Frees every cached kernel (no call may be running). */
+TILE_API void tile_op_cache_clear(void);
+
+/* A Python-style scalar: its kind (TILE_DT_BOOL, TILE_DT_I64 or TILE_DT_F64) takes part in
+ * type promotion as a Python bool / int / float does in PyTorch ("wrapped number"). */
+typedef struct tile_op_scalar {
+    double f;
+    int64_t i;
+    tile_dtype kind;
+} tile_op_scalar;
+TILE_API tile_op_scalar tile_op_float(double v);
+TILE_API tile_op_scalar tile_op_int(int64_t v);
+TILE_API tile_op_scalar tile_op_bool(int v);
+
+/* ---------- elementwise ---------- */
+/* out = op(x): "abs" "neg" "exp" "log" "sqrt" "sin" ... "relu" "silu" "gelu" "gelu_tanh" ...
+ * (docs/ops.md, family unary). Integer inputs of float functions give float32 (torch.exp). */
+TILE_API tile_status tile_op_unary(const char *target, const char *op, const tile_tensor *x, tile_tensor *out, char **error);
+/* The same with scalar arguments: leaky_relu(slope), hardtanh(min, max), elu(alpha, scale,
+ * input_scale), softplus(beta, threshold). */
+TILE_API tile_status tile_op_unary_args(const char *target, const char *op, const tile_tensor *x, const double *args, int nargs,
+                                        tile_tensor *out, char **error);
+/* out = op(a, b) with broadcasting and type promotion: "add" "sub" "mul" "div" "div_floor"
+ * "div_trunc" "remainder" "fmod" "pow" "maximum" "minimum" "atan2" "bitwise_and" ...
+ * "logical_and" ... "eq" "ne" "lt" "le" "gt" "ge" (comparisons give bool). */
+TILE_API tile_status tile_op_binary(const char *target, const char *op, const tile_tensor *a, const tile_tensor *b, tile_tensor *out,
+                                    char **error);
+/* out = op(a, s), or op(s, a) with scalar_first (torch.pow(2, x), torch.remainder(3, x)). */
+TILE_API tile_status tile_op_binary_scalar(const char *target, const char *op, const tile_tensor *a, tile_op_scalar s, int scalar_first,
+                                           tile_tensor *out, char **error);
+/* out = a + alpha * b / a - alpha * b (torch.add / torch.sub with alpha) */
+TILE_API tile_status tile_op_add(const char *target, const tile_tensor *a, const tile_tensor *b, tile_op_scalar alpha, tile_tensor *out,
+                                 char **error);
+TILE_API tile_status tile_op_sub(const char *target, const tile_tensor *a, const tile_tensor *b, tile_op_scalar alpha, tile_tensor *out,
+                                 char **error);
+/* out = cond ? a : b (torch.where; cond is bool), broadcasting all three */
+TILE_API tile_status tile_op_where(const char *target, const tile_tensor *cond, const tile_tensor *a, const tile_tensor *b, tile_tensor *out,
+                                   char **error);
+/* torch.clamp with scalar bounds (NULL: none; at least one) / tensor bounds (NULL: none) */
+TILE_API tile_status tile_op_clamp(const char *target, const tile_tensor *x, const tile_op_scalar *min, const tile_op_scalar *max,
+                                   tile_tensor *out, char **error);
+TILE_API tile_status tile_op_clamp_tensor(const char *target, const tile_tensor *x, const tile_tensor *min, const tile_tensor *max,
+                                          tile_tensor *out, char **error);
+/* out = x converted to dtype (round to nearest even, fp8 saturating; float to integer
+ * truncates; to bool: x != 0). Also fp8 in and out. */
+TILE_API tile_status tile_op_cast(const char *target, const tile_tensor *x, tile_dtype dtype, tile_tensor *out, char **error);
+/* out = a copy of x (torch.clone) */
+TILE_API tile_status tile_op_copy(const char *target, const tile_tensor *x, tile_tensor *out, char **error);
+/* out (shape and dtype given by the caller, data may be NULL) filled with value */
+TILE_API tile_status tile_op_fill(const char *target, tile_op_scalar value, tile_tensor *out, char **error);
+/* out = [start, start + step, ...) below end (torch.arange); dtype TILE_DT_INVALID: int64
+ * if all three are integers, else float32 */
+TILE_API tile_status tile_op_arange(const char *target, tile_op_scalar start, tile_op_scalar end, tile_op_scalar step, tile_dtype dtype,
+                                    tile_tensor *out, char **error);
+
+/* ---------- shapes and data movement ---------- */
+/* a copy of x with another shape of the same size; one -1 entry is inferred (torch.reshape;
+ * view, squeeze and unsqueeze are this with the obvious shape) */
+TILE_API tile_status tile_op_reshape(const char *target, const tile_tensor *x, const int64_t *shape, int rank, tile_tensor *out,
+                                     char **error);
+TILE_API tile_status tile_op_permute(const char *target, const tile_tensor *x, const int *perm, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_transpose(const char *target, const tile_tensor *x, int dim0, int dim1, tile_tensor *out, char **error);
+/* broadcast x to shape (-1 keeps a dimension; new leading dimensions allowed) */
+TILE_API tile_status tile_op_expand(const char *target, const tile_tensor *x, const int64_t *shape, int rank, tile_tensor *out,
+                                    char **error);
+/* x[..., start:end:step, ...] along dim (Python slice rules; end clipped; step >= 1) */
+TILE_API tile_status tile_op_slice(const char *target, const tile_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
+                                   tile_tensor *out, char **error);
+/* x[..., index, ...] along dim (rank - 1 result; negative index counts from the end) */
+TILE_API tile_status tile_op_select(const char *target, const tile_tensor *x, int dim, int64_t index, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_flip(const char *target, const tile_tensor *x, const int *dims, int ndims, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_repeat(const char *target, const tile_tensor *x, const int64_t *repeats, int nrepeats, tile_tensor *out,
+                                    char **error);
+TILE_API tile_status tile_op_diagonal(const char *target, const tile_tensor *x, int64_t offset, int dim1, int dim2, tile_tensor *out,
+                                      char **error);
+/* out[j] = x.flat[offset + sum_d j_d * strides[d]] for j in shape (torch.as_strided; every
+ * element read must be inside x) */
+TILE_API tile_status tile_op_as_strided(const char *target, const tile_tensor *x, const int64_t *shape, const int64_t *strides, int rank,
+                                        int64_t offset, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_cat(const char *target, const tile_tensor *xs, int n, int dim, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_stack(const char *target, const tile_tensor *xs, int n, int dim, tile_tensor *out, char **error);
+/* outs[i] = the i-th piece of sizes[i] along dim (sum of sizes = x's size there) */
+TILE_API tile_status tile_op_split(const char *target, const tile_tensor *x, const int64_t *sizes, int n, int dim, tile_tensor *outs,
+                                   char **error);
+/* constant padding, torch.nn.functional.pad order: (last_lo, last_hi, prev_lo, prev_hi, ...);
+ * negative amounts crop */
+TILE_API tile_status tile_op_pad(const char *target, const tile_tensor *x, const int64_t *pad, int npad, tile_op_scalar value,
+                                 tile_tensor *out, char **error);
+/* reflection / replication padding of the last npad/2 dims (same order as tile_op_pad;
+ * amounts >= 0, reflection needs each below the size: torch's reflection_pad / replication_pad) */
+TILE_API tile_status tile_op_pad_reflect(const char *target, const tile_tensor *x, const int64_t *pad, int npad, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_pad_replicate(const char *target, const tile_tensor *x, const int64_t *pad, int npad, tile_tensor *out, char **error);
+/* out = x with x[..., start:end:step, ...] (select: x[..., index, ...]) replaced by src */
+TILE_API tile_status tile_op_slice_scatter(const char *target, const tile_tensor *x, const tile_tensor *src, int dim, int64_t start,
+                                           int64_t end, int64_t step, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_select_scatter(const char *target, const tile_tensor *x, const tile_tensor *src, int dim, int64_t index,
+                                            tile_tensor *out, char **error);
+/* index is int32/int64, every entry in [-size, size) of x's dim */
+TILE_API tile_status tile_op_index_select(const char *target, const tile_tensor *x, int dim, const tile_tensor *index, tile_tensor *out,
+                                          char **error);
+TILE_API tile_status tile_op_gather(const char *target, const tile_tensor *x, int dim, const tile_tensor *index, tile_tensor *out,
+                                    char **error);
+/* out = x with src scattered along dim at index (reduce NULL/"none": assign, the last of
+ * duplicates wins; "add": scatter_add) */
+TILE_API tile_status tile_op_scatter(const char *target, const tile_tensor *x, int dim, const tile_tensor *index, const tile_tensor *src,
+                                     const char *reduce, tile_tensor *out, char **error);
+/* out[..., :] = weight[indices[...], :] (torch.nn.functional.embedding) */
+TILE_API tile_status tile_op_embedding(const char *target, const tile_tensor *weight, const tile_tensor *indices, tile_tensor *out,
+                                       char **error);
+
+/* out [num_weights, D] = the gradient of embedding's weight given grad [..., D] of its output:
+ * grad rows added up per index in f32 (f64 for f64), none for padding_idx (-1: no padding) */
+TILE_API tile_status tile_op_embedding_backward(const char *target, const tile_tensor *grad, const tile_tensor *indices, int64_t num_weights,
+                                                int64_t padding_idx, tile_tensor *out, char **error);
+
+/* ---------- reductions and scans ---------- */
+/* op: "sum" "prod" "mean" "amax" "amin" "any" "all" over dims (ndims = 0: every dim);
+ * sum/prod of integers and bool give int64, any/all bool, mean needs floats */
+TILE_API tile_status tile_op_reduce(const char *target, const char *op, const tile_tensor *x, const int *dims, int ndims, int keepdim,
+                                    tile_tensor *out, char **error);
+/* op "var" / "std" with Bessel's correction `correction` (torch.var(correction=...)) */
+TILE_API tile_status tile_op_var(const char *target, const char *op, const tile_tensor *x, const int *dims, int ndims, double correction,
+                                 int keepdim, tile_tensor *out, char **error);
+#define TILE_OP_ALL_DIMS (-1000)
+/* op "argmax" / "argmin" along dim (TILE_OP_ALL_DIMS: of the flattened tensor): int64 */
+TILE_API tile_status tile_op_argmax(const char *target, const char *op, const tile_tensor *x, int dim, int keepdim, tile_tensor *out,
+                                    char **error);
+/* op "max" / "min" along dim: values and (int64) indices, torch.max(x, dim) */
+TILE_API tile_status tile_op_max_dim(const char *target, const char *op, const tile_tensor *x, int dim, int keepdim, tile_tensor *values,
+                                     tile_tensor *indices, char **error);
+/* op "cumsum" / "cumprod" along dim (integers and bool give int64) */
+TILE_API tile_status tile_op_cumsum(const char *target, const char *op, const tile_tensor *x, int dim, tile_tensor *out, char **error);
+
+/* ---------- neural-network operators ---------- */
+/* y = h / sqrt(mean(h^2, last axis) + eps) * weight with h = x (+ residual); residual_out
+ * (may be NULL; needs residual) receives h. weight: [N] for x [..., N]. */
+TILE_API tile_status tile_op_rms_norm(const char *target, const tile_tensor *x, const tile_tensor *weight, const tile_tensor *residual,
+                                      double eps, tile_tensor *y, tile_tensor *residual_out, char **error);
+/* y = (h - mean) * rstd * weight + bias over the last axis, h = x (+ residual); weight and
+ * bias may be NULL; mean and rstd (float32 [...], may be NULL) receive the statistics
+ * (torch.ops.aten.native_layer_norm's second and third outputs). */
+TILE_API tile_status tile_op_layer_norm(const char *target, const tile_tensor *x, const tile_tensor *weight, const tile_tensor *bias,
+                                        const tile_tensor *residual, double eps, tile_tensor *y, tile_tensor *residual_out,
+                                        tile_tensor *mean, tile_tensor *rstd, char **error);
+/* BatchNorm of x [N, C, ...] over every dim but 1: training: the batch's mean and biased
+ * variance (save_mean / save_rstd, float32 [C], may be NULL, receive them and rstd); else
+ * running_mean / running_var. weight, bias (and the running stats when training) may be NULL.
+ * The running statistics are not updated (torch's functional _native_batch_norm_legit_functional
+ * returns them; here the caller updates them from save_mean / the variance). */
+TILE_API tile_status tile_op_batch_norm(const char *target, const tile_tensor *x, const tile_tensor *weight, const tile_tensor *bias,
+                                        const tile_tensor *running_mean, const tile_tensor *running_var, int training, double eps, tile_tensor *out,
+                                        tile_tensor *save_mean, tile_tensor *save_rstd, char **error);
+/* softmax / log_softmax along dim (any dim; the last is the fast one) */
+TILE_API tile_status tile_op_softmax(const char *target, const tile_tensor *x, int dim, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_log_softmax(const char *target, const tile_tensor *x, int dim, tile_tensor *out, char **error);
+/* Gated activations: op "swiglu" (silu(gate) * up), "geglu" (gelu(gate) * up) or
+ * "geglu_tanh". up == NULL: gate holds [gate | up] along its last axis (size 2N). */
+TILE_API tile_status tile_op_glu(const char *target, const char *op, const tile_tensor *gate, const tile_tensor *up, tile_tensor *out,
+                                 char **error);
+/* Rotary embedding of x [T, H, D] (or [T, D]) with float32 tables cos, sin [P, D/2]: row
+ * positions[t] of the tables (int32/int64 [T]; NULL: row t). interleaved: pairs (2i, 2i+1)
+ * (GPT-J); else (i, i + D/2) (GPT-NeoX / Llama "rotate_half"). */
+TILE_API tile_status tile_op_rope(const char *target, const tile_tensor *x, const tile_tensor *cos, const tile_tensor *sin,
+                                  const tile_tensor *positions, int interleaved, tile_tensor *out, char **error);
+/* Cross-entropy of logits [N, V] against class indices targets [N] (int32/int64), computed
+ * in chunks of the vocabulary (no [N, V] buffer). reduction "none" (out: float32 [N]),
+ * "mean" (over the targets != ignore_index) or "sum" (out: float32 scalar). lse (may be
+ * NULL): float32 [N], log-sum-exp of each row, for the backward. */
+TILE_API tile_status tile_op_cross_entropy(const char *target, const tile_tensor *logits, const tile_tensor *targets, int64_t ignore_index,
+                                           const char *reduction, tile_tensor *out, tile_tensor *lse, char **error);
+/* dlogits = d loss / d logits for the loss above given d out (grad: float32 [N] for
+ * "none", a scalar otherwise) and the lse it returned; dlogits has logits' dtype. */
+TILE_API tile_status tile_op_cross_entropy_backward(const char *target, const tile_tensor *logits, const tile_tensor *targets,
+                                                    const tile_tensor *lse, const tile_tensor *grad, int64_t ignore_index,
+                                                    const char *reduction, tile_tensor *dlogits, char **error);
+/* fp8 quantisation of x [M, N] (f32/f16/bf16) to dtype (float8_e4m3 / float8_e5m2):
+ * block 0: one scale per row (per token), block 128: one per 1x128 block; scale (float32
+ * [M] or [M, ceil(N/128)]) = amax / fp8 max (1 where amax is 0), q = x / scale saturated. */
+TILE_API tile_status tile_op_quantize_fp8(const char *target, const tile_tensor *x, tile_dtype dtype, int block, tile_tensor *q,
+                                          tile_tensor *scale, char **error);
+/* out (dtype f32/f16/bf16) = q * scale, the inverse of the above */
+TILE_API tile_status tile_op_dequantize_fp8(const char *target, const tile_tensor *q, const tile_tensor *scale, int block, tile_dtype dtype,
+                                            tile_tensor *out, char **error);
+
+/* Random numbers, counter-based: element k depends on (seed, k) alone, so every target gives
+ * the same bits. out's shape and dtype (a float) are given by the caller (data may be NULL).
+ * rand: uniform in [0, 1) on a 2^-24 grid; randn: standard normal (Box-Muller). */
+TILE_API tile_status tile_op_rand(const char *target, int64_t seed, tile_tensor *out, char **error);
+TILE_API tile_status tile_op_randn(const char *target, int64_t seed, tile_tensor *out, char **error);
+/* out = x * mask / (1 - p), mask[k] = (rand(seed)[k] >= p) (bool, may be NULL):
+ * torch.ops.aten.native_dropout in training mode */
+TILE_API tile_status tile_op_dropout(const char *target, const tile_tensor *x, double p, int64_t seed, tile_tensor *out, tile_tensor *mask,
+                                     char **error);
+
+/* ---------- GEMM ---------- */
+typedef struct tile_op_gemm_opts {
+    int trans_a, trans_b;     /* a is [K, M] / b is [N, K] */
+    const char *activation;   /* NULL/"none", "relu", "gelu", "gelu_tanh", "silu" */
+    double alpha, beta;       /* out = act(alpha * a @ b + beta * bias); 0 means 1 for both */
+    tile_dtype out_dtype;     /* TILE_DT_INVALID (or 0 with out.data NULL): a's dtype */
+} tile_op_gemm_opts;
+/* out [M, N] = act(alpha * op(a) @ op(b) + beta * bias), f32 accumulation; a, b f32/f16/bf16
+ * (the same dtype); bias (may be NULL) [N] or [M, N]. Batched: a [B, M, K] (or [B, K, M])
+ * and b [B, K, N] (or [B, N, K], or 2-D shared by the batch) give out [B, M, N].
+ * opts may be NULL. */
+TILE_API tile_status tile_op_gemm(const char *target, const tile_tensor *a, const tile_tensor *b, const tile_tensor *bias,
+                                  const tile_op_gemm_opts *opts, tile_tensor *out, char **error);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

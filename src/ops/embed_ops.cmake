@@ -1,0 +1,21 @@
+# embed_ops.cmake — cmake -P script: write OUT, a C header defining
+#   static const top_source top_sources[] = {{"gen/unary.tl", "...text..."}, ...};
+# from the |-separated files INS (names relative to ROOT). Used by ops.cmake at build time.
+set(_body "")
+string(REPLACE "|" ";" INS "${INS}")
+foreach(_f ${INS})
+  file(READ ${_f} _text)
+  file(RELATIVE_PATH _name ${ROOT} ${_f})
+  string(REPLACE "\\" "\\\\" _text "${_text}")
+  string(REPLACE "\"" "\\\"" _text "${_text}")
+  string(REPLACE "\n" "\\n\"\n\"" _text "${_text}")
+  string(APPEND _body "    {\"${_name}\",\n\"${_text}\"},\n")
+endforeach()
+set(_content "/* Generated from the TileLang sources of src/ops and src/ops/gen by src/ops/embed_ops.cmake: do not edit. */\nstatic const top_source top_sources[] = {\n${_body}};\n")
+if(EXISTS ${OUT})
+  file(READ ${OUT} _old)
+  if(_old STREQUAL _content)
+    return()
+  endif()
+endif()
+file(WRITE ${OUT} "${_content}")
