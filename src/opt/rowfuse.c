@@ -67,6 +67,9 @@
 typedef struct rf {
     ir_module *m;
     ir_func *f;
+    /* the read pass's x(j) is not a plain f32 element of a tensor (a scaled input, a sum of
+     * tensors): each chunk of it is computed once into a chunk buffer the row helpers read */
+    bool mat_x;
 } rf;
 
 /* ---------- expression substitution ---------- */
@@ -232,16 +235,46 @@ static ir_expr **row_idx(rf *R, ir_expr *slot, ir_expr *i, int *n) {
 /* a write riding along in the exponentials' loop: Y[row, j] = W[wslot, j] * g */
 typedef struct ride { ir_buffer *Y, *W; ir_expr *row, *wslot; ir_var *g; } ride;
 static ir_stmt *online_chunk(rf *R, ir_var *c, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv, void *ctx, ir_var *sumvar, ir_buffer *E, ir_buffer *F,
-                             ir_expr *slot, const ride *rd, tile_loc l);
+                             ir_expr *slot, const ride *rd, ir_buffer *U, tile_loc l);
+static ir_stmt *alloc_chunk(rf *R, ir_buffer **out, tile_loc l);
 static ir_stmt *online_pass(rf *R, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv, void *ctx, ir_var *sumvar, ir_buffer *E, ir_buffer *F,
                             tile_loc l) {
     ir_var *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_expr *nchunks = ir_binary(R->m, IR_B_FLOORDIV, ir_binary(R->m, IR_B_ADD, H, I32(R, ROW_CHUNK - 1, l), l), I32(R, ROW_CHUNK, l), l);
-    return loop(R, c, I32(R, 0, l), nchunks, IR_LOOP_SERIAL, online_chunk(R, c, m, s, H, xv, ctx, sumvar, E, F, NULL, NULL, l), l);
+    ir_buffer *U = NULL;
+    ir_stmt *au = R->mat_x ? alloc_chunk(R, &U, l) : NULL;
+    ir_stmt *lp = loop(R, c, I32(R, 0, l), nchunks, IR_LOOP_SERIAL, online_chunk(R, c, m, s, H, xv, ctx, sumvar, E, F, NULL, NULL, U, l), l);
+    if (!au) return lp;
+    ir_stmt *two[2] = {au, lp};
+    return ir_seq(R->m, two, 2, l);
 }
 /* one chunk c of the online pass (slot: which of the two rows of E and F, or NULL) */
+/* x(j) read from the chunk buffer U: U[j - start] */
+typedef struct chunkx { ir_buffer *U; ir_expr *start; } chunkx;
+static ir_expr *chunk_x(rf *R, void *ctx, ir_var *col, tile_loc l) {
+    chunkx *cx = ctx;
+    ir_expr *i = ir_binary(R->m, IR_B_SUB, V(R, col, l), cx->start, l);
+    return ir_load(R->m, cx->U, &i, l);
+}
 static ir_stmt *online_chunk(rf *R, ir_var *c, ir_var *m, ir_var *s, ir_expr *H, xval_fn xv, void *ctx, ir_var *sumvar, ir_buffer *E, ir_buffer *F,
-                             ir_expr *slot, const ride *rd, tile_loc l) {
+                             ir_expr *slot, const ride *rd, ir_buffer *U, tile_loc l) {
+    if (U) {
+        /* U[j - start] = x(j) over the chunk, then the chunk's loops read U */
+        ir_var *j0 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
+        ir_expr *C = I32(R, ROW_CHUNK, l);
+        ir_expr *start = ir_binary(R->m, IR_B_MUL, V(R, c, l), C, l);
+        ir_expr *ext = ir_binary(R->m, IR_B_MIN, ir_binary(R->m, IR_B_SUB, H, start, l), C, l);
+        chunkx *cx = TILE_NEW(&R->m->arena, chunkx);
+        cx->U = U;
+        cx->start = start;
+        ir_stmt *us = ir_stmt_new(R->m, IR_S_STORE, l);
+        us->buf = U;
+        us->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 1);
+        us->idx[0] = ir_binary(R->m, IR_B_SUB, V(R, j0, l), start, l);
+        us->value = xv(R, ctx, j0, l);
+        ir_stmt *two[2] = {loop(R, j0, start, ext, IR_LOOP_VECTORIZED, us, l), online_chunk(R, c, m, s, H, chunk_x, cx, sumvar, E, F, slot, rd, NULL, l)};
+        return ir_seq(R->m, two, 2, l);
+    }
     ir_var *j1 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *j2 = newvar(R, "rf_j", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_var *cm = newvar(R, "rf_cmax", IR_VAR_LOCAL, TILE_DT_F32, l);
@@ -303,6 +336,16 @@ static ir_stmt *online_chunk(rf *R, ir_var *c, ir_var *m, ir_var *s, ir_expr *H,
     st[n++] = loop(R, j2, start, cext2, IR_LOOP_SERIAL, sb, l);
     st[n++] = assign(R, s, ir_binary(R->m, IR_B_ADD, V(R, s, l), V(R, cs, l), l), l);
     return ir_seq(R->m, st, n, l);
+}
+
+/* the chunk buffer of a computed x(j) (rf.mat_x) */
+static ir_stmt *alloc_chunk(rf *R, ir_buffer **out, tile_loc l) {
+    ir_expr **shape = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 1);
+    shape[0] = I32(R, ROW_CHUNK, l);
+    *out = ir_buffer_new(R->m, R->f, "rf_x", TILE_DT_F32, IR_SCOPE_GLOBAL, 1, shape, IR_BUF_TEMP, l);
+    ir_stmt *a = ir_stmt_new(R->m, IR_S_ALLOC, l);
+    a->buf = *out;
+    return a;
 }
 
 /* ---------- the one-exp form: Y = exp(x - m) / s from the kept exponentials ----------
@@ -469,13 +512,15 @@ static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx,
     }
     ir_var *pm = newvar(R, "rf_pmax", IR_VAR_LOCAL, TILE_DT_F32, l), *ps = newvar(R, "rf_psum", IR_VAR_LOCAL, TILE_DT_F32, l);
     ir_var *ri = newvar(R, "rf_rinv", IR_VAR_LOCAL, TILE_DT_F32, l), *c = newvar(R, "rf_c", IR_VAR_LOOP, TILE_DT_I32, l);
-    ir_stmt *pre[4] = {alloc_rows2(R, &E, "rf_exp", H, l), alloc_rows2(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l),
-                       assign(R, pm, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l), assign(R, ps, ir_const_float(R->m, TILE_DT_F32, 1.0, l), l)};
+    ir_buffer *U = NULL;
+    ir_stmt *pre[5] = {alloc_rows2(R, &E, "rf_exp", H, l), alloc_rows2(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l),
+                       assign(R, pm, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l), assign(R, ps, ir_const_float(R->m, TILE_DT_F32, 1.0, l), l),
+                       R->mat_x ? alloc_chunk(R, &U, l) : NULL};
     if (Y->dtype == TILE_DT_F32) E->align_to = Y; /* the kept exponentials at Y's vector alignment (ir.h) */
     ir_expr *rslot = ir_binary(R->m, IR_B_FLOORMOD, V(R, P.r, l), I32(R, 2, l), l);
     ir_expr *wslot = ir_binary(R->m, IR_B_FLOORMOD, row_at(R, P.r, -1, l), I32(R, 2, l), l);
     ir_stmt *cb[2] = {iff(R, pipe_writes(R, &P), scaled_chunk(R, c, E, F, wslot, pm, ri, H, Y, row_at(R, P.r, -1, l), l), l),
-                      iff(R, pipe_reads(R, &P), online_chunk(R, c, m, s, H, xv, ctx, ev, E, F, rslot, NULL, l), l)};
+                      iff(R, pipe_reads(R, &P), online_chunk(R, c, m, s, H, xv, ctx, ev, E, F, rslot, NULL, U, l), l)};
     /* both (every step of a block but its first and last): the write of row r - 1 rides along
      * in the loop of row r's exponentials */
     ir_var *g = newvar(R, "rf_scale", IR_VAR_LOCAL, TILE_DT_F32, l);
@@ -483,7 +528,7 @@ static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx,
     int nf;
     ir_expr **fi = row_idx(R, rd.wslot, V(R, c, l), &nf);
     ir_stmt *both[2] = {assign(R, g, ir_binary(R->m, IR_B_MUL, fexp(R, ir_binary(R->m, IR_B_SUB, ir_load(R->m, F, fi, l), V(R, pm, l), l), l), V(R, ri, l), l), l),
-                        online_chunk(R, c, m, s, H, xv, ctx, ev, E, F, ir_binary(R->m, IR_B_FLOORMOD, V(R, P.r, l), I32(R, 2, l), l), &rd, l)};
+                        online_chunk(R, c, m, s, H, xv, ctx, ev, E, F, ir_binary(R->m, IR_B_FLOORMOD, V(R, P.r, l), I32(R, 2, l), l), &rd, U, l)};
     ir_stmt *sel = ir_stmt_new(R->m, IR_S_IF, l);
     sel->cond = ir_binary(R->m, IR_B_AND, pipe_writes(R, &P), pipe_reads(R, &P), l);
     sel->body[0] = ir_seq(R->m, both, 2, l);
@@ -494,7 +539,7 @@ static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx,
                         iff(R, pipe_reads(R, &P), ir_seq(R->m, init, 2, l), l),
                         loop(R, c, I32(R, 0, l), nchunks_of(R, H, l), IR_LOOP_SERIAL, sel, l),
                         iff(R, pipe_reads(R, &P), ir_seq(R->m, fin, 2, l), l)};
-    return pipe_loop(R, &P, pre, 4, ir_seq(R->m, step, 4, l));
+    return pipe_loop(R, &P, pre, U ? 5 : 4, ir_seq(R->m, step, 4, l));
 }
 /* the log's name of the softmax's form */
 static const char *form_name(ir_expr *H, ir_expr *M) {
@@ -633,13 +678,21 @@ static ir_stmt *match_plain(rf *R, ir_stmt *s, const char **reason) {
 
 /* ---------- stores of the write passes ---------- */
 
+/* the value stored into Y: v cast to Y's dtype, except that a sub-32-bit float Y takes the f32
+ * value and rounds it once (ir.h): no cast through a rounding conversion first */
+static ir_expr *store_value(rf *R, const ir_buffer *Y, ir_expr *v, tile_loc l) {
+    bool narrow = tile_dtype_is_float(Y->dtype) && Y->dtype != TILE_DT_F32 && Y->dtype != TILE_DT_F64;
+    if (narrow && v->dtype == TILE_DT_F32) return v;
+    return ir_cast(R->m, Y->dtype, v, l);
+}
+
 static ir_stmt *store2e(rf *R, ir_buffer *Y, ir_expr *row, ir_var *j, ir_expr *v, tile_loc l) {
     ir_stmt *ys = ir_stmt_new(R->m, IR_S_STORE, l);
     ys->buf = Y;
     ys->idx = TILE_NEW_ARRAY(&R->m->arena, ir_expr *, 2);
     ys->idx[0] = row;
     ys->idx[1] = V(R, j, l);
-    ys->value = ir_cast(R->m, Y->dtype, v, l);
+    ys->value = store_value(R, Y, v, l);
     return ys;
 }
 
@@ -1594,7 +1647,7 @@ static ir_stmt *write_out(rp *P, rout *o, ir_expr *row, tile_loc l) {
         st->buf = o->Y;
         st->idx = TILE_NEW_ARRAY(&P->R->m->arena, ir_expr *, 1);
         st->idx[0] = row;
-        st->value = ir_cast(P->R->m, o->Y->dtype, inst(P, o->e, row, NULL, l), l);
+        st->value = store_value(P->R, o->Y, inst(P, o->e, row, NULL, l), l);
         return st;
     }
     ir_stmt *pre[17];
@@ -1607,7 +1660,7 @@ static ir_stmt *write_out(rp *P, rout *o, ir_expr *row, tile_loc l) {
     ys->idx[0] = row;
     int64_t c0;
     ys->idx[1] = ir_const_int_value(o->c0, &c0) && c0 == 0 ? V(P->R, j, l) : ir_binary(P->R->m, IR_B_ADD, V(P->R, j, l), o->c0, l);
-    ys->value = ir_cast(P->R->m, o->Y->dtype, inst(P, e, row, j, l), l);
+    ys->value = store_value(P->R, o->Y, inst(P, e, row, j, l), l);
     for (int i = 0; i < npre; i++) pre[i]->value = inst(P, pre[i]->value, row, NULL, l);
     pre[npre++] = loop(P->R, j, I32(P->R, 0, l), o->D, IR_LOOP_VECTORIZED, ys, l);
     return ir_seq(P->R->m, pre, npre, l);
@@ -1713,6 +1766,11 @@ static ir_stmt *norm_pipe(rp *P, ir_expr *M32, tile_loc l) {
 
 static const char *red_name(int op) { return op == IR_RED_SUM ? "sum" : op == IR_RED_MAX ? "max" : "min"; }
 
+/* u is a plain f32 element X[ROWV, COLV] of a tensor (the row helpers read it in place) */
+static bool plain_elem(rp *P, const ir_expr *u) {
+    return u && u->kind == IR_E_LOAD && u->dtype == TILE_DT_F32 && u->buf->rank == 2 && is_var(u->args[0], P->ROWV) && is_var(u->args[1], P->COLV);
+}
+
 static ir_stmt *match_tile_rows(rf *R, ir_stmt *ks, const char **reason) {
     if (ks->ngrid != 1) REJECT("the grid is not one-dimensional (a row kernel has one block of rows per block)");
     rp *P = TILE_NEW(&R->m->arena, rp);
@@ -1745,7 +1803,11 @@ static ir_stmt *match_tile_rows(rf *R, ir_stmt *ks, const char **reason) {
         if (!same_dim(P->rowread[i]->shape[0], M)) REJECT("a tensor read by rows has another number of rows than the output");
     if (!covers(ks->grid[0], P->bM, M)) REJECT("the grid does not cover the rows of the output");
     for (int i = 0; i < P->nred; i++) narrow(P, &P->red[i]);
-    /* emit */
+    /* emit: a computed x(j) of the online pass goes through a chunk buffer */
+    R->mat_x = false;
+    for (int i = 0; i < P->nred; i++)
+        for (int k = i + 1; k < P->nred; k++)
+            if (pair_of(P, k) == i && !plain_elem(P, P->red[i].e)) R->mat_x = true;
     ir_expr *M32 = as_i32(R, M);
     ir_var *r = newvar(R, "rf_row", IR_VAR_LOOP, TILE_DT_I32, l);
     ir_stmt *plain = loop(R, r, I32(R, 0, l), M32, IR_LOOP_PARALLEL, row_body(P, V(R, r, l), l), l);
@@ -1770,6 +1832,7 @@ static ir_stmt *match_tile_rows(rf *R, ir_stmt *ks, const char **reason) {
     } else if (P->nred == 1 && P->red[0].op == IR_RED_SUM && P->nout == 1 && pipe_worth(M32) && !getenv("TILE_ROWFUSE_PIPE")) {
         form = "one sum pass, one write pass (the default; TILE_ROWFUSE_PIPE=1 pipelines it)";
     }
+    R->mat_x = false;
     if (tile_log_enabled(TILE_LOG_INFO)) {
         tile_strbuf sb = {0};
         for (int i = 0; i < P->nred; i++) {
