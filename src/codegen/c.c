@@ -1533,13 +1533,19 @@ static const ir_stmt *unseq(const ir_stmt *s) {
     while (s && s->kind == IR_S_SEQ && s->nbody == 1) s = s->body[0];
     return s;
 }
+/* the last index of a contiguous run along j: j, or j + k / j - k with k free of j (the
+ * run's pointer is the element at j = lo) */
+static bool run_index(const ir_expr *last, const ir_var *j) {
+    if (last->kind == IR_E_VAR && last->var == j) return true;
+    return last->kind == IR_E_BINARY && (last->op == IR_B_ADD || last->op == IR_B_SUB) && last->nargs == 2 && last->args[0]->kind == IR_E_VAR &&
+           last->args[0]->var == j && !ir_expr_uses_var(last->args[1], j);
+}
 /* e is an f32 load of a contiguous run along loop variable j (through an f32 -> f32 cast) */
 static const ir_expr *row_run(const ir_expr *e, const ir_var *j) {
     if (e && e->kind == IR_E_CAST && e->dtype == TILE_DT_F32 && e->nargs == 1 && e->args[0]->dtype == TILE_DT_F32) e = e->args[0];
     if (!e || e->kind != IR_E_LOAD || e->dtype != TILE_DT_F32 || e->buf->dtype != TILE_DT_F32 || e->buf->rank < 1 || e->nargs != e->buf->rank)
         return NULL;
-    const ir_expr *last = e->args[e->nargs - 1];
-    if (last->kind != IR_E_VAR || last->var != j) return NULL;
+    if (!run_index(e->args[e->nargs - 1], j)) return NULL;
     for (int d = 0; d + 1 < e->nargs; d++)
         if (ir_expr_uses_var(e->args[d], j)) return NULL;
     return e;

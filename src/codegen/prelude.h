@@ -652,7 +652,9 @@ static inline void tile_sfence(void) {
  * elements ahead into L1: one chunk of rowfuse's read pass, the next row's first chunk at a
  * row's last (a prefetch past the tensor is dropped, never faults). The row's write loop then
  * prefetches nothing (c.c: prefetching the next row there as well measured slower).
- * Without AVX-512 both are the loops they replace. */
+ * With AVX2 + FMA (no AVX-512) both have 8-lane versions (tile_exp_f32x8: tile_expf's
+ * operations lane by lane, the same value for every input); without either they are the
+ * loops they replace. */
 #ifndef TILE_ROW_AHEAD
 #define TILE_ROW_AHEAD 2048
 #endif
@@ -673,6 +675,45 @@ static inline __m512 tile_exp_f32x16(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, nf);
 }
+#elif defined(__AVX2__) && defined(__FMA__)
+/* tile_expf on 8 lanes (AVX2 + FMA): the same operations in the same order, the scaling by
+ * 2^n in two steps built from the exponent bits as the scalar code does, so every input gives
+ * tile_expf's value */
+#define TILE_ROW_AVX2 1
+static inline __m256 tile_exp_f32x8(__m256 x) {
+    const __m256 mg = _mm256_set1_ps(0x1.8p23f);
+    __m256 xc = _mm256_max_ps(_mm256_set1_ps(-110.0f), x); /* (a > b) ? a : b: a NaN x passes */
+    __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(0x1.715476p+0f), mg);
+    __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(mg));
+    n = _mm256_min_epi32(n, _mm256_set1_epi32(144));
+    __m256 nf = _mm256_cvtepi32_ps(n);
+    __m256 r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-0x1.62e430p-1f), xc);
+    r = _mm256_fmadd_ps(nf, _mm256_set1_ps(0x1.05c610p-29f), r);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(0x1.a01a02p-13f), r, _mm256_set1_ps(0x1.6c16c2p-10f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.111112p-7f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.555556p-5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.555556p-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.000000p-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+static inline float tile_hsum8(__m256 v) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    a = _mm_add_ss(a, _mm_shuffle_ps(a, a, 1));
+    return _mm_cvtss_f32(a);
+}
+static inline float tile_hmax8(__m256 v) {
+    __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_max_ps(a, _mm_movehl_ps(a, a));
+    a = _mm_max_ss(a, _mm_shuffle_ps(a, a, 1));
+    return _mm_cvtss_f32(a);
+}
 #endif
 static inline float tile_row_maxf(const float *x, int64_t n, float m) {
     int64_t i = 0;
@@ -689,6 +730,22 @@ static inline float tile_row_maxf(const float *x, int64_t n, float m) {
         for (; i + 16 <= n; i += 16) a0 = _mm512_max_ps(_mm512_loadu_ps(x + i), a0);
         if (i < n) a1 = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, (__mmask16)((1u << (n - i)) - 1), x + i), a1);
         float r = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3)));
+        if (r != -__builtin_inff()) return tile_fmaxf(m, r);
+        i = 0; /* every element -inf or NaN: the scalar fold decides between -inf, m and NaN */
+    }
+#elif defined(TILE_ROW_AVX2)
+    if (n >= 8) {
+        const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+        __m256 a0 = ninf, a1 = ninf, a2 = ninf, a3 = ninf;
+        for (; i + 32 <= n; i += 32) { /* max(x, a): a NaN x leaves a */
+            a0 = _mm256_max_ps(_mm256_loadu_ps(x + i), a0);
+            a1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), a1);
+            a2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), a2);
+            a3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), a3);
+        }
+        for (; i + 8 <= n; i += 8) a0 = _mm256_max_ps(_mm256_loadu_ps(x + i), a0);
+        float r = tile_hmax8(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
+        for (; i < n; i++) r = x[i] > r ? x[i] : r; /* NaN skipped, as the vector max */
         if (r != -__builtin_inff()) return tile_fmaxf(m, r);
         i = 0; /* every element -inf or NaN: the scalar fold decides between -inf, m and NaN */
     }
@@ -728,6 +785,23 @@ static inline float tile_row_expsumf(const float *x, float *e, int64_t n, float 
             i = n;
         }
         s = s + _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    }
+#elif defined(TILE_ROW_AVX2)
+    if (n >= 16) {
+        const __m256 vs = _mm256_set1_ps(sh);
+        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+        for (; i + 16 <= n; i += 16) {
+            _mm_prefetch((const char *)(x + i + TILE_ROW_AHEAD), _MM_HINT_T0);
+            __m256 e0 = tile_exp_f32x8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+            __m256 e1 = tile_exp_f32x8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs));
+            if (e) {
+                _mm256_storeu_ps(e + i, e0);
+                _mm256_storeu_ps(e + i + 8, e1);
+            }
+            s0 = _mm256_add_ps(s0, e0);
+            s1 = _mm256_add_ps(s1, e1);
+        }
+        s = s + tile_hsum8(_mm256_add_ps(s0, s1));
     }
 #endif
     if (i < n) {
@@ -808,6 +882,41 @@ static inline float tile_row_expsum_wrf(const float *x, float *e, int64_t n, flo
         }
         tile_sfence();
         return s + _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    }
+#elif defined(TILE_ROW_AVX2)
+    if (n >= 64) {
+        const __m256 vs = _mm256_set1_ps(sh);
+        float c = 0.0f;
+        int64_t i = 0;
+        for (; i < n && ((uintptr_t)(y + i) & 31); i++) { /* to y's next 32-byte boundary */
+            float t = tile_expf(x[i] - sh);
+            if (e) e[i] = t;
+            c = c + t;
+            y[i] = w[i] * g;
+        }
+        const __m256 vg = _mm256_set1_ps(g);
+        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+        for (; i + 16 <= n; i += 16) {
+            _mm_prefetch((const char *)(x + i + TILE_ROW_AHEAD), _MM_HINT_T0);
+            __m256 e0 = tile_exp_f32x8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+            __m256 e1 = tile_exp_f32x8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs));
+            if (e) {
+                _mm256_storeu_ps(e + i, e0);
+                _mm256_storeu_ps(e + i + 8, e1);
+            }
+            s0 = _mm256_add_ps(s0, e0);
+            s1 = _mm256_add_ps(s1, e1);
+            _mm256_stream_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(w + i), vg));
+            _mm256_stream_ps(y + i + 8, _mm256_mul_ps(_mm256_loadu_ps(w + i + 8), vg));
+        }
+        for (; i < n; i++) {
+            float t = tile_expf(x[i] - sh);
+            if (e) e[i] = t;
+            c = c + t;
+            y[i] = w[i] * g;
+        }
+        tile_sfence();
+        return s + (tile_hsum8(_mm256_add_ps(s0, s1)) + c);
     }
 #endif
     s = tile_row_expsumf(x, e, n, sh, s);

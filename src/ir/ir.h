@@ -249,6 +249,11 @@ struct ir_stmt {
     int reduce_op;       /* ir_reduce_kind */
     int dim;             /* REDUCE: reduced dimension of the source (0-based, non-negative) */
     const char *msg;     /* ASSERT */
+    /* A target lowering pass's decision for this statement, in words (NULL: none), e.g. the
+     * cpu pipeline's `cpugemm` on a GEMM: which library path it takes, what it packs, whether
+     * a K loop was fused into it. `tile ir` prints it as a `# note` line before the
+     * statement; semantics never depend on it. */
+    const char *note;
 };
 
 /* ---------- functions and modules ---------- */

@@ -370,6 +370,10 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
         for (int i = 0; i < s->nbody; i++) put_stmt(c, s->body ? s->body[i] : NULL, ind);
         return;
     }
+    if (s->note) {
+        put_indent(sb, ind);
+        tile_sb_printf(sb, "# %s\n", s->note);
+    }
     if (s->kind == IR_S_FOR) { put_for(c, s, ind); return; }
     put_indent(sb, ind);
     switch (s->kind) {

@@ -9,11 +9,11 @@
 /* Passes (defined in their own files; weak so a pipeline can name a pass not written yet). */
 
 extern const opt_pass opt_pass_deps, opt_pass_autoschedule, opt_pass_gpumap; /* deps.c, autoschedule.c, gpumap.c */
-extern const opt_pass opt_pass_tilegemm;                                       /* tilegemm.c */
 extern const opt_pass opt_pass_rowfuse;                                        /* rowfuse.c */
+extern const opt_pass opt_pass_cpugemm;                                        /* cpu_gemm_lower.c */
 
 static const opt_pass *const pipeline_none[] = {NULL};
-static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_tilegemm, &opt_pass_rowfuse, NULL};
+static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_cpugemm, &opt_pass_rowfuse, NULL};
 static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, NULL};
 static const opt_pass *const pipeline_opencl[] = {NULL};
 

@@ -1,6 +1,6 @@
 # Golden test of the TileOpt decisions: run `DRIVER ir FILE EXTRA... --after rowfuse` (the whole cpu pipeline) with
 # TILE_LOG=debug in WORKDIR; the expected text is the IR (stdout) followed by the TileOpt log
-# lines (the `deps:`, `autoschedule:`, `tilegemm:` and `rowfuse:` ones, without their "tile[host:pid] LEVEL " prefix).
+# lines (the `deps:`, `autoschedule:`, `cpugemm:` and `rowfuse:` ones, without their "tile[host:pid] LEVEL " prefix).
 #   cmake -DDRIVER=... -DFILE=cases/x.tl "-DEXTRA=-D M=4" -DEXPECT=... -DWORKDIR=... -P golden.cmake
 # Set UPDATE=1 in the environment to rewrite the expected file instead (then review the diff!).
 separate_arguments(extra_args UNIX_COMMAND "${EXTRA}")
@@ -8,7 +8,7 @@ set(ENV{TILE_LOG} debug)
 execute_process(COMMAND ${DRIVER} ir ${FILE} ${extra_args} --after rowfuse
                 WORKING_DIRECTORY ${WORKDIR}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-string(REGEX REPLACE "tile\\[[^]\n]*\\] [A-Z]+ (deps|autoschedule|tilegemm|rowfuse): " "@KEEP@\\1: " err "${err}")
+string(REGEX REPLACE "tile\\[[^]\n]*\\] [A-Z]+ (deps|autoschedule|cpugemm|rowfuse): " "@KEEP@\\1: " err "${err}")
 string(REGEX REPLACE "tile\\[[^\n]*\n" "" err "${err}")
 string(REPLACE "@KEEP@" "" err "${err}")
 set(got "${out}--- log\n${err}")
