@@ -11,11 +11,12 @@
 extern const opt_pass opt_pass_deps, opt_pass_autoschedule, opt_pass_gpumap; /* deps.c, autoschedule.c, gpumap.c */
 extern const opt_pass opt_pass_tilegemm;                                       /* tilegemm.c */
 extern const opt_pass opt_pass_rowfuse;                                        /* rowfuse.c */
+extern const opt_pass opt_pass_layout;                                         /* layout.c */
 
 static const opt_pass *const pipeline_none[] = {NULL};
 static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_tilegemm, &opt_pass_rowfuse, NULL};
-static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, NULL};
-static const opt_pass *const pipeline_opencl[] = {NULL};
+static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, &opt_pass_layout, NULL};
+static const opt_pass *const pipeline_opencl[] = {&opt_pass_layout, NULL};
 
 static int count(const opt_pass *const *p) {
     int n = 0;
