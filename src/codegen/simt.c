@@ -1824,6 +1824,47 @@ static void gen_gemm_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     bool unroll = !L->local;
     line(G, o, "{");
     G->ind++;
+    /* an operand in registers (the layout pass gave it a tensor-core layout, and no
+     * tensor-core lowering took the kernel): through a shared-memory copy, each thread
+     * writing its slots, then a barrier */
+    ir_buffer cvt[2];
+    ir_region opr[2] = {*A, *B};
+    for (int q = 0; q < 2; q++) {
+        const ir_buffer *ob = q ? B->buf : A->buf;
+        if (!G->rf[ob->id]) continue;
+        int64_t oe[8];
+        frag_extents(ob, oe);
+        cvt[q] = *ob;
+        cvt[q].name = q ? "cvtB" : "cvtA";
+        G->smem = (G->smem + 15) & ~(size_t)15;
+        size_t off = G->smem;
+        G->smem += tile_dtype_storage_bytes(ob->dtype, (size_t)buf_elems(ob)) + 4;
+        tile_strbuf cn = {0}, on = {0};
+        buf_name(&cn, &cvt[q]);
+        buf_name(&on, ob);
+        line(G, o, "TL_LOCAL %s *%s = (TL_LOCAL %s *)(tl_smem + %zu);", stype(ob->dtype), cn.data, stype(ob->dtype), off);
+        const ir_layout *Lo = ob->layout;
+        int tq = G->tmp++;
+        rf_thread_coords(G, o, Lo, tq);
+        line(G, o, "#pragma unroll 4");
+        line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", Lo->slots);
+        G->ind++;
+        tile_strbuf holes = {0}, lin = {0};
+        rf_coords(G, o, Lo, oe, tq, "tl_s", &holes);
+        rf_linear(&lin, ob->rank, oe, tq, NULL);
+        if (holes.len) line(G, o, "if (%s)", holes.data);
+        line(G, o, "    %s[%s] = %s[tl_s];", cn.data, lin.data, on.data);
+        G->ind--;
+        line(G, o, "}");
+        tile_sb_free(&holes);
+        tile_sb_free(&lin);
+        tile_sb_free(&cn);
+        tile_sb_free(&on);
+        opr[q].buf = &cvt[q];
+    }
+    if (G->rf[A->buf->id] || G->rf[B->buf->id]) line(G, o, "TL_BARRIER();");
+    A = &opr[0];
+    B = &opr[1];
     region_prep(G, o, A, 0);
     region_prep(G, o, B, 1);
     int ra = A->buf->rank, rb = B->buf->rank;
@@ -2723,6 +2764,30 @@ void simt_g_store(gen *G, tile_strbuf *o, int indent, const ir_buffer *b, const 
 int simt_g_bufarg(gen *G, const ir_buffer *b) { return buf_index(G->P, b); }
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx) { G->load_hook = fn; G->load_hook_ctx = ctx; }
 const simt_options *simt_g_options(gen *G) { return G->o; }
+
+void simt_g_prepare_regs(gen *G, const ir_stmt *k) {
+    rf_analyse(G, k->body[0]);
+    for (int i = 0; i < G->f->nbuffers; i++)
+        if (G->rf[i]) G->space[i] = SP_PRIVATE;
+}
+
+bool simt_g_nest_ok(gen *G, const ir_stmt *s) {
+    if (!s || s->kind != IR_S_FOR || s->loop_kind != IR_LOOP_PARALLEL || !s->lower || !s->lower->layout) return false;
+    nest_info ni;
+    nest_collect(s, &ni);
+    if (!ni.cnst || ni.n != s->lower->layout->rank) return false;
+    return rf_touch(G, s, 0) && stmt_local(G, s);
+}
+
+void simt_g_block(gen *G, tile_strbuf *o, int indent, const char *lt, const ir_stmt *s) {
+    int was_ind = G->ind;
+    const char *was_lt = G->lt;
+    G->ind = indent;
+    G->lt = lt;
+    gen_block(G, o, s);
+    G->ind = was_ind;
+    G->lt = was_lt;
+}
 void simt_g_fail(gen *G, tile_loc loc, const char *msg) { gfail(G, loc, "%s", msg); }
 
 static void dialect_header(gen *G, tile_strbuf *o) {
@@ -2851,6 +2916,10 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     snprintf(L->name, sizeof L->name, "tile_k%d", P->nlaunches);
     P->nlaunches++;
     L->threads = k ? (k->threads > 0 ? k->threads : 128) : 1;
+    /* the layout pass's wgmma plan: its consumer warpgroups are the threads the fragments'
+     * layouts are made for (the portable lowering runs them too when no wgmma lowering
+     * takes the kernel) */
+    if (k && k->lower && k->lower->kind && !strcmp(k->lower->kind, "wgmma-warpgroups") && k->lower->iparam[0] > 0) L->threads = 128 * k->lower->iparam[0];
     L->loc = k ? k->loc : (nstmts ? stmts[0]->loc : f->loc);
     if (k)
         for (int d = 0; d < k->ngrid && d < 3; d++) L->grid[d] = k->grid[d];
@@ -2904,6 +2973,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
      * later (and sm_90a when wgmma declines, or first with TILE_CUDA_MMA_SYNC=1): cp.async +
      * ldmatrix + mma.sync (sm80.c) */
     bool arch = false;
+    if (k && G->cuda) simt_g_prepare_regs(G, k);
     if (k && G->cuda) {
         bool mma_first = tile_env_long("TILE_CUDA_MMA_SYNC", -1) == 1;
         if (mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
@@ -2938,8 +3008,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
 
     /* signature (the comment is the launch plan, for tools that read the source) */
     tile_sb_printf(src, "\n/* tl-launch %s threads=%d smem=%zu lowering=%s tma=%d persistent=%d */", L->name, L->threads, L->smem, L->lowering, L->ntma,
-                   L->persistent ? 1 : 0);
-    if (arch) tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d, 1) %s(", L->threads, L->name);
+                   L->persistent ? (L->blocks_per_sm > 1 ? L->blocks_per_sm : 1) : 0);
+    if (arch) tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d, %d) %s(", L->threads, L->blocks_per_sm > 1 ? L->blocks_per_sm : 1, L->name);
     else if (G->cuda) /* the block size bounds threadIdx.x for the compiler (and its registers) */
         tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d) %s(", L->threads, L->name);
     else tile_sb_printf(src, "\nTL_KERNEL void %s(", L->name);
@@ -2953,7 +3023,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
                           "    const int tl_tid = (int)threadIdx.x; const int64_t tl_blk = (int64_t)blockIdx.x;\n");
     else tile_sb_puts(src, "    const int tl_tid = (int)get_local_id(0); const int64_t tl_blk = (int64_t)get_group_id(0);\n");
     tile_sb_printf(src, "    const int tl_nth = %d;\n    (void)tl_nth; (void)tl_blk; (void)tl_smem;\n", L->threads);
-    if (!arch) tile_sb_puts(src, "    int tl_es = 0; int64_t tl_ea = 0, tl_eb = 0, tl_ec = 0; (void)tl_es; (void)tl_ea; (void)tl_eb; (void)tl_ec;\n");
+    tile_sb_puts(src, "    int tl_es = 0; int64_t tl_ea = 0, tl_eb = 0, tl_ec = 0; (void)tl_es; (void)tl_ea; (void)tl_eb; (void)tl_ec;\n");
     for (int i = 0; i < P->nbufs; i++) {
         const ir_buffer *b = P->bufs[i].buf;
         tile_strbuf n = {0};

@@ -369,7 +369,9 @@ void lay_rep0_c(const ir_layout *l, const char *t, tile_strbuf *o) {
 
 /* ---------- the pass ---------- */
 
-enum { LP_MAXF = 256, LP_REG_BUDGET = 200 };
+/* registers a thread the fragments may take: the SIMT kernels' (255 less addresses and
+ * temporaries), and wgmma consumers' (setmaxnreg gives them 232) */
+enum { LP_MAXF = 256, LP_REG_BUDGET = 200, LP_REG_BUDGET_WG = 216 };
 
 typedef struct lfrag {
     ir_buffer *b;
@@ -393,6 +395,10 @@ typedef struct lp {
     ir_func *f;
     ir_stmt *k;
     int threads;
+    int sm;        /* opt_cuda_arch() on the cuda pipeline, 0 on opencl */
+    /* sm_90a: the kernel's GEMMs run on wgmma (wg_c consumer warpgroups, wg_mt m64 tiles each) */
+    bool wg;
+    int wg_c, wg_mt;
     lfrag fr[LP_MAXF];
     int nfr;
     int *idx;      /* buffer id -> index in fr, or -1 */
@@ -679,6 +685,16 @@ static int vec_of_bytes(int bytes, int64_t last) {
 
 static void do_stmt(lp *P, ir_stmt *s);
 
+/* The GEMMs first: their accumulator layouts are anchors the rest follows from. */
+static void anchors(lp *P, ir_stmt *s) {
+    if (!s) return;
+    if (s->kind == IR_S_GEMM) {
+        do_stmt(P, s);
+        return;
+    }
+    for (int i = 0; i < s->nbody; i++) anchors(P, s->body[i]);
+}
+
 static void do_block(lp *P, ir_stmt *s) {
     if (!s) return;
     if (s->kind == IR_S_SEQ) {
@@ -787,6 +803,19 @@ static void do_stmt(lp *P, ir_stmt *s) {
     }
     case IR_S_GEMM: {
         lfrag *fa = frag_of(P, s->regions[0].buf), *fb = frag_of(P, s->regions[1].buf), *fc = frag_of(P, s->regions[2].buf);
+        if (P->wg && fc) {
+            /* wgmma: the accumulator in its layout, a fragment A (the RS form) in the same
+             * layout over its K columns, B from shared memory */
+            ir_layout l = lay_wgmma(P->wg_c, P->wg_mt, fc->ext[1]);
+            require(P, fc, &l, "wgmma's accumulator");
+            if (fa) {
+                ir_layout la = lay_wgmma(P->wg_c, P->wg_mt, fa->ext[1]);
+                la.origin = "wgmma A operand";
+                require(P, fa, &la, "wgmma's A operand");
+            }
+            if (fb) to_shared(P, fb, "wgmma's B operand (read from shared memory)");
+            return;
+        }
         if (fa) to_shared(P, fa, "an operand of the SIMT GEMM (read from shared memory)");
         if (fb) to_shared(P, fb, "an operand of the SIMT GEMM (read from shared memory)");
         if (fc && (!ir_region_is_whole(&s->regions[2]) || fc->b->rank != 2)) to_shared(P, fc, "the accumulator of a GEMM on part of it");
@@ -821,11 +850,10 @@ static ir_lowering *new_lower(lp *P, const char *kind) {
     return w;
 }
 
+/* 32-bit registers a thread for f (16-bit and 8-bit elements packed) */
 static int words_of(const lfrag *f) {
-    int bytes = tile_dtype_bits(f->b->dtype) / 8;
-    if (bytes < 1) bytes = 1;
-    int per = (bytes + 3) / 4;
-    return f->lay.slots * per;
+    int bits = tile_dtype_bits(f->b->dtype);
+    return (int)(((int64_t)f->lay.slots * (bits < 8 ? 8 : bits) + 31) / 32);
 }
 
 static void annotate(lp *P, ir_stmt *s) {
@@ -870,7 +898,17 @@ static void annotate(lp *P, ir_stmt *s) {
     case IR_S_GEMM: {
         lfrag *fc = frag_of(P, s->regions[2].buf);
         if (!fc || !fc->has) break;
+        if (P->wg) {
+            ir_lowering *w = new_lower(P, "wgmma");
+            lfrag *fa = frag_of(P, s->regions[0].buf);
+            w->detail = tile_arena_printf(&P->m->arena, "%s, m64n%lldk%d, %d warpgroup%s", fa ? "RS: A from registers" : "SS: A and B from shared memory",
+                                          (long long)fc->ext[1], tile_dtype_bits(s->regions[1].buf->dtype) == 8 ? 32 : 16, P->wg_c, P->wg_c > 1 ? "s" : "");
+            s->lower = w;
+            break;
+        }
+        const char *was = s->lower ? s->lower->why : NULL;
         ir_lowering *w = new_lower(P, "simt-regs");
+        w->why = was;
         w->detail = tile_arena_printf(&P->m->arena, "each thread accumulates its %d elements of C in registers, A and B read from memory", fc->lay.slots);
         s->lower = w;
         break;
@@ -880,6 +918,97 @@ static void annotate(lp *P, ir_stmt *s) {
     for (int i = 0; i < s->nbody; i++) annotate(P, s->body[i]);
 }
 
+/* ---- sm_90a: can every GEMM of the kernel run on wgmma? ----
+ * Each T.gemm: C a whole f32 fragment [M, N] (N a multiple of 8 up to 256), A a whole shared
+ * tile or (16-bit) fragment, B a whole shared tile of A's dtype (f16, bf16, fp8; fp8 with B
+ * K-major and a 16-bit result), K a multiple of wgmma's k step; every GEMM the same M, a
+ * multiple of 64. The warpgroups: M / 64 of them up to two (wgmma's m64 each), m64 tiles
+ * beyond that (M = 256: two of two), at most 128 accumulator registers a thread per GEMM. */
+static void find_gemms(ir_stmt *s, ir_stmt **g, int *n, int cap) {
+    if (!s) return;
+    if (s->kind == IR_S_GEMM && *n < cap) g[(*n)++] = s;
+    for (int i = 0; i < s->nbody; i++) find_gemms(s->body[i], g, n, cap);
+}
+static bool copied_out_f32(const ir_stmt *s, const ir_buffer *c) {
+    if (!s) return false;
+    if (s->kind == IR_S_COPY && s->regions[0].buf == c && s->regions[1].buf->dtype == TILE_DT_F32) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (copied_out_f32(s->body[i], c)) return true;
+    return false;
+}
+static bool is_tc_dt(tile_dtype d) { return d == TILE_DT_F16 || d == TILE_DT_BF16 || d == TILE_DT_FP8_E4M3 || d == TILE_DT_FP8_E5M2; }
+
+static const char *wgmma_plan(lp *P, ir_stmt *k) {
+    ir_stmt *g[16];
+    int n = 0;
+    find_gemms(k->body[0], g, &n, 16);
+    if (n == 0) return NULL;
+    if (n == 16) return "more than 15 GEMMs";
+    int64_t M = -1, maxn = 0;
+    for (int i = 0; i < n; i++) {
+        const ir_stmt *s = g[i];
+        const ir_region *A = &s->regions[0], *B = &s->regions[1], *C = &s->regions[2];
+        lfrag *fc = frag_of(P, C->buf), *fa = frag_of(P, A->buf);
+        if (!fc || C->buf->dtype != TILE_DT_F32 || C->buf->rank != 2 || !ir_region_is_whole(C)) return "a GEMM accumulator that is not a whole f32 fragment";
+        if (s->trans_a) return "transpose_A (wgmma reads A K-major)";
+        if (B->buf->scope != IR_SCOPE_SHARED || B->buf->rank != 2 || !ir_region_is_whole(B)) return "a B operand that is not a whole shared tile";
+        tile_dtype dt = B->buf->dtype;
+        if (!is_tc_dt(dt) || A->buf->dtype != dt) return "operand dtypes wgmma does not take (f16, bf16, fp8, the same for A and B)";
+        if (fa) {
+            if (tile_dtype_bits(dt) != 16 || !ir_region_is_whole(A) || fa->b->rank != 2) return "an A fragment that is not a whole 16-bit fragment";
+        } else if (A->buf->scope != IR_SCOPE_SHARED || A->buf->rank != 2 || !ir_region_is_whole(A))
+            return "an A operand that is not a whole shared tile or fragment";
+        if (tile_dtype_bits(dt) == 8 && (!s->trans_b || copied_out_f32(k->body[0], C->buf))) return "fp8 with B stored K x N or an f32 result";
+        int64_t m = fc->ext[0], nn = fc->ext[1], kk;
+        if (!ir_const_int_value(A->buf->shape[1], &kk)) return "a non-constant K";
+        if (nn % 8 || nn < 8 || nn > 256) return "N not a multiple of 8 up to 256";
+        if (kk % (tile_dtype_bits(dt) == 8 ? 32 : 16)) return "K not a multiple of wgmma's k step";
+        if (m % 64) return "M not a multiple of 64 (wgmma's m64)";
+        if (M >= 0 && m != M) return "GEMMs with different M";
+        M = m;
+        if (nn > maxn) maxn = nn;
+    }
+    int c = M / 64 > 2 ? 2 : (int)(M / 64);
+    int mt = (int)(M / (64 * c));
+    if (M % (64 * c) || mt * maxn > 256) return "accumulators of more than 128 registers a thread";
+    P->wg = true;
+    P->wg_c = c;
+    P->wg_mt = mt;
+    return NULL;
+}
+
+/* ---- pipelines (wgmma kernels): how many stages ----
+ * A T.Pipelined loop's copies into shared memory are issued ahead by the wgmma lowerings,
+ * into a ring of stages. The number is a performance choice (the loop's meaning is serial):
+ * the loop's num_stages, raised to 4 where the stage's tiles fit 4 times in 200 KiB (two
+ * stages leave the copy engine idle while the GEMMs of a stage run). */
+static size_t stage_bytes(const ir_stmt *s) {
+    if (!s) return 0;
+    size_t n = 0;
+    if (s->kind == IR_S_COPY && s->regions[0].buf->scope == IR_SCOPE_GLOBAL && s->regions[1].buf->scope == IR_SCOPE_SHARED) {
+        int64_t e = 1, v;
+        const ir_buffer *b = s->regions[1].buf;
+        for (int d = 0; d < b->rank; d++) e *= ir_const_int_value(b->shape[d], &v) ? v : 0;
+        n += tile_dtype_storage_bytes(b->dtype, (size_t)e);
+    }
+    for (int i = 0; i < s->nbody; i++) n += stage_bytes(s->body[i]);
+    return n;
+}
+static void plan_pipelines(lp *P, ir_stmt *s) {
+    if (!s) return;
+    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PIPELINED) {
+        size_t b = stage_bytes(s->body[0]);
+        int req = s->num_stages > 0 ? s->num_stages : 1, st = req;
+        while (st < 4 && b > 0 && (size_t)(st + 1) * b <= 200 * 1024) st++;
+        ir_lowering *w = new_lower(P, "pipeline");
+        w->iparam[0] = st;
+        w->detail = tile_arena_printf(&P->m->arena, "%d stages of %zu bytes, loads by a producer warpgroup", st, b);
+        if (st != req) w->why = tile_arena_printf(&P->m->arena, "num_stages=%d asked; %d fit (a deeper ring keeps the loads ahead of the GEMMs; the loop's meaning is serial)", req, st);
+        s->lower = w;
+    }
+    for (int i = 0; i < s->nbody; i++) plan_pipelines(P, s->body[i]);
+}
+
 static void run_kernel(lp *P, ir_stmt *k) {
     P->k = k;
     P->threads = k->threads > 0 ? k->threads : 128;
@@ -887,6 +1016,33 @@ static void run_kernel(lp *P, ir_stmt *k) {
     for (int i = 0; i < P->f->nbuffers; i++) P->idx[i] = -1;
     collect(P, k->body[0], true);
     if (P->nfr == 0) return;
+    P->wg = false;
+    if (P->sm >= 90) {
+        const char *why = wgmma_plan(P, k);
+        ir_stmt *g[16];
+        int n = 0;
+        find_gemms(k->body[0], g, &n, 16);
+        if (P->wg) {
+            ir_lowering *w = new_lower(P, "wgmma-warpgroups");
+            w->iparam[0] = P->wg_c;
+            w->iparam[1] = P->wg_mt;
+            w->detail = tile_arena_printf(&P->m->arena, "%d consumer warpgroup%s of %d rows", P->wg_c, P->wg_c > 1 ? "s" : "", 64 * P->wg_mt);
+            if (P->threads != 128 * P->wg_c)
+                w->why = tile_arena_printf(&P->m->arena, "threads=%d asked; the program does not depend on the thread count, and wgmma's m64 tiles give %d rows to each of %d warpgroups",
+                                           P->threads, 64 * P->wg_mt, P->wg_c);
+            k->lower = w;
+            plan_pipelines(P, k->body[0]);
+            tile_log(TILE_LOG_INFO, "layout: %s:%d: kernel: %s (%s)%s%s", opt_loc_file(k->loc), k->loc.line, w->kind, w->detail, w->why ? "; " : "", w->why ? w->why : "");
+            P->threads = 128 * P->wg_c;
+        } else if (why && n) {
+            tile_log(TILE_LOG_INFO, "layout: %s:%d: the kernel's GEMMs stay off wgmma: %s", opt_loc_file(k->loc), k->loc.line, why);
+            for (int i = 0; i < n; i++) {
+                ir_lowering *w = new_lower(P, "simt-regs");
+                w->why = tile_arena_printf(&P->m->arena, "wgmma declined: %s", why);
+                g[i]->lower = w;
+            }
+        }
+    }
     bool off = tile_env_long("TILE_SIMT_REGFRAG", 1) == 0 || tile_env_long("TILE_SIMT_MEMOPT", 1) < 1;
     if (off)
         for (int i = 0; i < P->nfr; i++) to_shared(P, &P->fr[i], "TILE_SIMT_REGFRAG=0 or TILE_SIMT_MEMOPT=0");
@@ -894,6 +1050,7 @@ static void run_kernel(lp *P, ir_stmt *k) {
         P->restart = false;
         P->nnests = 0;
         for (int i = 0; i < P->nfr; i++) P->fr[i].has = false;
+        anchors(P, k->body[0]);
         for (int round = 0; round < 4 * P->nfr + 8; round++) {
             P->changed = false;
             do_block(P, k->body[0]);
@@ -916,7 +1073,8 @@ static void run_kernel(lp *P, ir_stmt *k) {
     int words = 0;
     for (int i = 0; i < P->nfr; i++)
         if (P->fr[i].has) words += words_of(&P->fr[i]);
-    while (words > LP_REG_BUDGET) {
+    int budget = P->wg ? LP_REG_BUDGET_WG : LP_REG_BUDGET;
+    while (words > budget) {
         lfrag *big = NULL;
         for (int i = 0; i < P->nfr; i++) {
             lfrag *f = &P->fr[i];
@@ -925,9 +1083,9 @@ static void run_kernel(lp *P, ir_stmt *k) {
         if (!big) break;
         big->lay.local = true;
         words -= words_of(big);
-        big->lay.note = tile_arena_printf(&P->m->arena, "%d registers a thread over the budget of %d: kept in local memory", words_of(big), LP_REG_BUDGET);
+        big->lay.note = tile_arena_printf(&P->m->arena, "%d registers a thread over the budget of %d: kept in local memory", words_of(big), budget);
         tile_log(TILE_LOG_INFO, "layout: %s:%d: fragment '%s' (%d elements a thread at %d threads) goes to local memory: the kernel's fragments need more than %d registers a thread",
-                 opt_loc_file(big->b->loc), big->b->loc.line, big->b->name, big->lay.slots, P->threads, LP_REG_BUDGET);
+                 opt_loc_file(big->b->loc), big->b->loc.line, big->b->name, big->lay.slots, P->threads, budget);
     }
     for (int i = 0; i < P->nfr; i++) {
         lfrag *f = &P->fr[i];
@@ -963,12 +1121,12 @@ static void walk_kernels(lp *P, ir_stmt *s) {
     for (int i = 0; i < s->nbody; i++) walk_kernels(P, s->body[i]);
 }
 
-static int run(ir_module *m, ir_func *f, tile_diags *d) {
-    (void)d;
+static int run_sm(ir_module *m, ir_func *f, int sm) {
     lp P;
     memset(&P, 0, sizeof P);
     P.m = m;
     P.f = f;
+    P.sm = sm;
     P.idx = tile_xcalloc((size_t)f->nbuffers + 1, sizeof(int));
     walk_kernels(&P, f->body);
     free(P.idx);
@@ -976,4 +1134,17 @@ static int run(ir_module *m, ir_func *f, tile_diags *d) {
     return 0;
 }
 
-const opt_pass opt_pass_layout = {"layout", "fragment layouts (registers or shared memory) and the lowering of the ops on them", run};
+static int run_cuda(ir_module *m, ir_func *f, tile_diags *d) {
+    (void)d;
+    return run_sm(m, f, opt_cuda_arch());
+}
+/* OpenCL has no tensor cores: the portable layouts, unless TILE_LAYOUT_ARCH=sm_90a asks for
+ * the wgmma plan's (so that PoCL tests the portable code on the layouts the cuda target's
+ * fallback gets, without a GPU) */
+static int run_opencl(ir_module *m, ir_func *f, tile_diags *d) {
+    (void)d;
+    return run_sm(m, f, opt_arch_sm(tile_env("TILE_LAYOUT_ARCH")));
+}
+
+const opt_pass opt_pass_layout = {"layout", "fragment layouts (registers or shared memory) and the lowering of the ops on them", run_cuda};
+const opt_pass opt_pass_layout_opencl = {"layout", "fragment layouts (registers or shared memory) and the lowering of the ops on them", run_opencl};
