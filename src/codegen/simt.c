@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "simt_prelude_text.h"
+#include "../opt/layout.h"
 
 const char *simt_convert_text(void) { return simt_convert_h; }
 const char *simt_prelude_text(void) { return simt_prelude_h; }
@@ -34,7 +35,7 @@ void simt_options_default(simt_options *o, simt_dialect d) {
 
 /* ---------- state ---------- */
 enum { SP_NONE = 0, SP_GLOBAL = 1, SP_SHARED = 2, SP_PRIVATE = 3 };
-enum { RF_NONE = 0, RF_DIST = 1, RF_REP = 2 };
+enum { RF_NONE = 0, RF_REG = 1 };
 
 struct gen {
     const ir_func *f;
@@ -63,12 +64,15 @@ struct gen {
     long red_off;         /* OpenCL: shared offset of the warp-reduction scratch (2 x threads floats), or -1 */
     long redw_off;        /* shared offset of the per-warp partials (threads / 32 floats), or -1 */
     /* register fragments (see "register fragments" below) */
-    unsigned char *rf;    /* per buffer id: RF_NONE, RF_DIST (distributed over the threads), RF_REP (replicated) */
-    bool rf_changed;      /* the analysis demoted a fragment this round */
-    const char *rf_slot;  /* inside a register nest: the C expression of the thread's slot (RF_DIST) */
-    const char *rf_rep;   /* ... and of the replicated fragments' index (RF_REP), or NULL */
-    int rf_rmax;          /* rows of the largest register reduction (OpenCL: its butterfly scratch) */
-    int rf_wtot;          /* floats of cross-warp scratch (tl_rfw): each register reduction its own */
+    unsigned char *rf;    /* per buffer id: RF_REG when the layout pass put it in registers */
+    const ir_layout *rfn; /* inside a register nest: the nest's layout (its ir_lowering) ... */
+    const struct nest_info *rfn_ni; /* ... its loops ... */
+    const char *rfn_slot; /* ... the C variable of the thread's slot ... */
+    const char *rf_rep0;  /* ... and the C condition "replica 0" when the layout replicates (NULL: none) */
+    tile_strbuf decls;    /* declarations of the kernel's register fragments (its preamble) */
+    const char *lt;       /* the C expression of the thread's index in the layouts (tl_tid) */
+    int rf_rmax;          /* 1 when a register reduction combines through shared memory */
+    int rf_wtot;          /* floats of that scratch (tl_rfw): each register reduction its own */
     int blk_loop;         /* depth of block-level loops around the statement being generated */
     unsigned char *gacc;  /* per buffer id, this kernel: 1 = read, 2 = written (any access) */
     bool defer;           /* bounds checks keep their failure in registers (tl_ixd), reported by rf_flush */
@@ -207,6 +211,7 @@ static void int_lit(tile_strbuf *o, tile_dtype d, int64_t v) {
 
 /* ---------- expressions ---------- */
 static void ex(gen *G, tile_strbuf *o, const ir_expr *e);
+static void rf_slot_of(gen *G, tile_strbuf *o, const ir_buffer *b, ir_expr *const *idx, tile_loc loc);
 
 /* The value `v` (a C expression of dtype from) converted to dtype to, by the IR's rules. */
 static void conv(gen *G, tile_strbuf *o, tile_dtype from, tile_dtype to, const char *v) {
@@ -612,9 +617,10 @@ static void ex(gen *G, tile_strbuf *o, const ir_expr *e) {
             return;
         }
         if (G->rf[e->buf->id]) {
-            const char *slot = G->rf[e->buf->id] == RF_DIST ? G->rf_slot : G->rf_rep;
-            if (!slot) gfail(G, e->loc, "internal: register fragment '%s' read outside its nest", e->buf->name);
-            load_at(G, o, e->buf, slot ? slot : "0");
+            tile_strbuf slot = {0};
+            rf_slot_of(G, &slot, e->buf, e->args, e->loc);
+            load_at(G, o, e->buf, slot.data);
+            tile_sb_free(&slot);
             return;
         }
         tile_strbuf off = {0};
@@ -981,14 +987,15 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         int t = G->tmp++;
         tile_strbuf x = {0}, off = {0};
         ex(G, &x, s->value);
-        if (G->rf[s->buf->id]) {
-            const char *slot = G->rf[s->buf->id] == RF_DIST ? G->rf_slot : G->rf_rep;
-            if (!slot) gfail(G, s->loc, "internal: register fragment '%s' written outside its nest", s->buf->name);
-            tile_sb_puts(&off, slot ? slot : "0");
-        } else
+        bool reg = G->rf[s->buf->id] != 0;
+        if (reg) rf_slot_of(G, &off, s->buf, s->idx, s->loc);
+        else
             elem_offset(G, &off, s->buf, s->idx, G->o->checks ? add_site(G, s->loc, SIMT_SITE_WRITE, s->buf->name) : 0);
-        /* value first, then the index (the interpreter's order) */
-        line(G, o, G->guard ? "if (tl_tid == 0) {" : "{");
+        /* value first, then the index (the interpreter's order); in a replicated register
+         * nest, stores to memory are made by replica 0 */
+        if (G->guard) line(G, o, "if (tl_tid == 0) {");
+        else if (!reg && G->rf_rep0) line(G, o, "if (%s) {", G->rf_rep0);
+        else line(G, o, "{");
         G->ind++;
         line(G, o, "%s tl_v%d = %s;", vtype(s->value->dtype), t, x.data);
         char vn[32];
@@ -1001,8 +1008,8 @@ static void gen_thread(gen *G, tile_strbuf *o, const ir_stmt *s) {
         return;
     }
     case IR_S_ATOMIC:
-        if (G->guard) {
-            line(G, o, "if (tl_tid == 0)");
+        if (G->guard || G->rf_rep0) {
+            line(G, o, "if (%s)", G->guard ? "tl_tid == 0" : G->rf_rep0);
             G->ind++;
             gen_atomic(G, o, s);
             G->ind--;
@@ -1054,29 +1061,28 @@ static tile_dtype compute_dt(tile_dtype d);
 static void region_prep(gen *G, tile_strbuf *o, const ir_region *r, int N);
 static void region_pos(gen *G, tile_strbuf *o, const ir_region *r, int N, const char *k);
 static void loaded_as(gen *G, tile_strbuf *o, const ir_buffer *b, const char *off, tile_dtype to);
+static void gemm_pos(gen *G, tile_strbuf *o, const ir_region *r, int N, const char *row, const char *col);
 /* ---------- register fragments ----------
- * A fragment (alloc_fragment at block level, constant shape) lives in registers when every
- * access to it can be made by the thread that owns the element, with one mapping of elements
- * to threads for the whole kernel:
- *   - RF_DIST (distributed): element e of n (row-major) belongs to thread (e / V) % T, slot
- *     (e / (V*T)) * V + e % V, with V = 4 when n is a multiple of 4 (so 4 consecutive elements
- *     of a thread can move as one 16-byte access), else 1; S = ceil(n / (V*T)) * V slots, the
- *     last group guarded when n is not a multiple of V*T. Accesses: x[i, j] with exactly the
- *     loop variables of a T.Parallel nest of the same extents (unit extents may be dropped),
- *     whole-fragment T.copy to/from global memory, T.fill, and the source of a row reduction.
- *   - RF_REP (replicated): a 1-D fragment of R rows, one copy per thread: the destination of
- *     a row reduction (T.reduce_* over dim 1 of a RF_DIST fragment: folded in the thread, then
- *     by shuffles, then across warps in shared memory, the result in every thread), read as
- *     f[i] in a 2-D+ nest whose row index i is a constant of the slot (one row, or rows a
- *     multiple of V*T long), read and written in 1-D nests over the rows (run by every
- *     thread on its own copy), T.fill.
- * The code walks the slots in `#pragma unroll` loops, so the arrays have constant indices and
- * are registers (ptxas -v: no local memory). Statements that touch only registers, private
- * data and global buffers that the kernel does not both read and write need no barrier.
- * Anything else keeps the shared-memory lowering (the analysis demotes the fragment). */
-enum { RF_MAXS = 64, RF_MAXR = 64 };
+ * Block-level fragments whose layout (ir_buffer.layout, decided by the layout pass,
+ * src/opt/layout.c) is REGS live in the registers of the threads: thread t (tl_tid) holds
+ * `slots` elements, slot s holding the element the layout maps (t, s) to (layout.h). The code
+ * walks a thread's slots in `#pragma unroll` loops, so the arrays have constant indices and
+ * are registers (ptxas -v: no local memory) — except layouts marked `local` (over the
+ * register budget), walked in plain loops: the compiler keeps those arrays in local memory.
+ *   - a T.Parallel nest over register fragments walks the nest layout the pass recorded
+ *     (ir_lowering.layout): the loop variables take the coordinates of (t, s), each fragment
+ *     access f[...] reads the slot lay_project_slot gives; stores to other memory are made by
+ *     replica 0 of a replicated layout only;
+ *   - T.copy between a register fragment and global or shared memory: each thread its own
+ *     slots, 4 consecutive elements as one 16-byte (8 for f16/bf16) access where the layout
+ *     has them in consecutive slots and the memory side is aligned (checked at run time);
+ *   - T.reduce: each thread folds its slots, then the threads that split the reduced
+ *     dimension combine (xor shuffles inside a warp on CUDA, shared memory across warps and
+ *     on OpenCL), so every replica of the result holds the same value;
+ *   - T.gemm into a register accumulator: each thread runs the k loop for its own elements,
+ *     A's and B's elements of the thread's rows and columns loaded once per k. */
 
-typedef struct {
+typedef struct nest_info {
     const ir_stmt *loops[16];
     int n;
     int64_t ext[16];
@@ -1113,103 +1119,17 @@ static void nest_collect(const ir_stmt *s, nest_info *ni) {
     }
 }
 
-typedef struct {
-    int64_t n;
-    int V, S;
-    bool guard; /* the last slot group is past n for some threads */
-} rf_lay;
-
-static rf_lay rf_layout(gen *G, int64_t n) {
-    rf_lay L;
-    L.n = n;
-    L.V = n % 4 == 0 ? 4 : 1;
-    int64_t vt = (int64_t)L.V * G->threads;
-    L.S = (int)(((n + vt - 1) / vt) * L.V);
-    L.guard = n % vt != 0;
-    return L;
-}
-
 static int64_t buf_elems(const ir_buffer *b) {
     int64_t n = 0;
     return const_shape(b, &n) ? n : -1;
 }
 
-static void rf_kill(gen *G, const ir_buffer *b) {
-    if (G->rf[b->id]) {
-        G->rf[b->id] = RF_NONE;
-        G->rf_changed = true;
-    }
-}
-static void rf_kill_expr(gen *G, const ir_expr *e) {
-    if (!e) return;
-    if (e->kind == IR_E_LOAD) rf_kill(G, e->buf);
-    for (int i = 0; i < e->nargs; i++) rf_kill_expr(G, e->args[i]);
-}
-/* Every register fragment s mentions goes back to shared memory. */
-static void rf_kill_stmt(gen *G, const ir_stmt *s) {
-    if (!s) return;
-    rf_kill_expr(G, s->lo);
-    rf_kill_expr(G, s->extent);
-    rf_kill_expr(G, s->cond);
-    rf_kill_expr(G, s->value);
-    if ((s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) && s->buf) {
-        rf_kill(G, s->buf);
-        for (int d = 0; d < s->buf->rank; d++) rf_kill_expr(G, s->idx[d]);
-    }
-    for (int r = 0; r < s->nregions; r++) {
-        rf_kill(G, s->regions[r].buf);
-        for (int d = 0; d < s->regions[r].buf->rank; d++) {
-            rf_kill_expr(G, s->regions[r].start[d]);
-            rf_kill_expr(G, s->regions[r].extent[d]);
-        }
-    }
-    for (int i = 0; i < s->nbody; i++) rf_kill_stmt(G, s->body[i]);
-}
-
 static bool is_var(const ir_expr *e, const ir_var *v) { return e && e->kind == IR_E_VAR && e->var == v; }
 
-/* Is b[idx] (b a RF_DIST fragment) the element of the nest's current iteration? */
-static bool rf_own(gen *G, const nest_info *ni, const ir_buffer *b, ir_expr *const *idx) {
-    if (!ni->cnst || buf_elems(b) != ni->total || rf_layout(G, ni->total).S > RF_MAXS) return false;
-    if (b->rank == ni->n) {
-        bool ok = true;
-        for (int d = 0; d < b->rank && ok; d++) {
-            int64_t e;
-            ok = ir_const_int_value(b->shape[d], &e) && e == ni->ext[d] && is_var(idx[d], ni->loops[d]->var);
-        }
-        if (ok) return true;
-    }
-    /* the nest's unit dimensions dropped */
-    int d = 0;
-    for (int k = 0; k < ni->n; k++) {
-        if (ni->ext[k] == 1) continue;
-        int64_t e;
-        if (d >= b->rank || !ir_const_int_value(b->shape[d], &e) || e != ni->ext[k] || !is_var(idx[d], ni->loops[k]->var)) return false;
-        d++;
-    }
-    return d == b->rank;
-}
-/* Is the row of the nest's current slot a constant (so that f[i] of a replicated fragment
- * has a constant index)? */
-static bool rf_rowconst(gen *G, const nest_info *ni) {
-    if (!ni->cnst || ni->n < 2) return false;
-    rf_lay L = rf_layout(G, ni->total);
-    return ni->ext[0] == 1 || (ni->total / ni->ext[0]) % ((int64_t)L.V * G->threads) == 0;
-}
-/* b[idx] with b RF_REP in a distributed nest: b[i] with i the row of the nest. */
-static bool rf_row(gen *G, const nest_info *ni, const ir_buffer *b, ir_expr *const *idx) {
-    return b->rank == 1 && ni->cnst && ni->n >= 2 && buf_elems(b) == ni->ext[0] && is_var(idx[0], ni->loops[0]->var) && rf_rowconst(G, ni) &&
-           rf_layout(G, ni->total).S <= RF_MAXS;
-}
-/* b[idx] with b RF_REP in a 1-D nest over its rows (run by every thread). */
-static bool rf_repidx(const nest_info *ni, const ir_buffer *b, ir_expr *const *idx) {
-    return b->rank == 1 && ni->cnst && ni->n == 1 && buf_elems(b) == ni->ext[0] && is_var(idx[0], ni->loops[0]->var);
-}
-
-/* Does the nest touch a register fragment of role `role` (0: any)? */
+/* Does the nest touch a register fragment? */
 static bool rf_touch_expr(gen *G, const ir_expr *e, int role) {
     if (!e) return false;
-    if (e->kind == IR_E_LOAD && G->rf[e->buf->id] && (!role || G->rf[e->buf->id] == role)) return true;
+    if (e->kind == IR_E_LOAD && G->rf[e->buf->id]) return true;
     for (int i = 0; i < e->nargs; i++)
         if (rf_touch_expr(G, e->args[i], role)) return true;
     return false;
@@ -1218,186 +1138,33 @@ static bool rf_touch(gen *G, const ir_stmt *s, int role) {
     if (!s) return false;
     if (rf_touch_expr(G, s->lo, role) || rf_touch_expr(G, s->extent, role) || rf_touch_expr(G, s->cond, role) || rf_touch_expr(G, s->value, role)) return true;
     if ((s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) && s->buf) {
-        if (G->rf[s->buf->id] && (!role || G->rf[s->buf->id] == role)) return true;
+        if (G->rf[s->buf->id]) return true;
         for (int d = 0; d < s->buf->rank; d++)
             if (rf_touch_expr(G, s->idx[d], role)) return true;
     }
     for (int r = 0; r < s->nregions; r++)
-        if (G->rf[s->regions[r].buf->id] && (!role || G->rf[s->regions[r].buf->id] == role)) return true;
+        if (G->rf[s->regions[r].buf->id]) return true;
     for (int i = 0; i < s->nbody; i++)
         if (rf_touch(G, s->body[i], role)) return true;
     return false;
 }
-/* Does s write memory other than replicated register fragments? */
-static bool rf_writes_other(gen *G, const ir_stmt *s) {
+/* ... a register fragment kept in local memory (over the register budget)? */
+static bool rf_local_expr(gen *G, const ir_expr *e) {
+    if (!e) return false;
+    if (e->kind == IR_E_LOAD && G->rf[e->buf->id] && e->buf->layout->local) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (rf_local_expr(G, e->args[i])) return true;
+    return false;
+}
+static bool rf_local(gen *G, const ir_stmt *s) {
     if (!s) return false;
-    if (s->kind == IR_S_ATOMIC || is_tileop(s)) return true;
-    if (s->kind == IR_S_STORE && G->rf[s->buf->id] != RF_REP) return true;
+    if (rf_local_expr(G, s->lo) || rf_local_expr(G, s->extent) || rf_local_expr(G, s->cond) || rf_local_expr(G, s->value)) return true;
+    if ((s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) && s->buf && G->rf[s->buf->id] && s->buf->layout->local) return true;
+    for (int r = 0; r < s->nregions; r++)
+        if (G->rf[s->regions[r].buf->id] && s->regions[r].buf->layout->local) return true;
     for (int i = 0; i < s->nbody; i++)
-        if (rf_writes_other(G, s->body[i])) return true;
+        if (rf_local(G, s->body[i])) return true;
     return false;
-}
-
-/* Accesses inside a nest body (thread context). */
-static void rf_check_expr(gen *G, const ir_expr *e, const nest_info *ni, bool repnest) {
-    if (!e) return;
-    if (e->kind == IR_E_LOAD && G->rf[e->buf->id]) {
-        int r = G->rf[e->buf->id];
-        bool ok = repnest ? r == RF_REP && rf_repidx(ni, e->buf, e->args)
-                          : (r == RF_DIST ? rf_own(G, ni, e->buf, e->args) : rf_row(G, ni, e->buf, e->args));
-        if (!ok) rf_kill(G, e->buf);
-    }
-    for (int i = 0; i < e->nargs; i++) rf_check_expr(G, e->args[i], ni, repnest);
-}
-static void rf_check_thread(gen *G, const ir_stmt *s, const nest_info *ni, bool repnest) {
-    if (!s) return;
-    if (is_tileop(s) || s->kind == IR_S_ATOMIC) {
-        rf_kill_stmt(G, s);
-        return;
-    }
-    rf_check_expr(G, s->lo, ni, repnest);
-    rf_check_expr(G, s->extent, ni, repnest);
-    rf_check_expr(G, s->cond, ni, repnest);
-    rf_check_expr(G, s->value, ni, repnest);
-    if (s->kind == IR_S_STORE) {
-        for (int d = 0; d < s->buf->rank; d++) rf_check_expr(G, s->idx[d], ni, repnest);
-        int r = G->rf[s->buf->id];
-        if (r) {
-            bool ok = repnest ? r == RF_REP && rf_repidx(ni, s->buf, s->idx) : r == RF_DIST && rf_own(G, ni, s->buf, s->idx);
-            if (!ok) rf_kill(G, s->buf);
-        }
-    }
-    for (int i = 0; i < s->nbody; i++) rf_check_thread(G, s->body[i], ni, repnest);
-}
-
-static bool region_reads_rf(gen *G, const ir_region *r) {
-    for (int d = 0; d < r->buf->rank; d++)
-        if (rf_touch_expr(G, r->start[d], 0) || rf_touch_expr(G, r->extent[d], 0)) return true;
-    return false;
-}
-
-/* The row reduction the register lowering covers: src RF_DIST (R x n1), dst RF_REP (R). */
-static bool rf_reduce_ok(gen *G, const ir_stmt *s) {
-    const ir_region *src = &s->regions[0], *dst = &s->regions[1];
-    int op = s->reduce_op;
-    if (G->rf[src->buf->id] != RF_DIST || G->rf[dst->buf->id] != RF_REP) return false;
-    if (src->buf->rank != 2 || s->dim != 1 || dst->buf->rank != 1 || !ir_region_is_whole(src) || !ir_region_is_whole(dst)) return false;
-    if (compute_dt(dst->buf->dtype) != TILE_DT_F32 || !is_float(src->buf->dtype) || src->buf->dtype == TILE_DT_F64) return false;
-    if (op != IR_RED_SUM && op != IR_RED_MAX && op != IR_RED_MIN && op != IR_RED_ABSSUM && op != IR_RED_ABSMAX) return false;
-    int64_t R = 0, n1 = 0;
-    ir_const_int_value(src->buf->shape[0], &R);
-    ir_const_int_value(src->buf->shape[1], &n1);
-    if (buf_elems(dst->buf) != R || R > RF_MAXR) return false;
-    rf_lay L = rf_layout(G, R * n1);
-    return L.S <= RF_MAXS && (R == 1 || n1 % ((int64_t)L.V * G->threads) == 0);
-}
-
-/* One round of the analysis over block-level statement s. */
-static void rf_check_block(gen *G, const ir_stmt *s) {
-    if (!s) return;
-    if (s->kind == IR_S_SEQ) {
-        for (int i = 0; i < s->nbody; i++) rf_check_block(G, s->body[i]);
-        return;
-    }
-    if (s->kind == IR_S_ALLOC) return;
-    if (!has_sync(s)) {
-        rf_kill_stmt(G, s);
-        return;
-    }
-    switch (s->kind) {
-    case IR_S_FOR:
-        if (s->loop_kind == IR_LOOP_PARALLEL) {
-            if (!rf_touch(G, s, 0)) return;
-            nest_info ni;
-            nest_collect(s, &ni);
-            for (int k = 0; k < ni.n; k++) {
-                rf_kill_expr(G, ni.loops[k]->lo);
-                rf_kill_expr(G, ni.loops[k]->extent);
-            }
-            const ir_stmt *body = ni.loops[ni.n - 1]->body[0];
-            bool repnest = ni.n == 1 && rf_touch(G, body, RF_REP);
-            if (!ni.cnst || (repnest && rf_writes_other(G, body))) {
-                rf_kill_stmt(G, s);
-                return;
-            }
-            rf_check_thread(G, body, &ni, repnest);
-            return;
-        }
-        rf_kill_expr(G, s->lo);
-        rf_kill_expr(G, s->extent);
-        rf_check_block(G, s->body[0]);
-        return;
-    case IR_S_WHILE:
-    case IR_S_IF:
-        rf_kill_expr(G, s->cond);
-        for (int i = 0; i < s->nbody; i++) rf_check_block(G, s->body[i]);
-        return;
-    case IR_S_COPY: {
-        const ir_region *a = &s->regions[0], *b = &s->regions[1];
-        if (!G->rf[a->buf->id] && !G->rf[b->buf->id]) return;
-        const ir_region *fr = G->rf[a->buf->id] ? a : b, *gl = fr == a ? b : a;
-        bool ok = G->rf[fr->buf->id] == RF_DIST && !G->rf[gl->buf->id] && G->space[gl->buf->id] == SP_GLOBAL && ir_region_is_whole(fr) &&
-                  !region_reads_rf(G, gl) && gl->buf->dtype != TILE_DT_FP4_E2M1;
-        if (!ok) rf_kill_stmt(G, s);
-        return;
-    }
-    case IR_S_FILL:
-        if (G->rf[s->regions[0].buf->id] && (!ir_region_is_whole(&s->regions[0]) || rf_touch_expr(G, s->value, 0))) rf_kill_stmt(G, s);
-        return;
-    case IR_S_REDUCE:
-        if ((G->rf[s->regions[0].buf->id] || G->rf[s->regions[1].buf->id]) && !rf_reduce_ok(G, s)) rf_kill_stmt(G, s);
-        return;
-    default:
-        rf_kill_stmt(G, s);
-        return;
-    }
-}
-
-static bool has_gemm(const ir_stmt *s) {
-    if (!s) return false;
-    if (s->kind == IR_S_GEMM) return true;
-    for (int i = 0; i < s->nbody; i++)
-        if (has_gemm(s->body[i])) return true;
-    return false;
-}
-
-/* Candidates: fragments allocated at block level (where place_alloc would put them in shared
- * memory); called through walk_allocs. */
-static void rf_candidate(gen *G, const ir_stmt *s, bool block) {
-    const ir_buffer *b = s->buf;
-    int64_t n = buf_elems(b);
-    if (block && b->scope == IR_SCOPE_FRAGMENT && n >= 1 && b->dtype != TILE_DT_FP4_E2M1 && b->rank >= 1) G->rf[b->id] = RF_DIST;
-}
-/* Roles: a 1-D candidate that is a reduction's destination or read as f[i] (i the row of a
- * 2-D+ nest) is replicated. */
-static void rf_roles_expr(gen *G, const ir_expr *e, const nest_info *ni) {
-    if (!e) return;
-    if (e->kind == IR_E_LOAD && G->rf[e->buf->id] && e->buf->rank == 1 && ni->n >= 2 && ni->cnst && is_var(e->args[0], ni->loops[0]->var) &&
-        buf_elems(e->buf) == ni->ext[0] && ni->total != ni->ext[0])
-        G->rf[e->buf->id] = RF_REP;
-    for (int i = 0; i < e->nargs; i++) rf_roles_expr(G, e->args[i], ni);
-}
-static void rf_roles_thread(gen *G, const ir_stmt *s, const nest_info *ni) {
-    if (!s) return;
-    rf_roles_expr(G, s->lo, ni);
-    rf_roles_expr(G, s->extent, ni);
-    rf_roles_expr(G, s->cond, ni);
-    rf_roles_expr(G, s->value, ni);
-    if (s->kind == IR_S_STORE)
-        for (int d = 0; d < s->buf->rank; d++) rf_roles_expr(G, s->idx[d], ni);
-    for (int i = 0; i < s->nbody; i++) rf_roles_thread(G, s->body[i], ni);
-}
-static void rf_roles(gen *G, const ir_stmt *s) {
-    if (!s) return;
-    if (s->kind == IR_S_REDUCE && G->rf[s->regions[1].buf->id] && s->regions[1].buf->rank == 1 && buf_elems(s->regions[1].buf) <= RF_MAXR)
-        G->rf[s->regions[1].buf->id] = RF_REP;
-    if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) {
-        nest_info ni;
-        nest_collect(s, &ni);
-        rf_roles_thread(G, ni.loops[ni.n - 1]->body[0], &ni);
-        return;
-    }
-    for (int i = 0; i < s->nbody; i++) rf_roles(G, s->body[i]);
 }
 
 static void gacc_expr(gen *G, const ir_expr *e) {
@@ -1436,7 +1203,8 @@ static void gacc_stmt(gen *G, const ir_stmt *s, bool loop, bool par) {
     for (int i = 0; i < s->nbody; i++) gacc_stmt(G, s->body[i], loop, par);
 }
 
-/* Register-fragment analysis of a kernel body (before place()). */
+/* The register fragments of a kernel are those the layout pass gave a REGS layout to
+ * (before place()). */
 static void rf_analyse(gen *G, const ir_stmt *body) {
     for (int i = 0; i < G->f->nbuffers; i++) {
         G->rf[i] = RF_NONE;
@@ -1444,15 +1212,9 @@ static void rf_analyse(gen *G, const ir_stmt *body) {
     }
     G->rf_rmax = 0;
     gacc_stmt(G, body, false, false);
-    if (G->o->mem_opt < 1 || !G->o->regfrag || G->threads < 32 || G->threads % 32 != 0 || has_gemm(body)) return;
-    walk_allocs(G, body, true, rf_candidate);
-    rf_roles(G, body);
-    for (int i = 0; i < G->f->nbuffers; i++)
-        if (G->rf[i] == RF_REP && buf_elems(G->f->buffers[i]) > RF_MAXR) G->rf[i] = RF_NONE;
-    for (int round = 0; round < 64; round++) {
-        G->rf_changed = false;
-        rf_check_block(G, body);
-        if (!G->rf_changed) break;
+    for (int i = 0; i < G->f->nbuffers; i++) {
+        const ir_buffer *b = G->f->buffers[i];
+        if (b->scope == IR_SCOPE_FRAGMENT && b->layout && b->layout->kind == IR_LAYOUT_REGS) G->rf[i] = RF_REG;
     }
 }
 
@@ -1471,7 +1233,8 @@ static bool local_expr(gen *G, const ir_expr *e) {
 }
 static bool stmt_local(gen *G, const ir_stmt *s) {
     if (!s) return true;
-    if (s->kind == IR_S_ATOMIC || s->kind == IR_S_GEMM || s->kind == IR_S_KERNEL) return false;
+    if (s->kind == IR_S_ATOMIC || s->kind == IR_S_KERNEL) return false;
+    if (s->kind == IR_S_GEMM && !G->rf[s->regions[2].buf->id]) return false;
     if (!local_expr(G, s->lo) || !local_expr(G, s->extent) || !local_expr(G, s->cond) || !local_expr(G, s->value)) return false;
     if (s->kind == IR_S_STORE) {
         int sp = G->space[s->buf->id];
@@ -1493,95 +1256,171 @@ static bool stmt_local(gen *G, const ir_stmt *s) {
 }
 
 /* ---------- register fragments: code ---------- */
-/* The element index of slot `s` (a C expression) of this thread in a layout. */
-static void rf_elem(gen *G, tile_strbuf *o, rf_lay L, const char *s) {
-    if (L.V == 1) tile_sb_printf(o, "((int64_t)(%s) * %d + tl_tid)", s, G->threads);
-    else tile_sb_printf(o, "((int64_t)((%s) / %d) * %lld + tl_tid * %d + (%s) %% %d)", s, L.V, (long long)L.V * G->threads, L.V, s, L.V);
-}
-
 /* Report a bounds-check failure kept by tl_ixd. */
 static void rf_flush(gen *G, tile_strbuf *o) {
     if (G->o->checks) line(G, o, "if (tl_es) { tl_fail(tl_err, tl_es - 1, tl_ea, tl_eb, tl_ec); tl_es = 0; }");
 }
 
 static void rf_decl(gen *G, tile_strbuf *o, const ir_buffer *b) {
-    int64_t n = buf_elems(b);
-    int S = G->rf[b->id] == RF_REP ? (int)n : rf_layout(G, n).S;
+    const ir_layout *L = b->layout;
     tile_strbuf nm = {0};
     buf_name(&nm, b);
-    line(G, o, "%s %s[%d]; /* register fragment (%s, %lld elements) */", stype(b->dtype), nm.data, S,
-         G->rf[b->id] == RF_REP ? "one copy per thread" : "distributed over the threads", (long long)n);
+    line(G, o, "%s %s[%d]; /* register fragment (%lld elements, %d a thread%s) */", stype(b->dtype), nm.data, L->slots, (long long)buf_elems(b),
+         L->slots, L->local ? ", local memory" : "");
     tile_sb_free(&nm);
     if (b->dtype == TILE_DT_F64) G->uses_f64 = true;
 }
 
-/* A T.Parallel nest over register fragments: each thread walks its slots (unrolled); no
- * barrier unless it touches shared memory or global data the kernel both reads and writes. */
+/* C expression of the part of dimension dim's coordinate that slot `s` (a C expression)
+ * contributes: the slot digits of dim */
+static void slot_coord_c(const ir_layout *L, int dim, const char *s, tile_strbuf *o) {
+    int64_t below = 1;
+    bool any = false;
+    tile_sb_puts(o, "(");
+    for (int i = 0; i < L->ndig; i++) {
+        const ir_layout_digit *d = &L->dig[i];
+        if (d->thread) continue;
+        if (d->dim == dim) {
+            if (any) tile_sb_puts(o, " + ");
+            tile_sb_printf(o, "((%s) / %lld %% %d) * %lld", s, (long long)below, d->size, (long long)d->stride);
+            any = true;
+        }
+        below *= d->size;
+    }
+    if (!any) tile_sb_puts(o, "0");
+    tile_sb_puts(o, ")");
+}
+static bool has_thread_digit(const ir_layout *L, int dim) {
+    for (int i = 0; i < L->ndig; i++)
+        if (L->dig[i].thread && L->dig[i].dim == dim) return true;
+    return false;
+}
+static bool has_rep(const ir_layout *L) {
+    for (int i = 0; i < L->ndig; i++)
+        if (L->dig[i].thread && L->dig[i].dim < 0) return true;
+    return false;
+}
+/* Declares tl_tc<t>_<d> (the thread's part of each coordinate) for the dimensions with thread digits. */
+static void rf_thread_coords(gen *G, tile_strbuf *o, const ir_layout *L, int t) {
+    for (int d = 0; d < L->rank; d++) {
+        if (!has_thread_digit(L, d)) continue;
+        tile_strbuf c = {0};
+        lay_thread_coord_c(L, d, G->lt, &c);
+        line(G, o, "const int tl_tc%d_%d = (int)%s;", t, d, c.data);
+        tile_sb_free(&c);
+    }
+}
+/* Declares tl_c<t>_<d> = the coordinate of slot `s` of dimension d; returns in `holes` the
+ * condition that it is inside the extents (NULL when no dimension has holes). */
+static void rf_coords(gen *G, tile_strbuf *o, const ir_layout *L, const int64_t *ext, int t, const char *s, tile_strbuf *holes) {
+    for (int d = 0; d < L->rank; d++) {
+        tile_strbuf c = {0};
+        slot_coord_c(L, d, s, &c);
+        if (has_thread_digit(L, d)) line(G, o, "const int tl_c%d_%d = tl_tc%d_%d + (int)%s;", t, d, t, d, c.data);
+        else line(G, o, "const int tl_c%d_%d = (int)%s;", t, d, c.data);
+        tile_sb_free(&c);
+        if (lay_has_holes(L, d, ext[d])) tile_sb_printf(holes, "%stl_c%d_%d < %lld", holes->len ? " && " : "", t, d, (long long)ext[d]);
+    }
+}
+
+/* The slot of register fragment b accessed as b[idx] inside the register nest being
+ * generated (C expression, appended to o). */
+static void rf_slot_of(gen *G, tile_strbuf *o, const ir_buffer *b, ir_expr *const *idx, tile_loc loc) {
+    if (!G->rfn) {
+        gfail(G, loc, "internal: register fragment '%s' used outside a T.Parallel nest the layout pass placed", b->name);
+        tile_sb_puts(o, "0");
+        return;
+    }
+    int map[8];
+    for (int k = 0; k < b->rank && k < 8; k++) {
+        map[k] = -2;
+        int64_t c;
+        for (int q = 0; q < G->rfn_ni->n; q++)
+            if (is_var(idx[k], G->rfn_ni->loops[q]->var)) map[k] = q;
+        if (map[k] == -2 && ir_const_int_value(idx[k], &c) && c == 0) map[k] = -1;
+    }
+    bool ok = b->rank <= 8;
+    for (int k = 0; k < b->rank && ok; k++) ok = map[k] != -2;
+    if (ok) {
+        ir_layout want = lay_project(G->rfn, map, b->rank);
+        ok = lay_equal(&want, b->layout);
+    }
+    if (!ok) {
+        gfail(G, loc, "internal: the access of register fragment '%s' does not match its nest's layout", b->name);
+        tile_sb_puts(o, "0");
+        return;
+    }
+    lay_project_slot_c(G->rfn, map, b->rank, G->rfn_slot, o);
+}
+
+/* A T.Parallel nest over register fragments: each thread walks the slots of the nest layout
+ * (unrolled); no barrier unless it touches shared memory or global data the kernel both reads
+ * and writes. */
 static void gen_parallel_rf(gen *G, tile_strbuf *o, const ir_stmt *s, const nest_info *ni) {
+    const ir_layout *L = s->lower ? s->lower->layout : NULL;
+    if (!L || L->rank != ni->n || !ni->cnst) {
+        gfail(G, s->loc, "internal: a T.Parallel nest over register fragments without a layout from the layout pass");
+        return;
+    }
     const ir_stmt *body = ni->loops[ni->n - 1]->body[0];
     for (int k = 0; k < ni->n; k++)
         if (breaks_out(ni->loops[k]->body[0], true)) {
             gfail(G, s->loc, "'break' out of a T.Parallel loop is not supported on the GPU targets");
             return;
         }
-    bool repnest = ni->n == 1 && rf_touch(G, body, RF_REP);
     bool local = stmt_local(G, s);
+    bool unroll = !rf_local(G, s);
     if (!local) barrier(G, o);
     int t = G->tmp++;
-    char slot[32], row[160];
+    char slot[32], rep[32];
     snprintf(slot, sizeof slot, "tl_s%d", t);
-    line(G, o, "{");
+    snprintf(rep, sizeof rep, "tl_rp%d", t);
+    line(G, o, "{ /* T.Parallel over the thread's slots: %s */", L->origin ? L->origin : "layout");
     G->ind++;
-    if (repnest) {
-        /* every thread runs the nest on its own copy of the replicated fragments */
-        line(G, o, "#pragma unroll");
-        line(G, o, "for (int %s = 0; %s < %lld; %s++) {", slot, slot, (long long)ni->ext[0], slot);
-        G->ind++;
-        tile_strbuf v = {0};
-        var_name(&v, ni->loops[0]->var);
-        line(G, o, "%s = (int32_t)%s;", v.data, slot);
-        tile_sb_free(&v);
-        G->rf_slot = NULL;
-        G->rf_rep = slot;
-    } else {
-        rf_lay L = rf_layout(G, ni->total);
-        line(G, o, "#pragma unroll");
-        line(G, o, "for (int %s = 0; %s < %d; %s++) {", slot, slot, L.S, slot);
-        G->ind++;
-        tile_strbuf e = {0};
-        rf_elem(G, &e, L, slot);
-        line(G, o, "const int64_t tl_e%d = %s;", t, e.data);
-        tile_sb_free(&e);
-        if (L.guard) line(G, o, "if (tl_e%d < %lld) {", t, (long long)ni->total);
-        else line(G, o, "{");
-        G->ind++;
-        line(G, o, "uint32_t tl_r%d = (uint32_t)tl_e%d;", t, t);
-        for (int k = ni->n - 1; k >= 0; k--) {
-            tile_strbuf v = {0};
-            var_name(&v, ni->loops[k]->var);
-            if (k > 0) line(G, o, "%s = (int32_t)(tl_r%d %% %lluu); tl_r%d /= %lluu;", v.data, t, (unsigned long long)ni->ext[k], t, (unsigned long long)ni->ext[k]);
-            else line(G, o, "%s = (int32_t)tl_r%d;", v.data, t);
-            tile_sb_free(&v);
-        }
-        /* the row of a slot is a constant when rf_rowconst holds */
-        if (ni->n >= 2 && ni->ext[0] == 1) snprintf(row, sizeof row, "0");
-        else if (ni->n >= 2) snprintf(row, sizeof row, "((%s / %d) * %lld / %lld)", slot, L.V, (long long)L.V * G->threads, (long long)(ni->total / ni->ext[0]));
-        else snprintf(row, sizeof row, "0");
-        G->rf_slot = slot;
-        G->rf_rep = ni->n >= 2 && rf_rowconst(G, ni) ? row : NULL;
+    rf_thread_coords(G, o, L, t);
+    bool rp = has_rep(L);
+    if (rp) {
+        tile_strbuf c = {0};
+        lay_rep0_c(L, G->lt, &c);
+        line(G, o, "const int %s = %s; (void)%s;", rep, c.data, rep);
+        tile_sb_free(&c);
     }
+    /* OpenCL: by 4 — PoCL 3.1 gave wrong exp() results in fully unrolled nests of 16 slots
+     * (softmax's exp(x - max), right with its optimiser off or unrolled by 4) */
+    line(G, o, unroll ? (G->cuda ? "#pragma unroll" : "#pragma unroll 4") : "#pragma unroll 1");
+    line(G, o, "for (int %s = 0; %s < %d; %s++) {", slot, slot, L->slots, slot);
+    G->ind++;
+    tile_strbuf holes = {0};
+    rf_coords(G, o, L, ni->ext, t, slot, &holes);
+    if (holes.len) line(G, o, "if (%s) {", holes.data);
+    else line(G, o, "{");
+    G->ind++;
+    for (int k = 0; k < ni->n; k++) {
+        tile_strbuf v = {0};
+        var_name(&v, ni->loops[k]->var);
+        line(G, o, "%s = (int32_t)tl_c%d_%d;", v.data, t, k);
+        tile_sb_free(&v);
+    }
+    const ir_layout *was_n = G->rfn;
+    const nest_info *was_ni = G->rfn_ni;
+    const char *was_s = G->rfn_slot, *was_r = G->rf_rep0;
+    G->rfn = L;
+    G->rfn_ni = ni;
+    G->rfn_slot = slot;
+    G->rf_rep0 = rp ? rep : NULL;
     bool was = G->defer;
     G->defer = true;
     for (int k = 0; k < ni->n; k++) vr_loop(G, ni->loops[k]->var, ni->loops[k]->lo, ni->loops[k]->extent);
     gen_thread(G, o, body);
     for (int k = 0; k < ni->n; k++) vr_clear(G, ni->loops[k]->var);
     G->defer = was;
-    G->rf_slot = NULL;
-    G->rf_rep = NULL;
-    if (!repnest) {
-        G->ind--;
-        line(G, o, "}");
-    }
+    G->rfn = was_n;
+    G->rfn_ni = was_ni;
+    G->rfn_slot = was_s;
+    G->rf_rep0 = was_r;
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&holes);
     G->ind--;
     line(G, o, "}");
     rf_flush(G, o);
@@ -1600,47 +1439,102 @@ static void rf_gload(gen *G, tile_strbuf *o, const ir_buffer *b, const char *in,
     tile_sb_free(&c);
 }
 
-/* T.copy global -> RF_DIST fragment or back: each thread moves its own slots; groups of 4
- * consecutive elements as one 16-byte (8 for f16/bf16) access when the global side allows it
- * (checked at run time, as gen_copy_vec does), else element by element with the clipping. */
+/* Row-major linear index (C expression) of coordinates tl_c<t>_<d> in a fragment of extents ext */
+static void rf_linear(tile_strbuf *o, int rank, const int64_t *ext, int t, const char *plus) {
+    tile_sb_puts(o, "((int64_t)0");
+    for (int d = 0; d < rank; d++) tile_sb_printf(o, " * %lld + tl_c%d_%d", (long long)ext[d], t, d);
+    tile_sb_printf(o, "%s)", plus ? plus : "");
+}
+
+static bool frag_extents(const ir_buffer *b, int64_t *ext) {
+    for (int d = 0; d < b->rank; d++)
+        if (!ir_const_int_value(b->shape[d], &ext[d])) return false;
+    return true;
+}
+
+/* T.copy between a register fragment and a region of another buffer (global, shared, or
+ * a register fragment of the same layout): each thread moves its own slots; groups of 4
+ * consecutive elements as one 16-byte (8 for f16/bf16) access when the layout has them in
+ * consecutive slots and the memory side allows it (checked at run time, as gen_copy_vec
+ * does), else element by element with the clipping; copies out of a replicated layout are
+ * made by replica 0. */
 static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     const ir_region *src = &s->regions[0], *dst = &s->regions[1];
-    bool in = G->rf[dst->buf->id] != 0; /* global -> registers */
+    if (G->rf[src->buf->id] && G->rf[dst->buf->id]) {
+        /* register to register, one layout: slot by slot */
+        const ir_buffer *a = src->buf, *b = dst->buf;
+        if (!lay_equal(a->layout, b->layout)) {
+            gfail(G, s->loc, "internal: a copy between register fragments of different layouts");
+            return;
+        }
+        tile_strbuf an = {0}, v = {0};
+        buf_name(&an, a);
+        load_at(G, &v, a, "tl_s");
+        line(G, o, "%s", (a->layout->local || b->layout->local) ? "#pragma unroll 1" : "#pragma unroll");
+        line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", a->layout->slots);
+        G->ind++;
+        store_at(G, o, b, "tl_s", v.data, a->dtype == TILE_DT_F64 ? TILE_DT_F64 : is_float(a->dtype) ? TILE_DT_F32 : a->dtype);
+        G->ind--;
+        line(G, o, "}");
+        tile_sb_free(&an);
+        tile_sb_free(&v);
+        return;
+    }
+    bool in = G->rf[dst->buf->id] != 0; /* memory -> registers */
     const ir_region *fr = in ? dst : src, *gl = in ? src : dst;
-    int gN = in ? 0 : 1; /* region number of the global side (tl_*0_ = src, tl_*1_ = dst) */
-    rf_lay L = rf_layout(G, buf_elems(fr->buf));
+    const ir_layout *L = fr->buf->layout;
+    int gN = in ? 0 : 1; /* region number of the memory side (tl_*0_ = src, tl_*1_ = dst) */
+    int64_t ext[8];
+    if (!frag_extents(fr->buf, ext)) {
+        gfail(G, s->loc, "internal: register fragment of non-constant shape");
+        return;
+    }
     tile_dtype fd = fr->buf->dtype, gd = gl->buf->dtype;
     int R = gl->buf->rank;
     bool g16 = gd == TILE_DT_F16 || gd == TILE_DT_BF16;
-    bool vec = L.V == 4 && G->o->mem_opt && R >= 1 &&
+    int gsp = G->space[gl->buf->id];
+    bool vec = L->vec % 4 == 0 && G->o->mem_opt && R >= 1 && ext[fr->buf->rank - 1] % 4 == 0 && (gsp == SP_GLOBAL || gsp == SP_SHARED) &&
                ((fd == gd && bits_of(fd) == 32) || (fd == TILE_DT_F32 && g16));
+    bool unroll = !L->local;
+    int t = G->tmp++;
     line(G, o, "{");
     G->ind++;
     region_prep(G, o, gl, gN);
-    line(G, o, "const int64_t tl_c%d = %lld;", 1 - gN, (long long)L.n);
+    line(G, o, "const int64_t tl_c%d = %lld;", 1 - gN, (long long)buf_elems(fr->buf));
     if (vec) line(G, o, "const int tl_vec = (tl_e%d_%d & 3) == 0 && (tl_s%d_%d & 3) == 0 && (tl_d%d_%d & 3) == 0;", gN, R - 1, gN, R - 1, gN, R - 1);
     int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "copy: the source has %lld elements but the destination has %lld");
     line(G, o, "if (tl_c0 != tl_c1) tl_fail(tl_err, %d, tl_c0, tl_c1, 0);", site);
     line(G, o, "else {");
     G->ind++;
+    rf_thread_coords(G, o, L, t);
+    bool guard_out = !in && has_rep(L);
+    if (guard_out) {
+        tile_strbuf c = {0};
+        lay_rep0_c(L, G->lt, &c);
+        line(G, o, "if (%s) {", c.data);
+        G->ind++;
+        tile_sb_free(&c);
+    }
     tile_strbuf fn = {0}, gn = {0};
     buf_name(&fn, fr->buf);
     buf_name(&gn, gl->buf);
-    line(G, o, "#pragma unroll");
-    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s += %d) {", L.S, L.V);
+    line(G, o, unroll ? "#pragma unroll" : "#pragma unroll 1");
+    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s += %d) {", L->slots, vec ? 4 : 1);
     G->ind++;
-    tile_strbuf e = {0};
-    rf_elem(G, &e, L, "tl_s");
-    line(G, o, "const int64_t tl_eg = %s;", e.data);
-    tile_sb_free(&e);
-    if (L.guard) line(G, o, "if (tl_eg < %lld) {", (long long)L.n);
+    tile_strbuf holes = {0};
+    rf_coords(G, o, L, ext, t, "tl_s", &holes);
+    if (holes.len) line(G, o, "if (%s) {", holes.data);
     else line(G, o, "{");
     G->ind++;
+    tile_strbuf lin = {0};
+    rf_linear(&lin, fr->buf->rank, ext, t, NULL);
+    line(G, o, "const int64_t tl_eg = %s;", lin.data);
+    tile_sb_free(&lin);
     if (vec) {
         region_pos(G, o, gl, gN, "tl_eg");
         line(G, o, "if (tl_vec && tl_in%d && tl_p%d_%d + 3 < tl_d%d_%d) {", gN, gN, R - 1, gN, R - 1);
         G->ind++;
-        const char *q = sp_qual(G, SP_GLOBAL);
+        const char *q = sp_qual(G, gsp);
         if (in) {
             if (!g16) {
                 line(G, o, "const uint4 tl_u = *(const %suint4 *)(%s + tl_o0);", q, gn.data);
@@ -1680,15 +1574,16 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     }
     /* element by element, clipped */
     line(G, o, "#pragma unroll");
-    line(G, o, "for (int tl_v = 0; tl_v < %d; tl_v++) {", L.V);
+    line(G, o, "for (int tl_v = 0; tl_v < %d; tl_v++) {", vec ? 4 : 1);
     G->ind++;
     region_pos(G, o, gl, gN, "tl_eg + tl_v");
+    tile_dtype via = compute_dt(gd) == TILE_DT_F64 ? TILE_DT_F64 : is_float(gd) ? TILE_DT_F32 : gd;
     if (in) {
         tile_strbuf v = {0};
         char inn[16];
         snprintf(inn, sizeof inn, "tl_in%d", gN);
-        rf_gload(G, &v, gl->buf, inn, "tl_o0", compute_dt(gd) == TILE_DT_F64 ? TILE_DT_F64 : is_float(gd) ? TILE_DT_F32 : gd);
-        store_at(G, o, fr->buf, "tl_s + tl_v", v.data, compute_dt(gd) == TILE_DT_F64 ? TILE_DT_F64 : is_float(gd) ? TILE_DT_F32 : gd);
+        rf_gload(G, &v, gl->buf, inn, "tl_o0", via);
+        store_at(G, o, fr->buf, "tl_s + tl_v", v.data, via);
         tile_sb_free(&v);
     } else {
         line(G, o, "if (tl_in1) {");
@@ -1709,8 +1604,13 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     }
     G->ind--;
     line(G, o, "}");
+    tile_sb_free(&holes);
     G->ind--;
     line(G, o, "}");
+    if (guard_out) {
+        G->ind--;
+        line(G, o, "}");
+    }
     G->ind--;
     line(G, o, "}");
     G->ind--;
@@ -1721,14 +1621,13 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
 
 static void gen_fill_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     const ir_buffer *b = s->regions[0].buf;
-    int64_t n = buf_elems(b);
-    int S = G->rf[b->id] == RF_REP ? (int)n : rf_layout(G, n).S;
+    int S = b->layout->slots;
     tile_strbuf v = {0};
     ex(G, &v, s->value);
     line(G, o, "{");
     G->ind++;
     line(G, o, "const %s tl_fv = %s;", vtype(s->value->dtype), v.data);
-    line(G, o, "#pragma unroll");
+    line(G, o, b->layout->local ? "#pragma unroll 1" : "#pragma unroll");
     line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", S);
     G->ind++;
     store_at(G, o, b, "tl_s", "tl_fv", s->value->dtype);
@@ -1739,98 +1638,147 @@ static void gen_fill_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     tile_sb_free(&v);
 }
 
-/* T.reduce_* over dim 1 of a RF_DIST fragment (R x n1) into a RF_REP one (R): each thread
- * folds its slots of each row in slot order, the 32 lanes of a warp combine with an xor
- * butterfly (CUDA: __shfl_xor_sync; OpenCL: the same steps through shared memory), then lane
- * 0 of each warp leaves its partial in shared memory and every thread folds the warps'
- * partials in warp order, so every thread ends with the same value. */
+/* T.reduce_* over dimension `dim` of a register fragment into one whose layout is its
+ * projection (layout pass): each thread folds its slots into the destination slot each maps
+ * to, then the threads that split the reduced dimension combine — lanes of a warp by xor
+ * shuffles (CUDA), then through shared memory: every thread writes its partials, and folds
+ * those of the threads that differ from it only in the reduced dimension's digits (lane
+ * digits at 0), all in the same order, so every replica ends with the same value. */
 static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     const ir_buffer *src = s->regions[0].buf, *dst = s->regions[1].buf;
+    const ir_layout *Ls = src->layout, *Ld = dst->layout;
     int op = s->reduce_op;
-    int64_t R = 0, n1 = 0;
-    ir_const_int_value(src->shape[0], &R);
-    ir_const_int_value(src->shape[1], &n1);
-    rf_lay L = rf_layout(G, R * n1);
-    int NW = G->threads / 32;
-    if ((int)R > G->rf_rmax) G->rf_rmax = (int)R;
-    int wbase = G->rf_wtot; /* this reduction's cross-warp partials */
-    G->rf_wtot += (int)R * NW;
+    int r = src->rank, dr = dst->rank, map[8];
+    for (int k = 0, j = 0; k < r; k++) {
+        if (k == s->dim) {
+            if (dr == r) map[j++] = -1;
+            continue;
+        }
+        map[j++] = k;
+    }
+    ir_layout want = lay_project(Ls, map, dr);
+    if (!lay_equal(&want, Ld)) {
+        gfail(G, s->loc, "internal: a register reduction whose destination layout is not its source's projection");
+        return;
+    }
+    int64_t ext[8];
+    frag_extents(src, ext);
+    int Q = Ld->slots, T = Ls->threads;
     bool sum = op == IR_RED_SUM || op == IR_RED_ABSSUM, isabs = op == IR_RED_ABSSUM || op == IR_RED_ABSMAX;
     const char *comb = sum ? NULL : G->cuda ? (op == IR_RED_MIN ? "fminf" : "fmaxf") : (op == IR_RED_MIN ? "fmin" : "fmax");
     tile_strbuf idl = {0};
     if (sum) tile_sb_puts(&idl, "0.0f");
     else f32_lit(&idl, op == IR_RED_MIN ? INFINITY : -INFINITY);
 #define RF_COMB(a, b) (sum ? line(G, o, "%s = %s + %s;", a, a, b) : line(G, o, "%s = %s(%s, %s);", a, comb, a, b))
-    /* a reduction in a loop reuses its scratch in the next iteration (and OpenCL's butterfly
-     * scratch is shared by all): wait until the last reads are done */
-    if (G->blk_loop || !G->cuda) barrier(G, o);
+    /* thread digits of the reduced dimension: lanes (CUDA shuffles) and the rest */
+    unsigned lane_mask = 0;
+    int64_t below = 1;
+    bool cross = false;
+    for (int i = 0; i < Ls->ndig; i++) {
+        const ir_layout_digit *d = &Ls->dig[i];
+        if (!d->thread) continue;
+        if (d->dim == s->dim) {
+            bool pow2 = (d->size & (d->size - 1)) == 0 && (below & (below - 1)) == 0;
+            if (G->cuda && T % 32 == 0 && pow2 && below * d->size <= 32) lane_mask |= (unsigned)((below * d->size - 1) & ~(below - 1));
+            else cross = true;
+        }
+        below *= d->size;
+    }
+    bool unroll = !Ls->local && !Ld->local;
+    int t = G->tmp++;
+    /* a reduction in a loop reuses its scratch in the next iteration: wait until the last
+     * reads are done */
+    if (cross && (G->blk_loop || !G->cuda)) barrier(G, o);
     line(G, o, "{");
     G->ind++;
-    line(G, o, "float tl_ra[%lld];", (long long)R);
+    line(G, o, "float tl_ra[%d];", Q);
     line(G, o, "#pragma unroll");
-    line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) tl_ra[tl_q] = %s;", (long long)R, idl.data);
-    line(G, o, "#pragma unroll");
-    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", L.S);
+    line(G, o, "for (int tl_q = 0; tl_q < %d; tl_q++) tl_ra[tl_q] = %s;", Q, idl.data);
+    rf_thread_coords(G, o, Ls, t);
+    line(G, o, unroll ? "#pragma unroll" : "#pragma unroll 1");
+    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", Ls->slots);
     G->ind++;
-    if (L.guard) {
-        tile_strbuf e = {0};
-        rf_elem(G, &e, L, "tl_s");
-        line(G, o, "if (%s >= %lld) continue;", e.data, (long long)L.n);
-        tile_sb_free(&e);
-    }
-    tile_strbuf x = {0};
+    tile_strbuf holes = {0};
+    rf_coords(G, o, Ls, ext, t, "tl_s", &holes);
+    if (holes.len) line(G, o, "if (!(%s)) continue;", holes.data);
+    tile_strbuf x = {0}, q = {0};
     load_at(G, &x, src, "tl_s");
     line(G, o, "float tl_x = %s;", x.data);
     tile_sb_free(&x);
     if (isabs) line(G, o, "tl_x = %s(tl_x);", G->cuda ? "fabsf" : "fabs");
-    char row[160];
-    if (R == 1) snprintf(row, sizeof row, "tl_ra[0]");
-    else snprintf(row, sizeof row, "tl_ra[(tl_s / %d) * %lld / %lld]", L.V, (long long)L.V * G->threads, (long long)n1);
-    RF_COMB(row, "tl_x");
+    tile_sb_puts(&q, "tl_ra[");
+    lay_project_slot_c(Ls, map, dr, "tl_s", &q);
+    tile_sb_puts(&q, "]");
+    RF_COMB(q.data, "tl_x");
+    tile_sb_free(&q);
+    tile_sb_free(&holes);
     G->ind--;
     line(G, o, "}");
-    line(G, o, "#pragma unroll");
-    line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
-    G->ind++;
-    if (G->cuda) {
-        for (int m = 16; m >= 1; m /= 2) {
-            char sh[80];
-            snprintf(sh, sizeof sh, "__shfl_xor_sync(0xffffffffu, tl_ra[tl_q], %d)", m);
-            RF_COMB("tl_ra[tl_q]", sh);
-        }
-        G->ind--;
-        line(G, o, "}");
-    } else {
-        G->ind--;
-        line(G, o, "}");
-        /* OpenCL 1.2 has no shuffles: the same butterfly through shared memory, two halves of
-         * R x threads floats used alternately (one barrier a step) */
-        for (int m = 16; m >= 1; m /= 2) {
-            long h = (m == 16 || m == 4 || m == 1) ? 0 : (long)R * G->threads;
-            line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) tl_rfx[%ld + tl_q * %d + tl_tid] = tl_ra[tl_q];", (long long)R, h, G->threads);
-            line(G, o, "TL_BARRIER();");
-            line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
-            G->ind++;
-            char sh[96];
-            snprintf(sh, sizeof sh, "tl_rfx[%ld + tl_q * %d + (tl_tid ^ %d)]", h, G->threads, m);
-            RF_COMB("tl_ra[tl_q]", sh);
-            G->ind--;
-            line(G, o, "}");
-        }
-    }
-    if (NW > 1) {
-        line(G, o, "if ((tl_tid & 31) == 0)");
-        line(G, o, "    for (int tl_q = 0; tl_q < %lld; tl_q++) tl_rfw[%d + tl_q * %d + (tl_tid >> 5)] = tl_ra[tl_q];", (long long)R, wbase, NW);
-        line(G, o, "TL_BARRIER();");
+    if (lane_mask) {
         line(G, o, "#pragma unroll");
-        line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
+        line(G, o, "for (int tl_q = 0; tl_q < %d; tl_q++) {", Q);
         G->ind++;
-        line(G, o, "float tl_a = tl_rfw[%d + tl_q * %d];", wbase, NW);
-        line(G, o, "for (int tl_w = 1; tl_w < %d; tl_w++) {", NW);
+        for (unsigned m = 1; m < 32; m <<= 1) {
+            if (!(lane_mask & m)) continue;
+            char sh[80];
+            snprintf(sh, sizeof sh, "__shfl_xor_sync(0xffffffffu, tl_ra[tl_q], %u)", m);
+            RF_COMB("tl_ra[tl_q]", sh);
+        }
+        /* the lanes' sums are in different orders: every lane takes the one of the group's
+         * first lane, so the replicas agree bit for bit */
+        if (sum) line(G, o, "tl_ra[tl_q] = __shfl_sync(0xffffffffu, tl_ra[tl_q], (%s & 31) & ~%uu);", G->lt, lane_mask);
+        G->ind--;
+        line(G, o, "}");
+    }
+    if (cross) {
+        int base = G->rf_wtot;
+        G->rf_wtot += Q * T;
+        G->rf_rmax = 1;
+        line(G, o, "#pragma unroll");
+        line(G, o, "for (int tl_q = 0; tl_q < %d; tl_q++) tl_rfw[%d + tl_q * %d + %s] = tl_ra[tl_q];", Q, base, T, G->lt);
+        line(G, o, "TL_BARRIER();");
+        /* the partners: this thread's index with the reduced dimension's digits replaced
+         * (lane digits kept at 0 where shuffles combined them) */
+        tile_strbuf keep = {0};
+        tile_sb_printf(&keep, "(%s)", G->lt);
+        int64_t bl = 1;
+        int nd = 0;
+        int64_t dsz[IR_LAYOUT_MAXDIG], dpos[IR_LAYOUT_MAXDIG];
+        for (int i = 0; i < Ls->ndig; i++) {
+            const ir_layout_digit *d = &Ls->dig[i];
+            if (!d->thread) continue;
+            if (d->dim == s->dim) {
+                tile_sb_printf(&keep, " - ((%s) / %lld %% %d) * %lld", G->lt, (long long)bl, d->size, (long long)bl);
+                bool lane = (lane_mask & (unsigned)bl) && bl < 32;
+                if (!lane) {
+                    dsz[nd] = d->size;
+                    dpos[nd] = bl;
+                    nd++;
+                }
+            }
+            bl *= d->size;
+        }
+        int64_t combos = 1;
+        for (int i = 0; i < nd; i++) combos *= dsz[i];
+        line(G, o, "const int tl_kp = %s;", keep.data);
+        tile_sb_free(&keep);
+        line(G, o, "#pragma unroll");
+        line(G, o, "for (int tl_q = 0; tl_q < %d; tl_q++) {", Q);
         G->ind++;
-        char sh[64];
-        snprintf(sh, sizeof sh, "tl_rfw[%d + tl_q * %d + tl_w]", wbase, NW);
+        line(G, o, "float tl_a = %s;", idl.data);
+        line(G, o, "for (int tl_w = 0; tl_w < %lld; tl_w++) {", (long long)combos);
+        G->ind++;
+        tile_strbuf pt = {0};
+        tile_sb_puts(&pt, "tl_kp");
+        int64_t cb = 1;
+        for (int i = 0; i < nd; i++) {
+            tile_sb_printf(&pt, " + (tl_w / %lld %% %lld) * %lld", (long long)cb, (long long)dsz[i], (long long)dpos[i]);
+            cb *= dsz[i];
+        }
+        char sh[256];
+        snprintf(sh, sizeof sh, "tl_rfw[%d + tl_q * %d + %s]", base, T, pt.data);
         RF_COMB("tl_a", sh);
+        tile_sb_free(&pt);
         G->ind--;
         line(G, o, "}");
         line(G, o, "tl_ra[tl_q] = tl_a;");
@@ -1838,7 +1786,7 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
         line(G, o, "}");
     }
     line(G, o, "#pragma unroll");
-    line(G, o, "for (int tl_q = 0; tl_q < %lld; tl_q++) {", (long long)R);
+    line(G, o, "for (int tl_q = 0; tl_q < %d; tl_q++) {", Q);
     G->ind++;
     if (!s->clear) {
         tile_strbuf d0 = {0};
@@ -1855,6 +1803,191 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
 #undef RF_COMB
     G->barrier_fresh = false;
     tile_sb_free(&idl);
+}
+
+/* T.gemm into a register accumulator C (any register layout): each thread runs the k loop
+ * for its own elements in the interpreter's order (products and sums in the accumulator
+ * type, so f32 results are bit-identical); the elements of A's rows and B's columns the
+ * thread's slots need are loaded once per k (the slot digits of C's rows and of its columns
+ * give them). A and B are read from their buffers (shared or global memory). */
+static void gen_gemm_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
+    const ir_region *A = &s->regions[0], *B = &s->regions[1], *C = &s->regions[2];
+    const ir_buffer *cb = C->buf;
+    const ir_layout *L = cb->layout;
+    if (A->buf->rank < 2 || B->buf->rank < 2 || cb->rank != 2 || !ir_region_is_whole(C)) {
+        gfail(G, s->loc, "internal: a register GEMM accumulator that is not a whole 2-D fragment");
+        return;
+    }
+    int64_t ext[2];
+    frag_extents(cb, ext);
+    int t = G->tmp++;
+    bool unroll = !L->local;
+    line(G, o, "{");
+    G->ind++;
+    /* an operand in registers (the layout pass gave it a tensor-core layout, and no
+     * tensor-core lowering took the kernel): through a shared-memory copy, each thread
+     * writing its slots, then a barrier */
+    ir_buffer cvt[2];
+    ir_region opr[2] = {*A, *B};
+    for (int q = 0; q < 2; q++) {
+        const ir_buffer *ob = q ? B->buf : A->buf;
+        if (!G->rf[ob->id]) continue;
+        int64_t oe[8];
+        frag_extents(ob, oe);
+        cvt[q] = *ob;
+        cvt[q].name = q ? "cvtB" : "cvtA";
+        G->smem = (G->smem + 15) & ~(size_t)15;
+        size_t off = G->smem;
+        G->smem += tile_dtype_storage_bytes(ob->dtype, (size_t)buf_elems(ob)) + 4;
+        tile_strbuf cn = {0}, on = {0};
+        buf_name(&cn, &cvt[q]);
+        buf_name(&on, ob);
+        line(G, o, "TL_LOCAL %s *%s = (TL_LOCAL %s *)(tl_smem + %zu);", stype(ob->dtype), cn.data, stype(ob->dtype), off);
+        const ir_layout *Lo = ob->layout;
+        int tq = G->tmp++;
+        rf_thread_coords(G, o, Lo, tq);
+        line(G, o, "#pragma unroll 4");
+        line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", Lo->slots);
+        G->ind++;
+        tile_strbuf holes = {0}, lin = {0};
+        rf_coords(G, o, Lo, oe, tq, "tl_s", &holes);
+        rf_linear(&lin, ob->rank, oe, tq, NULL);
+        if (holes.len) line(G, o, "if (%s)", holes.data);
+        line(G, o, "    %s[%s] = %s[tl_s];", cn.data, lin.data, on.data);
+        G->ind--;
+        line(G, o, "}");
+        tile_sb_free(&holes);
+        tile_sb_free(&lin);
+        tile_sb_free(&cn);
+        tile_sb_free(&on);
+        opr[q].buf = &cvt[q];
+    }
+    if (G->rf[A->buf->id] || G->rf[B->buf->id]) line(G, o, "TL_BARRIER();");
+    A = &opr[0];
+    B = &opr[1];
+    region_prep(G, o, A, 0);
+    region_prep(G, o, B, 1);
+    int ra = A->buf->rank, rb = B->buf->rank;
+    line(G, o, "const int64_t tl_M = tl_e0_%d, tl_K = tl_e0_%d, tl_KB = tl_e1_%d, tl_N = tl_e1_%d;", s->trans_a ? ra - 1 : ra - 2,
+         s->trans_a ? ra - 2 : ra - 1, s->trans_b ? rb - 1 : rb - 2, s->trans_b ? rb - 2 : rb - 1);
+    tile_strbuf lead = {0};
+    tile_sb_puts(&lead, "0");
+    for (int d = 0; d < ra - 2; d++) tile_sb_printf(&lead, " || tl_e0_%d != 1", d);
+    for (int d = 0; d < rb - 2; d++) tile_sb_printf(&lead, " || tl_e1_%d != 1", d);
+    int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "gemm: shapes do not match (M x K = %lld x %lld)");
+    line(G, o, "if (tl_M != %lld || tl_N != %lld || tl_K != tl_KB || %s) tl_fail(tl_err, %d, tl_M, tl_K, 0);", (long long)ext[0], (long long)ext[1], lead.data,
+         site);
+    tile_sb_free(&lead);
+    line(G, o, "else {");
+    G->ind++;
+    tile_dtype ct = compute_dt(cb->dtype);
+    const char *T = vtype(ct);
+    tile_strbuf cn = {0};
+    buf_name(&cn, cb);
+    rf_thread_coords(G, o, L, t);
+    /* slot digits of the rows and of the columns: nr x nc distinct rows and columns */
+    int64_t nr = 1, nc = 1;
+    for (int i = 0; i < L->ndig; i++)
+        if (!L->dig[i].thread) {
+            if (L->dig[i].dim == 0) nr *= L->dig[i].size;
+            else nc *= L->dig[i].size;
+        }
+    int rmap[1] = {0}, cmap[1] = {1};
+    if (s->clear) {
+        line(G, o, unroll ? "#pragma unroll" : "#pragma unroll 1");
+        line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) %s[tl_s] = (%s)0;", L->slots, cn.data, stype(cb->dtype));
+    }
+    /* the accumulators in the compute type (a 16-bit C is rounded once at the end, as the
+     * interpreter does) */
+    bool conv_acc = ct != cb->dtype;
+    if (conv_acc) {
+        line(G, o, "%s tl_acc[%d];", T, L->slots);
+        tile_strbuf l = {0};
+        loaded_as(G, &l, cb, "tl_s", ct);
+        line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) tl_acc[tl_s] = %s;", L->slots, l.data);
+        tile_sb_free(&l);
+    }
+    const char *acc = conv_acc ? "tl_acc" : cn.data;
+    line(G, o, "#pragma unroll 2");
+    line(G, o, "for (int64_t tl_kk = 0; tl_kk < tl_K; tl_kk++) {");
+    G->ind++;
+    line(G, o, "%s tl_av[%lld], tl_bv[%lld];", T, (long long)nr, (long long)nc);
+    line(G, o, unroll ? "#pragma unroll" : "#pragma unroll 1");
+    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", L->slots);
+    G->ind++;
+    tile_strbuf holes = {0};
+    rf_coords(G, o, L, ext, t, "tl_s", &holes);
+    tile_strbuf ri = {0}, ci = {0};
+    lay_project_slot_c(L, rmap, 1, "tl_s", &ri);
+    lay_project_slot_c(L, cmap, 1, "tl_s", &ci);
+    /* a slot whose column slot digits are all 0 loads the row's A element, and vice versa */
+    line(G, o, "if (%s == 0) {", ci.data);
+    G->ind++;
+    char rr[32], cc[32];
+    snprintf(rr, sizeof rr, "tl_c%d_0", t);
+    snprintf(cc, sizeof cc, "tl_c%d_1", t);
+    gemm_pos(G, o, A, 0, s->trans_a ? "tl_kk" : rr, s->trans_a ? rr : "tl_kk");
+    tile_strbuf la = {0}, lb = {0};
+    loaded_as(G, &la, A->buf, "tl_o0", ct);
+    line(G, o, "tl_av[%s] = tl_in0 ? %s : (%s)0;", ri.data, la.data, T);
+    G->ind--;
+    line(G, o, "}");
+    line(G, o, "if (%s == 0) {", ri.data);
+    G->ind++;
+    gemm_pos(G, o, B, 1, s->trans_b ? cc : "tl_kk", s->trans_b ? "tl_kk" : cc);
+    loaded_as(G, &lb, B->buf, "tl_o1", ct);
+    line(G, o, "tl_bv[%s] = tl_in1 ? %s : (%s)0;", ci.data, lb.data, T);
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&la);
+    tile_sb_free(&lb);
+    G->ind--;
+    line(G, o, "}");
+    line(G, o, unroll ? "#pragma unroll" : "#pragma unroll 1");
+    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", L->slots);
+    G->ind++;
+    if (is_float(ct)) {
+        line(G, o, "const %s tl_p = tl_av[%s] * tl_bv[%s];", T, ri.data, ci.data);
+        if (conv_acc) line(G, o, "%s[tl_s] = %s[tl_s] + tl_p;", acc, acc);
+        else {
+            tile_strbuf cur = {0};
+            load_at(G, &cur, cb, "tl_s");
+            tile_strbuf e = {0};
+            tile_sb_printf(&e, "%s + tl_p", cur.data);
+            store_at(G, o, cb, "tl_s", e.data, ct);
+            tile_sb_free(&cur);
+            tile_sb_free(&e);
+        }
+    } else {
+        const char *U = uwide(ct);
+        tile_strbuf cur = {0}, e = {0};
+        if (conv_acc) tile_sb_printf(&cur, "%s[tl_s]", acc);
+        else load_at(G, &cur, cb, "tl_s");
+        tile_sb_printf(&e, "(%s)((%s)%s + (%s)tl_av[%s] * (%s)tl_bv[%s])", T, U, cur.data, U, ri.data, U, ci.data);
+        if (conv_acc) line(G, o, "%s[tl_s] = %s;", acc, e.data);
+        else store_at(G, o, cb, "tl_s", e.data, ct);
+        tile_sb_free(&cur);
+        tile_sb_free(&e);
+    }
+    G->ind--;
+    line(G, o, "}");
+    tile_sb_free(&holes);
+    tile_sb_free(&ri);
+    tile_sb_free(&ci);
+    G->ind--;
+    line(G, o, "}");
+    if (conv_acc) {
+        line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s++) {", L->slots);
+        G->ind++;
+        store_at(G, o, cb, "tl_s", "tl_acc[tl_s]", ct);
+        G->ind--;
+        line(G, o, "}");
+    }
+    tile_sb_free(&cn);
+    G->ind--;
+    line(G, o, "}");
+    G->ind--;
+    line(G, o, "}");
 }
 
 /* A T.Parallel nest: flattened, iterations strided over the threads, barrier after (none
@@ -2052,7 +2185,12 @@ static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
     if (s->kind == IR_S_ALLOC) {
         if (G->space[s->buf->id] == SP_SHARED) return;
         if (G->rf[s->buf->id]) {
-            rf_decl(G, o, s->buf);
+            /* declared once at the kernel's start (PoCL's work-group loops mishandle private
+             * arrays declared between barriers) */
+            int was = G->ind;
+            G->ind = 1;
+            rf_decl(G, &G->decls, s->buf);
+            G->ind = was;
             return;
         }
         gen_thread(G, o, s);
@@ -2083,6 +2221,7 @@ static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
             if (s->kind == IR_S_COPY) gen_copy_rf(G, o, s);
             else if (s->kind == IR_S_FILL) gen_fill_rf(G, o, s);
             else if (s->kind == IR_S_REDUCE) gen_reduce_rf(G, o, s);
+            else if (s->kind == IR_S_GEMM && G->rf[s->regions[2].buf->id]) gen_gemm_rf(G, o, s);
             else gfail(G, s->loc, "internal: tile operation on a register fragment");
             if (!local) barrier(G, o);
             return;
@@ -2625,6 +2764,30 @@ void simt_g_store(gen *G, tile_strbuf *o, int indent, const ir_buffer *b, const 
 int simt_g_bufarg(gen *G, const ir_buffer *b) { return buf_index(G->P, b); }
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx) { G->load_hook = fn; G->load_hook_ctx = ctx; }
 const simt_options *simt_g_options(gen *G) { return G->o; }
+
+void simt_g_prepare_regs(gen *G, const ir_stmt *k) {
+    rf_analyse(G, k->body[0]);
+    for (int i = 0; i < G->f->nbuffers; i++)
+        if (G->rf[i]) G->space[i] = SP_PRIVATE;
+}
+
+bool simt_g_nest_ok(gen *G, const ir_stmt *s) {
+    if (!s || s->kind != IR_S_FOR || s->loop_kind != IR_LOOP_PARALLEL || !s->lower || !s->lower->layout) return false;
+    nest_info ni;
+    nest_collect(s, &ni);
+    if (!ni.cnst || ni.n != s->lower->layout->rank) return false;
+    return rf_touch(G, s, 0) && stmt_local(G, s);
+}
+
+void simt_g_block(gen *G, tile_strbuf *o, int indent, const char *lt, const ir_stmt *s) {
+    int was_ind = G->ind;
+    const char *was_lt = G->lt;
+    G->ind = indent;
+    G->lt = lt;
+    gen_block(G, o, s);
+    G->ind = was_ind;
+    G->lt = was_lt;
+}
 void simt_g_fail(gen *G, tile_loc loc, const char *msg) { gfail(G, loc, "%s", msg); }
 
 static void dialect_header(gen *G, tile_strbuf *o) {
@@ -2753,6 +2916,10 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     snprintf(L->name, sizeof L->name, "tile_k%d", P->nlaunches);
     P->nlaunches++;
     L->threads = k ? (k->threads > 0 ? k->threads : 128) : 1;
+    /* the layout pass's wgmma plan: its consumer warpgroups are the threads the fragments'
+     * layouts are made for (the portable lowering runs them too when no wgmma lowering
+     * takes the kernel) */
+    if (k && k->lower && k->lower->kind && !strcmp(k->lower->kind, "wgmma-warpgroups") && k->lower->iparam[0] > 0) L->threads = 128 * k->lower->iparam[0];
     L->loc = k ? k->loc : (nstmts ? stmts[0]->loc : f->loc);
     if (k)
         for (int d = 0; d < k->ngrid && d < 3; d++) L->grid[d] = k->grid[d];
@@ -2777,6 +2944,10 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     for (int i = 0; i < f->nbuffers; i++) G->rf[i] = RF_NONE;
     G->rf_rmax = 0;
     G->rf_wtot = 0;
+    G->lt = "tl_tid";
+    G->rfn = NULL;
+    G->rfn_ni = NULL;
+    G->rf_rep0 = NULL;
     G->blk_loop = 0;
     snprintf(L->lowering, sizeof L->lowering, "simt");
 
@@ -2802,6 +2973,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
      * later (and sm_90a when wgmma declines, or first with TILE_CUDA_MMA_SYNC=1): cp.async +
      * ldmatrix + mma.sync (sm80.c) */
     bool arch = false;
+    if (k && G->cuda) simt_g_prepare_regs(G, k);
     if (k && G->cuda) {
         bool mma_first = tile_env_long("TILE_CUDA_MMA_SYNC", -1) == 1;
         if (mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
@@ -2829,11 +3001,6 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
         G->smem = (G->smem + 15) & ~(size_t)15;
         rfw_off = (long)G->smem;
         G->smem += (size_t)G->rf_wtot * 4 + 4;
-        if (!G->cuda) {
-            G->smem = (G->smem + 15) & ~(size_t)15;
-            rfx_off = (long)G->smem;
-            G->smem += (size_t)G->rf_rmax * (size_t)G->threads * 8;
-        }
     }
     if (!arch) L->smem = G->smem ? (G->smem + 15) & ~(size_t)15 : 16;
     tile_sb_puts(src, helpers.data ? helpers.data : "");
@@ -2841,8 +3008,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
 
     /* signature (the comment is the launch plan, for tools that read the source) */
     tile_sb_printf(src, "\n/* tl-launch %s threads=%d smem=%zu lowering=%s tma=%d persistent=%d */", L->name, L->threads, L->smem, L->lowering, L->ntma,
-                   L->persistent ? 1 : 0);
-    if (arch) tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d, 1) %s(", L->threads, L->name);
+                   L->persistent ? (L->blocks_per_sm > 1 ? L->blocks_per_sm : 1) : 0);
+    if (arch) tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d, %d) %s(", L->threads, L->blocks_per_sm > 1 ? L->blocks_per_sm : 1, L->name);
     else if (G->cuda) /* the block size bounds threadIdx.x for the compiler (and its registers) */
         tile_sb_printf(src, "\nTL_KERNEL void __launch_bounds__(%d) %s(", L->threads, L->name);
     else tile_sb_printf(src, "\nTL_KERNEL void %s(", L->name);
@@ -2856,7 +3023,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
                           "    const int tl_tid = (int)threadIdx.x; const int64_t tl_blk = (int64_t)blockIdx.x;\n");
     else tile_sb_puts(src, "    const int tl_tid = (int)get_local_id(0); const int64_t tl_blk = (int64_t)get_group_id(0);\n");
     tile_sb_printf(src, "    const int tl_nth = %d;\n    (void)tl_nth; (void)tl_blk; (void)tl_smem;\n", L->threads);
-    if (!arch) tile_sb_puts(src, "    int tl_es = 0; int64_t tl_ea = 0, tl_eb = 0, tl_ec = 0; (void)tl_es; (void)tl_ea; (void)tl_eb; (void)tl_ec;\n");
+    tile_sb_puts(src, "    int tl_es = 0; int64_t tl_ea = 0, tl_eb = 0, tl_ec = 0; (void)tl_es; (void)tl_ea; (void)tl_eb; (void)tl_ec;\n");
     for (int i = 0; i < P->nbufs; i++) {
         const ir_buffer *b = P->bufs[i].buf;
         tile_strbuf n = {0};
@@ -2922,6 +3089,8 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     if (G->redw_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_redw = (TL_LOCAL float *)(tl_smem + %ld);\n", G->redw_off);
     if (rfw_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_rfw = (TL_LOCAL float *)(tl_smem + %ld);\n", rfw_off);
     if (rfx_off >= 0) tile_sb_printf(src, "    TL_LOCAL float *tl_rfx = (TL_LOCAL float *)(tl_smem + %ld);\n", rfx_off);
+    if (G->decls.data) tile_sb_puts(src, G->decls.data);
+    tile_sb_free(&G->decls);
     tile_sb_puts(src, body.data ? body.data : "");
     tile_sb_puts(src, "}\n");
     tile_sb_free(&body);

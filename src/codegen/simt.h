@@ -86,7 +86,9 @@ typedef struct simt_launch {
     char lowering[16];        /* "simt", "sm90-wgmma" (the Hopper GEMM lowering), "sm90-attn",
                                  "sm80-mma" (the mma.sync GEMM lowering) */
     bool persistent;          /* the kernel loops over the grid's blocks itself: launch at most
-                                 one block per multiprocessor (fewer when the grid is smaller) */
+                                 blocks_per_sm blocks per multiprocessor (fewer when the grid
+                                 is smaller) */
+    int blocks_per_sm;        /* persistent kernels: blocks resident on one multiprocessor (0 = 1) */
 } simt_launch;
 
 /* A place in the program that can fail at run time (bounds, division by zero, assert). */

@@ -5,6 +5,16 @@
 
 #include "simt.h"
 
+#include <string.h>
+
+/* The layout pass's wgmma plan for kernel statement k (src/opt/layout.c): the number of
+ * consumer warpgroups (0: no plan) and, in *mt, the m64 tiles each one holds. */
+static inline int simt_wg_plan(const ir_stmt *k, int *mt) {
+    if (!k || !k->lower || !k->lower->kind || strcmp(k->lower->kind, "wgmma-warpgroups") != 0) return 0;
+    if (mt) *mt = k->lower->iparam[1];
+    return k->lower->iparam[0];
+}
+
 typedef struct gen gen;
 /* A hook called for every expression simt_g_expr generates (loads of register fragments,
  * sm90_attn.c's fast-math forms): writes the expression's C code and returns true, or
@@ -41,6 +51,13 @@ void simt_g_fail(gen *G, tile_loc loc, const char *msg);
  * lowerings add their own limits (tile sizes, threads, alignment, stages). */
 typedef struct simt_gemm_shape {
     const ir_stmt *fill, *loop, *cpA, *cpB, *gemm, *store;
+    /* epilogue: T.Parallel nests on C_f between the loop and the store (element-wise on the
+     * accumulator, reading any buffer the kernel does not write), in order; C staged through
+     * a shared tile of C's dtype used nowhere else (T.copy(C_f, C_s); T.copy(C_s, C[..]):
+     * store is then the second copy) */
+    const ir_stmt *epi[8];
+    int nepi;
+    const ir_buffer *Cs;
     const ir_buffer *As, *Bs, *Cf, *A, *B, *C;
     int64_t BM, BN, BK;
     bool bkn;  /* B stored K x N (transpose_B=False): B_s is (BK, BN) */
@@ -65,6 +82,16 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
  * see sm80.c; options.sm >= 80), the same contract as sm90_gemm_kernel. Off with
  * TILE_CUDA_MMA_SYNC=0. */
 bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
+
+/* The register-fragment machinery of the portable generator, for the statements a lowering
+ * emits from the IR (simt.c): simt_g_prepare_regs marks the kernel's register fragments
+ * (their IR layouts) and what the kernel reads and writes; simt_g_nest_ok says whether
+ * block-level statement s is a T.Parallel nest over register fragments that needs no
+ * barrier (so threads of one role may run it alone); simt_g_block generates s at `indent`
+ * levels with `lt` the C expression of the thread's index in the layouts. */
+void simt_g_prepare_regs(gen *G, const ir_stmt *k);
+bool simt_g_nest_ok(gen *G, const ir_stmt *s);
+void simt_g_block(gen *G, tile_strbuf *o, int indent, const char *lt, const ir_stmt *s);
 
 /* Install (fn) or remove (NULL) the load hook used by simt_g_expr. */
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx);

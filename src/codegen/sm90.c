@@ -51,6 +51,7 @@
  * tile shapes) keeps the portable lowering of simt.c.
  */
 #include "simt_gen.h"
+#include "../opt/layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,12 +88,27 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     if (bn < 8 || bn > 256 || bn % 8) return false;
     /* one or two consumer warpgroups: with more, setmaxnreg could not give each the
      * registers of a 64 x 256 accumulator (65536 per multiprocessor) */
-    if (k->threads <= 0 || k->threads % 128 || k->threads > 256) return false;
-    m->consumers = k->threads / 128;
-    if (bm % m->consumers) return false;
-    int64_t rows = bm / m->consumers;
-    if (rows != 64 && rows != 128) return false;
-    m->mt = (int)(rows / 64);
+    /* the layout pass's plan: consumer warpgroups and their m64 tiles (the accumulator's
+     * layout in the IR); without one (no plan made), from the thread count */
+    int pmt = 0, pc = simt_wg_plan(k, &pmt);
+    if (pc > 0) {
+        m->consumers = pc;
+        m->mt = pmt;
+        if ((int64_t)pc * pmt * 64 != bm) return false;
+    } else {
+        if (k->threads <= 0 || k->threads % 128 || k->threads > 256) return false;
+        m->consumers = k->threads / 128;
+        if (bm % m->consumers) return false;
+        int64_t rows = bm / m->consumers;
+        if (rows != 64 && rows != 128) return false;
+        m->mt = (int)(rows / 64);
+    }
+    if (m->consumers > 2) return false;
+    /* epilogue nests walk the accumulator's IR layout: it must be wgmma's for this split */
+    if (m->g.nepi > 0) {
+        ir_layout want = lay_wgmma(m->consumers, m->mt, bn);
+        if (!m->g.Cf->layout || !lay_equal(m->g.Cf->layout, &want)) return false;
+    }
     if (m->mt * bn > 256) return false; /* accumulators: at most 128 f32 registers per thread */
     /* B stored K x N: wgmma reads it N-major (its transpose bit), which only 16-bit types have
      * (fp8 wgmma takes K-major operands only); the N-major swizzle atom is 8 rows of K by
@@ -112,6 +128,9 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     /* stages: the loop's num_stages (at least 1), as many as fit in shared memory */
     size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->g.esize;
     int st = m->g.loop->loop_kind == IR_LOOP_PIPELINED && m->g.loop->num_stages > 0 ? m->g.loop->num_stages : 2;
+    /* the layout pass's pipeline depth (src/opt/layout.c), when it made one */
+    if (m->g.loop->lower && m->g.loop->lower->kind && !strcmp(m->g.loop->lower->kind, "pipeline") && m->g.loop->lower->iparam[0] > st)
+        st = m->g.loop->lower->iparam[0];
     if (st > 8) st = 8;
     while (st > 1 && 1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) st--;
     if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) return false;
@@ -233,6 +252,16 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     /* shared memory: the S stages, [the C staging tile,] the mbarriers */
     const size_t cOff = ((size_t)S * stage + 1023) & ~(size_t)1023, barOff = m.tstore ? cOff + m.cbytes : (size_t)S * stage;
     L->smem = 1024 + barOff + 16 * (size_t)S;
+    /* one consumer warpgroup (no setmaxnreg): several blocks a multiprocessor when their
+     * registers (the accumulators and ~64 more a thread) and shared memory allow, so that
+     * small tiles keep the tensor cores busy */
+    L->blocks_per_sm = 1;
+    if (C == 1) {
+        int regs = (MT * NR * (promote ? 2 : 1) + 64 + 7) & ~7;
+        int kr = 65536 / (L->threads * regs), ks = (int)((228 * 1024) / (L->smem + 1024));
+        int kb = kr < ks ? kr : ks;
+        L->blocks_per_sm = kb > 4 ? 4 : kb < 1 ? 1 : kb;
+    }
     L->ntma = m.tstore ? 3 : 2;
     if (m.tstore) L->tma[2] = (simt_tma){simt_g_bufarg(G, m.g.C), 2, MT * 64, 64, 128};
     L->tma[0] = (simt_tma){simt_g_bufarg(G, m.g.A), m.g.esize, (int)m.g.BM, (int)m.g.BK, m.swz};
@@ -369,6 +398,17 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_printf(o, "        if (tl_n > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
     } else {
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n        }\n", S);
+    }
+    if (m.g.nepi > 0) {
+        /* the epilogue's T.Parallel nests, from the IR, on the accumulator in wgmma's layout
+         * (the layout pass's): the registers are the fragment's slots, the thread index the
+         * consumers' */
+        tile_strbuf an = {0};
+        simt_g_buf(&an, m.g.Cf);
+        tile_sb_printf(o, "        { float (&%s)[%d] = *reinterpret_cast<float (*)[%d]>(&tl_acc[0][0]);\n", an.data, MT * NR, MT * NR);
+        for (int q = 0; q < m.g.nepi; q++) simt_g_block(G, o, 3, "(tl_cw * 128 + tl_t)", m.g.epi[q]);
+        tile_sb_puts(o, "        }\n");
+        tile_sb_free(&an);
     }
     if (m.tstore) {
         /* epilogue: each consumer writes its rows of the tile, rounded, into its part of the

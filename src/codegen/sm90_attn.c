@@ -355,8 +355,15 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
     A->dt = TILE_DT_F32;
     const ir_stmt *body = k->body[0];
     if (!body || body->kind != IR_S_SEQ) return false;
-    if (k->threads != 128 && k->threads != 256) return false;
-    A->wgs = k->threads / 128;
+    /* the consumer warpgroups: the layout pass's plan (one per 64 rows), else the threads */
+    int pmt = 0, pc = simt_wg_plan(k, &pmt);
+    if (pc > 0) {
+        if (pmt != 1 || pc > 2) return false;
+        A->wgs = pc;
+    } else {
+        if (k->threads != 128 && k->threads != 256) return false;
+        A->wgs = k->threads / 128;
+    }
     A->BM = 64 * A->wgs;
     /* fragments first (their shapes decide the layout) */
     int nshared = 0;
@@ -1192,6 +1199,8 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 1) != 0 && overlap_ok(&A);
     if (A.ws) {
         int S = A.loop->loop_kind == IR_LOOP_PIPELINED && A.loop->num_stages > 2 ? A.loop->num_stages : 2;
+        /* the layout pass's pipeline depth, when it made one */
+        if (A.loop->lower && A.loop->lower->kind && !strcmp(A.loop->lower->kind, "pipeline") && A.loop->lower->iparam[0] > S) S = A.loop->lower->iparam[0];
         if (A.ov && S < 3) S = 3;
         if (S > 4) S = 4;
         while (S > 2 && !layout(&A, S, 1024)) S--;

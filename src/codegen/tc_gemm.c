@@ -33,13 +33,13 @@ bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
     memset(m, 0, sizeof *m);
     const ir_stmt *body = k->body[0];
     if (!body || body->kind != IR_S_SEQ) return false;
-    const ir_buffer *shared[2] = {0};
+    const ir_buffer *shared[3] = {0};
     int nshared = 0;
     for (int i = 0; i < body->nbody; i++) {
         const ir_stmt *s = body->body[i];
         switch (s->kind) {
         case IR_S_ALLOC:
-            if (s->buf->scope == IR_SCOPE_SHARED && nshared < 2) shared[nshared++] = s->buf;
+            if (s->buf->scope == IR_SCOPE_SHARED && nshared < 3) shared[nshared++] = s->buf;
             else if (s->buf->scope == IR_SCOPE_FRAGMENT && !m->Cf) m->Cf = s->buf;
             else return false;
             break;
@@ -48,17 +48,30 @@ bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
             m->fill = s;
             break;
         case IR_S_FOR:
+            if (s->loop_kind == IR_LOOP_PARALLEL && m->loop && !m->store) {
+                if (m->nepi >= 8 || !simt_g_nest_ok(G, s)) return false;
+                m->epi[m->nepi++] = s;
+                break;
+            }
             if (m->loop || !m->fill || (s->loop_kind != IR_LOOP_PIPELINED && s->loop_kind != IR_LOOP_SERIAL)) return false;
             m->loop = s;
             break;
         case IR_S_COPY:
             if (m->store || !m->loop) return false;
             m->store = s;
+            /* staged through a shared tile: the pair is one store */
+            if (s->regions[1].buf->scope == IR_SCOPE_SHARED && i + 1 < body->nbody && body->body[i + 1]->kind == IR_S_COPY &&
+                body->body[i + 1]->regions[0].buf == s->regions[1].buf) {
+                const ir_buffer *cs = s->regions[1].buf;
+                if (!whole(&s->regions[1], cs) || !whole(&body->body[i + 1]->regions[0], cs)) return false;
+                m->Cs = cs;
+                m->store = body->body[++i];
+            }
             break;
         default: return false;
         }
     }
-    if (!m->loop || !m->store || nshared != 2 || !m->Cf) return false;
+    if (!m->loop || !m->store || nshared != (m->Cs ? 3 : 2) || !m->Cf) return false;
     /* the loop body: copy, copy, gemm */
     const ir_stmt *lb = m->loop->body[0];
     if (!lb || lb->kind != IR_S_SEQ || lb->nbody != 3) return false;
@@ -69,7 +82,9 @@ bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
     m->As = g->regions[0].buf;
     m->Bs = g->regions[1].buf;
     if (!whole(&g->regions[0], m->As) || !whole(&g->regions[1], m->Bs) || !whole(&g->regions[2], m->Cf)) return false;
-    if (m->As == m->Bs || !((m->As == shared[0] && m->Bs == shared[1]) || (m->As == shared[1] && m->Bs == shared[0]))) return false;
+    if (m->As == m->Bs || m->As == m->Cs || m->Bs == m->Cs) return false;
+    for (int i = 0; i < nshared; i++)
+        if (shared[i] != m->As && shared[i] != m->Bs && shared[i] != m->Cs) return false;
     m->dt = m->As->dtype;
     if (m->Bs->dtype != m->dt || m->Cf->dtype != TILE_DT_F32 || m->As->rank != 2 || m->Bs->rank != 2 || m->Cf->rank != 2) return false;
     if (m->dt != TILE_DT_F16 && m->dt != TILE_DT_BF16 && m->dt != TILE_DT_FP8_E4M3 && m->dt != TILE_DT_FP8_E5M2) return false;
@@ -89,7 +104,16 @@ bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
     m->BM = bm; m->BN = bn; m->BK = bk;
     /* the store: all of C_f to a rank-2 global tensor */
     const ir_region *sr = &m->store->regions[0], *dr = &m->store->regions[1];
-    if (!whole(sr, m->Cf) || dr->buf->scope != IR_SCOPE_GLOBAL || dr->buf->rank != 2 || simt_g_bufarg(G, dr->buf) < 0) return false;
+    if (m->Cs) {
+        /* the staging tile: C_f's shape in C's dtype (one rounding, as the direct store) */
+        int64_t s0, s1;
+        if (m->Cs->rank != 2 || !cint(m->Cs->shape[0], &s0) || !cint(m->Cs->shape[1], &s1) || s0 != bm || s1 != bn || m->Cs->dtype != dr->buf->dtype) return false;
+        const ir_stmt *first = NULL;
+        for (int i = 0; i < body->nbody; i++)
+            if (body->body[i]->kind == IR_S_COPY && body->body[i]->regions[1].buf == m->Cs) first = body->body[i];
+        if (!first || !whole(&first->regions[0], m->Cf)) return false;
+    }
+    if ((m->Cs ? !whole(sr, m->Cs) : !whole(sr, m->Cf)) || dr->buf->scope != IR_SCOPE_GLOBAL || dr->buf->rank != 2 || simt_g_bufarg(G, dr->buf) < 0) return false;
     int64_t e0, e1;
     if (!cint(dr->extent[0], &e0) || !cint(dr->extent[1], &e1) || e0 != bm || e1 != bn) return false;
     if (dr->buf->dtype != TILE_DT_F32 && dr->buf->dtype != TILE_DT_F16 && dr->buf->dtype != TILE_DT_BF16) return false;

@@ -64,6 +64,59 @@ typedef enum ir_buffer_role {
 typedef struct ir_expr ir_expr;
 typedef struct ir_stmt ir_stmt;
 
+/* ---------- fragment layouts (decided by the layout pass, src/opt/layout.c) ----------
+ * Where the elements of a fragment live on the GPU targets. A register layout maps the pair
+ * (thread t, slot s) to an element:
+ *   - t, the thread's index among the layout's `threads` threads, is split into the thread
+ *     digits in order (the first is the least significant): t = d0 + n0 * (d1 + n1 * ...);
+ *     s, the slot, is split into the slot digits the same way;
+ *   - a digit with dim >= 0 adds digit * stride to the coordinate of dimension dim; a thread
+ *     digit with dim = -1 is a replication: threads that differ only in it hold the same
+ *     elements;
+ *   - the digits of one dimension, ordered by stride, form a mixed radix (each stride is the
+ *     product of the sizes of the smaller ones, the first 1), so every coordinate below the
+ *     product of their sizes is held once (per replica); coordinates at or past the
+ *     dimension's extent are holes, which the code skips.
+ * Thread digits come first in dig[], then slot digits. A SHARED layout keeps the fragment in
+ * shared memory, one copy per block (the portable fallback; `note` says why). */
+#define IR_LAYOUT_MAXDIG 20
+typedef struct ir_layout_digit {
+    int8_t thread;      /* 1: a digit of the thread index; 0: of the slot index */
+    int8_t dim;         /* dimension it indexes, or -1 (replication, thread digits only) */
+    int32_t size;       /* >= 1 */
+    int64_t stride;     /* elements of dimension dim per unit of the digit */
+} ir_layout_digit;
+
+typedef enum ir_layout_kind { IR_LAYOUT_REGS = 0, IR_LAYOUT_SHARED = 1 } ir_layout_kind;
+
+typedef struct ir_layout {
+    ir_layout_kind kind;
+    int rank;           /* the fragment's rank */
+    int threads;        /* product of the thread digits' sizes */
+    int slots;          /* product of the slot digits' sizes: elements a thread holds */
+    int ndig;
+    ir_layout_digit dig[IR_LAYOUT_MAXDIG];
+    int vec;            /* consecutive slots that hold consecutive elements of the last
+                           dimension (vector accesses), 1 if none */
+    bool local;         /* over the register budget: the code keeps the slots in a
+                           thread-local array the compiler places in local memory */
+    const char *origin; /* what made it: "blocked", "wgmma", "simt-gemm", "slice of X", ... */
+    const char *note;   /* SHARED: the access that keeps the fragment out of registers;
+                           REGS: NULL or a remark (register pressure) */
+} ir_layout;
+
+/* The lowering a pass chose for a tile op, loop or kernel (the layout pass), and why a faster
+ * one was declined; printed after the statement by `tile ir`. */
+typedef struct ir_lowering {
+    const char *kind;   /* e.g. "wgmma", "mma.sync", "simt-regs", "tma", "cp.async", "vec16",
+                           "regs", "shared", "mbarrier-ws" */
+    const char *detail; /* parameters, one line (NULL: none) */
+    const char *why;    /* why this one / why a faster one was declined (NULL: none) */
+    int iparam[8];      /* numeric parameters, meaning per kind (lowering docs) */
+    const ir_layout *layout; /* T.Parallel nests over register fragments: the layout the
+                                threads walk (the nest's index space, src/opt/layout.h) */
+} ir_lowering;
+
 typedef struct ir_buffer {
     int id;            /* index into ir_func.buffers */
     const char *name;
@@ -82,6 +135,9 @@ typedef struct ir_buffer {
      * both have 4-byte elements. Semantics do not depend on it; the cpu target follows it, the
      * interpreter and the SIMT targets ignore it. */
     const struct ir_buffer *align_to;
+    /* fragments on the GPU targets: the layout the layout pass chose (NULL: none decided;
+     * the code generator then uses its own placement). Semantics do not depend on it. */
+    const ir_layout *layout;
 } ir_buffer;
 
 /* ---------- expressions ---------- */
@@ -254,6 +310,9 @@ struct ir_stmt {
      * a K loop was fused into it. `tile ir` prints it as a `# note` line before the
      * statement; semantics never depend on it. */
     const char *note;
+    /* the lowering a pass chose (tile ops, T.Parallel nests, pipelined loops, kernels; NULL:
+     * none decided). Semantics do not depend on it. */
+    const ir_lowering *lower;
 };
 
 /* ---------- functions and modules ---------- */
@@ -344,6 +403,8 @@ ir_expr *ir_simplify_int(ir_module *m, ir_expr *e);
 void ir_print_func(const ir_func *f, tile_strbuf *out);
 void ir_print_module(const ir_module *m, tile_strbuf *out);
 void ir_print_expr(const ir_expr *e, tile_strbuf *out);
+/* One line describing a layout (what `tile ir` prints after a fragment's alloc). */
+void ir_print_layout(const ir_layout *l, tile_strbuf *out);
 /* Structural and typing invariants. Returns true if f is well formed; otherwise adds one
  * diagnostic per problem (with the IR node's location) to diags. Runs after every pass
  * in debug builds (TILE_VERIFY=1 forces it in release builds). */

@@ -286,6 +286,7 @@ typedef struct pctx {
 } pctx;
 
 static void put_stmt(pctx *c, const ir_stmt *s, int ind);
+static void put_lowering(tile_strbuf *sb, const ir_stmt *s);
 
 static void put_body(pctx *c, const ir_stmt *s, int ind) {
     if (!s || (s->kind == IR_S_SEQ && s->nbody == 0)) {
@@ -336,7 +337,9 @@ static void put_for(pctx *c, const ir_stmt *s, int ind) {
                     tile_sb_putc(sb, ')');
                 }
             }
-            tile_sb_puts(sb, "):\n");
+            tile_sb_puts(sb, "):");
+            put_lowering(sb, s);
+            tile_sb_putc(sb, '\n');
             put_body(c, loops[n - 1]->body ? loops[n - 1]->body[0] : NULL, ind + 1);
             return;
         }
@@ -349,6 +352,7 @@ static void put_for(pctx *c, const ir_stmt *s, int ind) {
     tile_sb_puts(sb, "):");
     if (s->par_group_depth != 0 || s->loop_kind == IR_LOOP_PARALLEL)
         tile_sb_printf(sb, "  # par_group_depth=%d", s->par_group_depth);
+    put_lowering(sb, s);
     tile_sb_putc(sb, '\n');
     put_body(c, s->body && s->nbody >= 1 ? s->body[0] : NULL, ind + 1);
 }
@@ -360,6 +364,14 @@ static const char *atomic_name(int op) {
     case IR_ATOMIC_MIN: return "atomic_min";
     default: return "atomic_?";
     }
+}
+
+/* "  # lower: kind (detail; why)" before the end of a statement's line */
+static void put_lowering(tile_strbuf *sb, const ir_stmt *s) {
+    if (!s->lower || !s->lower->kind) return;
+    tile_sb_printf(sb, "  # lower: %s", s->lower->kind);
+    if (s->lower->detail) tile_sb_printf(sb, " (%s)", s->lower->detail);
+    if (s->lower->why) tile_sb_printf(sb, "; %s", s->lower->why);
 }
 
 static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
@@ -435,6 +447,10 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
         put_shape(sb, s->buf);
         tile_sb_printf(sb, " %s", ir_scope_name(s->buf->scope));
         if (s->buf->align_to) tile_sb_printf(sb, " aligned like %s", s->buf->align_to->name);
+        if (s->buf->layout) {
+            tile_sb_puts(sb, "  # layout ");
+            ir_print_layout(s->buf->layout, sb);
+        }
         tile_sb_puts(sb, "\n");
         break;
     case IR_S_KERNEL: {
@@ -446,7 +462,9 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
         tile_sb_printf(sb, ") threads=%d as (", s->threads);
         for (int i = 0; i < s->ngrid && i < 3; i++)
             tile_sb_printf(sb, "%s%s", i ? ", " : "", var_name(s->block_vars[i]));
-        tile_sb_puts(sb, "):\n");
+        tile_sb_puts(sb, "):");
+        put_lowering(sb, s);
+        tile_sb_putc(sb, '\n');
         put_body(c, s->body && s->nbody >= 1 ? s->body[0] : NULL, ind + 1);
         break;
     }
@@ -457,6 +475,7 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
             tile_sb_puts(sb, " -> ");
             put_region(sb, &s->regions[1]);
         } else tile_sb_puts(sb, "<bad regions>");
+        put_lowering(sb, s);
         tile_sb_putc(sb, '\n');
         break;
     case IR_S_FILL:
@@ -465,6 +484,7 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
         else tile_sb_puts(sb, "<bad regions>");
         tile_sb_puts(sb, " = ");
         put_expr(sb, s->value, 0);
+        put_lowering(sb, s);
         tile_sb_putc(sb, '\n');
         break;
     case IR_S_GEMM:
@@ -483,6 +503,7 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
             if (s->clear) tile_sb_printf(sb, "%sclear", sep);
             tile_sb_putc(sb, ')');
         }
+        put_lowering(sb, s);
         tile_sb_putc(sb, '\n');
         break;
     case IR_S_REDUCE:
@@ -492,7 +513,9 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
             tile_sb_puts(sb, " -> ");
             put_region(sb, &s->regions[1]);
         } else tile_sb_puts(sb, "<bad regions>");
-        tile_sb_printf(sb, " (dim=%d%s)\n", s->dim, s->clear ? ", clear" : "");
+        tile_sb_printf(sb, " (dim=%d%s)", s->dim, s->clear ? ", clear" : "");
+        put_lowering(sb, s);
+        tile_sb_putc(sb, '\n');
         break;
     case IR_S_BREAK: tile_sb_puts(sb, "break\n"); break;
     case IR_S_CONTINUE: tile_sb_puts(sb, "continue\n"); break;
@@ -562,4 +585,31 @@ void ir_print_module(const ir_module *m, tile_strbuf *out) {
         if (i) tile_sb_putc(out, '\n');
         ir_print_func(m->funcs[i], out);
     }
+}
+
+/* regs(T threads x S slots; thread digits | slot digits) origin[, vec V][, local]: each digit
+ * "N:dD*S" (N values, dimension D, stride S) or "N:rep" (replication). */
+void ir_print_layout(const ir_layout *l, tile_strbuf *out) {
+    if (!l) return;
+    if (l->kind == IR_LAYOUT_SHARED) {
+        tile_sb_puts(out, "shared");
+        if (l->note) tile_sb_printf(out, " (%s)", l->note);
+        return;
+    }
+    tile_sb_printf(out, "regs(%d threads x %d slots:", l->threads, l->slots);
+    bool bar = false;
+    for (int i = 0; i < l->ndig; i++) {
+        const ir_layout_digit *d = &l->dig[i];
+        if (!d->thread && !bar) {
+            tile_sb_puts(out, " |");
+            bar = true;
+        }
+        if (d->dim < 0) tile_sb_printf(out, " %d:rep", d->size);
+        else tile_sb_printf(out, " %d:d%d*%lld", d->size, d->dim, (long long)d->stride);
+    }
+    if (!bar) tile_sb_puts(out, " |");
+    tile_sb_printf(out, ") %s", l->origin ? l->origin : "?");
+    if (l->vec > 1) tile_sb_printf(out, ", vec %d", l->vec);
+    if (l->local) tile_sb_puts(out, ", local memory");
+    if (l->note) tile_sb_printf(out, ": %s", l->note);
 }

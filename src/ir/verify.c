@@ -641,6 +641,54 @@ static void check_stmt(vctx *c, const ir_stmt *s, tile_loc ploc, int depth) {
     }
 }
 
+/* A fragment's layout (ir.h): digits well formed, the products what the header says, the
+ * digits of each dimension a mixed radix that reaches every coordinate of its extent. */
+static void check_layout(vctx *c, const ir_buffer *b) {
+    const ir_layout *l = b->layout;
+    if (!l) return;
+    if (b->scope != IR_SCOPE_FRAGMENT) { VERR(c, b->loc, "buffer '%s' is not a fragment but has a layout", bname(b)); return; }
+    if (l->kind == IR_LAYOUT_SHARED) return;
+    if (l->kind != IR_LAYOUT_REGS || l->rank != b->rank || l->ndig < 0 || l->ndig > IR_LAYOUT_MAXDIG) {
+        VERR(c, b->loc, "layout of '%s' is malformed", bname(b));
+        return;
+    }
+    int64_t tp = 1, sp = 1;
+    bool slots = false;
+    for (int i = 0; i < l->ndig; i++) {
+        const ir_layout_digit *d = &l->dig[i];
+        if (d->size < 1 || d->dim < -1 || d->dim >= b->rank || (d->dim < 0 && !d->thread) || (d->thread && slots) || d->stride < 0) {
+            VERR(c, b->loc, "layout of '%s': digit %d is malformed", bname(b), i);
+            return;
+        }
+        if (!d->thread) slots = true;
+        if (d->thread) tp *= d->size;
+        else sp *= d->size;
+        if (tp > (1 << 20) || sp > (1 << 24)) { VERR(c, b->loc, "layout of '%s' is too large", bname(b)); return; }
+    }
+    if (tp != l->threads || sp != l->slots) VERR(c, b->loc, "layout of '%s': %d threads x %d slots, but its digits make %lld x %lld", bname(b), l->threads, l->slots, (long long)tp, (long long)sp);
+    for (int dim = 0; dim < b->rank; dim++) {
+        /* the digits of dim by increasing stride: 1, then each the product of the smaller ones */
+        int64_t want = 1;
+        for (int n = 0; n < l->ndig; n++) {
+            int found = -1;
+            for (int i = 0; i < l->ndig; i++)
+                if (l->dig[i].dim == dim && l->dig[i].stride == want) { found = i; break; }
+            if (found < 0) break;
+            want *= l->dig[found].size;
+        }
+        int64_t cnt = 0, ext;
+        for (int i = 0; i < l->ndig; i++)
+            if (l->dig[i].dim == dim) cnt++;
+        int64_t prod = 1;
+        for (int i = 0; i < l->ndig; i++)
+            if (l->dig[i].dim == dim) prod *= l->dig[i].size;
+        if (prod != want) VERR(c, b->loc, "layout of '%s': the digits of dimension %d are not a mixed radix", bname(b), dim);
+        else if (const_of(b->shape[dim], &ext) && prod < ext)
+            VERR(c, b->loc, "layout of '%s' holds %lld of the %lld coordinates of dimension %d", bname(b), (long long)prod, (long long)ext, dim);
+        (void)cnt;
+    }
+}
+
 /* ---------- function ---------- */
 static void check_buffer_decl(vctx *c, const ir_buffer *b) {
     if (!b) return;
@@ -657,6 +705,7 @@ static void check_buffer_decl(vctx *c, const ir_buffer *b) {
     }
     c->shape_mode = false;
     c->shape_buf = NULL;
+    check_layout(c, b);
 }
 
 bool ir_verify_func(const ir_func *f, tile_diags *diags) {

@@ -2,6 +2,7 @@
  * folder; add it to the target's list below. */
 #include "opt.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/core.h"
@@ -11,11 +12,12 @@
 extern const opt_pass opt_pass_deps, opt_pass_autoschedule, opt_pass_gpumap; /* deps.c, autoschedule.c, gpumap.c */
 extern const opt_pass opt_pass_rowfuse;                                        /* rowfuse.c */
 extern const opt_pass opt_pass_cpugemm;                                        /* cpu_gemm_lower.c */
+extern const opt_pass opt_pass_layout, opt_pass_layout_opencl;                 /* layout.c */
 
 static const opt_pass *const pipeline_none[] = {NULL};
 static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_cpugemm, &opt_pass_rowfuse, NULL};
-static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, NULL};
-static const opt_pass *const pipeline_opencl[] = {NULL};
+static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, &opt_pass_layout, NULL};
+static const opt_pass *const pipeline_opencl[] = {&opt_pass_layout_opencl, NULL};
 
 /* The pipelines by name: a target (src/runtime/backend.h) names its pipeline; a new target
  * reuses a row or adds one. Unknown names (and "interp") get no passes. */
@@ -83,4 +85,21 @@ int opt_run(ir_module *m, ir_func *f, const char *target, const char *stop_after
         if (stop_after && !strcmp(stop_after, p[i]->name)) break;
     }
     return 0;
+}
+
+static int g_cuda_sm = -1;
+
+int opt_arch_sm(const char *arch) {
+    if (!arch || strncmp(arch, "sm_", 3) != 0) return 0;
+    if (!strcmp(arch, "sm_90a")) return 90;
+    int n = atoi(arch + 3);
+    return n < 80 ? 0 : n > 89 ? 89 : n;
+}
+
+void opt_set_cuda_arch(int sm) { g_cuda_sm = sm; }
+
+int opt_cuda_arch(void) {
+    const char *e = tile_env("TILE_CUDA_ARCH");
+    if (e && *e) return opt_arch_sm(e);
+    return g_cuda_sm > 0 ? g_cuda_sm : 0;
 }

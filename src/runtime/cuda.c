@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "../opt/opt.h"
 #include "cuda_rt.h"
 #include "cuda_tma.h"
 #include "simt_rt.h"
@@ -287,6 +288,7 @@ static bool ensure_device(void) {
     }
     pthread_mutex_unlock(&g_lock);
     if (g_cu_ok) cu.CtxSetCurrent(g_ctx);
+    if (g_cu_ok) opt_set_cuda_arch(opt_arch_sm(g_arch)); /* the cuda pipeline's layout decisions */
     return g_cu_ok;
 }
 
@@ -641,7 +643,10 @@ static bool launch_all(cuda_exe *x, const ir_func *f, const int64_t *sizes, void
         int64_t blocks;
         if (!simt_blocks(L, f, sizes, &blocks, err)) return false;
         if (blocks == 0) continue;
-        if (L->persistent && g_sms > 0 && blocks > g_sms) blocks = g_sms; /* it loops over its blocks */
+        if (L->persistent && g_sms > 0) { /* it loops over its blocks */
+            int64_t cap = (int64_t)g_sms * (L->blocks_per_sm > 1 ? L->blocks_per_sm : 1);
+            if (blocks > cap) blocks = cap;
+        }
         if (blocks > 0x7fffffffLL) {
             tile_sb_printf(err, "kernel %s of '%s' needs %lld blocks; CUDA allows at most 2^31-1 in a grid", L->name, f->name, (long long)blocks);
             return false;

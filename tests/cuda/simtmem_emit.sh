@@ -40,10 +40,15 @@ regs 3 examples/softmax_row.tl -D M=64 -D N=1024 --target cuda
 regs 3 examples/softmax_row.tl -D M=64 -D N=1024 --target opencl
 regs 4 examples/rmsnorm.tl -D M=64 -D N=512 -D block_M=1 --target cuda
 regs 5 examples/softmax.tl -D M=64 -D N=512 -D block_M=2 -D block_N=512 --target cuda
-# rows not a multiple of 4 x threads long with block_M > 1: the row of a slot is not a constant,
-# so everything stays in shared memory
-regs 0 examples/softmax.tl -D M=64 -D N=512 --target cuda
-regs 0 examples/rmsnorm.tl -D M=64 -D N=512 -D threads=48 --target cuda
+# rows shorter than 4 x threads and thread counts that are not warps: registers too (the layout
+# pass gives every fragment a layout, src/opt/layout.c)
+regs 5 examples/softmax.tl -D M=64 -D N=512 --target cuda
+regs 4 examples/rmsnorm.tl -D M=64 -D N=512 -D threads=48 --target cuda
+# rmsnorm's defaults (8 rows of 8192): fragments of 512 elements a thread, over the register
+# budget, in local memory (no shared-memory error)
+regs 4 examples/rmsnorm.tl -D M=8192 -D N=8192 --target cuda
+rl=$("$tile" emit examples/rmsnorm.tl -D M=8192 -D N=8192 --target cuda)
+echo "$rl" | grep -q "float b3_x\[512\]; /\* register fragment (65536 elements, 512 a thread, local memory)" || fail "rmsnorm defaults: x is not 512 slots in local memory"
 TILE_SIMT_REGFRAG=0 regs 0 examples/softmax_row.tl -D M=64 -D N=1024 --target cuda
 TILE_SIMT_MEMOPT=0 regs 0 examples/softmax_row.tl -D M=64 -D N=1024 --target cuda
 sr=$("$tile" emit examples/softmax_row.tl -D M=64 -D N=1024 --target cuda)
