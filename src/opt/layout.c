@@ -1017,7 +1017,9 @@ static void run_kernel(lp *P, ir_stmt *k) {
     collect(P, k->body[0], true);
     if (P->nfr == 0) return;
     P->wg = false;
-    if (P->sm >= 90) {
+    /* TILE_CUDA_MMA_SYNC=1 puts the mma.sync lowering first on Hopper too: it takes the
+     * program's thread count and its own fragment layouts, so no wgmma plan is made */
+    if (P->sm >= 90 && tile_env_long("TILE_CUDA_MMA_SYNC", -1) != 1) {
         const char *why = wgmma_plan(P, k);
         ir_stmt *g[16];
         int n = 0;
