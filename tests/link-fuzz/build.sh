@@ -16,7 +16,7 @@ libsrc="util auth store p2p transport comm coll cost async compress ft ckpt topo
 stale=0
 for h in store tcp; do [ -x "$out/fuzz_$h" ] || stale=1; done
 if [ $stale = 0 ]; then
-    for f in "$src"/tilelink/src/*.c "$src"/tilelink/src/*.h "$src"/include/tlink.h "$src"/fuzz/fuzz_store.c "$src"/fuzz/fuzz_tcp.c; do
+    for f in "$src"/tilelink/src/*.c "$src"/tilelink/src/*.h "$src"/src/base/*.c "$src"/src/base/*.h "$src"/include/tlink.h "$src"/fuzz/fuzz_store.c "$src"/fuzz/fuzz_tcp.c; do
         [ "$f" -nt "$out/fuzz_store" ] || [ "$f" -nt "$out/fuzz_tcp" ] && stale=1
     done
 fi
@@ -26,6 +26,10 @@ for s in $libsrc; do
     [ -f "$src/tilelink/src/$s.c" ] || continue
     "$CC" $FLAGS -DTLINK_BUILDING_LIBRARY -I"$src/include" -I"$src/tilelink/src" -c "$src/tilelink/src/$s.c" \
         -o "$out/obj/$s.o" || exit 1
+done
+# src/base: the foundation libtilelink shares with libtile (knobs, logging, conversions)
+for f in "$src"/src/base/*.c; do
+    "$CC" $FLAGS -I"$src/include" -I"$src/src" -c "$f" -o "$out/obj/base_$(basename "$f" .c).o" || exit 1
 done
 ar rcs "$out/libtl.a" "$out"/obj/*.o || exit 1
 for h in store tcp; do
