@@ -37,8 +37,8 @@ if ! python3 -c "import numpy, ml_dtypes" 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy ml_dtypes
 fi
 
-# The Python package's tests: pytest always; PyTorch's CPU build (its own index; where that
-# cannot be reached, PyPI's build); then the package itself, once (pip install . builds the
+# The Python package's tests: pytest always; PyTorch from PyPI (the torch tests skip where it
+# cannot be installed); then the package itself, once (pip install . builds the
 # libraries with CMake: minutes on 2 cores)
 if ! python3 -c "import pytest" 2>/dev/null; then
   echo "setup: installing Python packages: pytest"
@@ -46,9 +46,8 @@ if ! python3 -c "import pytest" 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest
 fi
 if ! python3 -c "import torch" 2>/dev/null; then
-  echo "setup: installing PyTorch (CPU)"
-  python3 -m pip install -q --disable-pip-version-check torch --index-url https://download.pytorch.org/whl/cpu 2>/dev/null ||
-    python3 -m pip install -q --disable-pip-version-check torch 2>/dev/null ||
+  echo "setup: installing PyTorch"
+  python3 -m pip install -q --disable-pip-version-check torch 2>/dev/null ||
     python3 -m pip install -q --disable-pip-version-check --break-system-packages torch ||
     echo "setup: PyTorch could not be installed: the torch tests will skip"
 fi
