@@ -61,6 +61,22 @@ done
 [ $good -eq 1 ] && ok "env: torchrun variables set, free port $port, other launchers' unset" || bad "env"
 [ "$(wc -l <"$T/env.out")" -eq 30 ] && ok "env: 30 lines" || bad "env: $(wc -l <"$T/env.out") lines"
 
+# ---- 1b. the job secret -----------------------------------------------------------------
+unset TLINK_SECRET TLINK_SECRET_FILE
+launch -n 3 -- "$PROBE" secret >"$T/sec.out" 2>&1
+launch -n 1 -- "$PROBE" secret >"$T/sec2.out" 2>&1
+s0=$(sed -n 's/^\[0\] rank 0: TLINK_SECRET=//p' "$T/sec.out")
+n_same=$(grep -c "TLINK_SECRET=$s0\$" "$T/sec.out")
+s2=$(sed -n 's/^\[0\] rank 0: TLINK_SECRET=//p' "$T/sec2.out")
+if echo "$s0" | grep -qE '^[0-9a-f]{64}$' && [ "$n_same" -eq 3 ] && [ "$s0" != "$s2" ]; then
+    ok "secret: 32 random bytes for the job, the same on every rank, another for the next job"
+else bad "secret: '$s0' on $n_same ranks, next job '$s2'"; fi
+TLINK_SECRET=users-own-secret-123 launch -n 2 -- "$PROBE" secret >"$T/sec3.out" 2>&1
+[ "$(grep -c 'TLINK_SECRET=users-own-secret-123$' "$T/sec3.out")" -eq 2 ] && ok "secret: a given TLINK_SECRET is passed on" \
+    || bad "secret: given one"
+launch --no-secret -n 2 -- "$PROBE" secret >"$T/sec4.out" 2>&1
+[ "$(grep -c 'TLINK_SECRET=(unset)$' "$T/sec4.out")" -eq 2 ] && ok "secret: --no-secret" || bad "secret: --no-secret"
+
 # ---- 2. host list ---------------------------------------------------------------------
 launch --hosts localhost:2,127.0.0.1:1 --master-port 29555 -- "$PROBE" env >"$T/hosts.out" 2>&1
 rc=$?

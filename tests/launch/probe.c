@@ -2,6 +2,7 @@
  *
  * usage: launch_probe MODE [ARGS]
  *   env                 print the launch variables, one "rank R: NAME=VALUE" line each
+ *   secret              print "rank R: TLINK_SECRET=VALUE"
  *   partial             write lines in pieces and end without a newline
  *   lines N             write N numbered lines to stdout and N to stderr
  *   longline N          write one line of N 'x' characters (in one go) and a newline
@@ -55,6 +56,11 @@ int main(int argc, char **argv) {
             const char *v = getenv(names[i]);
             printf("rank %d: %s=%s\n", rank(), names[i], v ? v : "(unset)");
         }
+        return 0;
+    }
+    if (!strcmp(mode, "secret")) {
+        const char *v = getenv("TLINK_SECRET");
+        printf("rank %d: TLINK_SECRET=%s\n", rank(), v ? v : "(unset)");
         return 0;
     }
     if (!strcmp(mode, "partial")) {

@@ -128,6 +128,8 @@ typedef struct part {
     const size_t *iov_off;
     int niov;
     size_t bytes;
+    void (*fan)(void *ctx, size_t off, size_t n);  /* receive: see tl_op */
+    void *fan_ctx;
 } part;
 
 static tlink_status exchange(tlink_comm *c, const int *ranks, int n, int me, const part *s, const part *r) {
@@ -145,7 +147,8 @@ static tlink_status exchange(tlink_comm *c, const int *ranks, int n, int me, con
         }
         if (r[from].bytes) {
             ops[k] = (tl_op){.peer = ranks[from], .rbuf = (void *)r[from].buf, .bytes = r[from].bytes,
-                             .iov = r[from].iov, .iov_off = r[from].iov_off, .niov = r[from].niov};
+                             .iov = r[from].iov, .iov_off = r[from].iov_off, .niov = r[from].niov,
+                             .fan = r[from].fan, .fan_ctx = r[from].fan_ctx};
             k++;
         }
     }
@@ -384,13 +387,29 @@ static int gather_list(const char *base, size_t rowbytes, const int32_t *idx, si
     return k;
 }
 
-/* copies each unique token's first row to its further rows */
-static void replicate(tlink_moe *m) {
-    for (size_t u = 0; u < m->nuniq; u++) {
+/* copies unique tokens [u0, u1)'s first rows to their further rows */
+static void replicate(tlink_moe *m, size_t u0, size_t u1) {
+    for (size_t u = u0; u < u1; u++) {
         size_t a = m->urow_off[u], b = m->urow_off[u + 1];
         if (b - a < 2) continue;
         const char *src = m->rx + m->urows[a] * m->rowbytes;
         for (size_t i = a + 1; i < b; i++) memcpy(m->rx + m->urows[i] * m->rowbytes, src, m->rowbytes);
+    }
+}
+
+/* the same as the bytes of a source's message land in the first rows (the engine calls it
+ * while they are in cache): bytes [off, off + n) of the message are tokens off / rowbytes .. */
+typedef struct fan_ctx { tlink_moe *m; size_t u0; } fan_ctx;
+static void fan_rows(void *arg, size_t off, size_t n) {
+    const fan_ctx *f = arg;
+    tlink_moe *m = f->m;
+    const size_t rb = m->rowbytes;
+    for (size_t i = off / rb; i * rb < off + n; i++) {
+        const size_t u = f->u0 + i, a = m->urow_off[u], b = m->urow_off[u + 1];
+        if (b - a < 2) continue;
+        const size_t lo = (off > i * rb ? off - i * rb : 0), hi = TL_MIN(off + n - i * rb, rb);
+        const char *src = m->rx + m->urows[a] * rb + lo;
+        for (size_t r = a + 1; r < b; r++) memcpy(m->rx + m->urows[r] * rb + lo, src, hi - lo);
     }
 }
 
@@ -410,6 +429,7 @@ static tlink_status group_dispatch(tlink_moe *m, const int *ranks, int n, int me
     size_t **sio = calloc((size_t)n, sizeof *sio), **rio = calloc((size_t)n, sizeof *rio);
     char *rmeta = NULL;
     size_t *first = NULL;
+    fan_ctx *fans = NULL;
     if (!rcnt || !soff || !roff || !sp || !rp || !siov || !riov || !sio || !rio) {
         st = tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory", c->cur_coll);
         goto out;
@@ -442,12 +462,16 @@ static tlink_status group_dispatch(tlink_moe *m, const int *ranks, int n, int me
     if ((st = exchange(c, ranks, n, me, sp, rp))) goto out;
     /* the rows, then C: the data, gathered and scattered */
     if ((st = place_rows(m, n, rcnt, rmeta, msz, k, &first))) goto out;
+    fans = calloc((size_t)n, sizeof *fans);
+    if (!fans) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory", c->cur_coll); goto out; }
     for (int q = 0; q < n; q++) {
         int ns = gather_list(sbase, m->rowbytes, sidx + soff[q], scnt[q], &siov[q], &sio[q]);
         int nr = scatter_list(m, first, roff[q], roff[q + 1], &riov[q], &rio[q]);
         if (ns < 0 || nr < 0) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "%s: out of memory", c->cur_coll); goto out; }
+        fans[q] = (fan_ctx){m, roff[q]};
         sp[q] = (part){.iov = siov[q], .iov_off = sio[q], .niov = ns, .bytes = scnt[q] * m->rowbytes};
-        rp[q] = (part){.iov = riov[q], .iov_off = rio[q], .niov = nr, .bytes = rcnt[q] * m->rowbytes};
+        rp[q] = (part){.iov = riov[q], .iov_off = rio[q], .niov = nr, .bytes = rcnt[q] * m->rowbytes,
+                       .fan = fan_rows, .fan_ctx = &fans[q]};
     }
     /* my own tokens: copied */
     for (size_t i = 0; i < scnt[me]; i++) {
@@ -457,12 +481,12 @@ static tlink_status group_dispatch(tlink_moe *m, const int *ranks, int n, int me
     }
     sp[me].bytes = rp[me].bytes = 0;
     if ((st = exchange(c, ranks, n, me, sp, rp))) goto out;
-    replicate(m);
+    replicate(m, roff[me], roff[me + 1]); /* the others' tokens were copied on as they landed */
 out:
     if (siov)
         for (int q = 0; q < n; q++) { free(siov[q]); free(riov[q]); free(sio[q]); free(rio[q]); }
     free(siov); free(riov); free(sio); free(rio);
-    free(rcnt); free(soff); free(roff); free(sp); free(rp); free(rmeta); free(first);
+    free(rcnt); free(soff); free(roff); free(sp); free(rp); free(rmeta); free(first); free(fans);
     return st;
 }
 
@@ -690,17 +714,18 @@ static tlink_status combine_flat(tlink_moe *m, const void *eout, tlink_dtype dt,
     if (!sendp || !back || !rcnt || !cur || !acc) { st = tl_err(c, TLINK_ERR_NO_MEMORY, "moe_combine: out of memory"); goto out; }
     partials(m, eout, dt, 0, m->nuniq, sendp, acc);
     for (int q = 0; q < W; q++) rcnt[q] = m->soff[q + 1] - m->soff[q];
-    /* my own tokens' partials: computed here */
-    if (rcnt[c->rank]) memcpy(back + m->soff[c->rank] * vb, sendp + m->ug[c->rank] * vb, rcnt[c->rank] * vb);
     if ((st = group_combine_exchange(m, c->world, W, c->rank, sendp, rcnt, back, vb))) goto out;
     /* y[t] = R(sum over the ranks t went to, in rank order): every rank's block lists its
-     * tokens in ascending order, so one cursor per rank walks them */
+     * tokens in ascending order, so one cursor per rank walks them; my own partials are read
+     * where they were computed */
+    const int me = c->rank;
     for (int q = 0; q < W; q++) cur[q] = m->soff[q];
     for (size_t t = 0; t < T; t++) {
         for (size_t i = 0; i < H; i++) acc[i] = 0.0f;
         for (int q = 0; q < W; q++) {
             if (cur[q] < m->soff[q + 1] && m->stok[cur[q]] == (int32_t)t) {
-                acc_add(acc, back + cur[q] * vb, dt, H);
+                const char *src = q == me ? sendp + (m->ug[me] + (cur[q] - m->soff[me])) * vb : back + cur[q] * vb;
+                acc_add(acc, src, dt, H);
                 cur[q]++;
             }
         }
@@ -958,13 +983,16 @@ static tlink_status combine_hier(tlink_moe *m, const void *eout, tlink_dtype dt,
     /* stage 2 back: my partials to the proxies, theirs for what I forwarded */
     partials(m, eout, dt, 0, m->nuniq, sendp, acc);
     for (int l = 0; l < Lh; l++) b2off[l + 1] = b2off[l] + h->f2cnt[l];
-    if (h->f2cnt[li]) memcpy(back2 + b2off[li] * vb, sendp + m->ug[li] * vb, h->f2cnt[li] * vb);
     if ((st = group_combine_exchange(m, c->local_ranks, Lh, li, sendp, h->f2cnt, back2, vb))) goto out;
-    /* the host's sum per staged token, local ranks in order, rounded */
+    /* the host's sum per staged token, local ranks in order, rounded (my own partials read
+     * where they were computed) */
     for (size_t i = 0; i < np; i++) {
         for (size_t e = 0; e < H; e++) acc[e] = 0.0f;
-        for (size_t f = h->fwd_off[i]; f < h->fwd_off[i + 1]; f++)
-            acc_add(acc, back2 + (b2off[h->fwd_q[f]] + h->fwd_pos[f]) * vb, dt, H);
+        for (size_t f = h->fwd_off[i]; f < h->fwd_off[i + 1]; f++) {
+            const int q = h->fwd_q[f];
+            const char *src = q == li ? sendp + (m->ug[li] + h->fwd_pos[f]) * vb : back2 + (b2off[q] + h->fwd_pos[f]) * vb;
+            acc_add(acc, src, dt, H);
+        }
         acc_store(hsum + i * vb, acc, dt, H);
     }
     /* stage 1 back: the host sums to the sources, one vector per (token, host) */
@@ -975,7 +1003,6 @@ static tlink_status combine_hier(tlink_moe *m, const void *eout, tlink_dtype dt,
         rp[hh] = (part){.buf = back1 + ro * vb, .bytes = s1cnt[hh] * vb};
         ro += s1cnt[hh];
     }
-    if (s1cnt[h->hme]) memcpy(back1 + h->s1off[h->hme] * vb, hsum + h->p1off[h->hme] * vb, s1cnt[h->hme] * vb);
     sp[h->hme].bytes = rp[h->hme].bytes = 0;
     if ((st = exchange(c, c->cross, Hn, h->hme, sp, rp))) goto out;
     /* y[t] = R(sum over the hosts t went to, in host order) */
@@ -984,7 +1011,8 @@ static tlink_status combine_hier(tlink_moe *m, const void *eout, tlink_dtype dt,
         for (size_t e = 0; e < H; e++) acc[e] = 0.0f;
         for (int hh = 0; hh < Hn; hh++) {
             if (cur[hh] < h->s1off[hh + 1] && h->s1tok[cur[hh]] == (int32_t)t) {
-                acc_add(acc, back1 + cur[hh] * vb, dt, H);
+                const char *src = hh == h->hme ? hsum + (h->p1off[hh] + (cur[hh] - h->s1off[hh])) * vb : back1 + cur[hh] * vb;
+                acc_add(acc, src, dt, H);
                 cur[hh]++;
             }
         }

@@ -442,6 +442,7 @@ static long shm_recv_try(tlink_comm *c, tl_peer *p, tl_op *op) {
             op->red(dst + op->done, p->in_data + off, n / op->esize);
         } else if (op->iov) {
             op_copy(op, op->done, p->in_data + off, n, 1);
+            if (op->fan) op->fan(op->fan_ctx, op->done, n);
         } else {
             memcpy(dst + op->done, p->in_data + off, n);
         }
@@ -519,6 +520,7 @@ static long tcp_try(tlink_comm *c, tl_peer *p, tl_op *op) {
             }
             size_t got = (size_t)r, hdr_part = o < TL_FRAME_HDR ? TL_MIN(got, TL_FRAME_HDR - o) : 0;
             op->so[s] = o + got;
+            if (op->fan && !op->is_send && got > hdr_part) op->fan(op->fan_ctx, k * ch + po, got - hdr_part);
             op->done += got - hdr_part;
             moved += (long)(got - hdr_part);
             if (!op->is_send && o < TL_FRAME_HDR && op->so[s] >= TL_FRAME_HDR) {

@@ -339,6 +339,10 @@ typedef struct tl_op {
     const struct iovec *iov;
     const size_t *iov_off;
     int niov;
+    /* receive with a segment list: called after bytes [off, off + n) of the message have
+     * landed (still in cache), e.g. to copy them on to further places (moe.c's replicas) */
+    void (*fan)(void *ctx, size_t off, size_t n);
+    void *fan_ctx;
     /* tcp: per stream, the frame header being sent or received; a mismatch's details */
     unsigned char fh[TL_MAX_STREAMS][TL_FRAME_HDR];
     uint32_t bad_magic, bad_len;
