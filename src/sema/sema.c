@@ -760,6 +760,7 @@ static bool is_compile_time_value(const sval *v) {
     case SV_EXPR: return v->e->kind == IR_E_CONST;
     case SV_STRING: case SV_DTYPE: case SV_FUNC: case SV_DICT: return true;
     case SV_NONE: return !v->poison;
+    case SV_OPAQUE: return v->str && !strcmp(v->str, "@host-tensor"); /* its shape and dtype */
     case SV_TUPLE:
         for (int i = 0; i < v->nitems; i++)
             if (!is_compile_time_value(v->items[i])) return false;
@@ -797,8 +798,48 @@ static void run_driver_block(sema_ctx *c, sema_env *env, const ast_block *b) {
     }
 }
 
+/* The value pytest gives parameter `name` of test function F in its first case:
+ * `@pytest.mark.parametrize("a, b", [(x, y), ...])` gives a = x, b = y (a
+ * `pytest.param(x, y, marks=...)` case is its values). NULL when no decorator names it
+ * or the value is not known at compile time. */
+static sval *parametrize_arg(sema_ctx *c, const ast_stmt *F, const char *name) {
+    for (int i = 0; i < F->ndecorators; i++) {
+        const ast_expr *d = F->decorators[i];
+        if (d->kind != AST_E_CALL || d->value->kind != AST_E_ATTR || strcmp(d->value->name, "parametrize") || d->nitems < 2) continue;
+        env_stmt es = {c->module_env, (const ast_stmt *)d->items[0]};
+        c->scratch = NULL;
+        if (captured(c, eval_in_env, &es) || !c->scratch) continue;
+        sval *names = c->scratch;
+        int index = -1, n = 0;
+        if (names->kind == SV_STRING) {
+            /* "a, b" or "a,b" */
+            const char *p = names->str;
+            while (*p) {
+                while (*p == ' ' || *p == ',') p++;
+                const char *q = p;
+                while (*q && *q != ',' && *q != ' ') q++;
+                if (q > p && (size_t)(q - p) == strlen(name) && !strncmp(p, name, (size_t)(q - p))) index = n;
+                if (q > p) n++;
+                p = q;
+            }
+        } else if (names->kind == SV_TUPLE) {
+            for (int k = 0; k < names->nitems; k++)
+                if (names->items[k]->kind == SV_STRING && !strcmp(names->items[k]->str, name)) index = k;
+            n = names->nitems;
+        }
+        if (index < 0) continue;
+        es.s = (const ast_stmt *)d->items[1];
+        c->scratch = NULL;
+        if (captured(c, eval_in_env, &es) || !c->scratch || c->scratch->kind != SV_TUPLE || c->scratch->nitems < 1) continue;
+        sval *first = c->scratch->items[0];
+        if (n == 1) return first;
+        if (first->kind == SV_TUPLE && index < first->nitems) return first->items[index];
+    }
+    return NULL;
+}
+
 /* An environment for evaluating code of def F at compile time: its parameters from its own
- * call sites or defaults, then its simple top-level statements. */
+ * call sites, its pytest parametrization or defaults, then its simple top-level statements. */
 static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
     if (!F) return c->module_env;
     sema_env *env = env_new(c, c->module_env, F);
@@ -812,6 +853,7 @@ static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
             continue;
         }
         sval *v = callsite_arg(c, F, i, depth + 1);
+        if (!v) v = parametrize_arg(c, F, p->name);
         if (!v && p->dflt) {
             env_stmt es = {c->module_env, (const ast_stmt *)p->dflt};
             c->scratch = NULL;

@@ -419,6 +419,8 @@ sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
         bool eq;
         if (sval_equal_const(a, b, &eq)) return sv_weak_bool(c, (op == AST_OP_EQ || op == AST_OP_IS) ? eq : !eq, loc);
     }
+    sval *ht = py_host_tensor_binary(c, op, a, b, loc);
+    if (ht) return ht;
     if (op == AST_OP_MATMUL) { sema_err(c, loc, "the '@' operator is not supported; use T.gemm in the tile form or a loop nest in the plain form"); return sv_err(c, loc); }
     if (a->kind == SV_EXPR && b->kind == SV_EXPR && a->weak && b->weak) return fold_weak(c, op, a, b, loc);
     ir_binop bop = ast_to_ir_binop(op);
@@ -580,6 +582,12 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
         return v;
     }
     case SV_OPAQUE: {
+        sval *ht = py_host_tensor_attr(c, base, a, e->loc);
+        if (ht) return ht;
+        if (base->str && !strcmp(base->str, "@host-tensor")) {
+            sema_err(c, e->loc, "a host tensor made by torch has no attribute '%s' Tile knows at compile time (it has shape, dtype, ndim, size(), dim())", a);
+            return sv_err(c, e->loc);
+        }
         sval *o = sv_new(c, SV_OPAQUE, e->loc);
         o->str = base->str && base->str[0] != '@' ? tile_arena_printf(c->arena, "%s.%s", base->str, a) : a;
         return o;
@@ -1503,6 +1511,16 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         const char *last = strrchr(fv->str, '.');
         last = last ? last + 1 : fv->str;
         if (find_builtin(last)) return call_builtin(c, env, last, call, &a);
+        sval *ht = py_torch_call(c, fv->str, &a, loc);
+        if (ht) return ht;
+        if (!strcmp(fv->str, "pytest.param")) {
+            /* a parametrize case: its values (marks= and id= say nothing about them) */
+            if (a.npos == 1) return a.pos[0];
+            sval *t = sv_new(c, SV_TUPLE, loc);
+            t->nitems = a.npos;
+            t->items = a.pos;
+            return t;
+        }
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
             "get_thread_binding", "thread_binding", "get_warp_idx", "get_lane_idx", "get_warp_group_idx", "tvm_warp_shuffle",

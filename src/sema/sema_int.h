@@ -187,6 +187,10 @@ sval *py_method(sema_ctx *c, sval *self, const char *name, call_args *a, tile_lo
 bool py_is_builtin(const char *name);
 sval *py_argparser(sema_ctx *c, tile_loc loc); /* argparse.ArgumentParser(): defaults of its arguments */
 sval *py_builtin(sema_ctx *c, const char *name, call_args *a, tile_loc loc);
+sval *py_torch_call(sema_ctx *c, const char *path, call_args *a, tile_loc loc); /* a host tensor or NULL */
+sval *py_host_tensor_binary(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc); /* NULL: not on host tensors */
+bool py_host_tensor_has(const sval *self, const char *name);
+sval *py_host_tensor_attr(sema_ctx *c, sval *self, const char *a, tile_loc loc);
 
 /* sema_stmt.c */
 void lower_block(sema_ctx *c, sema_env *env, const ast_block *b);

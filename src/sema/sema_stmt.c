@@ -108,7 +108,8 @@ static void assign_name(sema_ctx *c, sema_env *env, const char *name, sval *val,
         env_bind(c, env, name, v, current_par(c));
         return;
     }
-    bool compile_time = c->stmts == NULL;
+    /* an eager kernel's code outside T.Kernel is host Python: it runs at compile time */
+    bool compile_time = c->stmts == NULL || (c->eager && !c->in_kernel);
     bool runtime_value = val->kind == SV_EXPR || (val->kind == SV_ACCESS && !val->acc->any_slice);
     if (!runtime_value) { env_bind(c, env, name, val, current_par(c)); return; }
     ir_expr *x = val->kind == SV_EXPR ? val->e : NULL;
