@@ -883,8 +883,11 @@ static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth
             for (int k = 0; k < index; k++) starred_before |= call->items[k]->kind == AST_E_STARRED;
             if (!starred_before) arg = call->items[index];
         }
-        for (int k = 0; k < call->nkwargs; k++)
-            if (call->kwargs[k].name && !strcmp(call->kwargs[k].name, p->name)) arg = call->kwargs[k].value;
+        bool spread = false; /* f(..., **config): the mapping's entry for the parameter */
+        for (int k = 0; k < call->nkwargs; k++) {
+            if (call->kwargs[k].name && !strcmp(call->kwargs[k].name, p->name)) { arg = call->kwargs[k].value; spread = false; }
+            if (!call->kwargs[k].name && !arg) { arg = call->kwargs[k].value; spread = true; }
+        }
         if (!arg) continue;
         sema_env *env = caller_env(c, cs->in_def, depth);
         if (cs->in_main) {
@@ -893,21 +896,54 @@ static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth
         }
         env_stmt es = {env, (const ast_stmt *)arg};
         c->scratch = NULL;
-        if (!captured(c, eval_in_env, &es) && c->scratch && is_compile_time_value(c->scratch)) found = c->scratch;
+        if (!captured(c, eval_in_env, &es) && c->scratch) {
+            sval *v = c->scratch;
+            if (spread) {
+                sval key = {.kind = SV_STRING, .str = p->name};
+                v = v->kind == SV_DICT ? py_dict_get(v, &key) : NULL;
+            }
+            if (v && is_compile_time_value(v)) found = v;
+        }
     }
     for (int i = 0; i < sites.len; i++) free(sites.items[i]);
     tile_vec_free(&sites);
     return found;
 }
 
+/* `@tilelang.autotune(configs=...)` (or `@autotune`): the value its first config gives the
+ * parameter, the config TileLang's autotuner would try first; NULL when there is none or the
+ * configs are not known at compile time. */
+static sval *autotune_arg(sema_ctx *c, const ast_stmt *def, const char *name) {
+    for (int i = 0; i < def->ndecorators; i++) {
+        const ast_expr *d = def->decorators[i];
+        if (d->kind != AST_E_CALL) continue;
+        const char *dn = d->value->kind == AST_E_ATTR || d->value->kind == AST_E_NAME ? d->value->name : "";
+        if (strcmp(dn, "autotune")) continue;
+        for (int k = 0; k < d->nkwargs; k++) {
+            if (!d->kwargs[k].name || strcmp(d->kwargs[k].name, "configs")) continue;
+            env_stmt es = {c->module_env, (const ast_stmt *)d->kwargs[k].value};
+            c->scratch = NULL;
+            if (captured(c, eval_in_env, &es) || !c->scratch) return NULL;
+            sval *cfgs = c->scratch;
+            if (cfgs->kind != SV_TUPLE || cfgs->nitems < 1 || cfgs->items[0]->kind != SV_DICT) return NULL;
+            sval key = {.kind = SV_STRING, .str = name};
+            sval *v = py_dict_get(cfgs->items[0], &key);
+            return v && is_compile_time_value(v) ? v : NULL;
+        }
+    }
+    return NULL;
+}
+
 /* The value of an entry point's parameter with no -D and no default: from a call site
- * when this lowering uses them, else NULL (the caller makes it symbolic). */
+ * or the first autotune config when this lowering uses them, else NULL (the caller makes
+ * it symbolic). */
 static sval *unbound_param(sema_ctx *c, const ast_stmt *def, int index) {
     if (!c->use_callsites) return NULL;
     sval *v = callsite_arg(c, def, index, 0);
+    if (!v) v = autotune_arg(c, def, def->params[index].name);
     if (v) {
         c->callsite_used = true;
-        tile_log(TILE_LOG_INFO, "%s: parameter '%s' of '%s' takes its value from a call in the file (no -D %s=...)",
+        tile_log(TILE_LOG_INFO, "%s: parameter '%s' of '%s' takes its value from the file: a call, a pytest case or the first autotune config (no -D %s=...)",
                  def->loc.src ? def->loc.src->name : "?", def->params[index].name, def->name, def->params[index].name);
     }
     return v;

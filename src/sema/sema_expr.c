@@ -19,7 +19,7 @@
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
     X(cdiv, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
-    X(range, L) X(serial, L) X(Parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
+    X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T)           \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
@@ -127,6 +127,17 @@ ir_expr *as_int_expr(sema_ctx *c, sval *v, const char *what) {
     return e;
 }
 
+/* The first symbolic size (an unbound parameter or dimension) an expression uses, or NULL. */
+static const ir_var *first_size_var(const ir_expr *e) {
+    if (!e) return NULL;
+    if (e->kind == IR_E_VAR) return e->var && e->var->kind == IR_VAR_SIZE ? e->var : NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        const ir_var *v = first_size_var(e->args[i]);
+        if (v) return v;
+    }
+    return NULL;
+}
+
 bool as_const_int(sema_ctx *c, sval *v, int64_t *out, const char *what) {
     if (v && v->kind == SV_EXPR && v->e->kind == IR_E_CONST && !tile_dtype_is_float(v->e->dtype)) {
         *out = v->e->ival;
@@ -136,8 +147,13 @@ bool as_const_int(sema_ctx *c, sval *v, int64_t *out, const char *what) {
         *out = (int64_t)v->e->fval;
         return true;
     }
-    sema_err(c, v ? v->loc : (tile_loc){0}, "%s must be a compile-time integer constant%s", what,
-             v && v->kind == SV_EXPR ? " (bind it with -D NAME=VALUE)" : "");
+    const ir_var *free = v && v->kind == SV_EXPR ? first_size_var(v->e) : NULL;
+    if (free)
+        sema_err(c, v->loc, "%s must be a compile-time integer constant, but it depends on '%s', which has no value here "
+                 "(no -D, no default, and no call in the file passes one): bind it with -D %s=VALUE", what, free->name, free->name);
+    else
+        sema_err(c, v ? v->loc : (tile_loc){0}, "%s must be a compile-time integer constant%s", what,
+                 v && v->kind == SV_EXPR ? " (bind it with -D NAME=VALUE)" : "");
     return false;
 }
 
@@ -152,6 +168,13 @@ tile_dtype as_dtype(sema_ctx *c, sval *v, const char *what) {
         if (!strcmp(v->str, "float")) return TILE_DT_F32;
         if (!strcmp(v->str, "int")) return TILE_DT_I32;
         if (!strcmp(v->str, "bool")) return TILE_DT_BOOL;
+    }
+    if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR && v->e->var && v->e->var->kind == IR_VAR_SIZE) {
+        /* an unbound factory parameter used as a dtype: a size variable stands in for it */
+        const char *n = v->e->var->name;
+        sema_err(c, v->loc, "%s must be a dtype, but '%s' has no value here (no -D, no default, and no call in the file "
+                 "passes one): bind it with -D %s=float16 (or another dtype)", what, n, n);
+        return TILE_DT_INVALID;
     }
     sema_err(c, v->loc, "%s must be a dtype (e.g. \"float16\" or T.float16), got %s", what, sv_describe(v));
     return TILE_DT_INVALID;
@@ -509,6 +532,11 @@ static sval *lower_name(sema_ctx *c, sema_env *env, const ast_expr *e) {
         *v = *b->val;
         v->loc = e->loc;
         if (v->kind == SV_MODULE) v->display = e->name;
+        if (v->kind == SV_TUPLE) {
+            v->list_root = b->val->list_root ? b->val->list_root : b->val;
+            v->items = v->list_root->items;
+            v->nitems = v->list_root->nitems;
+        }
         if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR) v->e = ir_var_ref(c->mod, v->e->var, e->loc);
         return v;
     }
@@ -1513,6 +1541,19 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         if (find_builtin(last)) return call_builtin(c, env, last, call, &a);
         sval *ht = py_torch_call(c, fv->str, &a, loc);
         if (ht) return ht;
+        if (!strcmp(fv->str, "itertools.product")) return py_product(c, &a, loc);
+        if (!strcmp(last, "determine_fp8_type") || !strcmp(last, "determine_torch_fp8_type")) {
+            /* tilelang.language.fp8: the fp8 dtype of the platform; Tile's targets use OCP fp8 */
+            sval *f = a.npos ? a.pos[0] : a.nkw ? a.kwv[0] : NULL;
+            bool e5 = f && f->kind == SV_STRING && !strcmp(f->str, "e5m2");
+            if (f && (f->kind != SV_STRING || (!e5 && strcmp(f->str, "e4m3")))) {
+                sema_err(c, loc, "%s: the format must be \"e4m3\" or \"e5m2\"", last);
+                return sv_err(c, loc);
+            }
+            sval *v = sv_new(c, SV_DTYPE, loc);
+            v->dt = e5 ? TILE_DT_FP8_E5M2 : TILE_DT_FP8_E4M3;
+            return v;
+        }
         if (!strcmp(fv->str, "pytest.param")) {
             /* a parametrize case: its values (marks= and id= say nothing about them) */
             if (a.npos == 1) return a.pos[0];

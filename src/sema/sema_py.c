@@ -296,7 +296,7 @@ sval *py_contains(sema_ctx *c, sval *needle, sval *hay, bool negate, tile_loc lo
 bool py_has_method(const sval *self, const char *name) {
     static const char *const int_m[] = {"bit_length", "bit_count", NULL};
     static const char *const str_m[] = {"format", "startswith", "endswith", "lower", "upper", "replace", "split", "strip", "join", NULL};
-    static const char *const seq_m[] = {"index", "count", NULL};
+    static const char *const seq_m[] = {"index", "count", "append", "extend", NULL};
     static const char *const dict_m[] = {"get", "items", "keys", "values", NULL};
     static const char *const parser_m[] = {"add_argument", "parse_args", "parse_known_args", "add_argument_group",
                                            "add_mutually_exclusive_group", "set_defaults", NULL};
@@ -439,7 +439,21 @@ sval *py_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc l
     }
     if (self->kind == SV_TUPLE) {
         sval *x = arg_or(a, 0);
-        if (!x) { sema_err(c, loc, "%s() takes one argument", m); return sv_err(c, loc); }
+        if (!x || a->npos != 1) { sema_err(c, loc, "%s() takes one argument", m); return sv_err(c, loc); }
+        if (!strcmp(m, "append") || !strcmp(m, "extend")) {
+            /* a list built at compile time grows in place (other names for it see the change) */
+            sval **more = &x;
+            int nmore = 1;
+            if (m[0] == 'e' && !py_iter(c, x, &more, &nmore, loc)) return sv_err(c, loc);
+            if ((self->list_root ? self->list_root : self)->nitems + nmore > MAX_ITEMS) { sema_err(c, loc, "a list built at compile time is longer than %d", MAX_ITEMS); return sv_err(c, loc); }
+            sval *root = self->list_root ? self->list_root : self;
+            sval **it = TILE_NEW_ARRAY(c->arena, sval *, root->nitems + nmore);
+            for (int i = 0; i < root->nitems; i++) it[i] = root->items[i];
+            for (int i = 0; i < nmore; i++) it[root->nitems + i] = more[i];
+            root->items = self->items = it;
+            root->nitems = self->nitems = root->nitems + nmore;
+            return sv_none(c, loc);
+        }
         int count = 0;
         for (int i = 0; i < self->nitems; i++) {
             bool eq;
@@ -858,4 +872,34 @@ sval *py_host_tensor_binary(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc l
         return NULL;
     sval *big = !tb || (ta && a->self->nitems >= b->self->nitems) ? a : b;
     return mk_host_tensor(c, big->self, big->dt, loc);
+}
+
+/* itertools.product(*iterables, repeat=1) over compile-time sequences: a list of tuples, the
+ * last iterable varying fastest. */
+sval *py_product(sema_ctx *c, call_args *a, tile_loc loc) {
+    int64_t repeat = 1;
+    for (int i = 0; i < a->nkw; i++)
+        if (!strcmp(a->kw[i].name, "repeat") && !as_const_int(c, a->kwv[i], &repeat, "repeat")) return sv_err(c, loc);
+    if (repeat < 0 || a->npos * repeat > 32) { sema_err(c, loc, "itertools.product: too many iterables"); return sv_err(c, loc); }
+    int n = (int)(a->npos * repeat);
+    sval **seq[32];
+    int len[32];
+    int64_t total = 1;
+    for (int i = 0; i < n; i++) {
+        if (!py_iter(c, a->pos[i % a->npos], &seq[i], &len[i], loc)) return sv_err(c, loc);
+        total *= len[i];
+        if (total > MAX_ITEMS) { sema_err(c, loc, "itertools.product makes more than %d items at compile time", MAX_ITEMS); return sv_err(c, loc); }
+    }
+    sval **out = TILE_NEW_ARRAY(c->arena, sval *, total ? total : 1);
+    int idx[32] = {0};
+    for (int64_t k = 0; k < total; k++) {
+        sval **it = TILE_NEW_ARRAY(c->arena, sval *, n ? n : 1);
+        for (int i = 0; i < n; i++) it[i] = seq[i][idx[i]];
+        out[k] = mk_tuple(c, it, n, loc);
+        for (int i = n - 1; i >= 0; i--) {
+            if (++idx[i] < len[i]) break;
+            idx[i] = 0;
+        }
+    }
+    return mk_tuple(c, out, (int)total, loc);
 }

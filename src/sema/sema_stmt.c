@@ -289,12 +289,29 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
         return;
     }
     sval *f = lower_expr(c, env, it->value);
-    if (f->kind != SV_BUILTIN) { if (f->kind != SV_NONE) sema_err(c, it->loc, "cannot iterate over a call of %s; use range(...), T.serial, T.Parallel or T.Pipelined", sv_describe(f)); return; }
+    static const char *const loop_fns[] = {"range", "serial", "Parallel", "parallel", "Pipelined", "unroll", "vectorized", NULL};
+    bool loop_fn = false;
+    for (int i = 0; f->kind == SV_BUILTIN && loop_fns[i]; i++) loop_fn |= !strcmp(f->str, loop_fns[i]);
+    if (!loop_fn || (!c->stmts && !strcmp(f->str, "range"))) {
+        /* a call that makes a sequence at compile time (enumerate, zip, itertools.product, a
+         * helper returning a list, range in compile-time code): unrolled */
+        if (f->kind == SV_NONE) return;
+        sval *seq = call_value(c, env, f, it);
+        if (seq->kind != SV_TUPLE) {
+            if (seq->kind != SV_NONE) sema_err(c, it->loc, "cannot iterate over a call of %s; use range(...), T.serial, T.Parallel or T.Pipelined", sv_describe(f));
+            return;
+        }
+        for (int i = 0; i < seq->nitems; i++) {
+            assign_target(c, env, t, seq->items[i], s->loc);
+            lower_block(c, env, &s->body);
+        }
+        return;
+    }
     if (!c->stmts) { sema_err(c, s->loc, "loops are run-time code, which is not allowed here"); return; }
     const char *fn = f->str;
     ir_loop_kind kind;
     if (!strcmp(fn, "range") || !strcmp(fn, "serial")) kind = IR_LOOP_SERIAL;
-    else if (!strcmp(fn, "Parallel")) kind = IR_LOOP_PARALLEL;
+    else if (!strcmp(fn, "Parallel") || !strcmp(fn, "parallel")) kind = IR_LOOP_PARALLEL;
     else if (!strcmp(fn, "Pipelined")) kind = IR_LOOP_PIPELINED;
     else if (!strcmp(fn, "unroll")) kind = IR_LOOP_UNROLLED;
     else if (!strcmp(fn, "vectorized")) kind = IR_LOOP_VECTORIZED;
@@ -317,13 +334,15 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     } else {
         /* T.Parallel(e0, e1, ...) / T.Pipelined(n, num_stages=k) or (start, stop, num_stages=k) */
         int n = it->nitems;
-        if (n < 1 || n > 8 || (kind == IR_LOOP_PIPELINED && n > 2)) { sema_err(c, it->loc, "wrong number of arguments to T.%s", fn); return; }
-        if (kind == IR_LOOP_PARALLEL) ndims = n;
+        /* T.parallel(start, stop=None) is TIR's parallel loop: one dimension, like range */
+        bool ranged = kind == IR_LOOP_PIPELINED || fn[0] == 'p';
+        if (n < 1 || n > 8 || (ranged && n > 2)) { sema_err(c, it->loc, "wrong number of arguments to T.%s", fn); return; }
+        if (kind == IR_LOOP_PARALLEL && !ranged) ndims = n;
         for (int i = 0; i < n; i++) {
             ir_expr *x = as_int_expr(c, lower_expr(c, env, it->items[i]), "a loop extent");
             if (!x) return;
             x = cast_to(c, x, TILE_DT_I32);
-            if (kind == IR_LOOP_PIPELINED && n == 2) {
+            if (ranged && n == 2) {
                 if (i == 0) lo[0] = x;
                 else ext[0] = int_binary(c, IR_B_SUB, x, lo[0], it->loc);
             } else {
@@ -341,7 +360,7 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
             } else if (kind == IR_LOOP_PIPELINED && strcmp(it->kwargs[k].name, "order") && strcmp(it->kwargs[k].name, "stage") &&
                        strcmp(it->kwargs[k].name, "group") && strcmp(it->kwargs[k].name, "sync")) {
                 tile_warning_at(c->diags, it->kwargs[k].loc, "unknown T.Pipelined argument '%s' is ignored", it->kwargs[k].name);
-            } else if (kind == IR_LOOP_PARALLEL && strcmp(it->kwargs[k].name, "coalesced_width") && strcmp(it->kwargs[k].name, "loop_layout") &&
+            } else if (kind == IR_LOOP_PARALLEL && strcmp(it->kwargs[k].name, "coalesced_width") && strcmp(it->kwargs[k].name, "annotations") && strcmp(it->kwargs[k].name, "loop_layout") &&
                        strcmp(it->kwargs[k].name, "prefer_async")) {
                 tile_warning_at(c->diags, it->kwargs[k].loc, "unknown T.Parallel argument '%s' is ignored", it->kwargs[k].name);
             }
@@ -574,7 +593,9 @@ static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, cons
 }
 
 static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos) {
-    static const char *const kws[] = {"coalesced_width", "disable_tma", "eviction_policy", "loop_layout", NULL};
+    /* hints on how to copy; Tile's lowering chooses the instructions */
+    static const char *const kws[] = {"coalesced_width", "disable_tma", "eviction_policy", "loop_layout", "prefer_instruction",
+                                      "annotations", "src", "dst", NULL};
     check_kwargs(c, call, "T.copy", kws);
     if (npos != 2) { sema_err(c, call->loc, "T.copy takes a source and a destination, got %d arguments", npos); return sv_err(c, call->loc); }
     if (!check_tile_scope(c, call->loc, "T.copy")) return sv_err(c, call->loc);
@@ -845,6 +866,11 @@ static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, s
         ir_expr *x = init->kind == SV_EXPR && init->weak ? cast_to(c, init->e, v->dtype) : value_for_var(c, init, v->dtype, "the T.alloc_var initialiser", call->loc);
         if (!x) return sv_err(c, call->loc);
         emit_assign(c, v, x, call->loc);
+    } else {
+        /* TileLang leaves a variable without init undefined; Tile makes it 0, so a read
+         * before the first write gives the same value on every target */
+        ir_expr *zero = tile_dtype_is_float(v->dtype) ? ir_const_float(c->mod, v->dtype, 0.0, call->loc) : ir_const_int(c->mod, v->dtype, 0, call->loc);
+        emit_assign(c, v, zero, call->loc);
     }
     sval *r = sv_expr(c, ir_var_ref(c->mod, v, call->loc));
     r->fresh_var = true;
@@ -954,7 +980,12 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
 
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
-    if (!strcmp(name, "copy")) return lower_copy(c, call, pos, npos);
+    if (!strcmp(name, "copy")) {
+        /* T.copy(src=..., dst=...): the keyword forms of the two operands */
+        sval *sd[2] = {npos > 0 ? pos[0] : kw_of(call, c, env, "src"), npos > 1 ? pos[1] : kw_of(call, c, env, "dst")};
+        if (npos < 2 && sd[0] && sd[1]) return lower_copy(c, call, sd, 2);
+        return lower_copy(c, call, pos, npos);
+    }
     if (!strcmp(name, "fill")) return lower_fill(c, call, pos, npos, false);
     if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);
     if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);
