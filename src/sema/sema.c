@@ -1114,6 +1114,42 @@ static const ast_stmt *find_prim_func(sema_ctx *c, sema_env *env, const char *na
     return NULL;
 }
 
+/* In a factory or test body, `kernel = tilelang.compile(main, out_idx=[1], target=...)` (also
+ * `tl.compile`, `tilelang.jit(main)`, as a statement or inside an expression): the call
+ * that compiles a prim_func the body defined, or NULL. Its prim_func is the kernel, as
+ * if the body returned it; what the body does with the compiled kernel afterwards is host
+ * code that Tile does not run. */
+static const ast_expr *compile_call(sema_ctx *c, sema_env *fenv, const ast_expr *e) {
+    if (!e) return NULL;
+    if (e->kind == AST_E_CALL && e->value->kind == AST_E_ATTR && (!strcmp(e->value->name, "compile") || !strcmp(e->value->name, "jit")) &&
+        e->value->value->kind == AST_E_NAME && e->nitems >= 1 && e->items[0]->kind == AST_E_NAME &&
+        find_prim_func(c, fenv, e->items[0]->name))
+        return e;
+    const ast_expr *r = compile_call(c, fenv, e->value);
+    if (!r && e->kind == AST_E_CALL)
+        for (int i = 0; i < e->nitems && !r; i++) r = compile_call(c, fenv, e->items[i]);
+    return r;
+}
+
+static void lower_compiled(sema_ctx *c, sema_env *fenv, const ast_expr *call) {
+    const ast_stmt *pf = find_prim_func(c, fenv, call->items[0]->name);
+    sema_binding *b = env_lookup(fenv, call->items[0]->name);
+    for (int k = 0; k < call->nkwargs; k++) {
+        if (!call->kwargs[k].name || strcmp(call->kwargs[k].name, "out_idx")) continue;
+        sval *v = lower_expr(c, fenv, call->kwargs[k].value);
+        sval *one[1] = {v};
+        sval **items = v->kind == SV_TUPLE ? v->items : one;
+        int n = v->kind == SV_TUPLE ? v->nitems : 1;
+        c->nout_idx = 0;
+        for (int j = 0; j < n && c->nout_idx < 16; j++) {
+            int64_t x;
+            if (as_const_int(c, items[j], &x, "out_idx entry")) c->out_idx[c->nout_idx++] = (int)x;
+        }
+    }
+    resolve_out_idx(c, pf->nparams);
+    lower_kernel_def(c, b->val->fn->closure, pf, true);
+}
+
 /* Run a factory's body at compile time; lower the prim_func it returns. */
 static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b, const ast_stmt *factory, bool *done) {
     for (int i = 0; i < b->len && !*done; i++) {
@@ -1154,7 +1190,16 @@ static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b,
             lower_factory_block(c, fenv, x ? &s->body : &s->orelse, factory, done);
             break;
         }
-        default: lower_stmt(c, fenv, s); break; /* compile-time statements */
+        default: {
+            const ast_expr *cc = s->kind == AST_S_ASSIGN || s->kind == AST_S_EXPR ? compile_call(c, fenv, s->value) : NULL;
+            if (cc) {
+                lower_compiled(c, fenv, cc);
+                *done = true;
+                return;
+            }
+            lower_stmt(c, fenv, s); /* compile-time statements */
+            break;
+        }
         }
         if (tile_diags_full(c->diags)) return;
     }

@@ -18,14 +18,14 @@
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
-    X(cdiv, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
+    X(cdiv, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
-    X(copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
+    X(copy, T) X(async_copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T)           \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T)                                                          \
-    X(use_swizzle, H) X(annotate_layout, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
+    X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, H) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
     X(assume, H) X(no_set_max_nreg_hint, H)                                                              \
@@ -1263,6 +1263,15 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         sema_err(c, loc, "sum() needs a generator (sum(x for k in range(K))) or a tuple");
         return sv_err(c, loc);
     }
+    if (!strcmp(fname, "__ldg")) {
+        /* T.__ldg(x[i]): a load through the read-only cache, the same value as x[i] */
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
+        if (a->pos[0]->kind != SV_ACCESS || a->pos[0]->acc->any_slice) {
+            sema_err(c, loc, "T.__ldg takes one element access, e.g. T.__ldg(x[i])");
+            return sv_err(c, loc);
+        }
+        return a->pos[0];
+    }
     if (!strcmp(fname, "next_power_of_2")) {
         if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         int64_t x;
@@ -1454,6 +1463,51 @@ static bool bind_params(sema_ctx *c, sema_fn *fn, sema_env *env, const char *fna
     return true;
 }
 
+/* Does a body return from inside an if (not only as its last statement)? */
+static bool has_inner_return(const ast_block *b) {
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_RETURN && i < b->len - 1) return true;
+        if (s->kind == AST_S_IF && (has_inner_return(&s->body) || has_inner_return(&s->orelse))) return true;
+        if (s->kind == AST_S_IF) {
+            for (int k = 0; k < s->body.len; k++)
+                if (s->body.stmts[k]->kind == AST_S_RETURN) return true;
+            for (int k = 0; k < s->orelse.len; k++)
+                if (s->orelse.stmts[k]->kind == AST_S_RETURN) return true;
+        }
+    }
+    return false;
+}
+
+/* Inline a body whose returns sit in branches on compile-time conditions: only the taken
+ * branch runs, and the first return reached gives the value. */
+static void inline_returning_block(sema_ctx *c, sema_env *env, const ast_block *b, bool *done, sval **ret) {
+    for (int i = 0; i < b->len && !*done; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_RETURN) {
+            if (s->value) *ret = lower_expr(c, env, s->value);
+            *done = true;
+            return;
+        }
+        if (s->kind == AST_S_IF && (has_inner_return(&s->body) || has_inner_return(&s->orelse) ||
+                                    (s->body.len && s->body.stmts[s->body.len - 1]->kind == AST_S_RETURN) ||
+                                    (s->orelse.len && s->orelse.stmts[s->orelse.len - 1]->kind == AST_S_RETURN))) {
+            sval *cv = lower_expr(c, env, s->cond);
+            bool t;
+            if (!py_truth(cv, &t)) {
+                if (!cv->poison) sema_err(c, s->cond->loc, "a 'return' inside this 'if' needs a condition known at compile time");
+                *done = true;
+                *ret = sv_err(c, s->loc);
+                return;
+            }
+            inline_returning_block(c, env, t ? &s->body : &s->orelse, done, ret);
+            continue;
+        }
+        lower_stmt(c, env, s);
+        if (tile_diags_full(c->diags)) { *done = true; return; }
+    }
+}
+
 sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_keyword *kw, sval **kwvals, int nkw, tile_loc loc) {
     const ast_stmt *def = fn->def;
     const char *fname = def ? def->name : "<lambda>";
@@ -1468,6 +1522,14 @@ sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_ke
         sval *r = lower_expr(c, env, fn->lambda->value);
         c->inline_depth--;
         return r;
+    }
+    if (has_inner_return(&def->body)) {
+        /* returns inside branches: the conditions must be known at compile time */
+        bool done = false;
+        sval *ret = sv_none(c, loc);
+        inline_returning_block(c, env, &def->body, &done, &ret);
+        c->inline_depth--;
+        return ret;
     }
     /* the body, except a final `return expr` */
     int n = def->body.len;
@@ -1542,6 +1604,8 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         sval *ht = py_torch_call(c, fv->str, &a, loc);
         if (ht) return ht;
         if (!strcmp(fv->str, "itertools.product")) return py_product(c, &a, loc);
+        sval *dq = py_device_query(c, fv->str, &a, loc);
+        if (dq) return dq;
         if (!strcmp(last, "determine_fp8_type") || !strcmp(last, "determine_torch_fp8_type")) {
             /* tilelang.language.fp8: the fp8 dtype of the platform; Tile's targets use OCP fp8 */
             sval *f = a.npos ? a.pos[0] : a.nkw ? a.kwv[0] : NULL;
@@ -1570,7 +1634,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "atomic_addx2", "atomic_addx4", "transpose",
             "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
             "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",
-            "copy_async", "async_copy", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
+            "copy_async", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
             "make_tensor", "Tensor_ptr", "ptr", "region", "buffer_load", "buffer_store", "tvm_access_ptr", "tvm_mma_sync",
             "fence_proxy_async", "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",
             "dp4a", "popcount", "clz", "extract_lane", "mask", "scan", NULL};

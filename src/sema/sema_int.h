@@ -191,6 +191,7 @@ sval *py_argparser(sema_ctx *c, tile_loc loc); /* argparse.ArgumentParser(): def
 sval *py_builtin(sema_ctx *c, const char *name, call_args *a, tile_loc loc);
 sval *py_torch_call(sema_ctx *c, const char *path, call_args *a, tile_loc loc); /* a host tensor or NULL */
 sval *py_host_tensor_binary(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc); /* NULL: not on host tensors */
+sval *py_device_query(sema_ctx *c, const char *path, call_args *a, tile_loc loc); /* torch.cuda.*, get_num_sms */
 sval *py_product(sema_ctx *c, call_args *a, tile_loc loc); /* itertools.product */
 bool py_host_tensor_has(const sval *self, const char *name);
 sval *py_host_tensor_attr(sema_ctx *c, sval *self, const char *a, tile_loc loc);

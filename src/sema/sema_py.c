@@ -903,3 +903,23 @@ sval *py_product(sema_ctx *c, call_args *a, tile_loc loc) {
     }
     return mk_tuple(c, out, (int)total, loc);
 }
+
+/* Device queries in module and driver code (`torch.cuda.get_device_capability()`,
+ * `driver.get_num_sms()`): Tile compiles without asking a device, so they answer for the
+ * reference GPU the programs are written for, an sm_90 part with 132 SMs (H100 / H200 SXM),
+ * the same on every target. NULL when path is not such a query. */
+sval *py_device_query(sema_ctx *c, const char *path, call_args *a, tile_loc loc) {
+    (void)a;
+    const char *last = strrchr(path, '.');
+    last = last ? last + 1 : path;
+    bool torch_cuda = !strncmp(path, "torch.cuda.", 11);
+    if (torch_cuda && !strcmp(last, "get_device_capability")) {
+        sval *mm[2] = {sv_weak_int(c, 9, loc), sv_weak_int(c, 0, loc)};
+        return mk_tuple(c, mm, 2, loc);
+    }
+    if (torch_cuda && !strcmp(last, "is_available")) return sv_weak_bool(c, true, loc);
+    if (torch_cuda && !strcmp(last, "device_count")) return sv_weak_int(c, 1, loc);
+    if (torch_cuda && !strcmp(last, "current_device")) return sv_weak_int(c, 0, loc);
+    if (!strcmp(last, "get_num_sms") && strstr(path, "driver")) return sv_weak_int(c, 132, loc);
+    return NULL;
+}

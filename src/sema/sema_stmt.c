@@ -980,7 +980,9 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
 
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
-    if (!strcmp(name, "copy")) {
+    /* T.async_copy: Tile's copies complete before the next statement, which is what
+     * every explicit wait (T.ptx_wait_group) after it asks for */
+    if (!strcmp(name, "copy") || !strcmp(name, "async_copy")) {
         /* T.copy(src=..., dst=...): the keyword forms of the two operands */
         sval *sd[2] = {npos > 0 ? pos[0] : kw_of(call, c, env, "src"), npos > 1 ? pos[1] : kw_of(call, c, env, "dst")};
         if (npos < 2 && sd[0] && sd[1]) return lower_copy(c, call, sd, 2);
