@@ -662,8 +662,21 @@ static bool gemm_dims(const ir_region *r, int64_t *rows, int64_t *cols, bool *kn
 }
 
 static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
-    static const char *const kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait", "use_wgmma", NULL};
+    static const char *const kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait", "use_wgmma",
+                                      "A", "B", "C", NULL};
     check_kwargs(c, call, "T.gemm", kws);
+    /* T.gemm(A, B=..., C=...): the operands by keyword */
+    sval *abc[6];
+    if (npos < 3) {
+        static const char *const opn[3] = {"A", "B", "C"};
+        int n = 0;
+        for (int i = 0; i < 3; i++) {
+            abc[i] = i < npos ? pos[i] : kw_of(call, c, env, opn[i]);
+            if (abc[i]) n = i + 1;
+            else break;
+        }
+        if (n == 3) { pos = abc; npos = 3; }
+    }
     if (npos < 3 || npos > 6) { sema_err(c, call->loc, "T.gemm takes A, B, C (and optionally transpose_A, transpose_B), got %d arguments", npos); return sv_err(c, call->loc); }
     if (!check_tile_scope(c, call->loc, "T.gemm")) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_GEMM, 3, call->loc);
