@@ -662,7 +662,7 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
             }
             const ast_expr *dte = a->nitems >= 2 ? a->items[1] : NULL;
             for (int k = 0; k < a->nkwargs; k++)
-                if (!strcmp(a->kwargs[k].name, "dtype")) dte = a->kwargs[k].value;
+                if (a->kwargs[k].name && !strcmp(a->kwargs[k].name, "dtype")) dte = a->kwargs[k].value;
             if (dte) dt = as_dtype(c, lower_expr(c, env, dte), "tensor dtype");
         } else {
             sema_err(c, a->loc, "unsupported type annotation for parameter '%s': expected Tensor[...], T.Tensor(shape, dtype) or a scalar dtype", p->name);
@@ -1206,7 +1206,8 @@ static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b,
 }
 
 static void lower_factory(sema_ctx *c, const ast_stmt *def) {
-    sema_env *fenv = env_new(c, c->module_env, def);
+    sema_env *parent = c->entry_env ? c->entry_env : c->module_env;
+    sema_env *fenv = env_new(c, parent, def);
     prescan_assignments(c, fenv, &def->body);
     /* compile-time parameters */
     for (int i = 0; i < def->nparams; i++) {
@@ -1222,7 +1223,7 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
         sema_define *d = find_define(c, p->name);
         sval *cv;
         if (d) env_bind(c, fenv, p->name, define_value(c, d, p->loc), 0);
-        else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, parent, p->dflt), 0);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, fenv, p->name, cv, 0);
         else make_size(c, fenv, p->name, p->loc);
     }
@@ -1276,9 +1277,10 @@ void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann) 
  * symbolic size); `M, N = T.const("M, N")` names symbolic sizes bound from the tensors'
  * shapes at call time; `C = T.empty(...)` + `return C` is an output. */
 static void lower_eager(sema_ctx *c, const ast_stmt *def) {
-    sema_env *env = env_new(c, c->module_env, def);
+    sema_env *parent = c->entry_env ? c->entry_env : c->module_env;
+    sema_env *env = env_new(c, parent, def);
     prescan_assignments(c, env, &def->body);
-    parse_out_idx(c, c->module_env, def);
+    parse_out_idx(c, parent, def);
     c->eager_def = def;
     for (int i = 0; i < def->nparams; i++) {
         const ast_param *p = &def->params[i];
@@ -1296,7 +1298,7 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
         sema_define *d = find_define(c, p->name);
         sval *cv;
         if (d) env_bind(c, env, p->name, define_value(c, d, p->loc), 0);
-        else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, parent, p->dflt), 0);
         else if (p->annotation && is_dtype_ast(c, env, p->annotation)) declare_param(c, env, p, i, true, &def->body);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, env, p->name, cv, 0);
         else make_size(c, env, p->name, p->loc);
@@ -1307,7 +1309,10 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
 
 static void lower_entry(sema_ctx *c, const ast_stmt *s, def_class k) {
     c->bad = 0;
-    c->fn = ir_func_new(c->mod, s->name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
+    const char *name = c->entry_outer ? tile_arena_printf(&c->mod->arena, "%s__%s", c->entry_outer->name, s->name) : s->name;
+    c->fn = ir_func_new(c->mod, name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
+    c->entry_env = NULL;
+    if (c->entry_outer) c->entry_env = caller_env(c, c->entry_outer, 0);
     c->next_par_id = 0;
     c->eager = k == DEF_KERNEL_EAGER;
     c->npending_asserts = 0;
@@ -1315,9 +1320,10 @@ static void lower_entry(sema_ctx *c, const ast_stmt *s, def_class k) {
     if (k == DEF_FACTORY) lower_factory(c, s);
     else if (k == DEF_KERNEL_EAGER) lower_eager(c, s);
     else {
-        parse_out_idx(c, c->module_env, s);
+        sema_env *parent = c->entry_env ? c->entry_env : c->module_env;
+        parse_out_idx(c, parent, s);
         resolve_out_idx(c, s->nparams);
-        lower_kernel_def(c, c->module_env, s, k == DEF_KERNEL_TILE);
+        lower_kernel_def(c, parent, s, k == DEF_KERNEL_TILE);
     }
 }
 
@@ -1341,13 +1347,36 @@ ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags)
     c.module_env = env_new(&c, NULL, NULL);
     scan_module(&c);
     bool found = false;
-    for (int i = 0; i < m->body.len && !tile_diags_full(diags); i++) {
+    /* entry points: module-level kernels and factories, then kernels defined inside
+     * module-level functions that are neither (test functions), named outer__inner */
+    tile_vec entries = {0}, outers = {0};
+    for (int i = 0; i < m->body.len; i++) {
         const ast_stmt *s = m->body.stmts[i];
         if (s->kind != AST_S_FUNCDEF) continue;
         check_decorators(&c, c.module_env, s);
         def_class k = classify_def(&c, c.module_env, s);
-        if (k != DEF_KERNEL_PLAIN && k != DEF_KERNEL_TILE && k != DEF_FACTORY && k != DEF_KERNEL_EAGER) continue;
-        if (opt->only_func && strcmp(opt->only_func, s->name)) continue;
+        if (k == DEF_KERNEL_PLAIN || k == DEF_KERNEL_TILE || k == DEF_FACTORY || k == DEF_KERNEL_EAGER) {
+            tile_vec_push(&entries, (void *)s);
+            tile_vec_push(&outers, NULL);
+            continue;
+        }
+        if (k != DEF_HELPER) continue;
+        for (int j = 0; j < s->body.len; j++) {
+            const ast_stmt *n = s->body.stmts[j];
+            if (n->kind != AST_S_FUNCDEF || !n->ndecorators) continue;
+            def_class nk = classify_def(&c, c.module_env, n);
+            if (nk != DEF_KERNEL_PLAIN && nk != DEF_KERNEL_TILE && nk != DEF_FACTORY && nk != DEF_KERNEL_EAGER) continue;
+            tile_vec_push(&entries, (void *)n);
+            tile_vec_push(&outers, (void *)s);
+        }
+    }
+    for (int i = 0; i < entries.len && !tile_diags_full(diags); i++) {
+        const ast_stmt *s = entries.items[i];
+        c.entry_outer = outers.items[i];
+        def_class k = classify_def(&c, c.module_env, s);
+        if (c.entry_outer) check_decorators(&c, c.module_env, s);
+        const char *ename = c.entry_outer ? tile_arena_printf(&c.mod->arena, "%s__%s", c.entry_outer->name, s->name) : s->name;
+        if (opt->only_func && strcmp(opt->only_func, ename)) continue;
         found = true;
         if (k == DEF_FACTORY || k == DEF_KERNEL_EAGER) {
             /* first with unbound parameters symbolic; if that fails, with the values the
@@ -1371,6 +1400,10 @@ ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags)
         lower_entry(&c, s, k);
         c.fn = NULL;
     }
+    c.entry_outer = NULL;
+    c.entry_env = NULL;
+    tile_vec_free(&entries);
+    tile_vec_free(&outers);
     if (opt->only_func && !found) {
         tile_loc nowhere = {m->src, 0, 0};
         tile_error_at(diags, nowhere, "no kernel named '%s' in this file", opt->only_func);

@@ -351,6 +351,7 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
             }
         }
         for (int k = 0; k < it->nkwargs; k++) {
+            if (!it->kwargs[k].name) { sema_err(c, it->kwargs[k].loc, "T.%s does not take a '**' argument", fn); continue; }
             if (!strcmp(it->kwargs[k].name, "num_stages")) {
                 int64_t ns;
                 if (as_const_int(c, lower_expr(c, env, it->kwargs[k].value), &ns, "num_stages")) {
@@ -441,6 +442,7 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     }
     for (int i = 0; i < k->nkwargs; i++) {
         const char *kn = k->kwargs[i].name;
+        if (!kn) { sema_err(c, k->kwargs[i].loc, "T.Kernel does not take a '**' argument"); continue; }
         if (!strcmp(kn, "threads")) {
             sval *tv = lower_expr(c, env, k->kwargs[i].value);
             int64_t total = 1, x;
@@ -571,7 +573,15 @@ static ir_stmt *tile_stmt(sema_ctx *c, ir_stmt_kind k, int nregions, tile_loc lo
 
 static sval *kw_of(const ast_expr *call, sema_ctx *c, sema_env *env, const char *name) {
     for (int i = 0; i < call->nkwargs; i++)
-        if (!strcmp(call->kwargs[i].name, name)) return lower_expr(c, env, call->kwargs[i].value);
+        if (call->kwargs[i].name && !strcmp(call->kwargs[i].name, name)) return lower_expr(c, env, call->kwargs[i].value);
+    /* `**options` with a compile-time dict */
+    for (int i = 0; i < call->nkwargs; i++) {
+        if (call->kwargs[i].name) continue;
+        sval *d = lower_expr(c, env, call->kwargs[i].value);
+        sval key = {.kind = SV_STRING, .str = name};
+        sval *v = d->kind == SV_DICT ? py_dict_get(d, &key) : NULL;
+        if (v) return v;
+    }
     return NULL;
 }
 
@@ -585,6 +595,21 @@ static bool kw_bool(sema_ctx *c, sema_env *env, const ast_expr *call, const char
 
 static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, const char *const *allowed) {
     for (int i = 0; i < call->nkwargs; i++) {
+        if (!call->kwargs[i].name) {
+            sval *d = c->tile_env ? lower_expr(c, c->tile_env, call->kwargs[i].value) : NULL;
+            if (!d || d->kind != SV_DICT) {
+                if (!d || !d->poison) sema_err(c, call->kwargs[i].loc, "the '**' argument of %s() must be a dict known at compile time", op);
+                continue;
+            }
+            for (int j = 0; j < d->nitems; j++) {
+                bool ok = false;
+                for (int k = 0; allowed[k] && d->items[j]->kind == SV_STRING; k++)
+                    if (!strcmp(allowed[k], d->items[j]->str)) ok = true;
+                if (!ok) sema_err(c, call->kwargs[i].loc, "%s() has no argument named '%s' (in the '**' argument)", op,
+                                  d->items[j]->kind == SV_STRING ? d->items[j]->str : "?");
+            }
+            continue;
+        }
         bool ok = false;
         for (int k = 0; allowed[k]; k++)
             if (!strcmp(allowed[k], call->kwargs[i].name)) ok = true;
@@ -993,6 +1018,7 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
 
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
+    c->tile_env = env;
     /* T.async_copy: Tile's copies complete before the next statement, which is what
      * every explicit wait (T.ptx_wait_group) after it asks for */
     if (!strcmp(name, "copy") || !strcmp(name, "async_copy")) {
