@@ -1184,10 +1184,12 @@ static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b,
         }
         case AST_S_IF: {
             sval *cv = lower_expr(c, fenv, s->cond);
-            int64_t x;
-            if (!sv_is_const(cv)) { sema_err(c, s->cond->loc, "in a kernel factory, 'if' conditions must be compile-time constants"); break; }
-            as_const_int(c, cv, &x, "condition");
-            lower_factory_block(c, fenv, x ? &s->body : &s->orelse, factory, done);
+            bool t;
+            if (!py_truth(cv, &t)) {
+                if (!cv->poison) sema_err(c, s->cond->loc, "in a kernel factory, 'if' conditions must be compile-time constants");
+                break;
+            }
+            lower_factory_block(c, fenv, t ? &s->body : &s->orelse, factory, done);
             break;
         }
         default: {

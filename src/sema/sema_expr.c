@@ -438,6 +438,19 @@ static bool sval_equal_const(sval *a, sval *b, bool *eq) {
 sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
     if (!a || !b || a->poison || b->poison) return sv_err(c, loc);
     if (a->kind == SV_TUPLE && b->kind == SV_TUPLE && op == AST_OP_ADD) return tuple_concat(c, a, b, loc);
+    if (op == AST_OP_MUL && ((a->kind == SV_TUPLE && sv_is_const(b)) || (b->kind == SV_TUPLE && sv_is_const(a)))) {
+        /* [x, y] * n: repetition */
+        sval *t = a->kind == SV_TUPLE ? a : b, *k = a->kind == SV_TUPLE ? b : a;
+        int64_t n;
+        if (!as_const_int(c, k, &n, "a list repetition count")) return sv_err(c, loc);
+        if (n < 0) n = 0;
+        if (n * t->nitems > (1 << 16)) { sema_err(c, loc, "a list repeated at compile time would have more than %d items", 1 << 16); return sv_err(c, loc); }
+        sval *r = sv_new(c, SV_TUPLE, loc);
+        r->nitems = (int)(n * t->nitems);
+        r->items = TILE_NEW_ARRAY(c->arena, sval *, r->nitems ? r->nitems : 1);
+        for (int i = 0; i < r->nitems; i++) r->items[i] = t->items[i % t->nitems];
+        return r;
+    }
     if (op == AST_OP_EQ || op == AST_OP_NE || op == AST_OP_IS || op == AST_OP_IS_NOT) {
         bool eq;
         if (sval_equal_const(a, b, &eq)) return sv_weak_bool(c, (op == AST_OP_EQ || op == AST_OP_IS) ? eq : !eq, loc);
@@ -589,6 +602,12 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
         if (dt != TILE_DT_INVALID && strcmp(a, "float") && strcmp(a, "int") && strcmp(a, "bool")) {
             sval *v = sv_new(c, SV_DTYPE, e->loc);
             v->dt = dt;
+            return v;
+        }
+        if (!strcmp(a, "tfloat32")) {
+            /* tf32 is an f32 with a 10-bit mantissa in tensor-core inputs; Tile computes it as f32 */
+            sval *v = sv_new(c, SV_DTYPE, e->loc);
+            v->dt = TILE_DT_F32;
             return v;
         }
         if (!strcmp(a, "pi")) return sv_weak_float(c, 3.14159265358979323846, e->loc);
@@ -1207,9 +1226,11 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         }
         return sv_expr(c, ir_reinterpret(c->mod, dt, x, loc));
     }
-    if (!strcmp(fname, "const") && a->npos == 1 && a->pos[0]->kind == SV_STRING && !kwarg(a, "dtype")) {
-        /* M, N, K = T.const("M, N, K"): symbolic sizes bound from the tensors' shapes */
-        if (!c->fn) { sema_err(c, loc, "T.const(\"%s\") can only be used inside a kernel or kernel factory", a->pos[0]->str); return sv_err(c, loc); }
+    bool sym = !strcmp(fname, "symbolic") || !strcmp(fname, "dynamic");
+    if ((!strcmp(fname, "const") || sym) && a->npos >= 1 && a->pos[0]->kind == SV_STRING && (sym || (a->npos == 1 && !kwarg(a, "dtype")))) {
+        /* M, N, K = T.const("M, N, K") (also T.dynamic / T.symbolic, whose second argument is
+         * the dtype of the size): symbolic sizes bound from the tensors' shapes */
+        if (!c->fn) { sema_err(c, loc, "T.%s(\"%s\") can only be used inside a kernel or kernel factory", fname, a->pos[0]->str); return sv_err(c, loc); }
         tile_vec names = {0};
         const char *q = a->pos[0]->str;
         while (*q) {
@@ -1218,7 +1239,7 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
             while (*q && *q != ',' && *q != ' ' && *q != '\t') q++;
             if (q > b) tile_vec_push(&names, sema_symbol(c, tile_arena_strndup(c->arena, b, (size_t)(q - b)), loc));
         }
-        if (names.len == 0) { tile_vec_free(&names); sema_err(c, loc, "T.const needs one or more names, e.g. T.const(\"M, N\")"); return sv_err(c, loc); }
+        if (names.len == 0) { tile_vec_free(&names); sema_err(c, loc, "T.%s needs one or more names, e.g. T.%s(\"M, N\")", fname, fname); return sv_err(c, loc); }
         if (names.len == 1) { sval *v = names.items[0]; tile_vec_free(&names); return v; }
         sval *t = sv_new(c, SV_TUPLE, loc);
         t->nitems = names.len;
