@@ -130,6 +130,7 @@ def main():
                     jobs.append((x, k, ex.submit(run_one, tile, x["path"], k, extra, a.timeout, cache)))
             for x, k, fut in jobs:
                 x["runs"][k] = fut.result()
+                print("  run %s %s: %s" % (x["file"], k, x["runs"][k][0]), flush=True)
     # report
     lines = []
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -137,7 +138,8 @@ def main():
     lines.append("")
     lines.append("Upstream: tile-ai/tilelang at %s; files under %s with a `T.Kernel`: %d." % (head[:12], " and ".join(ROOTS), len(files)))
     lines.append("Machine: %s, %d cores. Command: `python3 bench/conformance/upstream.py --tile %s%s`." %
-                 (platform.node(), os.cpu_count(), a.tile, " --no-run" if a.no_run else ""))
+                 (platform.node(), os.cpu_count(), a.tile,
+                  " --no-run" if a.no_run else " --jobs %d --timeout %d --size %d" % (a.jobs, a.timeout, a.size)))
     lines.append("")
     lines.append("## Accepted by `tile check` (unchanged, no -D)")
     lines.append("")

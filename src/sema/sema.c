@@ -238,8 +238,10 @@ static const char *known_decorators[] = {"prim_func", "tile_op", "kernel", "macr
 
 static void check_decorators(sema_ctx *c, sema_env *env, const ast_stmt *d) {
     for (int i = 0; i < d->ndecorators; i++) {
-        const char *last = last_component(dotted_path(c, env, d->decorators[i]));
-        bool ok = false;
+        const char *path = dotted_path(c, env, d->decorators[i]);
+        const char *last = last_component(path);
+        /* test-harness decorators mark tests (parametrize cases give drivers their values) */
+        bool ok = path && (!strncmp(path, "pytest.", 7) || !strncmp(path, "tilelang.testing.", 17));
         for (int k = 0; known_decorators[k]; k++)
             if (!strcmp(last, known_decorators[k])) ok = true;
         if (!ok)
@@ -660,7 +662,7 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
             }
             const ast_expr *dte = a->nitems >= 2 ? a->items[1] : NULL;
             for (int k = 0; k < a->nkwargs; k++)
-                if (!strcmp(a->kwargs[k].name, "dtype")) dte = a->kwargs[k].value;
+                if (a->kwargs[k].name && !strcmp(a->kwargs[k].name, "dtype")) dte = a->kwargs[k].value;
             if (dte) dt = as_dtype(c, lower_expr(c, env, dte), "tensor dtype");
         } else {
             sema_err(c, a->loc, "unsupported type annotation for parameter '%s': expected Tensor[...], T.Tensor(shape, dtype) or a scalar dtype", p->name);
@@ -760,6 +762,7 @@ static bool is_compile_time_value(const sval *v) {
     case SV_EXPR: return v->e->kind == IR_E_CONST;
     case SV_STRING: case SV_DTYPE: case SV_FUNC: case SV_DICT: return true;
     case SV_NONE: return !v->poison;
+    case SV_OPAQUE: return v->str && !strcmp(v->str, "@host-tensor"); /* its shape and dtype */
     case SV_TUPLE:
         for (int i = 0; i < v->nitems; i++)
             if (!is_compile_time_value(v->items[i])) return false;
@@ -797,8 +800,48 @@ static void run_driver_block(sema_ctx *c, sema_env *env, const ast_block *b) {
     }
 }
 
+/* The value pytest gives parameter `name` of test function F in its first case:
+ * `@pytest.mark.parametrize("a, b", [(x, y), ...])` gives a = x, b = y (a
+ * `pytest.param(x, y, marks=...)` case is its values). NULL when no decorator names it
+ * or the value is not known at compile time. */
+static sval *parametrize_arg(sema_ctx *c, const ast_stmt *F, const char *name) {
+    for (int i = 0; i < F->ndecorators; i++) {
+        const ast_expr *d = F->decorators[i];
+        if (d->kind != AST_E_CALL || d->value->kind != AST_E_ATTR || strcmp(d->value->name, "parametrize") || d->nitems < 2) continue;
+        env_stmt es = {c->module_env, (const ast_stmt *)d->items[0]};
+        c->scratch = NULL;
+        if (captured(c, eval_in_env, &es) || !c->scratch) continue;
+        sval *names = c->scratch;
+        int index = -1, n = 0;
+        if (names->kind == SV_STRING) {
+            /* "a, b" or "a,b" */
+            const char *p = names->str;
+            while (*p) {
+                while (*p == ' ' || *p == ',') p++;
+                const char *q = p;
+                while (*q && *q != ',' && *q != ' ') q++;
+                if (q > p && (size_t)(q - p) == strlen(name) && !strncmp(p, name, (size_t)(q - p))) index = n;
+                if (q > p) n++;
+                p = q;
+            }
+        } else if (names->kind == SV_TUPLE) {
+            for (int k = 0; k < names->nitems; k++)
+                if (names->items[k]->kind == SV_STRING && !strcmp(names->items[k]->str, name)) index = k;
+            n = names->nitems;
+        }
+        if (index < 0) continue;
+        es.s = (const ast_stmt *)d->items[1];
+        c->scratch = NULL;
+        if (captured(c, eval_in_env, &es) || !c->scratch || c->scratch->kind != SV_TUPLE || c->scratch->nitems < 1) continue;
+        sval *first = c->scratch->items[0];
+        if (n == 1) return first;
+        if (first->kind == SV_TUPLE && index < first->nitems) return first->items[index];
+    }
+    return NULL;
+}
+
 /* An environment for evaluating code of def F at compile time: its parameters from its own
- * call sites or defaults, then its simple top-level statements. */
+ * call sites, its pytest parametrization or defaults, then its simple top-level statements. */
 static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
     if (!F) return c->module_env;
     sema_env *env = env_new(c, c->module_env, F);
@@ -812,6 +855,7 @@ static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
             continue;
         }
         sval *v = callsite_arg(c, F, i, depth + 1);
+        if (!v) v = parametrize_arg(c, F, p->name);
         if (!v && p->dflt) {
             env_stmt es = {c->module_env, (const ast_stmt *)p->dflt};
             c->scratch = NULL;
@@ -841,8 +885,11 @@ static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth
             for (int k = 0; k < index; k++) starred_before |= call->items[k]->kind == AST_E_STARRED;
             if (!starred_before) arg = call->items[index];
         }
-        for (int k = 0; k < call->nkwargs; k++)
-            if (call->kwargs[k].name && !strcmp(call->kwargs[k].name, p->name)) arg = call->kwargs[k].value;
+        bool spread = false; /* f(..., **config): the mapping's entry for the parameter */
+        for (int k = 0; k < call->nkwargs; k++) {
+            if (call->kwargs[k].name && !strcmp(call->kwargs[k].name, p->name)) { arg = call->kwargs[k].value; spread = false; }
+            if (!call->kwargs[k].name && !arg) { arg = call->kwargs[k].value; spread = true; }
+        }
         if (!arg) continue;
         sema_env *env = caller_env(c, cs->in_def, depth);
         if (cs->in_main) {
@@ -851,21 +898,54 @@ static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth
         }
         env_stmt es = {env, (const ast_stmt *)arg};
         c->scratch = NULL;
-        if (!captured(c, eval_in_env, &es) && c->scratch && is_compile_time_value(c->scratch)) found = c->scratch;
+        if (!captured(c, eval_in_env, &es) && c->scratch) {
+            sval *v = c->scratch;
+            if (spread) {
+                sval key = {.kind = SV_STRING, .str = p->name};
+                v = v->kind == SV_DICT ? py_dict_get(v, &key) : NULL;
+            }
+            if (v && is_compile_time_value(v)) found = v;
+        }
     }
     for (int i = 0; i < sites.len; i++) free(sites.items[i]);
     tile_vec_free(&sites);
     return found;
 }
 
+/* `@tilelang.autotune(configs=...)` (or `@autotune`): the value its first config gives the
+ * parameter, the config TileLang's autotuner would try first; NULL when there is none or the
+ * configs are not known at compile time. */
+static sval *autotune_arg(sema_ctx *c, const ast_stmt *def, const char *name) {
+    for (int i = 0; i < def->ndecorators; i++) {
+        const ast_expr *d = def->decorators[i];
+        if (d->kind != AST_E_CALL) continue;
+        const char *dn = d->value->kind == AST_E_ATTR || d->value->kind == AST_E_NAME ? d->value->name : "";
+        if (strcmp(dn, "autotune")) continue;
+        for (int k = 0; k < d->nkwargs; k++) {
+            if (!d->kwargs[k].name || strcmp(d->kwargs[k].name, "configs")) continue;
+            env_stmt es = {c->module_env, (const ast_stmt *)d->kwargs[k].value};
+            c->scratch = NULL;
+            if (captured(c, eval_in_env, &es) || !c->scratch) return NULL;
+            sval *cfgs = c->scratch;
+            if (cfgs->kind != SV_TUPLE || cfgs->nitems < 1 || cfgs->items[0]->kind != SV_DICT) return NULL;
+            sval key = {.kind = SV_STRING, .str = name};
+            sval *v = py_dict_get(cfgs->items[0], &key);
+            return v && is_compile_time_value(v) ? v : NULL;
+        }
+    }
+    return NULL;
+}
+
 /* The value of an entry point's parameter with no -D and no default: from a call site
- * when this lowering uses them, else NULL (the caller makes it symbolic). */
+ * or the first autotune config when this lowering uses them, else NULL (the caller makes
+ * it symbolic). */
 static sval *unbound_param(sema_ctx *c, const ast_stmt *def, int index) {
     if (!c->use_callsites) return NULL;
     sval *v = callsite_arg(c, def, index, 0);
+    if (!v) v = autotune_arg(c, def, def->params[index].name);
     if (v) {
         c->callsite_used = true;
-        tile_log(TILE_LOG_INFO, "%s: parameter '%s' of '%s' takes its value from a call in the file (no -D %s=...)",
+        tile_log(TILE_LOG_INFO, "%s: parameter '%s' of '%s' takes its value from the file: a call, a pytest case or the first autotune config (no -D %s=...)",
                  def->loc.src ? def->loc.src->name : "?", def->params[index].name, def->name, def->params[index].name);
     }
     return v;
@@ -1034,6 +1114,42 @@ static const ast_stmt *find_prim_func(sema_ctx *c, sema_env *env, const char *na
     return NULL;
 }
 
+/* In a factory or test body, `kernel = tilelang.compile(main, out_idx=[1], target=...)` (also
+ * `tl.compile`, `tilelang.jit(main)`, as a statement or inside an expression): the call
+ * that compiles a prim_func the body defined, or NULL. Its prim_func is the kernel, as
+ * if the body returned it; what the body does with the compiled kernel afterwards is host
+ * code that Tile does not run. */
+static const ast_expr *compile_call(sema_ctx *c, sema_env *fenv, const ast_expr *e) {
+    if (!e) return NULL;
+    if (e->kind == AST_E_CALL && e->value->kind == AST_E_ATTR && (!strcmp(e->value->name, "compile") || !strcmp(e->value->name, "jit")) &&
+        e->value->value->kind == AST_E_NAME && e->nitems >= 1 && e->items[0]->kind == AST_E_NAME &&
+        find_prim_func(c, fenv, e->items[0]->name))
+        return e;
+    const ast_expr *r = compile_call(c, fenv, e->value);
+    if (!r && e->kind == AST_E_CALL)
+        for (int i = 0; i < e->nitems && !r; i++) r = compile_call(c, fenv, e->items[i]);
+    return r;
+}
+
+static void lower_compiled(sema_ctx *c, sema_env *fenv, const ast_expr *call) {
+    const ast_stmt *pf = find_prim_func(c, fenv, call->items[0]->name);
+    sema_binding *b = env_lookup(fenv, call->items[0]->name);
+    for (int k = 0; k < call->nkwargs; k++) {
+        if (!call->kwargs[k].name || strcmp(call->kwargs[k].name, "out_idx")) continue;
+        sval *v = lower_expr(c, fenv, call->kwargs[k].value);
+        sval *one[1] = {v};
+        sval **items = v->kind == SV_TUPLE ? v->items : one;
+        int n = v->kind == SV_TUPLE ? v->nitems : 1;
+        c->nout_idx = 0;
+        for (int j = 0; j < n && c->nout_idx < 16; j++) {
+            int64_t x;
+            if (as_const_int(c, items[j], &x, "out_idx entry")) c->out_idx[c->nout_idx++] = (int)x;
+        }
+    }
+    resolve_out_idx(c, pf->nparams);
+    lower_kernel_def(c, b->val->fn->closure, pf, true);
+}
+
 /* Run a factory's body at compile time; lower the prim_func it returns. */
 static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b, const ast_stmt *factory, bool *done) {
     for (int i = 0; i < b->len && !*done; i++) {
@@ -1068,20 +1184,32 @@ static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b,
         }
         case AST_S_IF: {
             sval *cv = lower_expr(c, fenv, s->cond);
-            int64_t x;
-            if (!sv_is_const(cv)) { sema_err(c, s->cond->loc, "in a kernel factory, 'if' conditions must be compile-time constants"); break; }
-            as_const_int(c, cv, &x, "condition");
-            lower_factory_block(c, fenv, x ? &s->body : &s->orelse, factory, done);
+            bool t;
+            if (!py_truth(cv, &t)) {
+                if (!cv->poison) sema_err(c, s->cond->loc, "in a kernel factory, 'if' conditions must be compile-time constants");
+                break;
+            }
+            lower_factory_block(c, fenv, t ? &s->body : &s->orelse, factory, done);
             break;
         }
-        default: lower_stmt(c, fenv, s); break; /* compile-time statements */
+        default: {
+            const ast_expr *cc = s->kind == AST_S_ASSIGN || s->kind == AST_S_EXPR ? compile_call(c, fenv, s->value) : NULL;
+            if (cc) {
+                lower_compiled(c, fenv, cc);
+                *done = true;
+                return;
+            }
+            lower_stmt(c, fenv, s); /* compile-time statements */
+            break;
+        }
         }
         if (tile_diags_full(c->diags)) return;
     }
 }
 
 static void lower_factory(sema_ctx *c, const ast_stmt *def) {
-    sema_env *fenv = env_new(c, c->module_env, def);
+    sema_env *parent = c->entry_env ? c->entry_env : c->module_env;
+    sema_env *fenv = env_new(c, parent, def);
     prescan_assignments(c, fenv, &def->body);
     /* compile-time parameters */
     for (int i = 0; i < def->nparams; i++) {
@@ -1097,7 +1225,7 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
         sema_define *d = find_define(c, p->name);
         sval *cv;
         if (d) env_bind(c, fenv, p->name, define_value(c, d, p->loc), 0);
-        else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, parent, p->dflt), 0);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, fenv, p->name, cv, 0);
         else make_size(c, fenv, p->name, p->loc);
     }
@@ -1151,9 +1279,10 @@ void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann) 
  * symbolic size); `M, N = T.const("M, N")` names symbolic sizes bound from the tensors'
  * shapes at call time; `C = T.empty(...)` + `return C` is an output. */
 static void lower_eager(sema_ctx *c, const ast_stmt *def) {
-    sema_env *env = env_new(c, c->module_env, def);
+    sema_env *parent = c->entry_env ? c->entry_env : c->module_env;
+    sema_env *env = env_new(c, parent, def);
     prescan_assignments(c, env, &def->body);
-    parse_out_idx(c, c->module_env, def);
+    parse_out_idx(c, parent, def);
     c->eager_def = def;
     for (int i = 0; i < def->nparams; i++) {
         const ast_param *p = &def->params[i];
@@ -1171,7 +1300,7 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
         sema_define *d = find_define(c, p->name);
         sval *cv;
         if (d) env_bind(c, env, p->name, define_value(c, d, p->loc), 0);
-        else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, c->module_env, p->dflt), 0);
+        else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, parent, p->dflt), 0);
         else if (p->annotation && is_dtype_ast(c, env, p->annotation)) declare_param(c, env, p, i, true, &def->body);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, env, p->name, cv, 0);
         else make_size(c, env, p->name, p->loc);
@@ -1182,7 +1311,10 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
 
 static void lower_entry(sema_ctx *c, const ast_stmt *s, def_class k) {
     c->bad = 0;
-    c->fn = ir_func_new(c->mod, s->name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
+    const char *name = c->entry_outer ? tile_arena_printf(&c->mod->arena, "%s__%s", c->entry_outer->name, s->name) : s->name;
+    c->fn = ir_func_new(c->mod, name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
+    c->entry_env = NULL;
+    if (c->entry_outer) c->entry_env = caller_env(c, c->entry_outer, 0);
     c->next_par_id = 0;
     c->eager = k == DEF_KERNEL_EAGER;
     c->npending_asserts = 0;
@@ -1190,9 +1322,10 @@ static void lower_entry(sema_ctx *c, const ast_stmt *s, def_class k) {
     if (k == DEF_FACTORY) lower_factory(c, s);
     else if (k == DEF_KERNEL_EAGER) lower_eager(c, s);
     else {
-        parse_out_idx(c, c->module_env, s);
+        sema_env *parent = c->entry_env ? c->entry_env : c->module_env;
+        parse_out_idx(c, parent, s);
         resolve_out_idx(c, s->nparams);
-        lower_kernel_def(c, c->module_env, s, k == DEF_KERNEL_TILE);
+        lower_kernel_def(c, parent, s, k == DEF_KERNEL_TILE);
     }
 }
 
@@ -1216,13 +1349,36 @@ ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags)
     c.module_env = env_new(&c, NULL, NULL);
     scan_module(&c);
     bool found = false;
-    for (int i = 0; i < m->body.len && !tile_diags_full(diags); i++) {
+    /* entry points: module-level kernels and factories, then kernels defined inside
+     * module-level functions that are neither (test functions), named outer__inner */
+    tile_vec entries = {0}, outers = {0};
+    for (int i = 0; i < m->body.len; i++) {
         const ast_stmt *s = m->body.stmts[i];
         if (s->kind != AST_S_FUNCDEF) continue;
         check_decorators(&c, c.module_env, s);
         def_class k = classify_def(&c, c.module_env, s);
-        if (k != DEF_KERNEL_PLAIN && k != DEF_KERNEL_TILE && k != DEF_FACTORY && k != DEF_KERNEL_EAGER) continue;
-        if (opt->only_func && strcmp(opt->only_func, s->name)) continue;
+        if (k == DEF_KERNEL_PLAIN || k == DEF_KERNEL_TILE || k == DEF_FACTORY || k == DEF_KERNEL_EAGER) {
+            tile_vec_push(&entries, (void *)s);
+            tile_vec_push(&outers, NULL);
+            continue;
+        }
+        if (k != DEF_HELPER) continue;
+        for (int j = 0; j < s->body.len; j++) {
+            const ast_stmt *n = s->body.stmts[j];
+            if (n->kind != AST_S_FUNCDEF || !n->ndecorators) continue;
+            def_class nk = classify_def(&c, c.module_env, n);
+            if (nk != DEF_KERNEL_PLAIN && nk != DEF_KERNEL_TILE && nk != DEF_FACTORY && nk != DEF_KERNEL_EAGER) continue;
+            tile_vec_push(&entries, (void *)n);
+            tile_vec_push(&outers, (void *)s);
+        }
+    }
+    for (int i = 0; i < entries.len && !tile_diags_full(diags); i++) {
+        const ast_stmt *s = entries.items[i];
+        c.entry_outer = outers.items[i];
+        def_class k = classify_def(&c, c.module_env, s);
+        if (c.entry_outer) check_decorators(&c, c.module_env, s);
+        const char *ename = c.entry_outer ? tile_arena_printf(&c.mod->arena, "%s__%s", c.entry_outer->name, s->name) : s->name;
+        if (opt->only_func && strcmp(opt->only_func, ename)) continue;
         found = true;
         if (k == DEF_FACTORY || k == DEF_KERNEL_EAGER) {
             /* first with unbound parameters symbolic; if that fails, with the values the
@@ -1246,6 +1402,10 @@ ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags)
         lower_entry(&c, s, k);
         c.fn = NULL;
     }
+    c.entry_outer = NULL;
+    c.entry_env = NULL;
+    tile_vec_free(&entries);
+    tile_vec_free(&outers);
     if (opt->only_func && !found) {
         tile_loc nowhere = {m->src, 0, 0};
         tile_error_at(diags, nowhere, "no kernel named '%s' in this file", opt->only_func);

@@ -18,14 +18,14 @@
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
-    X(cdiv, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
-    X(range, L) X(serial, L) X(Parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
-    X(copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
+    X(cdiv, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
+    X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
+    X(copy, T) X(async_copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T)           \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T)                                                          \
-    X(use_swizzle, H) X(annotate_layout, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
+    X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, H) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
     X(assume, H) X(no_set_max_nreg_hint, H)                                                              \
@@ -127,6 +127,17 @@ ir_expr *as_int_expr(sema_ctx *c, sval *v, const char *what) {
     return e;
 }
 
+/* The first symbolic size (an unbound parameter or dimension) an expression uses, or NULL. */
+static const ir_var *first_size_var(const ir_expr *e) {
+    if (!e) return NULL;
+    if (e->kind == IR_E_VAR) return e->var && e->var->kind == IR_VAR_SIZE ? e->var : NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        const ir_var *v = first_size_var(e->args[i]);
+        if (v) return v;
+    }
+    return NULL;
+}
+
 bool as_const_int(sema_ctx *c, sval *v, int64_t *out, const char *what) {
     if (v && v->kind == SV_EXPR && v->e->kind == IR_E_CONST && !tile_dtype_is_float(v->e->dtype)) {
         *out = v->e->ival;
@@ -136,8 +147,13 @@ bool as_const_int(sema_ctx *c, sval *v, int64_t *out, const char *what) {
         *out = (int64_t)v->e->fval;
         return true;
     }
-    sema_err(c, v ? v->loc : (tile_loc){0}, "%s must be a compile-time integer constant%s", what,
-             v && v->kind == SV_EXPR ? " (bind it with -D NAME=VALUE)" : "");
+    const ir_var *free = v && v->kind == SV_EXPR ? first_size_var(v->e) : NULL;
+    if (free)
+        sema_err(c, v->loc, "%s must be a compile-time integer constant, but it depends on '%s', which has no value here "
+                 "(no -D, no default, and no call in the file passes one): bind it with -D %s=VALUE", what, free->name, free->name);
+    else
+        sema_err(c, v ? v->loc : (tile_loc){0}, "%s must be a compile-time integer constant%s", what,
+                 v && v->kind == SV_EXPR ? " (bind it with -D NAME=VALUE)" : "");
     return false;
 }
 
@@ -152,6 +168,13 @@ tile_dtype as_dtype(sema_ctx *c, sval *v, const char *what) {
         if (!strcmp(v->str, "float")) return TILE_DT_F32;
         if (!strcmp(v->str, "int")) return TILE_DT_I32;
         if (!strcmp(v->str, "bool")) return TILE_DT_BOOL;
+    }
+    if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR && v->e->var && v->e->var->kind == IR_VAR_SIZE) {
+        /* an unbound factory parameter used as a dtype: a size variable stands in for it */
+        const char *n = v->e->var->name;
+        sema_err(c, v->loc, "%s must be a dtype, but '%s' has no value here (no -D, no default, and no call in the file "
+                 "passes one): bind it with -D %s=float16 (or another dtype)", what, n, n);
+        return TILE_DT_INVALID;
     }
     sema_err(c, v->loc, "%s must be a dtype (e.g. \"float16\" or T.float16), got %s", what, sv_describe(v));
     return TILE_DT_INVALID;
@@ -415,10 +438,25 @@ static bool sval_equal_const(sval *a, sval *b, bool *eq) {
 sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
     if (!a || !b || a->poison || b->poison) return sv_err(c, loc);
     if (a->kind == SV_TUPLE && b->kind == SV_TUPLE && op == AST_OP_ADD) return tuple_concat(c, a, b, loc);
+    if (op == AST_OP_MUL && ((a->kind == SV_TUPLE && sv_is_const(b)) || (b->kind == SV_TUPLE && sv_is_const(a)))) {
+        /* [x, y] * n: repetition */
+        sval *t = a->kind == SV_TUPLE ? a : b, *k = a->kind == SV_TUPLE ? b : a;
+        int64_t n;
+        if (!as_const_int(c, k, &n, "a list repetition count")) return sv_err(c, loc);
+        if (n < 0) n = 0;
+        if (n * t->nitems > (1 << 16)) { sema_err(c, loc, "a list repeated at compile time would have more than %d items", 1 << 16); return sv_err(c, loc); }
+        sval *r = sv_new(c, SV_TUPLE, loc);
+        r->nitems = (int)(n * t->nitems);
+        r->items = TILE_NEW_ARRAY(c->arena, sval *, r->nitems ? r->nitems : 1);
+        for (int i = 0; i < r->nitems; i++) r->items[i] = t->items[i % t->nitems];
+        return r;
+    }
     if (op == AST_OP_EQ || op == AST_OP_NE || op == AST_OP_IS || op == AST_OP_IS_NOT) {
         bool eq;
         if (sval_equal_const(a, b, &eq)) return sv_weak_bool(c, (op == AST_OP_EQ || op == AST_OP_IS) ? eq : !eq, loc);
     }
+    sval *ht = py_host_tensor_binary(c, op, a, b, loc);
+    if (ht) return ht;
     if (op == AST_OP_MATMUL) { sema_err(c, loc, "the '@' operator is not supported; use T.gemm in the tile form or a loop nest in the plain form"); return sv_err(c, loc); }
     if (a->kind == SV_EXPR && b->kind == SV_EXPR && a->weak && b->weak) return fold_weak(c, op, a, b, loc);
     ir_binop bop = ast_to_ir_binop(op);
@@ -507,6 +545,11 @@ static sval *lower_name(sema_ctx *c, sema_env *env, const ast_expr *e) {
         *v = *b->val;
         v->loc = e->loc;
         if (v->kind == SV_MODULE) v->display = e->name;
+        if (v->kind == SV_TUPLE) {
+            v->list_root = b->val->list_root ? b->val->list_root : b->val;
+            v->items = v->list_root->items;
+            v->nitems = v->list_root->nitems;
+        }
         if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR) v->e = ir_var_ref(c->mod, v->e->var, e->loc);
         return v;
     }
@@ -561,6 +604,12 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             v->dt = dt;
             return v;
         }
+        if (!strcmp(a, "tfloat32")) {
+            /* tf32 is an f32 with a 10-bit mantissa in tensor-core inputs; Tile computes it as f32 */
+            sval *v = sv_new(c, SV_DTYPE, e->loc);
+            v->dt = TILE_DT_F32;
+            return v;
+        }
         if (!strcmp(a, "pi")) return sv_weak_float(c, 3.14159265358979323846, e->loc);
         if (!strcmp(a, "e")) return sv_weak_float(c, 2.71828182845904523536, e->loc);
         if (!strcmp(a, "inf")) return sv_weak_float(c, INFINITY, e->loc);
@@ -580,6 +629,12 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
         return v;
     }
     case SV_OPAQUE: {
+        sval *ht = py_host_tensor_attr(c, base, a, e->loc);
+        if (ht) return ht;
+        if (base->str && !strcmp(base->str, "@host-tensor")) {
+            sema_err(c, e->loc, "a host tensor made by torch has no attribute '%s' Tile knows at compile time (it has shape, dtype, ndim, size(), dim())", a);
+            return sv_err(c, e->loc);
+        }
         sval *o = sv_new(c, SV_OPAQUE, e->loc);
         o->str = base->str && base->str[0] != '@' ? tile_arena_printf(c->arena, "%s.%s", base->str, a) : a;
         return o;
@@ -1171,9 +1226,11 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         }
         return sv_expr(c, ir_reinterpret(c->mod, dt, x, loc));
     }
-    if (!strcmp(fname, "const") && a->npos == 1 && a->pos[0]->kind == SV_STRING && !kwarg(a, "dtype")) {
-        /* M, N, K = T.const("M, N, K"): symbolic sizes bound from the tensors' shapes */
-        if (!c->fn) { sema_err(c, loc, "T.const(\"%s\") can only be used inside a kernel or kernel factory", a->pos[0]->str); return sv_err(c, loc); }
+    bool sym = !strcmp(fname, "symbolic") || !strcmp(fname, "dynamic");
+    if ((!strcmp(fname, "const") || sym) && a->npos >= 1 && a->pos[0]->kind == SV_STRING && (sym || (a->npos == 1 && !kwarg(a, "dtype")))) {
+        /* M, N, K = T.const("M, N, K") (also T.dynamic / T.symbolic, whose second argument is
+         * the dtype of the size): symbolic sizes bound from the tensors' shapes */
+        if (!c->fn) { sema_err(c, loc, "T.%s(\"%s\") can only be used inside a kernel or kernel factory", fname, a->pos[0]->str); return sv_err(c, loc); }
         tile_vec names = {0};
         const char *q = a->pos[0]->str;
         while (*q) {
@@ -1182,7 +1239,7 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
             while (*q && *q != ',' && *q != ' ' && *q != '\t') q++;
             if (q > b) tile_vec_push(&names, sema_symbol(c, tile_arena_strndup(c->arena, b, (size_t)(q - b)), loc));
         }
-        if (names.len == 0) { tile_vec_free(&names); sema_err(c, loc, "T.const needs one or more names, e.g. T.const(\"M, N\")"); return sv_err(c, loc); }
+        if (names.len == 0) { tile_vec_free(&names); sema_err(c, loc, "T.%s needs one or more names, e.g. T.%s(\"M, N\")", fname, fname); return sv_err(c, loc); }
         if (names.len == 1) { sval *v = names.items[0]; tile_vec_free(&names); return v; }
         sval *t = sv_new(c, SV_TUPLE, loc);
         t->nitems = names.len;
@@ -1226,6 +1283,15 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         }
         sema_err(c, loc, "sum() needs a generator (sum(x for k in range(K))) or a tuple");
         return sv_err(c, loc);
+    }
+    if (!strcmp(fname, "__ldg")) {
+        /* T.__ldg(x[i]): a load through the read-only cache, the same value as x[i] */
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
+        if (a->pos[0]->kind != SV_ACCESS || a->pos[0]->acc->any_slice) {
+            sema_err(c, loc, "T.__ldg takes one element access, e.g. T.__ldg(x[i])");
+            return sv_err(c, loc);
+        }
+        return a->pos[0];
     }
     if (!strcmp(fname, "next_power_of_2")) {
         if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
@@ -1418,6 +1484,51 @@ static bool bind_params(sema_ctx *c, sema_fn *fn, sema_env *env, const char *fna
     return true;
 }
 
+/* Does a body return from inside an if (not only as its last statement)? */
+static bool has_inner_return(const ast_block *b) {
+    for (int i = 0; i < b->len; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_RETURN && i < b->len - 1) return true;
+        if (s->kind == AST_S_IF && (has_inner_return(&s->body) || has_inner_return(&s->orelse))) return true;
+        if (s->kind == AST_S_IF) {
+            for (int k = 0; k < s->body.len; k++)
+                if (s->body.stmts[k]->kind == AST_S_RETURN) return true;
+            for (int k = 0; k < s->orelse.len; k++)
+                if (s->orelse.stmts[k]->kind == AST_S_RETURN) return true;
+        }
+    }
+    return false;
+}
+
+/* Inline a body whose returns sit in branches on compile-time conditions: only the taken
+ * branch runs, and the first return reached gives the value. */
+static void inline_returning_block(sema_ctx *c, sema_env *env, const ast_block *b, bool *done, sval **ret) {
+    for (int i = 0; i < b->len && !*done; i++) {
+        const ast_stmt *s = b->stmts[i];
+        if (s->kind == AST_S_RETURN) {
+            if (s->value) *ret = lower_expr(c, env, s->value);
+            *done = true;
+            return;
+        }
+        if (s->kind == AST_S_IF && (has_inner_return(&s->body) || has_inner_return(&s->orelse) ||
+                                    (s->body.len && s->body.stmts[s->body.len - 1]->kind == AST_S_RETURN) ||
+                                    (s->orelse.len && s->orelse.stmts[s->orelse.len - 1]->kind == AST_S_RETURN))) {
+            sval *cv = lower_expr(c, env, s->cond);
+            bool t;
+            if (!py_truth(cv, &t)) {
+                if (!cv->poison) sema_err(c, s->cond->loc, "a 'return' inside this 'if' needs a condition known at compile time");
+                *done = true;
+                *ret = sv_err(c, s->loc);
+                return;
+            }
+            inline_returning_block(c, env, t ? &s->body : &s->orelse, done, ret);
+            continue;
+        }
+        lower_stmt(c, env, s);
+        if (tile_diags_full(c->diags)) { *done = true; return; }
+    }
+}
+
 sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_keyword *kw, sval **kwvals, int nkw, tile_loc loc) {
     const ast_stmt *def = fn->def;
     const char *fname = def ? def->name : "<lambda>";
@@ -1432,6 +1543,14 @@ sval *inline_call(sema_ctx *c, sema_fn *fn, sval **args, int nargs, const ast_ke
         sval *r = lower_expr(c, env, fn->lambda->value);
         c->inline_depth--;
         return r;
+    }
+    if (has_inner_return(&def->body)) {
+        /* returns inside branches: the conditions must be known at compile time */
+        bool done = false;
+        sval *ret = sv_none(c, loc);
+        inline_returning_block(c, env, &def->body, &done, &ret);
+        c->inline_depth--;
+        return ret;
     }
     /* the body, except a final `return expr` */
     int n = def->body.len;
@@ -1503,6 +1622,31 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         const char *last = strrchr(fv->str, '.');
         last = last ? last + 1 : fv->str;
         if (find_builtin(last)) return call_builtin(c, env, last, call, &a);
+        sval *ht = py_torch_call(c, fv->str, &a, loc);
+        if (ht) return ht;
+        if (!strcmp(fv->str, "itertools.product")) return py_product(c, &a, loc);
+        sval *dq = py_device_query(c, fv->str, &a, loc);
+        if (dq) return dq;
+        if (!strcmp(last, "determine_fp8_type") || !strcmp(last, "determine_torch_fp8_type")) {
+            /* tilelang.language.fp8: the fp8 dtype of the platform; Tile's targets use OCP fp8 */
+            sval *f = a.npos ? a.pos[0] : a.nkw ? a.kwv[0] : NULL;
+            bool e5 = f && f->kind == SV_STRING && !strcmp(f->str, "e5m2");
+            if (f && (f->kind != SV_STRING || (!e5 && strcmp(f->str, "e4m3")))) {
+                sema_err(c, loc, "%s: the format must be \"e4m3\" or \"e5m2\"", last);
+                return sv_err(c, loc);
+            }
+            sval *v = sv_new(c, SV_DTYPE, loc);
+            v->dt = e5 ? TILE_DT_FP8_E5M2 : TILE_DT_FP8_E4M3;
+            return v;
+        }
+        if (!strcmp(fv->str, "pytest.param")) {
+            /* a parametrize case: its values (marks= and id= say nothing about them) */
+            if (a.npos == 1) return a.pos[0];
+            sval *t = sv_new(c, SV_TUPLE, loc);
+            t->nitems = a.npos;
+            t->items = a.pos;
+            return t;
+        }
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
             "get_thread_binding", "thread_binding", "get_warp_idx", "get_lane_idx", "get_warp_group_idx", "tvm_warp_shuffle",
@@ -1511,7 +1655,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "atomic_addx2", "atomic_addx4", "transpose",
             "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
             "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",
-            "copy_async", "async_copy", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
+            "copy_async", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
             "make_tensor", "Tensor_ptr", "ptr", "region", "buffer_load", "buffer_store", "tvm_access_ptr", "tvm_mma_sync",
             "fence_proxy_async", "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",
             "dp4a", "popcount", "clz", "extract_lane", "mask", "scan", NULL};

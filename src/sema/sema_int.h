@@ -69,6 +69,8 @@ struct sval {
     sval *self;          /* SV_METHOD */
     const char *display; /* SV_MODULE: the name as written (T.foo), for messages */
     bool poison;         /* SV_NONE standing for an expression that had an error */
+    sval *list_root;     /* SV_TUPLE read through a name: the list it is (append/extend grow
+                            the root, so every name for the list sees the change) */
     bool fresh_var;      /* SV_EXPR: a variable T.alloc_var just made; `x = T.alloc_var(...)`
                             names it instead of copying it */
 };
@@ -131,6 +133,9 @@ typedef struct sema_ctx {
     sema_env *pending_envs[32];
     int npending_asserts;
     const ast_stmt *eager_def;
+    sema_env *tile_env;          /* the scope of the tile operation being lowered */
+    const ast_stmt *entry_outer; /* a kernel defined inside this (test) function: its scope */
+    sema_env *entry_env;         /* ... evaluated at compile time (caller_env) */
 } sema_ctx;
 
 /* sema.c */
@@ -187,6 +192,12 @@ sval *py_method(sema_ctx *c, sval *self, const char *name, call_args *a, tile_lo
 bool py_is_builtin(const char *name);
 sval *py_argparser(sema_ctx *c, tile_loc loc); /* argparse.ArgumentParser(): defaults of its arguments */
 sval *py_builtin(sema_ctx *c, const char *name, call_args *a, tile_loc loc);
+sval *py_torch_call(sema_ctx *c, const char *path, call_args *a, tile_loc loc); /* a host tensor or NULL */
+sval *py_host_tensor_binary(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc); /* NULL: not on host tensors */
+sval *py_device_query(sema_ctx *c, const char *path, call_args *a, tile_loc loc); /* torch.cuda.*, get_num_sms */
+sval *py_product(sema_ctx *c, call_args *a, tile_loc loc); /* itertools.product */
+bool py_host_tensor_has(const sval *self, const char *name);
+sval *py_host_tensor_attr(sema_ctx *c, sval *self, const char *a, tile_loc loc);
 
 /* sema_stmt.c */
 void lower_block(sema_ctx *c, sema_env *env, const ast_block *b);

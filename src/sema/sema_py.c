@@ -22,6 +22,8 @@ static sval *mk_tuple(sema_ctx *c, sval **items, int n, tile_loc loc) {
     return t;
 }
 
+static bool is_host_tensor(const sval *v);
+
 static sval *mk_string(sema_ctx *c, const char *s, tile_loc loc) {
     sval *v = sv_new(c, SV_STRING, loc);
     v->str = s;
@@ -294,11 +296,12 @@ sval *py_contains(sema_ctx *c, sval *needle, sval *hay, bool negate, tile_loc lo
 bool py_has_method(const sval *self, const char *name) {
     static const char *const int_m[] = {"bit_length", "bit_count", NULL};
     static const char *const str_m[] = {"format", "startswith", "endswith", "lower", "upper", "replace", "split", "strip", "join", NULL};
-    static const char *const seq_m[] = {"index", "count", NULL};
+    static const char *const seq_m[] = {"index", "count", "append", "extend", NULL};
     static const char *const dict_m[] = {"get", "items", "keys", "values", NULL};
     static const char *const parser_m[] = {"add_argument", "parse_args", "parse_known_args", "add_argument_group",
                                            "add_mutually_exclusive_group", "set_defaults", NULL};
     const char *const *set = NULL;
+    if (py_host_tensor_has(self, name)) return true;
     if (self->kind == SV_DICT && self->str && !strcmp(self->str, "@argparse")) set = parser_m;
     else
     if (self->kind == SV_EXPR && self->e->kind == IR_E_CONST && !tile_dtype_is_float(self->e->dtype)) set = int_m;
@@ -401,7 +404,10 @@ static sval *parser_method(sema_ctx *c, sval *self, const char *m, call_args *a,
     return sv_none(c, loc);
 }
 
+static sval *host_tensor_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc loc);
+
 sval *py_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc loc) {
+    if (is_host_tensor(self)) return host_tensor_method(c, self, m, a, loc);
     if (self->kind == SV_DICT && self->str && !strcmp(self->str, "@argparse")) return parser_method(c, self, m, a, loc);
     if (self->kind == SV_EXPR) {
         int64_t x = self->e->ival;
@@ -433,7 +439,21 @@ sval *py_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc l
     }
     if (self->kind == SV_TUPLE) {
         sval *x = arg_or(a, 0);
-        if (!x) { sema_err(c, loc, "%s() takes one argument", m); return sv_err(c, loc); }
+        if (!x || a->npos != 1) { sema_err(c, loc, "%s() takes one argument", m); return sv_err(c, loc); }
+        if (!strcmp(m, "append") || !strcmp(m, "extend")) {
+            /* a list built at compile time grows in place (other names for it see the change) */
+            sval **more = &x;
+            int nmore = 1;
+            if (m[0] == 'e' && !py_iter(c, x, &more, &nmore, loc)) return sv_err(c, loc);
+            if ((self->list_root ? self->list_root : self)->nitems + nmore > MAX_ITEMS) { sema_err(c, loc, "a list built at compile time is longer than %d", MAX_ITEMS); return sv_err(c, loc); }
+            sval *root = self->list_root ? self->list_root : self;
+            sval **it = TILE_NEW_ARRAY(c->arena, sval *, root->nitems + nmore);
+            for (int i = 0; i < root->nitems; i++) it[i] = root->items[i];
+            for (int i = 0; i < nmore; i++) it[root->nitems + i] = more[i];
+            root->items = self->items = it;
+            root->nitems = self->nitems = root->nitems + nmore;
+            return sv_none(c, loc);
+        }
         int count = 0;
         for (int i = 0; i < self->nitems; i++) {
             bool eq;
@@ -697,4 +717,209 @@ sval *py_builtin(sema_ctx *c, const char *f, call_args *a, tile_loc loc) {
     }
     sema_err(c, loc, "'%s' cannot be called here", f);
     return sv_err(c, loc);
+}
+
+/* ---------- host tensors of test drivers ----------
+ * The drivers that call a kernel factory make their inputs with torch
+ * (`q = torch.randn((B, S, H, D), dtype=torch.bfloat16, device="cuda")`) and often derive the
+ * factory's parameters from them (`batch, seq_len, heads, dim = q.shape`). At compile time a
+ * tensor made by a torch constructor is its shape and dtype only: `.shape`, `.size()`,
+ * `.dim()`, `.ndim`, `.dtype`, `.numel()` answer, and the methods that return the tensor
+ * itself or a copy of it (`.to(...)`, `.cuda()`, `.contiguous()`, `.requires_grad_()`, ...)
+ * keep the shape. Nothing is allocated. */
+static bool is_host_tensor(const sval *v) { return v->kind == SV_OPAQUE && v->str && !strcmp(v->str, "@host-tensor"); }
+
+static sval *mk_host_tensor(sema_ctx *c, sval *shape, tile_dtype dt, tile_loc loc) {
+    sval *t = sv_new(c, SV_OPAQUE, loc);
+    t->str = "@host-tensor";
+    t->self = shape;
+    t->dt = dt;
+    return t;
+}
+
+static bool const_dims(sval **items, int n) {
+    for (int i = 0; i < n; i++)
+        if (!sv_is_const(items[i]) || tile_dtype_is_float(items[i]->e->dtype) || items[i]->e->ival < 0) return false;
+    return true;
+}
+
+static tile_dtype kw_dtype(call_args *a, tile_dtype dflt) {
+    for (int i = 0; i < a->nkw; i++)
+        if (!strcmp(a->kw[i].name, "dtype") && a->kwv[i]->kind == SV_DTYPE) return a->kwv[i]->dt;
+    return dflt;
+}
+
+/* `torch.NAME(...)`: a host tensor, or NULL when NAME is not a constructor this models or its
+ * shape is not known at compile time. */
+sval *py_torch_call(sema_ctx *c, const char *path, call_args *a, tile_loc loc) {
+    if (strncmp(path, "torch.", 6)) return NULL;
+    const char *f = path + 6;
+    static const char *const by_shape[] = {"randn", "rand", "zeros", "ones", "empty", "full", NULL};
+    static const char *const like[] = {"randn_like", "rand_like", "zeros_like", "ones_like", "empty_like", "full_like", NULL};
+    for (int i = 0; like[i]; i++)
+        if (!strcmp(f, like[i]) && a->npos >= 1 && is_host_tensor(a->pos[0]))
+            return mk_host_tensor(c, a->pos[0]->self, kw_dtype(a, a->pos[0]->dt), loc);
+    sval *shape = NULL;
+    tile_dtype dt = TILE_DT_F32;
+    for (int i = 0; by_shape[i] && !shape; i++) {
+        if (strcmp(f, by_shape[i])) continue;
+        int n = !strcmp(f, "full") ? (a->npos >= 1 ? 1 : 0) : a->npos;
+        for (int k = 0; k < a->nkw; k++)
+            if (!strcmp(a->kw[k].name, "size")) { shape = a->kwv[k]; n = 0; }
+        if (!shape && n == 1 && a->pos[0]->kind == SV_TUPLE) shape = a->pos[0];
+        else if (!shape && n >= 1) shape = mk_tuple(c, a->pos, n, loc);
+        if (!strcmp(f, "full") && a->npos >= 2 && a->pos[1]->kind == SV_EXPR && a->pos[1]->e->kind == IR_E_CONST &&
+            !tile_dtype_is_float(a->pos[1]->e->dtype))
+            dt = TILE_DT_I64;
+    }
+    if (!shape && !strcmp(f, "randint")) {
+        /* randint(high, size) / randint(low, high, size) / size=... */
+        for (int k = 0; k < a->nkw; k++)
+            if (!strcmp(a->kw[k].name, "size")) shape = a->kwv[k];
+        if (!shape && a->npos >= 2 && a->pos[a->npos - 1]->kind == SV_TUPLE) shape = a->pos[a->npos - 1];
+        dt = TILE_DT_I64;
+    }
+    if (!shape && !strcmp(f, "arange") && a->npos >= 1 && a->npos <= 3) {
+        int64_t r[3] = {0, 0, 1};
+        if (!const_dims(a->pos, a->npos)) return NULL;
+        if (a->npos == 1) r[1] = a->pos[0]->e->ival;
+        else for (int i = 0; i < a->npos; i++) r[i] = a->pos[i]->e->ival;
+        if (r[2] <= 0) return NULL;
+        sval *len = sv_weak_int(c, r[1] > r[0] ? (r[1] - r[0] + r[2] - 1) / r[2] : 0, loc);
+        shape = mk_tuple(c, &len, 1, loc);
+        dt = TILE_DT_I64;
+    }
+    if (!shape || shape->kind != SV_TUPLE || !const_dims(shape->items, shape->nitems)) return NULL;
+    return mk_host_tensor(c, shape, kw_dtype(a, dt), loc);
+}
+
+static const char *const host_tensor_m[] = {"size", "dim", "numel", "is_contiguous", "to", "cuda", "cpu", "contiguous",
+                                            "requires_grad_", "half", "float", "bfloat16", "clone", "detach", "uniform_",
+                                            "normal_", "zero_", "fill_", NULL};
+
+bool py_host_tensor_has(const sval *self, const char *name) {
+    if (!is_host_tensor(self)) return false;
+    for (int i = 0; host_tensor_m[i]; i++)
+        if (!strcmp(host_tensor_m[i], name)) return true;
+    return false;
+}
+
+/* Attributes of a host tensor: NULL when it has no such attribute. */
+sval *py_host_tensor_attr(sema_ctx *c, sval *self, const char *a, tile_loc loc) {
+    if (!is_host_tensor(self)) return NULL;
+    if (!strcmp(a, "shape")) return self->self;
+    if (!strcmp(a, "ndim")) return sv_weak_int(c, self->self->nitems, loc);
+    if (!strcmp(a, "dtype")) {
+        sval *v = sv_new(c, SV_DTYPE, loc);
+        v->dt = self->dt;
+        return v;
+    }
+    if ((!strcmp(a, "T") || !strcmp(a, "mT")) && self->self->nitems >= 2) {
+        int n = self->self->nitems;
+        sval **it = TILE_NEW_ARRAY(c->arena, sval *, n);
+        for (int i = 0; i < n; i++) it[i] = self->self->items[i];
+        sval *t = it[n - 1];
+        it[n - 1] = it[n - 2];
+        it[n - 2] = t;
+        return mk_host_tensor(c, mk_tuple(c, it, n, loc), self->dt, loc);
+    }
+    return NULL;
+}
+
+static sval *host_tensor_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc loc) {
+    sval *shape = self->self;
+    if (!strcmp(m, "size")) {
+        if (a->npos == 0) return shape;
+        int64_t i;
+        if (!as_const_int(c, a->pos[0], &i, "size() dimension")) return sv_err(c, loc);
+        if (i < 0) i += shape->nitems;
+        if (i < 0 || i >= shape->nitems) { sema_err(c, loc, "size(): dimension out of range for a tensor of rank %d", shape->nitems); return sv_err(c, loc); }
+        return shape->items[i];
+    }
+    if (!strcmp(m, "dim")) return sv_weak_int(c, shape->nitems, loc);
+    if (!strcmp(m, "numel")) {
+        int64_t n = 1;
+        for (int i = 0; i < shape->nitems; i++) n *= shape->items[i]->e->ival;
+        return sv_weak_int(c, n, loc);
+    }
+    if (!strcmp(m, "is_contiguous")) return sv_weak_bool(c, true, loc);
+    tile_dtype dt = self->dt;
+    if (!strcmp(m, "half")) dt = TILE_DT_F16;
+    else if (!strcmp(m, "float")) dt = TILE_DT_F32;
+    else if (!strcmp(m, "bfloat16")) dt = TILE_DT_BF16;
+    else if (!strcmp(m, "to")) {
+        dt = kw_dtype(a, dt);
+        for (int i = 0; i < a->npos; i++)
+            if (a->pos[i]->kind == SV_DTYPE) dt = a->pos[i]->dt;
+    }
+    return mk_host_tensor(c, shape, dt, loc);
+}
+
+/* Arithmetic with a host tensor (`torch.rand(m, k) * 2 - 1`, `a @ b`): a host tensor of the
+ * broadcast shape; NULL when neither operand is one. */
+sval *py_host_tensor_binary(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
+    bool ta = is_host_tensor(a), tb = is_host_tensor(b);
+    if (!ta && !tb) return NULL;
+    if (op == AST_OP_MATMUL && ta && tb && a->self->nitems >= 2 && b->self->nitems >= 2) {
+        int n = a->self->nitems;
+        sval **it = TILE_NEW_ARRAY(c->arena, sval *, n);
+        for (int i = 0; i < n - 1; i++) it[i] = a->self->items[i];
+        it[n - 1] = b->self->items[b->self->nitems - 1];
+        return mk_host_tensor(c, mk_tuple(c, it, n, loc), a->dt, loc);
+    }
+    if (op == AST_OP_LT || op == AST_OP_LE || op == AST_OP_GT || op == AST_OP_GE || op == AST_OP_EQ || op == AST_OP_NE ||
+        op == AST_OP_IS || op == AST_OP_IS_NOT)
+        return NULL;
+    sval *big = !tb || (ta && a->self->nitems >= b->self->nitems) ? a : b;
+    return mk_host_tensor(c, big->self, big->dt, loc);
+}
+
+/* itertools.product(*iterables, repeat=1) over compile-time sequences: a list of tuples, the
+ * last iterable varying fastest. */
+sval *py_product(sema_ctx *c, call_args *a, tile_loc loc) {
+    int64_t repeat = 1;
+    for (int i = 0; i < a->nkw; i++)
+        if (!strcmp(a->kw[i].name, "repeat") && !as_const_int(c, a->kwv[i], &repeat, "repeat")) return sv_err(c, loc);
+    if (repeat < 0 || a->npos * repeat > 32) { sema_err(c, loc, "itertools.product: too many iterables"); return sv_err(c, loc); }
+    int n = (int)(a->npos * repeat);
+    sval **seq[32];
+    int len[32];
+    int64_t total = 1;
+    for (int i = 0; i < n; i++) {
+        if (!py_iter(c, a->pos[i % a->npos], &seq[i], &len[i], loc)) return sv_err(c, loc);
+        total *= len[i];
+        if (total > MAX_ITEMS) { sema_err(c, loc, "itertools.product makes more than %d items at compile time", MAX_ITEMS); return sv_err(c, loc); }
+    }
+    sval **out = TILE_NEW_ARRAY(c->arena, sval *, total ? total : 1);
+    int idx[32] = {0};
+    for (int64_t k = 0; k < total; k++) {
+        sval **it = TILE_NEW_ARRAY(c->arena, sval *, n ? n : 1);
+        for (int i = 0; i < n; i++) it[i] = seq[i][idx[i]];
+        out[k] = mk_tuple(c, it, n, loc);
+        for (int i = n - 1; i >= 0; i--) {
+            if (++idx[i] < len[i]) break;
+            idx[i] = 0;
+        }
+    }
+    return mk_tuple(c, out, (int)total, loc);
+}
+
+/* Device queries in module and driver code (`torch.cuda.get_device_capability()`,
+ * `driver.get_num_sms()`): Tile compiles without asking a device, so they answer for the
+ * reference GPU the programs are written for, an sm_90 part with 132 SMs (H100 / H200 SXM),
+ * the same on every target. NULL when path is not such a query. */
+sval *py_device_query(sema_ctx *c, const char *path, call_args *a, tile_loc loc) {
+    (void)a;
+    const char *last = strrchr(path, '.');
+    last = last ? last + 1 : path;
+    bool torch_cuda = !strncmp(path, "torch.cuda.", 11);
+    if (torch_cuda && !strcmp(last, "get_device_capability")) {
+        sval *mm[2] = {sv_weak_int(c, 9, loc), sv_weak_int(c, 0, loc)};
+        return mk_tuple(c, mm, 2, loc);
+    }
+    if (torch_cuda && !strcmp(last, "is_available")) return sv_weak_bool(c, true, loc);
+    if (torch_cuda && !strcmp(last, "device_count")) return sv_weak_int(c, 1, loc);
+    if (torch_cuda && !strcmp(last, "current_device")) return sv_weak_int(c, 0, loc);
+    if (!strcmp(last, "get_num_sms") && strstr(path, "driver")) return sv_weak_int(c, 132, loc);
+    return NULL;
 }

@@ -108,7 +108,8 @@ static void assign_name(sema_ctx *c, sema_env *env, const char *name, sval *val,
         env_bind(c, env, name, v, current_par(c));
         return;
     }
-    bool compile_time = c->stmts == NULL;
+    /* an eager kernel's code outside T.Kernel is host Python: it runs at compile time */
+    bool compile_time = c->stmts == NULL || (c->eager && !c->in_kernel);
     bool runtime_value = val->kind == SV_EXPR || (val->kind == SV_ACCESS && !val->acc->any_slice);
     if (!runtime_value) { env_bind(c, env, name, val, current_par(c)); return; }
     ir_expr *x = val->kind == SV_EXPR ? val->e : NULL;
@@ -288,12 +289,29 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
         return;
     }
     sval *f = lower_expr(c, env, it->value);
-    if (f->kind != SV_BUILTIN) { if (f->kind != SV_NONE) sema_err(c, it->loc, "cannot iterate over a call of %s; use range(...), T.serial, T.Parallel or T.Pipelined", sv_describe(f)); return; }
+    static const char *const loop_fns[] = {"range", "serial", "Parallel", "parallel", "Pipelined", "unroll", "vectorized", NULL};
+    bool loop_fn = false;
+    for (int i = 0; f->kind == SV_BUILTIN && loop_fns[i]; i++) loop_fn |= !strcmp(f->str, loop_fns[i]);
+    if (!loop_fn || (!c->stmts && !strcmp(f->str, "range"))) {
+        /* a call that makes a sequence at compile time (enumerate, zip, itertools.product, a
+         * helper returning a list, range in compile-time code): unrolled */
+        if (f->kind == SV_NONE) return;
+        sval *seq = call_value(c, env, f, it);
+        if (seq->kind != SV_TUPLE) {
+            if (seq->kind != SV_NONE) sema_err(c, it->loc, "cannot iterate over a call of %s; use range(...), T.serial, T.Parallel or T.Pipelined", sv_describe(f));
+            return;
+        }
+        for (int i = 0; i < seq->nitems; i++) {
+            assign_target(c, env, t, seq->items[i], s->loc);
+            lower_block(c, env, &s->body);
+        }
+        return;
+    }
     if (!c->stmts) { sema_err(c, s->loc, "loops are run-time code, which is not allowed here"); return; }
     const char *fn = f->str;
     ir_loop_kind kind;
     if (!strcmp(fn, "range") || !strcmp(fn, "serial")) kind = IR_LOOP_SERIAL;
-    else if (!strcmp(fn, "Parallel")) kind = IR_LOOP_PARALLEL;
+    else if (!strcmp(fn, "Parallel") || !strcmp(fn, "parallel")) kind = IR_LOOP_PARALLEL;
     else if (!strcmp(fn, "Pipelined")) kind = IR_LOOP_PIPELINED;
     else if (!strcmp(fn, "unroll")) kind = IR_LOOP_UNROLLED;
     else if (!strcmp(fn, "vectorized")) kind = IR_LOOP_VECTORIZED;
@@ -316,13 +334,15 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     } else {
         /* T.Parallel(e0, e1, ...) / T.Pipelined(n, num_stages=k) or (start, stop, num_stages=k) */
         int n = it->nitems;
-        if (n < 1 || n > 8 || (kind == IR_LOOP_PIPELINED && n > 2)) { sema_err(c, it->loc, "wrong number of arguments to T.%s", fn); return; }
-        if (kind == IR_LOOP_PARALLEL) ndims = n;
+        /* T.parallel(start, stop=None) is TIR's parallel loop: one dimension, like range */
+        bool ranged = kind == IR_LOOP_PIPELINED || fn[0] == 'p';
+        if (n < 1 || n > 8 || (ranged && n > 2)) { sema_err(c, it->loc, "wrong number of arguments to T.%s", fn); return; }
+        if (kind == IR_LOOP_PARALLEL && !ranged) ndims = n;
         for (int i = 0; i < n; i++) {
             ir_expr *x = as_int_expr(c, lower_expr(c, env, it->items[i]), "a loop extent");
             if (!x) return;
             x = cast_to(c, x, TILE_DT_I32);
-            if (kind == IR_LOOP_PIPELINED && n == 2) {
+            if (ranged && n == 2) {
                 if (i == 0) lo[0] = x;
                 else ext[0] = int_binary(c, IR_B_SUB, x, lo[0], it->loc);
             } else {
@@ -331,6 +351,7 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
             }
         }
         for (int k = 0; k < it->nkwargs; k++) {
+            if (!it->kwargs[k].name) { sema_err(c, it->kwargs[k].loc, "T.%s does not take a '**' argument", fn); continue; }
             if (!strcmp(it->kwargs[k].name, "num_stages")) {
                 int64_t ns;
                 if (as_const_int(c, lower_expr(c, env, it->kwargs[k].value), &ns, "num_stages")) {
@@ -340,7 +361,7 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
             } else if (kind == IR_LOOP_PIPELINED && strcmp(it->kwargs[k].name, "order") && strcmp(it->kwargs[k].name, "stage") &&
                        strcmp(it->kwargs[k].name, "group") && strcmp(it->kwargs[k].name, "sync")) {
                 tile_warning_at(c->diags, it->kwargs[k].loc, "unknown T.Pipelined argument '%s' is ignored", it->kwargs[k].name);
-            } else if (kind == IR_LOOP_PARALLEL && strcmp(it->kwargs[k].name, "coalesced_width") && strcmp(it->kwargs[k].name, "loop_layout") &&
+            } else if (kind == IR_LOOP_PARALLEL && strcmp(it->kwargs[k].name, "coalesced_width") && strcmp(it->kwargs[k].name, "annotations") && strcmp(it->kwargs[k].name, "loop_layout") &&
                        strcmp(it->kwargs[k].name, "prefer_async")) {
                 tile_warning_at(c->diags, it->kwargs[k].loc, "unknown T.Parallel argument '%s' is ignored", it->kwargs[k].name);
             }
@@ -421,6 +442,7 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     }
     for (int i = 0; i < k->nkwargs; i++) {
         const char *kn = k->kwargs[i].name;
+        if (!kn) { sema_err(c, k->kwargs[i].loc, "T.Kernel does not take a '**' argument"); continue; }
         if (!strcmp(kn, "threads")) {
             sval *tv = lower_expr(c, env, k->kwargs[i].value);
             int64_t total = 1, x;
@@ -551,7 +573,15 @@ static ir_stmt *tile_stmt(sema_ctx *c, ir_stmt_kind k, int nregions, tile_loc lo
 
 static sval *kw_of(const ast_expr *call, sema_ctx *c, sema_env *env, const char *name) {
     for (int i = 0; i < call->nkwargs; i++)
-        if (!strcmp(call->kwargs[i].name, name)) return lower_expr(c, env, call->kwargs[i].value);
+        if (call->kwargs[i].name && !strcmp(call->kwargs[i].name, name)) return lower_expr(c, env, call->kwargs[i].value);
+    /* `**options` with a compile-time dict */
+    for (int i = 0; i < call->nkwargs; i++) {
+        if (call->kwargs[i].name) continue;
+        sval *d = lower_expr(c, env, call->kwargs[i].value);
+        sval key = {.kind = SV_STRING, .str = name};
+        sval *v = d->kind == SV_DICT ? py_dict_get(d, &key) : NULL;
+        if (v) return v;
+    }
     return NULL;
 }
 
@@ -565,6 +595,21 @@ static bool kw_bool(sema_ctx *c, sema_env *env, const ast_expr *call, const char
 
 static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, const char *const *allowed) {
     for (int i = 0; i < call->nkwargs; i++) {
+        if (!call->kwargs[i].name) {
+            sval *d = c->tile_env ? lower_expr(c, c->tile_env, call->kwargs[i].value) : NULL;
+            if (!d || d->kind != SV_DICT) {
+                if (!d || !d->poison) sema_err(c, call->kwargs[i].loc, "the '**' argument of %s() must be a dict known at compile time", op);
+                continue;
+            }
+            for (int j = 0; j < d->nitems; j++) {
+                bool ok = false;
+                for (int k = 0; allowed[k] && d->items[j]->kind == SV_STRING; k++)
+                    if (!strcmp(allowed[k], d->items[j]->str)) ok = true;
+                if (!ok) sema_err(c, call->kwargs[i].loc, "%s() has no argument named '%s' (in the '**' argument)", op,
+                                  d->items[j]->kind == SV_STRING ? d->items[j]->str : "?");
+            }
+            continue;
+        }
         bool ok = false;
         for (int k = 0; allowed[k]; k++)
             if (!strcmp(allowed[k], call->kwargs[i].name)) ok = true;
@@ -573,7 +618,9 @@ static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, cons
 }
 
 static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos) {
-    static const char *const kws[] = {"coalesced_width", "disable_tma", "eviction_policy", "loop_layout", NULL};
+    /* hints on how to copy; Tile's lowering chooses the instructions */
+    static const char *const kws[] = {"coalesced_width", "disable_tma", "eviction_policy", "loop_layout", "prefer_instruction",
+                                      "annotations", "src", "dst", NULL};
     check_kwargs(c, call, "T.copy", kws);
     if (npos != 2) { sema_err(c, call->loc, "T.copy takes a source and a destination, got %d arguments", npos); return sv_err(c, call->loc); }
     if (!check_tile_scope(c, call->loc, "T.copy")) return sv_err(c, call->loc);
@@ -640,8 +687,21 @@ static bool gemm_dims(const ir_region *r, int64_t *rows, int64_t *cols, bool *kn
 }
 
 static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
-    static const char *const kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait", "use_wgmma", NULL};
+    static const char *const kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait", "use_wgmma",
+                                      "A", "B", "C", NULL};
     check_kwargs(c, call, "T.gemm", kws);
+    /* T.gemm(A, B=..., C=...): the operands by keyword */
+    sval *abc[6];
+    if (npos < 3) {
+        static const char *const opn[3] = {"A", "B", "C"};
+        int n = 0;
+        for (int i = 0; i < 3; i++) {
+            abc[i] = i < npos ? pos[i] : kw_of(call, c, env, opn[i]);
+            if (abc[i]) n = i + 1;
+            else break;
+        }
+        if (n == 3) { pos = abc; npos = 3; }
+    }
     if (npos < 3 || npos > 6) { sema_err(c, call->loc, "T.gemm takes A, B, C (and optionally transpose_A, transpose_B), got %d arguments", npos); return sv_err(c, call->loc); }
     if (!check_tile_scope(c, call->loc, "T.gemm")) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_GEMM, 3, call->loc);
@@ -844,6 +904,11 @@ static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, s
         ir_expr *x = init->kind == SV_EXPR && init->weak ? cast_to(c, init->e, v->dtype) : value_for_var(c, init, v->dtype, "the T.alloc_var initialiser", call->loc);
         if (!x) return sv_err(c, call->loc);
         emit_assign(c, v, x, call->loc);
+    } else {
+        /* TileLang leaves a variable without init undefined; Tile makes it 0, so a read
+         * before the first write gives the same value on every target */
+        ir_expr *zero = tile_dtype_is_float(v->dtype) ? ir_const_float(c->mod, v->dtype, 0.0, call->loc) : ir_const_int(c->mod, v->dtype, 0, call->loc);
+        emit_assign(c, v, zero, call->loc);
     }
     sval *r = sv_expr(c, ir_var_ref(c->mod, v, call->loc));
     r->fresh_var = true;
@@ -953,7 +1018,15 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
 
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
-    if (!strcmp(name, "copy")) return lower_copy(c, call, pos, npos);
+    c->tile_env = env;
+    /* T.async_copy: Tile's copies complete before the next statement, which is what
+     * every explicit wait (T.ptx_wait_group) after it asks for */
+    if (!strcmp(name, "copy") || !strcmp(name, "async_copy")) {
+        /* T.copy(src=..., dst=...): the keyword forms of the two operands */
+        sval *sd[2] = {npos > 0 ? pos[0] : kw_of(call, c, env, "src"), npos > 1 ? pos[1] : kw_of(call, c, env, "dst")};
+        if (npos < 2 && sd[0] && sd[1]) return lower_copy(c, call, sd, 2);
+        return lower_copy(c, call, pos, npos);
+    }
     if (!strcmp(name, "fill")) return lower_fill(c, call, pos, npos, false);
     if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);
     if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);

@@ -90,6 +90,19 @@ def ref_module_code(a):
     return {"Y": a["Y"].astype(np.float64) + 2.0 * a["X"]}
 
 
+def ref_driver_values(a):
+    x = a["X"].astype(np.float64)
+    return {"Y": x - x.sum(axis=1, keepdims=True) / 8}
+
+
+def ref_test_gemm_relu(a):
+    return {"C": np.maximum(a["A"].astype(np.float64) @ a["B"], 0.0)}
+
+
+def ref_test_row_sums(a):
+    return {"S": 2.0 * a["X"].astype(np.float64).sum(axis=1)}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -102,6 +115,11 @@ CASES = {
     "parallel_scope": ("parallel_scope.py", "two_pass", ["M=5", "N=48"], lambda: {"X": f32((5, 48), 11)}, ref_parallel_scope),
     "helpers": ("helpers.py", "clamp_rows", [], lambda: {"X": f32((100, 50), 12)}, ref_helpers),
     "module_code": ("module_code.py", "axpy", [], lambda: {"X": f32((1000,), 13), "Y": f32((1000,), 14)}, ref_module_code),
+    # sizes, dtype and tile sizes all from the file's driver (no -D)
+    "driver_values": ("driver_values.py", "center_heads", [], lambda: {"X": f32((3, 6, 256), 15)}, ref_driver_values),
+    # kernels defined and compiled inside test functions
+    "test_gemm_relu": ("test_style.py", "test_gemm_relu", [], lambda: {"A": f32((64, 80), 16), "B": f32((80, 48), 17)}, ref_test_gemm_relu),
+    "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
 
