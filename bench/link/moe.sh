@@ -41,11 +41,15 @@ tokens_for() { local v="TOKENS_$1"; local d=1024; [ "$1" -le 4 ] && d=2048; [ "$
 
 # ---- build -------------------------------------------------------------------------------
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-ninja -C "$BUILD" -j"${JOBS:-2}" tilelink_static tile_link_tool >&2
+ninja -C "$BUILD" -j"${JOBS:-2}" tilelink_static tile_base tile_link_tool >&2
 TILE="$BUILD/tests/link-net/tile_link_tool"
-cc -O2 -I"$ROOT/include" -o "$BUILD/moe_bench" "$ROOT/bench/link/moe_bench.c" "$BUILD/libtilelink.a" -lpthread -lm -lrt -ldl
+cc -O2 -I"$ROOT/include" -o "$BUILD/moe_bench" "$ROOT/bench/link/moe_bench.c" "$BUILD/libtilelink.a" "$BUILD/libtile_base.a" -lpthread -lm -lrt -ldl
 HAVE_MPI=0
-if command -v mpicc >/dev/null 2>&1 && mpicc -O3 -o "$BUILD/moe_mpi" "$ROOT/bench/link/moe_mpi.c" 2>"$TMP/mpicc.txt"; then HAVE_MPI=1; fi
+# the Open MPI program's weighted sums get the vector width TileLink's get (AVX2, no FMA: FMA
+# would round differently and break the checksum comparison), so the ratio is not a compiler flag
+MPI_CFLAGS="-O3"
+grep -qw avx2 /proc/cpuinfo && MPI_CFLAGS="-O3 -mavx2 -ffp-contract=off"
+if command -v mpicc >/dev/null 2>&1 && mpicc $MPI_CFLAGS -o "$BUILD/moe_mpi" "$ROOT/bench/link/moe_mpi.c" 2>"$TMP/mpicc.txt"; then HAVE_MPI=1; fi
 HAVE_GLOO=0
 python3 -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null && HAVE_GLOO=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
@@ -176,7 +180,7 @@ mkdir -p "$(dirname "$OUT")"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);"
     echo "  load average before / after: $LOAD0 / $LOAD1 (shared with other jobs)"
-    echo "- Open MPI: $(mpirun --version 2>&1 | head -1); torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent) (gloo)"
+    echo "- Open MPI: $(mpirun --version 2>&1 | head -1), moe_mpi.c built with mpicc $MPI_CFLAGS; torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent) (gloo)"
     echo "- sizes: hidden $HIDDEN, top-$TOPK of $EXPERTS experts, $DTYPE tokens (combine in bf16); tokens per rank in the"
     echo "  table (DeepSeek-V3 has 4096; scaled down at 4 and 8 ranks for memory: see moe.sh)"
     echo "- each run: $WARM warm-up and $ITERS timed iterations of (barrier, dispatch, barrier, combine); per iteration the"
