@@ -11,17 +11,21 @@
 # Sizes: DeepSeek-V3's hidden 7168, top-8 of 256 experts, bf16 (DTYPE=fp8: e4m3 with scales);
 # TOKENS_<n> tokens per rank at n ranks (defaults 4096, 2048, 1024 for 2, 4, 8: the full 4096
 # at 8 ranks needs ~13 GB with Open MPI's and gloo's staging on a 24 GB machine shared with others).
-# Knobs: BUILD (build-bench-link), RANKS ("2 4 8"), NS_LAYOUTS ("2x1 2x2 2x4"; NO_NS=1 skips),
-# REPEAT (3), WARM (1), ITERS (3), LIBS ("tilelink mpi gloo"), OUT, JOBS (2).
+# Knobs: BUILD (build-bench-link), RANKS ("2 4 8"; empty: none), NS_LAYOUTS ("2x1 2x2 2x4"; NO_NS=1 skips),
+# REPEAT (3), WARM (1), ITERS (3), LIBS ("tilelink mpi gloo"), OUT, JOBS (2); gloo's run, minutes
+# at full size on a small machine, can take fewer: GLOO_REPEAT (REPEAT), GLOO_WARM, GLOO_ITERS.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-bench-link}
-RANKS=${RANKS:-"2 4 8"}
+RANKS=${RANKS-"2 4 8"}
 NS_LAYOUTS=${NS_LAYOUTS:-"2x1 2x2 2x4"}
 REPEAT=${REPEAT:-3}
 WARM=${WARM:-1}
 ITERS=${ITERS:-3}
 LIBS=${LIBS:-"tilelink mpi gloo"}
+GLOO_REPEAT=${GLOO_REPEAT:-$REPEAT}
+GLOO_WARM=${GLOO_WARM:-$WARM}
+GLOO_ITERS=${GLOO_ITERS:-$ITERS}
 DTYPE=${DTYPE:-bf16}
 HIDDEN=${HIDDEN:-7168}
 EXPERTS=${EXPERTS:-256}
@@ -75,12 +79,14 @@ run() {
 for n in $RANKS; do
     T=$(tokens_for "$n")
     A="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $WARM -i $ITERS"
+    AG="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $GLOO_WARM -i $GLOO_ITERS"
     for r in $(seq "$REPEAT"); do
         for lib in $LIBS; do
+            [ "$lib" = gloo ] && [ "$r" -gt "$GLOO_REPEAT" ] && continue
             case $lib in
                 tilelink) run tilelink "shm-$n" "$r" "$TILE" launch -n "$n" -- "$BUILD/moe_bench" $A ;;
                 mpi) [ $HAVE_MPI = 1 ] && run mpi "shm-$n" "$r" $MPIRUN -n "$n" "$BUILD/moe_mpi" $A ;;
-                gloo) [ $HAVE_GLOO = 1 ] && run gloo "shm-$n" "$r" "$TILE" launch -n "$n" -- python3 "$ROOT/bench/link/moe_gloo.py" $A ;;
+                gloo) [ $HAVE_GLOO = 1 ] && run gloo "shm-$n" "$r" "$TILE" launch -n "$n" -- python3 "$ROOT/bench/link/moe_gloo.py" $AG ;;
             esac
         done
     done
@@ -102,8 +108,10 @@ else
         for i in $(seq 0 $((nns - 1))); do hosts="$hosts${hosts:+,}$NSP$i:$per"; done
         T=$(tokens_for "$n")
         A="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $WARM -i $ITERS"
+        AG="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $GLOO_WARM -i $GLOO_ITERS"
         for r in $(seq "$REPEAT"); do
             for lib in $LIBS; do
+                [ "$lib" = gloo ] && [ "$r" -gt "$GLOO_REPEAT" ] && continue
                 case $lib in
                     tilelink) run tilelink "ns-$lay" "$r" "$TILE" launch --netns --hosts "$hosts" -- "$BUILD/moe_bench" $A ;;
                     # Open MPI over TCP everywhere (its shared-memory BTL does not survive being
@@ -113,7 +121,7 @@ else
                              "$BUILD/moe_mpi" $A ;;
                     # gloo binds to the host name's address (loopback here): its namespace's eth0 instead
                     gloo) [ $HAVE_GLOO = 1 ] && run gloo "ns-$lay" "$r" env GLOO_SOCKET_IFNAME=eth0 "$TILE" launch --netns --hosts "$hosts" -- \
-                              python3 "$ROOT/bench/link/moe_gloo.py" $A ;;
+                              python3 "$ROOT/bench/link/moe_gloo.py" $AG ;;
                 esac
             done
         done
@@ -183,8 +191,8 @@ mkdir -p "$(dirname "$OUT")"
     echo "- Open MPI: $(mpirun --version 2>&1 | head -1), moe_mpi.c built with mpicc $MPI_CFLAGS; torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent) (gloo)"
     echo "- sizes: hidden $HIDDEN, top-$TOPK of $EXPERTS experts, $DTYPE tokens (combine in bf16); tokens per rank in the"
     echo "  table (DeepSeek-V3 has 4096; scaled down at 4 and 8 ranks for memory: see moe.sh)"
-    echo "- each run: $WARM warm-up and $ITERS timed iterations of (barrier, dispatch, barrier, combine); per iteration the"
-    echo "  slowest rank's time, the mean over iterations; $REPEAT repetitions interleaved TileLink, Open MPI, gloo; the table gives the median"
+    echo "- each run: $WARM warm-up and $ITERS timed iterations of (barrier, dispatch, barrier, combine) (gloo: $GLOO_WARM and $GLOO_ITERS); per iteration the"
+    echo "  slowest rank's time, the mean over iterations; $REPEAT repetitions interleaved TileLink, Open MPI, gloo (gloo in the first $GLOO_REPEAT); the table gives the median"
     echo "- GB/s of token data: the token bytes that go between ranks (a token once per destination rank other than its"
     echo "  own, dispatch + combine, all ranks) / ranks / (dispatch + combine time)"
     echo "- namespaces: ${NS_NOTE:-$NS_LAYOUTS (NAMESPACESxRANKS-PER-NAMESPACE, TCP between them; Open MPI TCP also inside one)}"
