@@ -20,9 +20,9 @@ STORE_PID=
 cleanup() { [ -n "$STORE_PID" ] && kill "$STORE_PID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-ninja -C "$BUILD" -j"${JOBS:-2}" tilelink_static tile_link_tool >&2
+ninja -C "$BUILD" -j"${JOBS:-2}" tilelink_static tile_base tile_link_tool >&2
 TILE="$BUILD/tests/link-net/tile_link_tool"
-cc -O2 -I"$ROOT/include" -I"$ROOT/tilelink/src" -o "$BUILD/auth_bench" "$ROOT/bench/link/auth_bench.c" "$BUILD/libtilelink.a" -lpthread -lm -lrt -ldl
+cc -O2 -I"$ROOT/include" -I"$ROOT/tilelink/src" -o "$BUILD/auth_bench" "$ROOT/bench/link/auth_bench.c" "$BUILD/libtilelink.a" "$BUILD/libtile_base.a" -lpthread -lm -lrt -ldl
 B="$BUILD/auth_bench"
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)

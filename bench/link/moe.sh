@@ -11,17 +11,21 @@
 # Sizes: DeepSeek-V3's hidden 7168, top-8 of 256 experts, bf16 (DTYPE=fp8: e4m3 with scales);
 # TOKENS_<n> tokens per rank at n ranks (defaults 4096, 2048, 1024 for 2, 4, 8: the full 4096
 # at 8 ranks needs ~13 GB with Open MPI's and gloo's staging on a 24 GB machine shared with others).
-# Knobs: BUILD (build-bench-link), RANKS ("2 4 8"), NS_LAYOUTS ("2x1 2x2 2x4"; NO_NS=1 skips),
-# REPEAT (3), WARM (1), ITERS (3), LIBS ("tilelink mpi gloo"), OUT, JOBS (2).
+# Knobs: BUILD (build-bench-link), RANKS ("2 4 8"; empty: none), NS_LAYOUTS ("2x1 2x2 2x4"; NO_NS=1 skips),
+# REPEAT (3), WARM (1), ITERS (3), LIBS ("tilelink mpi gloo"), OUT, JOBS (2); gloo's run, minutes
+# at full size on a small machine, can take fewer: GLOO_REPEAT (REPEAT), GLOO_WARM, GLOO_ITERS.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-bench-link}
-RANKS=${RANKS:-"2 4 8"}
+RANKS=${RANKS-"2 4 8"}
 NS_LAYOUTS=${NS_LAYOUTS:-"2x1 2x2 2x4"}
 REPEAT=${REPEAT:-3}
 WARM=${WARM:-1}
 ITERS=${ITERS:-3}
 LIBS=${LIBS:-"tilelink mpi gloo"}
+GLOO_REPEAT=${GLOO_REPEAT:-$REPEAT}
+GLOO_WARM=${GLOO_WARM:-$WARM}
+GLOO_ITERS=${GLOO_ITERS:-$ITERS}
 DTYPE=${DTYPE:-bf16}
 HIDDEN=${HIDDEN:-7168}
 EXPERTS=${EXPERTS:-256}
@@ -41,11 +45,15 @@ tokens_for() { local v="TOKENS_$1"; local d=1024; [ "$1" -le 4 ] && d=2048; [ "$
 
 # ---- build -------------------------------------------------------------------------------
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-ninja -C "$BUILD" -j"${JOBS:-2}" tilelink_static tile_link_tool >&2
+ninja -C "$BUILD" -j"${JOBS:-2}" tilelink_static tile_base tile_link_tool >&2
 TILE="$BUILD/tests/link-net/tile_link_tool"
-cc -O2 -I"$ROOT/include" -o "$BUILD/moe_bench" "$ROOT/bench/link/moe_bench.c" "$BUILD/libtilelink.a" -lpthread -lm -lrt -ldl
+cc -O2 -I"$ROOT/include" -o "$BUILD/moe_bench" "$ROOT/bench/link/moe_bench.c" "$BUILD/libtilelink.a" "$BUILD/libtile_base.a" -lpthread -lm -lrt -ldl
 HAVE_MPI=0
-if command -v mpicc >/dev/null 2>&1 && mpicc -O3 -o "$BUILD/moe_mpi" "$ROOT/bench/link/moe_mpi.c" 2>"$TMP/mpicc.txt"; then HAVE_MPI=1; fi
+# the Open MPI program's weighted sums get the vector width TileLink's get (AVX2, no FMA: FMA
+# would round differently and break the checksum comparison), so the ratio is not a compiler flag
+MPI_CFLAGS="-O3"
+grep -qw avx2 /proc/cpuinfo && MPI_CFLAGS="-O3 -mavx2 -ffp-contract=off"
+if command -v mpicc >/dev/null 2>&1 && mpicc $MPI_CFLAGS -o "$BUILD/moe_mpi" "$ROOT/bench/link/moe_mpi.c" 2>"$TMP/mpicc.txt"; then HAVE_MPI=1; fi
 HAVE_GLOO=0
 python3 -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null && HAVE_GLOO=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
@@ -71,12 +79,14 @@ run() {
 for n in $RANKS; do
     T=$(tokens_for "$n")
     A="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $WARM -i $ITERS"
+    AG="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $GLOO_WARM -i $GLOO_ITERS"
     for r in $(seq "$REPEAT"); do
         for lib in $LIBS; do
+            [ "$lib" = gloo ] && [ "$r" -gt "$GLOO_REPEAT" ] && continue
             case $lib in
                 tilelink) run tilelink "shm-$n" "$r" "$TILE" launch -n "$n" -- "$BUILD/moe_bench" $A ;;
                 mpi) [ $HAVE_MPI = 1 ] && run mpi "shm-$n" "$r" $MPIRUN -n "$n" "$BUILD/moe_mpi" $A ;;
-                gloo) [ $HAVE_GLOO = 1 ] && run gloo "shm-$n" "$r" "$TILE" launch -n "$n" -- python3 "$ROOT/bench/link/moe_gloo.py" $A ;;
+                gloo) [ $HAVE_GLOO = 1 ] && run gloo "shm-$n" "$r" "$TILE" launch -n "$n" -- python3 "$ROOT/bench/link/moe_gloo.py" $AG ;;
             esac
         done
     done
@@ -98,8 +108,10 @@ else
         for i in $(seq 0 $((nns - 1))); do hosts="$hosts${hosts:+,}$NSP$i:$per"; done
         T=$(tokens_for "$n")
         A="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $WARM -i $ITERS"
+        AG="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $GLOO_WARM -i $GLOO_ITERS"
         for r in $(seq "$REPEAT"); do
             for lib in $LIBS; do
+                [ "$lib" = gloo ] && [ "$r" -gt "$GLOO_REPEAT" ] && continue
                 case $lib in
                     tilelink) run tilelink "ns-$lay" "$r" "$TILE" launch --netns --hosts "$hosts" -- "$BUILD/moe_bench" $A ;;
                     # Open MPI over TCP everywhere (its shared-memory BTL does not survive being
@@ -109,7 +121,7 @@ else
                              "$BUILD/moe_mpi" $A ;;
                     # gloo binds to the host name's address (loopback here): its namespace's eth0 instead
                     gloo) [ $HAVE_GLOO = 1 ] && run gloo "ns-$lay" "$r" env GLOO_SOCKET_IFNAME=eth0 "$TILE" launch --netns --hosts "$hosts" -- \
-                              python3 "$ROOT/bench/link/moe_gloo.py" $A ;;
+                              python3 "$ROOT/bench/link/moe_gloo.py" $AG ;;
                 esac
             done
         done
@@ -176,11 +188,11 @@ mkdir -p "$(dirname "$OUT")"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);"
     echo "  load average before / after: $LOAD0 / $LOAD1 (shared with other jobs)"
-    echo "- Open MPI: $(mpirun --version 2>&1 | head -1); torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent) (gloo)"
+    echo "- Open MPI: $(mpirun --version 2>&1 | head -1), moe_mpi.c built with mpicc $MPI_CFLAGS; torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent) (gloo)"
     echo "- sizes: hidden $HIDDEN, top-$TOPK of $EXPERTS experts, $DTYPE tokens (combine in bf16); tokens per rank in the"
     echo "  table (DeepSeek-V3 has 4096; scaled down at 4 and 8 ranks for memory: see moe.sh)"
-    echo "- each run: $WARM warm-up and $ITERS timed iterations of (barrier, dispatch, barrier, combine); per iteration the"
-    echo "  slowest rank's time, the mean over iterations; $REPEAT repetitions interleaved TileLink, Open MPI, gloo; the table gives the median"
+    echo "- each run: $WARM warm-up and $ITERS timed iterations of (barrier, dispatch, barrier, combine) (gloo: $GLOO_WARM and $GLOO_ITERS); per iteration the"
+    echo "  slowest rank's time, the mean over iterations; $REPEAT repetitions interleaved TileLink, Open MPI, gloo (gloo in the first $GLOO_REPEAT); the table gives the median"
     echo "- GB/s of token data: the token bytes that go between ranks (a token once per destination rank other than its"
     echo "  own, dispatch + combine, all ranks) / ranks / (dispatch + combine time)"
     echo "- namespaces: ${NS_NOTE:-$NS_LAYOUTS (NAMESPACESxRANKS-PER-NAMESPACE, TCP between them; Open MPI TCP also inside one)}"

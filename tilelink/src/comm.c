@@ -736,6 +736,18 @@ tlink_status tlink_comm_destroy(tlink_comm *c) {
         pthread_mutex_lock(&c->exec_mu);
         c->cur_coll = "destroy";
         st = tl_coll_run(c, &a);
+        /* Rank 0's store goes before anyone leaves: a rank that creates its next
+         * communicator at once (same address) must find no store at the port, or the next
+         * one, never this one, whose generation counters and keys belong to this job. So:
+         * every rank stops using the store, then rank 0 stops it, then a barrier over the
+         * transports lets the others go. */
+        if (!st) {
+            tl_status_halt(c);
+            if (c->store) { tlink_store_close(c->store); c->store = NULL; }
+            st = tl_coll_run(c, &a);
+            if (!st && c->server) { tlink_store_server_stop(c->server); c->server = NULL; }
+            if (!st) st = tl_coll_run(c, &a);
+        }
         pthread_mutex_unlock(&c->exec_mu);
     }
     comm_free(c);

@@ -168,12 +168,18 @@ void tl_status_start(tlink_comm *c) {
     pthread_attr_destroy(&at);
 }
 
-void tl_status_stop(tlink_comm *c) {
+void tl_status_halt(tlink_comm *c) {
     tl_stat *s = c->stat;
     if (!s) return;
     atomic_store(&s->stop, 1);
-    int fd = atomic_load(&s->fd);
+    int fd = atomic_exchange(&s->fd, -1);
     if (fd >= 0) shutdown(fd, SHUT_RDWR); /* wakes its parked GET; it closes the socket itself */
+}
+
+void tl_status_stop(tlink_comm *c) {
+    tl_stat *s = c->stat;
+    if (!s) return;
+    tl_status_halt(c);
     c->stat = NULL;
     stat_unref(s);
 }

@@ -212,6 +212,8 @@ typedef struct tl_stat {
 static inline int64_t tl_now_ns(void) { return (int64_t)(tl_now() * 1e9); }
 void tl_status_start(tlink_comm *c);   /* the responder thread (communicators of >1 rank) */
 void tl_status_stop(tlink_comm *c);
+/* stops the responder thread's use of the store; the records stay (collectives still write them) */
+void tl_status_halt(tlink_comm *c);
 void tl_status_tick(tlink_comm *c);    /* heartbeat thread: observation and the soft deadline */
 
 struct tlink_comm {
