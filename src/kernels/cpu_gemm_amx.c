@@ -73,7 +73,10 @@ static void amx_task_begin(void) {
         cfg.colsb[t] = 64;
         cfg.rows[t] = 16;
     }
-    _tile_loadconfig(&cfg);
+    /* ldtilecfg through asm with the configuration as a memory operand: GCC 12's
+     * _tile_loadconfig builtin does not tell the optimiser that it reads *cfg, so the stores
+     * above were dropped as dead and ldtilecfg faulted (#GP) on the uninitialised bytes. */
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
 static void amx_task_end(void) { _tile_release(); }
