@@ -254,6 +254,46 @@ def test_torch_bfloat16_in_place():
     torch.testing.assert_close(c.float(), (a.float() + b.float()).bfloat16().float())
 
 
+def _fast_path_checks(torch, device):
+    """The cached launcher of the last all-torch signature must not accept tensors of another
+    signature: each change goes to the general path (a new specialisation or a TileError
+    naming the parameter), and results stay right after each switch."""
+    k = tile.compile(PLAIN, target="cuda" if device == "cuda" else "cpu")
+    a, b = torch.randn(6, 4, device=device), torch.randn(6, 4, device=device)
+    for _ in range(3):  # the first call makes the plan, the next ones take the generated launcher
+        torch.testing.assert_close(k(a, b), a * 2 + b)
+    assert k._last_fast is not None and k._last_fast((a, b)) is not None
+    a2, b2 = torch.randn(5, 3, device=device), torch.randn(5, 3, device=device)
+    torch.testing.assert_close(k(a2, b2), a2 * 2 + b2)  # other shapes: another plan
+    torch.testing.assert_close(k(a, b), a * 2 + b)
+    with pytest.raises(tile.TileError, match="parameter 'B' is float32, but the tensor given is float64"):
+        k(a, b.double())
+    with pytest.raises(tile.TileError, match="parameter 'A' has 2 dimensions, but the tensor given has 1"):
+        k(a.reshape(-1), b)
+    with pytest.raises(tile.TileError, match="takes 2 arguments"):
+        k(a)
+    with pytest.raises(tile.TileError, match="not a tensor"):
+        k(a, [1.0])
+    big = torch.randn(6, 9, device=device)
+    if device == "cpu":  # the cpu target takes strides
+        torch.testing.assert_close(k(big[:, 1:5], b), big[:, 1:5] * 2 + b)
+    else:
+        with pytest.raises(tile.TileError, match="parameter 'A' is not contiguous"):
+            k(big[:, 1:5], b)
+    torch.testing.assert_close(k(a, b), a * 2 + b)
+
+
+def test_torch_cpu_fast_path_keeps_checks():
+    _fast_path_checks(pytest.importorskip("torch"), "cpu")
+
+
+def test_nonexistent_device_is_a_clear_error():
+    with pytest.raises(tile.TileError, match="cuda:99 is not available|device cuda is not available"):
+        tile.Tensor((4,), "float32", "cuda:99")
+    with pytest.raises(tile.TileError, match="there is one cpu device"):
+        tile.Device.parse("cpu:1")
+
+
 # ---------- CUDA (skipped without a GPU) ----------
 def _cuda():
     torch = pytest.importorskip("torch")
@@ -294,6 +334,35 @@ def test_cuda_strided_refused_with_name():
     a = torch.randn(16, 32, device="cuda")
     with pytest.raises(tile.TileError, match="parameter 'A' is not contiguous"):
         k(a[:, :16], a[:, 16:].contiguous())
+
+
+def test_cuda_fast_path_keeps_checks():
+    _fast_path_checks(_cuda(), "cuda")
+
+
+def test_cuda_fast_path_follows_the_current_stream():
+    torch = _cuda()
+    k = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=512, N=512, out_idx=[-1])
+    a, b = torch.randn(512, 512, device="cuda"), torch.randn(512, 512, device="cuda")
+    torch.testing.assert_close(k(a, b), a + b)
+    k(a, b)  # the generated launcher from here on
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(10_000_000)  # keep s busy: a launch on another stream would finish first
+        c = k(a, b)
+        d = c * 2
+    s.synchronize()
+    torch.testing.assert_close(d, (a + b) * 2)
+
+
+def test_cuda_device_beyond_the_last_is_a_clear_error():
+    torch = _cuda()
+    n = torch.cuda.device_count()
+    with pytest.raises(tile.TileError, match="cuda:%d is not available" % n):
+        tile.Stream("cuda:%d" % n)
+    with pytest.raises(tile.TileError, match="cuda:%d is not available" % n):
+        tile.Tensor((4,), "float32", "cuda:%d" % n)
 
 
 # ---------- tile.link ----------
