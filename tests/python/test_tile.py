@@ -287,6 +287,57 @@ def test_torch_cpu_fast_path_keeps_checks():
     _fast_path_checks(pytest.importorskip("torch"), "cpu")
 
 
+def _opencl():
+    if not tile.devices().get("opencl"):
+        pytest.skip("no OpenCL device")
+
+
+def test_opencl_device_memory_and_launch_against_interp():
+    """opencl:0 buffers from the caching pool, tile_launch on an OpenCL queue (tile's own and
+    a stream of its own), results equal to the interpreter's on the same inputs."""
+    _opencl()
+    k = tile.compile(PLAIN, target="opencl")
+    ref = tile.compile(PLAIN, target="interp")
+    a, b = rand(37, 19), rand(37, 19)
+    want = ref(a, b)
+    da = tile.Tensor(a.shape, "float32", "opencl:0").copy_(a)
+    db = tile.Tensor(b.shape, "float32", "opencl:0").copy_(b)
+    before = tile.memory_stats("opencl:0")
+    c = k(da, db)
+    assert isinstance(c, tile.Tensor) and str(c.device) == "opencl:0"
+    np.testing.assert_allclose(c.numpy(), want, rtol=1e-6)
+    s = tile.Stream("opencl:0")
+    c2 = k(da, db, stream=s)
+    s.synchronize()
+    np.testing.assert_allclose(c2.numpy(), want, rtol=1e-6)
+    stats = tile.memory_stats("opencl:0")
+    assert stats["allocs"] >= before["allocs"] + 2 and stats["high_water"] >= 4 * a.nbytes
+    del c, c2
+    again = k(da, db)  # the freed output's block comes back from the pool
+    assert tile.memory_stats("opencl:0")["reused"] > stats["reused"]
+    np.testing.assert_allclose(again.numpy(), want, rtol=1e-6)
+    with pytest.raises(tile.TileError, match="parameter 'B' is float32, but the tensor given is float64"):
+        k(da, tile.Tensor(b.shape, "float64", "opencl:0"))
+    with pytest.raises(tile.TileError, match="opencl:1 is not available"):
+        tile.Tensor((4,), "float32", "opencl:1")
+    with pytest.raises(tile.TileError, match="parameter 'A' is not contiguous"):
+        k(_transposed(tile.Tensor((19, 37), "float32", "opencl:0")), db)
+
+
+def _transposed(t):
+    """t (2-d, row-major) seen as its transpose: a strided view of the same memory."""
+    t.shape, t.strides = t.shape[::-1], t.strides[::-1]
+    return t
+
+
+def test_opencl_events_time_a_launch():
+    _opencl()
+    k = tile.compile(PLAIN, target="opencl")
+    a = tile.Tensor((64, 64), "float32", "opencl:0").copy_(rand(64, 64))
+    t = k.bench(a, a, iters=3, warmup=1)
+    assert t > 0
+
+
 def test_nonexistent_device_is_a_clear_error():
     with pytest.raises(tile.TileError, match="cuda:99 is not available|device cuda is not available"):
         tile.Tensor((4,), "float32", "cuda:99")
