@@ -454,11 +454,22 @@ def test_link_two_ranks(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(_LINK_WORKER)
     py = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python")
+    traces = [tmp_path / ("trace%d.json" % r) for r in range(2)]
     procs = [subprocess.Popen([sys.executable, str(script), str(r), "2", "127.0.0.1:%d" % port, py],
+                              env=dict(os.environ, TILE_TRACE=str(traces[r])),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     assert "rank 0 ok" in outs[0] and "rank 1 ok" in outs[1]
+    # libtilelink's collectives in libtile's Chrome trace, with their sizes
+    for r in range(2):
+        ev = json.loads(traces[r].read_text())
+        ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+        coll = [(e["name"], e["args"]) for e in ev if e.get("cat") == "collective"]
+        assert any(n == "allreduce" and a["bytes"] == 4000 and a["count"] == 1000 and a["dtype"] == "f32" and a["rank"] == r
+                   and a["size"] == 2 and a["status"] == 0 for n, a in coll), coll
+        assert any(n == "allgather" and a["bytes"] == 12 for n, a in coll), coll
+        assert any(n == "broadcast" and a["bytes"] == 40 and a["dtype"] == "f64" for n, a in coll), coll
 
 
 def test_link_errors():
