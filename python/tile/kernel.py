@@ -378,8 +378,10 @@ class Kernel:
         self._last_fast = plan.torch_fast
 
     def bench(self, *args, iters=100, warmup=10):
-        """Median seconds per call over `iters` calls after `warmup` (device time from events
-        on the call's stream where the device has them; host time on the cpu)."""
+        """Median seconds per call over `iters` back-to-back calls after `warmup`: device time
+        between events recorded around each launch on the call's stream where the device has
+        them (the first interval also holds the first call's host time; the median drops it),
+        host time on the cpu."""
         times = self.bench_times(*args, iters=iters, warmup=warmup)
         return statistics.median(times)
 
@@ -396,23 +398,29 @@ class Kernel:
                 self(*args)
                 out.append(L.tile_now() - t0)
             return out
-        e0, e1, err = L.c_void_p(), L.c_void_p(), L.ERR()
-        check(L.tile_event_create(dev.c(), ctypes.byref(e0), ctypes.byref(err)), err)
-        check(L.tile_event_create(dev.c(), ctypes.byref(e1), ctypes.byref(err)), err)
+        # events between back-to-back launches, one sync at the end: while the device runs
+        # launch i the host enqueues launch i+1, so each interval is launch i's device time
+        # alone (no host time of the Python call between an event and its launch)
+        evs, err = [], L.ERR()
         try:
-            out = []
-            for _ in range(iters):
-                check(L.tile_event_record(e0, stream._h, ctypes.byref(err)), err)
+            for _ in range(iters + 1):
+                e = L.c_void_p()
+                check(L.tile_event_create(dev.c(), ctypes.byref(e), ctypes.byref(err)), err)
+                evs.append(e)
+            check(L.tile_event_record(evs[0], stream._h, ctypes.byref(err)), err)
+            for i in range(iters):
                 self(*args)
-                check(L.tile_event_record(e1, stream._h, ctypes.byref(err)), err)
-                check(L.tile_event_sync(e1, ctypes.byref(err)), err)
+                check(L.tile_event_record(evs[i + 1], stream._h, ctypes.byref(err)), err)
+            check(L.tile_event_sync(evs[-1], ctypes.byref(err)), err)
+            out = []
+            for i in range(iters):
                 sec = ctypes.c_double()
-                check(L.tile_event_elapsed(e0, e1, ctypes.byref(sec), ctypes.byref(err)), err)
+                check(L.tile_event_elapsed(evs[i], evs[i + 1], ctypes.byref(sec), ctypes.byref(err)), err)
                 out.append(sec.value)
             return out
         finally:
-            L.tile_event_free(e0)
-            L.tile_event_free(e1)
+            for e in evs:
+                L.tile_event_free(e)
 
 
 def _current_stream(dev, proto):
