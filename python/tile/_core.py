@@ -286,8 +286,31 @@ class Tensor:
         return _capsule_new(p, b"dltensor_versioned" if versioned else b"dltensor", versioned)
 
     def numpy(self):
+        """A NumPy array of the data: zero copy on the cpu, a copy to the host (after the
+        device's default stream) elsewhere."""
         import numpy as np
-        return np.from_dlpack(self)
+        if self.device.type == L.DEVICE_CPU:
+            return np.from_dlpack(self)
+        out = np.empty(self.shape, dtype=numpy_dtype(self._code))
+        err = L.ERR()
+        check(L.tile_memcpy_to_host(default_stream(self.device)._h, out.ctypes.data, L.c_void_p(self.data_ptr), 0, self.nbytes,
+                                    ctypes.byref(err)), err)
+        return out
+
+    def copy_(self, array):
+        """Copy a host array (NumPy, or anything np.asarray takes) of the same shape and dtype
+        into this tensor, on the device's default stream; returns self."""
+        import numpy as np
+        a = np.ascontiguousarray(array)
+        if tuple(a.shape) != self.shape or numpy_dtype_code(a.dtype) != self._code:
+            raise TileError("Tensor.copy_: the array is %s %s, the tensor %s %s" % (a.dtype, tuple(a.shape), self.dtype, self.shape))
+        err = L.ERR()
+        if self.device.type == L.DEVICE_CPU:
+            ctypes.memmove(self.data_ptr, a.ctypes.data, self.nbytes)
+        else:
+            check(L.tile_memcpy_to_device(default_stream(self.device)._h, L.c_void_p(self.data_ptr), 0, a.ctypes.data, self.nbytes,
+                                          ctypes.byref(err)), err)
+        return self
 
     def __repr__(self):
         return "tile.Tensor(shape=%s, dtype=%s, device=%s)" % (self.shape, self.dtype, self.device)

@@ -120,6 +120,10 @@ tile_memcpy_to_device = _fn("tile_memcpy_to_device", c_int, P, c_void_p, c_size_
 tile_memcpy_to_host = _fn("tile_memcpy_to_host", c_int, P, c_void_p, c_void_p, c_size_t, c_size_t, POINTER(ERR))
 tile_kernel_specialize = _fn("tile_kernel_specialize", c_int, P, c_char_p, POINTER(View_), c_int, POINTER(P), POINTER(ERR))
 tile_spec_launch = _fn("tile_spec_launch", c_int, P, P, POINTER(c_void_p), POINTER(c_double), POINTER(ERR))
+# the same function for the hot path of Kernel.__call__, without argtypes: every argument is
+# passed as a ctypes object already (c_void_p handles, the pointer array, byref(err)), which
+# skips the per-call conversion
+tile_spec_launch_objs = ctypes.CFUNCTYPE(c_int)(("tile_spec_launch", lib))
 tile_cache_stats_get = _fn("tile_cache_stats_get", None, POINTER(CacheStats_))
 tile_view_from_dlpack = _fn("tile_view_from_dlpack", c_int, c_void_p, POINTER(View_), POINTER(ERR))
 tile_view_from_dlpack_versioned = _fn("tile_view_from_dlpack_versioned", c_int, c_void_p, POINTER(View_), POINTER(ERR))

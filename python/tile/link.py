@@ -5,8 +5,9 @@
     link.allreduce(comm, x)               # in place on a NumPy array or a torch CPU tensor
 
 Collectives take contiguous NumPy arrays and torch CPU tensors (zero copy: their memory is
-passed to the library). Errors raise LinkError with the library's message. Each collective
-call is also written to the Chrome trace when tile tracing is on (tile.trace / TILE_TRACE).
+passed to the library). Errors raise LinkError with the library's message. libtilelink
+writes each collective call (rank, count, dtype, bytes, algorithm, status) into libtile's
+Chrome trace when tile tracing is on (tile.trace / TILE_TRACE).
 
 Expert parallelism (tlink_moe_dispatch/combine):
 
@@ -234,40 +235,24 @@ class Comm:
             pass
 
 
-def _traced(name, nbytes, fn):
-    on = TL.lib.tile_trace_enabled()
-    t0 = TL.tile_now() if on else 0
-    st = fn()
-    if on:
-        TL.tile_trace_event(name.encode(), b"collective", t0, TL.tile_now() - t0, ('"bytes": %d' % nbytes).encode())
-    return st
-
-
-TL.lib.tile_trace_enabled.restype = c_int
-
-
-def _nbytes(x):
-    return int(getattr(x, "nbytes", 0) or (x.numel() * x.element_size()))
-
-
 def allreduce(comm, x, op="sum", out=None):
     """Reduce x over all ranks into out (default: in place)."""
     p, n, dt = _buf(x)
     q = _buf(out)[0] if out is not None else p
-    _check(_traced("allreduce", _nbytes(x), lambda: _allreduce(comm._h, p, q, n, dt, OPS[op])), comm._h, "allreduce")
+    _check(_allreduce(comm._h, p, q, n, dt, OPS[op]), comm._h, "allreduce")
     return out if out is not None else x
 
 
 def reduce(comm, x, out=None, op="sum", root=0):
     p, n, dt = _buf(x)
     q = _buf(out)[0] if out is not None else None
-    _check(_traced("reduce", _nbytes(x), lambda: _reduce(comm._h, p, q, n, dt, OPS[op], int(root))), comm._h, "reduce")
+    _check(_reduce(comm._h, p, q, n, dt, OPS[op], int(root)), comm._h, "reduce")
     return out
 
 
 def broadcast(comm, x, root=0):
     p, n, dt = _buf(x)
-    _check(_traced("broadcast", _nbytes(x), lambda: _broadcast(comm._h, p, n, dt, int(root))), comm._h, "broadcast")
+    _check(_broadcast(comm._h, p, n, dt, int(root)), comm._h, "broadcast")
     return x
 
 
@@ -276,7 +261,7 @@ def allgather(comm, x, out):
     q, m, _ = _buf(out)
     if m != n * comm.size:
         raise LinkError("allgather: out holds %d elements, needs %d (size x count)" % (m, n * comm.size))
-    _check(_traced("allgather", _nbytes(out), lambda: _allgather(comm._h, p, q, n, dt)), comm._h, "allgather")
+    _check(_allgather(comm._h, p, q, n, dt), comm._h, "allgather")
     return out
 
 
@@ -285,7 +270,7 @@ def reduce_scatter(comm, x, out, op="sum"):
     q, m, _ = _buf(out)
     if n != m * comm.size:
         raise LinkError("reduce_scatter: x holds %d elements, needs %d (size x out)" % (n, m * comm.size))
-    _check(_traced("reduce_scatter", _nbytes(x), lambda: _reduce_scatter(comm._h, p, q, m, dt, OPS[op])), comm._h, "reduce_scatter")
+    _check(_reduce_scatter(comm._h, p, q, m, dt, OPS[op]), comm._h, "reduce_scatter")
     return out
 
 
@@ -294,23 +279,23 @@ def alltoall(comm, x, out):
     q, m, _ = _buf(out)
     if n != m or n % comm.size:
         raise LinkError("alltoall: x and out must hold the same multiple of size elements")
-    _check(_traced("alltoall", _nbytes(x), lambda: _alltoall(comm._h, p, q, n // comm.size, dt)), comm._h, "alltoall")
+    _check(_alltoall(comm._h, p, q, n // comm.size, dt), comm._h, "alltoall")
     return out
 
 
 def barrier(comm):
-    _check(_traced("barrier", 0, lambda: _barrier(comm._h)), comm._h, "barrier")
+    _check(_barrier(comm._h), comm._h, "barrier")
 
 
 def send(comm, x, peer, tag=0):
     p, n, dt = _buf(x)
-    _check(_traced("send", _nbytes(x), lambda: _send(comm._h, p, n, dt, int(peer))), comm._h, "send")
+    _check(_send(comm._h, p, n, dt, int(peer)), comm._h, "send")
 
 
 def recv(comm, x, peer):
     p, n, dt = _buf(x)
     got = c_size_t()
-    _check(_traced("recv", _nbytes(x), lambda: _recv(comm._h, p, n, dt, int(peer), ctypes.byref(got))), comm._h, "recv")
+    _check(_recv(comm._h, p, n, dt, int(peer), ctypes.byref(got)), comm._h, "recv")
     return got.value
 
 
@@ -331,7 +316,7 @@ class Compressor:
         if dt != 0 or n != self.count:
             raise LinkError("compressed allreduce takes float32 buffers of %d elements" % self.count)
         q = _buf(out)[0] if out is not None else p
-        _check(_traced("compressed_allreduce", _nbytes(x), lambda: _compressed_allreduce(self._h, p, q, n, OPS[op])), self.comm._h,
+        _check(_compressed_allreduce(self._h, p, q, n, OPS[op]), self.comm._h,
                "compressed_allreduce")
         return out if out is not None else x
 
@@ -541,8 +526,7 @@ class MoeHandle:
             if y.dtype != eo.dtype or y.shape != (self._ntok, self.hidden) or not y.flags.c_contiguous:
                 raise LinkError("moe combine: out must be a C-contiguous %s array of shape %s" % (eo.dtype, (self._ntok, self.hidden)))
             eptr, yptr = eo.ctypes.data, y.ctypes.data
-        _check(_traced("moe_combine", self.nrows * self.hidden * (4 if dt == 0 else 2),
-                       lambda: _moe_combine(self._h, eptr, dt, yptr)), self.comm._h, "moe_combine")
+        _check(_moe_combine(self._h, eptr, dt, yptr), self.comm._h, "moe_combine")
         return y
 
     def free(self):
@@ -591,7 +575,6 @@ def moe_dispatch(comm, x, topk_ids, topk_weights, num_experts, scales=None, dtyp
         raise LinkError("moe: algo '%s': one of auto, flat, hierarchical" % algo)
     cfg = _MoeConfig(num_experts=int(num_experts), top_k=int(K), hidden=int(H), dtype=dt, algo=_ALGO[algo])
     h = P()
-    _check(_traced("moe_dispatch", raw.nbytes, lambda: _moe_dispatch(comm._h, ctypes.byref(cfg), T, raw.ctypes.data,
-                                                                     sc.ctypes.data if sc is not None else None, ids.ctypes.data,
-                                                                     w.ctypes.data, ctypes.byref(h))), comm._h, "moe_dispatch")
+    _check(_moe_dispatch(comm._h, ctypes.byref(cfg), T, raw.ctypes.data, sc.ctypes.data if sc is not None else None,
+                         ids.ctypes.data, w.ctypes.data, ctypes.byref(h)), comm._h, "moe_dispatch")
     return MoeHandle(comm, h, H, T, was_torch)

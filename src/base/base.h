@@ -194,4 +194,12 @@ bool tb_cache_dir(char *buf, size_t n);
 /* mkdir -p; 0 when path is a directory afterwards. */
 int tb_mkdir_p(const char *path);
 
+/* Chrome-trace spans into libtile's trace writer (TILE_TRACE, tile_trace_start) from either
+ * library: libtile's entry points are found in the process at run time, so libtilelink
+ * traces its collectives without linking libtile (trace_hook.c). tb_trace_on() is 0 where
+ * libtile is not loaded or not tracing; times are tb_trace_now()'s (tile_now) seconds. */
+int tb_trace_on(void);
+double tb_trace_now(void);
+void tb_trace_span(const char *name, const char *category, double start_s, double dur_s, const char *args_json);
+
 #endif

@@ -7,8 +7,9 @@
  *   TILE_OPENCL_OPTIONS  extra clBuildProgram options (e.g. -cl-opt-disable)
  *   TILE_OPENCL_NO_FP64  1: generate code as for a device without cl_khr_fp64 (tests)
  * Program binaries are cached on disk (simt_rt.h: $TILE_CACHE_DIR, ...), keyed by the
- * source, the device name, the driver version and the build options. Device buffers come
- * from a small per-kernel cache (reused while large enough).
+ * source, the device name, the driver version and the build options. tile_run's device
+ * buffers come from a small per-kernel cache (reused while large enough); tile_launch runs on
+ * caller-owned cl_mem buffers (opencl:0 in tile_buffer_alloc, from the caching pool).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -48,6 +49,9 @@ typedef struct _cl_event *cl_event;
 #define CL_PROGRAM_BINARIES 0x1166
 #define CL_PROGRAM_BUILD_LOG 0x1183
 #define CL_KERNEL_WORK_GROUP_SIZE 0x11B0
+#define CL_QUEUE_PROFILING_ENABLE (1 << 1)
+#define CL_EVENT_COMMAND_EXECUTION_STATUS 0x11D3
+#define CL_PROFILING_COMMAND_END 0x1283
 
 static struct {
     cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
@@ -72,6 +76,15 @@ static struct {
     cl_int (*ReleaseMemObject)(cl_mem);
     cl_int (*ReleaseKernel)(cl_kernel);
     cl_int (*ReleaseProgram)(cl_program);
+    /* device memory, queues and events (tile_device_ops) */
+    cl_int (*EnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint, const cl_event *, cl_event *);
+    cl_int (*ReleaseCommandQueue)(cl_command_queue);
+    cl_int (*EnqueueMarkerWithWaitList)(cl_command_queue, cl_uint, const cl_event *, cl_event *);
+    cl_int (*EnqueueBarrierWithWaitList)(cl_command_queue, cl_uint, const cl_event *, cl_event *);
+    cl_int (*WaitForEvents)(cl_uint, const cl_event *);
+    cl_int (*GetEventInfo)(cl_event, cl_uint, size_t, void *, size_t *);
+    cl_int (*GetEventProfilingInfo)(cl_event, cl_uint, size_t, void *, size_t *);
+    cl_int (*ReleaseEvent)(cl_event);
 } cl;
 
 /* ---------- the device (opened once per process) ---------- */
@@ -140,7 +153,17 @@ static bool load_api(void) {
     LOAD(ReleaseMemObject, "clReleaseMemObject");
     LOAD(ReleaseKernel, "clReleaseKernel");
     LOAD(ReleaseProgram, "clReleaseProgram");
+    LOAD(EnqueueCopyBuffer, "clEnqueueCopyBuffer");
+    LOAD(ReleaseCommandQueue, "clReleaseCommandQueue");
+    LOAD(WaitForEvents, "clWaitForEvents");
+    LOAD(GetEventInfo, "clGetEventInfo");
+    LOAD(GetEventProfilingInfo, "clGetEventProfilingInfo");
+    LOAD(ReleaseEvent, "clReleaseEvent");
 #undef LOAD
+    /* OpenCL 1.2: events on queues (tile_event); without them, events are unavailable */
+    tb_dl_sym opt[] = {{(void **)&cl.EnqueueMarkerWithWaitList, "clEnqueueMarkerWithWaitList", NULL, true},
+                       {(void **)&cl.EnqueueBarrierWithWaitList, "clEnqueueBarrierWithWaitList", NULL, true}};
+    tb_dl_syms(h, TB_DL_OPENCL, opt, 2, g_why, sizeof g_why);
     return true;
 }
 
@@ -222,7 +245,7 @@ found:
         snprintf(g_why, sizeof g_why, "clCreateContext failed on '%s': %s (%d)", g_name, cl_errname(e), e);
         return false;
     }
-    g_q = cl.CreateCommandQueue(g_ctx, g_dev, 0, &e);
+    g_q = cl.CreateCommandQueue(g_ctx, g_dev, CL_QUEUE_PROFILING_ENABLE, &e);
     if (!g_q || e != CL_SUCCESS) {
         snprintf(g_why, sizeof g_why, "clCreateCommandQueue failed on '%s': %s (%d)", g_name, cl_errname(e), e);
         return false;
@@ -519,15 +542,335 @@ done:
     return rc;
 }
 
+/* ---------- the opencl device: memory, queues, events (backend.h, tile_device_ops) ----------
+ * One device per process (the one TILE_OPENCL_DEVICE picks), opencl:0. Buffers are cl_mem
+ * handles (tile_launch_arg.data); a stream is a command queue (a wrapped NULL is tile's own
+ * queue); an event is a marker enqueued on a queue, timed through the queue's profiling. */
+typedef struct ocl_event {
+    cl_event ev; /* the last marker recorded, or NULL */
+} ocl_event;
+
+static cl_command_queue queue_of(void *stream) { return stream ? (cl_command_queue)stream : g_q; }
+
+static int ocl_dev_count(void) { return ensure_device() ? 1 : 0; }
+static void ocl_dev_name(int index, tile_strbuf *out) {
+    (void)index;
+    ocl_device_name(out);
+}
+
+static int ocl_raw_alloc(int index, size_t bytes, void **ptr, tile_strbuf *err) {
+    (void)index;
+    cl_int e;
+    cl_mem m = cl.CreateBuffer(g_ctx, CL_MEM_READ_WRITE, bytes ? bytes : 16, NULL, &e);
+    if (!m || e != CL_SUCCESS) {
+        tile_sb_printf(err, "clCreateBuffer of %zu bytes failed on '%s': %s (%d)", bytes, g_name, cl_errname(e), e);
+        return 1;
+    }
+    *ptr = m;
+    return 0;
+}
+
+static void ocl_raw_free(int index, void *ptr) {
+    (void)index;
+    if (ptr) cl.ReleaseMemObject((cl_mem)ptr);
+}
+
+static int ocl_copy(int index, int kind, void *dst, size_t dst_off, const void *src, size_t src_off, size_t n, void *stream, tile_strbuf *err) {
+    (void)index;
+    cl_command_queue q = queue_of(stream);
+    cl_int e;
+    /* host memory is the caller's again on return: the host sides are blocking */
+    if (kind == 0) e = cl.EnqueueWriteBuffer(q, (cl_mem)dst, 1, dst_off, n, (const char *)src + src_off, 0, NULL, NULL);
+    else if (kind == 1) e = cl.EnqueueReadBuffer(q, (cl_mem)src, 1, src_off, n, (char *)dst + dst_off, 0, NULL, NULL);
+    else e = cl.EnqueueCopyBuffer(q, (cl_mem)src, (cl_mem)dst, src_off, dst_off, n, 0, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        tile_sb_printf(err, "%s of %zu bytes failed on '%s': %s (%d)", kind == 0 ? "clEnqueueWriteBuffer" : kind == 1 ? "clEnqueueReadBuffer" : "clEnqueueCopyBuffer",
+                       n, g_name, cl_errname(e), e);
+        return 1;
+    }
+    return 0;
+}
+
+static int ocl_stream_create(int index, void **stream, tile_strbuf *err) {
+    (void)index;
+    cl_int e;
+    cl_command_queue q = cl.CreateCommandQueue(g_ctx, g_dev, CL_QUEUE_PROFILING_ENABLE, &e);
+    if (!q || e != CL_SUCCESS) {
+        tile_sb_printf(err, "clCreateCommandQueue failed on '%s': %s (%d)", g_name, cl_errname(e), e);
+        return 1;
+    }
+    *stream = q;
+    return 0;
+}
+
+static void ocl_stream_destroy(int index, void *stream) {
+    (void)index;
+    if (stream && stream != g_q) cl.ReleaseCommandQueue((cl_command_queue)stream);
+}
+
+static int ocl_stream_sync(int index, void *stream, tile_strbuf *err) {
+    (void)index;
+    cl_int e = cl.Finish(queue_of(stream));
+    if (e != CL_SUCCESS) {
+        tile_sb_printf(err, "clFinish failed on '%s': %s (%d)", g_name, cl_errname(e), e);
+        return 1;
+    }
+    return 0;
+}
+
+static int ocl_event_create(int index, void **event, tile_strbuf *err) {
+    (void)index;
+    if (!cl.EnqueueMarkerWithWaitList || !cl.EnqueueBarrierWithWaitList) {
+        tile_sb_printf(err, "events on OpenCL need OpenCL 1.2 (clEnqueueMarkerWithWaitList); the ICD loader has none");
+        return 1;
+    }
+    *event = tile_xcalloc(1, sizeof(ocl_event));
+    return 0;
+}
+
+static void ocl_event_destroy(int index, void *event) {
+    (void)index;
+    ocl_event *x = event;
+    if (!x) return;
+    if (x->ev) cl.ReleaseEvent(x->ev);
+    free(x);
+}
+
+static int ocl_event_record(int index, void *event, void *stream, tile_strbuf *err) {
+    (void)index;
+    ocl_event *x = event;
+    cl_event ev = NULL;
+    cl_int e = cl.EnqueueMarkerWithWaitList(queue_of(stream), 0, NULL, &ev);
+    if (e != CL_SUCCESS) {
+        tile_sb_printf(err, "clEnqueueMarkerWithWaitList failed on '%s': %s (%d)", g_name, cl_errname(e), e);
+        return 1;
+    }
+    if (x->ev) cl.ReleaseEvent(x->ev);
+    x->ev = ev;
+    return 0;
+}
+
+static int ocl_event_wait(int index, void *stream, void *event, tile_strbuf *err) {
+    (void)index;
+    ocl_event *x = event;
+    if (!x->ev) return 0; /* never recorded: nothing to wait for */
+    cl_int e = cl.EnqueueBarrierWithWaitList(queue_of(stream), 1, &x->ev, NULL);
+    if (e != CL_SUCCESS) {
+        tile_sb_printf(err, "clEnqueueBarrierWithWaitList failed on '%s': %s (%d)", g_name, cl_errname(e), e);
+        return 1;
+    }
+    return 0;
+}
+
+static int ocl_event_sync(int index, void *event, tile_strbuf *err) {
+    (void)index;
+    ocl_event *x = event;
+    if (!x->ev) return 0;
+    cl_int e = cl.WaitForEvents(1, &x->ev);
+    if (e != CL_SUCCESS) {
+        tile_sb_printf(err, "clWaitForEvents failed on '%s': %s (%d)", g_name, cl_errname(e), e);
+        return 1;
+    }
+    return 0;
+}
+
+static int ocl_event_query(int index, void *event) {
+    (void)index;
+    ocl_event *x = event;
+    if (!x->ev) return 1;
+    cl_int st = 0;
+    if (cl.GetEventInfo(x->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS) return -1;
+    return st < 0 ? -1 : st == 0 /* CL_COMPLETE */ ? 1 : 0;
+}
+
+static int ocl_event_elapsed(int index, void *start, void *end, double *seconds, tile_strbuf *err) {
+    (void)index;
+    ocl_event *a = start, *b = end;
+    if (!a->ev || !b->ev) {
+        tile_sb_puts(err, "tile_event_elapsed: an event was never recorded");
+        return 1;
+    }
+    cl_ulong t0 = 0, t1 = 0;
+    cl_int e = cl.WaitForEvents(1, &b->ev);
+    if (e == CL_SUCCESS) e = cl.GetEventProfilingInfo(a->ev, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL);
+    if (e == CL_SUCCESS) e = cl.GetEventProfilingInfo(b->ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    if (e != CL_SUCCESS) {
+        tile_sb_printf(err, "timing OpenCL events failed on '%s' (clGetEventProfilingInfo: %s (%d)); wrapped queues need CL_QUEUE_PROFILING_ENABLE",
+                       g_name, cl_errname(e), e);
+        return 1;
+    }
+    *seconds = (double)(t1 - t0) * 1e-9;
+    return 0;
+}
+
+static const tile_device_ops ocl_device_ops = {
+    .count = ocl_dev_count,
+    .name = ocl_dev_name,
+    .raw_alloc = ocl_raw_alloc,
+    .raw_free = ocl_raw_free,
+    .copy = ocl_copy,
+    .stream_create = ocl_stream_create,
+    .stream_destroy = ocl_stream_destroy,
+    .stream_sync = ocl_stream_sync,
+    .event_create = ocl_event_create,
+    .event_destroy = ocl_event_destroy,
+    .event_record = ocl_event_record,
+    .event_wait = ocl_event_wait,
+    .event_sync = ocl_event_sync,
+    .event_query = ocl_event_query,
+    .event_elapsed = ocl_event_elapsed,
+};
+
+/* ---------- launch on caller-owned buffers (tile_launch) ----------
+ * Per specialisation: its scalar table, error record and temporaries; the last marker of
+ * its launches, for a launch on another queue to wait on (the buffers are shared). */
+typedef struct ocl_state {
+    dbuf scal, errrec, *temps;
+    int64_t *tab;
+    int ntab;
+    bool launched;
+    cl_command_queue last_q;
+    cl_event last;
+} ocl_state;
+
+static int ocl_launch(void *exe, const ir_func *f, const int64_t *sizes, const tile_launch_arg *args, const double *scalars, int device_index,
+                      void *stream, void **statep, tile_strbuf *err) {
+    ocl_exe *x = exe;
+    simt_program *P = &x->P;
+    if (device_index != 0) {
+        tile_sb_printf(err, "device opencl:%d is not available here: the opencl backend drives one device per process, opencl:0", device_index);
+        return 1;
+    }
+    cl_command_queue q = queue_of(stream);
+    ocl_state *s = *statep;
+    int ntab = P->nscalars + 1;
+    int64_t tabstack[64], *tab = ntab <= 64 ? tabstack : tile_xcalloc((size_t)ntab, sizeof(int64_t));
+    memset(tab, 0, sizeof(int64_t) * (size_t)ntab);
+    simt_pack_scalars(f, sizes, scalars, tab);
+    int rc = 1;
+    cl_int e;
+    if (!s) {
+        s = tile_xcalloc(1, sizeof *s);
+        *statep = s;
+        s->ntab = ntab;
+        s->tab = tile_xcalloc((size_t)ntab, sizeof(int64_t));
+        s->temps = tile_xcalloc((size_t)P->nbufs + 1, sizeof(dbuf));
+        int64_t zero[8] = {0};
+        if (!dbuf_reserve(&s->scal, sizeof(int64_t) * (size_t)ntab, err) || !dbuf_reserve(&s->errrec, sizeof zero, err)) goto done;
+        if ((e = cl.EnqueueWriteBuffer(q, s->errrec.mem, 1, 0, sizeof zero, zero, 0, NULL, NULL)) != CL_SUCCESS) {
+            tile_sb_printf(err, "clEnqueueWriteBuffer (error record) failed: %s (%d)", cl_errname(e), e);
+            goto done;
+        }
+        for (int i = 0; i < P->nbufs; i++) {
+            const simt_buf *b = &P->bufs[i];
+            if (b->param >= 0 || b->ret >= 0) continue;
+            size_t bytes;
+            if (!simt_buf_bytes(P, i, f, sizes, NULL, NULL, &bytes, err) || !dbuf_reserve(&s->temps[i], bytes + 8, err)) goto done;
+        }
+    }
+    /* another queue's launch of this specialisation may still use its buffers */
+    if (s->launched && s->last && s->last_q != q && cl.EnqueueBarrierWithWaitList &&
+        (e = cl.EnqueueBarrierWithWaitList(q, 1, &s->last, NULL)) != CL_SUCCESS) {
+        tile_sb_printf(err, "clEnqueueBarrierWithWaitList failed: %s (%d)", cl_errname(e), e);
+        goto done;
+    }
+    if (!s->launched || memcmp(tab, s->tab, sizeof(int64_t) * (size_t)ntab)) {
+        /* blocking: the table is host memory that the next launch may change */
+        if ((e = cl.EnqueueWriteBuffer(q, s->scal.mem, 1, 0, sizeof(int64_t) * (size_t)ntab, tab, 0, NULL, NULL)) != CL_SUCCESS) {
+            tile_sb_printf(err, "clEnqueueWriteBuffer (scalar table) failed: %s (%d)", cl_errname(e), e);
+            goto done;
+        }
+        memcpy(s->tab, tab, sizeof(int64_t) * (size_t)ntab);
+    }
+    for (int l = 0; l < P->nlaunches; l++) {
+        const simt_launch *L = &P->launches[l];
+        int64_t blocks;
+        if (!simt_blocks(L, f, sizes, &blocks, err)) goto done;
+        if (blocks == 0) continue;
+        cl_kernel k = x->kernels[l];
+        cl_uint a = 0;
+        for (int i = 0; i < P->nbufs; i++) {
+            const simt_buf *b = &P->bufs[i];
+            int ai = b->param >= 0 ? b->param : b->ret >= 0 ? f->nparams + b->ret : -1;
+            cl_mem m = ai >= 0 ? (cl_mem)args[ai].data : s->temps[i].mem;
+            cl.SetKernelArg(k, a++, sizeof(cl_mem), &m);
+        }
+        cl.SetKernelArg(k, a++, sizeof(cl_mem), &s->scal.mem);
+        cl.SetKernelArg(k, a++, sizeof(cl_mem), &s->errrec.mem);
+        e = cl.SetKernelArg(k, a++, L->smem, NULL);
+        size_t local = (size_t)L->threads, global = (size_t)blocks * local;
+        if (e == CL_SUCCESS) e = cl.EnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            tile_sb_printf(err, "launching %s of '%s' (%lld work-groups of %d work-items, %zu bytes of local memory) failed: %s (%d)", L->name, f->name,
+                           (long long)blocks, L->threads, L->smem, cl_errname(e), e);
+            goto done;
+        }
+    }
+    if (cl.EnqueueMarkerWithWaitList) {
+        cl_event ev = NULL;
+        if (cl.EnqueueMarkerWithWaitList(q, 0, NULL, &ev) == CL_SUCCESS) {
+            if (s->last) cl.ReleaseEvent(s->last);
+            s->last = ev;
+        }
+    } else {
+        cl.Finish(q); /* no markers: the next launch on any queue finds the buffers free */
+    }
+    s->last_q = q;
+    s->launched = true;
+    rc = 0;
+done:
+    if (tab != tabstack) free(tab);
+    return rc;
+}
+
+static int ocl_check_state(void *exe, const ir_func *f, void *state, tile_strbuf *err) {
+    (void)f;
+    ocl_exe *x = exe;
+    ocl_state *s = state;
+    if (!s || !s->launched) return 0;
+    int64_t rec[8] = {0};
+    cl_int e = cl.EnqueueReadBuffer(g_q, s->errrec.mem, 1, 0, sizeof rec, rec, s->last ? 1 : 0, s->last ? &s->last : NULL, NULL);
+    if (e != CL_SUCCESS) {
+        tile_sb_printf(err, "reading the error record failed: %s (%d)", cl_errname(e), e);
+        return 1;
+    }
+    if (!rec[0]) return 0;
+    simt_format_error(&x->P, rec, err);
+    int64_t zero[8] = {0};
+    cl.EnqueueWriteBuffer(g_q, s->errrec.mem, 1, 0, sizeof zero, zero, 0, NULL, NULL);
+    return 1;
+}
+
+static void ocl_release_state(void *exe, void *state) {
+    ocl_exe *x = exe;
+    ocl_state *s = state;
+    if (!s) return;
+    if (s->last) {
+        cl.WaitForEvents(1, &s->last);
+        cl.ReleaseEvent(s->last);
+    }
+    for (int i = 0; i < x->P.nbufs; i++)
+        if (s->temps[i].mem) cl.ReleaseMemObject(s->temps[i].mem);
+    if (s->scal.mem) cl.ReleaseMemObject(s->scal.mem);
+    if (s->errrec.mem) cl.ReleaseMemObject(s->errrec.mem);
+    free(s->temps);
+    free(s->tab);
+    free(s);
+}
+
 const tile_backend tile_backend_opencl = {
     .name = "opencl",
     .auto_rank = 0, /* PoCL on a CPU is slower than the cpu target: never picked by auto */
     .device_type = TILE_DEVICE_OPENCL,
+    .device = &ocl_device_ops,
     .available = ocl_available,
     .device_name = ocl_device_name,
     .pipeline = "opencl",
     .emit = ocl_emit,
     .compile = ocl_compile,
     .run = ocl_run,
+    .launch = ocl_launch,
+    .check_state = ocl_check_state,
+    .release_state = ocl_release_state,
     .release = ocl_release,
 };

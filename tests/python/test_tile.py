@@ -254,6 +254,97 @@ def test_torch_bfloat16_in_place():
     torch.testing.assert_close(c.float(), (a.float() + b.float()).bfloat16().float())
 
 
+def _fast_path_checks(torch, device):
+    """The cached launcher of the last all-torch signature must not accept tensors of another
+    signature: each change goes to the general path (a new specialisation or a TileError
+    naming the parameter), and results stay right after each switch."""
+    k = tile.compile(PLAIN, target="cuda" if device == "cuda" else "cpu")
+    a, b = torch.randn(6, 4, device=device), torch.randn(6, 4, device=device)
+    for _ in range(3):  # the first call makes the plan, the next ones take the generated launcher
+        torch.testing.assert_close(k(a, b), a * 2 + b)
+    assert k._last_fast is not None and k._last_fast((a, b)) is not None
+    a2, b2 = torch.randn(5, 3, device=device), torch.randn(5, 3, device=device)
+    torch.testing.assert_close(k(a2, b2), a2 * 2 + b2)  # other shapes: another plan
+    torch.testing.assert_close(k(a, b), a * 2 + b)
+    with pytest.raises(tile.TileError, match="parameter 'B' is float32, but the tensor given is float64"):
+        k(a, b.double())
+    with pytest.raises(tile.TileError, match="parameter 'A' has 2 dimensions, but the tensor given has 1"):
+        k(a.reshape(-1), b)
+    with pytest.raises(tile.TileError, match="takes 2 arguments"):
+        k(a)
+    with pytest.raises(tile.TileError, match="not a tensor"):
+        k(a, [1.0])
+    big = torch.randn(6, 9, device=device)
+    if device == "cpu":  # the cpu target takes strides
+        torch.testing.assert_close(k(big[:, 1:5], b), big[:, 1:5] * 2 + b)
+    else:
+        with pytest.raises(tile.TileError, match="parameter 'A' is not contiguous"):
+            k(big[:, 1:5], b)
+    torch.testing.assert_close(k(a, b), a * 2 + b)
+
+
+def test_torch_cpu_fast_path_keeps_checks():
+    _fast_path_checks(pytest.importorskip("torch"), "cpu")
+
+
+def _opencl():
+    if not tile.devices().get("opencl"):
+        pytest.skip("no OpenCL device")
+
+
+def test_opencl_device_memory_and_launch_against_interp():
+    """opencl:0 buffers from the caching pool, tile_launch on an OpenCL queue (tile's own and
+    a stream of its own), results equal to the interpreter's on the same inputs."""
+    _opencl()
+    k = tile.compile(PLAIN, target="opencl")
+    ref = tile.compile(PLAIN, target="interp")
+    a, b = rand(37, 19), rand(37, 19)
+    want = ref(a, b)
+    da = tile.Tensor(a.shape, "float32", "opencl:0").copy_(a)
+    db = tile.Tensor(b.shape, "float32", "opencl:0").copy_(b)
+    before = tile.memory_stats("opencl:0")
+    c = k(da, db)
+    assert isinstance(c, tile.Tensor) and str(c.device) == "opencl:0"
+    np.testing.assert_allclose(c.numpy(), want, rtol=1e-6)
+    s = tile.Stream("opencl:0")
+    c2 = k(da, db, stream=s)
+    s.synchronize()
+    np.testing.assert_allclose(c2.numpy(), want, rtol=1e-6)
+    stats = tile.memory_stats("opencl:0")
+    assert stats["allocs"] >= before["allocs"] + 2 and stats["high_water"] >= 4 * a.nbytes
+    del c, c2
+    again = k(da, db)  # the freed output's block comes back from the pool
+    assert tile.memory_stats("opencl:0")["reused"] > stats["reused"]
+    np.testing.assert_allclose(again.numpy(), want, rtol=1e-6)
+    with pytest.raises(tile.TileError, match="parameter 'B' is float32, but the tensor given is float64"):
+        k(da, tile.Tensor(b.shape, "float64", "opencl:0"))
+    with pytest.raises(tile.TileError, match="opencl:1 is not available"):
+        tile.Tensor((4,), "float32", "opencl:1")
+    with pytest.raises(tile.TileError, match="parameter 'A' is not contiguous"):
+        k(_transposed(tile.Tensor((19, 37), "float32", "opencl:0")), db)
+
+
+def _transposed(t):
+    """t (2-d, row-major) seen as its transpose: a strided view of the same memory."""
+    t.shape, t.strides = t.shape[::-1], t.strides[::-1]
+    return t
+
+
+def test_opencl_events_time_a_launch():
+    _opencl()
+    k = tile.compile(PLAIN, target="opencl")
+    a = tile.Tensor((64, 64), "float32", "opencl:0").copy_(rand(64, 64))
+    t = k.bench(a, a, iters=3, warmup=1)
+    assert t > 0
+
+
+def test_nonexistent_device_is_a_clear_error():
+    with pytest.raises(tile.TileError, match="cuda:99 is not available|device cuda is not available"):
+        tile.Tensor((4,), "float32", "cuda:99")
+    with pytest.raises(tile.TileError, match="there is one cpu device"):
+        tile.Device.parse("cpu:1")
+
+
 # ---------- CUDA (skipped without a GPU) ----------
 def _cuda():
     torch = pytest.importorskip("torch")
@@ -296,6 +387,35 @@ def test_cuda_strided_refused_with_name():
         k(a[:, :16], a[:, 16:].contiguous())
 
 
+def test_cuda_fast_path_keeps_checks():
+    _fast_path_checks(_cuda(), "cuda")
+
+
+def test_cuda_fast_path_follows_the_current_stream():
+    torch = _cuda()
+    k = tile.compile(os.path.join(EXAMPLES, "add.tl"), M=512, N=512, out_idx=[-1])
+    a, b = torch.randn(512, 512, device="cuda"), torch.randn(512, 512, device="cuda")
+    torch.testing.assert_close(k(a, b), a + b)
+    k(a, b)  # the generated launcher from here on
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(10_000_000)  # keep s busy: a launch on another stream would finish first
+        c = k(a, b)
+        d = c * 2
+    s.synchronize()
+    torch.testing.assert_close(d, (a + b) * 2)
+
+
+def test_cuda_device_beyond_the_last_is_a_clear_error():
+    torch = _cuda()
+    n = torch.cuda.device_count()
+    with pytest.raises(tile.TileError, match="cuda:%d is not available" % n):
+        tile.Stream("cuda:%d" % n)
+    with pytest.raises(tile.TileError, match="cuda:%d is not available" % n):
+        tile.Tensor((4,), "float32", "cuda:%d" % n)
+
+
 # ---------- tile.link ----------
 _LINK_WORKER = r"""
 import sys, numpy as np
@@ -334,11 +454,22 @@ def test_link_two_ranks(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(_LINK_WORKER)
     py = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python")
+    traces = [tmp_path / ("trace%d.json" % r) for r in range(2)]
     procs = [subprocess.Popen([sys.executable, str(script), str(r), "2", "127.0.0.1:%d" % port, py],
+                              env=dict(os.environ, TILE_TRACE=str(traces[r])),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     assert "rank 0 ok" in outs[0] and "rank 1 ok" in outs[1]
+    # libtilelink's collectives in libtile's Chrome trace, with their sizes
+    for r in range(2):
+        ev = json.loads(traces[r].read_text())
+        ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+        coll = [(e["name"], e["args"]) for e in ev if e.get("cat") == "collective"]
+        assert any(n == "allreduce" and a["bytes"] == 4000 and a["count"] == 1000 and a["dtype"] == "f32" and a["rank"] == r
+                   and a["size"] == 2 and a["status"] == 0 for n, a in coll), coll
+        assert any(n == "allgather" and a["bytes"] == 12 for n, a in coll), coll
+        assert any(n == "broadcast" and a["bytes"] == 40 and a["dtype"] == "f64" for n, a in coll), coll
 
 
 def test_link_errors():

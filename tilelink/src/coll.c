@@ -486,9 +486,21 @@ static tlink_status coll_run(tlink_comm *c, tl_args *a);
 /* every call through the executor: its status for tlink_comm_status (status.c) */
 tlink_status tl_coll_run(tlink_comm *c, tl_args *a) {
     if (a->quiet) return coll_run(c, a);
-    tl_stat_begin(c, a->call ? a->call : tlink_coll_name(a->coll), -1);
+    const char *name = a->call ? a->call : tlink_coll_name(a->coll);
+    tl_stat_begin(c, name, -1);
+    int traced = tb_trace_on();
+    double t0 = traced ? tb_trace_now() : 0;
     tlink_status st = coll_run(c, a);
     tl_stat_end(c);
+    if (traced) { /* a span in libtile's Chrome trace, with the sizes */
+        size_t es = a->coll == TLINK_COLL_BARRIER ? 1 : tlink_dtype_size(a->dt);
+        char args[384];
+        snprintf(args, sizeof args,
+                 "\"rank\": %d, \"size\": %d, \"count\": %zu, \"dtype\": \"%s\", \"bytes\": %zu, \"algo\": \"%s\", \"status\": %d",
+                 c->rank, c->size, a->count, a->coll == TLINK_COLL_BARRIER ? "-" : tlink_dtype_name(a->dt), a->count * es,
+                 a->coll == TLINK_COLL_SENDRECV ? "p2p" : c->last_algo, (int)st);
+        tb_trace_span(name, "collective", t0, tb_trace_now() - t0, args);
+    }
     return st;
 }
 

@@ -513,15 +513,24 @@ static tlink_status check_cfg(tlink_comm *c, const tlink_moe_config *cfg, const 
 }
 
 /* ---------- the executor: after queued nonblocking work, one call at a time ---------- */
-static void exec_begin(tlink_comm *c, const char *name) {
+/* exec_begin returns the start time when libtile traces (0 otherwise); exec_end writes the
+ * call into the Chrome trace as the collectives do (coll.c tl_coll_run) */
+static double exec_begin(tlink_comm *c, const char *name) {
     tl_async_drain(c);
     pthread_mutex_lock(&c->exec_mu);
     c->cur_coll = name;
     tl_stat_begin(c, name, -1);
+    return tb_trace_on() ? tb_trace_now() : 0;
 }
-static void exec_end(tlink_comm *c) {
+static void exec_end(tlink_comm *c, const char *name, double t0, size_t rows, size_t hidden, tlink_status st) {
     tl_stat_end(c);
     pthread_mutex_unlock(&c->exec_mu);
+    if (t0 > 0) {
+        char args[256];
+        snprintf(args, sizeof args, "\"rank\": %d, \"size\": %d, \"rows\": %zu, \"hidden\": %zu, \"status\": %d",
+                 c->rank, c->size, rows, hidden, (int)st);
+        tb_trace_span(name, "collective", t0, tb_trace_now() - t0, args);
+    }
 }
 
 /* ---------- dispatch ---------- */
@@ -623,10 +632,10 @@ tlink_status tlink_moe_dispatch(tlink_comm *c, const tlink_moe_config *cfg, size
      * with more than one rank (the same choice on every rank: the topology is shared) */
     int can_hier = c->nhosts > 1 && c->cross && c->local_size > 1;
     m->hier = cfg->algo == 2 ? can_hier : cfg->algo == 0 ? can_hier : 0;
-    exec_begin(c, "moe_dispatch");
+    double t0 = exec_begin(c, "moe_dispatch");
     st = tl_check_broken(c);
     if (!st) st = m->hier ? dispatch_hier(m, x, scales, topk_ids, topk_weights) : dispatch_flat(m, x, scales, topk_ids, topk_weights);
-    exec_end(c);
+    exec_end(c, "moe_dispatch", t0, ntokens, cfg->hidden, st);
     if (st) {
         tlink_moe_free(m);
         return st;
@@ -793,10 +802,10 @@ tlink_status tlink_moe_combine(tlink_moe *m, const void *expert_out, tlink_dtype
         return tl_err(c, TLINK_ERR_INVALID_ARG, "moe_combine: out_dtype = %s: bf16 or f32", tlink_dtype_name(dt));
     if (m->nrows && !expert_out) return tl_err(c, TLINK_ERR_INVALID_ARG, "moe_combine: expert_out is NULL (%zu rows)", m->nrows);
     if (m->ntokens && !y) return tl_err(c, TLINK_ERR_INVALID_ARG, "moe_combine: y is NULL (%zu tokens)", m->ntokens);
-    exec_begin(c, "moe_combine");
+    double t0 = exec_begin(c, "moe_combine");
     tlink_status st = tl_check_broken(c);
     if (!st) st = m->hier ? combine_hier(m, expert_out, dt, y) : combine_flat(m, expert_out, dt, y);
-    exec_end(c);
+    exec_end(c, "moe_combine", t0, m->nrows, m->cfg.hidden, st);
     return st;
 }
 
