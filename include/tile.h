@@ -133,6 +133,22 @@ TILE_API int tile_module_num_kernels(const tile_module *m);
 TILE_API const char *tile_module_kernel_name(const tile_module *m, int i);
 /* NULL name: the module's only kernel (NULL if it has several). */
 TILE_API tile_kernel *tile_module_kernel(tile_module *m, const char *name);
+/* Per-kernel compile options (docs/api.md, "Compile options"; `tile env --options` lists
+ * them): `name` is a Tile option (cpu_checks, gpu_checks, sm90_group, fast_math, ...) or a
+ * TileLang pass_configs key (tl.disable_tma_lower, TL_DISABLE_WARP_SPECIALIZED, ...), which
+ * sets the options it maps onto; `value` is parsed as the option's type (bool 1/0/true/false,
+ * integers, text). An option not set takes its environment variable's value (TILE_CPU_CHECKS,
+ * ...), else its default. The source's `pass_configs` are applied first, these after them.
+ * Set options before the kernel's first run or launch (afterwards: TILE_ERR_USER); emit and
+ * ir_for use them at once. The options enter the compile caches' keys. tile_module_set_option
+ * sets it on every kernel of the module. TILE_ERR_USER with *error naming the option, the
+ * value and the accepted ones. */
+TILE_API tile_status tile_module_set_option(tile_module *m, const char *name, const char *value, char **error);
+TILE_API tile_status tile_kernel_set_option(tile_kernel *k, const char *name, const char *value, char **error);
+/* 1: `name` is a Tile option, 2: a TileLang pass_configs key Tile maps, 0: neither. */
+TILE_API int tile_option_known(const char *name);
+/* The kernel's effective options, "name=value;" for every option (free with tile_free). */
+TILE_API char *tile_kernel_options(const tile_kernel *k);
 /* The IR of a kernel as text (what `tile ir` prints); free with tile_free. */
 TILE_API char *tile_kernel_ir(const tile_kernel *k);
 /* The IR after the TileOpt pipeline of `target` ("cpu", ...), up to pass `after_pass` (NULL:

@@ -133,11 +133,13 @@ tile_trace_start = _fn("tile_trace_start", c_int, c_char_p, POINTER(ERR))
 tile_trace_stop = _fn("tile_trace_stop", None)
 tile_trace_event = _fn("tile_trace_event", None, c_char_p, c_char_p, c_double, c_double, c_char_p)
 tile_now = _fn("tile_now", c_double)
-# added by the per-kernel options work (include/tile.h); absent in older libraries
+# per-kernel compile options (include/tile.h); absent in older libraries
 try:
     tile_module_set_option = _fn("tile_module_set_option", c_int, P, c_char_p, c_char_p, POINTER(ERR))
+    tile_option_known = _fn("tile_option_known", c_int, c_char_p)
+    tile_kernel_options = _fn("tile_kernel_options", ERR, P)
 except AttributeError:
-    tile_module_set_option = None
+    tile_module_set_option = tile_option_known = tile_kernel_options = None
 
 
 def take(p):

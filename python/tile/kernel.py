@@ -8,6 +8,7 @@ import statistics
 import sys
 import textwrap
 import threading
+import warnings
 
 from . import _lib as L
 from ._core import (CPU, Device, Tensor, TileError, check, default_stream, dtype_code, DTYPES, from_dlpack, numpy_dtype,
@@ -92,23 +93,38 @@ class _Module:
             self.h = None
 
 
-def compile(source, func=None, target="auto", out_idx=None, pass_configs=None, **consts):
+def _option_text(v):
+    return ("1" if v else "0") if isinstance(v, bool) else str(v)
+
+
+def _set_options(h, options, pass_configs):
+    """Tile options (errors raise) and TileLang pass_configs (unknown keys warn) on module h."""
+    items = [(k, v, False) for k, v in (pass_configs or {}).items()] + [(k, v, True) for k, v in (options or {}).items()]
+    for k, v, strict in items:
+        if L.tile_module_set_option is None:
+            raise TileError("options: this libtile has no per-kernel options (tile_module_set_option)")
+        if not strict and not L.tile_option_known(str(k).encode()):
+            warnings.warn("pass_configs key '%s' has no Tile equivalent and is ignored" % k, stacklevel=3)
+            continue
+        err = L.ERR()
+        check(L.tile_module_set_option(h, str(k).encode(), _option_text(v).encode(), ctypes.byref(err)), err)
+
+
+def compile(source, func=None, target="auto", out_idx=None, pass_configs=None, options=None, **consts):
     """Compile TileLang source into a Kernel.
 
     source: a path (.tl or .py), a source string, or a Python function (its text is read
     with inspect; a kernel factory's parameters come from ``consts``). func: which kernel of
     the module (None: the only one). target: "auto", "cpu", "cuda", "opencl", "interp".
     out_idx: parameter indices (negative from the end) that the call allocates and returns,
-    as in TileLang. pass_configs: per-kernel compile options {name: value}. consts: values of
+    as in TileLang. pass_configs: TileLang's {key: value} (tl.disable_tma_lower, ...; keys Tile
+    has no equivalent for warn). options: Tile's per-kernel compile options {name: value}
+    (`tile env --options`; they override pass_configs). consts: values of
     kernel-factory parameters and symbolic dimensions (like `tile run -D NAME=VALUE`)."""
     h, warnings = _compile_module(source, func, consts)
     mod = _Module(h)
-    if pass_configs:
-        for k, v in pass_configs.items():
-            if L.tile_module_set_option is None:
-                raise TileError("pass_configs: this libtile has no per-kernel options (tile_module_set_option)")
-            err = L.ERR()
-            check(L.tile_module_set_option(h, str(k).encode(), str(v).encode(), ctypes.byref(err)), err)
+    if pass_configs or options:
+        _set_options(h, options, pass_configs)
     n = L.tile_module_num_kernels(h)
     if func is None and n != 1:
         names = [L.tile_module_kernel_name(h, i).decode() for i in range(n)]
@@ -124,8 +140,8 @@ class jit:
     factory with its compile-time arguments returns a Kernel (cached per arguments), as
     TileLang's @tilelang.jit does. The factory's body is compiled by Tile, never run."""
 
-    def __init__(self, func=None, *, out_idx=None, target="auto", pass_configs=None, **kw):
-        self.out_idx, self.target, self.pass_configs = out_idx, target, pass_configs
+    def __init__(self, func=None, *, out_idx=None, target="auto", pass_configs=None, options=None, **kw):
+        self.out_idx, self.target, self.pass_configs, self.options = out_idx, target, pass_configs, options
         self._cache, self._lock = {}, threading.Lock()
         self.func = None
         if func is not None:
@@ -149,7 +165,8 @@ class jit:
                 k = self._cache.get(key)
                 if k is None:
                     k = self._cache[key] = compile(self.func, target=self.target, out_idx=self.out_idx,
-                                                   pass_configs=self.pass_configs, **dict(bound.arguments))
+                                                   pass_configs=self.pass_configs, options=self.options,
+                                                   **dict(bound.arguments))
         return k
 
 
@@ -249,6 +266,12 @@ class Kernel:
         self._lock = threading.Lock()
         self._all_tensors = all(self._is_tensor[i] for i in self._inputs)
         self._last_fast = _no_fast  # see _note_fast
+
+    @property
+    def options(self):
+        """The kernel's effective compile options, {name: value as text} (`tile env --options`)."""
+        text = L.take(L.tile_kernel_options(self._k)) if L.tile_kernel_options else ""
+        return dict(p.split("=", 1) for p in text.split(";") if p)
 
     def __repr__(self):
         return "tile.Kernel(%s(%s), target=%r)" % (self.name, ", ".join(self.params), self.target)

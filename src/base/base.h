@@ -167,6 +167,13 @@ long long tb_opt_int(const tb_options *o, tb_option id);
 const char *tb_opt_str(const tb_options *o, tb_option id); /* NULL when empty */
 /* "name=value;..." of every option's effective value, for the compile cache keys (malloc'd). */
 char *tb_options_key(const tb_options *o);
+/* dst takes every value src set (src wins). */
+void tb_options_merge(tb_options *dst, const tb_options *src);
+/* TileLang's pass_configs: whether `key` (tl.disable_tma_lower or TL_DISABLE_TMA_LOWER, ...)
+ * maps onto options, and setting them from a truth value (True/False, 1/0). 1 set, 0 the key
+ * is unknown (nothing set: the caller warns), -1 a bad value (message in err). */
+bool tb_pass_config_known(const char *key);
+int tb_options_set_pass_config(tb_options *o, const char *key, const char *value, char *err, size_t errlen);
 /* The option table (`tile env --options`), malloc'd text. */
 char *tb_options_describe(const tb_options *o);
 

@@ -79,6 +79,8 @@
       "0: tile_bench on CUDA does not flush the L2 cache between timed runs")                                         \
     X(TILE_VERIFY, BOOL, "0", 0, 0, NULL, TILE, 0,                                                                    \
       "1: run the IR verifier after every TileOpt pass (always on in debug builds)")                                  \
+    X(TILE_OPS_CPU_LIBRARY, BOOL, "1", 0, 0, NULL, TILE, 0,                                                           \
+      "0: the operator library's gemm runs its TileLang kernel on cpu too, not the CPU GEMM library (tests)")        \
     /* ---------- libtile: TileOpt and the code generators (per-kernel options) ---------- */                      \
     X(TILE_NO_ROWFUSE, BOOL, "0", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                    \
       "1: keep row softmax / RMSNorm kernels as written (turns off the rowfuse pass; for comparisons)")              \
@@ -87,6 +89,10 @@
       "(every kernel)")                                                                                               \
     X(TILE_ROWFUSE_PLAIN, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                 \
       "0: leave the plain-form row softmax as written (rowfuse rewrites it by default)")                             \
+    X(TILE_CPUGEMM, ENUM, "on", 0, 0, "on,1|off,0|block", TILE, TB_KF_COMPILE,                                        \
+      "the cpu pipeline's cpugemm pass: on, off (every gemm per block), block (no hoisting of the packed operands)") \
+    X(TILE_LAYOUT_ARCH, STR, "", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                     \
+      "the opencl pipeline's layout pass plans as for this CUDA architecture (e.g. sm_90a; tests)")                   \
     X(TILE_NO_TILEGEMM, BOOL, "0", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                   \
       "1: keep tile-form blocked GEMM kernels per block (turns off the tilegemm pass; for comparisons)")             \
     X(TILE_GPU_CHECKS, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                    \
@@ -272,6 +278,8 @@
     X(no_rowfuse, TILE_NO_ROWFUSE, "")                                                         \
     X(rowfuse_pipe, TILE_ROWFUSE_PIPE, "")                                                     \
     X(rowfuse_plain, TILE_ROWFUSE_PLAIN, "")                                                   \
+    X(cpugemm, TILE_CPUGEMM, "")                                                               \
+    X(layout_arch, TILE_LAYOUT_ARCH, "")                                                       \
     X(no_tilegemm, TILE_NO_TILEGEMM, "")                                                       \
     X(gpu_checks, TILE_GPU_CHECKS, "")                                                         \
     X(simt_memopt, TILE_SIMT_MEMOPT, "")                                                       \
@@ -279,16 +287,16 @@
     X(cuda_gemm_tile, TILE_CUDA_GEMM_TILE, "")                                                 \
     X(cuda_gemm_pretranspose, TILE_CUDA_GEMM_PRETRANSPOSE, "")                                 \
     X(cuda_mma_sync, TILE_CUDA_MMA_SYNC, "")                                                   \
-    X(cuda_sm90, TILE_CUDA_SM90, "")                                                           \
+    X(cuda_sm90, TILE_CUDA_SM90, "tl.disable_wgmma=True sets it to 0")                                                           \
     X(cuda_sm90_attn, TILE_CUDA_SM90_ATTN, "")                                                 \
-    X(sm90_tma_store, TILE_SM90_TMA_STORE, "TL_DISABLE_TMA_LOWER=True maps to 0")              \
+    X(sm90_tma_store, TILE_SM90_TMA_STORE, "tl.disable_tma_lower=True sets it to 0")              \
     X(sm90_group, TILE_SM90_GROUP, "")                                                         \
-    X(sm90_attn_ws, TILE_SM90_ATTN_WS, "TL_DISABLE_WARP_SPECIALIZED=True maps to 0")           \
-    X(fast_math, TILE_SM90_ATTN_FAST, "TL_ENABLE_FAST_MATH maps here")                         \
+    X(sm90_attn_ws, TILE_SM90_ATTN_WS, "tl.disable_warp_specialized=True sets it to 0")           \
+    X(fast_math, TILE_SM90_ATTN_FAST, "tl.enable_fast_math sets it; tl.disable_fast_math=True sets 0")                         \
     X(sm90_attn_maskskip, TILE_SM90_ATTN_MASKSKIP, "")                                         \
     X(sm90_attn_overlap, TILE_SM90_ATTN_OVERLAP, "")                                           \
     X(sm90_attn_pingpong, TILE_SM90_ATTN_PINGPONG, "")                                         \
-    X(sm90_attn_tma, TILE_SM90_ATTN_TMA, "TL_DISABLE_TMA_LOWER=True maps to 0")                \
+    X(sm90_attn_tma, TILE_SM90_ATTN_TMA, "tl.disable_tma_lower=True sets it to 0")                \
     X(opencl_no_fp64, TILE_OPENCL_NO_FP64, "")                                                 \
     X(opencl_options, TILE_OPENCL_OPTIONS, "")
 

@@ -652,3 +652,59 @@ char *tb_options_describe(const tb_options *o) {
     }
     return sb_take(&b);
 }
+
+void tb_options_merge(tb_options *dst, const tb_options *src) {
+    if (!src) return;
+    for (int i = 0; i < TB_OPT_COUNT; i++) {
+        if (!((src->set >> i) & 1)) continue;
+        free(dst->sval[i]);
+        dst->sval[i] = src->sval[i] ? strdup(src->sval[i]) : NULL;
+        dst->ival[i] = src->ival[i];
+        dst->set |= (uint64_t)1 << i;
+    }
+}
+
+/* TileLang's pass_configs keys (PassConfigKey's name or its string) and the options they set;
+ * `invert`: the key disables what the option enables. A key may set several options. */
+static const struct {
+    const char *key, *str;
+    tb_option opt;
+    bool invert;
+} k_pass_configs[] = {
+    {"TL_ENABLE_FAST_MATH", "tl.enable_fast_math", TB_OPT_fast_math, false},
+    {"TL_DISABLE_FAST_MATH", "tl.disable_fast_math", TB_OPT_fast_math, true},
+    {"TL_DISABLE_TMA_LOWER", "tl.disable_tma_lower", TB_OPT_sm90_tma_store, true},
+    {"TL_DISABLE_TMA_LOWER", "tl.disable_tma_lower", TB_OPT_sm90_attn_tma, true},
+    {"TL_DISABLE_WARP_SPECIALIZED", "tl.disable_warp_specialized", TB_OPT_sm90_attn_ws, true},
+    {"TL_DISABLE_WGMMA", "tl.disable_wgmma", TB_OPT_cuda_sm90, true},
+};
+
+static bool pc_match(int i, const char *key) {
+    return !strcmp(key, k_pass_configs[i].key) || !strcmp(key, k_pass_configs[i].str);
+}
+
+bool tb_pass_config_known(const char *key) {
+    for (size_t i = 0; key && i < sizeof k_pass_configs / sizeof k_pass_configs[0]; i++)
+        if (pc_match((int)i, key)) return true;
+    return false;
+}
+
+int tb_options_set_pass_config(tb_options *o, const char *key, const char *value, char *err, size_t errlen) {
+    if (!tb_pass_config_known(key)) return 0;
+    const char *v = value ? value : "";
+    int truth = -1;
+    static const char *const yes[] = {"1", "true", "True", "TRUE", "on", "yes"}, *const no[] = {"0", "false", "False", "FALSE", "off", "no", ""};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!strcmp(v, yes[i])) truth = 1;
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (!strcmp(v, no[i])) truth = 0;
+    if (truth < 0) {
+        snprintf(err, errlen, "pass_configs key '%s': '%s' is not a truth value (True/False, 1/0)", key, v);
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof k_pass_configs / sizeof k_pass_configs[0]; i++) {
+        if (!pc_match((int)i, key)) continue;
+        if (tb_options_set(o, tb_option_name(k_pass_configs[i].opt), (truth != 0) != k_pass_configs[i].invert ? "1" : "0", err, errlen)) return -1;
+    }
+    return 1;
+}

@@ -1867,7 +1867,7 @@ static bool fz_const0(const ir_expr *e) {
 }
 /* the STORE of the fusable nest a followed by reduce r, or NULL */
 static const ir_stmt *fuse_match(gen *G, const ir_stmt *a, const ir_stmt *r) {
-    if (!getenv("TILE_FUSE_REDUCE") || strcmp(getenv("TILE_FUSE_REDUCE"), "1")) return NULL;
+    if (!tb_opt_bool(G->f->opts, TB_OPT_fuse_reduce)) return NULL;
     if (G->f->form != IR_FORM_TILE || !a || !r || r->kind != IR_S_REDUCE) return NULL;
     a = fz_single(a);
     if (!a || a->kind != IR_S_FOR || a->loop_kind != IR_LOOP_PARALLEL || a->par_group_depth != 2 || !fz_const0(a->lo)) return NULL;

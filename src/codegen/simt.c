@@ -23,14 +23,15 @@
 const char *simt_convert_text(void) { return simt_convert_h; }
 const char *simt_prelude_text(void) { return simt_prelude_h; }
 
-void simt_options_default(simt_options *o, simt_dialect d) {
+void simt_options_default(simt_options *o, simt_dialect d, const tb_options *opts) {
     memset(o, 0, sizeof *o);
     o->dialect = d;
     o->fp64 = true;
     o->atom64 = true;
-    o->checks = tile_env_long("TILE_GPU_CHECKS", 1) != 0;
-    o->mem_opt = (int)tile_env_long("TILE_SIMT_MEMOPT", 1);
-    o->regfrag = tile_env_long("TILE_SIMT_REGFRAG", 1) != 0;
+    o->opts = opts;
+    o->checks = tb_opt_bool(opts, TB_OPT_gpu_checks);
+    o->mem_opt = (int)tb_opt_int(opts, TB_OPT_simt_memopt);
+    o->regfrag = tb_opt_bool(opts, TB_OPT_simt_regfrag);
 }
 
 /* ---------- state ---------- */
@@ -2975,7 +2976,7 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     bool arch = false;
     if (k && G->cuda) simt_g_prepare_regs(G, k);
     if (k && G->cuda) {
-        bool mma_first = tile_env_long("TILE_CUDA_MMA_SYNC", -1) == 1;
+        bool mma_first = tb_opt_int(G->o->opts, TB_OPT_cuda_mma_sync) == 1;
         if (mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
         if (!arch && G->o->sm >= 90) arch = sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body);
         if (!arch && !mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
@@ -3100,7 +3101,7 @@ int simt_generate(const ir_func *f, const simt_options *o, simt_program *out, ti
     memset(out, 0, sizeof *out);
     simt_options dflt;
     if (!o) {
-        simt_options_default(&dflt, SIMT_OPENCL);
+        simt_options_default(&dflt, SIMT_OPENCL, f->opts);
         o = &dflt;
     }
     gen G;

@@ -48,6 +48,8 @@ typedef struct simt_options {
                          * sm_89 and other architectures with mma.sync but no wgmma (the
                          * mma.sync lowering, src/codegen/sm80.c); 0 = the portable SIMT
                          * lowering only */
+    const tb_options *opts; /* the kernel's compile options (tb_opt_*; NULL: the environment's),
+                             * which the architecture lowerings (sm80.c, sm90*.c) read */
 } simt_options;
 
 /* A buffer the kernels take: parameter, returned tensor, or a global temporary that the
@@ -110,7 +112,9 @@ typedef struct simt_program {
     int nscalars;             /* entries of the scalar table: f->nsizes + f->nparams */
 } simt_program;
 
-void simt_options_default(simt_options *o, simt_dialect d);
+/* The defaults, with checks, mem_opt and regfrag from the kernel's options `opts` (NULL: the
+ * environment's; ir_func.opts). */
+void simt_options_default(simt_options *o, simt_dialect d, const tb_options *opts);
 
 /* Generate the program for f. Returns 0, or 1 with a message in err (a construct the GPU
  * targets cannot run, e.g. shared memory of non-constant size, float64 without device

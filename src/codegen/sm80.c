@@ -192,7 +192,7 @@ static void load_tile(gen *G, tile_strbuf *o, const ir_buffer *g, const char *r0
 
 bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o) {
     sm80 m;
-    if (tile_env_long("TILE_CUDA_MMA_SYNC", -1) == 0) return false;
+    if (tb_opt_int(simt_g_options(G)->opts, TB_OPT_cuda_mma_sync) == 0) return false;
     int sm = simt_g_options(G)->sm;
     if (sm < 80) return false;
     if (!match(G, k, &m, sm)) return false;

@@ -139,7 +139,7 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
      * swizzled); the staging tile takes stages, down to 3 at the fewest */
     int64_t ccols;
     m->cbytes = (size_t)bm * (size_t)bn * 2;
-    if (tile_env_long("TILE_SM90_TMA_STORE", 1) != 0 && m->g.C->dtype != TILE_DT_F32 && bn % 64 == 0 && cint(m->g.C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
+    if (tb_opt_bool(simt_g_options(G)->opts, TB_OPT_sm90_tma_store) && m->g.C->dtype != TILE_DT_F32 && bn % 64 == 0 && cint(m->g.C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
         int st2 = st;
 #define SM90_TS_BYTES(n) (1024 + (((size_t)(n) * stage + 1023) & ~(size_t)1023) + m->cbytes + 16 * (size_t)(n))
         while (st2 > 1 && SM90_TS_BYTES(st2) > SM90_SMEM_MAX) st2--;
@@ -239,7 +239,7 @@ static char *expr_s(gen *G, const ir_expr *e) {
 
 bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o) {
     sm90 m;
-    if (tile_env_long("TILE_CUDA_SM90", 1) == 0) return false;
+    if (!tb_opt_bool(simt_g_options(G)->opts, TB_OPT_cuda_sm90)) return false;
     if (!match(G, k, &m)) return false;
     const int C = m.consumers, S = m.stages, MT = m.mt, NR = (int)m.g.BN / 2;
     const size_t aBytes = (size_t)(m.g.BM * m.g.BK) * (size_t)m.g.esize, bBytes = (size_t)(m.g.BN * m.g.BK) * (size_t)m.g.esize;
@@ -275,7 +275,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     /* persistent: each block loops over tiles tl_blk, tl_blk + gridDim.x, ... (block
      * indices decoded like simt.c's preamble, x fastest) */
     tile_strbuf decode = {0};
-    long group = tile_env_long("TILE_SM90_GROUP", 8);
+    long group = (long)tb_opt_int(simt_g_options(G)->opts, TB_OPT_sm90_group);
     if (group < 1) group = 1;
     if (k->ngrid >= 2 && group > 1) {
         /* rasterised (blocks are independent, so any order is the program's meaning): groups

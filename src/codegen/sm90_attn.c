@@ -1186,17 +1186,18 @@ static void emit_overlap_loop(attn *A, tile_strbuf *o, const ir_stmt *lb, const 
 
 bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o) {
     attn A;
-    if (tile_env_long("TILE_CUDA_SM90", 1) == 0 || tile_env_long("TILE_CUDA_SM90_ATTN", 1) == 0) return false;
+    const tb_options *opts = simt_g_options(G)->opts;
+    if (!tb_opt_bool(opts, TB_OPT_cuda_sm90) || !tb_opt_bool(opts, TB_OPT_cuda_sm90_attn)) return false;
     if (!match(G, k, &A)) return false;
 
-    /* warp-specialised unless TILE_SM90_ATTN_WS=0 or its stages do not fit: the loop's
+    /* warp-specialised unless option sm90_attn_ws=0 or its stages do not fit: the loop's
      * num_stages (2 to 4), as many as fit */
-    A.ws = tile_env_long("TILE_SM90_ATTN_WS", 1) != 0;
-    A.fast = tile_env_long("TILE_SM90_ATTN_FAST", 1) != 0;
-    A.mskip = tile_env_long("TILE_SM90_ATTN_MASKSKIP", 1) != 0;
+    A.ws = tb_opt_bool(opts, TB_OPT_sm90_attn_ws);
+    A.fast = tb_opt_bool(opts, TB_OPT_fast_math);
+    A.mskip = tb_opt_bool(opts, TB_OPT_sm90_attn_maskskip);
     /* overlapped: the consumer holds two stages (that of it, and that of it - 1 until P V
      * of it - 1 completes), so three stages when they fit keep the producer one ahead */
-    A.ov = A.ws && tile_env_long("TILE_SM90_ATTN_OVERLAP", 1) != 0 && overlap_ok(&A);
+    A.ov = A.ws && tb_opt_bool(opts, TB_OPT_sm90_attn_overlap) && overlap_ok(&A);
     if (A.ws) {
         int S = A.loop->loop_kind == IR_LOOP_PIPELINED && A.loop->num_stages > 2 ? A.loop->num_stages : 2;
         /* the layout pass's pipeline depth, when it made one */
@@ -1208,10 +1209,10 @@ bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     }
     if (!A.ws) layout(&A, 2, 0);
     if (!A.ws) A.ov = false;
-    A.pp = A.ov && A.wgs == 2 && tile_env_long("TILE_SM90_ATTN_PINGPONG", 0) != 0;
-    /* TMA loads (TILE_SM90_ATTN_TMA, warp-specialised form): one full-rank tensor map per
+    A.pp = A.ov && A.wgs == 2 && tb_opt_bool(opts, TB_OPT_sm90_attn_pingpong);
+    /* TMA loads (option sm90_attn_tma, warp-specialised form): one full-rank tensor map per
      * load, boxes of [rows, 64] (one 128-byte swizzled panel) */
-    A.tma = A.ws && tile_env_long("TILE_SM90_ATTN_TMA", 1) != 0 && A.nld <= SIMT_MAX_TMA;
+    A.tma = A.ws && tb_opt_bool(opts, TB_OPT_sm90_attn_tma) && A.nld <= SIMT_MAX_TMA;
     for (int q = 0; q < A.nld && A.tma; q++)
         if (A.ld[q].g->rank > 5 || A.ld[q].rows > 256) A.tma = false;
     L->threads = 128 * (A.wgs + (A.ws ? 1 : 0));

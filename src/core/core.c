@@ -268,44 +268,6 @@ void tile_diags_print(const tile_diags *d, FILE *out) {
     tile_sb_free(&sb);
 }
 
-/* ---------- environment (being replaced by the registry of src/base) ---------- */
-typedef struct env_entry { char *name; char *value; int has; struct env_entry *next; } env_entry;
-static env_entry *env_cache;
-static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
-
-const char *tile_env(const char *name) {
-    pthread_mutex_lock(&env_lock);
-    for (env_entry *e = env_cache; e; e = e->next)
-        if (!strcmp(e->name, name)) {
-            pthread_mutex_unlock(&env_lock);
-            return e->has ? e->value : NULL;
-        }
-    env_entry *e = tile_xcalloc(1, sizeof *e);
-    e->name = tile_xstrdup(name);
-    const char *v = getenv(name);
-    e->has = v != NULL;
-    e->value = v ? tile_xstrdup(v) : NULL;
-    e->next = env_cache;
-    env_cache = e;
-    pthread_mutex_unlock(&env_lock);
-    return e->value;
-}
-
-bool tile_env_long_get(const char *name, long *out) {
-    const char *v = tile_env(name);
-    if (!v || !*v) return false;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end) return false;
-    *out = x;
-    return true;
-}
-
-long tile_env_long(const char *name, long dflt) {
-    long x;
-    return tile_env_long_get(name, &x) ? x : dflt;
-}
-
 /* ---------- logging (src/base: the "tile" channel, TILE_LOG) ---------- */
 bool tile_log_enabled(tile_log_level lvl) { return tb_log_enabled(TB_CH_TILE, (int)lvl); }
 

@@ -177,9 +177,6 @@ int64_t  tile_wrap_int(tile_dtype dt, int64_t v);
 /* ---------- logging ----------
  * Environment variables are knobs of the registry in src/base (base.h, knob_list.h): read
  * them with tb_knob_int / tb_knob_str / ..., never with getenv. */
-const char *tile_env(const char *name);
-long tile_env_long(const char *name, long dflt);
-bool tile_env_long_get(const char *name, long *out);
 
 typedef enum tile_log_level { TILE_LOG_ERROR = 0, TILE_LOG_WARN = 1, TILE_LOG_INFO = 2, TILE_LOG_DEBUG = 3 } tile_log_level;
 /* Level from TILE_LOG=error|warn|info|debug (default warn). Lines are prefixed "tile[host:pid] LEVEL". */

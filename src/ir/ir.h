@@ -340,12 +340,15 @@ typedef struct ir_func {
     int nvars;
     ir_stmt *body;
     /* Per-kernel options the source asked for (`@tilelang.jit(pass_configs={...})`), as
-     * (Tile option name, value) pairs: "fast_math", "disable_tma",
-     * "disable_warp_specialization", "disable_wgmma"; values "1"/"0" or the text given.
-     * Sema records them; the runtime applies them (tile_module_set_option). */
+     * (Tile option name, value) pairs (src/base/knob_list.h, TB_OPTIONS); values "1"/"0".
+     * Sema records them; the runtime applies them before any set by tile_module_set_option. */
     const char **option_names;
     const char **option_values;
     int noptions;
+    /* The kernel's effective compile options (src/base: tb_opt_*), which passes and code
+     * generators read; NULL: every option takes its environment default. Set by the runtime
+     * (not owned). */
+    const struct tb_options *opts;
 } ir_func;
 
 typedef struct ir_module {

@@ -79,7 +79,7 @@ tile_status tile_op_gemm(const char *target, const tile_tensor *a, const tile_te
     int64_t os[3] = {B, M, N};
     if (!top_prepare_out(&c, "out", out, odt, ar == 3 ? 3 : 2, ar == 3 ? os : os + 1) || B * M * N == 0) return top_end(&c, error);
     double alpha = o.alpha == 0 ? 1 : o.alpha, beta = o.beta == 0 ? 1 : o.beta;
-    bool lib = !strcmp(c.target, "cpu") && (op->targets & TOPT_CPULIB) && tile_env_long("TILE_OPS_CPU_LIBRARY", 1) != 0;
+    bool lib = !strcmp(c.target, "cpu") && (op->targets & TOPT_CPULIB) && tb_knob_bool(TB_K_TILE_OPS_CPU_LIBRARY);
     size_t esz = (size_t)tile_dtype_bits(a->dtype) / 8, osz = (size_t)tile_dtype_bits(odt) / 8;
     int64_t astep = M * K, bstep = br == 3 ? K * N : 0, ostep = M * N;
     uint64_t dummy = 0;

@@ -956,8 +956,8 @@ static ir_stmt *rewrite(cg *C, ir_stmt *s) {
 static int run_cpugemm(ir_module *m, ir_func *f, tile_diags *d) {
     (void)d;
     if (f->form != IR_FORM_TILE || !f->body) return 0;
-    const char *e = getenv("TILE_CPUGEMM");
-    if (e && !strcmp(e, "0")) return 0;
+    const char *e = tb_opt_str(f->opts, TB_OPT_cpugemm); /* on, off or block */
+    if (e && !strcmp(e, "off")) return 0;
     cg C = {m, f, NULL, !(e && !strcmp(e, "block"))};
     f->body = rewrite(&C, f->body);
     return 0;

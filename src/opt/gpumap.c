@@ -83,7 +83,7 @@ typedef struct gemm_tile {
     int bm, bn, bk, stages, threads;
 } gemm_tile;
 
-static gemm_tile pick_tile(tile_dtype a, tile_dtype b) {
+static gemm_tile pick_tile(const ir_func *f, tile_dtype a, tile_dtype b) {
     gemm_tile t = {64, 64, 32, 2, 128}; /* f32: the SIMT path */
     int bits = tile_dtype_bits(a) > tile_dtype_bits(b) ? tile_dtype_bits(a) : tile_dtype_bits(b);
     bool fl = tile_dtype_is_float(a) && tile_dtype_is_float(b);
@@ -92,7 +92,7 @@ static gemm_tile pick_tile(tile_dtype a, tile_dtype b) {
     if (fl && bits == 16) t = (gemm_tile){128, 256, 64, 4, 256};      /* bf16 / f16 */
     else if (fl && bits == 8) t = (gemm_tile){128, 128, 128, 6, 256}; /* fp8 */
     else if (bits >= 64) t = (gemm_tile){64, 64, 16, 2, 128};
-    const char *e = tile_env("TILE_CUDA_GEMM_TILE");
+    const char *e = tb_opt_str(f->opts, TB_OPT_cuda_gemm_tile);
     gemm_tile o;
     if (e && sscanf(e, "%dx%dx%dx%dx%d", &o.bm, &o.bn, &o.bk, &o.stages, &o.threads) == 5 && o.bm > 0 && o.bn > 0 && o.bk > 0 && o.stages > 0 &&
         o.threads > 0 && o.threads <= 1024)
@@ -332,7 +332,7 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     if (!gs->clear && acc != cd) return *why = "C is accumulated into in a dtype narrower than its compute dtype", NULL;
     int ra = A->buf->rank, rb = B->buf->rank, rc = C->buf->rank;
     ir_expr *M = C->extent[rc - 2], *N = C->extent[rc - 1], *K = A->extent[gs->trans_a ? ra - 2 : ra - 1];
-    gemm_tile t = pick_tile(A->buf->dtype, B->buf->dtype);
+    gemm_tile t = pick_tile(g->f, A->buf->dtype, B->buf->dtype);
     g->ntiles++;
     /* B stored K x N with 8-bit floats: fp8 wgmma reads B only as N x K (K-major) tiles
      * (src/codegen/sm90.c), so B is transposed once into a temporary first. 16-bit B stays
@@ -343,7 +343,7 @@ static ir_stmt *gemm_kernel(gm *g, ir_stmt *gs, ir_stmt *batch, const char **why
     bool tb = gs->trans_b;
     ir_region Bw = *B;
     int bbits = tile_dtype_bits(B->buf->dtype);
-    long pretr = tile_env_long("TILE_CUDA_GEMM_PRETRANSPOSE", 1);
+    long pretr = (long)tb_opt_int(g->f->opts, TB_OPT_cuda_gemm_pretranspose);
     if (!tb && !guarded && !batch && B->buf->rank == 2 && tile_dtype_is_float(B->buf->dtype) && bbits == 8 &&
         tile_dtype_is_float(A->buf->dtype) && pretr != 0) {
         ir_buffer *bt = transpose_b(g, B, pre, &npre, l);

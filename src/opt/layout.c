@@ -1019,7 +1019,7 @@ static void run_kernel(lp *P, ir_stmt *k) {
     P->wg = false;
     /* TILE_CUDA_MMA_SYNC=1 puts the mma.sync lowering first on Hopper too: it takes the
      * program's thread count and its own fragment layouts, so no wgmma plan is made */
-    if (P->sm >= 90 && tile_env_long("TILE_CUDA_MMA_SYNC", -1) != 1) {
+    if (P->sm >= 90 && tb_opt_int(P->f->opts, TB_OPT_cuda_mma_sync) != 1) {
         const char *why = wgmma_plan(P, k);
         ir_stmt *g[16];
         int n = 0;
@@ -1045,7 +1045,7 @@ static void run_kernel(lp *P, ir_stmt *k) {
             }
         }
     }
-    bool off = tile_env_long("TILE_SIMT_REGFRAG", 1) == 0 || tile_env_long("TILE_SIMT_MEMOPT", 1) < 1;
+    bool off = !tb_opt_bool(P->f->opts, TB_OPT_simt_regfrag) || tb_opt_int(P->f->opts, TB_OPT_simt_memopt) < 1;
     if (off)
         for (int i = 0; i < P->nfr; i++) to_shared(P, &P->fr[i], "TILE_SIMT_REGFRAG=0 or TILE_SIMT_MEMOPT=0");
     for (int attempt = 0; attempt <= P->nfr + 1; attempt++) {
@@ -1145,7 +1145,7 @@ static int run_cuda(ir_module *m, ir_func *f, tile_diags *d) {
  * fallback gets, without a GPU) */
 static int run_opencl(ir_module *m, ir_func *f, tile_diags *d) {
     (void)d;
-    return run_sm(m, f, opt_arch_sm(tile_env("TILE_LAYOUT_ARCH")));
+    return run_sm(m, f, opt_arch_sm(tb_opt_str(f->opts, TB_OPT_layout_arch)));
 }
 
 const opt_pass opt_pass_layout = {"layout", "fragment layouts (registers or shared memory) and the lowering of the ops on them", run_cuda};

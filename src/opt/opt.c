@@ -99,7 +99,7 @@ int opt_arch_sm(const char *arch) {
 void opt_set_cuda_arch(int sm) { g_cuda_sm = sm; }
 
 int opt_cuda_arch(void) {
-    const char *e = tile_env("TILE_CUDA_ARCH");
+    const char *e = tb_knob_str(TB_K_TILE_CUDA_ARCH);
     if (e && *e) return opt_arch_sm(e);
     return g_cuda_sm > 0 ? g_cuda_sm : 0;
 }

@@ -427,13 +427,17 @@ static ir_stmt *scaled_write(rf *R, ir_buffer *E, ir_buffer *F, ir_var *m, ir_va
  * 0.46-0.58 on the 2-core VM); the RMSNorm is not: its pipelined loop measured 0.3-22% below
  * the unpipelined one in every pair on the 16-core Xeon (ten pairs, two runs,
  * bench/results/cpu-rows-2026-11-30-s5-16core.md) and within noise on the VM. */
-static bool pipe_on_for(bool rmsnorm) {
-    const char *e = getenv("TILE_ROWFUSE_PIPE");
+static bool pipe_on_for(const rf *R, bool rmsnorm) {
+    const char *e = tb_opt_str(R->f->opts, TB_OPT_rowfuse_pipe); /* auto, 0 or 1 */
     if (e && !strcmp(e, "0")) return false;
     if (e && !strcmp(e, "1")) return true;
     return !rmsnorm;
 }
-static bool pipe_on(void) { return pipe_on_for(false); }
+static bool pipe_auto(const rf *R) {
+    const char *e = tb_opt_str(R->f->opts, TB_OPT_rowfuse_pipe);
+    return !e || !strcmp(e, "auto");
+}
+static bool pipe_on(const rf *R) { return pipe_on_for(R, false); }
 /* the pipelined loop, unless M is a constant below 64 (blocks of one row: nothing overlaps) */
 static bool pipe_worth(ir_expr *M) {
     int64_t mv;
@@ -503,7 +507,7 @@ static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx,
                              gfac_fn gf, void *gctx, tile_loc l) {
     pipe P = *Pp;
     ir_buffer *E, *F;
-    if (!pipe_on() || !pipe_worth(P.M)) { /* the one-exp form one row after the other */
+    if (!pipe_on(R) || !pipe_worth(P.M)) { /* the one-exp form one row after the other */
         ir_stmt *b1[6] = {alloc_row(R, &E, "rf_exp", H, l), alloc_row(R, &F, "rf_cmaxs", nchunks_of(R, H, l), l), assign(R, m, m0, l),
                           assign(R, s, ir_const_float(R->m, TILE_DT_F32, 0.0, l), l), online_pass(R, m, s, H, xv, ctx, ev, E, F, l),
                           scaled_write(R, E, F, m, s, H, Y, P.r, gf, gctx, l)};
@@ -542,11 +546,11 @@ static ir_stmt *softmax_pipe(rf *R, pipe *Pp, ir_expr *H, xval_fn xv, void *ctx,
     return pipe_loop(R, &P, pre, U ? 5 : 4, ir_seq(R->m, step, 4, l));
 }
 /* the log's name of the softmax's form */
-static const char *form_name(ir_expr *H, ir_expr *M) {
+static const char *form_name(const rf *R, ir_expr *H, ir_expr *M) {
     int64_t h;
-    bool p = pipe_on() && pipe_worth(M);
+    bool p = pipe_on(R) && pipe_worth(M);
     const char *kept = p ? "pipelined one-exp form (blocks of rows; the write of row r - 1 in the loop of row r's exponentials)"
-                         : pipe_on() ? "one-exp form, rows one after the other (fewer than 64 rows)" : "one-exp form, rows one after the other (TILE_ROWFUSE_PIPE=0)";
+                         : pipe_on(R) ? "one-exp form, rows one after the other (fewer than 64 rows)" : "one-exp form, rows one after the other (TILE_ROWFUSE_PIPE=0)";
     if (!ir_const_int_value(H, &h)) return p ? "while N <= 65536 the pipelined one-exp form, else the online form" : "while N <= 65536 the one-exp form, else the online form";
     return h <= ROW_KEEP_MAX ? kept : "online form (the row is longer than 65536: exponentials recomputed in the write pass)";
 }
@@ -662,11 +666,11 @@ static ir_stmt *match_plain(rf *R, ir_stmt *s, const char **reason) {
         /* Y = e / s: the one-exp form, pipelined (rows up to ROW_KEEP_MAX) */
         pipe P;
         pipe_init(R, &P, as_i32(R, s->extent), l);
-        if (!pipe_on() || !pipe_worth(P.M)) P.r = i; /* rows one after the other: the source's loop variable */
+        if (!pipe_on(R) || !pipe_worth(P.M)) P.r = i; /* rows one after the other: the source's loop variable */
         plainx pp = {X, P.r, 0};
         ir_expr *x0[2] = {V(R, P.r, l), I32(R, 0, l)};
         ir_stmt *kept = softmax_pipe(R, &P, H32, plain_x, &pp, ir_load(R->m, X, x0, l), m, sv, ev, Y, NULL, NULL, l);
-        form = form_name(H32, P.M);
+        form = form_name(R, H32, P.M);
         res = by_row_length(R, H32, kept, s, l);
     }
     s->body[0] = ir_seq(R->m, nb, pre ? 5 : 4, l);
@@ -1823,13 +1827,13 @@ static ir_stmt *match_tile_rows(rf *R, ir_stmt *ks, const char **reason) {
         tg->P = P, tg->g = g, tg->mv = P->red[0].var, tg->sv = P->red[1].var;
         ir_stmt *kept = softmax_pipe(R, &Pp, P->red[0].D, tpl_x, tx, ir_const_float(R->m, TILE_DT_F32, -INFINITY, l), P->red[0].var, P->red[1].var, NULL,
                                      P->out[0].Y, tpl_g, tg, l);
-        form = form_name(P->red[0].D, M32);
+        form = form_name(R, P->red[0].D, M32);
         res = by_row_length(R, P->red[0].D, kept, plain, l);
     } else if (P->nred == 1 && P->red[0].op == IR_RED_SUM && P->nout == 1 && P->out[0].c0 && const_is(P->out[0].c0, 0) &&
-               ir_expr_equal(P->out[0].D, P->red[0].D) && pipe_on_for(true) && pipe_worth(M32)) {
+               ir_expr_equal(P->out[0].D, P->red[0].D) && pipe_on_for(R, true) && pipe_worth(M32)) {
         res = norm_pipe(P, M32, l);
         form = "pipelined (the write of row r - 1 in the loop of row r's sum)";
-    } else if (P->nred == 1 && P->red[0].op == IR_RED_SUM && P->nout == 1 && pipe_worth(M32) && !getenv("TILE_ROWFUSE_PIPE")) {
+    } else if (P->nred == 1 && P->red[0].op == IR_RED_SUM && P->nout == 1 && pipe_worth(M32) && pipe_auto(R)) {
         form = "one sum pass, one write pass (the default; TILE_ROWFUSE_PIPE=1 pipelines it)";
     }
     R->mat_x = false;
@@ -1872,8 +1876,7 @@ static ir_stmt *rewrite(rf *R, ir_stmt *s) {
                  * 1.22-1.51 against 0.88-1.09 at 16 threads, 0.78-0.96 against 0.60-0.63 at
                  * one, cpu-rows-2026-11-30-s4-16core.md), so it is on; TILE_ROWFUSE_PLAIN=0
                  * leaves the loop as written. */
-                const char *on = getenv("TILE_ROWFUSE_PLAIN");
-                if (on && !strcmp(on, "0")) {
+                if (!tb_opt_bool(R->f->opts, TB_OPT_rowfuse_plain)) {
                     if (tile_log_enabled(TILE_LOG_DEBUG))
                         tile_log(TILE_LOG_DEBUG, "rowfuse: plain-form loop %s at %s:%d left alone (TILE_ROWFUSE_PLAIN=0)",
                                  s->var->name, opt_loc_file(s->loc), s->loc.line);
@@ -1902,9 +1905,8 @@ static ir_stmt *rewrite(rf *R, ir_stmt *s) {
 
 static int run_rowfuse(ir_module *m, ir_func *f, tile_diags *d) {
     (void)d;
-    /* getenv, not the cached tile_env: bench/cpu/e2e.c switches it between kernels */
-    const char *off = getenv("TILE_NO_ROWFUSE");
-    if (!f->body || (off && *off && strcmp(off, "0"))) return 0;
+    /* the environment is read per kernel: bench/cpu/e2e.c switches TILE_NO_ROWFUSE between kernels */
+    if (!f->body || tb_opt_bool(f->opts, TB_OPT_no_rowfuse)) return 0;
     rf R = {m, f};
     f->body = rewrite(&R, f->body);
     return 0;

@@ -144,20 +144,20 @@ static void cpu_device_name(tile_strbuf *out) {
     if (t > 0) tile_sb_printf(out, ", TILE_NUM_THREADS=%ld", t);
 }
 
-static tile_codegen_c_options cpu_cg_options(void) {
+static tile_codegen_c_options cpu_cg_options(const ir_func *f) {
     tile_codegen_c_options o = {0};
-    o.bounds_checks = tile_env_long("TILE_CPU_CHECKS", 0) != 0;
+    o.bounds_checks = tb_opt_bool(f->opts, TB_OPT_cpu_checks);
     return o;
 }
 
 static int cpu_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
-    tile_codegen_c_options o = cpu_cg_options();
+    tile_codegen_c_options o = cpu_cg_options(f);
     return tile_codegen_c(f, &o, out, err);
 }
 
 static int compile_with(const ir_func *f, bool strided, void **exe, tile_strbuf *err) {
     tile_strbuf src = {0};
-    tile_codegen_c_options o = cpu_cg_options();
+    tile_codegen_c_options o = cpu_cg_options(f);
     o.param_strides = strided;
     double t0 = tile_now();
     if (tile_codegen_c(f, &o, &src, err)) {
@@ -166,7 +166,7 @@ static int compile_with(const ir_func *f, bool strided, void **exe, tile_strbuf 
     }
     double t1 = tile_now();
     cpu_loaded lo;
-    int rc = cpu_cache_load(src.data, src.len, f->name, &lo, err);
+    int rc = cpu_cache_load(src.data, src.len, f->name, f->opts, &lo, err);
     tile_sb_free(&src);
     if (rc) return 1;
     tile_log(TILE_LOG_INFO, "cpu: %s: C generated in %.2f ms, %s in %.2f ms", f->name, (t1 - t0) * 1e3,

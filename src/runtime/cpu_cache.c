@@ -26,11 +26,10 @@
 #define CPU_FLAGS "-std=gnu11 -O2 -fno-fast-math -ffp-contract=off -fno-math-errno -fopenmp-simd -march=native" \
     CPU_VECTOR_WIDTH_FLAG " -fPIC -shared -fvisibility=hidden -w"
 
-const char *cpu_cc_flags(void) {
-    const char *extra = tile_env("TILE_CPU_CFLAGS");
-    static char buf[1024];
-    if (!extra || !*extra) return CPU_FLAGS;
-    snprintf(buf, sizeof buf, "%s %s", CPU_FLAGS, extra);
+const char *cpu_cc_flags(const tb_options *opts, char *buf, size_t n) {
+    const char *extra = tb_opt_str(opts, TB_OPT_cpu_cflags);
+    if (!extra) return CPU_FLAGS;
+    snprintf(buf, n, "%s %s", CPU_FLAGS, extra);
     return buf;
 }
 
@@ -312,24 +311,27 @@ static int try_load(const char *so, const char *key, cpu_loaded *out, char *why,
     return 0;
 }
 
-int cpu_cache_load(const char *src, size_t len, const char *name, cpu_loaded *out, tile_strbuf *err) {
+int cpu_cache_load(const char *src, size_t len, const char *name, const tb_options *opts, cpu_loaded *out, tile_strbuf *err) {
     memset(out, 0, sizeof *out);
     const char *dir = cpu_cache_dir(err);
     if (!dir) return 1;
     char ccid[512];
     if (cc_identity(dir, ccid, sizeof ccid, err)) return 1;
     pthread_once(&g_host_once, host_init);
-    const char *flags = cpu_cc_flags();
+    char fbuf[2048];
+    const char *flags = cpu_cc_flags(opts, fbuf, sizeof fbuf);
+    char *okey = tb_options_key(opts); /* every option, also those that leave the source as it is */
     char ver[64];
     snprintf(ver, sizeof ver, "tile %s abi %d", tile_version(), TILE_CPU_ABI_VERSION);
     uint64_t h1 = 0x9E3779B97F4A7C15ull, h2 = 0xC2B2AE3D27D4EB4Full;
-    const char *parts[5] = {ccid, flags, g_hostid, ver, cc_string()};
+    const char *parts[6] = {ccid, flags, g_hostid, ver, cc_string(), okey};
     h1 = tile_hash64(src, len, h1);
     h2 = tile_hash64(src, len, h2);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         h1 = tile_hash64(parts[i], strlen(parts[i]) + 1, h1);
         h2 = tile_hash64(parts[i], strlen(parts[i]) + 1, h2 ^ (uint64_t)i);
     }
+    free(okey);
     snprintf(out->key, sizeof out->key, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
     char so[4096], csrc[4096];
     snprintf(so, sizeof so, "%s/cpu-%s.so", dir, out->key);

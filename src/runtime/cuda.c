@@ -463,7 +463,7 @@ static int arch_sm(const char *arch) {
 
 static int cuda_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
     simt_options o;
-    simt_options_default(&o, SIMT_CUDA);
+    simt_options_default(&o, SIMT_CUDA, f->opts);
     o.sm = arch_sm(tb_knob_str(TB_K_TILE_CUDA_ARCH)); /* emit has no device: the arch comes from the environment */
     simt_program P;
     if (simt_generate(f, &o, &P, err)) return 1;
@@ -484,7 +484,7 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     g_live_exes++;
     pthread_mutex_unlock(&g_pool_lock);
     simt_options o;
-    simt_options_default(&o, SIMT_CUDA);
+    simt_options_default(&o, SIMT_CUDA, f->opts);
     o.sm = arch_sm(g_arch);
     if (simt_generate(f, &o, &x->P, err)) {
         pthread_mutex_lock(&g_pool_lock);

@@ -304,17 +304,17 @@ static void ocl_release(void *p) {
     free(x);
 }
 
-static void options_for_device(simt_options *o) {
-    simt_options_default(o, SIMT_OPENCL);
-    /* TILE_OPENCL_NO_FP64=1 generates code as for a device without cl_khr_fp64 (tests) */
-    o->fp64 = g_fp64 && !tile_env_long("TILE_OPENCL_NO_FP64", 0);
+static void options_for_device(simt_options *o, const ir_func *f) {
+    simt_options_default(o, SIMT_OPENCL, f->opts);
+    /* opencl_no_fp64=1 generates code as for a device without cl_khr_fp64 (tests) */
+    o->fp64 = g_fp64 && !tb_opt_bool(f->opts, TB_OPT_opencl_no_fp64);
     o->atom64 = g_atom64;
 }
 
 static int ocl_emit(const ir_func *f, tile_strbuf *out, tile_strbuf *err) {
     simt_options o;
-    simt_options_default(&o, SIMT_OPENCL);
-    if (ensure_device()) options_for_device(&o); /* else: a generic OpenCL device with fp64 */
+    simt_options_default(&o, SIMT_OPENCL, f->opts);
+    if (ensure_device()) options_for_device(&o, f); /* else: a generic OpenCL device with fp64 */
     simt_program P;
     if (simt_generate(f, &o, &P, err)) return 1;
     tile_sb_puts(out, P.source);
@@ -339,7 +339,7 @@ static int ocl_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     }
     ocl_exe *x = tile_xcalloc(1, sizeof *x);
     simt_options o;
-    options_for_device(&o);
+    options_for_device(&o, f);
     if (simt_generate(f, &o, &x->P, err)) {
         free(x);
         return 1;
@@ -366,8 +366,8 @@ static int ocl_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     tile_strbuf opts = {0};
     tile_sb_puts(&opts, "-cl-std=CL1.2 -w");
     if (g_crdiv) tile_sb_puts(&opts, " -cl-fp32-correctly-rounded-divide-sqrt");
-    const char *extra = tile_env("TILE_OPENCL_OPTIONS");
-    if (extra && *extra) tile_sb_printf(&opts, " %s", extra);
+    const char *extra = tb_opt_str(f->opts, TB_OPT_opencl_options);
+    if (extra) tile_sb_printf(&opts, " %s", extra);
     /* disk cache */
     tile_strbuf key = {0}, path = {0};
     tile_sb_printf(&key, "opencl\n%s\n%s\n%s\n%s\n%s\n", g_name, g_driver, g_platform, opts.data, x->P.source);

@@ -98,6 +98,13 @@ static tile_status compile_source(tile_source *src, const char *only, const char
         m->kernels[i].m = m;
         m->kernels[i].f = m->ir->funcs[i];
         pthread_mutex_init(&m->kernels[i].lock, NULL);
+        /* the source's pass_configs (sema mapped and checked them) */
+        const ir_func *f = m->kernels[i].f;
+        for (int o = 0; o < f->noptions; o++) {
+            char why[512];
+            if (tb_options_set(&m->kernels[i].opts, f->option_names[o], f->option_values[o], why, sizeof why))
+                tile_log(TILE_LOG_WARN, "kernel %s: pass_configs: %s", f->name, why);
+        }
     }
     if (rt_tracing()) {
         char args[256];
@@ -158,6 +165,7 @@ void tile_module_free(tile_module *m) {
             free(ts);
         }
         free(k->targets);
+        tb_options_free(&k->opts);
         pthread_mutex_destroy(&k->lock);
     }
     pthread_mutex_destroy(&m->lock);
@@ -178,6 +186,65 @@ tile_kernel *tile_module_kernel(tile_module *m, const char *name) {
     for (int i = 0; i < m->nkernels; i++)
         if (!strcmp(m->kernels[i].f->name, name)) return &m->kernels[i];
     return NULL;
+}
+
+/* ---------- per-kernel compile options ---------- */
+int tile_option_known(const char *name) {
+    if (tb_option_find(name) >= 0) return 1;
+    return tb_pass_config_known(name) ? 2 : 0;
+}
+
+static tile_status kernel_set_option(tile_kernel *k, const char *name, const char *value, tile_strbuf *err) {
+    char why[2048];
+    pthread_mutex_lock(&k->lock);
+    tile_status st = TILE_OK;
+    if (k->ntargets > 0) {
+        tile_sb_printf(err, "option %s: kernel '%s' is already compiled; set options before its first run", name ? name : "(null)", k->f->name);
+        st = TILE_ERR_USER;
+    } else if (tb_option_find(name) >= 0) {
+        if (tb_options_set(&k->opts, name, value, why, sizeof why)) {
+            tile_sb_puts(err, why);
+            st = TILE_ERR_USER;
+        }
+    } else {
+        int r = name ? tb_options_set_pass_config(&k->opts, name, value, why, sizeof why) : 0;
+        if (r == 0) {
+            tb_options_set(&k->opts, name, value, why, sizeof why); /* the message listing the options */
+            tile_sb_printf(err, "%s, or a TileLang pass_configs key (tl.disable_tma_lower, ...)", why);
+        } else if (r < 0) tile_sb_puts(err, why);
+        if (r <= 0) st = TILE_ERR_USER;
+    }
+    pthread_mutex_unlock(&k->lock);
+    return st;
+}
+
+tile_status tile_kernel_set_option(tile_kernel *k, const char *name, const char *value, char **error) {
+    if (error) *error = NULL;
+    tile_strbuf err = {0};
+    tile_status st = k ? kernel_set_option(k, name, value, &err) : TILE_ERR_USER;
+    if (!k) tile_sb_puts(&err, "tile_kernel_set_option: no kernel");
+    if (st != TILE_OK && error) *error = sb_take(&err);
+    else tile_sb_free(&err);
+    return st;
+}
+
+tile_status tile_module_set_option(tile_module *m, const char *name, const char *value, char **error) {
+    if (error) *error = NULL;
+    tile_strbuf err = {0};
+    tile_status st = TILE_OK;
+    if (!m) {
+        tile_sb_puts(&err, "tile_module_set_option: no module");
+        st = TILE_ERR_USER;
+    }
+    for (int i = 0; m && i < m->nkernels && st == TILE_OK; i++) st = kernel_set_option(&m->kernels[i], name, value, &err);
+    if (st != TILE_OK && error) *error = sb_take(&err);
+    else tile_sb_free(&err);
+    return st;
+}
+
+char *tile_kernel_options(const tile_kernel *k) {
+    if (!k) return NULL;
+    return tb_options_key(&k->opts);
 }
 
 char *tile_kernel_ir(const tile_kernel *k) {
@@ -581,6 +648,7 @@ static tile_status lower_for_target(tile_kernel *k, const char *pipeline, const 
     ir_func *f = NULL;
     for (int i = 0; i < mod->nfuncs; i++)
         if (!strcmp(mod->funcs[i]->name, k->f->name)) f = mod->funcs[i];
+    if (f) f->opts = &k->opts; /* what the passes and the code generators read */
     if (!f || d.errors) {
         if (!d.errors) tile_sb_printf(err, "internal error: kernel '%s' vanished when lowered again", k->f->name);
         for (int i = 0; i < d.len; i++) tile_diag_format(&d.items[i], err);

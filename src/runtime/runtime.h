@@ -53,6 +53,8 @@ struct tile_kernel {
     target_state **targets;
     int ntargets;
     tile_spec *specs[TILE_SPEC_BUCKETS];
+    tb_options opts;            /* the kernel's compile options: the source's pass_configs, then
+                                 * tile_module_set_option / tile_kernel_set_option */
 };
 
 struct tile_module {

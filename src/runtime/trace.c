@@ -54,7 +54,7 @@ static int open_locked(const char *path, tile_strbuf *err) {
 }
 
 static void env_start(void) {
-    const char *p = tile_env("TILE_TRACE");
+    const char *p = tb_knob_str(TB_K_TILE_TRACE);
     if (!p || !*p) return;
     tile_strbuf err = {0};
     pthread_mutex_lock(&g_lock);

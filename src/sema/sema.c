@@ -1037,45 +1037,39 @@ static void lower_kernel_body(sema_ctx *c, sema_env *env, const ast_stmt *def) {
     finish_func(c, c->fn, seq, def);
 }
 
-/* TileLang pass_configs keys (the PassConfigKey name or its string) -> Tile per-kernel
- * option; `invert` for keys that disable what the Tile option enables. */
-static const struct { const char *key, *str, *option; bool invert; } pass_config_map[] = {
-    {"TL_ENABLE_FAST_MATH", "tl.enable_fast_math", "fast_math", false},
-    {"TL_DISABLE_FAST_MATH", "tl.disable_fast_math", "fast_math", true},
-    {"TL_DISABLE_TMA_LOWER", "tl.disable_tma_lower", "disable_tma", false},
-    {"TL_DISABLE_WARP_SPECIALIZED", "tl.disable_warp_specialized", "disable_warp_specialization", false},
-    {"TL_DISABLE_WGMMA", "tl.disable_wgmma", "disable_wgmma", false},
-};
-
+/* TileLang pass_configs keys (the PassConfigKey name or its string) map onto Tile per-kernel
+ * options through src/base (tb_options_set_pass_config); the pairs are recorded per option. */
 static void record_pass_configs(sema_ctx *c, sval *d, tile_loc loc) {
     if (d->kind != SV_DICT) {
         if (d->kind != SV_NONE) tile_warning_at(c->diags, loc, "pass_configs should be a dict; ignored");
         return;
     }
     ir_func *f = c->fn;
-    f->option_names = TILE_NEW_ARRAY(&c->mod->arena, const char *, d->nitems + 1);
-    f->option_values = TILE_NEW_ARRAY(&c->mod->arena, const char *, d->nitems + 1);
+    f->option_names = TILE_NEW_ARRAY(&c->mod->arena, const char *, TB_OPT_COUNT + 1);
+    f->option_values = TILE_NEW_ARRAY(&c->mod->arena, const char *, TB_OPT_COUNT + 1);
     f->noptions = 0;
+    tb_options o = {0};
     for (int i = 0; i < d->nitems; i++) {
         const sval *k = d->items[i], *v = d->vals[i];
         const char *key = k->kind == SV_STRING ? k->str : k->kind == SV_OPAQUE && k->str ? last_component(k->str) : NULL;
-        int hit = -1;
-        for (size_t m = 0; key && m < sizeof pass_config_map / sizeof pass_config_map[0]; m++)
-            if (!strcmp(key, pass_config_map[m].key) || !strcmp(key, pass_config_map[m].str)) hit = (int)m;
-        if (hit < 0) {
+        if (!key || !tb_pass_config_known(key)) {
             tile_warning_at(c->diags, k->loc, "pass_configs key '%s' has no Tile equivalent and is ignored", key ? key : sv_describe(k));
             continue;
         }
         const char *val;
         bool t;
         if (v->kind == SV_STRING) val = v->str;
-        else if (sv_is_const(v) && v->e->dtype != TILE_DT_BOOL && !tile_dtype_is_float(v->e->dtype) && !pass_config_map[hit].invert)
-            val = tile_arena_printf(&c->mod->arena, "%lld", (long long)v->e->ival);
-        else if (py_truth(v, &t)) val = (t != pass_config_map[hit].invert) ? "1" : "0";
+        else if (py_truth(v, &t)) val = t ? "1" : "0";
         else { tile_warning_at(c->diags, v->loc, "the value of pass_configs key '%s' is not a compile-time value; ignored", key); continue; }
-        f->option_names[f->noptions] = pass_config_map[hit].option;
-        f->option_values[f->noptions++] = val;
+        char err[256];
+        if (tb_options_set_pass_config(&o, key, val, err, sizeof err) < 0) tile_warning_at(c->diags, v->loc, "%s; ignored", err);
     }
+    for (int i = 0; i < TB_OPT_COUNT; i++) {
+        if (!((o.set >> i) & 1)) continue;
+        f->option_names[f->noptions] = tb_option_name((tb_option)i);
+        f->option_values[f->noptions++] = o.ival[i] ? "1" : "0";
+    }
+    tb_options_free(&o);
 }
 
 static void parse_out_idx(sema_ctx *c, sema_env *env, const ast_stmt *def) {

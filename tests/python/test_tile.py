@@ -477,3 +477,23 @@ def test_link_errors():
     with pytest.raises(link.LinkError, match="C-contiguous|contiguous"):
         link._buf(np.zeros((4, 4), np.float32)[:, ::2])
     assert link.version
+
+
+def test_options_and_pass_configs():
+    path = os.path.join(EXAMPLES, "add.tl")
+    k = tile.compile(path, M=16, N=16, options={"cpu_checks": True, "sm90_group": 4},
+                     pass_configs={"tl.disable_warp_specialized": True})
+    o = k.options
+    assert o["cpu_checks"] == "1" and o["sm90_group"] == "4" and o["sm90_attn_ws"] == "0"
+    assert tile.compile(path, M=16, N=16).options["cpu_checks"] in ("0", "1")  # the environment's
+    with pytest.warns(UserWarning, match="tl.no_such_key"):
+        tile.compile(path, M=16, N=16, pass_configs={"tl.no_such_key": 1})
+    with pytest.raises(tile.TileError, match="no_such_option"):
+        tile.compile(path, M=16, N=16, options={"no_such_option": 1})
+    with pytest.raises(tile.TileError, match="sm90_group"):
+        tile.compile(path, M=16, N=16, options={"sm90_group": 0})
+    # the kernel compiled with the options still computes the sum
+    a, b = np.random.rand(16, 16).astype(np.float32), np.random.rand(16, 16).astype(np.float32)
+    c = np.zeros_like(a)
+    k(a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)

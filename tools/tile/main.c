@@ -7,6 +7,7 @@
  *   tile fuzz --seconds N [--targets ...]             random programs on every target vs the interpreter
  *   tile devices                                      the targets this machine has
  *   tile env [--options | --markdown]                 the knob registry (src/base/knob_list.h)
+ *   check, ir, run and emit take --option NAME=VALUE    a per-kernel compile option
  *   tile launch / link-bench / link-topo / store      TileLink tools (tools/tile/cli_link.c)
  *
  * Exit codes: 0 ok, 1 user error, 2 check failed, 3 internal error.
@@ -34,6 +35,8 @@ static void usage(FILE *out) {
     fputs("usage: tile COMMAND [ARGS]\n"
           "\n"
           "  check FILE [-D NAME=VALUE ...]         parse and check a TileLang file\n"
+          "  (check, ir, run, emit also take --option NAME=VALUE: a per-kernel compile option,\n"
+          "   see tile env --options)\n"
           "  ir FILE [-f FUNC] [-D ...] [--target T] [--after PASS]\n"
           "                                         print the Tile IR of a kernel\n"
           "  run FILE [-f FUNC] [-D NAME=VALUE ...] [--shape NAME=64x32[:dtype] ...]\n"
@@ -68,8 +71,8 @@ typedef struct options {
     const char *after;
     const char **defines;
     int ndefines;
-    kv *shapes, *ins, *outs;
-    int nshapes, nins, nouts;
+    kv *shapes, *ins, *outs, *opts;
+    int nshapes, nins, nouts, nopts;
     unsigned long long seed;
     int check, bench, iters, quiet, no_checks;
     int owned_defines; /* the last owned_defines entries of defines were allocated here */
@@ -114,6 +117,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd) {
         else if (!strcmp(a, "--shape")) { NEED_VALUE(); if (push_kv(&o->shapes, &o->nshapes, a, v)) return -1; }
         else if (!strcmp(a, "--in")) { NEED_VALUE(); if (push_kv(&o->ins, &o->nins, a, v)) return -1; }
         else if (!strcmp(a, "--out")) { NEED_VALUE(); if (push_kv(&o->outs, &o->nouts, a, v)) return -1; }
+        else if (!strcmp(a, "--option")) { NEED_VALUE(); if (push_kv(&o->opts, &o->nopts, a, v)) return -1; }
+        else if (!strncmp(a, "--option=", 9)) { if (push_kv(&o->opts, &o->nopts, "--option", a + 9)) return -1; }
         else if (!strcmp(a, "--target") || !strcmp(a, "-t")) { NEED_VALUE(); o->target = v; }
         else if (!strncmp(a, "--target=", 9)) o->target = a + 9;
         else if (!strcmp(a, "--after")) { NEED_VALUE(); o->after = v; }
@@ -148,6 +153,8 @@ static void free_options(options *o) {
     for (int i = 0; i < o->nshapes; i++) free((void *)o->shapes[i].name);
     for (int i = 0; i < o->nins; i++) free((void *)o->ins[i].name);
     for (int i = 0; i < o->nouts; i++) free((void *)o->outs[i].name);
+    for (int i = 0; i < o->nopts; i++) free((void *)o->opts[i].name);
+    free(o->opts);
     for (int i = o->ndefines - o->owned_defines; i < o->ndefines; i++) free((void *)o->defines[i]);
     free(o->shapes);
     free(o->ins);
@@ -170,7 +177,18 @@ static tile_module *compile(options *o) {
     }
     tile_status st = tile_compile_file_kernel(o->file, o->func, o->defines, o->ndefines, &m, &diag);
     if (diag) { fputs(diag, stderr); tile_free(diag); }
-    return st == TILE_OK ? m : NULL;
+    /* --option NAME=VALUE: the kernels' compile options (after the source's pass_configs) */
+    for (int i = 0; st == TILE_OK && i < o->nopts; i++) {
+        char *err = NULL;
+        st = tile_module_set_option(m, o->opts[i].name, o->opts[i].value, &err);
+        if (st != TILE_OK) fprintf(stderr, "tile: --option %s=%s: %s\n", o->opts[i].name, o->opts[i].value, err ? err : "failed");
+        tile_free(err);
+    }
+    if (st != TILE_OK) {
+        tile_module_free(m);
+        return NULL;
+    }
+    return m;
 }
 
 static tile_kernel *pick_kernel(tile_module *m, const char *func) {
