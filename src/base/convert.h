@@ -190,7 +190,8 @@ TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
 TCV_DEV static inline float tcv_f16_bits_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
-    if (e == 0x1F) return tcv_bits_f32(sign | 0x7F800000 | (m << 13)); /* inf, NaN (payload kept) */
+    /* inf; NaN: payload kept, quiet bit set (as a float -> double conversion would set it) */
+    if (e == 0x1F) return tcv_bits_f32(sign | 0x7F800000 | (m << 13) | (m ? 0x400000u : 0u));
     if (e == 0) {
         if (m == 0) return tcv_bits_f32(sign);
         int p = 31 - TCV_CLZ32(m); /* m = 2^p + ..., value = m * 2^-24 */
@@ -210,7 +211,11 @@ TCV_DEV static inline uint16_t tcv_f32_to_bf16_bits(float x) {
     return (uint16_t)(u >> 16);
 }
 
-TCV_DEV static inline float tcv_bf16_bits_to_f32(uint16_t h) { return tcv_bits_f32((uint32_t)h << 16); }
+/* exact; a signalling NaN comes back quiet (payload kept), as from the f16 decoder */
+TCV_DEV static inline float tcv_bf16_bits_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    return tcv_bits_f32(u | ((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x400000u : 0u));
+}
 
 /* ---------- fp8 / fp4 (fp4: 4-bit codes in the low nibble) ---------- */
 TCV_DEV static inline uint8_t tcv_f64_to_e4m3_bits(double d) { return (uint8_t)tcv_encode_f64(&TCV_E4M3, d); }
