@@ -5,3 +5,4 @@ a torch.compile backend "tile", and TileLink as the torch.distributed backend "t
     rms = tile.torch.op(kernel_factory, name="mylib::rms_norm")
 
 See docs/pytorch.md. Importing this module imports PyTorch."""
+from .distributed import comm_hook, TileDistError  # noqa: E402,F401 (registers backend "tile")
