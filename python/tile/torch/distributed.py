@@ -637,7 +637,7 @@ class comm_hook:
             raise ValueError("comm_hook: unknown method %r (sign1, int4, int8, fp8 or None)" % (method,))
         self.method, self.error_feedback, self.group, self.chunk = method, bool(error_feedback), process_group, int(chunk)
         self._state = {}
-        self.__name__ = "tile_comm_hook_%s" % method
+        self.__name__ = self.__qualname__ = "tile_comm_hook_%s" % method
 
     def _pg(self, state):
         pg = state if isinstance(state, dist.ProcessGroup) else (self.group or dist.distributed_c10d._get_default_group())
