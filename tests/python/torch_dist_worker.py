@@ -288,7 +288,7 @@ def ddp():
     Xte, Yte, Xtr, Ytr = X[:ntest], Y[:ntest], X[ntest:], Y[ntest:]
     gloo = dist.new_group(backend="gloo")
     results = {}
-    for name, group, hook in (("gloo", gloo, None), ("tile", None, None), ("tile+sign1", None, "sign1")):
+    for name, group, hook in (("gloo", gloo, None), ("tile", None, None), ("tile+sign1", None, "sign1"), ("tile+int8", None, "int8")):
         torch.manual_seed(1)
         model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
         m = DDP(model, process_group=group, bucket_cap_mb=0.01)
@@ -308,7 +308,7 @@ def ddp():
         results[name] = acc
     print("rank %d accuracy %s" % (r, " ".join("%s=%.2f" % kv for kv in results.items())), flush=True)
     assert abs(results["tile"] - results["gloo"]) <= 0.5, results
-    assert abs(results["tile+sign1"] - results["tile"]) <= 1.0, results
+    assert abs(results["tile+int8"] - results["tile"]) <= 1.0, results
     assert results["tile"] > 85, results
 
 
