@@ -8,5 +8,6 @@ a torch.compile backend "tile", and TileLink as the torch.distributed backend "t
 See docs/pytorch.md. Importing this module imports PyTorch."""
 from .ops import op, output_meta
 from . import compile_backend
+from .distributed import comm_hook, TileDistError  # noqa: E402,F401 (registers backend "tile")
 
 compile_backend.register()

@@ -1,0 +1,57 @@
+"""Backend "tile" for torch.distributed (python/tile/torch/distributed.py): every call and
+dtype against gloo under torchrun, a rank killed mid-all_reduce, DDP on the digits set.
+Each test starts tests/python/torch_dist_worker.py on several processes."""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch.distributed")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "torch_dist_worker.py")
+
+
+def _port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def _torchrun(n, *args, timeout=240):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n), "--master-port", str(_port()), WORKER] + list(args)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stdout[-4000:]
+    return p.stdout
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_every_call_matches_gloo(n):
+    out = _torchrun(n, "calls")
+    assert out.count("OK calls") == n, out[-2000:]
+
+
+def test_ddp_digits_tile_equals_gloo():
+    out = _torchrun(2, "ddp")
+    assert out.count("OK ddp") == 2 or "SKIP ddp" in out, out[-2000:]
+
+
+def test_killed_rank_raises_on_survivors():
+    n, victim, port = 3, 2, _port()
+    procs = []
+    for r in range(n):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen([sys.executable, WORKER, "kill", str(victim)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert procs[victim].returncode == 17
+    for r in range(n):
+        if r != victim:
+            assert procs[r].returncode == 0 and "OK kill" in outs[r], outs[r][-2000:]
+            assert "rank %d" % victim in outs[r]
