@@ -596,7 +596,7 @@ static bool kw_bool(sema_ctx *c, sema_env *env, const ast_expr *call, const char
 static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, const char *const *allowed) {
     for (int i = 0; i < call->nkwargs; i++) {
         if (!call->kwargs[i].name) {
-            sval *d = c->tile_env ? lower_expr(c, c->tile_env, call->kwargs[i].value) : NULL;
+            sval *d = c->tile_scope ? lower_expr(c, c->tile_scope, call->kwargs[i].value) : NULL;
             if (!d || d->kind != SV_DICT) {
                 if (!d || !d->poison) sema_err(c, call->kwargs[i].loc, "the '**' argument of %s() must be a dict known at compile time", op);
                 continue;
@@ -1018,7 +1018,7 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
 
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
-    c->tile_env = env;
+    c->tile_scope = env;
     /* T.async_copy: Tile's copies complete before the next statement, which is what
      * every explicit wait (T.ptx_wait_group) after it asks for */
     if (!strcmp(name, "copy") || !strcmp(name, "async_copy")) {

@@ -28,7 +28,7 @@ READS = re.compile(r"\b(getenv|secure_getenv|__secure_getenv|__libc_secure_geten
 READS_TEXT = re.compile(r"[\"'](secure_getenv|getenv|__secure_getenv)[\"']")
 # python/: reads of the environment, and TILE_* / TLINK_* names
 PY_READ = re.compile(r"\b(os\.environ|os\.getenv|environ\.get|getenv)\b")
-PY_READ_LITERAL = re.compile(r"""(?:os\.environ(?:\.get)?|os\.getenv|environ\.get)\s*[\[(]\s*["']([A-Za-z0-9_]+)["']""")
+PY_READ_LITERAL = re.compile(r"""(?:os\.environ(?:\.(?:get|pop|setdefault))?|os\.getenv|environ\.(?:get|pop|setdefault))\s*[\[(]\s*["']([A-Za-z0-9_]+)["']""")
 PY_NAME = re.compile(r"""["']((?:TILE|TLINK)_[A-Z0-9_]+)["']""")
 PY_ALLOWED = {"python/tile/_lib.py"}  # _candidates(name, env): env is one of the knobs below
 C_EXT = (".c", ".h", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hpp", ".hh", ".inc")
@@ -129,10 +129,12 @@ SELFTEST = [
     ("python/tile/k.py", "import os\nx = os.environ[\"TILE_NOT_A_KNOB\"]\n"),
     ("python/tile/l.py", "import os\nname = 'TILE_' + 'X'\nx = os.getenv(name)\n"),
     ("python/tile/m.py", "from os import environ\nx = environ.get(\"TLINK_NOT_A_KNOB\")\n"),
+    ("python/tile/n.py", "import os\nos.environ.pop(\"TLINK_NOT_A_KNOB\", None)\n"),
+    ("python/tile/o.py", "import os\nos.environ.setdefault(\"TILE_NOT_A_KNOB\", \"1\")\n"),
 ]
 CLEAN = [
     ("src/ok.c", "/* getenv in a comment */\nconst char *s = \"call getenv() here\";\nint tile_environment_size;\n"),
-    ("python/tile/ok.py", "import os\nx = os.environ.get(\"TILE_LIBRARY\")  # a knob\n"),
+    ("python/tile/ok.py", "import os\nx = os.environ.get(\"TILE_LIBRARY\")  # a knob\nos.environ.pop(\"TLINK_SECRET\", None)\n"),
 ]
 
 
