@@ -13,6 +13,7 @@
 #include "simt_gen.h"
 #include "codegen.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2829,8 +2830,25 @@ static void dialect_header(gen *G, tile_strbuf *o) {
     }
 }
 
+/* Whether a declaration's code (its comments skipped) uses the type double. */
+static bool mentions_double(const char *s) {
+    while (*s) {
+        if (s[0] == '/' && s[1] == '*') {
+            const char *e = strstr(s + 2, "*/");
+            s = e ? e + 2 : s + strlen(s);
+        } else if (s[0] == '/' && s[1] == '/') {
+            while (*s && *s != '\n') s++;
+        } else if (!strncmp(s, "double", 6) && !(isalnum((unsigned char)s[6]) || s[6] == '_')) {
+            return true;
+        } else {
+            s++;
+        }
+    }
+    return false;
+}
+
 /* convert.h adapted to the device: #include lines dropped, format tables in constant
- * memory, and (without fp64) every top-level declaration that mentions double left out. */
+ * memory, and (without fp64) every top-level declaration whose code mentions double left out. */
 static void adapted_convert(gen *G, tile_strbuf *o) {
     const char *p = simt_convert_h;
     tile_strbuf chunk = {0};
@@ -2866,13 +2884,13 @@ static void adapted_convert(gen *G, tile_strbuf *o) {
         bool ends = depth == 0 && len && (L[len - 1] == '}' || L[len - 1] == ';');
         bool blank = len == 0 && depth == 0;
         if (ends || blank) {
-            if (!(drop_double && strstr(chunk.data, "double"))) tile_sb_puts(o, chunk.data);
+            if (!(drop_double && mentions_double(chunk.data))) tile_sb_puts(o, chunk.data);
             tile_sb_free(&chunk);
         }
         tile_sb_free(&fixed);
         tile_sb_free(&ln);
     }
-    if (chunk.len && !(drop_double && strstr(chunk.data, "double"))) tile_sb_puts(o, chunk.data);
+    if (chunk.len && !(drop_double && mentions_double(chunk.data))) tile_sb_puts(o, chunk.data);
     tile_sb_free(&chunk);
 }
 
