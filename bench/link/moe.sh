@@ -12,7 +12,7 @@
 # TOKENS_<n> tokens per rank at n ranks (defaults 4096, 2048, 1024 for 2, 4, 8: the full 4096
 # at 8 ranks needs ~13 GB with Open MPI's and gloo's staging on a 24 GB machine shared with others).
 # Knobs: BUILD (build-bench-link), RANKS ("2 4 8"; empty: none), NS_LAYOUTS ("2x1 2x2 2x4"; NO_NS=1 skips),
-# REPEAT (3), WARM (1), ITERS (3), LIBS ("tilelink mpi gloo"), OUT, JOBS (2); gloo's run, minutes
+# REPEAT (3), WARM (1), ITERS (3), LIBS ("tilelink mpi gloo"; also "tilelink-flat": the flat exchange forced), OUT, JOBS (2); gloo's run, minutes
 # at full size on a small machine, can take fewer: GLOO_REPEAT (REPEAT), GLOO_WARM, GLOO_ITERS.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,7 +65,7 @@ run() {
     local lib=$1 name=$2 rep=$3; shift 3
     say "[$rep/$REPEAT] $name $lib: $*"
     if "$@" >"$TMP/out" 2>&1; then
-        sed -n 's/^\(\[0\] \)\{0,1\}RESULT /RESULT /p' "$TMP/out" | sed "s/^RESULT /RESULT rep=$rep layout=$name /" >>"$TMP/results"
+        sed -n 's/^\(\[0\] \)\{0,1\}RESULT /RESULT /p' "$TMP/out" | sed "s/^RESULT /RESULT rep=$rep layout=$name /; s/ lib=[^ ]*/ lib=$lib/" >>"$TMP/results"
     else
         say "$lib failed:"; tail -5 "$TMP/out" >&2
         echo "FAILED rep=$rep layout=$name lib=$lib" >>"$TMP/results"
@@ -85,6 +85,7 @@ for n in $RANKS; do
             [ "$lib" = gloo ] && [ "$r" -gt "$GLOO_REPEAT" ] && continue
             case $lib in
                 tilelink) run tilelink "shm-$n" "$r" "$TILE" launch -n "$n" -- "$BUILD/moe_bench" $A ;;
+                tilelink-flat) run tilelink-flat "shm-$n" "$r" "$TILE" launch -n "$n" -- "$BUILD/moe_bench" $A -a flat ;;
                 mpi) [ $HAVE_MPI = 1 ] && run mpi "shm-$n" "$r" $MPIRUN -n "$n" "$BUILD/moe_mpi" $A ;;
                 gloo) [ $HAVE_GLOO = 1 ] && run gloo "shm-$n" "$r" "$TILE" launch -n "$n" -- python3 "$ROOT/bench/link/moe_gloo.py" $AG ;;
             esac
@@ -114,6 +115,7 @@ else
                 [ "$lib" = gloo ] && [ "$r" -gt "$GLOO_REPEAT" ] && continue
                 case $lib in
                     tilelink) run tilelink "ns-$lay" "$r" "$TILE" launch --netns --hosts "$hosts" -- "$BUILD/moe_bench" $A ;;
+                    tilelink-flat) run tilelink-flat "ns-$lay" "$r" "$TILE" launch --netns --hosts "$hosts" -- "$BUILD/moe_bench" $A -a flat ;;
                     # Open MPI over TCP everywhere (its shared-memory BTL does not survive being
                     # launched into namespaces: bench/link/run.sh)
                     mpi) [ $HAVE_MPI = 1 ] && run mpi "ns-$lay" "$r" ip netns exec "${NSP}0" $MPIRUN --mca plm_rsh_agent "$BUILD/netns-agent.sh" \
@@ -142,8 +144,8 @@ data = {}
 for r in rows:
     d = kv(r)
     data.setdefault(d["layout"], {}).setdefault(d["lib"], {})[int(d["rep"])] = d
-libs = ["tilelink", "mpi", "gloo"]
-names = {"tilelink": "TileLink", "mpi": "Open MPI", "gloo": "gloo"}
+libs = ["tilelink", "tilelink-flat", "mpi", "gloo"]
+names = {"tilelink": "TileLink", "tilelink-flat": "TileLink (flat forced)", "mpi": "Open MPI", "gloo": "gloo"}
 print("| layout | ranks | tokens/rank | library | algorithm | dispatch (ms) | combine (ms) | total (ms) | GB/s of token data | checksum |")
 print("|---|---:|---:|---|---|---:|---:|---:|---:|---|")
 ratio_lines = []
@@ -159,8 +161,8 @@ for lay in data:
         gbs = nb / int(d0["ranks"]) / (tot * 1e-3) / 1e9
         cks = sorted(set(v["checksum"] for v in reps.values()))
         print(f"| {lay} | {d0['ranks']} | {d0['tokens']} | {names[lib]} | {d0['algo']} | {disp:.1f} | {comb:.1f} | {tot:.1f} | {gbs:.3f} | {','.join(cks)} |")
-    t = data[lay].get("tilelink", {})
-    for other in ("mpi", "gloo"):
+    for mine, other in (("tilelink", "mpi"), ("tilelink", "gloo"), ("tilelink-flat", "mpi")):
+        t = data[lay].get(mine, {})
         o = data[lay].get(other, {})
         common = sorted(set(t) & set(o))
         if not common: continue
@@ -169,13 +171,13 @@ for lay in data:
         rc = [float(o[r]["combine_ms"]) / float(t[r]["combine_ms"]) for r in common]
         same = all(t[r]["checksum"] == o[r]["checksum"] for r in common)
         hier = any(t[r]["algo"] == "hierarchical" for r in common)
-        ratio_lines.append(f"| {lay} | {names[other]} | {st.median(rs):.2f} | {min(rs):.2f}-{max(rs):.2f} | {st.median(rd):.2f} | {st.median(rc):.2f} | {len(common)} | {'yes' if same else 'no (hierarchical: rounded per host)' if hier else 'NO'} |")
+        ratio_lines.append(f"| {lay} | {names[mine]} | {names[other]} | {st.median(rs):.2f} | {min(rs):.2f}-{max(rs):.2f} | {st.median(rd):.2f} | {st.median(rc):.2f} | {len(common)} | {'yes' if same else 'no (hierarchical: rounded per host)' if hier else 'NO'} |")
 print()
 print("Throughput ratio TileLink / other (= other's time / TileLink's; higher is better), per")
 print("repetition (the libraries of one repetition ran one after another), dispatch + combine:")
 print()
-print("| layout | against | ratio, median | spread (min-max) | dispatch ratio | combine ratio | repetitions | same checksum |")
-print("|---|---|---:|---:|---:|---:|---:|---|")
+print("| layout | TileLink run | against | ratio, median | spread (min-max) | dispatch ratio | combine ratio | repetitions | same checksum |")
+print("|---|---|---|---:|---:|---:|---:|---:|---|")
 for l in ratio_lines: print(l)
 if fails:
     print()
