@@ -133,7 +133,7 @@ typedef struct sema_ctx {
     sema_env *pending_envs[32];
     int npending_asserts;
     const ast_stmt *eager_def;
-    sema_env *tile_scope;          /* the scope of the tile operation being lowered */
+    sema_env *tile_scope;        /* the scope of the tile operation being lowered */
     const ast_stmt *entry_outer; /* a kernel defined inside this (test) function: its scope */
     sema_env *entry_env;         /* ... evaluated at compile time (caller_env) */
 } sema_ctx;
