@@ -145,8 +145,8 @@ void ir_explain_print(const ir_func *f, const char *target, tile_strbuf *out) {
     int n = x ? x->len : 0, nops = x ? x->nops : 0;
     tile_sb_printf(out, "explain %s for %s:\n", f->name, target ? target : "?");
     /* every op of the inventory that no decision names: "no decision recorded" */
-    row *rows = calloc((size_t)(n + nops) + 1, sizeof *rows);
-    ir_decision *none = calloc((size_t)nops + 1, sizeof *none);
+    row *rows = tile_xcalloc((size_t)(n + nops) + 1, sizeof *rows);
+    ir_decision *none = tile_xcalloc((size_t)nops + 1, sizeof *none);
     int nr = 0;
     for (int i = 0; i < n; i++) rows[nr++] = (row){&x->items[i], i};
     for (int i = 0; i < nops; i++) {
