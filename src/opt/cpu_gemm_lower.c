@@ -818,7 +818,7 @@ static const char *kdesc(cg *C, const gemm_rec *r) {
     if (!r || !r->kfused) return "";
     if (r->ksym) return tile_arena_printf(&C->m->arena, "; the K loop at line %d fused into it%s", r->kline, r->pipelined ? " (pipelined stages: one pass)" : "");
     return tile_arena_printf(&C->m->arena, "; the K loop at line %d (%lld steps%s) fused into it", r->kline, (long long)r->ksteps,
-                             r->pipelined ? tile_arena_printf(&C->m->arena, ", %d stages", r->stages) : "");
+                             r->pipelined ? tile_arena_printf(&C->m->arena, ", %d stage%s", r->stages, r->stages == 1 ? "" : "s") : "");
 }
 
 /* the packing of an operand in words */
