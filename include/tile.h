@@ -154,6 +154,12 @@ TILE_API char *tile_kernel_ir(const tile_kernel *k);
 /* The IR after the TileOpt pipeline of `target` ("cpu", ...), up to pass `after_pass` (NULL:
  * all passes; "sema": none). *text (free with tile_free) or *error. */
 TILE_API tile_status tile_kernel_ir_for(tile_kernel *k, const char *target, const char *after_pass, char **text, char **error);
+/* Why the kernel is lowered the way it is on `target` (what `tile ir --explain` prints): for
+ * each tile op, one line `FILE:LINE:COL: OP: LOWERING [pass]` and one `... declined: FASTER:
+ * WHY [pass]` per faster lowering a pass or the code generator declined; after the pipeline
+ * up to `after_pass` (NULL: all passes and the code generator's decisions). *text (free with
+ * tile_free) or *error. */
+TILE_API tile_status tile_kernel_explain(tile_kernel *k, const char *target, const char *after_pass, char **text, char **error);
 /* The generated source of a kernel for `target` (what `tile emit` prints). */
 TILE_API tile_status tile_kernel_emit(tile_kernel *k, const char *target, char **source, char **error);
 /* The target "auto" stands for on this machine: "cuda", "cpu" or "interp". */

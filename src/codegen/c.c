@@ -127,6 +127,7 @@ typedef struct gen {
     int in_parallel;     /* inside a kernel body or an outlined loop */
     const ir_var *row_var; /* the loop variable of the outlined parallel loop being generated */
     const ir_stmt *row_body; /* its body */
+    const ir_stmt *par_nest; /* the outermost loop of the T.Parallel nest being emitted (--explain) */
     int row_t;             /* its tmp number (lo<row_t> + end_ is the end of the worker's range) */
     bool row_reads_ahead;  /* its read pass prefetches ahead (tile_row_expsumf): no next-row prefetch in its write loops */
     bool may_fail;       /* the statement being generated contains an operation that can fail */
@@ -891,6 +892,9 @@ static bool copy_streams(gen *G, const ir_buffer *bs, const ir_buffer *bd, int s
            bs->scope != IR_SCOPE_GLOBAL && sd == bs->rank - 1 && dd == bd->rank - 1;
 }
 
+/* --explain: what the C code generator made of a tile op */
+#define EXPLAIN(s, kind, what, ...) ir_explain_stmt(G->f, (s), "c", (kind), (what), __VA_ARGS__)
+
 static void gcopy(gen *G, const ir_stmt *s) {
     const ir_region *rs = &s->regions[0], *rd = &s->regions[1];
     const ir_buffer *bs = rs->buf, *bd = rd->buf;
@@ -916,6 +920,9 @@ static void gcopy(gen *G, const ir_stmt *s) {
     for (int k = 0; fast && k < ms; k++)
         if (es[k] != ed[k]) fast = false;
     if (!fast) {
+        EXPLAIN(s, IR_DEC_GOT, "element by element through the runtime (tile_copy_generic)", NULL);
+        EXPLAIN(s, IR_DEC_DECLINED, "row-run loops the C compiler vectorises", "%s",
+                ms != md || !ms ? "the extents are not constants (or the regions' non-unit extents differ)" : "the regions' non-unit extents differ");
         int m = msg_at(G, s->loc, "copy: the source and destination regions have different element counts");
         gregion_struct(G, rs, ts, "rs_");
         gregion_struct(G, rd, td, "rd_");
@@ -1027,6 +1034,9 @@ static void gcopy(gen *G, const ir_stmt *s) {
             put_store(&st, bd, dof.data, vdt, v.data);
         }
         bool nt = copy_streams(G, bs, bd, sdim[k], ddim[k]);
+        EXPLAIN(s, IR_DEC_GOT, nt ? "row-run loops under TILE_IVDEP (vectorised by the C compiler), streaming stores for runs of >= 64 f32"
+                                  : "row-run loops under TILE_IVDEP (vectorised by the C compiler)",
+                NULL);
         if (nt) {
             /* a tile written back to a tensor: streaming stores (no read for ownership) */
             line(G, "if (z%d - a%d >= 64) { int64_t c%d_%d = a%d; tile_copy_f32_nt(&b%d[%s], &b%d[%s], z%d - a%d); nt%d_ = 1; } else", ts, ts,
@@ -1087,6 +1097,7 @@ static void greduce(gen *G, const ir_stmt *s) {
         int m = msg_at(G, s->loc, "reduce: dim %d out of range", s->dim);
         line(G, "tile_fail(ctx, tile_msg%d); rc = 1; goto tile_out;", m);
     } else if (reduce_rows_fast(G, s)) {
+        EXPLAIN(s, IR_DEC_GOT, "one vectorised run per row (tile_run_f32)", NULL);
         /* whole f32 buffers [R, L] -> [R] along the contiguous dim: the rows inline */
         const ir_buffer *bs = rs->buf, *bd = rd->buf;
         int op = s->reduce_op;
@@ -1101,6 +1112,11 @@ static void greduce(gen *G, const ir_stmt *s) {
         else line(G, "    b%d[r_] = tile_fmaxf(a_, v_);", bd->id);
         line(G, "}");
     } else {
+        EXPLAIN(s, IR_DEC_GOT, "element by element through the runtime (tile_reduce_generic)", NULL);
+        EXPLAIN(s, IR_DEC_DECLINED, "one vectorised run per row (tile_run_f32)", "%s",
+                s->dim != 1 || rs->buf->rank != 2 || rd->buf->rank != 1 ? "it is not a [R, L] -> [R] reduction along the last dimension"
+                : rs->buf->dtype != TILE_DT_F32 || rd->buf->dtype != TILE_DT_F32 ? "source or destination is not f32"
+                                                                                 : "the regions are not whole buffers of constant shape");
         int m = msg_at(G, s->loc, "reduce: the source and destination regions do not match");
         gregion_struct(G, rs, ts, "rs_");
         gregion_struct(G, rd, td, "rd_");
@@ -1131,6 +1147,8 @@ static void ggemm(gen *G, const ir_stmt *s) {
     }
     int m1 = msg_at(G, s->loc, "gemm: the shapes of the operands do not match (or a leading extent is not 1)");
     int m2 = msg_at(G, s->loc, "gemm: the GEMM library failed");
+    EXPLAIN(s, IR_DEC_GOT, G->in_parallel ? "a call of the GEMM library per block, on the block's thread (tile_gemm_rgn)" : "one call of the GEMM library on all cores (tile_gemm_rgn)",
+            NULL);
     line(G, "tile_gemm_rgn(ctx, &ra_, &rb_, &rc_, %d, %d, %d, %d, tile_msg%d, tile_msg%d);", s->trans_a ? 1 : 0, s->trans_b ? 1 : 0,
          s->clear ? 1 : 0, G->in_parallel ? 0 : 1, m1, m2);
     line(G, "if (TILE_UNLIKELY(tile_failed(ctx))) { rc = 1; goto tile_out; }");
@@ -1686,10 +1704,19 @@ static bool grow_read(gen *G, const ir_stmt *s, int t) {
     return true;
 }
 
+static void gfor_body(gen *G, const ir_stmt *s);
 static void gfor(gen *G, const ir_stmt *s) {
+    const ir_stmt *saved = G->par_nest;
+    if (s->par_group_depth > 0) G->par_nest = s;
+    gfor_body(G, s);
+    G->par_nest = saved;
+}
+
+static void gfor_body(gen *G, const ir_stmt *s) {
     int t = tmp(G);
     int id = s->var->id;
     if (s->loop_kind == IR_LOOP_PARALLEL && !G->in_parallel) {
+        EXPLAIN(G->par_nest ? G->par_nest : s, IR_DEC_GOT, "chunks of iterations over the thread pool", NULL);
         /* outline: chunks of iterations over the pool */
         int fnid = G->nfuncs++;
         char *ext = expr_str(G, s->extent, M_INDEX);
@@ -1746,6 +1773,7 @@ static void gfor(gen *G, const ir_stmt *s) {
     free(ext);
     check_fail(G);
     if (grow_read(G, s, t)) {
+        if (G->par_nest) EXPLAIN(G->par_nest, IR_DEC_GOT, "loops in the block, the rows it reads loaded ahead as vector runs", NULL);
         G->indent--;
         line(G, "}");
         return;
@@ -1763,6 +1791,12 @@ static void gfor(gen *G, const ir_stmt *s) {
         G->indent--;
         line(G, "}");
         return;
+    }
+    if (G->par_nest && s->loop_kind == IR_LOOP_PARALLEL && G->in_parallel) {
+        if (!contains_loop(s->body[0]))
+            EXPLAIN(G->par_nest, IR_DEC_GOT, nts ? "loops in the block, the innermost vectorised with streaming stores" : simd_red ? "loops in the block, the innermost an omp simd reduction" : "loops in the block, the innermost under TILE_IVDEP (iterations independent: vectorised by the C compiler)", NULL);
+        else if (s == G->par_nest && !s->body[0])
+            EXPLAIN(G->par_nest, IR_DEC_GOT, "loops in the block", NULL);
     }
     if ((s->loop_kind == IR_LOOP_PARALLEL || s->loop_kind == IR_LOOP_VECTORIZED) && !contains_loop(s->body[0])) line(G, "TILE_IVDEP");
     else if (s->loop_kind == IR_LOOP_UNROLLED) line(G, "_Pragma(\"GCC unroll 4\")");
@@ -1801,6 +1835,7 @@ static void gkernel(gen *G, const ir_stmt *s) {
         return;
     }
     int t = tmp(G), fnid = G->nfuncs++;
+    EXPLAIN(s, IR_DEC_GOT, "its blocks spread over the thread pool, each block's threads= run as one C thread", NULL);
     line(G, "{");
     G->indent++;
     tile_strbuf neg = {0};

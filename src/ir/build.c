@@ -97,6 +97,8 @@ ir_func *ir_func_new(ir_module *m, const char *name, tile_loc loc, ir_form form)
     f->name = tile_arena_strdup(&m->arena, name ? name : "");
     f->loc = loc;
     f->form = form;
+    f->explain = TILE_NEW(&m->arena, ir_explain);
+    f->explain->arena = &m->arena;
     return f;
 }
 

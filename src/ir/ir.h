@@ -324,10 +324,38 @@ typedef struct ir_param {
     ir_var *var;         /* scalar parameter (IR_VAR_PARAM), or NULL */
 } ir_param;
 
+/* ---------- lowering decisions (`tile ir --explain`, src/ir/explain.c) ----------
+ * What the passes and code generators of a target decided for each tile op (T.gemm, T.copy,
+ * T.fill, reductions, T.Parallel nests, T.Pipelined loops, kernels), kept by op source
+ * position so that they survive rewrites that replace the op: the lowering it got and, one
+ * record each, every faster lowering that was declined and why. Semantics never depend on
+ * them. */
+typedef enum ir_decision_kind { IR_DEC_GOT = 0, IR_DEC_DECLINED = 1 } ir_decision_kind;
+typedef struct ir_decision {
+    tile_loc loc;          /* the op in the source */
+    const char *op;        /* "T.gemm", "T.copy", "T.Parallel", "T.Kernel", ... (ir_stmt_op_name) */
+    const char *by;        /* the pass or code generator that decided ("cpugemm", "rowfuse", "c", "layout") */
+    ir_decision_kind kind;
+    const char *what;      /* GOT: the lowering; DECLINED: the faster lowering declined */
+    const char *why;       /* DECLINED: the reason; GOT: NULL or a detail */
+} ir_decision;
+typedef struct ir_explain {
+    tile_arena *arena;     /* the module's */
+    ir_decision *items;
+    int len, cap;
+    /* the tile ops of the function as sema made them (opt_run records them before the first
+     * pass), so that an op every pass left alone is still listed */
+    ir_decision *ops;
+    int nops, capops;
+} ir_explain;
+
 typedef struct ir_func {
     const char *name;
     tile_loc loc;
     ir_form form;
+    /* the decisions of the target's passes and code generator (never NULL after
+     * ir_func_new; the pointee is written through a const ir_func by code generators) */
+    ir_explain *explain;
     ir_param *params;    /* in call order */
     int nparams;
     ir_buffer **rets;    /* buffers the runtime allocates and returns (role OUTPUT), in order */
@@ -404,6 +432,27 @@ ir_expr *ir_simplify_int(ir_module *m, ir_expr *e);
 /* ---------- printing and checking (src/ir/print.c, src/ir/verify.c) ---------- */
 /* Human-readable text of a function / module (what `tile ir` prints). */
 void ir_print_func(const ir_func *f, tile_strbuf *out);
+
+/* ---------- lowering decisions (src/ir/explain.c) ---------- */
+/* The name a tile op goes by in the source ("T.gemm", "T.copy", "T.fill", "T.reduce_max",
+ * "T.Parallel", "T.Pipelined", "T.serial", "T.Kernel"), or NULL for other statements. */
+const char *ir_stmt_op_name(const ir_stmt *s);
+/* Record a decision about the op at loc (duplicates are dropped); why is a printf format
+ * (NULL: none). Callable from code generators, which hold a const ir_func. */
+void ir_explain_add(const ir_func *f, tile_loc loc, const char *op, const char *by, ir_decision_kind kind, const char *what,
+                    const char *why_fmt, ...) __attribute__((format(printf, 7, 8)));
+/* the same for a statement (its op name and position) */
+void ir_explain_stmt(const ir_func *f, const ir_stmt *s, const char *by, ir_decision_kind kind, const char *what, const char *why_fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Record every tile op of s (nested statements too) as an op of f (opt_run, before the
+ * passes); with `by` and `what` non-NULL also record that decision for each of them (a pass
+ * that replaces a whole kernel says what became of the ops in it). */
+void ir_explain_ops(const ir_func *f, const ir_stmt *s, const char *by, const char *what);
+/* The decisions as text for `tile ir --explain` and TILE_LOG=info, one line each, in source
+ * order, every op listed (one with no decision says so):
+ *   FILE:LINE:COL: OP: LOWERING [by]
+ *   FILE:LINE:COL: OP: declined: FASTER: WHY [by] */
+void ir_explain_print(const ir_func *f, const char *target, tile_strbuf *out);
 void ir_print_module(const ir_module *m, tile_strbuf *out);
 void ir_print_expr(const ir_expr *e, tile_strbuf *out);
 /* One line describing a layout (what `tile ir` prints after a fragment's alloc). */

@@ -339,8 +339,19 @@ void tk_pack_bf16_generic(const tk_src *s, int64_t p0, int64_t plen, int64_t k0,
 }
 
 #define TK_MAX_REGIONS 64
+/* Where the result goes when C is not f32: the compute tasks accumulate into an f32
+ * workspace (gctx.c) and each rounds its tile into p (dtype dt, element strides rs / cs, in
+ * the workspace's orientation) as soon as the tile is final, while it is in cache and on
+ * all cores, instead of one serial pass over the whole of C after the GEMM. */
+typedef struct tk_out {
+    void *p;
+    tile_dtype dt;
+    int64_t rs, cs;
+} tk_out;
+
 typedef struct gctx {
     const tk_isa *isa;
+    const tk_out *out; /* NULL: C is the result */
     kset ks;
     tk_src a, b;
     float *c;
@@ -835,6 +846,20 @@ static void affine_setup(gctx *x, int workers) {
     x->pk_n = bp + x->nscan;
 }
 
+static void st_any(tile_dtype dt, void *p, int64_t idx, double v);
+
+/* rows [r0, r0 + nr) x columns [c0, c0 + nc) of the f32 result c (row stride c_rs, unit
+ * column stride), times 2^-cshift, rounded into out */
+static void out_rows(const tk_isa *isa, const tk_out *out, const float *c, int64_t c_rs, int64_t r0, int64_t nr, int64_t c0,
+                     int64_t nc, int cshift) {
+    const float scale = cshift ? ldexpf(1.0f, -cshift) : 1.0f;
+    for (int64_t i = r0; i < r0 + nr; i++) {
+        const float *src = c + i * c_rs + c0;
+        if (out->cs == 1 && isa->cvt_from_f32 && isa->cvt_from_f32(out->dt, out->p, i * out->rs + c0, src, nc, scale)) continue;
+        for (int64_t j = 0; j < nc; j++) st_any(out->dt, out->p, i * out->rs + (c0 + j) * out->cs, (double)(src[j] * scale));
+    }
+}
+
 /* compute task t = (N block jn, chunk im of the A block's rows), all of K */
 static void compute_task(void *arg, int64_t t) {
     gctx *x = (gctx *)arg;
@@ -897,6 +922,7 @@ static void compute_task(void *arg, int64_t t) {
         if (g_prof) kern += now_ns() - k0;
     }
     if (ks->end) ks->end();
+    if (x->out) out_rows(x->isa, x->out, x->c, x->c_rs, x->ic + i0, ml, j0, nl, x->cshift);
     if (g_prof) {
         const uint64_t tend = now_ns();
         pr_add(&g_pr.busy, tend - tstart);
@@ -1004,7 +1030,7 @@ static int bf16_apply_plan(gctx *x, int *cshift) {
 
 static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_src b, float *c, int64_t c_rs,
                     int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool,
-                    int workers);
+                    int workers, const tk_out *out);
 
 /* C (f32, element strides c_rs/c_cs) (+)= A @ B with the packed kernels.
  * Two parallel steps per A block (normally one A block: all of M): pack the block's A
@@ -1012,9 +1038,9 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
  * packing. */
 static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_src b, float *c, int64_t c_rs,
                     int64_t c_cs, int64_t M, int64_t N, int64_t K, int accumulate, tk_parallel_for pfor, void *pool,
-                    int workers) {
+                    int workers, const tk_out *out) {
     /* orientation: the micro-kernel writes rows of C with unit stride */
-    if (c_cs != 1 && c_rs == 1) {
+    if (c_cs != 1 && c_rs == 1 && !out) {
         tk_src t = a;
         a = b;
         b = t;
@@ -1027,11 +1053,13 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
     }
     if (!bk && direct_ok(isa, &a, &b, c_cs, M, N, K)) {
         gemm_direct(isa, &a, &b, c, c_rs, M, N, K, accumulate);
+        if (out) out_rows(isa, out, c, c_rs, 0, M, 0, N, 0);
         return TK_GEMM_OK;
     }
     gctx x;
     memset(&x, 0, sizeof x);
     x.isa = isa;
+    x.out = out;
     x.a = a;
     x.b = b;
     x.c = c;
@@ -1217,14 +1245,15 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
                     pr_add(&g_pr.join1, g_pr_j1);
                 }
             }
-            if (x.plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
+            if (x.plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers, out);
             if (x.pk_plan) cshift = x.cshift;
         } else {
             x.apan_per_task = x.napan;
             for (int64_t t = 0; t < x.npc; t++) pack_a_task(&x, t);
             if (bk && ic == 0) {
                 const int plan = bf16_apply_plan(&x, &cshift);
-                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers);
+                x.cshift = cshift;
+                if (plan < 0) return gemm_f32(isa, NULL, a, b, c, c_rs, c_cs, M, N, K, accumulate, pfor, pool, workers, out);
             }
             x.mchunk = x.mpad;
             x.nMt = 1;
@@ -1235,7 +1264,7 @@ static int gemm_f32(const tk_isa *isa, const tk_bf16_kernel *bk, tk_src a, tk_sr
             return fail(TK_GEMM_ENOMEM, "cpu gemm: cannot allocate a packing buffer for B");
         }
     }
-    if (cshift) scale_c(c, c_rs, c_cs, M, N, -cshift);
+    if (cshift && !out) scale_c(c, c_rs, c_cs, M, N, -cshift); /* (with out, the tasks scaled what they rounded) */
     if (g_prof && par) {
         pr_add(&g_pr.total, now_ns() - pr0);
         pr_add(&g_pr.calls, 1);
@@ -1373,7 +1402,7 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
     const tk_bf16_kernel *bk = (g->a_dtype == TILE_DT_BF16 && g->b_dtype == TILE_DT_BF16) ? bf16_kernel() : NULL;
     const int workers = g->nthreads > 0 ? g->nthreads : tk_cpu_count();
     if (g->c_dtype == TILE_DT_F32)
-        return gemm_f32(isa, bk, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool, workers);
+        return gemm_f32(isa, bk, a, b, (float *)g->C, g->c_rs, g->c_cs, M, N, K, g->accumulate, pfor, pool, workers, NULL);
 
     /* other C dtypes: accumulate in an f32 workspace, round once */
     tk_tls *tl = &t_tls;
@@ -1383,15 +1412,9 @@ int tk_cpu_gemm(const tk_gemm *g, tk_parallel_for pfor, void *pool) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
                 w[i * N + j] = (float)ld_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs);
-    int rc = gemm_f32(isa, bk, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool, workers);
-    if (rc == TK_GEMM_OK) {
-        if (g->c_cs == 1 && g->c_dtype != TILE_DT_FP4_E2M1) {
-            for (int64_t i = 0; i < M; i++) tk_cvt_from_f32(g->c_dtype, g->C, i * g->c_rs, w + i * N, N);
-        } else {
-            for (int64_t i = 0; i < M; i++)
-                for (int64_t j = 0; j < N; j++) st_any(g->c_dtype, g->C, i * g->c_rs + j * g->c_cs, w[i * N + j]);
-        }
-    }
+    /* the compute tasks round their tiles into C (tk_out) */
+    const tk_out out = {g->C, g->c_dtype, g->c_rs, g->c_cs};
+    int rc = gemm_f32(isa, bk, a, b, w, N, 1, M, N, K, g->accumulate, pfor, pool, workers, &out);
     buf_trim(&tl->w);
     return rc;
 }
@@ -1409,6 +1432,11 @@ int tk_cvt_to_f32(float *dst, tile_dtype dt, const void *src, int64_t first, int
 
 int tk_cvt_from_f32(tile_dtype dt, void *dst, int64_t first, const float *src, int64_t n) {
     if (dt < 0 || dt >= TILE_DT_COUNT || !tile_dtype_is_float(dt)) return -1;
+    if (n > 0 && (dt == TILE_DT_F16 || dt == TILE_DT_BF16)) {
+        ensure_init();
+        const tk_isa *isa = g_isa ? g_isa : &tk_isa_generic;
+        if (isa->cvt_from_f32 && isa->cvt_from_f32(dt, dst, first, src, n, 1.0f)) return 0;
+    }
     switch (dt) {
     case TILE_DT_F32: {
         /* NaNs become the canonical quiet NaN (sign kept), as tile_store_f does */

@@ -156,7 +156,7 @@ static float max_avx2(const float *x, int64_t n) {
 
 const tk_isa tk_isa_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR,
-    .ukr = ukr_avx2, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,
+    .ukr = ukr_avx2, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run, .cvt_from_f32 = tkp_cvt_from_run,
     .direct_mr = 1 << 20, .direct_nr = 16, .ukr_direct = ukr_direct_avx2,
     .sum = sum_avx2, .max = max_avx2,
 };

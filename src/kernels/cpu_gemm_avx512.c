@@ -394,7 +394,7 @@ void tk_bf16_range_avx512(const uint16_t *h, int64_t n, uint32_t *mn, uint32_t *
 
 const tk_isa tk_isa_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR,
-    .ukr = ukr_avx512, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,
+    .ukr = ukr_avx512, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run, .cvt_from_f32 = tkp_cvt_from_run,
     .direct_mr = 1 << 20, .direct_nr = 32, .ukr_direct = ukr_direct_avx512,
     .sum = sum_avx512, .max = max_avx512,
 };

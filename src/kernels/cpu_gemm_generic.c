@@ -143,6 +143,6 @@ const tk_bf16_kernel tk_bf16_amx_emulated = {
 
 const tk_isa tk_isa_generic = {
     .name = "generic", .mr = G_MR, .nr = G_NR,
-    .ukr = ukr_generic, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run,
+    .ukr = ukr_generic, .pack = tkp_pack, .cvt_to_f32 = tkp_cvt_run, .cvt_from_f32 = tkp_cvt_from_run,
     .sum = sum_generic, .max = max_generic,
 };

@@ -31,6 +31,8 @@ typedef struct tk_isa {
     tk_ukr_fn ukr;
     tk_pack_fn pack;
     void (*cvt_to_f32)(float *dst, tile_dtype dt, const void *src, int64_t first, int64_t n);
+    /* the other way, for f16 / bf16 results (tkp_cvt_from_run): 0 for other dtypes */
+    int (*cvt_from_f32)(tile_dtype dt, void *dst, int64_t first, const float *src, int64_t n, float scale);
     float (*sum)(const float *x, int64_t n);
     float (*max)(const float *x, int64_t n);
     /* optional no-pack kernel for small f32 problems (NULL if none): a tile of m <= direct_mr

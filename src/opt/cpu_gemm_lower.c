@@ -230,6 +230,20 @@ static void set_note(cg *C, ir_stmt *g, const char *fmt, ...) {
     tile_sb_free(&sb);
 }
 
+/* --explain: the gemm's lowering (its note without "cpu: ") and the faster ones declined */
+static void explain_gemm(cg *C, const ir_stmt *g, const char *const fwd_why[2], const char *kfuse_why, const char *hoist_why, const char *direct_why) {
+    const ir_func *f = C->f;
+    if (g->note) ir_explain_add(f, g->loc, "T.gemm", "cpugemm", IR_DEC_GOT, strncmp(g->note, "cpu: ", 5) ? g->note : g->note + 5, NULL);
+    for (int w = 0; w < 2; w++)
+        if (fwd_why && fwd_why[w])
+            ir_explain_add(f, g->loc, "T.gemm", "cpugemm", IR_DEC_DECLINED, w ? "B read in place from its tensor (no tile copy)" : "A read in place from its tensor (no tile copy)",
+                           "%s", fwd_why[w]);
+    if (kfuse_why) ir_explain_add(f, g->loc, "T.gemm", "cpugemm", IR_DEC_DECLINED, "one gemm over the whole K loop", "%s", kfuse_why);
+    if (hoist_why)
+        ir_explain_add(f, g->loc, "T.gemm", "cpugemm", IR_DEC_DECLINED, "one GEMM for the whole grid (A and B packed once, all cores)", "%s", hoist_why);
+    if (direct_why) ir_explain_add(f, g->loc, "T.gemm", "cpugemm", IR_DEC_DECLINED, "the grid GEMM writing C itself (no kernel left)", "%s", direct_why);
+}
+
 static void log_kernel(cg *C, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_kernel(cg *C, const char *fmt, ...) {
     if (!tile_log_enabled(TILE_LOG_INFO)) return;
@@ -345,7 +359,11 @@ static bool forward_tile(cg *C, const ir_buffer *T, const char **why) {
     }
     for (int i = 0; i < F.n; i++) {
         fpair *p = &F.p[i];
-        if (!is_empty(p->seq->body[p->ci])) p->seq->body[p->ci] = empty_seq(C, p->seq->body[p->ci]->loc);
+        if (is_empty(p->seq->body[p->ci])) continue;
+        ir_stmt *cp = p->seq->body[p->ci];
+        ir_explain_stmt(C->f, cp, "cpugemm", IR_DEC_GOT, "removed", "the gemm at line %d reads %s in place (the GEMM library packs from it)",
+                        p->seq->body[p->gi]->loc.line, cp->regions[0].buf->name);
+        p->seq->body[p->ci] = empty_seq(C, cp->loc);
     }
     return true;
 }
@@ -484,6 +502,9 @@ static ir_stmt *fuse_k(cg *C, ir_stmt *L, gemm_rec *r, const char **why) {
         nr.extent[kd] = ext;
         ng->regions[w] = nr;
     }
+    ir_explain_stmt(C->f, L, "cpugemm", IR_DEC_GOT, "fused into its gemm", "the gemm at line %d runs once over K extent %s%s", g->loc.line,
+                    econst ? tile_arena_printf(&C->m->arena, "%lld", (long long)(s * ev)) : "(symbolic)",
+                    L->loop_kind == IR_LOOP_PIPELINED ? "; stages do not apply on the cpu (the GEMM library streams its packed panels)" : "");
     r->kfused = true;
     r->ksym = !econst;
     r->ksteps = econst ? ev : 0;
@@ -512,6 +533,7 @@ static void fuse_walk(cg *C, ir_stmt *s, gemms *G) {
                     continue;
                 }
                 if (r) r->kfuse_why = why;
+                ir_explain_stmt(C->f, b, "cpugemm", IR_DEC_DECLINED, "fusion into its gemm", "%s", why);
                 continue;
             }
             /* a K loop holding more than the gemm: say why it stays */
@@ -796,7 +818,7 @@ static const char *kdesc(cg *C, const gemm_rec *r) {
     if (!r || !r->kfused) return "";
     if (r->ksym) return tile_arena_printf(&C->m->arena, "; the K loop at line %d fused into it%s", r->kline, r->pipelined ? " (pipelined stages: one pass)" : "");
     return tile_arena_printf(&C->m->arena, "; the K loop at line %d (%lld steps%s) fused into it", r->kline, (long long)r->ksteps,
-                             r->pipelined ? tile_arena_printf(&C->m->arena, ", %d stages", r->stages) : "");
+                             r->pipelined ? tile_arena_printf(&C->m->arena, ", %d stage%s", r->stages, r->stages == 1 ? "" : "s") : "");
 }
 
 /* the packing of an operand in words */
@@ -852,6 +874,7 @@ static ir_stmt *lower_kernel(cg *C, ir_stmt *ks) {
             if (!top_level) hwhy[i] = G.r[i].kfuse_why ? G.r[i].kfuse_why : "the gemm is inside a loop or branch of the block";
         }
     ir_stmt *result = ks;
+    const char *direct_why = NULL;
     if (nh == 1) {
         ir_buffer *out = NULL;
         ir_expr *r0 = NULL, *c0 = NULL;
@@ -863,11 +886,22 @@ static ir_stmt *lower_kernel(cg *C, ir_stmt *ks) {
             gemm_rec *r = rec_of(&G, H[0].g);
             set_note(C, ng, "one GEMM for the whole grid (%s x %s blocks of %lldx%lld), A and B packed once, on all cores, written to %s%s", 
                      H[0].bi ? H[0].bi->name : "1", H[0].bj ? H[0].bj->name : "1", (long long)H[0].bM, (long long)H[0].bN, out->name, kdesc(C, r));
+            explain_gemm(C, ng, r ? r->fwd_why : NULL, NULL, NULL, NULL);
+            ir_explain_stmt(C->f, ks, "cpugemm", IR_DEC_GOT, "removed", "its work is the gemm at line %d, now one GEMM over the grid writing %s",
+                            H[0].g->loc.line, out->name);
+            for (int i = 0; i < T.n; i++) {
+                ir_stmt *s = *T.slot[i];
+                if (s->kind == IR_S_COPY) ir_explain_stmt(C->f, s, "cpugemm", IR_DEC_GOT, "removed", "the grid GEMM writes %s itself (rounded once)", out->name);
+                if (s->kind == IR_S_FILL) ir_explain_stmt(C->f, s, "cpugemm", IR_DEC_GOT, "removed", "the grid GEMM starts from zero");
+            }
             log_kernel(C, "gemm at line %d -> one gemm(%s, %s%s -> %s) over the grid on the GEMM library, the kernel's tile copies removed%s",
                        H[0].g->loc.line, pack_desc(C, ng, 0), pack_desc(C, ng, 1), ng->trans_b ? "^T" : "", out->name, kdesc(C, r));
             return guard_grid(C, &H[0], ng);
         }
         if (tile_log_enabled(TILE_LOG_INFO)) log_kernel(C, "the kernel stays after the hoisted gemm: %s", dwhy);
+        direct_why = dwhy;
+    } else if (nh > 1) {
+        direct_why = "the kernel hoists several gemms";
     }
     /* the temp form: alloc Cacc; gemm -> Cacc; the kernel reads its tile */
     ir_stmt **pre = TILE_NEW_ARRAY(&C->m->arena, ir_stmt *, 2 * nh + 1);
@@ -889,6 +923,7 @@ static ir_stmt *lower_kernel(cg *C, ir_stmt *ks) {
         set_note(C, ng, "one GEMM for the whole grid (%s x %s blocks of %lldx%lld), A and B packed once, on all cores, into %s; the block reads its tile%s",
                  h->bi ? h->bi->name : "1", h->bj ? h->bj->name : "1", (long long)h->bM, (long long)h->bN, acc->name, kdesc(C, r));
         pre[np++] = guard_grid(C, h, ng);
+        explain_gemm(C, ng, r ? r->fwd_why : NULL, NULL, NULL, direct_why);
         /* in the kernel: copy acc_grid[bi*bM, bj*bN] -> acc */
         ir_stmt *cp = ir_stmt_new(C->m, IR_S_COPY, l);
         cp->nregions = 2;
@@ -911,7 +946,10 @@ static ir_stmt *lower_kernel(cg *C, ir_stmt *ks) {
             bool read = false;
             for (int i = h->fill_slot + 1; i < h->gslot; i++)
                 if (uses_in(*T.slot[i], h->acc).reads) read = true;
-            if (!read) *T.slot[h->fill_slot] = empty_seq(C, (*T.slot[h->fill_slot])->loc);
+            if (!read) {
+                ir_explain_stmt(C->f, *T.slot[h->fill_slot], "cpugemm", IR_DEC_GOT, "removed", "the grid GEMM at line %d starts from zero", h->g->loc.line);
+                *T.slot[h->fill_slot] = empty_seq(C, (*T.slot[h->fill_slot])->loc);
+            }
         }
         log_kernel(C, "gemm at line %d -> one gemm(%s, %s%s -> %s) over the grid on the GEMM library before the kernel; the block's epilogue reads its tile%s",
                    h->g->loc.line, pack_desc(C, ng, 0), pack_desc(C, ng, 1), ng->trans_b ? "^T" : "", acc->name, kdesc(C, r));
@@ -930,6 +968,7 @@ static ir_stmt *lower_kernel(cg *C, ir_stmt *ks) {
             if (r->fwd_why[w]) tile_sb_printf(&why, "%s%c stays a tile (%s)", why.len ? "; " : "", "AB"[w], r->fwd_why[w]);
         if (hwhy[i]) tile_sb_printf(&why, "%snot hoisted out of the grid: %s", why.len ? "; " : "", hwhy[i]);
         set_note(C, g, "per block: %s on %s x %s, both packed per call%s", kernel_desc(g), pack_desc(C, g, 0), pack_desc(C, g, 1), kdesc(C, r));
+        explain_gemm(C, g, r->fwd_why, r->kfused ? NULL : r->kfuse_why, hwhy[i] && hwhy[i] != r->kfuse_why ? hwhy[i] : r->kfused ? NULL : hwhy[i], NULL);
         log_kernel(C, "gemm at line %d -> per block (%s)%s; declined: one GEMM over the grid: %s", g->loc.line, kernel_desc(g), kdesc(C, r),
                    why.data ? why.data : "?");
         tile_sb_free(&why);

@@ -1042,6 +1042,7 @@ static void run_kernel(lp *P, ir_stmt *k) {
                 ir_lowering *w = new_lower(P, "simt-regs");
                 w->why = tile_arena_printf(&P->m->arena, "wgmma declined: %s", why);
                 g[i]->lower = w;
+                ir_explain_stmt(P->f, g[i], "layout", IR_DEC_DECLINED, "wgmma (Hopper tensor cores)", "%s", why);
             }
         }
     }
@@ -1088,6 +1089,7 @@ static void run_kernel(lp *P, ir_stmt *k) {
         big->lay.note = tile_arena_printf(&P->m->arena, "%d registers a thread over the budget of %d: kept in local memory", words_of(big), budget);
         tile_log(TILE_LOG_INFO, "layout: %s:%d: fragment '%s' (%d elements a thread at %d threads) goes to local memory: the kernel's fragments need more than %d registers a thread",
                  opt_loc_file(big->b->loc), big->b->loc.line, big->b->name, big->lay.slots, P->threads, budget);
+        ir_explain_add(P->f, big->b->loc, tile_arena_printf(&P->m->arena, "fragment %s", big->b->name), "layout", IR_DEC_DECLINED, "registers", "%s", big->lay.note);
     }
     for (int i = 0; i < P->nfr; i++) {
         lfrag *f = &P->fr[i];
@@ -1102,6 +1104,7 @@ static void run_kernel(lp *P, ir_stmt *k) {
             sh.note = f->why ? f->why : "no layout inferred";
             f->b->layout = arena_layout(P, &sh);
             tile_log(TILE_LOG_INFO, "layout: %s:%d: fragment '%s' stays in shared memory: %s", opt_loc_file(f->b->loc), f->b->loc.line, f->b->name, sh.note);
+            ir_explain_add(P->f, f->b->loc, tile_arena_printf(&P->m->arena, "fragment %s", f->b->name), "layout", IR_DEC_DECLINED, "registers", "%s", sh.note);
         }
     }
     /* nests: only those whose fragments all stayed in registers (the last round's) */

@@ -45,6 +45,24 @@ const opt_pass *const *opt_pipeline(const char *target, int *npasses) {
     return p;
 }
 
+/* The lowerings passes wrote into ir_stmt.lower (the layout pass), as decisions for
+ * --explain: what every statement got, whichever pass decided it. */
+static void explain_lowerings(const ir_func *f, const ir_stmt *s, const char *target) {
+    if (!s) return;
+    /* the cuda pipeline without an architecture (no device, TILE_CUDA_ARCH unset) plans the
+     * portable lowering only */
+    if (s->kind == IR_S_GEMM && target && !strcmp(target, "cuda") && opt_cuda_arch() == 0)
+        ir_explain_stmt(f, s, "layout", IR_DEC_DECLINED, "tensor cores (wgmma, mma.sync)",
+                        "no CUDA architecture known (no device found and TILE_CUDA_ARCH unset; TILE_CUDA_ARCH=sm_90a plans for Hopper)");
+    if (s->lower && s->lower->kind && ir_stmt_op_name(s)) {
+        const ir_lowering *l = s->lower;
+        const char *what = l->detail ? tile_arena_printf(f->explain->arena, "%s (%s)", l->kind, l->detail) : l->kind;
+        if (l->why) ir_explain_stmt(f, s, "layout", IR_DEC_GOT, what, "%s", l->why);
+        else ir_explain_stmt(f, s, "layout", IR_DEC_GOT, what, NULL);
+    }
+    for (int i = 0; i < s->nbody && s->body; i++) explain_lowerings(f, s->body[i], target);
+}
+
 int opt_run(ir_module *m, ir_func *f, const char *target, const char *stop_after, tile_diags *d) {
     int n;
     const opt_pass *const *p = opt_pipeline(target, &n);
@@ -62,6 +80,7 @@ int opt_run(ir_module *m, ir_func *f, const char *target, const char *stop_after
             return 1;
         }
     }
+    ir_explain_ops(f, f->body, NULL, NULL); /* the tile ops as written, for --explain */
     if (stop_after && !strcmp(stop_after, "sema")) return 0;
     bool verify = tb_knob_bool(TB_K_TILE_VERIFY);
 #ifndef NDEBUG
@@ -84,6 +103,7 @@ int opt_run(ir_module *m, ir_func *f, const char *target, const char *stop_after
         }
         if (stop_after && !strcmp(stop_after, p[i]->name)) break;
     }
+    explain_lowerings(f, f->body, target);
     return 0;
 }
 

@@ -1837,7 +1837,7 @@ static ir_stmt *match_tile_rows(rf *R, ir_stmt *ks, const char **reason) {
         form = "one sum pass, one write pass (the default; TILE_ROWFUSE_PIPE=1 pipelines it)";
     }
     R->mat_x = false;
-    if (tile_log_enabled(TILE_LOG_INFO)) {
+    if (res) {
         tile_strbuf sb = {0};
         for (int i = 0; i < P->nred; i++) {
             int pj = pair_of(P, i);
@@ -1847,15 +1847,27 @@ static ir_stmt *match_tile_rows(rf *R, ir_stmt *ks, const char **reason) {
                 if (pair_of(P, k) == i) paired = true;
             tile_sb_printf(&sb, "%s%s", sb.len ? ", " : "", paired ? "max and sum of exp(x - max)" : red_name(P->red[i].op));
         }
-        tile_log(TILE_LOG_INFO, "rowfuse: %s at %s:%d: row kernel (blocks of %lld rows) -> rows of %s over the pool; reductions: %s; %d output%s: %s (chunks of %d)",
-                 R->f->name, opt_loc_file(ks->loc), ks->loc.line, (long long)P->bM, P->nrowread ? P->rowread[0]->name : P->out[0].Y->name,
-                 sb.len ? sb.data : "none", P->nout, P->nout == 1 ? "" : "s", form, ROW_CHUNK);
+        const char *what = tile_arena_printf(&R->m->arena, "row kernel (blocks of %lld rows) -> rows of %s over the pool; reductions: %s; %d output%s: %s (chunks of %d)",
+                                             (long long)P->bM, P->nrowread ? P->rowread[0]->name : P->out[0].Y->name, sb.len ? sb.data : "none", P->nout,
+                                             P->nout == 1 ? "" : "s", form, ROW_CHUNK);
+        tile_log(TILE_LOG_INFO, "rowfuse: %s at %s:%d: %s", R->f->name, opt_loc_file(ks->loc), ks->loc.line, what);
+        ir_explain_stmt(R->f, ks, "rowfuse", IR_DEC_GOT, what, NULL);
+        /* the kernel's ops are gone: say where they went */
+        ir_explain_ops(R->f, ks->body[0], "rowfuse", tile_arena_printf(&R->m->arena, "part of the fused row pass of the kernel at line %d", ks->loc.line));
         tile_sb_free(&sb);
     }
     return res;
 }
 
 /* ---------- the walk ---------- */
+
+static bool has_reduce(const ir_stmt *s) {
+    if (!s) return false;
+    if (s->kind == IR_S_REDUCE) return true;
+    for (int i = 0; i < s->nbody && s->body; i++)
+        if (has_reduce(s->body[i])) return true;
+    return false;
+}
 
 static ir_stmt *rewrite(rf *R, ir_stmt *s) {
     if (!s) return s;
@@ -1897,6 +1909,8 @@ static ir_stmt *rewrite(rf *R, ir_stmt *s) {
         if (r) return r;
         if (tile_log_enabled(TILE_LOG_INFO))
             tile_log(TILE_LOG_INFO, "rowfuse: %s at %s:%d: declined: %s", R->f->name, opt_loc_file(s->loc), s->loc.line, why ? why : "?");
+        /* a kernel with a reduction is a row-kernel candidate: say why it stays as written */
+        if (has_reduce(s)) ir_explain_stmt(R->f, s, "rowfuse", IR_DEC_DECLINED, "row fusion (one read and one write pass per row, over the pool)", "%s", why ? why : "?");
         return s;
     }
     default: return s;

@@ -669,6 +669,19 @@ static tile_status lower_for_target(tile_kernel *k, const char *pipeline, const 
     return TILE_OK;
 }
 
+/* TILE_LOG=info: what `tile ir --explain` prints, one log line each */
+static void rt_log_explain(const ir_func *f, const char *target) {
+    tile_strbuf sb = {0};
+    ir_explain_print(f, target, &sb);
+    for (char *p = sb.data, *nl; p && *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        if (!nl) nl = p + strlen(p) - 1;
+        else *nl = 0;
+        tile_log(TILE_LOG_INFO, "%s", p);
+    }
+    tile_sb_free(&sb);
+}
+
 tile_status rt_prepare(tile_kernel *k, const tile_backend *b, const char *pipeline, bool strided, target_state **out, void **exe, tile_strbuf *err) {
     pthread_mutex_lock(&k->lock);
     target_state *ts = NULL;
@@ -699,6 +712,7 @@ tile_status rt_prepare(tile_kernel *k, const tile_backend *b, const char *pipeli
         else {
             __atomic_add_fetch(&rt_stat_compiles, 1, __ATOMIC_RELAXED);
             tile_log(TILE_LOG_INFO, "compiled %s for %s%s in %.1f ms", k->f->name, b->name, strided ? " (strided tensors)" : "", (tile_now() - t0) * 1e3);
+            if (tile_log_enabled(TILE_LOG_INFO)) rt_log_explain(ts->f, b->name);
             if (rt_tracing()) {
                 char args[256];
                 snprintf(args, sizeof args, "\"kernel\": \"%s\", \"target\": \"%s\", \"strided\": %s", k->f->name, b->name, strided ? "true" : "false");
@@ -775,6 +789,37 @@ tile_status tile_kernel_ir_for(tile_kernel *k, const char *target, const char *a
         st = lower_for_target(k, pipeline, after_pass, &mod, &f, &err);
         if (st == TILE_OK) {
             ir_print_func(f, &out);
+            ir_module_free(mod);
+        }
+    }
+    if (st == TILE_OK) *text = sb_take(&out);
+    else tile_sb_free(&out);
+    if (st != TILE_OK && error) *error = sb_take(&err);
+    else tile_sb_free(&err);
+    return st;
+}
+
+tile_status tile_kernel_explain(tile_kernel *k, const char *target, const char *after_pass, char **text, char **error) {
+    tile_strbuf out = {0}, err = {0};
+    tile_status st = TILE_OK;
+    *text = NULL;
+    if (error) *error = NULL;
+    if (!target || !strcmp(target, "auto")) target = tile_auto_target();
+    const char *pipeline;
+    const tile_backend *b = parse_target(target, &pipeline, &err);
+    if (!b) st = TILE_ERR_USER;
+    else {
+        ir_module *mod;
+        ir_func *f;
+        st = lower_for_target(k, pipeline, after_pass, &mod, &f, &err);
+        if (st == TILE_OK) {
+            /* the code generator records its own decisions while it emits (source dropped) */
+            if (!after_pass && b->emit) {
+                tile_strbuf src = {0};
+                if (b->emit(f, &src, &err)) st = TILE_ERR_USER;
+                tile_sb_free(&src);
+            }
+            if (st == TILE_OK) ir_explain_print(f, b->name, &out);
             ir_module_free(mod);
         }
     }

@@ -584,6 +584,54 @@ static int test_helpers(void) {
         size_t bytes = tile_dtype_storage_bytes(outs[d], (size_t)(NV + first));
         CHECK(memcmp(ours, core, bytes) == 0, "tk_cvt_from_f32(%s) differs from tile_store_f", tile_dtype_name(outs[d]));
     }
+    /* f16 / bf16 (the vectorised rounding the GEMM's tasks use for C): a sweep of the f32
+     * bit patterns, and every exponent with exact ties and near-ties at every bit position */
+    {
+        enum { NS = 1 << 16 };
+        static float sv[NS];
+        static uint16_t o16[NS], c16[NS];
+        uint32_t u = 0;
+        int bad[2] = {0, 0};
+        for (int64_t done = 0; done < ((int64_t)1 << 32);) {
+            int n = 0;
+            for (; n < NS && done < ((int64_t)1 << 32); n++, done += 65521, u += 65521u) memcpy(&sv[n], &u, 4);
+            for (int d = 0; d < 2 && !bad[d]; d++) {
+                CHECK(tk_cvt_from_f32(d16[d], o16, 0, sv, n) == 0, "cvt_from");
+                for (int i = 0; i < n; i++) c16[i] = d ? tile_f32_to_bf16_bits(sv[i]) : tile_f32_to_f16_bits(sv[i]);
+                for (int i = 0; i < n && !bad[d]; i++)
+                    if (o16[i] != c16[i]) {
+                        uint32_t b;
+                        memcpy(&b, &sv[i], 4);
+                        CHECK(0, "%s of f32 bits 0x%08x: 0x%04x, core says 0x%04x", tile_dtype_name(d16[d]), b, o16[i], c16[i]);
+                        bad[d] = 1;
+                    }
+            }
+        }
+        int n = 0;
+        for (uint32_t e = 0; e < 256; e++)
+            for (int bit = 0; bit < 23; bit++)
+                for (int v = 0; v < 4; v++) {
+                    uint32_t m = ((uint32_t)next_u64() << (bit + 1)) & 0x7FFFFFu;
+                    m |= (1u << bit);                                  /* a tie at this bit */
+                    if (v == 1) m -= 1;                                /* just below */
+                    if (v == 2) m = (m + 1) & 0x7FFFFFu;               /* just above */
+                    if (v == 3) m = (m | (1u << (bit + 1))) & 0x7FFFFFu; /* a tie with the other parity */
+                    uint32_t b = ((uint32_t)(n & 1) << 31) | (e << 23) | m;
+                    memcpy(&sv[n++], &b, 4);
+                }
+        for (int d = 0; d < 2; d++) {
+            CHECK(tk_cvt_from_f32(d16[d], o16, 0, sv, n) == 0, "cvt_from");
+            for (int i = 0; i < n; i++) {
+                uint16_t c = d ? tile_f32_to_bf16_bits(sv[i]) : tile_f32_to_f16_bits(sv[i]);
+                if (o16[i] != c) {
+                    uint32_t b;
+                    memcpy(&b, &sv[i], 4);
+                    CHECK(0, "%s of f32 bits 0x%08x (ties): 0x%04x, core says 0x%04x", tile_dtype_name(d16[d]), b, o16[i], c);
+                    break;
+                }
+            }
+        }
+    }
     /* sum / max */
     for (int n = 0; n < 300; n += (n < 40 ? 1 : 37)) {
         float x[300];

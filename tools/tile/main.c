@@ -1,7 +1,10 @@
 /* tile — the command-line front of the toolchain.
  *
  *   tile check FILE [-D NAME=VALUE ...]              parse and check; exit 1 on error
- *   tile ir FILE [-f FUNC] [-D ...] [--after PASS]    print the Tile IR
+ *   tile ir FILE [-f FUNC] [-D ...] [--after PASS] [--explain]
+ *                                              print the Tile IR, or (--explain) the
+ *                                              lowering of each tile op and why faster
+ *                                              ones were declined
  *   tile run FILE [options]                           run a kernel (see usage)
  *   tile emit FILE --target T                         print the generated source (C, OpenCL C, CUDA C)
  *   tile fuzz --seconds N [--targets ...]             random programs on every target vs the interpreter
@@ -37,8 +40,10 @@ static void usage(FILE *out) {
           "  check FILE [-D NAME=VALUE ...]         parse and check a TileLang file\n"
           "  (check, ir, run, emit also take --option NAME=VALUE: a per-kernel compile option,\n"
           "   see tile env --options)\n"
-          "  ir FILE [-f FUNC] [-D ...] [--target T] [--after PASS]\n"
-          "                                         print the Tile IR of a kernel\n"
+          "  ir FILE [-f FUNC] [-D ...] [--target T] [--after PASS] [--explain]\n"
+          "                                         print the Tile IR of a kernel (--explain:\n"
+          "                                         each tile op's lowering, and why faster\n"
+          "                                         ones were declined)\n"
           "  run FILE [-f FUNC] [-D NAME=VALUE ...] [--shape NAME=64x32[:dtype] ...]\n"
           "           [--target interp|cpu|cuda|opencl|auto] [--in NAME=PATH.npy ...]\n"
           "           [--out NAME=PATH.npy ...] [--seed N] [--check] [--bench] [--iters N]\n"
@@ -75,6 +80,7 @@ typedef struct options {
     int nshapes, nins, nouts, nopts;
     unsigned long long seed;
     int check, bench, iters, quiet, no_checks;
+    int explain; /* ir --explain */
     int owned_defines; /* the last owned_defines entries of defines were allocated here */
 } options;
 
@@ -132,6 +138,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd) {
             o->iters = atoi(v);
             if (o->iters < 1) { fprintf(stderr, "tile %s: --iters expects a positive number, got '%s'\n", cmd, v); return -1; }
         } else if (!strcmp(a, "--check")) o->check = 1;
+        else if (!strcmp(a, "--explain") && !strcmp(cmd, "ir")) o->explain = 1;
         else if (!strcmp(a, "--bench")) o->bench = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = 1;
         else if (!strcmp(a, "--no-checks")) o->no_checks = 1;
@@ -221,13 +228,16 @@ static int cmd_ir(int argc, char **argv) {
     tile_module *m = compile(&o);
     if (!m) { free_options(&o); return EXIT_USER; }
     int rc = EXIT_OK;
-    /* without --target/--after: the IR as sema made it; else after the target's passes */
-    const char *target = !strcmp(o.target, "auto") && !o.after ? "interp" : o.target;
+    /* without --target/--after: the IR as sema made it; else after the target's passes.
+     * --explain: the decisions of the target's passes (and, without --after, of its code
+     * generator) instead of the IR; its target defaults to the one `run` would pick */
+    const char *target = !strcmp(o.target, "auto") && !o.after && !o.explain ? "interp" : o.target;
     for (int i = 0; i < tile_module_num_kernels(m) && rc == EXIT_OK; i++) {
         tile_kernel *k = o.func ? pick_kernel(m, o.func) : tile_module_kernel(m, tile_module_kernel_name(m, i));
         if (!k) { rc = EXIT_USER; break; }
         char *s = NULL, *err = NULL;
-        if (tile_kernel_ir_for(k, target, o.after, &s, &err) != TILE_OK) {
+        tile_status st = o.explain ? tile_kernel_explain(k, target, o.after, &s, &err) : tile_kernel_ir_for(k, target, o.after, &s, &err);
+        if (st != TILE_OK) {
             fprintf(stderr, "tile ir: %s\n", err);
             rc = EXIT_USER;
         } else {
