@@ -26,12 +26,15 @@
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T)                                                          \
     X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
-    X(disable_warp_group_reg_alloc, H) X(sync_threads, H) X(annotate_l2_hit_ratio, H)                    \
+    X(disable_warp_group_reg_alloc, H) X(sync_threads, S) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
     X(assume, H) X(no_set_max_nreg_hint, H)                                                              \
     X(make_swizzled_layout, O) X(make_full_bank_swizzled_layout, O) X(make_half_bank_swizzled_layout, O) \
     X(make_quarter_bank_swizzled_layout, O) X(make_linear_layout, O) X(make_mma_swizzle_layout, O)        \
-    X(Layout, O) X(Fragment, O)
+    X(Layout, O) X(Fragment, O)                                                                          \
+    X(get_thread_binding, S) X(thread_binding, S) X(get_lane_idx, S) X(get_warp_idx, S)                  \
+    X(get_warp_idx_sync, S) X(shfl_xor, S) X(shfl_down, S) X(shfl_up, S) X(shfl_sync, S)                 \
+    X(tvm_warp_shuffle, S)
 
 typedef struct builtin_info { const char *name; char kind; } builtin_info;
 static const builtin_info builtins[] = {
@@ -1179,6 +1182,11 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
     default: break;
     }
     /* specials */
+    {
+        bool h = false;
+        sval *r = simt_builtin(c, fname, a, loc, &h);
+        if (h) return r;
+    }
     if (!strcmp(fname, "abs")) {
         if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         return math1(c, IR_I_ABS, a->pos[0], loc);
@@ -1649,8 +1657,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         }
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
-            "get_thread_binding", "thread_binding", "get_warp_idx", "get_lane_idx", "get_warp_group_idx", "tvm_warp_shuffle",
-            "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "warp_reduce_sum", "warp_reduce_max", "warp_any", "warp_all",
+            "get_warp_group_idx", "warp_reduce_sum", "warp_reduce_max", "warp_any", "warp_all",
             "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view", "cumsum",
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "atomic_addx2", "atomic_addx4", "transpose",
             "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",

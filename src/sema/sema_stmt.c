@@ -446,9 +446,14 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
         if (!strcmp(kn, "threads")) {
             sval *tv = lower_expr(c, env, k->kwargs[i].value);
             int64_t total = 1, x;
+            c->simt_ndims = 0;
             if (tv->kind == SV_TUPLE) {
+                if (tv->nitems > 3) sema_err(c, k->kwargs[i].loc, "threads has at most 3 dimensions (x, y, z), got %d", tv->nitems);
                 for (int j = 0; j < tv->nitems; j++)
-                    if (as_const_int(c, tv->items[j], &x, "threads")) total *= x;
+                    if (as_const_int(c, tv->items[j], &x, "threads")) {
+                        total *= x;
+                        if (j < 3) c->simt_dims[c->simt_ndims++] = (int)(x > 0 && x <= 1024 ? x : 1);
+                    }
             } else if (as_const_int(c, tv, &x, "threads")) total = x;
             if (total < 1 || total > 1024) sema_err(c, k->kwargs[i].loc, "threads must be between 1 and 1024, got %lld", (long long)total);
             ks->threads = (int)total;
@@ -471,11 +476,14 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     }
     c->in_kernel++;
     c->kernel = ks;
+    c->simt_tid = NULL;
     ir_stmt *body = lower_body(c, env, &s->body, s->loc);
     c->in_kernel--;
-    c->kernel = NULL;
     ks->body = one_body(c, body);
     ks->nbody = 1;
+    simt_lower_kernel(c, ks);
+    c->kernel = NULL;
+    c->simt_ndims = 0;
     for (int i = 0; i < n; i++)
         if (t) env_bind(c, env, names[i], dead_value(c, s->loc), 0);
     emit(c, ks);

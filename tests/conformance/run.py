@@ -103,6 +103,42 @@ def ref_test_row_sums(a):
     return {"S": 2.0 * a["X"].astype(np.float64).sum(axis=1)}
 
 
+def ref_simt_gemv(a):
+    return {"C": a["B"].astype(np.float64) @ a["A"]}
+
+
+def ref_simt_shuffle(a, threads=80):
+    # one block at a time; lanes are the thread index mod 32; a source lane outside the
+    # width segment or past the last thread gives the thread's own value
+    x = a["X"].astype(np.float64)
+    n = x.shape[0]
+    out = {k: np.zeros(n) for k in "SDUB"}
+    out["L"] = np.zeros(n, np.int32)
+
+    def shfl(val, src_of):
+        r = val.copy()
+        for t in range(threads):
+            src = src_of(t)
+            if src is not None and 0 <= src < threads:
+                r[t] = val[src]
+        return r
+
+    for b in range((n + threads - 1) // threads):
+        g = b * threads + np.arange(threads)
+        v = np.where(g < n, x[np.minimum(g, n - 1)], 0.0)
+        s = v.copy()
+        for m in range(5):
+            s = s + shfl(s, lambda t: (t - t % 32) + ((t % 32) ^ (1 << m)))
+        d = shfl(v, lambda t: t + 3 if t % 32 + 3 < 32 else None)
+        u = shfl(v, lambda t: t - 2 if t % 16 - 2 >= 0 else None)
+        bb = shfl(v, lambda t: t - t % 32 + 5) + shfl(v, lambda t: t - t % 32 + (t % 32 + 1) % 32)
+        for t in range(threads):
+            if g[t] < n:
+                out["S"][g[t]], out["D"][g[t]], out["U"][g[t]], out["B"][g[t]] = s[t], d[t], u[t], bb[t]
+                out["L"][g[t]] = (t // 32) * 100 + t % 32
+    return out
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -119,6 +155,9 @@ CASES = {
     "driver_values": ("driver_values.py", "center_heads", [], lambda: {"X": f32((3, 6, 256), 15)}, ref_driver_values),
     # kernels defined and compiled inside test functions
     "test_gemm_relu": ("test_style.py", "test_gemm_relu", [], lambda: {"A": f32((64, 80), 16), "B": f32((80, 48), 17)}, ref_test_gemm_relu),
+    # thread-level code: thread bindings, per-thread locals, T.sync_threads, warp shuffles
+    "simt_gemv": ("simt_gemv.py", "gemv", ["N=70", "K=50"], lambda: {"A": f32((50,), 19), "B": f32((70, 50), 20)}, ref_simt_gemv),
+    "simt_shuffle": ("simt_shuffle.py", "warp_ops", ["N=200"], lambda: {"X": f32((200,), 21)}, ref_simt_shuffle),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
