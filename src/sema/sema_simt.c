@@ -258,6 +258,7 @@ typedef struct simt {
     /* reference scan: per var / buffer, the per-thread loop that uses it (0: none, -1: several) */
     int *v_loop, *b_loop, *b_alloc;
     bool *v_asg_loop, *v_block, *b_block;
+    int *v_def;            /* per var: the per-thread loop whose top level assigns it before any use */
     ir_buffer **v_exp, **b_exp;
     tile_vec loops;        /* the per-thread loops, in order (id = index + 1) */
     tile_vec in_loop;      /* per loop: (void *)1 when it runs inside a block-level loop */
@@ -528,12 +529,37 @@ static int loop_id(simt *S, const ir_stmt *s) {
     return 0;
 }
 
+static void scan_s(simt *S, const ir_stmt *s);
+
+/* the body of per-thread loop id: a variable whose first reference is an assignment at the
+ * top level is defined before any use in every run of the loop */
+static void scan_loop_body(simt *S, const ir_stmt *b, int id) {
+    int saved = S->cur;
+    S->cur = id;
+    if (b && b->kind == IR_S_SEQ && !simt_is_barrier(b)) {
+        for (int i = 0; i < b->nbody; i++) {
+            const ir_stmt *x = b->body[i];
+            if (x && x->kind == IR_S_ASSIGN && x->var->id < S->nv0 && S->v_loop[x->var->id] != id && S->v_loop[x->var->id] != -1) {
+                scan_e(S, x->value);
+                if (S->v_loop[x->var->id] != id) S->v_def[x->var->id] = id;
+                ref_var(S, x->var, true);
+                continue;
+            }
+            scan_s(S, x);
+        }
+    } else scan_s(S, b);
+    S->cur = saved;
+}
+
 static void scan_s(simt *S, const ir_stmt *s) {
     if (!s) return;
     int saved = S->cur;
     if (s->kind == IR_S_FOR && !S->cur) {
         int id = loop_id(S, s);
-        if (id) S->cur = id;
+        if (id) {
+            scan_loop_body(S, s->body[0], id);
+            return;
+        }
     }
     scan_e(S, s->lo);
     scan_e(S, s->extent);
@@ -718,6 +744,7 @@ void simt_lower_kernel(sema_ctx *c, ir_stmt *k) {
     S->v_asg_loop = tile_xcalloc(nv, sizeof(bool));
     S->v_block = tile_xcalloc(nv, sizeof(bool));
     S->v_exp = tile_xcalloc(nv, sizeof(ir_buffer *));
+    S->v_def = tile_xcalloc(nv, sizeof(int));
     S->b_loop = tile_xcalloc(nb, sizeof(int));
     S->b_alloc = tile_xcalloc(nb, sizeof(int));
     S->b_block = tile_xcalloc(nb, sizeof(bool));
@@ -729,7 +756,7 @@ void simt_lower_kernel(sema_ctx *c, ir_stmt *k) {
     } while (S->changed);
     ir_stmt *top = as_seq(S, body);
     local_tileops(S, top);
-    ir_stmt *cut = cut_seq(S, top, false);
+    ir_stmt *cut = S->ok ? cut_seq(S, top, false) : top;
     scan_s(S, cut);
     tile_vec pre = {0};
     for (int i = 0; i < c->simt_allocs.len; i++) tile_vec_push(&pre, c->simt_allocs.items[i]);
@@ -737,7 +764,7 @@ void simt_lower_kernel(sema_ctx *c, ir_stmt *k) {
         ir_var *v = c->fn->vars[i];
         int l = S->v_loop[i];
         if (v->kind != IR_VAR_LOCAL || !S->v_asg_loop[i]) continue;
-        if (l != -1 && !S->v_block[i] && !(l > 0 && S->in_loop.items[l - 1])) continue;
+        if (l != -1 && !S->v_block[i] && !(l > 0 && S->in_loop.items[l - 1] && S->v_def[i] != l)) continue;
         S->v_exp[i] = per_thread(S, v->name, v->dtype, 0, NULL, v->loc);
         ir_stmt *al = ir_stmt_new(S->m, IR_S_ALLOC, v->loc);
         al->buf = S->v_exp[i];
@@ -774,6 +801,7 @@ void simt_lower_kernel(sema_ctx *c, ir_stmt *k) {
     free(S->v_asg_loop);
     free(S->v_block);
     free(S->v_exp);
+    free(S->v_def);
     free(S->b_loop);
     free(S->b_alloc);
     free(S->b_block);
