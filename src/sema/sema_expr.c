@@ -34,7 +34,8 @@
     X(Layout, O) X(Fragment, O)                                                                          \
     X(get_thread_binding, S) X(thread_binding, S) X(get_lane_idx, S) X(get_warp_idx, S)                  \
     X(get_warp_idx_sync, S) X(shfl_xor, S) X(shfl_down, S) X(shfl_up, S) X(shfl_sync, S)                 \
-    X(tvm_warp_shuffle, S)
+    X(tvm_warp_shuffle, S) X(warp_reduce_sum, S) X(warp_reduce_max, S) X(warp_reduce_min, S)              \
+    X(warp_reduce_bitand, S) X(warp_reduce_bitor, S) X(get_warp_group_idx, S)
 
 typedef struct builtin_info { const char *name; char kind; } builtin_info;
 static const builtin_info builtins[] = {
@@ -1657,7 +1658,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         }
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
-            "get_warp_group_idx", "warp_reduce_sum", "warp_reduce_max", "warp_any", "warp_all",
+            "warp_any", "warp_all",
             "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view", "cumsum",
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "atomic_addx2", "atomic_addx4", "transpose",
             "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",

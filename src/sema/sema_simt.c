@@ -176,6 +176,59 @@ static sval *shuffle(sema_ctx *c, char kind, sval *value, ir_expr *arg, ir_expr 
     return sv_expr(c, ir_select(c->mod, ok, other, own, loc));
 }
 
+/* T.warp_reduce_<op>(v): op over v of every thread of the warp (its existing threads, lane
+ * 0 first), the result in every thread of the warp */
+static sval *warp_reduce(sema_ctx *c, const char *op, sval *value, tile_loc loc) {
+    ir_expr *v = materialize(c, value);
+    if (!v) return sv_err(c, loc);
+    ir_binop bop = !strcmp(op, "sum") ? IR_B_ADD : !strcmp(op, "max") ? IR_B_MAX : !strcmp(op, "min") ? IR_B_MIN
+                 : !strcmp(op, "bitand") ? IR_B_BITAND : !strcmp(op, "bitor") ? IR_B_BITOR : IR_B_COUNT;
+    if (bop == IR_B_COUNT) { sema_err(c, loc, "T.warp_reduce_%s is not a warp reduction (sum, max, min, bitand, bitor)", op); return sv_err(c, loc); }
+    tile_dtype ct = promote_arith(v->dtype == TILE_DT_BOOL ? TILE_DT_I32 : v->dtype);
+    if ((bop == IR_B_BITAND || bop == IR_B_BITOR) && tile_dtype_is_float(ct)) {
+        sema_err(c, loc, "T.warp_reduce_%s needs an integer value, got %s", op, tile_dtype_name(v->dtype));
+        return sv_err(c, loc);
+    }
+    v = cast_to(c, v, ct);
+    int threads = c->kernel->threads;
+    ir_expr *shape[1] = {ci(c, threads, loc)};
+    ir_buffer *x = ir_buffer_new(c->mod, c->fn, tile_arena_printf(&c->mod->arena, "wred%d", c->tmp_counter++), ct, IR_SCOPE_SHARED, 1, shape, IR_BUF_TEMP, loc);
+    ir_stmt *al = ir_stmt_new(c->mod, IR_S_ALLOC, loc);
+    al->buf = x;
+    tile_vec_push(&c->simt_allocs, al);
+    ir_expr *t = tid_expr(c, loc);
+    ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    st->buf = x;
+    st->idx = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, 1);
+    st->idx[0] = t;
+    st->value = v;
+    emit(c, st);
+    simt_emit_barrier(c, loc);
+    ir_expr *base = int_binary(c, IR_B_SUB, t, int_binary(c, IR_B_FLOORMOD, t, ci(c, 32, loc), loc), loc);
+    ir_var *acc = ir_var_new(c->mod, c->fn, tile_arena_printf(&c->mod->arena, "wred%d_acc", c->tmp_counter++), IR_VAR_LOCAL, ct, loc);
+    ir_stmt *a0 = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    a0->var = acc;
+    a0->value = ir_load(c->mod, x, &base, loc);
+    emit(c, a0);
+    ir_var *j = ir_var_new(c->mod, c->fn, "lane", IR_VAR_LOOP, TILE_DT_I32, loc);
+    ir_expr *src = int_binary(c, IR_B_ADD, base, ir_var_ref(c->mod, j, loc), loc);
+    ir_stmt *up = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    up->var = acc;
+    up->value = ir_binary(c->mod, bop, ir_var_ref(c->mod, acc, loc), ir_load(c->mod, x, &src, loc), loc);
+    ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
+    g->cond = cmp(c, IR_B_LT, src, ci(c, threads, loc), loc);
+    g->body[0] = up;
+    g->nbody = 1;
+    ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
+    f->var = j;
+    f->lo = ci(c, 1, loc);
+    f->extent = ci(c, 31, loc);
+    f->loop_kind = IR_LOOP_SERIAL;
+    f->body[0] = g;
+    emit(c, f);
+    return sv_expr(c, ir_var_ref(c->mod, acc, loc));
+}
+
 sval *simt_builtin(sema_ctx *c, const char *fname, call_args *a, tile_loc loc, bool *handled) {
     *handled = true;
     char what[64];
@@ -205,6 +258,15 @@ sval *simt_builtin(sema_ctx *c, const char *fname, call_args *a, tile_loc loc, b
         ir_expr *t = thread_dim_index(c, d, loc);
         if (start) t = int_binary(c, IR_B_ADD, start, t, loc);
         return sv_expr(c, t);
+    }
+    if (!strncmp(fname, "warp_reduce_", 12)) {
+        if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
+        if (a->npos != 1) { sema_err(c, loc, "T.%s() takes one value, got %d arguments", fname, a->npos); return sv_err(c, loc); }
+        return warp_reduce(c, fname + 12, a->pos[0], loc);
+    }
+    if (!strcmp(fname, "get_warp_group_idx")) {
+        if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
+        return sv_expr(c, int_binary(c, IR_B_FLOORDIV, tid_expr(c, loc), ci(c, 128, loc), loc));
     }
     if (!strcmp(fname, "get_lane_idx") || !strcmp(fname, "get_warp_idx") || !strcmp(fname, "get_warp_idx_sync")) {
         if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);

@@ -139,6 +139,23 @@ def ref_simt_shuffle(a, threads=80):
     return out
 
 
+def ref_simt_warp_reduce(a, threads=48):
+    x, k = a["X"].astype(np.float64), a["K"]
+    n = x.shape[0]
+    out = {"S": np.zeros(n), "M": np.zeros(n), "O": np.zeros(n, np.int32)}
+    for b in range((n + threads - 1) // threads):
+        g = b * threads + np.arange(threads)
+        xv = np.where(g < n, x[np.minimum(g, n - 1)], 0.0)
+        kv = np.where(g < n, k[np.minimum(g, n - 1)], 0)
+        for w in range(0, threads, 32):
+            lanes = slice(w, min(w + 32, threads))
+            s, m, o = xv[lanes].sum(), xv[lanes].max(), int(np.bitwise_or.reduce(kv[lanes]))
+            for t in range(lanes.start, lanes.stop):
+                if g[t] < n:
+                    out["S"][g[t]], out["M"][g[t]], out["O"][g[t]] = s, m, o
+    return out
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -158,6 +175,8 @@ CASES = {
     # thread-level code: thread bindings, per-thread locals, T.sync_threads, warp shuffles
     "simt_gemv": ("simt_gemv.py", "gemv", ["N=70", "K=50"], lambda: {"A": f32((50,), 19), "B": f32((70, 50), 20)}, ref_simt_gemv),
     "simt_shuffle": ("simt_shuffle.py", "warp_ops", ["N=200"], lambda: {"X": f32((200,), 21)}, ref_simt_shuffle),
+    "simt_warp_reduce": ("simt_warp_reduce.py", "warp_reduce", ["N=100"],
+                         lambda: {"X": f32((100,), 22), "K": (1 << rng(23).integers(0, 30, 100)).astype(np.int32)}, ref_simt_warp_reduce),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
