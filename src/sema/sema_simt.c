@@ -783,11 +783,25 @@ static ir_buffer *per_thread(simt *S, const char *name, tile_dtype dt, int rank,
     return ir_buffer_new(S->m, S->f, tile_arena_printf(&S->m->arena, "%s_t", name), dt, IR_SCOPE_FRAGMENT, rank + 1, sh, IR_BUF_TEMP, loc);
 }
 
+/* block-level code: T.sync_threads() has no effect (tile operations synchronise) */
+static void drop_barriers(ir_stmt *s) {
+    if (!s || !s->body) return;
+    int n = 0;
+    for (int i = 0; i < s->nbody; i++) {
+        ir_stmt *x = s->body[i];
+        if (s->kind == IR_S_SEQ && simt_is_barrier(x)) continue;
+        drop_barriers(x);
+        s->body[n++] = x;
+    }
+    if (s->kind == IR_S_SEQ) s->nbody = n;
+}
+
 void simt_lower_kernel(sema_ctx *c, ir_stmt *k) {
     ir_stmt *body = k->body[0];
     if (!c->simt_tid) {
         tile_vec_free(&c->simt_allocs);
-        return; /* block-level code: T.sync_threads() markers stay as empty statements */
+        drop_barriers(body);
+        return;
     }
     simt S0, *S = &S0;
     memset(S, 0, sizeof *S);
