@@ -35,13 +35,27 @@
 
 /* the marker T.sync_threads() leaves in the statement list (an empty SEQ with this msg) */
 static const char SIMT_BARRIER[] = "T.sync_threads()";
+static const char SIMT_NAMED[] = "T.sync_threads(id, count)"; /* also shuffles: among the threads that reach it */
 
-bool simt_is_barrier(const ir_stmt *s) { return s && s->kind == IR_S_SEQ && s->nbody == 0 && s->msg == SIMT_BARRIER; }
+bool simt_is_barrier(const ir_stmt *s) { return s && s->kind == IR_S_SEQ && s->nbody == 0 && (s->msg == SIMT_BARRIER || s->msg == SIMT_NAMED); }
 
-void simt_emit_barrier(sema_ctx *c, tile_loc loc) {
+static void emit_marker(sema_ctx *c, tile_loc loc, const char *kind) {
     ir_stmt *s = ir_seq(c->mod, NULL, 0, loc);
-    s->msg = SIMT_BARRIER;
+    s->msg = kind;
     emit(c, s);
+}
+
+void simt_emit_barrier(sema_ctx *c, tile_loc loc) { emit_marker(c, loc, SIMT_BARRIER); }
+
+/* the first T.sync_threads() of the whole block in s (NULL: none) */
+static const ir_stmt *full_barrier(const ir_stmt *s) {
+    if (!s) return NULL;
+    if (s->kind == IR_S_SEQ && s->nbody == 0 && s->msg == SIMT_BARRIER) return s;
+    for (int i = 0; i < s->nbody; i++) {
+        const ir_stmt *b = s->body ? full_barrier(s->body[i]) : NULL;
+        if (b) return b;
+    }
+    return NULL;
 }
 
 /* ---------- the thread index ---------- */
@@ -143,7 +157,7 @@ static sval *shuffle(sema_ctx *c, char kind, sval *value, ir_expr *arg, ir_expr 
     st->idx[0] = t;
     st->value = v;
     emit(c, st);
-    simt_emit_barrier(c, loc);
+    emit_marker(c, loc, SIMT_NAMED);
     /* lane, the start of the lane's width segment, the source lane and whether it exists */
     ir_expr *lane = int_binary(c, IR_B_FLOORMOD, t, ci(c, 32, loc), loc);
     int64_t wc;
@@ -203,7 +217,7 @@ static sval *warp_reduce(sema_ctx *c, const char *op, sval *value, tile_loc loc)
     st->idx[0] = t;
     st->value = v;
     emit(c, st);
-    simt_emit_barrier(c, loc);
+    emit_marker(c, loc, SIMT_NAMED);
     ir_expr *base = int_binary(c, IR_B_SUB, t, int_binary(c, IR_B_FLOORMOD, t, ci(c, 32, loc), loc), loc);
     ir_var *acc = ir_var_new(c->mod, c->fn, tile_arena_printf(&c->mod->arena, "wred%d_acc", c->tmp_counter++), IR_VAR_LOCAL, ct, loc);
     ir_stmt *a0 = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
@@ -278,12 +292,9 @@ sval *simt_builtin(sema_ctx *c, const char *fname, call_args *a, tile_loc loc, b
         return sv_expr(c, int_binary(c, strstr(fname, "lane") ? IR_B_FLOORMOD : IR_B_FLOORDIV, t, ci(c, 32, loc), loc));
     }
     if (!strcmp(fname, "sync_threads")) {
-        if (a->npos || a->nkw) {
-            /* named barriers (barrier_id, arrive_count) synchronise a subset of the threads */
-            sema_err(c, loc, "T.sync_threads() with a barrier id or an arrive count (a named barrier) is not supported yet");
-            return sv_err(c, loc);
-        }
-        if (c->in_kernel && !c->par_depth) simt_emit_barrier(c, loc);
+        /* a named barrier (barrier_id, arrive_count): the threads that reach it meet (those
+         * of the branch on the thread index it is in) */
+        if (c->in_kernel && !c->par_depth) emit_marker(c, loc, a->npos || a->nkw ? SIMT_NAMED : SIMT_BARRIER);
         return sv_none(c, loc);
     }
     if (!strncmp(fname, "shfl_", 5) || !strcmp(fname, "tvm_warp_shuffle")) {
@@ -326,6 +337,8 @@ typedef struct simt {
     tile_vec in_loop;      /* per loop: (void *)1 when it runs inside a block-level loop */
     int cur;               /* scan: id of the per-thread loop being scanned (0: block level) */
     ir_var *cur_t;         /* rewrite: the loop variable of the per-thread loop being rewritten */
+    ir_expr *guard;        /* cutting a branch whose condition depends on the thread: the
+                              condition every per-thread loop made inside it is under */
     bool changed;
     bool ok;
 } simt;
@@ -394,7 +407,7 @@ static bool needs_block(simt *S, const ir_stmt *s, bool top, int depth) {
     case IR_S_COPY: case IR_S_GEMM: case IR_S_REDUCE: return true;
     case IR_S_FILL: return !touches_local(s);
     case IR_S_ALLOC: return s->buf->scope != IR_SCOPE_LOCAL;
-    case IR_S_ASSIGN: return top && !(s->var->id < S->nv0 && S->vary[s->var->id]) && !e_vary(S, s->value);
+    case IR_S_ASSIGN: return top && !S->guard && !(s->var->id < S->nv0 && S->vary[s->var->id]) && !e_vary(S, s->value);
     case IR_S_BREAK: case IR_S_CONTINUE: return depth == 0;
     case IR_S_KERNEL: return true;
     case IR_S_FOR:
@@ -430,6 +443,7 @@ static const char *kind_words(const ir_stmt *s) {
 }
 
 static ir_stmt *cut_seq(simt *S, ir_stmt *s, bool in_loop);
+static ir_stmt *cut_guarded(simt *S, ir_stmt *s, bool in_loop);
 
 static ir_stmt *as_seq(simt *S, ir_stmt *s) {
     if (s && s->kind == IR_S_SEQ && !simt_is_barrier(s)) return s;
@@ -441,6 +455,13 @@ static void flush(simt *S, tile_vec *seg, tile_vec *out, bool in_loop) {
     ir_stmt **items = (ir_stmt **)seg->items;
     ir_stmt *body = ir_seq(S->m, items, seg->len, items[0]->loc);
     tile_vec_free(seg);
+    if (S->guard) {
+        ir_stmt *g = ir_stmt_new(S->m, IR_S_IF, body->loc);
+        g->cond = S->guard;
+        g->body[0] = body;
+        g->nbody = 1;
+        body = ir_seq(S->m, &g, 1, body->loc);
+    }
     ir_stmt *f = ir_stmt_new(S->m, IR_S_FOR, body->loc);
     f->var = ir_var_new(S->m, S->f, "tid", IR_VAR_LOOP, TILE_DT_I32, body->loc);
     f->lo = ir_const_int(S->m, TILE_DT_I32, 0, body->loc);
@@ -468,11 +489,24 @@ static ir_stmt *cut_block(simt *S, ir_stmt *s, bool in_loop) {
         s->body[0] = cut_seq(S, as_seq(S, s->body[0]), true);
         return s;
     case IR_S_IF:
-        if (e_vary(S, s->cond)) goto divergent;
+        if (e_vary(S, s->cond)) return cut_guarded(S, s, in_loop);
         s->body[0] = cut_seq(S, as_seq(S, s->body[0]), in_loop);
         if (s->nbody > 1 && s->body[1]) s->body[1] = cut_seq(S, as_seq(S, s->body[1]), in_loop);
         return s;
+    case IR_S_BREAK: case IR_S_CONTINUE:
+        if (S->guard) {
+            sema_err(S->c, s->loc, "a %s out of a loop that contains T.sync_threads() or a warp shuffle, inside a branch that depends on the thread index, is not supported", s->kind == IR_S_BREAK ? "break" : "continue");
+            S->ok = false;
+        }
+        return s;
     default: break;
+    }
+    if (S->guard && (s->kind == IR_S_COPY || s->kind == IR_S_FILL || s->kind == IR_S_GEMM || s->kind == IR_S_REDUCE || s->kind == IR_S_FOR ||
+                     (s->kind == IR_S_ALLOC && s->buf->scope != IR_SCOPE_LOCAL))) {
+        sema_err(S->c, s->loc, "%s inside a branch that depends on the thread index (which T.sync_threads() or a shuffle in the branch keeps at block level) is not supported: it acts for the whole block",
+                 s->kind == IR_S_ALLOC ? "an allocation of shared memory" : kind_words(s));
+        S->ok = false;
+        return s;
     }
     if (s->kind != IR_S_ASSIGN && s->kind != IR_S_ALLOC && s_uses_vary(S, s)) {
         sema_err(S->c, s->loc, "%s uses a per-thread value (the thread index, a T.alloc_local buffer or a variable assigned per thread); %s acts for the whole block: give it values that are the same in every thread",
@@ -485,6 +519,75 @@ divergent:
              kind_words(s), s->kind == IR_S_FOR ? "bounds" : "condition", s->kind == IR_S_FOR ? "bounds" : "condition");
     S->ok = false;
     return s;
+}
+
+/* does statement s assign variable v or store to buffer b (anywhere in it)? */
+static bool writes(const ir_stmt *s, const ir_var *v, const ir_buffer *b) {
+    if (!s) return false;
+    if (v && (s->kind == IR_S_ASSIGN || s->kind == IR_S_ATOMIC || s->kind == IR_S_FOR) && s->var == v) return true;
+    if (b && (s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) && s->buf == b) return true;
+    if (b && s->nregions && (s->kind == IR_S_COPY ? s->regions[1].buf == b : s->kind == IR_S_REDUCE ? s->regions[1].buf == b
+                             : s->kind == IR_S_GEMM ? s->regions[2].buf == b : s->regions[0].buf == b)) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (s->body && writes(s->body[i], v, b)) return true;
+    return false;
+}
+
+/* the condition keeps its value through the branch: nothing in the branch changes what it reads */
+static bool stable(const ir_expr *e, const ir_stmt *br) {
+    if (!e) return true;
+    if (e->kind == IR_E_VAR && writes(br, e->var, NULL)) return false;
+    if (e->kind == IR_E_LOAD && writes(br, NULL, e->buf)) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!stable(e->args[i], br)) return false;
+    return true;
+}
+
+/* A branch on a thread-dependent condition that contains a meeting point (T.sync_threads(),
+ * a named barrier among the threads that take it, a shuffle): its parts are cut as at block
+ * level, each per-thread loop made inside it running its statements only in the threads
+ * where the condition holds. The other threads skip those loops; the threads that take the
+ * branch meet at its barriers as they would among themselves. */
+static ir_stmt *cut_guarded(simt *S, ir_stmt *s, bool in_loop) {
+    bool then_b = needs_block(S, s->body[0], false, 0), else_b = s->nbody > 1 && needs_block(S, s->body[1], false, 0);
+    if (then_b && else_b) {
+        sema_err(S->c, s->loc, "both arms of a branch on the thread index contain T.sync_threads() or a shuffle (threads of one arm waiting for the other's, as in producer/consumer warp specialisation); this is not supported yet");
+        S->ok = false;
+        return s;
+    }
+    const ir_stmt *fb = full_barrier(then_b ? s->body[0] : s->body[1]);
+    if (fb) {
+        sema_err(S->c, fb->loc, "T.sync_threads() inside a branch that depends on the thread index: every thread of the block must reach it; for the threads of the branch use a named barrier, T.sync_threads(barrier_id, thread_count)");
+        S->ok = false;
+        return s;
+    }
+    if (!stable(s->cond, s)) {
+        sema_err(S->c, s->loc, "a branch on the thread index that contains T.sync_threads() or a shuffle must not change what its condition reads (the condition is evaluated again after each barrier)");
+        S->ok = false;
+        return s;
+    }
+    ir_expr *saved = S->guard;
+    ir_expr *cond = s->cond, *ncond = ir_unary(S->m, IR_U_NOT, s->cond, s->loc);
+    ir_expr *g_then = saved ? ir_binary(S->m, IR_B_AND, saved, cond, s->loc) : cond;
+    ir_expr *g_else = saved ? ir_binary(S->m, IR_B_AND, saved, ncond, s->loc) : ncond;
+    tile_vec parts = {0};
+    S->guard = then_b ? g_then : g_else;
+    ir_stmt *cut = cut_seq(S, as_seq(S, then_b ? s->body[0] : s->body[1]), in_loop);
+    tile_vec_push(&parts, cut);
+    ir_stmt *other = then_b ? (s->nbody > 1 ? s->body[1] : NULL) : s->body[0];
+    if (other) {
+        /* the arm without meeting points: one per-thread loop under its condition */
+        S->guard = then_b ? g_else : g_then;
+        tile_vec seg = {0}, out = {0};
+        tile_vec_push(&seg, other);
+        flush(S, &seg, &out, in_loop);
+        for (int i = 0; i < out.len; i++) tile_vec_push(&parts, out.items[i]);
+        tile_vec_free(&out);
+    }
+    S->guard = saved;
+    ir_stmt *r = ir_seq(S->m, (ir_stmt **)parts.items, parts.len, s->loc);
+    tile_vec_free(&parts);
+    return r;
 }
 
 static ir_stmt *cut_seq(simt *S, ir_stmt *s, bool in_loop) {

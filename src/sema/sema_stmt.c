@@ -668,8 +668,20 @@ static sval *lower_fill(sema_ctx *c, const ast_expr *call, sval **pos, int npos,
     }
     if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_FILL, 1, call->loc);
-    if (is_head_form(pos[0])) { sema_err(c, call->loc, "%s needs a whole buffer or a slice, not a single element", op); return sv_err(c, call->loc); }
-    if (!to_region(c, pos[0], &s->regions[0], NULL, op, "destination")) return sv_err(c, call->loc);
+    if (is_head_form(pos[0])) {
+        /* one element (TileLang's T.fill(buf[i], v)): a region of extent 1 in every dimension */
+        sv_access *a = pos[0]->acc;
+        ir_region *r = &s->regions[0];
+        r->buf = a->buf;
+        r->loc = pos[0]->loc;
+        int rank = a->buf->rank;
+        r->start = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+        r->extent = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+        for (int d = 0; d < rank; d++) {
+            r->start[d] = cast_to(c, a->start[d], TILE_DT_I32);
+            r->extent[d] = ir_const_int(c->mod, TILE_DT_I32, 1, pos[0]->loc);
+        }
+    } else if (!to_region(c, pos[0], &s->regions[0], NULL, op, "destination")) return sv_err(c, call->loc);
     tile_dtype dt = s->regions[0].buf->dtype;
     sval *v = clear ? sv_weak_int(c, 0, call->loc) : pos[1];
     ir_expr *x;
@@ -1024,6 +1036,99 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
     return bv;
 }
 
+/* T.cumsum / T.cummax / T.cummin(src, dst=None, dim=0, reverse=False): an inclusive scan of
+ * whole buffers along dim, into dst (src itself when dst is None). Lowered to a T.Parallel
+ * nest over the other dimensions (each line is independent) around a serial walk of dim. */
+static sval *lower_scan(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos) {
+    char op[32];
+    snprintf(op, sizeof op, "T.%s", name);
+    if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
+    sval *src = npos > 0 ? pos[0] : kw_of(call, c, env, "src");
+    sval *dst = npos > 1 ? pos[1] : kw_of(call, c, env, "dst");
+    sval *dimv = npos > 2 ? pos[2] : kw_of(call, c, env, "dim");
+    sval *revv = npos > 3 ? pos[3] : kw_of(call, c, env, "reverse");
+    if (!src) { sema_err(c, call->loc, "%s needs a source buffer", op); return sv_err(c, call->loc); }
+    if (dst && dst->kind == SV_NONE) dst = NULL;
+    if (src->kind != SV_BUFFER || (dst && dst->kind != SV_BUFFER)) {
+        sema_err(c, call->loc, "%s on a region of a buffer is not supported yet; pass whole buffers", op);
+        return sv_err(c, call->loc);
+    }
+    ir_buffer *a = src->buf, *b = dst ? dst->buf : src->buf;
+    int rank = a->rank;
+    int64_t dim = 0;
+    if (dimv && dimv->kind != SV_NONE && !as_const_int(c, dimv, &dim, "the scan dimension")) return sv_err(c, call->loc);
+    if (dim < 0) dim += rank;
+    if (rank < 1 || dim < 0 || dim >= rank) { sema_err(c, call->loc, "%s: dim is out of range for '%s' of rank %d", op, a->name, rank); return sv_err(c, call->loc); }
+    bool rev = false;
+    if (revv && revv->kind != SV_NONE && !py_truth(revv, &rev)) { sema_err(c, call->loc, "%s: reverse must be known at compile time", op); return sv_err(c, call->loc); }
+    if (b->rank != rank) { sema_err(c, call->loc, "%s: '%s' and '%s' have different ranks", op, a->name, b->name); return sv_err(c, call->loc); }
+    for (int d = 0; d < rank; d++) {
+        int64_t x, y;
+        if (ir_const_int_value(a->shape[d], &x) && ir_const_int_value(b->shape[d], &y) && x != y) {
+            sema_err(c, call->loc, "%s: '%s' and '%s' differ in dimension %d (%lld and %lld)", op, a->name, b->name, d, (long long)x, (long long)y);
+            return sv_err(c, call->loc);
+        }
+    }
+    tile_loc loc = call->loc;
+    tile_dtype ct = promote_arith(a->dtype);
+    if (ct == TILE_DT_BOOL) ct = TILE_DT_I32;
+    int kind = !strcmp(name, "cumsum") ? 0 : !strcmp(name, "cummax") ? 1 : 2;
+    ir_var *acc = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "scan%d", c->tmp_counter++), IR_VAR_LOCAL, ct, loc);
+    ir_var *j = ir_var_new(c->mod, c->fn, "j", IR_VAR_LOOP, TILE_DT_I32, loc);
+    ir_var *iv[8];
+    ir_expr *idx[8];
+    int no = 0;
+    for (int d = 0; d < rank; d++) {
+        if (d == dim) {
+            ir_expr *jr = ir_var_ref(c->mod, j, loc);
+            idx[d] = rev ? int_binary(c, IR_B_SUB, int_binary(c, IR_B_SUB, cast_to(c, a->shape[d], TILE_DT_I32), ir_const_int(c->mod, TILE_DT_I32, 1, loc), loc), jr, loc) : jr;
+            continue;
+        }
+        iv[no] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "i%d", d), IR_VAR_LOOP, TILE_DT_I32, loc);
+        idx[d] = ir_var_ref(c->mod, iv[no], loc);
+        no++;
+    }
+    ir_expr *x = cast_to(c, ir_load(c->mod, a, idx, loc), ct);
+    ir_expr *av = ir_var_ref(c->mod, acc, loc);
+    ir_expr *nv = kind == 0 ? ir_binary(c->mod, IR_B_ADD, av, x, loc)
+                : ir_select(c->mod, ir_binary(c->mod, IR_B_EQ, ir_var_ref(c->mod, j, loc), ir_const_int(c->mod, TILE_DT_I32, 0, loc), loc), x,
+                            ir_binary(c->mod, kind == 1 ? IR_B_MAX : IR_B_MIN, av, x, loc), loc);
+    ir_stmt *up = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    up->var = acc;
+    up->value = nv;
+    ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    st->buf = b;
+    st->idx = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank);
+    for (int d = 0; d < rank; d++) st->idx[d] = idx[d];
+    st->value = coerce_store(c, ir_var_ref(c->mod, acc, loc), b->dtype, loc);
+    ir_stmt *two[2] = {up, st};
+    ir_stmt *walk = ir_stmt_new(c->mod, IR_S_FOR, loc);
+    walk->var = j;
+    walk->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+    walk->extent = cast_to(c, a->shape[dim], TILE_DT_I32);
+    walk->loop_kind = IR_LOOP_SERIAL;
+    walk->body[0] = ir_seq(c->mod, two, 2, loc);
+    ir_stmt *init = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    init->var = acc;
+    init->value = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0, loc) : ir_const_int(c->mod, ct, 0, loc);
+    ir_stmt *line2[2] = {init, walk};
+    ir_stmt *body = ir_seq(c->mod, line2, 2, loc);
+    for (int k = no - 1; k >= 0; k--) {
+        int d = k;
+        for (int q = 0, seen = 0; q < rank; q++) if (q != dim) { if (seen == k) { d = q; break; } seen++; }
+        ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
+        f->var = iv[k];
+        f->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+        f->extent = cast_to(c, a->shape[d], TILE_DT_I32);
+        f->loop_kind = IR_LOOP_PARALLEL;
+        f->par_group_depth = k == 0 ? no : 0;
+        f->body[0] = body;
+        body = f;
+    }
+    emit(c, body);
+    return sv_none(c, loc);
+}
+
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
     c->tile_scope = env;
@@ -1041,6 +1146,7 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     if (!strncmp(name, "reduce_", 7)) return lower_reduce(c, env, name, call, pos, npos);
     if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, name, call, pos, npos);
     if (!strcmp(name, "alloc_var")) return lower_alloc_var(c, env, call, pos, npos);
+    if (!strcmp(name, "cumsum") || !strcmp(name, "cummax") || !strcmp(name, "cummin")) return lower_scan(c, env, name, call, pos, npos);
     if (!strcmp(name, "reducer_init") || !strcmp(name, "reducer_update") || !strcmp(name, "finalize_reducer"))
         return lower_reducer_op(c, env, name, call, pos, npos);
     if (!strncmp(name, "alloc", 5) || !strcmp(name, "zeros") || !strcmp(name, "empty")) return lower_alloc(c, env, name, call, pos, npos);

@@ -156,6 +156,41 @@ def ref_simt_warp_reduce(a, threads=48):
     return out
 
 
+def ref_scan(a, bm=16, bn=32):
+    x = a["A"].astype(np.float64)
+    m, n = x.shape
+    b, cc = np.zeros_like(x), np.zeros_like(x)
+    xs = np.zeros(((m + bm - 1) // bm, bn))
+    for i0 in range(0, m, bm):
+        for j0 in range(0, n, bn):
+            t = np.zeros((bm, bn))
+            blk = x[i0:i0 + bm, j0:j0 + bn]
+            t[:blk.shape[0], :blk.shape[1]] = blk  # tile copies load zeros outside the tensor
+            b[i0:i0 + bm, j0:j0 + bn] = np.cumsum(t, axis=0)[:blk.shape[0], :blk.shape[1]]
+            cc[i0:i0 + bm, j0:j0 + bn] = np.cumsum(t[:, ::-1], axis=1)[:, ::-1][:blk.shape[0], :blk.shape[1]]
+            if j0 == 0:
+                r = np.maximum.accumulate(t[0])
+                r[0] = -1.0
+                xs[i0 // bm] = r
+    return {"B": b, "C": cc, "X": xs}
+
+
+def ref_simt_named_barrier(a, r=64):
+    x = a["X"].astype(np.int64)
+    n = x.shape[0]
+    nb = (n + r - 1) // r
+    p = np.zeros(n, np.int32)
+    w = np.zeros(nb, np.int32)
+    for b in range(nb):
+        blk = np.zeros(r, np.int64)
+        seg = x[b * r:(b + 1) * r]
+        blk[:seg.shape[0]] = seg
+        c = np.cumsum(blk)
+        p[b * r:b * r + seg.shape[0]] = c[:seg.shape[0]]
+        w[b] = blk[:32].sum()  # the first warp's elements, recovered from the prefix sums
+    return {"P": p, "W": w}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -177,6 +212,9 @@ CASES = {
     "simt_shuffle": ("simt_shuffle.py", "warp_ops", ["N=200"], lambda: {"X": f32((200,), 21)}, ref_simt_shuffle),
     "simt_warp_reduce": ("simt_warp_reduce.py", "warp_reduce", ["N=100"],
                          lambda: {"X": f32((100,), 22), "K": (1 << rng(23).integers(0, 30, 100)).astype(np.int32)}, ref_simt_warp_reduce),
+    "scan": ("scan.py", "scans", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 24)}, ref_scan),
+    "simt_named_barrier": ("simt_named_barrier.py", "prefix", ["N=150"],
+                           lambda: {"X": rng(25).integers(-50, 50, 150).astype(np.int32)}, ref_simt_named_barrier),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
