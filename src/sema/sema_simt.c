@@ -847,8 +847,26 @@ static void rw_s(simt *S, ir_stmt *s) {
         s->var = NULL;
     }
     if (s->kind == IR_S_ATOMIC && s->var && s->var->id < S->nv0 && S->v_exp[s->var->id]) {
-        sema_err(S->c, s->loc, "internal: the old value of an atomic update is kept across a T.sync_threads()");
-        S->ok = false;
+        /* the old value lives across a cut: the atomic update, then the thread's copy */
+        ir_buffer *v = S->v_exp[s->var->id];
+        ir_stmt *at = ir_stmt_new(S->m, IR_S_ATOMIC, s->loc);
+        *at = *s;
+        at->var = ir_var_new(S->m, S->f, s->var->name, IR_VAR_LOCAL, s->var->dtype, s->loc);
+        ir_stmt *cp = ir_stmt_new(S->m, IR_S_STORE, s->loc);
+        cp->buf = v;
+        cp->idx = TILE_NEW_ARRAY(&S->m->arena, ir_expr *, 1);
+        cp->idx[0] = who(S, s->loc);
+        cp->value = ir_var_ref(S->m, at->var, s->loc);
+        ir_stmt **two = TILE_NEW_ARRAY(&S->m->arena, ir_stmt *, 2);
+        two[0] = at;
+        two[1] = cp;
+        memset(s, 0, sizeof *s);
+        s->kind = IR_S_SEQ;
+        s->loc = at->loc;
+        s->body = two;
+        s->nbody = 2;
+        S->cur_t = saved;
+        return;
     }
     if (s->kind == IR_S_ALLOC && s->buf->id < S->nb0 && S->b_exp[s->buf->id]) {
         /* replaced by the per-thread copies allocated at the kernel's start */

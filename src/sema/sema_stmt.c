@@ -879,20 +879,23 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     return sv_none(c, loc);
 }
 
-static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int npos) {
+static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    bool prev = false;
     for (int i = 0; i < call->nkwargs; i++) {
         const char *kn = call->kwargs[i].name;
         if (kn && !strcmp(kn, "return_prev")) {
-            sema_err(c, call->kwargs[i].loc, "T.%s(..., return_prev=True) (the old value as a result) is not supported yet", fname);
-            return sv_err(c, call->loc);
+            sval *v = lower_expr(c, env, call->kwargs[i].value);
+            if (!py_truth(v, &prev)) { sema_err(c, call->kwargs[i].loc, "T.%s: return_prev must be known at compile time", fname); return sv_err(c, call->loc); }
         }
     }
     if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
     int aop = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
     if ((pos[0]->kind == SV_BUFFER || (pos[0]->kind == SV_ACCESS && pos[0]->acc->any_slice) || pos[1]->kind == SV_BUFFER ||
-         (pos[1]->kind == SV_ACCESS && pos[1]->acc->any_slice)))
+         (pos[1]->kind == SV_ACCESS && pos[1]->acc->any_slice))) {
+        if (prev) { sema_err(c, call->loc, "T.%s(..., return_prev=True) needs one element as its destination, not a region", fname); return sv_err(c, call->loc); }
         return lower_region_atomic(c, fname, call, pos, aop);
+    }
     if (pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) {
         sema_err(c, pos[0]->loc, "T.%s needs an element or a region as its destination (e.g. C[i, j])", fname);
         return sv_err(c, call->loc);
@@ -907,8 +910,13 @@ static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, 
     s->idx = a->start;
     s->value = coerce_store(c, x, a->buf->dtype, call->loc);
     s->atomic_op = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
+    if (a->buf->dtype == TILE_DT_BOOL) { sema_err(c, call->loc, "T.%s on a bool buffer ('%s') is not supported", fname, a->buf->name); return sv_err(c, call->loc); }
+    if (prev) {
+        /* the element's value before the update, in its compute dtype */
+        s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "prev%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(a->buf->dtype), call->loc);
+    }
     emit(c, s);
-    return sv_none(c, call->loc);
+    return prev ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
 }
 
 static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
@@ -1144,7 +1152,7 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);
     if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);
     if (!strncmp(name, "reduce_", 7)) return lower_reduce(c, env, name, call, pos, npos);
-    if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, name, call, pos, npos);
+    if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, env, name, call, pos, npos);
     if (!strcmp(name, "alloc_var")) return lower_alloc_var(c, env, call, pos, npos);
     if (!strcmp(name, "cumsum") || !strcmp(name, "cummax") || !strcmp(name, "cummin")) return lower_scan(c, env, name, call, pos, npos);
     if (!strcmp(name, "reducer_init") || !strcmp(name, "reducer_update") || !strcmp(name, "finalize_reducer"))

@@ -191,6 +191,14 @@ def ref_simt_named_barrier(a, r=64):
     return {"P": p, "W": w}
 
 
+def ref_atomic_prev(a):
+    return {"B": a["B"].astype(np.float64) + a["A"], "Old": a["B"].astype(np.float64)}
+
+
+def ref_atomic_slots(a, nblocks=3, threads=96):
+    return {"Mark": np.ones((nblocks, threads), np.int32), "Count": np.full(nblocks, threads, np.int32)}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -215,6 +223,8 @@ CASES = {
     "scan": ("scan.py", "scans", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 24)}, ref_scan),
     "simt_named_barrier": ("simt_named_barrier.py", "prefix", ["N=150"],
                            lambda: {"X": rng(25).integers(-50, 50, 150).astype(np.int32)}, ref_simt_named_barrier),
+    "atomic_prev": ("atomic_prev.py", "add_prev", ["M=20", "N=40"], lambda: {"A": f32((20, 40), 26), "B": f32((20, 40), 27)}, ref_atomic_prev),
+    "atomic_slots": ("atomic_prev.py", "slots", ["nblocks=3"], lambda: {}, ref_atomic_slots),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
