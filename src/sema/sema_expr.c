@@ -1234,6 +1234,9 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         if (tile_dtype_bits(x->dtype) != tile_dtype_bits(dt) && x->kind == IR_E_CAST && tile_dtype_is_float(x->dtype) &&
             tile_dtype_is_float(x->args[0]->dtype) && tile_dtype_bits(x->args[0]->dtype) == tile_dtype_bits(dt))
             x = x->args[0];
+        else if (tile_dtype_bits(x->dtype) != tile_dtype_bits(dt) && x->kind == IR_E_VAR && sema_var_narrow(c, x->var) != TILE_DT_INVALID &&
+                 tile_dtype_bits(sema_var_narrow(c, x->var)) == tile_dtype_bits(dt))
+            x = cast_to(c, x, sema_var_narrow(c, x->var)); /* exact: the variable holds a value of that dtype */
         if (tile_dtype_bits(x->dtype) != tile_dtype_bits(dt)) {
             sema_err(c, loc, "reinterpret needs types of the same width: %s is %d bits, %s is %d", tile_dtype_name(x->dtype), tile_dtype_bits(x->dtype), tile_dtype_name(dt), tile_dtype_bits(dt));
             return sv_err(c, loc);

@@ -58,7 +58,26 @@ ir_buffer *declare_buffer(sema_ctx *c, const char *name, tile_dtype dt, ir_scope
 }
 
 /* ---------- assignment ---------- */
+tile_dtype sema_var_narrow(sema_ctx *c, const ir_var *v) {
+    int k = v && v->id < c->nvar_narrow ? c->var_narrow[v->id] : 0;
+    return k > 0 ? (tile_dtype)(k - 1) : TILE_DT_INVALID;
+}
+
+static void note_narrow(sema_ctx *c, ir_var *v, const ir_expr *x) {
+    if (v->id >= c->nvar_narrow) {
+        int n = v->id + 64;
+        c->var_narrow = tile_xrealloc(c->var_narrow, sizeof(int) * (size_t)n);
+        for (int i = c->nvar_narrow; i < n; i++) c->var_narrow[i] = 0;
+        c->nvar_narrow = n;
+    }
+    int k = x && x->kind == IR_E_CAST && x->dtype == TILE_DT_F32 && (x->args[0]->dtype == TILE_DT_F16 || x->args[0]->dtype == TILE_DT_BF16)
+                ? (int)x->args[0]->dtype + 1 : -1;
+    int *slot = &c->var_narrow[v->id];
+    *slot = *slot == 0 ? k : *slot == k ? k : -1;
+}
+
 static void emit_assign(sema_ctx *c, ir_var *v, ir_expr *x, tile_loc loc) {
+    note_narrow(c, v, x);
     ir_stmt *s = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
     s->var = v;
     s->value = x;
