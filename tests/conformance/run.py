@@ -199,6 +199,14 @@ def ref_atomic_slots(a, nblocks=3, threads=96):
     return {"Mark": np.ones((nblocks, threads), np.int32), "Count": np.full(nblocks, threads, np.int32)}
 
 
+def ref_reinterpret_var(a):
+    x = a["X"]
+    # bfloat16 round to nearest even from the f32 bits
+    u = x.view(np.uint32).astype(np.uint64)
+    bf = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16).view(np.int16)
+    return {"H": x.astype(np.float16).view(np.uint16), "B": bf}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -225,6 +233,7 @@ CASES = {
                            lambda: {"X": rng(25).integers(-50, 50, 150).astype(np.int32)}, ref_simt_named_barrier),
     "atomic_prev": ("atomic_prev.py", "add_prev", ["M=20", "N=40"], lambda: {"A": f32((20, 40), 26), "B": f32((20, 40), 27)}, ref_atomic_prev),
     "atomic_slots": ("atomic_prev.py", "slots", ["nblocks=3"], lambda: {}, ref_atomic_slots),
+    "reinterpret_var": ("reinterpret_var.py", "keys", ["N=300"], lambda: {"X": (f32((300,), 28) * 100).astype(np.float32)}, ref_reinterpret_var),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
