@@ -366,6 +366,8 @@ static void vary_walk(simt *S, const ir_stmt *s, bool vctx) {
         for (int i = 0; i < s->nbody; i++) vary_walk(S, s->body[i], vctx);
         return;
     case IR_S_FOR: {
+        /* a T.Parallel loop acts for the whole block, whichever threads start it */
+        if (s->loop_kind == IR_LOOP_PARALLEL) vctx = false;
         bool v = vctx || e_vary(S, s->lo) || e_vary(S, s->extent);
         if (v) mark(S, s->var);
         vary_walk(S, s->body[0], v);
@@ -444,6 +446,8 @@ static const char *kind_words(const ir_stmt *s) {
 
 static ir_stmt *cut_seq(simt *S, ir_stmt *s, bool in_loop);
 static ir_stmt *cut_guarded(simt *S, ir_stmt *s, bool in_loop);
+static ir_stmt *cut_block(simt *S, ir_stmt *s, bool in_loop);
+static void flush(simt *S, tile_vec *seg, tile_vec *out, bool in_loop);
 
 static ir_stmt *as_seq(simt *S, ir_stmt *s) {
     if (s && s->kind == IR_S_SEQ && !simt_is_barrier(s)) return s;
@@ -475,6 +479,51 @@ static void flush(simt *S, tile_vec *seg, tile_vec *out, bool in_loop) {
     tile_vec_push(out, f);
 }
 
+/* A tile operation or T.Parallel loop under a branch on the thread index (TileLang's
+ * `if tx < 128: T.copy(...)`: the threads that take the branch do the whole operation):
+ * it runs once for the block when some thread takes the branch. The threads that do raise
+ * a flag in shared memory (an atomic max, so several may), then the block tests it. */
+static ir_stmt *masked(simt *S, ir_stmt *s, bool in_loop) {
+    tile_loc loc = s->loc;
+    ir_expr *one_shape[1] = {ir_const_int(S->m, TILE_DT_I32, 1, loc)};
+    ir_buffer *flag = ir_buffer_new(S->m, S->f, tile_arena_printf(&S->m->arena, "taken%d", S->c->tmp_counter++), TILE_DT_I32,
+                                    IR_SCOPE_SHARED, 1, one_shape, IR_BUF_TEMP, loc);
+    ir_stmt *al = ir_stmt_new(S->m, IR_S_ALLOC, loc);
+    al->buf = flag;
+    tile_vec_push(&S->c->simt_allocs, al);
+    ir_expr *zero = ir_const_int(S->m, TILE_DT_I32, 0, loc);
+    ir_stmt *clr = ir_stmt_new(S->m, IR_S_FILL, loc);
+    clr->regions[0].buf = flag;
+    clr->regions[0].loc = loc;
+    clr->regions[0].start = TILE_NEW_ARRAY(&S->m->arena, ir_expr *, 1);
+    clr->regions[0].extent = TILE_NEW_ARRAY(&S->m->arena, ir_expr *, 1);
+    clr->regions[0].start[0] = zero;
+    clr->regions[0].extent[0] = ir_const_int(S->m, TILE_DT_I32, 1, loc);
+    clr->value = zero;
+    ir_stmt *raise = ir_stmt_new(S->m, IR_S_ATOMIC, loc);
+    raise->buf = flag;
+    raise->idx = TILE_NEW_ARRAY(&S->m->arena, ir_expr *, 1);
+    raise->idx[0] = zero;
+    raise->value = ir_const_int(S->m, TILE_DT_I32, 1, loc);
+    raise->atomic_op = IR_ATOMIC_MAX;
+    tile_vec out = {0}, seg = {0};
+    tile_vec_push(&out, clr);
+    tile_vec_push(&seg, raise);
+    flush(S, &seg, &out, in_loop);
+    ir_expr *z = zero;
+    ir_stmt *test = ir_stmt_new(S->m, IR_S_IF, loc);
+    test->cond = ir_binary(S->m, IR_B_NE, ir_load(S->m, flag, &z, loc), zero, loc);
+    ir_expr *saved = S->guard;
+    S->guard = NULL; /* the operation itself acts for the whole block */
+    test->body[0] = cut_block(S, s, in_loop);
+    S->guard = saved;
+    test->nbody = 1;
+    tile_vec_push(&out, test);
+    ir_stmt *r = ir_seq(S->m, (ir_stmt **)out.items, out.len, loc);
+    tile_vec_free(&out);
+    return r;
+}
+
 /* A statement that runs at block level, its parts cut in turn. */
 static ir_stmt *cut_block(simt *S, ir_stmt *s, bool in_loop) {
     switch (s->kind) {
@@ -501,14 +550,17 @@ static ir_stmt *cut_block(simt *S, ir_stmt *s, bool in_loop) {
         return s;
     default: break;
     }
-    if (S->guard && (s->kind == IR_S_COPY || s->kind == IR_S_FILL || s->kind == IR_S_GEMM || s->kind == IR_S_REDUCE || s->kind == IR_S_FOR ||
-                     (s->kind == IR_S_ALLOC && s->buf->scope != IR_SCOPE_LOCAL))) {
-        sema_err(S->c, s->loc, "%s inside a branch that depends on the thread index (which T.sync_threads() or a shuffle in the branch keeps at block level) is not supported: it acts for the whole block",
-                 s->kind == IR_S_ALLOC ? "an allocation of shared memory" : kind_words(s));
+    if (S->guard && s->kind == IR_S_ALLOC && s->buf->scope != IR_SCOPE_LOCAL) {
+        sema_err(S->c, s->loc, "an allocation of shared memory inside a branch that depends on the thread index is not supported: it is made for the whole block; allocate it before the branch");
         S->ok = false;
         return s;
     }
+    if (S->guard && (s->kind == IR_S_COPY || s->kind == IR_S_FILL || s->kind == IR_S_GEMM || s->kind == IR_S_REDUCE || s->kind == IR_S_FOR)) {
+        if (s_uses_vary(S, s)) goto per_thread_value;
+        return masked(S, s, in_loop);
+    }
     if (s->kind != IR_S_ASSIGN && s->kind != IR_S_ALLOC && s_uses_vary(S, s)) {
+    per_thread_value:
         sema_err(S->c, s->loc, "%s uses a per-thread value (the thread index, a T.alloc_local buffer or a variable assigned per thread); %s acts for the whole block: give it values that are the same in every thread",
                  kind_words(s), kind_words(s));
         S->ok = false;

@@ -207,6 +207,12 @@ def ref_reinterpret_var(a):
     return {"H": x.astype(np.float16).view(np.uint16), "B": bf}
 
 
+def ref_simt_masked(a, bm=16):
+    x = a["A"].astype(np.float64)
+    rows = np.arange(x.shape[0])[:, None] // bm
+    return {"B": x * 2.0 + rows}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -234,6 +240,7 @@ CASES = {
     "atomic_prev": ("atomic_prev.py", "add_prev", ["M=20", "N=40"], lambda: {"A": f32((20, 40), 26), "B": f32((20, 40), 27)}, ref_atomic_prev),
     "atomic_slots": ("atomic_prev.py", "slots", ["nblocks=3"], lambda: {}, ref_atomic_slots),
     "reinterpret_var": ("reinterpret_var.py", "keys", ["N=300"], lambda: {"X": (f32((300,), 28) * 100).astype(np.float32)}, ref_reinterpret_var),
+    "simt_masked_tileop": ("simt_masked_tileop.py", "masked", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 29)}, ref_simt_masked),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
