@@ -10,7 +10,8 @@ time (nothing of it is copied into this repository), and for each:
      SIZE, default 128, unless the kernel's own factory call gives them), `tile run FILE -f K
      --target cpu --check`: the cpu target against the interpreter on the same seeded random
      inputs (the interpreter itself is checked against its float64 mode by the cuda and
-     opencl suites); a kernel that takes longer than --timeout is reported as such.
+     opencl suites), the generated C checking every element access (TILE_CPU_CHECKS=1); a
+     kernel that takes longer than --timeout is reported as such.
 
 Prints accepted/total and the reason for each failure, and writes a Markdown results file.
 
@@ -72,7 +73,9 @@ def sizes_of(tile, path, kernel, defines):
 
 def run_one(tile, path, kernel, extra, timeout, cache):
     cmd = [tile, "run", path, "-f", kernel, "--target", "cpu", "--check", "--quiet"] + extra
-    env = dict(os.environ, TILE_CACHE_DIR=cache)
+    # element checks in the generated C: a program with an out-of-bounds element access
+    # (valid TileLang guards nothing) gets the access named instead of corrupting the heap
+    env = dict(os.environ, TILE_CACHE_DIR=cache, TILE_CPU_CHECKS="1")
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:

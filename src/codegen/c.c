@@ -1165,7 +1165,10 @@ static void gatomic(gen *G, const ir_stmt *s) {
     int ct = ISF(b->dtype) ? (b->dtype == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32) : b->dtype;
     line(G, "{ tile_val x_; %s = %s(%s); x_ = tile_conv(x_, TDT_%s, TDT_%s);", ISF(vdt) ? "x_.f" : "x_.i", ISF(vdt) ? "(double)" : "(int64_t)",
          v, DNAME[vdt], DNAME[ct]);
-    line(G, "  tile_atomic(TDT_%s, b%d, %s, x_, %d); }", DNAME[b->dtype], b->id, off.data ? off.data : "0", s->atomic_op);
+    if (s->var)
+        line(G, "  tile_val p_ = tile_atomic(TDT_%s, b%d, %s, x_, %d); v%d = %s; }", DNAME[b->dtype], b->id, off.data ? off.data : "0", s->atomic_op,
+             s->var->id, ISF(s->var->dtype) ? "p_.f" : "p_.i");
+    else line(G, "  tile_atomic(TDT_%s, b%d, %s, x_, %d); }", DNAME[b->dtype], b->id, off.data ? off.data : "0", s->atomic_op);
     free(v);
     tile_sb_free(&off);
     check_fail(G);

@@ -1049,27 +1049,29 @@ static tile_val tile_atomic_apply(int dt, tile_val old, tile_val x, int op) {
     }
     return tile_conv(r, ct, dt);
 }
-/* x: the operand, already converted to the compute dtype of dt */
-static void tile_atomic(int dt, void *base, int64_t i, tile_val x, int op) {
+/* x: the operand, already converted to the compute dtype of dt; returns the element's old
+ * value in the compute dtype */
+static tile_val tile_atomic(int dt, void *base, int64_t i, tile_val x, int op) {
     int bits = tile_dt_bits[dt];
+    tile_val prev;
     if (bits == 4) {
         uint8_t *p = (uint8_t *)base + (i >> 1);
         unsigned sh = (unsigned)(i & 1) * 4;
         uint8_t cur = __atomic_load_n(p, __ATOMIC_RELAXED), nw;
         do {
-            tile_val old;
-            old.f = tile_e2m1_tab[(cur >> sh) & 0xF];
-            tile_val r = tile_atomic_apply(dt, old, x, op);
+            prev.f = tile_e2m1_tab[(cur >> sh) & 0xF];
+            tile_val r = tile_atomic_apply(dt, prev, x, op);
             nw = (uint8_t)((cur & ~(0xFu << sh)) | ((unsigned)tile_bits_e2m1(r.f) << sh));
         } while (!__atomic_compare_exchange_n(p, &cur, nw, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-        return;
+        return tile_conv(prev, dt, tile_compute_dt(dt));
     }
 #define TILE_CAS_LOOP(UT)                                                                         \
     do {                                                                                          \
         UT *p = (UT *)base + i, cur = __atomic_load_n(p, __ATOMIC_RELAXED), nw;                   \
         do {                                                                                      \
             UT tmp[1] = {cur};                                                                    \
-            tile_val r = tile_atomic_apply(dt, tile_gld(dt, tmp, 0), x, op);                      \
+            prev = tile_gld(dt, tmp, 0);                                                          \
+            tile_val r = tile_atomic_apply(dt, prev, x, op);                                      \
             tile_gst(dt, tmp, 0, r);                                                              \
             nw = tmp[0];                                                                          \
         } while (!__atomic_compare_exchange_n(p, &cur, nw, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)); \
@@ -1081,6 +1083,7 @@ static void tile_atomic(int dt, void *base, int64_t i, tile_val x, int op) {
     default: TILE_CAS_LOOP(uint64_t); break;
     }
 #undef TILE_CAS_LOOP
+    return tile_conv(prev, dt, tile_compute_dt(dt));
 }
 
 /* ---------- parallel loops and kernel launches on the runtime's pool ---------- */

@@ -693,7 +693,7 @@ static bool writes_mem(const ir_stmt *s) {
 }
 static void assigned_vars(const ir_stmt *s, bool *mark) {
     if (!s) return;
-    if (s->kind == IR_S_ASSIGN && s->var) mark[s->var->id] = true;
+    if ((s->kind == IR_S_ASSIGN || s->kind == IR_S_ATOMIC) && s->var) mark[s->var->id] = true;
     for (int i = 0; i < s->nbody; i++) assigned_vars(s->body[i], mark);
 }
 
@@ -940,7 +940,13 @@ static void gen_atomic(gen *G, tile_strbuf *o, const ir_stmt *s) {
     line(G, o, "%s tl_nw%d = (tl_old%d & ~(tl_m%d << tl_sh%d)) | ((%s & tl_m%d) << tl_sh%d);", W, t, t, t, t, nb.data, t, t);
     tile_sb_free(&nb);
     line(G, o, "%s tl_pv%d = tl_cas%d_%s(tl_w%d, tl_old%d, tl_nw%d);", W, t, w64 ? 64 : 32, sfx, t, t, t);
-    line(G, o, "if (tl_pv%d == tl_old%d) break;", t, t);
+    if (s->var) {
+        /* the old value, for T.atomic_add(..., return_prev=True) */
+        tile_strbuf pv = {0};
+        var_name(&pv, s->var);
+        line(G, o, "if (tl_pv%d == tl_old%d) { %s = tl_c%d; break; }", t, t, pv.data, t);
+        tile_sb_free(&pv);
+    } else line(G, o, "if (tl_pv%d == tl_old%d) break;", t, t);
     line(G, o, "tl_old%d = tl_pv%d;", t, t);
     G->ind--;
     line(G, o, "}");
@@ -2151,7 +2157,7 @@ static void gen_leaf(gen *G, tile_strbuf *o, const ir_stmt *s) {
 /* Variables whose value differs between threads: assigned inside a T.Parallel body. */
 static void mark_private(gen *G, const ir_stmt *s, bool par) {
     if (!s) return;
-    if (par && s->var && (s->kind == IR_S_ASSIGN || s->kind == IR_S_FOR)) G->priv[s->var->id] = true;
+    if (par && s->var && (s->kind == IR_S_ASSIGN || s->kind == IR_S_FOR || s->kind == IR_S_ATOMIC)) G->priv[s->var->id] = true;
     if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PARALLEL) {
         G->priv[s->var->id] = true;
         par = true;

@@ -1188,6 +1188,7 @@ static int exec(ist *S, const ir_stmt *s) {
         }
         st(b, off, convert(S, r, ct, b->dt));
         set_init(b, off);
+        if (s->var) S->vars[s->var->id] = old;
         return FLOW_NORMAL;
     }
     case IR_S_ALLOC: exec_alloc(S, s); return FLOW_NORMAL;

@@ -237,7 +237,8 @@ typedef struct ir_region {
     X(IF)       /* if cond: body[0] else: body[1] (body[1] may be NULL)                     */ \
     X(ASSIGN)   /* var = value (IR_VAR_LOCAL)                                               */ \
     X(STORE)    /* buf[idx...] = value                                                      */ \
-    X(ATOMIC)   /* atomically buf[idx...] = buf[idx...] atomic_op value                     */ \
+    X(ATOMIC)   /* atomically buf[idx...] = buf[idx...] atomic_op value; var (if set, a      \
+                   local of the compute dtype: f32 for sub-32-bit floats) gets the old value */ \
     X(ALLOC)    /* buffer `buf` comes into existence here, contents uninitialised; it lives  \
                    until the end of the enclosing SEQ (or the kernel/function)              */ \
     X(KERNEL)   /* grid of blocks: for each block index (grid[0..ngrid)), run body[0];       \
@@ -280,7 +281,7 @@ struct ir_stmt {
     tile_loc loc;
     ir_stmt **body;      /* SEQ: nbody statements; FOR/WHILE/KERNEL: body[0]; IF: then, else */
     int nbody;
-    ir_var *var;         /* FOR (loop var), ASSIGN (target) */
+    ir_var *var;         /* FOR (loop var), ASSIGN (target), ATOMIC (old value, or NULL) */
     ir_expr *lo, *extent;/* FOR */
     ir_loop_kind loop_kind;
     int num_stages;      /* FOR pipelined */

@@ -435,6 +435,7 @@ static void put_stmt(pctx *c, const ir_stmt *s, int ind) {
         tile_sb_putc(sb, '\n');
         break;
     case IR_S_ATOMIC:
+        if (s->var) tile_sb_printf(sb, "%s = ", s->var->name ? s->var->name : "<null var>");
         tile_sb_printf(sb, "%s(%s", atomic_name(s->atomic_op), s->buf ? s->buf->name : "<null buffer>");
         put_index_list(sb, s->idx, s->buf ? s->buf->rank : 0);
         tile_sb_puts(sb, ", ");

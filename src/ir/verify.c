@@ -628,6 +628,13 @@ static void check_stmt(vctx *c, const ir_stmt *s, tile_loc ploc, int depth) {
         check_store_like(c, s, "atomic update");
         if (s->atomic_op < 0 || s->atomic_op >= IR_ATOMIC_COUNT) VERR(c, s->loc, "bad atomic operation %d", s->atomic_op);
         if (s->buf && s->buf->dtype == TILE_DT_BOOL) VERR(c, s->loc, "atomic update of bool buffer '%s'", bname(s->buf));
+        if (s->var && var_known(c, s->var, s->loc)) {
+            const ir_var *v = s->var;
+            tile_dtype ct = s->buf && is_narrow_float(s->buf->dtype) ? TILE_DT_F32 : s->buf ? s->buf->dtype : v->dtype;
+            if (v->kind != IR_VAR_LOCAL) VERR(c, s->loc, "atomic update keeps its old value in '%s', which is not a local variable", vname(v));
+            else if (v->dtype != ct) VERR(c, s->loc, "atomic update keeps its old %s value in '%s' of dtype %s", dtn(ct), vname(v), dtn(v->dtype));
+            c->assigned[v->id] = 1;
+        }
         break;
     case IR_S_ALLOC: check_alloc(c, s); break;
     case IR_S_KERNEL: check_kernel(c, s, depth); break;

@@ -177,7 +177,7 @@ static void find_var_cb(void *ctx, const ir_expr *e) {
 
 bool opt_stmt_uses_var(const ir_stmt *s, const ir_var *v) {
     if (!s) return false;
-    if (s->kind == IR_S_ASSIGN && s->var == v) return true;
+    if ((s->kind == IR_S_ASSIGN || s->kind == IR_S_ATOMIC) && s->var == v) return true;
     var_find f = {v, false};
     stmt_exprs(s, find_var_cb, &f);
     if (f.found) return true;
@@ -240,7 +240,10 @@ static void md_stmt(mdef *m, const ir_stmt *s, unsigned char *def) {
         free(d1);
         break;
     }
-    default: stmt_exprs(s, md_expr_cb, &ec); break;
+    default:
+        stmt_exprs(s, md_expr_cb, &ec);
+        if (s->kind == IR_S_ATOMIC && s->var && s->var->id >= 0 && s->var->id < m->nvars) def[s->var->id] = 1;
+        break;
     }
 }
 
@@ -438,6 +441,7 @@ static void collect(dctx *d, const ir_stmt *s, int loops_inside) {
         return;
     }
     case IR_S_ATOMIC:
+        if (s->var && s->var->id >= 0 && s->var->id < d->nvars) d->assigned[s->var->id] = 1;
         stmt_exprs(s, load_cb, &lc);
         add_access(d, s->buf, s->idx, false, s, -1);
         add_access(d, s->buf, s->idx, true, s, -1);

@@ -1307,6 +1307,7 @@ static void lower_entry(sema_ctx *c, const ast_stmt *s, def_class k) {
     c->bad = 0;
     const char *name = c->entry_outer ? tile_arena_printf(&c->mod->arena, "%s__%s", c->entry_outer->name, s->name) : s->name;
     c->fn = ir_func_new(c->mod, name, s->loc, k == DEF_KERNEL_PLAIN ? IR_FORM_PLAIN : IR_FORM_TILE);
+    for (int i = 0; i < c->nvar_narrow; i++) c->var_narrow[i] = 0; /* variable ids are per function */
     c->entry_env = NULL;
     if (c->entry_outer) c->entry_env = caller_env(c, c->entry_outer, 0);
     c->next_par_id = 0;
@@ -1406,5 +1407,6 @@ ir_module *sema_lower(const ast_module *m, sema_options *opt, tile_diags *diags)
     }
     free(c.global_allocs);
     free(c.returned);
+    free(c.var_narrow);
     return c.mod;
 }

@@ -24,14 +24,18 @@
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T)           \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
-    X(reducer_update, T) X(finalize_reducer, T)                                                          \
+    X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T)                                                          \
     X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
-    X(disable_warp_group_reg_alloc, H) X(sync_threads, H) X(annotate_l2_hit_ratio, H)                    \
+    X(disable_warp_group_reg_alloc, H) X(sync_threads, S) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
     X(assume, H) X(no_set_max_nreg_hint, H)                                                              \
     X(make_swizzled_layout, O) X(make_full_bank_swizzled_layout, O) X(make_half_bank_swizzled_layout, O) \
     X(make_quarter_bank_swizzled_layout, O) X(make_linear_layout, O) X(make_mma_swizzle_layout, O)        \
-    X(Layout, O) X(Fragment, O)
+    X(Layout, O) X(Fragment, O)                                                                          \
+    X(get_thread_binding, S) X(thread_binding, S) X(get_lane_idx, S) X(get_warp_idx, S)                  \
+    X(get_warp_idx_sync, S) X(shfl_xor, S) X(shfl_down, S) X(shfl_up, S) X(shfl_sync, S)                 \
+    X(tvm_warp_shuffle, S) X(warp_reduce_sum, S) X(warp_reduce_max, S) X(warp_reduce_min, S)              \
+    X(warp_reduce_bitand, S) X(warp_reduce_bitor, S) X(get_warp_group_idx, S)
 
 typedef struct builtin_info { const char *name; char kind; } builtin_info;
 static const builtin_info builtins[] = {
@@ -1179,6 +1183,11 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
     default: break;
     }
     /* specials */
+    {
+        bool h = false;
+        sval *r = simt_builtin(c, fname, a, loc, &h);
+        if (h) return r;
+    }
     if (!strcmp(fname, "abs")) {
         if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
         return math1(c, IR_I_ABS, a->pos[0], loc);
@@ -1220,6 +1229,14 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         if (fname[0] != 'r') return do_cast(c, v, dt, loc);
         ir_expr *x = materialize(c, v);
         if (!x) return sv_err(c, loc);
+        /* a sub-32-bit float value computes in f32 (T.cast(x, "float16") is the f16 rounding
+         * widened back): its bits are those of the narrow value under the widening */
+        if (tile_dtype_bits(x->dtype) != tile_dtype_bits(dt) && x->kind == IR_E_CAST && tile_dtype_is_float(x->dtype) &&
+            tile_dtype_is_float(x->args[0]->dtype) && tile_dtype_bits(x->args[0]->dtype) == tile_dtype_bits(dt))
+            x = x->args[0];
+        else if (tile_dtype_bits(x->dtype) != tile_dtype_bits(dt) && x->kind == IR_E_VAR && sema_var_narrow(c, x->var) != TILE_DT_INVALID &&
+                 tile_dtype_bits(sema_var_narrow(c, x->var)) == tile_dtype_bits(dt))
+            x = cast_to(c, x, sema_var_narrow(c, x->var)); /* exact: the variable holds a value of that dtype */
         if (tile_dtype_bits(x->dtype) != tile_dtype_bits(dt)) {
             sema_err(c, loc, "reinterpret needs types of the same width: %s is %d bits, %s is %d", tile_dtype_name(x->dtype), tile_dtype_bits(x->dtype), tile_dtype_name(dt), tile_dtype_bits(dt));
             return sv_err(c, loc);
@@ -1649,9 +1666,8 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         }
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
-            "get_thread_binding", "thread_binding", "get_warp_idx", "get_lane_idx", "get_warp_group_idx", "tvm_warp_shuffle",
-            "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "warp_reduce_sum", "warp_reduce_max", "warp_any", "warp_all",
-            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view", "cumsum",
+            "warp_any", "warp_all",
+            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view",
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "atomic_addx2", "atomic_addx4", "transpose",
             "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
             "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",

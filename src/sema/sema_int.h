@@ -134,6 +134,15 @@ typedef struct sema_ctx {
     int npending_asserts;
     const ast_stmt *eager_def;
     sema_env *tile_scope;        /* the scope of the tile operation being lowered */
+    /* thread-level code of the kernel being lowered (sema_simt.c) */
+    ir_var *simt_tid;            /* the thread index, made by its first use (NULL: none) */
+    int simt_dims[3];            /* threads=(x, y, z) of the kernel */
+    int simt_ndims;
+    tile_vec simt_allocs;        /* shuffle scratch buffers, allocated at the kernel's start */
+    /* per local variable id: 1 + the 16-bit float dtype every assignment to it rounded to
+     * (h = T.cast(x, "float16") keeps h in f32), -1 when they differ, 0 unknown */
+    int *var_narrow;
+    int nvar_narrow;
     const ast_stmt *entry_outer; /* a kernel defined inside this (test) function: its scope */
     sema_env *entry_env;         /* ... evaluated at compile time (caller_env) */
 } sema_ctx;
@@ -198,6 +207,14 @@ sval *py_device_query(sema_ctx *c, const char *path, call_args *a, tile_loc loc)
 sval *py_product(sema_ctx *c, call_args *a, tile_loc loc); /* itertools.product */
 bool py_host_tensor_has(const sval *self, const char *name);
 sval *py_host_tensor_attr(sema_ctx *c, sval *self, const char *a, tile_loc loc);
+
+tile_dtype sema_var_narrow(sema_ctx *c, const ir_var *v); /* TILE_DT_INVALID: none */
+
+/* sema_simt.c: thread-level code */
+sval *simt_builtin(sema_ctx *c, const char *fname, call_args *a, tile_loc loc, bool *handled);
+void simt_emit_barrier(sema_ctx *c, tile_loc loc);
+bool simt_is_barrier(const ir_stmt *s);
+void simt_lower_kernel(sema_ctx *c, ir_stmt *kernel); /* after the body is lowered */
 
 /* sema_stmt.c */
 void lower_block(sema_ctx *c, sema_env *env, const ast_block *b);

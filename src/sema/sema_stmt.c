@@ -58,7 +58,26 @@ ir_buffer *declare_buffer(sema_ctx *c, const char *name, tile_dtype dt, ir_scope
 }
 
 /* ---------- assignment ---------- */
+tile_dtype sema_var_narrow(sema_ctx *c, const ir_var *v) {
+    int k = v && v->id < c->nvar_narrow ? c->var_narrow[v->id] : 0;
+    return k > 0 ? (tile_dtype)(k - 1) : TILE_DT_INVALID;
+}
+
+static void note_narrow(sema_ctx *c, ir_var *v, const ir_expr *x) {
+    if (v->id >= c->nvar_narrow) {
+        int n = v->id + 64;
+        c->var_narrow = tile_xrealloc(c->var_narrow, sizeof(int) * (size_t)n);
+        for (int i = c->nvar_narrow; i < n; i++) c->var_narrow[i] = 0;
+        c->nvar_narrow = n;
+    }
+    int k = x && x->kind == IR_E_CAST && x->dtype == TILE_DT_F32 && (x->args[0]->dtype == TILE_DT_F16 || x->args[0]->dtype == TILE_DT_BF16)
+                ? (int)x->args[0]->dtype + 1 : -1;
+    int *slot = &c->var_narrow[v->id];
+    *slot = *slot == 0 ? k : *slot == k ? k : -1;
+}
+
 static void emit_assign(sema_ctx *c, ir_var *v, ir_expr *x, tile_loc loc) {
+    note_narrow(c, v, x);
     ir_stmt *s = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
     s->var = v;
     s->value = x;
@@ -446,9 +465,14 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
         if (!strcmp(kn, "threads")) {
             sval *tv = lower_expr(c, env, k->kwargs[i].value);
             int64_t total = 1, x;
+            c->simt_ndims = 0;
             if (tv->kind == SV_TUPLE) {
+                if (tv->nitems > 3) sema_err(c, k->kwargs[i].loc, "threads has at most 3 dimensions (x, y, z), got %d", tv->nitems);
                 for (int j = 0; j < tv->nitems; j++)
-                    if (as_const_int(c, tv->items[j], &x, "threads")) total *= x;
+                    if (as_const_int(c, tv->items[j], &x, "threads")) {
+                        total *= x;
+                        if (j < 3) c->simt_dims[c->simt_ndims++] = (int)(x > 0 && x <= 1024 ? x : 1);
+                    }
             } else if (as_const_int(c, tv, &x, "threads")) total = x;
             if (total < 1 || total > 1024) sema_err(c, k->kwargs[i].loc, "threads must be between 1 and 1024, got %lld", (long long)total);
             ks->threads = (int)total;
@@ -471,11 +495,14 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     }
     c->in_kernel++;
     c->kernel = ks;
+    c->simt_tid = NULL;
     ir_stmt *body = lower_body(c, env, &s->body, s->loc);
     c->in_kernel--;
-    c->kernel = NULL;
     ks->body = one_body(c, body);
     ks->nbody = 1;
+    simt_lower_kernel(c, ks);
+    c->kernel = NULL;
+    c->simt_ndims = 0;
     for (int i = 0; i < n; i++)
         if (t) env_bind(c, env, names[i], dead_value(c, s->loc), 0);
     emit(c, ks);
@@ -660,8 +687,20 @@ static sval *lower_fill(sema_ctx *c, const ast_expr *call, sval **pos, int npos,
     }
     if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_FILL, 1, call->loc);
-    if (is_head_form(pos[0])) { sema_err(c, call->loc, "%s needs a whole buffer or a slice, not a single element", op); return sv_err(c, call->loc); }
-    if (!to_region(c, pos[0], &s->regions[0], NULL, op, "destination")) return sv_err(c, call->loc);
+    if (is_head_form(pos[0])) {
+        /* one element (TileLang's T.fill(buf[i], v)): a region of extent 1 in every dimension */
+        sv_access *a = pos[0]->acc;
+        ir_region *r = &s->regions[0];
+        r->buf = a->buf;
+        r->loc = pos[0]->loc;
+        int rank = a->buf->rank;
+        r->start = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+        r->extent = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+        for (int d = 0; d < rank; d++) {
+            r->start[d] = cast_to(c, a->start[d], TILE_DT_I32);
+            r->extent[d] = ir_const_int(c->mod, TILE_DT_I32, 1, pos[0]->loc);
+        }
+    } else if (!to_region(c, pos[0], &s->regions[0], NULL, op, "destination")) return sv_err(c, call->loc);
     tile_dtype dt = s->regions[0].buf->dtype;
     sval *v = clear ? sv_weak_int(c, 0, call->loc) : pos[1];
     ir_expr *x;
@@ -859,20 +898,23 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     return sv_none(c, loc);
 }
 
-static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int npos) {
+static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    bool prev = false;
     for (int i = 0; i < call->nkwargs; i++) {
         const char *kn = call->kwargs[i].name;
         if (kn && !strcmp(kn, "return_prev")) {
-            sema_err(c, call->kwargs[i].loc, "T.%s(..., return_prev=True) (the old value as a result) is not supported yet", fname);
-            return sv_err(c, call->loc);
+            sval *v = lower_expr(c, env, call->kwargs[i].value);
+            if (!py_truth(v, &prev)) { sema_err(c, call->kwargs[i].loc, "T.%s: return_prev must be known at compile time", fname); return sv_err(c, call->loc); }
         }
     }
     if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
     int aop = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
     if ((pos[0]->kind == SV_BUFFER || (pos[0]->kind == SV_ACCESS && pos[0]->acc->any_slice) || pos[1]->kind == SV_BUFFER ||
-         (pos[1]->kind == SV_ACCESS && pos[1]->acc->any_slice)))
+         (pos[1]->kind == SV_ACCESS && pos[1]->acc->any_slice))) {
+        if (prev) { sema_err(c, call->loc, "T.%s(..., return_prev=True) needs one element as its destination, not a region", fname); return sv_err(c, call->loc); }
         return lower_region_atomic(c, fname, call, pos, aop);
+    }
     if (pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) {
         sema_err(c, pos[0]->loc, "T.%s needs an element or a region as its destination (e.g. C[i, j])", fname);
         return sv_err(c, call->loc);
@@ -887,8 +929,13 @@ static sval *lower_atomic(sema_ctx *c, const char *fname, const ast_expr *call, 
     s->idx = a->start;
     s->value = coerce_store(c, x, a->buf->dtype, call->loc);
     s->atomic_op = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
+    if (a->buf->dtype == TILE_DT_BOOL) { sema_err(c, call->loc, "T.%s on a bool buffer ('%s') is not supported", fname, a->buf->name); return sv_err(c, call->loc); }
+    if (prev) {
+        /* the element's value before the update, in its compute dtype */
+        s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "prev%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(a->buf->dtype), call->loc);
+    }
     emit(c, s);
-    return sv_none(c, call->loc);
+    return prev ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
 }
 
 static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
@@ -1016,6 +1063,99 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
     return bv;
 }
 
+/* T.cumsum / T.cummax / T.cummin(src, dst=None, dim=0, reverse=False): an inclusive scan of
+ * whole buffers along dim, into dst (src itself when dst is None). Lowered to a T.Parallel
+ * nest over the other dimensions (each line is independent) around a serial walk of dim. */
+static sval *lower_scan(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos) {
+    char op[32];
+    snprintf(op, sizeof op, "T.%s", name);
+    if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
+    sval *src = npos > 0 ? pos[0] : kw_of(call, c, env, "src");
+    sval *dst = npos > 1 ? pos[1] : kw_of(call, c, env, "dst");
+    sval *dimv = npos > 2 ? pos[2] : kw_of(call, c, env, "dim");
+    sval *revv = npos > 3 ? pos[3] : kw_of(call, c, env, "reverse");
+    if (!src) { sema_err(c, call->loc, "%s needs a source buffer", op); return sv_err(c, call->loc); }
+    if (dst && dst->kind == SV_NONE) dst = NULL;
+    if (src->kind != SV_BUFFER || (dst && dst->kind != SV_BUFFER)) {
+        sema_err(c, call->loc, "%s on a region of a buffer is not supported yet; pass whole buffers", op);
+        return sv_err(c, call->loc);
+    }
+    ir_buffer *a = src->buf, *b = dst ? dst->buf : src->buf;
+    int rank = a->rank;
+    int64_t dim = 0;
+    if (dimv && dimv->kind != SV_NONE && !as_const_int(c, dimv, &dim, "the scan dimension")) return sv_err(c, call->loc);
+    if (dim < 0) dim += rank;
+    if (rank < 1 || dim < 0 || dim >= rank) { sema_err(c, call->loc, "%s: dim is out of range for '%s' of rank %d", op, a->name, rank); return sv_err(c, call->loc); }
+    bool rev = false;
+    if (revv && revv->kind != SV_NONE && !py_truth(revv, &rev)) { sema_err(c, call->loc, "%s: reverse must be known at compile time", op); return sv_err(c, call->loc); }
+    if (b->rank != rank) { sema_err(c, call->loc, "%s: '%s' and '%s' have different ranks", op, a->name, b->name); return sv_err(c, call->loc); }
+    for (int d = 0; d < rank; d++) {
+        int64_t x, y;
+        if (ir_const_int_value(a->shape[d], &x) && ir_const_int_value(b->shape[d], &y) && x != y) {
+            sema_err(c, call->loc, "%s: '%s' and '%s' differ in dimension %d (%lld and %lld)", op, a->name, b->name, d, (long long)x, (long long)y);
+            return sv_err(c, call->loc);
+        }
+    }
+    tile_loc loc = call->loc;
+    tile_dtype ct = promote_arith(a->dtype);
+    if (ct == TILE_DT_BOOL) ct = TILE_DT_I32;
+    int kind = !strcmp(name, "cumsum") ? 0 : !strcmp(name, "cummax") ? 1 : 2;
+    ir_var *acc = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "scan%d", c->tmp_counter++), IR_VAR_LOCAL, ct, loc);
+    ir_var *j = ir_var_new(c->mod, c->fn, "j", IR_VAR_LOOP, TILE_DT_I32, loc);
+    ir_var *iv[8];
+    ir_expr *idx[8];
+    int no = 0;
+    for (int d = 0; d < rank; d++) {
+        if (d == dim) {
+            ir_expr *jr = ir_var_ref(c->mod, j, loc);
+            idx[d] = rev ? int_binary(c, IR_B_SUB, int_binary(c, IR_B_SUB, cast_to(c, a->shape[d], TILE_DT_I32), ir_const_int(c->mod, TILE_DT_I32, 1, loc), loc), jr, loc) : jr;
+            continue;
+        }
+        iv[no] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "i%d", d), IR_VAR_LOOP, TILE_DT_I32, loc);
+        idx[d] = ir_var_ref(c->mod, iv[no], loc);
+        no++;
+    }
+    ir_expr *x = cast_to(c, ir_load(c->mod, a, idx, loc), ct);
+    ir_expr *av = ir_var_ref(c->mod, acc, loc);
+    ir_expr *nv = kind == 0 ? ir_binary(c->mod, IR_B_ADD, av, x, loc)
+                : ir_select(c->mod, ir_binary(c->mod, IR_B_EQ, ir_var_ref(c->mod, j, loc), ir_const_int(c->mod, TILE_DT_I32, 0, loc), loc), x,
+                            ir_binary(c->mod, kind == 1 ? IR_B_MAX : IR_B_MIN, av, x, loc), loc);
+    ir_stmt *up = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    up->var = acc;
+    up->value = nv;
+    ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    st->buf = b;
+    st->idx = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank);
+    for (int d = 0; d < rank; d++) st->idx[d] = idx[d];
+    st->value = coerce_store(c, ir_var_ref(c->mod, acc, loc), b->dtype, loc);
+    ir_stmt *two[2] = {up, st};
+    ir_stmt *walk = ir_stmt_new(c->mod, IR_S_FOR, loc);
+    walk->var = j;
+    walk->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+    walk->extent = cast_to(c, a->shape[dim], TILE_DT_I32);
+    walk->loop_kind = IR_LOOP_SERIAL;
+    walk->body[0] = ir_seq(c->mod, two, 2, loc);
+    ir_stmt *init = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    init->var = acc;
+    init->value = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0, loc) : ir_const_int(c->mod, ct, 0, loc);
+    ir_stmt *line2[2] = {init, walk};
+    ir_stmt *body = ir_seq(c->mod, line2, 2, loc);
+    for (int k = no - 1; k >= 0; k--) {
+        int d = k;
+        for (int q = 0, seen = 0; q < rank; q++) if (q != dim) { if (seen == k) { d = q; break; } seen++; }
+        ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
+        f->var = iv[k];
+        f->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+        f->extent = cast_to(c, a->shape[d], TILE_DT_I32);
+        f->loop_kind = IR_LOOP_PARALLEL;
+        f->par_group_depth = k == 0 ? no : 0;
+        f->body[0] = body;
+        body = f;
+    }
+    emit(c, body);
+    return sv_none(c, loc);
+}
+
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
     c->tile_scope = env;
@@ -1031,8 +1171,9 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);
     if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);
     if (!strncmp(name, "reduce_", 7)) return lower_reduce(c, env, name, call, pos, npos);
-    if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, name, call, pos, npos);
+    if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, env, name, call, pos, npos);
     if (!strcmp(name, "alloc_var")) return lower_alloc_var(c, env, call, pos, npos);
+    if (!strcmp(name, "cumsum") || !strcmp(name, "cummax") || !strcmp(name, "cummin")) return lower_scan(c, env, name, call, pos, npos);
     if (!strcmp(name, "reducer_init") || !strcmp(name, "reducer_update") || !strcmp(name, "finalize_reducer"))
         return lower_reducer_op(c, env, name, call, pos, npos);
     if (!strncmp(name, "alloc", 5) || !strcmp(name, "zeros") || !strcmp(name, "empty")) return lower_alloc(c, env, name, call, pos, npos);

@@ -103,6 +103,116 @@ def ref_test_row_sums(a):
     return {"S": 2.0 * a["X"].astype(np.float64).sum(axis=1)}
 
 
+def ref_simt_gemv(a):
+    return {"C": a["B"].astype(np.float64) @ a["A"]}
+
+
+def ref_simt_shuffle(a, threads=80):
+    # one block at a time; lanes are the thread index mod 32; a source lane outside the
+    # width segment or past the last thread gives the thread's own value
+    x = a["X"].astype(np.float64)
+    n = x.shape[0]
+    out = {k: np.zeros(n) for k in "SDUB"}
+    out["L"] = np.zeros(n, np.int32)
+
+    def shfl(val, src_of):
+        r = val.copy()
+        for t in range(threads):
+            src = src_of(t)
+            if src is not None and 0 <= src < threads:
+                r[t] = val[src]
+        return r
+
+    for b in range((n + threads - 1) // threads):
+        g = b * threads + np.arange(threads)
+        v = np.where(g < n, x[np.minimum(g, n - 1)], 0.0)
+        s = v.copy()
+        for m in range(5):
+            s = s + shfl(s, lambda t: (t - t % 32) + ((t % 32) ^ (1 << m)))
+        d = shfl(v, lambda t: t + 3 if t % 32 + 3 < 32 else None)
+        u = shfl(v, lambda t: t - 2 if t % 16 - 2 >= 0 else None)
+        bb = shfl(v, lambda t: t - t % 32 + 5) + shfl(v, lambda t: t - t % 32 + (t % 32 + 1) % 32)
+        for t in range(threads):
+            if g[t] < n:
+                out["S"][g[t]], out["D"][g[t]], out["U"][g[t]], out["B"][g[t]] = s[t], d[t], u[t], bb[t]
+                out["L"][g[t]] = (t // 32) * 100 + t % 32
+    return out
+
+
+def ref_simt_warp_reduce(a, threads=48):
+    x, k = a["X"].astype(np.float64), a["K"]
+    n = x.shape[0]
+    out = {"S": np.zeros(n), "M": np.zeros(n), "O": np.zeros(n, np.int32)}
+    for b in range((n + threads - 1) // threads):
+        g = b * threads + np.arange(threads)
+        xv = np.where(g < n, x[np.minimum(g, n - 1)], 0.0)
+        kv = np.where(g < n, k[np.minimum(g, n - 1)], 0)
+        for w in range(0, threads, 32):
+            lanes = slice(w, min(w + 32, threads))
+            s, m, o = xv[lanes].sum(), xv[lanes].max(), int(np.bitwise_or.reduce(kv[lanes]))
+            for t in range(lanes.start, lanes.stop):
+                if g[t] < n:
+                    out["S"][g[t]], out["M"][g[t]], out["O"][g[t]] = s, m, o
+    return out
+
+
+def ref_scan(a, bm=16, bn=32):
+    x = a["A"].astype(np.float64)
+    m, n = x.shape
+    b, cc = np.zeros_like(x), np.zeros_like(x)
+    xs = np.zeros(((m + bm - 1) // bm, bn))
+    for i0 in range(0, m, bm):
+        for j0 in range(0, n, bn):
+            t = np.zeros((bm, bn))
+            blk = x[i0:i0 + bm, j0:j0 + bn]
+            t[:blk.shape[0], :blk.shape[1]] = blk  # tile copies load zeros outside the tensor
+            b[i0:i0 + bm, j0:j0 + bn] = np.cumsum(t, axis=0)[:blk.shape[0], :blk.shape[1]]
+            cc[i0:i0 + bm, j0:j0 + bn] = np.cumsum(t[:, ::-1], axis=1)[:, ::-1][:blk.shape[0], :blk.shape[1]]
+            if j0 == 0:
+                r = np.maximum.accumulate(t[0])
+                r[0] = -1.0
+                xs[i0 // bm] = r
+    return {"B": b, "C": cc, "X": xs}
+
+
+def ref_simt_named_barrier(a, r=64):
+    x = a["X"].astype(np.int64)
+    n = x.shape[0]
+    nb = (n + r - 1) // r
+    p = np.zeros(n, np.int32)
+    w = np.zeros(nb, np.int32)
+    for b in range(nb):
+        blk = np.zeros(r, np.int64)
+        seg = x[b * r:(b + 1) * r]
+        blk[:seg.shape[0]] = seg
+        c = np.cumsum(blk)
+        p[b * r:b * r + seg.shape[0]] = c[:seg.shape[0]]
+        w[b] = blk[:32].sum()  # the first warp's elements, recovered from the prefix sums
+    return {"P": p, "W": w}
+
+
+def ref_atomic_prev(a):
+    return {"B": a["B"].astype(np.float64) + a["A"], "Old": a["B"].astype(np.float64)}
+
+
+def ref_atomic_slots(a, nblocks=3, threads=96):
+    return {"Mark": np.ones((nblocks, threads), np.int32), "Count": np.full(nblocks, threads, np.int32)}
+
+
+def ref_reinterpret_var(a):
+    x = a["X"]
+    # bfloat16 round to nearest even from the f32 bits
+    u = x.view(np.uint32).astype(np.uint64)
+    bf = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16).view(np.int16)
+    return {"H": x.astype(np.float16).view(np.uint16), "B": bf}
+
+
+def ref_simt_masked(a, bm=16):
+    x = a["A"].astype(np.float64)
+    rows = np.arange(x.shape[0])[:, None] // bm
+    return {"B": x * 2.0 + rows}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -119,6 +229,18 @@ CASES = {
     "driver_values": ("driver_values.py", "center_heads", [], lambda: {"X": f32((3, 6, 256), 15)}, ref_driver_values),
     # kernels defined and compiled inside test functions
     "test_gemm_relu": ("test_style.py", "test_gemm_relu", [], lambda: {"A": f32((64, 80), 16), "B": f32((80, 48), 17)}, ref_test_gemm_relu),
+    # thread-level code: thread bindings, per-thread locals, T.sync_threads, warp shuffles
+    "simt_gemv": ("simt_gemv.py", "gemv", ["N=70", "K=50"], lambda: {"A": f32((50,), 19), "B": f32((70, 50), 20)}, ref_simt_gemv),
+    "simt_shuffle": ("simt_shuffle.py", "warp_ops", ["N=200"], lambda: {"X": f32((200,), 21)}, ref_simt_shuffle),
+    "simt_warp_reduce": ("simt_warp_reduce.py", "warp_reduce", ["N=100"],
+                         lambda: {"X": f32((100,), 22), "K": (1 << rng(23).integers(0, 30, 100)).astype(np.int32)}, ref_simt_warp_reduce),
+    "scan": ("scan.py", "scans", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 24)}, ref_scan),
+    "simt_named_barrier": ("simt_named_barrier.py", "prefix", ["N=150"],
+                           lambda: {"X": rng(25).integers(-50, 50, 150).astype(np.int32)}, ref_simt_named_barrier),
+    "atomic_prev": ("atomic_prev.py", "add_prev", ["M=20", "N=40"], lambda: {"A": f32((20, 40), 26), "B": f32((20, 40), 27)}, ref_atomic_prev),
+    "atomic_slots": ("atomic_prev.py", "slots", ["nblocks=3"], lambda: {}, ref_atomic_slots),
+    "reinterpret_var": ("reinterpret_var.py", "keys", ["N=300"], lambda: {"X": (f32((300,), 28) * 100).astype(np.float32)}, ref_reinterpret_var),
+    "simt_masked_tileop": ("simt_masked_tileop.py", "masked", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 29)}, ref_simt_masked),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
