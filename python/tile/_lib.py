@@ -124,6 +124,9 @@ tile_spec_launch = _fn("tile_spec_launch", c_int, P, P, POINTER(c_void_p), POINT
 # passed as a ctypes object already (c_void_p handles, the pointer array, byref(err)), which
 # skips the per-call conversion
 tile_spec_launch_objs = ctypes.CFUNCTYPE(c_int)(("tile_spec_launch", lib))
+# addresses for tile._fast, which calls tile_spec_launch and tile_free without linking libtile
+tile_spec_launch_address = ctypes.cast(lib.tile_spec_launch, c_void_p).value
+tile_free_address = ctypes.cast(lib.tile_free, c_void_p).value
 tile_cache_stats_get = _fn("tile_cache_stats_get", None, POINTER(CacheStats_))
 tile_view_from_dlpack = _fn("tile_view_from_dlpack", c_int, c_void_p, POINTER(View_), POINTER(ERR))
 tile_view_from_dlpack_versioned = _fn("tile_view_from_dlpack_versioned", c_int, c_void_p, POINTER(View_), POINTER(ERR))
@@ -153,3 +156,40 @@ def take(p):
 
 TILE_OK, TILE_ERR_USER, TILE_ERR_CHECK, TILE_ERR_INTERNAL, TILE_ERR_UNAVAILABLE = 0, 1, 2, 3, 4
 DEVICE_CPU, DEVICE_CUDA, DEVICE_OPENCL = 1, 2, 4
+
+
+FAST_ABI = 1  # the tile._fast contract this package speaks (TILE_FAST_ABI in _fast.c)
+
+
+def _load_fast():
+    """tile._fast, the C form of Kernel's per-call path, or None (then the pure-Python path
+    runs): from the package (wheels built with a compiler carry it), else the one CMake built
+    next to this libtile (build/python/tile/), for this interpreter's ABI. TILE_PY_FAST=0 turns
+    it off."""
+    if (os.environ.get("TILE_PY_FAST") or "1").strip().lower() in ("0", "false", "off", "no"):
+        return None
+    import importlib
+    import importlib.machinery
+    import importlib.util
+    try:
+        m = importlib.import_module("tile._fast")
+    except ImportError:
+        m = None
+        d = os.path.join(os.path.dirname(os.path.abspath(library_path)), "python", "tile")
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES[:1]:  # this interpreter's own ABI tag
+            p = os.path.join(d, "_fast" + suffix)
+            if not os.path.exists(p):
+                continue
+            try:
+                spec = importlib.util.spec_from_file_location("tile._fast", p)
+                m = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(m)
+            except ImportError:
+                m = None
+                continue
+            sys.modules["tile._fast"] = m
+            break
+    return m if m is not None and getattr(m, "ABI", None) == FAST_ABI else None
+
+
+fast = _load_fast()

@@ -237,7 +237,32 @@ def _sig_of(a):
     return (v.device.type, v.device.index, v.dtype, tuple(v.shape[:r]), tuple(v.strides[:r]))
 
 
-class Kernel:
+class _Miss:
+    """What a fast launcher returns for arguments it was not made for."""
+
+
+if L.fast is not None:
+    _MISS = L.fast.MISS
+    _KernelBase = L.fast.KernelBase
+else:
+    _MISS = _Miss()
+
+    class _KernelBase:
+        """The pure-Python form of tile._fast.KernelBase: a call tries the launcher of the last
+        signature (self._last_fast), then the general path (self._call)."""
+
+        def __call__(self, *args, stream=None):
+            if stream is None:
+                try:
+                    r = self._last_fast(args)
+                except AttributeError:  # an argument that is not a tensor
+                    r = _MISS
+                if r is not _MISS:
+                    return r
+            return self._call(*args, stream=stream)
+
+
+class Kernel(_KernelBase):
     """A compiled kernel. Call it with tensors: kernel(A, B) -> outputs."""
 
     def __init__(self, module, handle, target="auto", out_idx=None, warnings=None):
@@ -350,15 +375,8 @@ class Kernel:
                 return None
         return tuple(key)
 
-    def __call__(self, *args, stream=None):
-        # the hot path: the signature of the last all-torch call, on torch's current stream
-        if stream is None:
-            try:
-                r = self._last_fast(args)
-            except AttributeError:  # an argument that is not a tensor
-                r = _MISS
-            if r is not _MISS:
-                return r
+    def _call(self, *args, stream=None):
+        """The general path of a call (the base class's __call__ first tries _last_fast)."""
         fk = self._fast_key(args) if len(args) == len(self._inputs) else None
         plan = self._plans.get(fk) if fk is not None else None
         if plan is not None:
@@ -376,29 +394,40 @@ class Kernel:
                 if scalars is None:
                     scalars = (ctypes.c_double * len(self.params))()
                 scalars[i] = float(x)
-        key = tuple(_sig_of(given[i]) for i in sorted(given))
+        # the first tensor's kind is in the key: it decides what outputs are (NumPy arrays,
+        # torch tensors, tile Tensors) for views that are otherwise alike
+        proto = given[min(given)] if given else None
+        key = (proto.kind if proto is not None else None,) + tuple(_sig_of(given[i]) for i in sorted(given))
         plan = self._plans.get(key)
         if plan is None:
             with self._lock:
                 plan = self._plans.get(key)
                 if plan is None:
                     plan = self._plans[key] = self._plan(key, args, given)
-                if fk is not None:
-                    self._plans[fk] = plan
+        if fk is not None:
+            self._plans[fk] = plan
         self._note_fast(plan, args)
         return plan.run(given, scalars, stream)
 
     def _note_fast(self, plan, args):
-        """Make plan's generated launcher the first thing the next call tries, where every
-        parameter is a torch tensor."""
-        if not self._all_tensors or plan.proto_kind != "torch":
+        """Make plan's launcher the first thing the next call tries, where every parameter is
+        a torch tensor (or, with tile._fast, every one is a NumPy array)."""
+        if not self._all_tensors:
             return
-        t, _ = _torch()
-        if not all(type(x) is t.Tensor for x in args):
+        kind = plan.proto_kind
+        if kind == "torch":
+            t, _ = _torch()
+            if not all(type(x) is t.Tensor for x in args):
+                return
+        elif kind == "numpy" and L.fast is not None:
+            np = sys.modules.get("numpy")
+            if np is None or not all(type(x) is np.ndarray for x in args):
+                return
+        else:
             return
-        if plan.torch_fast is None:
-            plan.torch_fast = _torch_launcher(self, plan, args)
-        self._last_fast = plan.torch_fast
+        if plan.launcher is None:
+            plan.launcher = _c_launcher(self, plan, args) if L.fast is not None else _torch_launcher(self, plan, args)
+        self._last_fast = plan.launcher
 
     def bench(self, *args, iters=100, warmup=10):
         """Median seconds per call over `iters` back-to-back calls after `warmup`: device time
@@ -467,14 +496,14 @@ def _torch_raw_stream(index):
 
 
 class _Plan:
-    __slots__ = ("spec", "outs", "proto_kind", "proto", "device", "n", "ptrs", "inputs", "scalar_idx", "out_specs", "torch_fast")
+    __slots__ = ("spec", "outs", "proto_kind", "proto", "device", "n", "ptrs", "inputs", "scalar_idx", "out_specs", "launcher")
 
     def __init__(self, spec, outs, proto, device, n):
         self.spec, self.outs, self.device, self.n = spec, outs, device, n
         self.proto_kind = proto.kind if proto is not None else "tile"
         self.proto = proto
         self.ptrs = None
-        self.torch_fast = None
+        self.launcher = None
 
     def _alloc(self, shape, code):
         k = self.proto_kind
@@ -535,13 +564,6 @@ class _Plan:
             return None
         return results[0] if len(results) == 1 else tuple(results)
 
-
-
-class _Miss:
-    """What a fast launcher returns for arguments it was not made for."""
-
-
-_MISS = _Miss()
 
 
 def _no_fast(args):
@@ -633,6 +655,42 @@ def _torch_launcher(k, plan, args):
         src.append("    return (%s)" % ", ".join(outs))
     exec("\n".join(src), ns)  # noqa: S102 — code generated from the kernel's arity, values in ns
     return ns["fast"]
+
+
+def _c_launcher(k, plan, args):
+    """A tile._fast.Launcher for calls with exactly the signature of `args` (all torch tensors,
+    or all NumPy arrays): the checks, data pointers, outputs, stream and launch of
+    _torch_launcher's generated code, done in C."""
+    inputs, outputs = [], []
+    if plan.proto_kind == "torch":
+        t, maps = _torch()
+        kind, ttype, empty = 1, t.Tensor, t.empty
+        for i, x in zip(k._inputs, args):
+            inputs.append((i, x.dtype, tuple(x.shape), None if x.is_contiguous() else tuple(x.stride()), x.get_device()))
+        for idx, shape, code in plan.outs:
+            outputs.append((idx, (shape,), {"dtype": maps[1][code], "device": plan.proto.torch_device}))
+        if plan.device.type == L.DEVICE_CUDA:
+            index = plan.device.index
+            tab = _native_stream_table(index)
+            stream = (_torch_raw_stream_fn(), index, lambda raw: _native_stream_miss(tab, index, raw).value)
+        else:
+            stream = default_stream(plan.device)._h.value
+    else:
+        np = sys.modules["numpy"]
+        kind, ttype, empty = 2, np.ndarray, np.empty
+        for i, x in zip(k._inputs, args):
+            inputs.append((i, x.dtype, x.shape, x.strides, -1))  # strides in bytes, as the buffer protocol gives them
+        for idx, shape, code in plan.outs:
+            outputs.append((idx, (shape, numpy_dtype(code)), None))
+        stream = default_stream(plan.device)._h.value
+    protos = tuple(args) if kind == 1 and _use_exchange_api else None
+    return L.fast.Launcher(plan.spec, L.tile_spec_launch_address, L.tile_free_address, plan.n, kind, ttype, inputs, outputs,
+                           empty, stream, TileError, k._mod, protos)
+
+
+# C launchers of torch tensors use DLPack's C exchange API where torch has it (the tests turn
+# this off to cover the attribute path too)
+_use_exchange_api = True
 
 
 def _torch_raw_stream_fn():

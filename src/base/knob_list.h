@@ -33,6 +33,8 @@
       "log level of libtile and the tile CLI; lines start with tile[host:pid] LEVEL")                                 \
     X(TILE_TRACE, STR, "", 0, 0, NULL, TILE, 0, "write a Chrome trace (compiles, cache hits, copies, launches) of the process to this file") \
     X(TILE_LIBRARY, STR, "", 0, 0, NULL, TILE, 0, "Python package: the libtile.so to load (default: the one installed with the package)") \
+    X(TILE_PY_FAST, BOOL, "1", 0, 0, NULL, TILE, 0,                                                                  \
+      "Python package: 0: Kernel calls take the pure-Python path instead of the tile._fast C extension")            \
     X(TLINK_LIBRARY, STR, "", 0, 0, NULL, TLINK, 0, "Python package: the libtilelink.so to load (default: the one installed with the package)") \
     X(TILE_WHEEL_BUILD_DIR, STR, "build-python", 0, 0, NULL, TEST, 0, "setup.py: the CMake build folder the wheel is built in") \
     X(TILE_TEST_EXAMPLES, STR, "", 0, 0, NULL, TEST, 0, "Python tests: where the example kernels are (default: examples/)") \
