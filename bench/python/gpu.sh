@@ -20,14 +20,22 @@ log() { echo "== $*" | tee -a "$OUT/gpu.log"; }
 log build
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
   ninja -C build tile tile_static tilelink tile_cli >>"$OUT/build.log" 2>&1 || { log "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+# tile._fast, the C call path (absent without Python's headers: the pure-Python path runs)
+ninja -C build tile_py_fast >>"$OUT/build.log" 2>&1 || log "tile._fast not built (see build.log): Python calls take the pure-Python path"
 build/bin/tile devices | tee -a "$OUT/gpu.log"
 export PYTHONPATH=$PWD/python TILE_LIBRARY=$PWD/build/libtile.so
 log "pytest (CUDA tests included)"
-# wheels carried in .whl/ (pytest and its needs; TileLang 0.1.15 when the caller carries it)
+# peers carried in .whl/ for the benchmarks (TileLang 0.1.15 and its needs): wheels, or
+# .tar.xz archives of an unpacked site where the wheels exceed the carry limit. Only the
+# benchmarks see them: the tests must find Tile's own tilelang stand-in.
+PEERS=""
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1 &&
-    export PYTHONPATH=$PYTHONPATH:/tmp/site
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1 && PEERS=/tmp/site
 fi
+for a in .whl/*.tar.xz; do
+  [ -e "$a" ] || continue
+  mkdir -p /tmp/site && tar xJf "$a" -C /tmp/site && PEERS=/tmp/site
+done
 if python3 -c "import pytest" 2>/dev/null; then
   python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$OUT/pytest.log" | tail -15
 else
@@ -48,7 +56,7 @@ PY
 fi
 log "launch overhead from Python"
 { echo; echo "## Launch overhead from Python (torch CUDA tensors, N=4096 f32 add)"; echo; echo 'command: `python3 bench/python/launch_overhead.py`'; echo; } >> "$OUT/results.md"
-python3 bench/python/launch_overhead.py "$OUT/launch_py.md" 2>&1 | tee -a "$OUT/gpu.log"
+PYTHONPATH=$PYTHONPATH${PEERS:+:$PEERS} python3 bench/python/launch_overhead.py "$OUT/launch_py.md" 2>&1 | tee -a "$OUT/gpu.log"
 cat "$OUT/launch_py.md" >> "$OUT/results.md" 2>/dev/null
 log "launch overhead from C"
 { echo; echo "## Launch overhead from C"; echo; echo 'command: `cc -O2 bench/python/launch_c.c -Iinclude -Lbuild -ltile -ldl && ./a.out`'; echo; } >> "$OUT/results.md"

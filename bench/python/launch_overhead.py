@@ -95,10 +95,11 @@ def main():
     k = tile.compile(SRC, N=N, target="cuda")
     k(a, b, c)
     torch.testing.assert_close(c, a + b)
-    rows.append(("tile Kernel.__call__ (in place)",) + measure(lambda: k(a, b, c)))
+    path = "C path tile._fast" if tile._lib.fast is not None else "pure-Python path"
+    rows.append(("tile Kernel.__call__ (in place, %s)" % path,) + measure(lambda: k(a, b, c)))
     ko = tile.compile(SRC, N=N, target="cuda", out_idx=[-1])
     torch.testing.assert_close(ko(a, b), a + b)
-    rows.append(("tile Kernel.__call__ (output allocated)",) + measure(lambda: ko(a, b)))
+    rows.append(("tile Kernel.__call__ (output allocated, %s)" % path,) + measure(lambda: ko(a, b)))
     try:
         import triton
         import triton.language as tl
