@@ -396,8 +396,9 @@ TLINK_API tlink_status tlink_comm_rejoin(tlink_comm *comm, tlink_comm **out);
  * the received rows ([nrows][hidden], bf16 or f32) and writes y [ntokens][hidden] in the same
  * dtype: y[t] = sum over t's slots of weight * output, accumulated in f32, rounded once per hop
  * (each rank's partial sum, each host's in the hierarchical exchange, the total). Over shared
- * memory and TCP; with several hosts of equal size, hierarchical: a token crosses the network
- * once per destination host. Every rank must call both, in the same order as other collectives. */
+ * memory and TCP; with several hosts of equal size also hierarchical: a token crosses the network
+ * once per destination host (algo 0 times both on its first calls and keeps the faster:
+ * docs/tilelink.md "MoE"). Every rank must call both, in the same order as other collectives. */
 typedef struct tlink_moe tlink_moe;
 typedef struct tlink_moe_config {
     int num_experts;            /* E */

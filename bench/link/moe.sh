@@ -14,6 +14,8 @@
 # Knobs: BUILD (build-bench-link), RANKS ("2 4 8"; empty: none), NS_LAYOUTS ("2x1 2x2 2x4"; NO_NS=1 skips),
 # REPEAT (3), WARM (1), ITERS (3), LIBS ("tilelink mpi gloo"; also "tilelink-flat": the flat exchange forced), OUT, JOBS (2); gloo's run, minutes
 # at full size on a small machine, can take fewer: GLOO_REPEAT (REPEAT), GLOO_WARM, GLOO_ITERS.
+# TL_WARM (max(WARM, 6)): TileLink's (algo auto) warm-up across namespaces, where its first six
+# calls are the timed trials of the flat and hierarchical exchanges (docs/tilelink.md "MoE").
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-bench-link}
@@ -26,6 +28,7 @@ LIBS=${LIBS:-"tilelink mpi gloo"}
 GLOO_REPEAT=${GLOO_REPEAT:-$REPEAT}
 GLOO_WARM=${GLOO_WARM:-$WARM}
 GLOO_ITERS=${GLOO_ITERS:-$ITERS}
+TL_WARM=${TL_WARM:-$((WARM > 6 ? WARM : 6))}
 DTYPE=${DTYPE:-bf16}
 HIDDEN=${HIDDEN:-7168}
 EXPERTS=${EXPERTS:-256}
@@ -110,11 +113,12 @@ else
         T=$(tokens_for "$n")
         A="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $WARM -i $ITERS"
         AG="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $GLOO_WARM -i $GLOO_ITERS"
+        AT="-t $T -H $HIDDEN -E $EXPERTS -k $TOPK -d $DTYPE -w $TL_WARM -i $ITERS"
         for r in $(seq "$REPEAT"); do
             for lib in $LIBS; do
                 [ "$lib" = gloo ] && [ "$r" -gt "$GLOO_REPEAT" ] && continue
                 case $lib in
-                    tilelink) run tilelink "ns-$lay" "$r" "$TILE" launch --netns --hosts "$hosts" -- "$BUILD/moe_bench" $A ;;
+                    tilelink) run tilelink "ns-$lay" "$r" "$TILE" launch --netns --hosts "$hosts" -- "$BUILD/moe_bench" $AT ;;
                     tilelink-flat) run tilelink-flat "ns-$lay" "$r" "$TILE" launch --netns --hosts "$hosts" -- "$BUILD/moe_bench" $A -a flat ;;
                     # Open MPI over TCP everywhere (its shared-memory BTL does not survive being
                     # launched into namespaces: bench/link/run.sh)
@@ -193,7 +197,7 @@ mkdir -p "$(dirname "$OUT")"
     echo "- Open MPI: $(mpirun --version 2>&1 | head -1), moe_mpi.c built with mpicc $MPI_CFLAGS; torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent) (gloo)"
     echo "- sizes: hidden $HIDDEN, top-$TOPK of $EXPERTS experts, $DTYPE tokens (combine in bf16); tokens per rank in the"
     echo "  table (DeepSeek-V3 has 4096; scaled down at 4 and 8 ranks for memory: see moe.sh)"
-    echo "- each run: $WARM warm-up and $ITERS timed iterations of (barrier, dispatch, barrier, combine) (gloo: $GLOO_WARM and $GLOO_ITERS); per iteration the"
+    echo "- each run: $WARM warm-up and $ITERS timed iterations of (barrier, dispatch, barrier, combine) (gloo: $GLOO_WARM and $GLOO_ITERS; TileLink auto across namespaces: $TL_WARM warm-ups); per iteration the"
     echo "  slowest rank's time, the mean over iterations; $REPEAT repetitions interleaved TileLink, Open MPI, gloo (gloo in the first $GLOO_REPEAT); the table gives the median"
     echo "- GB/s of token data: the token bytes that go between ranks (a token once per destination rank other than its"
     echo "  own, dispatch + combine, all ranks) / ranks / (dispatch + combine time)"

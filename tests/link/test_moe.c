@@ -3,14 +3,16 @@
  * one rank and twice to one expert, ranks with no tokens), bf16 and fp8 e4m3 with per-token
  * scales, combine in bf16 and f32; every received row, offset, count, scale, weight and origin,
  * and every combined value, equal bit for bit. Then a rank killed while the others dispatch:
- * TLINK_ERR_PEER_FAILED naming it.
- * Usage: test_moe NRANKS [--tcp] [--hosts H] [--algo flat|hier] [--kill] */
+ * TLINK_ERR_PEER_FAILED naming it. --auto-trials: algo auto across hosts times both exchanges
+ * (warm-ups flat, hier; then flat, hier, hier, flat per TLINK_MOE_TRIALS = 2) and keeps one,
+ * the same on every rank.
+ * Usage: test_moe NRANKS [--tcp] [--hosts H] [--algo flat|hier] [--kill] [--auto-trials] */
 #include "tl_launch.h"
 
 #include <pthread.h>
 #include <stdint.h>
 
-static int g_tcp, g_hosts, g_algo, g_kill;
+static int g_tcp, g_hosts, g_algo, g_kill, g_trials;
 
 #define FAILF(...)                                                                                  \
     do {                                                                                            \
@@ -301,6 +303,26 @@ static int run_case(tlink_comm *c, const ucase *u, int *nfail) {
     return hier;
 }
 
+/* ---------- algo auto across hosts: one configuration called repeatedly ---------- */
+static int auto_trials(tlink_comm *c, const ucase *u, int *nfail) {
+    const int rank = tlink_comm_rank(c), size = tlink_comm_size(c);
+    const int want[6] = {0, 1, 0, 1, 1, 0}; /* warm-ups flat, hier; then flat, hier, hier, flat */
+    int seq[12] = {0}, n = 0;
+    for (; n < 12 && !*nfail; n++) {
+        seq[n] = run_case(c, u, nfail);
+        if (n < 6 && seq[n] != want[n])
+            FAILF("auto call %d: %s, expected %s", n, seq[n] ? "hierarchical" : "flat", want[n] ? "hierarchical" : "flat");
+        if (n > 6 && seq[n] != seq[6]) FAILF("auto call %d: %d after the pick %d", n, seq[n], seq[6]);
+    }
+    int32_t pk[2] = {seq[6], -seq[6]};
+    if (!*nfail && (tlink_allreduce(c, pk, pk, 2, TLINK_I32, TLINK_MAX) || pk[0] != -pk[1]))
+        FAILF("the ranks kept different exchanges (max %d, min %d)", pk[0], -pk[1]);
+    if (rank == 0)
+        printf("moe %d ranks auto: kept %s after %d calls: %s\n", size, seq[6] ? "hierarchical" : "flat", n,
+               *nfail ? "FAILED" : "ok");
+    return *nfail ? 1 : 0;
+}
+
 /* ---------- a rank killed during dispatch ---------- */
 static void *killer(void *arg) {
     usleep((useconds_t)(intptr_t)arg);
@@ -362,6 +384,11 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         {4 * size, 1, 8, TLINK_BF16, TLINK_BF16, 0, 6},      /* nobody has tokens */
     };
     int nfail = 0, hier = 0;
+    if (g_trials) {
+        int rc = auto_trials(c, &cases[0], &nfail);
+        tlink_comm_destroy(c);
+        return rc;
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int h = run_case(c, &cases[i], &nfail);
         if (h > 0) hier = 1;
@@ -391,7 +418,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
     if (rank == 0)
         printf("moe %d ranks%s%s: %s (%s)\n", size, g_tcp ? " tcp" : "", g_hosts > 1 ? " multi-host" : "",
                nfail ? "FAILED" : "ok", hier ? "hierarchical" : "flat");
-    if (g_hosts > 1 && g_algo != 1 && size > g_hosts && size % g_hosts == 0 && !hier) {
+    if (g_hosts > 1 && g_algo == 2 && size > g_hosts && size % g_hosts == 0 && !hier) {
         fprintf(stderr, "rank %d: %d hosts of %d ranks did not take the hierarchical path\n", rank, g_hosts, size / g_hosts);
         nfail++;
     }
@@ -401,7 +428,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s NRANKS [--tcp] [--hosts H] [--algo flat|hier] [--kill]\n", argv[0]);
+        fprintf(stderr, "usage: %s NRANKS [--tcp] [--hosts H] [--algo flat|hier] [--kill] [--auto-trials]\n", argv[0]);
         return 2;
     }
     int n = atoi(argv[1]);
@@ -410,6 +437,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--hosts") && i + 1 < argc) g_hosts = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--algo") && i + 1 < argc) { i++; g_algo = !strcmp(argv[i], "flat") ? 1 : 2; }
         else if (!strcmp(argv[i], "--kill")) g_kill = 1;
+        else if (!strcmp(argv[i], "--auto-trials")) g_trials = 1;
     }
     if (g_tcp) setenv("TLINK_TRANSPORT", "tcp", 1);
     if (!getenv("TLINK_TIMEOUT")) setenv("TLINK_TIMEOUT", "60", 1);

@@ -99,7 +99,7 @@ static int tlt_launch(int n, tl_rank_fn fn, void *arg, double watchdog_s, int *e
 }
 
 /* rank-side init against the parent's store */
-static tlink_status tlt_init(tlink_comm **c, int rank, int size, const char *addr) {
+static inline tlink_status tlt_init(tlink_comm **c, int rank, int size, const char *addr) {
     tlink_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.rank = rank;

@@ -165,6 +165,8 @@ struct tlink_moe {
     tlink_moe_config cfg;
     size_t ntokens, es, rowbytes;
     int W, L, hier;
+    int trial;                  /* 1 + the c->moe_pick entry this call is a timed trial of (0: none) */
+    double trial_s;             /* its dispatch's seconds */
     /* received (this rank's experts) */
     size_t nrows, nuniq;
     size_t *eoff, *ecnt;        /* [L + 1], [L] */
@@ -599,6 +601,67 @@ out:
 static tlink_status dispatch_hier(tlink_moe *m, const void *x, const float *scales, const int32_t *ids,
                                   const float *wts);
 
+/* algo auto where the hierarchical exchange is possible. Which exchange is faster depends on
+ * what the model cannot see well: how much slower the network is than shared memory (the
+ * hierarchical one sends a token across it once per host instead of once per rank, and pays
+ * a second, intra-host pass for it), and how many ranks share a core (both passes then compete
+ * for it: between network namespaces of one 2-core machine flat is 2.2x faster). So it is
+ * measured: per (experts, top-k, row bytes) the first call of each is a warm-up (buffers being
+ * allocated), then TLINK_MOE_TRIALS of each in the order flat, hier, hier, flat, ... are timed
+ * (dispatch plus combine, summed), and once every rank has them the slowest rank's sums pick
+ * the one kept. Every rank sees the same sequence of calls, so all make the same choice. */
+static tlink_status moe_auto(tlink_comm *c, tlink_moe *m, int *hier) {
+    int trials = tb_knob_int(TB_K_TLINK_MOE_TRIALS);
+    *hier = 1;
+    if (trials <= 0) return TLINK_OK;
+    struct tl_moe_pick *e = NULL;
+    for (int i = 0; i < c->moe_npick && !e; i++)
+        if (c->moe_pick[i].num_experts == m->cfg.num_experts && c->moe_pick[i].top_k == m->cfg.top_k &&
+            c->moe_pick[i].rowbytes == m->rowbytes)
+            e = &c->moe_pick[i];
+    if (!e) {
+        int n = (int)(sizeof c->moe_pick / sizeof c->moe_pick[0]);
+        e = &c->moe_pick[c->moe_npick < n ? c->moe_npick++ : m->cfg.top_k % n]; /* full: any slot, alike on every rank */
+        *e = (struct tl_moe_pick){.num_experts = m->cfg.num_experts, .top_k = m->cfg.top_k, .rowbytes = m->rowbytes,
+                                  .pick = -1};
+    }
+    if (e->pick < 0 && e->done[0] >= trials && e->done[1] >= trials) {
+        double t[2] = {e->t[0], e->t[1]};
+        tlink_status st = tlink_allreduce(c, t, t, 2, TLINK_F64, TLINK_MAX);
+        if (st) {
+            char why[sizeof c->errmsg];
+            snprintf(why, sizeof why, "%s", tlink_last_error(c));
+            return tl_err(c, st, "moe_dispatch: agreeing on the exchange of algo auto: %s", why);
+        }
+        e->pick = t[1] < t[0];
+        if (c->rank == 0)
+            tl_log(TL_LOG_INFO, "moe: algo auto keeps the %s exchange (%d timed calls of each, slowest rank: flat %.2f ms, "
+                   "hierarchical %.2f ms)", e->pick ? "hierarchical" : "flat", e->done[0], t[0] * 1e3, t[1] * 1e3);
+    }
+    if (e->pick >= 0) {
+        *hier = e->pick;
+        return TLINK_OK;
+    }
+    int k = e->started++;
+    if (k < 2) {
+        *hier = k;
+        return TLINK_OK;
+    }
+    *hier = (k - 2) % 4 == 1 || (k - 2) % 4 == 2;
+    m->trial = 1 + (int)(e - c->moe_pick);
+    return TLINK_OK;
+}
+
+/* a timed trial call finished: add its seconds to the entry it was made for (if still there) */
+static void moe_trial_done(tlink_moe *m, double combine_s) {
+    tlink_comm *c = m->c;
+    struct tl_moe_pick *e = &c->moe_pick[m->trial - 1];
+    if (e->pick >= 0 || e->num_experts != m->cfg.num_experts || e->top_k != m->cfg.top_k || e->rowbytes != m->rowbytes)
+        return;
+    e->t[m->hier] += m->trial_s + combine_s;
+    e->done[m->hier]++;
+}
+
 tlink_status tlink_moe_dispatch(tlink_comm *c, const tlink_moe_config *cfg, size_t ntokens, const void *x,
                                 const float *scales, const int32_t *topk_ids, const float *topk_weights,
                                 tlink_moe **out) {
@@ -628,13 +691,18 @@ tlink_status tlink_moe_dispatch(tlink_comm *c, const tlink_moe_config *cfg, size
     m->rowbytes = cfg->hidden * m->es;
     m->W = c->size;
     m->L = cfg->num_experts / c->size;
-    /* hierarchical where it saves network traffic: several hosts of equal size, some of them
-     * with more than one rank (the same choice on every rank: the topology is shared) */
+    /* hierarchical is possible with several hosts of equal size, some of them with more than
+     * one rank (the same on every rank: the topology is shared); auto measures whether it pays */
     int can_hier = c->nhosts > 1 && c->cross && c->local_size > 1;
-    m->hier = cfg->algo == 2 ? can_hier : cfg->algo == 0 ? can_hier : 0;
-    double t0 = exec_begin(c, "moe_dispatch");
+    m->hier = cfg->algo == 2 ? can_hier : 0;
+    if (cfg->algo == 0 && can_hier && (st = moe_auto(c, m, &m->hier))) {
+        tlink_moe_free(m);
+        return st;
+    }
+    double t0 = exec_begin(c, "moe_dispatch"), ts = tl_now();
     st = tl_check_broken(c);
     if (!st) st = m->hier ? dispatch_hier(m, x, scales, topk_ids, topk_weights) : dispatch_flat(m, x, scales, topk_ids, topk_weights);
+    m->trial_s = tl_now() - ts;
     exec_end(c, "moe_dispatch", t0, ntokens, cfg->hidden, st);
     if (st) {
         tlink_moe_free(m);
@@ -802,9 +870,11 @@ tlink_status tlink_moe_combine(tlink_moe *m, const void *expert_out, tlink_dtype
         return tl_err(c, TLINK_ERR_INVALID_ARG, "moe_combine: out_dtype = %s: bf16 or f32", tlink_dtype_name(dt));
     if (m->nrows && !expert_out) return tl_err(c, TLINK_ERR_INVALID_ARG, "moe_combine: expert_out is NULL (%zu rows)", m->nrows);
     if (m->ntokens && !y) return tl_err(c, TLINK_ERR_INVALID_ARG, "moe_combine: y is NULL (%zu tokens)", m->ntokens);
-    double t0 = exec_begin(c, "moe_combine");
+    double t0 = exec_begin(c, "moe_combine"), ts = tl_now();
     tlink_status st = tl_check_broken(c);
     if (!st) st = m->hier ? combine_hier(m, expert_out, dt, y) : combine_flat(m, expert_out, dt, y);
+    if (!st && m->trial) moe_trial_done(m, tl_now() - ts);
+    m->trial = 0;
     exec_end(c, "moe_combine", t0, m->nrows, m->cfg.hidden, st);
     return st;
 }

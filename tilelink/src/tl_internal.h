@@ -293,6 +293,18 @@ struct tlink_comm {
     int shrink_seq;
     char kp[128];                   /* key prefix given at init ("" for split/shrunk comms) */
     tl_stat *stat;                  /* status.c; never NULL after comm_alloc */
+    /* MoE algo auto with several hosts (moe.c): per (experts, top-k, row bytes), trial calls
+     * alternate flat and hierarchical, their dispatch + combine times are summed, and once
+     * every rank has TLINK_MOE_TRIALS of each the slowest rank's sums pick the exchange */
+    struct tl_moe_pick {
+        int num_experts, top_k;
+        size_t rowbytes;
+        int started;                /* trial dispatches begun */
+        int done[2];                /* trial pairs completed, [flat, hierarchical] */
+        double t[2];                /* their summed seconds */
+        int pick;                   /* -1 trying, 0 flat, 1 hierarchical */
+    } moe_pick[8];
+    int moe_npick;
 };
 
 /* a call begins / ends (coll.c, moe.c) */
