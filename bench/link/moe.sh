@@ -14,8 +14,8 @@
 # Knobs: BUILD (build-bench-link), RANKS ("2 4 8"; empty: none), NS_LAYOUTS ("2x1 2x2 2x4"; NO_NS=1 skips),
 # REPEAT (3), WARM (1), ITERS (3), LIBS ("tilelink mpi gloo"; also "tilelink-flat": the flat exchange forced), OUT, JOBS (2); gloo's run, minutes
 # at full size on a small machine, can take fewer: GLOO_REPEAT (REPEAT), GLOO_WARM, GLOO_ITERS.
-# TL_WARM (max(WARM, 6)): TileLink's (algo auto) warm-up across namespaces, where its first six
-# calls are the timed trials of the flat and hierarchical exchanges (docs/tilelink.md "MoE").
+# TL_WARM (max(WARM, 10)): TileLink's (algo auto) warm-up across namespaces, where its first ten
+# calls are the trials of the flat and hierarchical exchanges (docs/tilelink.md "MoE").
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-bench-link}
@@ -28,7 +28,7 @@ LIBS=${LIBS:-"tilelink mpi gloo"}
 GLOO_REPEAT=${GLOO_REPEAT:-$REPEAT}
 GLOO_WARM=${GLOO_WARM:-$WARM}
 GLOO_ITERS=${GLOO_ITERS:-$ITERS}
-TL_WARM=${TL_WARM:-$((WARM > 6 ? WARM : 6))}
+TL_WARM=${TL_WARM:-$((WARM > 10 ? WARM : 10))}
 DTYPE=${DTYPE:-bf16}
 HIDDEN=${HIDDEN:-7168}
 EXPERTS=${EXPERTS:-256}

@@ -203,7 +203,8 @@
     X(TLINK_SECRET_FILE, STR, "", 0, 0, NULL, TLINK, 0, "a file (mode 600) holding the job secret") \
     X(TLINK_STATUS, BOOL, "1", 0, 0, NULL, TLINK, 0, "0: ranks do not answer tile link-status / tlink_comm_status") \
     X(TLINK_SOFT_TIMEOUT, FLOAT, "", 0, 1e9, NULL, TLINK, 0, "seconds after which a waiting collective logs the job's status report (default: a fifth of TLINK_TIMEOUT)") \
-    X(TLINK_MOE_CACHE_MB, INT, "1024", 0, 1048576, NULL, TLINK, 0, "MiB of MoE dispatch/combine buffers kept between calls") \
+    X(TLINK_MOE_CACHE_MB, INT, "", 0, 1048576, NULL, TLINK, 0,                                                        \
+      "MiB of MoE dispatch/combine buffers kept between calls (default: the most one process had allocated at once)") \
     X(TLINK_MOE_TRIALS, INT, "2", 0, 1000, NULL, TLINK, 0,                                                            \
       "MoE algo auto across hosts: timed trial calls of each exchange before the faster is kept (0: hierarchical)")  \
     X(TLINK_FAULT_HB_DROP, FLOAT, "0", 0, 1, NULL, TLINK, 0, "testing: probability of not sending a heartbeat")       \

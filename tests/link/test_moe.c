@@ -4,7 +4,7 @@
  * scales, combine in bf16 and f32; every received row, offset, count, scale, weight and origin,
  * and every combined value, equal bit for bit. Then a rank killed while the others dispatch:
  * TLINK_ERR_PEER_FAILED naming it. --auto-trials: algo auto across hosts times both exchanges
- * (warm-ups flat, hier; then flat, hier, hier, flat per TLINK_MOE_TRIALS = 2) and keeps one,
+ * (2 settling calls, then pairs flat, hier, hier, flat for TLINK_MOE_TRIALS = 2) and keeps one,
  * the same on every rank.
  * Usage: test_moe NRANKS [--tcp] [--hosts H] [--algo flat|hier] [--kill] [--auto-trials] */
 #include "tl_launch.h"
@@ -306,19 +306,19 @@ static int run_case(tlink_comm *c, const ucase *u, int *nfail) {
 /* ---------- algo auto across hosts: one configuration called repeatedly ---------- */
 static int auto_trials(tlink_comm *c, const ucase *u, int *nfail) {
     const int rank = tlink_comm_rank(c), size = tlink_comm_size(c);
-    const int want[6] = {0, 1, 0, 1, 1, 0}; /* warm-ups flat, hier; then flat, hier, hier, flat */
-    int seq[12] = {0}, n = 0;
-    for (; n < 12 && !*nfail; n++) {
+    const int want[10] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0}; /* 2 settling, then pairs flat, hier, hier, flat */
+    int seq[14] = {0}, n = 0;
+    for (; n < 14 && !*nfail; n++) {
         seq[n] = run_case(c, u, nfail);
-        if (n < 6 && seq[n] != want[n])
+        if (n < 10 && seq[n] != want[n])
             FAILF("auto call %d: %s, expected %s", n, seq[n] ? "hierarchical" : "flat", want[n] ? "hierarchical" : "flat");
-        if (n > 6 && seq[n] != seq[6]) FAILF("auto call %d: %d after the pick %d", n, seq[n], seq[6]);
+        if (n > 10 && seq[n] != seq[10]) FAILF("auto call %d: %d after the pick %d", n, seq[n], seq[10]);
     }
-    int32_t pk[2] = {seq[6], -seq[6]};
+    int32_t pk[2] = {seq[10], -seq[10]};
     if (!*nfail && (tlink_allreduce(c, pk, pk, 2, TLINK_I32, TLINK_MAX) || pk[0] != -pk[1]))
         FAILF("the ranks kept different exchanges (max %d, min %d)", pk[0], -pk[1]);
     if (rank == 0)
-        printf("moe %d ranks auto: kept %s after %d calls: %s\n", size, seq[6] ? "hierarchical" : "flat", n,
+        printf("moe %d ranks auto: kept %s after %d calls: %s\n", size, seq[10] ? "hierarchical" : "flat", n,
                *nfail ? "FAILED" : "ok");
     return *nfail ? 1 : 0;
 }

@@ -39,54 +39,87 @@
  * The received rows and the combine's vectors are hundreds of MB at DeepSeek-V3 sizes; fresh
  * from malloc they are fresh mappings, and the first touch of every page (a fault and the
  * kernel clearing it) cost as much as the copy into them. Freed ones are kept for the next
- * dispatch (process-wide, a few blocks, TLINK_MOE_CACHE_MB = 1024 in all) and handed out when
- * a request fits within twice their size. */
+ * dispatch (process-wide, up to BIG_SLOTS blocks) and handed out when a request fits within
+ * them and is at least half their size; fresh blocks get an eighth more than asked, as the
+ * next call's counts differ a little. The cache holds at most TLINK_MOE_CACHE_MB, by default
+ * the most this process ever had allocated at once (what one call needs: a smaller cache
+ * gives part of it back at every call and maps it again at the next: a fixed 1 GiB made 8
+ * ranks of DeepSeek-V3's size 1.6x slower). When full, the least recently cached
+ * blocks go first. Each block starts with a header that holds its size. */
 #define BIG_MIN ((size_t)1 << 20)
-#define BIG_SLOTS 8
+#define BIG_SLOTS 16
+#define BIG_HDR 64
 static pthread_mutex_t g_big_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct { void *p; size_t n; } g_big[BIG_SLOTS];
-static size_t g_big_total;
+static struct { char *p; size_t n; uint64_t stamp; } g_big[BIG_SLOTS];
+static size_t g_big_total;            /* bytes cached */
+static size_t g_big_live, g_big_peak; /* bytes handed out and not freed; their most */
+static uint64_t g_big_clock;
 
 static void *big_alloc(size_t n) {
     if (!n) n = 1;
-    if (n >= BIG_MIN) {
-        pthread_mutex_lock(&g_big_mu);
-        int best = -1;
-        for (int i = 0; i < BIG_SLOTS; i++)
-            if (g_big[i].p && g_big[i].n >= n && g_big[i].n <= 2 * n && (best < 0 || g_big[i].n < g_big[best].n)) best = i;
-        if (best >= 0) {
-            void *p = g_big[best].p;
-            g_big_total -= g_big[best].n;
-            g_big[best].p = NULL;
-            pthread_mutex_unlock(&g_big_mu);
-            return p;
-        }
-        pthread_mutex_unlock(&g_big_mu);
+    if (n < BIG_MIN) return malloc(n);
+    pthread_mutex_lock(&g_big_mu);
+    int best = -1;
+    for (int i = 0; i < BIG_SLOTS; i++)
+        if (g_big[i].p && g_big[i].n >= n && g_big[i].n <= 2 * n && (best < 0 || g_big[i].n < g_big[best].n)) best = i;
+    char *p = NULL;
+    size_t got = n + n / 8;
+    if (best >= 0) {
+        p = g_big[best].p;
+        got = g_big[best].n;
+        g_big_total -= got;
+        g_big[best].p = NULL;
     }
-    return malloc(n);
+    g_big_live += got;
+    if (g_big_live > g_big_peak) g_big_peak = g_big_live;
+    pthread_mutex_unlock(&g_big_mu);
+    if (!p && !(p = malloc(BIG_HDR + got))) {
+        pthread_mutex_lock(&g_big_mu);
+        g_big_live -= got;
+        pthread_mutex_unlock(&g_big_mu);
+        return NULL;
+    }
+    memcpy(p, &got, sizeof got);
+    return p + BIG_HDR;
 }
-/* p came from big_alloc(n) */
-static void big_free(void *p, size_t n) {
-    if (!p) return;
-    if (!n) n = 1;
-    if (n >= BIG_MIN) {
-        static long cap_mb = -1;
-        if (cap_mb < 0) cap_mb = tb_knob_int(TB_K_TLINK_MOE_CACHE_MB);
-        pthread_mutex_lock(&g_big_mu);
-        /* make room: older blocks go first */
-        size_t limit = (size_t)cap_mb << 20;
-        for (int i = 0; i < BIG_SLOTS && g_big_total + n > limit; i++)
-            if (g_big[i].p) { free(g_big[i].p); g_big_total -= g_big[i].n; g_big[i].p = NULL; }
-        for (int i = 0; i < BIG_SLOTS && g_big_total + n <= limit; i++)
-            if (!g_big[i].p) {
-                g_big[i].p = p;
-                g_big[i].n = n;
-                g_big_total += n;
-                p = NULL;
-                break;
-            }
-        pthread_mutex_unlock(&g_big_mu);
+/* the least recently cached block given back; its slot (-1: none cached). g_big_mu held. */
+static int big_evict(void) {
+    int old = -1;
+    for (int i = 0; i < BIG_SLOTS; i++)
+        if (g_big[i].p && (old < 0 || g_big[i].stamp < g_big[old].stamp)) old = i;
+    if (old >= 0) {
+        free(g_big[old].p);
+        g_big_total -= g_big[old].n;
+        g_big[old].p = NULL;
     }
+    return old;
+}
+/* q came from big_alloc(n) */
+static void big_free(void *q, size_t n) {
+    if (!q) return;
+    if (!n) n = 1;
+    if (n < BIG_MIN) {
+        free(q);
+        return;
+    }
+    char *p = (char *)q - BIG_HDR;
+    memcpy(&n, p, sizeof n);
+    pthread_mutex_lock(&g_big_mu);
+    g_big_live -= TL_MIN(n, g_big_live);
+    size_t limit = tb_knob_is_set(TB_K_TLINK_MOE_CACHE_MB) ? (size_t)tb_knob_int(TB_K_TLINK_MOE_CACHE_MB) << 20 : g_big_peak;
+    if (n <= limit) {
+        while (g_big_total + n > limit && big_evict() >= 0) {}
+        int slot = -1;
+        for (int i = 0; i < BIG_SLOTS && slot < 0; i++)
+            if (!g_big[i].p) slot = i;
+        if (slot < 0) slot = big_evict();
+        g_big[slot].p = p;
+        g_big[slot].n = n;
+        g_big[slot].stamp = ++g_big_clock;
+        g_big_total += n;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&g_big_mu);
     free(p);
 }
 
@@ -602,14 +635,21 @@ static tlink_status dispatch_hier(tlink_moe *m, const void *x, const float *scal
                                   const float *wts);
 
 /* algo auto where the hierarchical exchange is possible. Which exchange is faster depends on
- * what the model cannot see well: how much slower the network is than shared memory (the
- * hierarchical one sends a token across it once per host instead of once per rank, and pays
- * a second, intra-host pass for it), and how many ranks share a core (both passes then compete
- * for it: between network namespaces of one 2-core machine flat is 2.2x faster). So it is
- * measured: per (experts, top-k, row bytes) the first call of each is a warm-up (buffers being
- * allocated), then TLINK_MOE_TRIALS of each in the order flat, hier, hier, flat, ... are timed
- * (dispatch plus combine, summed), and once every rank has them the slowest rank's sums pick
- * the one kept. Every rank sees the same sequence of calls, so all make the same choice. */
+ * what the start-up ping-pong cannot see well: how much slower the network is than shared
+ * memory under load (the hierarchical exchange sends a token across it once per host instead
+ * of once per rank, 2.6 times on average at DeepSeek-V3's routing over 2 hosts of 4 ranks, and
+ * pays a second, intra-host pass for it) and how many ranks share a core (both passes then
+ * compete for it; between network namespaces of one 2-core VM the two measure within 5%). So
+ * it is measured, per (experts, top-k, row bytes). A process's first calls are slower
+ * whichever exchange they take (buffers mapped and cached, TCP windows opening, ranks moving
+ * off shared CPUs), so the first MOE_SETTLE calls take the flat exchange untimed; then come
+ * pairs of calls of one exchange, the pairs in the order flat, hier, hier, flat, ... (drift
+ * cancels), the second call of each pair timed (dispatch plus combine): the first after a
+ * switch maps buffers of sizes the other did not need, which a job that keeps one exchange
+ * never pays. Once every rank has TLINK_MOE_TRIALS timed calls of each, the slowest rank's
+ * sums pick the one kept. Every rank sees the same sequence of calls, so all make the same
+ * choice. */
+#define MOE_SETTLE 2
 static tlink_status moe_auto(tlink_comm *c, tlink_moe *m, int *hier) {
     int trials = tb_knob_int(TB_K_TLINK_MOE_TRIALS);
     *hier = 1;
@@ -642,13 +682,9 @@ static tlink_status moe_auto(tlink_comm *c, tlink_moe *m, int *hier) {
         *hier = e->pick;
         return TLINK_OK;
     }
-    int k = e->started++;
-    if (k < 2) {
-        *hier = k;
-        return TLINK_OK;
-    }
-    *hier = (k - 2) % 4 == 1 || (k - 2) % 4 == 2;
-    m->trial = 1 + (int)(e - c->moe_pick);
+    int k = e->started++ - MOE_SETTLE, pair = k / 2;
+    *hier = k >= 0 && (pair % 4 == 1 || pair % 4 == 2);
+    if (k >= 0 && k % 2) m->trial = 1 + (int)(e - c->moe_pick);
     return TLINK_OK;
 }
 
