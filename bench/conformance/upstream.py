@@ -28,6 +28,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 MIRROR = "/work/.mirror/tile-ai+tilelang/repo"
 ROOTS = ["examples", "testing/python/language"]
@@ -104,7 +105,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tile-upstream-")
     cache = os.path.join(tmp, "cache")
     results = []
-    for name, text in files:
+    t0 = last = time.time()
+    for n_checked, (name, text) in enumerate(files):
+        if time.time() - last >= 10:  # progress of the check phase, on stderr
+            last = time.time()
+            print("checked %d/%d files (%.0f s)" % (n_checked, len(files), last - t0), file=sys.stderr, flush=True)
         path = os.path.join(tmp, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
@@ -131,9 +136,12 @@ def main():
                         if re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", s):
                             extra += ["-D", "%s=%d" % (s, a.size)]
                     jobs.append((x, k, ex.submit(run_one, tile, x["path"], k, extra, a.timeout, cache)))
-            for x, k, fut in jobs:
+            t0 = time.time()
+            for i, (x, k, fut) in enumerate(jobs):
                 x["runs"][k] = fut.result()
-                print("  run %s %s: %s" % (x["file"], k, x["runs"][k][0]), flush=True)
+                el = time.time() - t0
+                print("  run [%d/%d, %.0f s, ~%.0f s left] %s %s: %s" % (i + 1, len(jobs), el, el / (i + 1) * (len(jobs) - i - 1), x["file"], k,
+                                                                      x["runs"][k][0]), flush=True)
     # report
     lines = []
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

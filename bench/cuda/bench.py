@@ -285,9 +285,11 @@ def main():
             for e in (args.fa_env if c[0] == "fa" else []):
                 env = dict(kv.split("=", 1) for kv in e.split(",") if kv)
                 todo.append((c[0], "%s [%s]" % (c[1], e)) + c[2:] + (env,))
-        for (group, name, file, defines, outs, kind, prm, env) in todo:
-            if only and group not in only:
-                continue
+        todo = [c for c in todo if not only or c[0] in only]
+        t_cases = time.time()
+        for i_case, (group, name, file, defines, outs, kind, prm, env) in enumerate(todo):
+            el = time.time() - t_cases  # progress, on stderr (the rows go to stdout)
+            print("bench.py: [%d/%d] %s (%.0f s so far)" % (i_case + 1, len(todo), name, el), file=sys.stderr, flush=True)
             row = {"name": name, "ours": None, "peer": None, "err": None, "status": "", "unit": "", "work": 0, "peer_name": "-"}
             try:
                 ms, paths, clock = run_tile(args, args.tile, file, defines, outs, iters, tmp, args.timeout, env)

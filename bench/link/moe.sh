@@ -66,7 +66,7 @@ CMDS=()
 # run LIB NAME CMD: appends the RESULT line (with rep and layout) to $TMP/results
 run() {
     local lib=$1 name=$2 rep=$3; shift 3
-    say "[$rep/$REPEAT] $name $lib: $*"
+    say "[$rep/$REPEAT] $name $lib (${SECONDS} s so far): $*"
     if "$@" >"$TMP/out" 2>&1; then
         sed -n 's/^\(\[0\] \)\{0,1\}RESULT /RESULT /p' "$TMP/out" | sed "s/^RESULT /RESULT rep=$rep layout=$name /; s/ lib=[^ ]*/ lib=$lib/" >>"$TMP/results"
     else

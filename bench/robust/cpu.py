@@ -326,12 +326,15 @@ def main():
             jobs.append(("rows", f"memcpy f32 {M}x{N}, {nthreads} threads", "peer", (lambda X=X, Y=Y: memcpy_threads(Y, X, nthreads)), 2 * X.nbytes, "peer"))
     samples = {i: [] for i in range(len(jobs))}
     load = [open("/proc/loadavg").read().split()[:3]]
+    t_rounds = time.time()
     for r in range(a.rounds):
         order = list(range(len(jobs)))
         order = order[r % len(order):] + order[:r % len(order)]  # each round starts elsewhere
         for i in order:
             samples[i].append(timed(jobs[i][3], a.budget))
-        print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+        el = time.time() - t_rounds
+        print(f"round {r + 1}/{a.rounds} done ({len(jobs)} jobs): {el:.0f} s, ~{el / (r + 1) * (a.rounds - r - 1):.0f} s left",
+              file=sys.stderr, flush=True)
     load.append(open("/proc/loadavg").read().split()[:3])
     # the table
     med = {i: float(np.median(samples[i])) for i in samples}

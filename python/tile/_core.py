@@ -121,7 +121,8 @@ CPU = Device(L.DEVICE_CPU, 0)
 
 def devices():
     """The targets this library knows and whether each can run here, as a dict
-    {name: description or None}, plus the devices ('cpu', 'cuda:0', ...) that are usable."""
+    {name: description of the device it runs on, or None where it cannot run here}
+    (device_list() gives the devices themselves)."""
     out = {}
     for i in range(L.tile_num_targets()):
         name = L.tile_target_name(i).decode()

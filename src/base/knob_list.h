@@ -36,7 +36,9 @@
     X(TILE_PY_FAST, BOOL, "1", 0, 0, NULL, TILE, 0,                                                                  \
       "Python package: 0: Kernel calls take the pure-Python path instead of the tile._fast C extension")            \
     X(TLINK_LIBRARY, STR, "", 0, 0, NULL, TLINK, 0, "Python package: the libtilelink.so to load (default: the one installed with the package)") \
-    X(TILE_WHEEL_BUILD_DIR, STR, "build-python", 0, 0, NULL, TEST, 0, "setup.py: the CMake build folder the wheel is built in") \
+    X(TILE_WHEEL_BUILD_DIR, STR, "build-python", 0, 0, NULL, TEST, 0,                                                \
+      "setup.py: the CMake build folder the wheel is built in (one already configured is reused as it is unless "    \
+      "CMAKE_ARGS is set)")                                                                                           \
     X(TILE_TEST_EXAMPLES, STR, "", 0, 0, NULL, TEST, 0, "Python tests: where the example kernels are (default: examples/)") \
     X(TILE_CACHE_DIR, STR, "", 0, 0, NULL, BOTH, 0,                                                                   \
       "directory of compiled kernels (CPU shared objects, CUDA cubins, OpenCL binaries) and of TileLink's cost "     \

@@ -2,9 +2,12 @@
  *
  *   tile fuzz --seconds N [--targets interp,cpu[,opencl]] [--seed S] [--out DIR] [--jobs 1]
  *             [--count N] [--form plain|tile|any] [--timeout S] [--shrink-seconds S]
- *             [--print] [--verbose]
+ *             [--print] [--verbose] [--quiet] [--progress S]
  *
  * Program i of a run uses seed S+i, so `tile fuzz --seed S+i --count 1` regenerates it.
+ * While it runs, a progress line on stderr (programs, per-target findings, elapsed and
+ * remaining time) is redrawn in place after every program when stderr is a terminal, and
+ * printed every S seconds (--progress, default 10) otherwise; --quiet turns it off.
  * See docs/fuzz.md. Exit 0 when no target disagreed with the interpreter, 1 otherwise. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,9 +31,12 @@ int tile_cmd_fuzz(int argc, char **argv);
 static void fuzz_usage(FILE *o) {
     fputs("usage: tile fuzz --seconds N [--targets interp,cpu[,opencl]] [--seed S] [--out DIR] [--jobs 1]\n"
           "                 [--count N] [--form plain|tile|any] [--timeout S] [--shrink-seconds S] [--print] [--verbose]\n"
+          "                 [--quiet] [--progress S]\n"
           "  Generates random well-typed TileLang programs, runs them on every target with the same\n"
           "  seeded inputs, compares with the interpreter, and shrinks a mismatch to a reproducer\n"
-          "  DIR/tile-fuzz-SEED.tl. Program i uses seed S+i. Exit 0: no mismatch; 1: findings.\n",
+          "  DIR/tile-fuzz-SEED.tl. Program i uses seed S+i. Exit 0: no mismatch; 1: findings.\n"
+          "  Progress goes to stderr: redrawn in place on a terminal, else a line every S seconds\n"
+          "  (--progress, default 10; 0: after every program); --quiet turns it off.\n",
           o);
 }
 
@@ -74,11 +81,56 @@ static int write_repro(const char *dir, const pf_prog *p, uint64_t pseed, const 
     return 0;
 }
 
+/* The progress line on stderr: redrawn in place (carriage return, erase to the end of the
+ * line, cut to the terminal's width so it never wraps) when stderr is a terminal, a new line
+ * every `interval` seconds otherwise. Other output first takes a drawn line away (fz_hide). */
+typedef struct {
+    bool on, tty, drawn;
+    double interval, last;
+} fz_progress;
+
+static void fz_hide(fz_progress *pg) {
+    if (pg->drawn) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        pg->drawn = false;
+    }
+}
+
+static void fz_show(fz_progress *pg, double now, double t0, double seconds, long count, long generated, long run, long rejects,
+                    const char *const *targets, int nt, const long *mism, const long *fails) {
+    if (!pg->on || (!pg->tty && now - pg->last < pg->interval)) return;
+    pg->last = now;
+    char line[1024];
+    size_t n = 0;
+#define ADD(...)                                                                              \
+    do {                                                                                      \
+        int k_ = snprintf(line + n, sizeof line - n, __VA_ARGS__);                            \
+        if (k_ > 0) n = n + (size_t)k_ < sizeof line ? n + (size_t)k_ : sizeof line - 1;      \
+    } while (0)
+    double el = now - t0;
+    if (count >= 0) ADD("tile fuzz: %ld/%ld programs, %ld run, %ld rejects", generated, count, run, rejects);
+    else ADD("tile fuzz: %ld programs, %ld run, %ld rejects", generated, run, rejects);
+    for (int t = 0; t < nt; t++) ADD("; %s: %ld mismatches, %ld failures", targets[t], mism[t], fails[t]);
+    double left = count >= 0 ? (generated ? el / (double)generated * (double)(count - generated) : 0) : seconds - el;
+    ADD("; %.0f s, %s%.0f s left", el, count >= 0 ? "~" : "", left > 0 ? left : 0);
+#undef ADD
+    if (pg->tty) {
+        struct winsize ws;
+        if (!ioctl(fileno(stderr), TIOCGWINSZ, &ws) && ws.ws_col > 1 && n >= ws.ws_col) line[n = ws.ws_col - 1] = 0;
+        fprintf(stderr, "\r%s\033[K", line);
+        pg->drawn = true;
+    } else {
+        fprintf(stderr, "%s\n", line);
+    }
+    fflush(stderr);
+}
+
 int tile_cmd_fuzz(int argc, char **argv) {
-    double seconds = 10, timeout = 120, shrink_seconds = 60;
+    double seconds = 10, progress_every = 10, timeout = 120, shrink_seconds = 60;
     const char *targets_arg = "interp,cpu", *out_dir = "fuzz-out", *form_s = "any";
     uint64_t seed = 0;
-    bool have_seed = false, print = false, verbose = false;
+    bool have_seed = false, print = false, verbose = false, quiet = false;
     long count = -1;
     int jobs = 1;
     for (int i = 1; i < argc; i++) {
@@ -100,6 +152,8 @@ int tile_cmd_fuzz(int argc, char **argv) {
         else if (!strcmp(a, "--shrink-seconds")) { NEED(); shrink_seconds = strtod(v, &end); if (*end || shrink_seconds < 0) goto bad; }
         else if (!strcmp(a, "--print")) print = true;
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = true;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
+        else if (!strcmp(a, "--progress")) { NEED(); progress_every = strtod(v, &end); if (*end || !*v || progress_every < 0) goto bad; }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fuzz_usage(stdout); return 0; }
         else { fprintf(stderr, "tile fuzz: unknown argument '%s'\n", a); fuzz_usage(stderr); return 1; }
         continue;
@@ -158,16 +212,20 @@ int tile_cmd_fuzz(int argc, char **argv) {
     long fails[MAX_TARGETS] = {0}, mism[MAX_TARGETS] = {0};
     int rejects_written = 0;
     double t0 = tile_now();
-    printf("tile fuzz: seed %llu, targets %s, %.0f s\n", (unsigned long long)seed, targets_arg, seconds);
+    if (count >= 0) printf("tile fuzz: seed %llu, targets %s, %ld programs\n", (unsigned long long)seed, targets_arg, count);
+    else printf("tile fuzz: seed %llu, targets %s, %.0f s\n", (unsigned long long)seed, targets_arg, seconds);
     fflush(stdout);
     pf_config cfg = {targets, nt, timeout, verbose};
+    fz_progress pg = {!quiet, isatty(fileno(stderr)) == 1, false, progress_every, t0};
     for (long i = 0; (count < 0 || i < count) && (count >= 0 || tile_now() - t0 < seconds); i++) {
         uint64_t ps = seed + (uint64_t)i;
         pf_prog *p = pf_generate(ps, form);
         generated++;
         if (pf_prog_form(p) == PF_FORM_PLAIN) nplain++;
         else ntile++;
+        if (verbose) fz_hide(&pg); /* pf_check's own lines */
         pf_result r = pf_check(p, &cfg);
+        if (verbose || r.verdict != PF_OK) fz_hide(&pg); /* a line of its own follows */
         if (verbose) fprintf(stderr, "fuzz: program %llu (%s form): %s%s%s\n", (unsigned long long)ps, pf_prog_form(p) ? "tile" : "plain",
                              pf_verdict_name(r.verdict), r.verdict ? ": " : "", r.verdict ? r.msg : "");
         if (r.verdict == PF_REJECT || (r.target < 0 && r.verdict != PF_OK)) {
@@ -187,6 +245,7 @@ int tile_cmd_fuzz(int argc, char **argv) {
                 }
             }
             pf_prog_free(p);
+            fz_show(&pg, tile_now(), t0, seconds, count, generated, run, rejects, targets, nt, mism, fails);
             continue;
         }
         run++;
@@ -206,7 +265,9 @@ int tile_cmd_fuzz(int argc, char **argv) {
             pf_prog_free(s);
         }
         pf_prog_free(p);
+        fz_show(&pg, tile_now(), t0, seconds, count, generated, run, rejects, targets, nt, mism, fails);
     }
+    fz_hide(&pg);
     double el = tile_now() - t0;
     long total_findings = 0;
     printf("tile fuzz: %ld programs generated (%ld plain, %ld tile), %ld run, %ld generator rejects, %.1f s;", generated, nplain, ntile, run, rejects, el);
