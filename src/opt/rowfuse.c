@@ -1881,13 +1881,11 @@ static ir_stmt *rewrite(rf *R, ir_stmt *s) {
             if (nstmts(s->body[0]) == 5) {
                 /* The plain-form softmax already computes exp once and reads X once (three
                  * passes over a row that stays in cache): the rewrite saves a third of the
-                 * traffic. It was opt-in while it measured slower (session 3,
-                 * bench/results/cpu-rows-2026-11-29-s3.md); since the row helpers of session 4
-                 * it is faster on both machines measured (2-core VM, 2 threads: 0.49-0.54 of
-                 * memcpy against 0.37-0.40 as written, cpu-rows-2026-11-30-s4.md; 16-core Xeon:
-                 * 1.22-1.51 against 0.88-1.09 at 16 threads, 0.78-0.96 against 0.60-0.63 at
-                 * one, cpu-rows-2026-11-30-s4-16core.md), so it is on; TILE_ROWFUSE_PLAIN=0
-                 * leaves the loop as written. */
+                 * traffic, and measures faster on both machines tried (2-core VM, 2 threads:
+                 * 0.49-0.54 of memcpy against 0.37-0.40 as written; 16-core Xeon: 1.22-1.51
+                 * against 0.88-1.09 at 16 threads, 0.78-0.96 against 0.60-0.63 at one;
+                 * bench/results/cpu-rows-2026-11-30-s4-16core.md), so it is on;
+                 * TILE_ROWFUSE_PLAIN=0 leaves the loop as written. */
                 if (!tb_opt_bool(R->f->opts, TB_OPT_rowfuse_plain)) {
                     if (tile_log_enabled(TILE_LOG_DEBUG))
                         tile_log(TILE_LOG_DEBUG, "rowfuse: plain-form loop %s at %s:%d left alone (TILE_ROWFUSE_PLAIN=0)",

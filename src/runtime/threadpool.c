@@ -24,7 +24,7 @@
  *
  * Co-location: a worker woken for a job can be queued on the CPU where the caller (or another
  * worker) runs while a CPU of the process sits idle, and stay there for tens of milliseconds.
- * Seen on the 2-core Zen 4 VM (session 6): an idle virtual CPU looks preempted to the guest's
+ * Seen on a 2-core Zen 4 VM: an idle virtual CPU looks preempted to the guest's
  * scheduler, so the wake-up goes to the waker's CPU, and the idle CPU does not pull the task
  * back soon; runs of consecutive 5 ms bf16 GEMMs took 10-11 ms, the second worker doing
  * nothing (TILE_GEMM_PROF: the last worker began 1.6-2.6 ms into a 5 ms step). So every thread
@@ -52,7 +52,7 @@
 #endif
 
 /* The default spin, TILE_POOL_SPIN_DEFAULT_US (threadpool.h), is 1 ms, GNU OpenMP's order:
- * session 7's 2-core VM, bf16 1024^3 on 2 threads in gemm_bench's interleaved rounds (another
+ * on a 2-core VM, bf16 1024^3 on 2 threads in gemm_bench's interleaved rounds (another
  * library's calls between ours), Tile / oneDNN with an explicit spin of 50 us 0.66-0.74, 200 us
  * 0.93-0.95, 1 ms 0.97-0.98; as the default (the load rule still on) 0.71-0.82 at 50 us,
  * 0.86-0.95 at 1 ms (bench/results/cpu-pool-spin-2026-12-01-s7.md) */
@@ -259,8 +259,8 @@ static void *worker_main(void *a) {
         const int spin = __atomic_load_n(&p->spin_us, __ATOMIC_RELAXED);
         /* while the caller still runs its part of the job just done, the next job can come the
          * moment it returns: keep polling until then (at most POOL_TAIL_MAX_US), and count the
-         * spin from there. A worker done first used to fall asleep during the caller's last
-         * 1.3 ms task and be woken for the next job, late (2-core VM: 50 us of spin gave a bf16
+         * spin from there. Otherwise a worker done first falls asleep during the caller's last
+         * 1.3 ms task and is woken for the next job late (2-core VM: 50 us of spin gave a bf16
          * 1024^3 GEMM 279 GFLOP/s in gemm_bench's back-to-back calls, 1 ms 390) */
         if (spin > 0 && p->nthreads <= p->ncpu && seen && __atomic_load_n(&p->caller_done, __ATOMIC_ACQUIRE) != seen) {
             const uint64_t t0 = now_us(), cap = (uint64_t)spin * POOL_TAIL_PER_SPIN < POOL_TAIL_MAX_US

@@ -453,7 +453,7 @@ double tl_predict(const tlink_comm *c, tlink_coll coll, tlink_algo algo, size_t 
         case TLINK_ALGO_RECURSIVE_DOUBLING: t = flog2(n) * (a + B * (b + xs) + B * g + B / 8e9) + foldc; break;
         case TLINK_ALGO_RABENSEIFNER:
             /* oversubscribed, its byte terms x1.25: on 4 ranks of 2 cores it measured 1.14-1.64x
-             * ring's time at 256 KiB - 16 MiB in interleaved runs (sessions 4 and 5, bench/results/
+             * ring's time at 256 KiB - 16 MiB in interleaved runs (bench/results/
              * link-allreduce-2026-11-30-s5-16core.md), where the terms above price the two alike
              * (the same bytes, fewer steps); the cause (which partners share a core in the
              * halving steps of B/2, B/4) is not modelled */
