@@ -1503,13 +1503,18 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     int gsp = G->space[gl->buf->id];
     bool vec = L->vec % 4 == 0 && G->o->mem_opt && R >= 1 && ext[fr->buf->rank - 1] % 4 == 0 && (gsp == SP_GLOBAL || gsp == SP_SHARED) &&
                ((fd == gd && bits_of(fd) == 32) || (fd == TILE_DT_F32 && g16));
+    /* elements a vector access moves: 16 bytes of 32-bit data, or 8 of 16-bit data where the
+     * layout gives each thread runs of 8 (layout.c) */
+    const int VW = vec && g16 && L->vec % 8 == 0 && ext[fr->buf->rank - 1] % 8 == 0 ? 8 : 4;
     bool unroll = !L->local;
     int t = G->tmp++;
     line(G, o, "{");
     G->ind++;
     region_prep(G, o, gl, gN);
     line(G, o, "const int64_t tl_c%d = %lld;", 1 - gN, (long long)buf_elems(fr->buf));
-    if (vec) line(G, o, "const int tl_vec = (tl_e%d_%d & 3) == 0 && (tl_s%d_%d & 3) == 0 && (tl_d%d_%d & 3) == 0;", gN, R - 1, gN, R - 1, gN, R - 1);
+    if (vec)
+        line(G, o, "const int tl_vec = (tl_e%d_%d & %d) == 0 && (tl_s%d_%d & %d) == 0 && (tl_d%d_%d & %d) == 0;", gN, R - 1, VW - 1, gN,
+             R - 1, VW - 1, gN, R - 1, VW - 1);
     int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "copy: the source has %lld elements but the destination has %lld");
     line(G, o, "if (tl_c0 != tl_c1) tl_fail(tl_err, %d, tl_c0, tl_c1, 0);", site);
     line(G, o, "else {");
@@ -1527,7 +1532,7 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     buf_name(&fn, fr->buf);
     buf_name(&gn, gl->buf);
     line(G, o, unroll ? "#pragma unroll" : "#pragma unroll 1");
-    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s += %d) {", L->slots, vec ? 4 : 1);
+    line(G, o, "for (int tl_s = 0; tl_s < %d; tl_s += %d) {", L->slots, vec ? VW : 1);
     G->ind++;
     tile_strbuf holes = {0};
     rf_coords(G, o, L, ext, t, "tl_s", &holes);
@@ -1540,7 +1545,7 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     tile_sb_free(&lin);
     if (vec) {
         region_pos(G, o, gl, gN, "tl_eg");
-        line(G, o, "if (tl_vec && tl_in%d && tl_p%d_%d + 3 < tl_d%d_%d) {", gN, gN, R - 1, gN, R - 1);
+        line(G, o, "if (tl_vec && tl_in%d && tl_p%d_%d + %d < tl_d%d_%d) {", gN, gN, R - 1, VW - 1, gN, R - 1);
         G->ind++;
         const char *q = sp_qual(G, gsp);
         if (in) {
@@ -1553,11 +1558,13 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
                 }
             } else {
                 const char *cv = gd == TILE_DT_F16 ? "tcv_f16_bits_to_f32" : "tcv_bf16_bits_to_f32";
-                line(G, o, "const uint2 tl_u = *(const %suint2 *)(%s + tl_o0);", q, gn.data);
-                line(G, o, "%s[tl_s + 0] = %s((uint16_t)(tl_u.x & 0xffffu));", fn.data, cv);
-                line(G, o, "%s[tl_s + 1] = %s((uint16_t)(tl_u.x >> 16));", fn.data, cv);
-                line(G, o, "%s[tl_s + 2] = %s((uint16_t)(tl_u.y & 0xffffu));", fn.data, cv);
-                line(G, o, "%s[tl_s + 3] = %s((uint16_t)(tl_u.y >> 16));", fn.data, cv);
+                const char *cx[4] = {"x", "y", "z", "w"};
+                line(G, o, "const %s tl_u = *(const %s%s *)(%s + tl_o0);", VW == 8 ? "uint4" : "uint2", q, VW == 8 ? "uint4" : "uint2",
+                     gn.data);
+                for (int w = 0; w < VW / 2; w++) {
+                    line(G, o, "%s[tl_s + %d] = %s((uint16_t)(tl_u.%s & 0xffffu));", fn.data, 2 * w, cv, cx[w]);
+                    line(G, o, "%s[tl_s + %d] = %s((uint16_t)(tl_u.%s >> 16));", fn.data, 2 * w + 1, cv, cx[w]);
+                }
             }
         } else {
             if (!g16) {
@@ -1570,10 +1577,12 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
                 line(G, o, "*(%suint4 *)(%s + tl_o1) = tl_u;", q, gn.data);
             } else {
                 const char *cv = gd == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
-                line(G, o, "uint2 tl_u;");
-                line(G, o, "tl_u.x = (uint32_t)%s(%s[tl_s + 0]) | ((uint32_t)%s(%s[tl_s + 1]) << 16);", cv, fn.data, cv, fn.data);
-                line(G, o, "tl_u.y = (uint32_t)%s(%s[tl_s + 2]) | ((uint32_t)%s(%s[tl_s + 3]) << 16);", cv, fn.data, cv, fn.data);
-                line(G, o, "*(%suint2 *)(%s + tl_o1) = tl_u;", q, gn.data);
+                const char *cx[4] = {"x", "y", "z", "w"}, *ut = VW == 8 ? "uint4" : "uint2";
+                line(G, o, "%s tl_u;", ut);
+                for (int w = 0; w < VW / 2; w++)
+                    line(G, o, "tl_u.%s = (uint32_t)%s(%s[tl_s + %d]) | ((uint32_t)%s(%s[tl_s + %d]) << 16);", cx[w], cv, fn.data, 2 * w, cv,
+                         fn.data, 2 * w + 1);
+                line(G, o, "*(%s%s *)(%s + tl_o1) = tl_u;", q, ut, gn.data);
             }
         }
         G->ind--;
@@ -1582,7 +1591,7 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     }
     /* element by element, clipped */
     line(G, o, "#pragma unroll");
-    line(G, o, "for (int tl_v = 0; tl_v < %d; tl_v++) {", vec ? 4 : 1);
+    line(G, o, "for (int tl_v = 0; tl_v < %d; tl_v++) {", vec ? VW : 1);
     G->ind++;
     region_pos(G, o, gl, gN, "tl_eg + tl_v");
     tile_dtype via = compute_dt(gd) == TILE_DT_F64 ? TILE_DT_F64 : is_float(gd) ? TILE_DT_F32 : gd;

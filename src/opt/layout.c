@@ -759,7 +759,12 @@ static void do_stmt(lp *P, ir_stmt *s) {
         int fbytes = tile_dtype_bits(f->b->dtype) / 8;
         if (fbytes > bytes) bytes = fbytes;
         if (other->buf->scope == IR_SCOPE_GLOBAL) {
-            int v = vec_of_bytes(bytes < 4 ? 4 : bytes, f->ext[f->b->rank - 1]);
+            /* runs of 4 elements a thread (16 bytes of 32-bit data); f32 fragments of 16-bit
+             * globals get runs of 8, so that each global access is 16 bytes too (the copy
+             * converts 8 at a time): with 4, a 16-bit row kernel had half the bytes in flight
+             * of its f32 twin */
+            int narrow = tile_dtype_bits(other->buf->dtype) == 16 && f->b->dtype == TILE_DT_F32;
+            int v = vec_of_bytes(narrow ? 2 : bytes < 4 ? 4 : bytes, f->ext[f->b->rank - 1]);
             if (v > f->vec_hint) f->vec_hint = v;
         }
         return;
