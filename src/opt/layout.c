@@ -877,7 +877,10 @@ static void annotate(lp *P, ir_stmt *s) {
         const ir_region *o = f == fa ? &s->regions[1] : &s->regions[0];
         bool g = o->buf->scope == IR_SCOPE_GLOBAL;
         ir_lowering *w = new_lower(P, f->lay.vec >= 4 && g ? "vec" : "regs");
-        w->detail = f->lay.vec >= 4 && g ? "4 elements a thread at a time when aligned (checked at run time)" : "element by element from each thread's slots";
+        bool g8 = g && f->lay.vec % 8 == 0 && f->b->dtype == TILE_DT_F32 && tile_dtype_bits(o->buf->dtype) == 16;
+        w->detail = g8 ? "8 elements (16 bytes of the 16-bit global) a thread at a time when aligned (checked at run time)"
+                    : f->lay.vec >= 4 && g ? "4 elements a thread at a time when aligned (checked at run time)"
+                                           : "element by element from each thread's slots";
         s->lower = w;
         break;
     }
