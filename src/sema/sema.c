@@ -488,6 +488,32 @@ static sval *make_size(sema_ctx *c, sema_env *env, const char *name, tile_loc lo
     return v;
 }
 
+/* An unbound Python parameter (of a kernel factory, or an un-annotated one of an eager
+ * kernel): a size variable that is a Python int in TileLang. */
+static void make_py_size(sema_ctx *c, sema_env *env, const char *name, tile_loc loc) {
+    sval *v = make_size(c, env, name, loc);
+    if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR && c->npy_sizes < (int)(sizeof c->py_sizes / sizeof c->py_sizes[0]))
+        c->py_sizes[c->npy_sizes++] = v->e->var;
+}
+
+bool sema_is_py_int(const sema_ctx *c, const ir_expr *e) {
+    if (!e || !tile_dtype_is_int(e->dtype)) return false;
+    switch (e->kind) {
+    case IR_E_CONST: return true;
+    case IR_E_VAR:
+        for (int i = 0; i < c->npy_sizes; i++)
+            if (c->py_sizes[i] == e->var) return true;
+        return false;
+    case IR_E_CAST: return sema_is_py_int(c, e->args[0]);
+    case IR_E_UNARY: return e->op == IR_U_NEG && sema_is_py_int(c, e->args[0]);
+    case IR_E_BINARY:
+        if (ir_binop_is_compare((ir_binop)e->op) || e->op == IR_B_AND || e->op == IR_B_OR) return false;
+        return sema_is_py_int(c, e->args[0]) && sema_is_py_int(c, e->args[1]);
+    case IR_E_SELECT: return sema_is_py_int(c, e->args[1]) && sema_is_py_int(c, e->args[2]);
+    default: return false;
+    }
+}
+
 static bool is_builtin_name(sema_ctx *c, const char *name) { return lookup_builtin_exists(name); }
 
 /* Create size variables for the free names of a type annotation (e.g. M, K in Tensor[M, K]). */
@@ -1205,6 +1231,7 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
     sema_env *parent = c->entry_env ? c->entry_env : c->module_env;
     sema_env *fenv = env_new(c, parent, def);
     prescan_assignments(c, fenv, &def->body);
+    c->npy_sizes = 0;
     /* compile-time parameters */
     for (int i = 0; i < def->nparams; i++) {
         const ast_param *p = &def->params[i];
@@ -1221,7 +1248,7 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
         if (d) env_bind(c, fenv, p->name, define_value(c, d, p->loc), 0);
         else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, parent, p->dflt), 0);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, fenv, p->name, cv, 0);
-        else make_size(c, fenv, p->name, p->loc);
+        else make_py_size(c, fenv, p->name, p->loc);
     }
     parse_out_idx(c, fenv, def);
     tile_vec *saved = c->stmts;
@@ -1278,6 +1305,7 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
     prescan_assignments(c, env, &def->body);
     parse_out_idx(c, parent, def);
     c->eager_def = def;
+    c->npy_sizes = 0;
     for (int i = 0; i < def->nparams; i++) {
         const ast_param *p = &def->params[i];
         if (p->star) { sema_err(c, p->loc, "'*%s' parameters are not supported in kernels", p->name); continue; }
@@ -1297,7 +1325,7 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
         else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, parent, p->dflt), 0);
         else if (p->annotation && is_dtype_ast(c, env, p->annotation)) declare_param(c, env, p, i, true, &def->body);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, env, p->name, cv, 0);
-        else make_size(c, env, p->name, p->loc);
+        else make_py_size(c, env, p->name, p->loc);
     }
     lower_kernel_body(c, env, def);
     c->eager_def = NULL;

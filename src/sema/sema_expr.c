@@ -501,7 +501,13 @@ sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
         if (t == TILE_DT_BOOL && (op == AST_OP_SHL || op == AST_OP_SHR)) t = TILE_DT_I32;
     }
     if (op == AST_OP_DIV && !tile_dtype_is_float(t)) {
-        sema_err(c, loc, "'/' on integers is not allowed (its result type would be ambiguous); use '//' for floor division or cast an operand to float");
+        /* Python ints of the factory (literals, its unbound parameters and arithmetic on
+         * them) divide as in Python, which is where TileLang evaluates them: true division,
+         * a float. f64 gives Python's result exactly for operands below 2^53. */
+        if (t != TILE_DT_BOOL && sema_is_py_int(c, x) && sema_is_py_int(c, y))
+            return sv_expr(c, ir_binary(c->mod, IR_B_DIV, cast_to(c, x, TILE_DT_F64), cast_to(c, y, TILE_DT_F64), loc));
+        /* TVM rejects '/' on two integer PrimExprs (div_ambiguity_error); so does Tile */
+        sema_err(c, loc, "'/' on integer values of the kernel is not allowed (TileLang rejects it too: the kind of division would be ambiguous); use '//' for floor division, T.truncdiv for C division, or cast an operand to float");
         return sv_err(c, loc);
     }
     x = cast_to(c, x, t);
@@ -612,6 +618,12 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             /* tf32 is an f32 with a 10-bit mantissa in tensor-core inputs; Tile computes it as f32 */
             sval *v = sv_new(c, SV_DTYPE, e->loc);
             v->dt = TILE_DT_F32;
+            return v;
+        }
+        if (!strcmp(base->str, "math") && (!strcmp(a, "ceil") || !strcmp(a, "floor") || !strcmp(a, "trunc"))) {
+            /* Python's math.ceil/floor/trunc return an int (T.ceil and friends a float) */
+            sval *v = sv_new(c, SV_BUILTIN, e->loc);
+            v->str = tile_arena_printf(c->arena, "math.%s", a);
             return v;
         }
         if (!strcmp(a, "pi")) return sv_weak_float(c, 3.14159265358979323846, e->loc);
@@ -1047,6 +1059,60 @@ static sval *math1(sema_ctx *c, ir_intrinsic fn, sval *a, tile_loc loc) {
     x = cast_to(c, x, t);
     tile_dtype rt = (fn == IR_I_ISNAN || fn == IR_I_ISINF) ? TILE_DT_BOOL : t;
     return sv_expr(c, ir_call(c->mod, fn, rt, &x, 1, loc));
+}
+
+/* The int operands of an f64 division made from ints ('/' on Python ints): each an int
+ * cast to f64 or an f64 constant with an integral value; false if either is not. */
+static bool int_of_f64(sema_ctx *c, ir_expr *a, ir_expr *b, ir_expr **p, ir_expr **q) {
+    ir_expr *ops[2] = {a, b}, *out[2] = {NULL, NULL};
+    tile_dtype t = TILE_DT_INVALID;
+    for (int i = 0; i < 2; i++)
+        if (ops[i]->kind == IR_E_CAST && tile_dtype_is_int(ops[i]->args[0]->dtype) && sema_is_py_int(c, ops[i]->args[0])) {
+            out[i] = ops[i]->args[0];
+            if (t == TILE_DT_INVALID) t = out[i]->dtype;
+            else if (t != out[i]->dtype) return false;
+        }
+    if (t == TILE_DT_INVALID) return false;
+    for (int i = 0; i < 2; i++) {
+        if (out[i]) continue;
+        double v = ops[i]->kind == IR_E_CONST ? ops[i]->fval : 0.5;
+        if (v != floor(v) || v < -2147483648.0 || v > 2147483647.0) return false;
+        out[i] = ir_const_int(c->mod, t, (int64_t)v, ops[i]->loc);
+    }
+    *p = out[0];
+    *q = out[1];
+    return true;
+}
+
+/* math.ceil / math.floor / math.trunc (Python): an int. A compile-time value folds; a
+ * run-time one rounds in its float type and converts to i32, the type of sizes. */
+static sval *py_math_round(sema_ctx *c, const char *name, call_args *a, tile_loc loc) {
+    if (a->npos != 1 || a->nkw) { sema_err(c, loc, "math.%s takes one argument", name); return sv_err(c, loc); }
+    ir_intrinsic fn = !strcmp(name, "ceil") ? IR_I_CEIL : !strcmp(name, "floor") ? IR_I_FLOOR : IR_I_TRUNC;
+    sval *v = a->pos[0];
+    if (v->kind == SV_EXPR && v->weak) {
+        if (!tile_dtype_is_float(v->e->dtype)) return sv_weak_int(c, v->e->ival, loc);
+        double r = fold_math(fn, v->e->fval);
+        if (!(r >= -9.2e18 && r <= 9.2e18)) { sema_err(c, loc, "math.%s of %g is not a finite integer", name, v->e->fval); return sv_err(c, loc); }
+        return sv_weak_int(c, (int64_t)r, loc);
+    }
+    ir_expr *x = materialize(c, v);
+    if (!x) return sv_err(c, loc);
+    if (!tile_dtype_is_float(x->dtype)) return sv_expr(c, x->dtype == TILE_DT_BOOL ? cast_to(c, x, TILE_DT_I32) : x);
+    ir_expr *p = NULL, *q = NULL;
+    if (x->kind == IR_E_BINARY && x->op == IR_B_DIV && x->dtype == TILE_DT_F64 && int_of_f64(c, x->args[0], x->args[1], &p, &q)) {
+        /* of a true division of ints (math.ceil(n / block)): the exact integer form, so that
+         * the result stays an integer size expression: floor(a/b) = a // b, ceil(a/b) =
+         * -((-a) // b), trunc(a/b) = C division */
+        if (fn == IR_I_FLOOR) return sv_expr(c, int_binary(c, IR_B_FLOORDIV, p, q, loc));
+        if (fn == IR_I_TRUNC) return sv_expr(c, int_binary(c, IR_B_DIV, p, q, loc));
+        ir_expr *zero = ir_const_int(c->mod, p->dtype, 0, loc);
+        ir_expr *np = int_binary(c, IR_B_SUB, zero, p, loc);
+        return sv_expr(c, int_binary(c, IR_B_SUB, zero, int_binary(c, IR_B_FLOORDIV, np, q, loc), loc));
+    }
+    tile_dtype t = promote_arith(x->dtype);
+    x = cast_to(c, x, t);
+    return sv_expr(c, cast_to(c, ir_call(c->mod, fn, t, &x, 1, loc), TILE_DT_I32));
 }
 
 static sval *minmax(sema_ctx *c, bool is_max, sval **items, int n, tile_loc loc) {
@@ -1608,7 +1674,9 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
     call_args a;
     if (!eval_args(c, env, call, &a)) return sv_err(c, loc);
     switch (fv->kind) {
-    case SV_BUILTIN: return call_builtin(c, env, fv->str, call, &a);
+    case SV_BUILTIN:
+        if (!strncmp(fv->str, "math.", 5)) return py_math_round(c, fv->str + 5, &a, loc);
+        return call_builtin(c, env, fv->str, call, &a);
     case SV_DTYPE:
         if (a.npos != 1) { sema_err(c, loc, "%s(x) takes one argument", tile_dtype_name(fv->dt)); return sv_err(c, loc); }
         return do_cast(c, a.pos[0], fv->dt, loc);

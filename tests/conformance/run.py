@@ -12,6 +12,7 @@ target is covered in CI by NVRTC compiles (tests/conformance/CMakeLists.txt); on
 `run.py --target cuda all` runs the same comparisons.
 """
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -213,6 +214,13 @@ def ref_simt_masked(a, bm=16):
     return {"B": x * 2.0 + rows}
 
 
+def ref_py_division(a, block=48):
+    n = a["X"].shape[0]
+    nblk = math.ceil(n / block)
+    c = np.array([[math.floor(-n / block) + b, math.trunc(-n / block), math.ceil((n + 5) / -block)] for b in range(nblk)], np.int32)
+    return {"Y": a["X"].astype(np.float64) * (block / 64) + n / block - 3.5, "C": c}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -241,6 +249,9 @@ CASES = {
     "atomic_slots": ("atomic_prev.py", "slots", ["nblocks=3"], lambda: {}, ref_atomic_slots),
     "reinterpret_var": ("reinterpret_var.py", "keys", ["N=300"], lambda: {"X": (f32((300,), 28) * 100).astype(np.float32)}, ref_reinterpret_var),
     "simt_masked_tileop": ("simt_masked_tileop.py", "masked", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 29)}, ref_simt_masked),
+    # n bound from X's shape at run time: true division in f64 inside the kernel
+    "py_division": ("py_division.py", "chunks", [], lambda: {"X": f32((1000,), 30)}, ref_py_division),
+    "py_division_const": ("py_division.py", "chunks", ["n=100"], lambda: {"X": f32((100,), 31)}, ref_py_division),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
