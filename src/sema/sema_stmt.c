@@ -898,7 +898,72 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     return sv_none(c, loc);
 }
 
+/* T.atomic_addx2 / T.atomic_addx4 (dst, value): TileLang's vector atomics, which add the n
+ * consecutive elements starting at value into the n starting at dst. Each element is its own
+ * atomic add (the vector form is one instruction on CUDA; the sum is the same). The elements
+ * run along the last dimension and must lie inside it (checked like any access). */
+static sval *lower_atomic_vec(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos, int n) {
+    for (int i = 0; i < call->nkwargs; i++) {
+        const char *kn = call->kwargs[i].name;
+        bool prev = false;
+        if (kn && !strcmp(kn, "return_prev")) {
+            sval *v = lower_expr(c, env, call->kwargs[i].value);
+            if (!py_truth(v, &prev)) { sema_err(c, call->kwargs[i].loc, "T.%s: return_prev must be known at compile time", fname); return sv_err(c, call->loc); }
+            if (prev) { sema_err(c, call->kwargs[i].loc, "T.%s(..., return_prev=True) is not supported yet (its result is a vector value)", fname); return sv_err(c, call->loc); }
+        } else {
+            sema_err(c, call->kwargs[i].loc, "T.%s() has no argument named '%s'", fname, kn ? kn : "**");
+            return sv_err(c, call->loc);
+        }
+    }
+    if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a source element, got %d arguments", fname, npos); return sv_err(c, call->loc); }
+    if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
+    sv_access *acc[2];
+    for (int i = 0; i < 2; i++) {
+        if (pos[i]->kind != SV_ACCESS) {
+            sema_err(c, pos[i]->loc, "T.%s needs %s element of a buffer here (e.g. %s[i, j]), got %s", fname, i ? "a source" : "a destination",
+                     i ? "A" : "B", sv_describe(pos[i]));
+            return sv_err(c, call->loc);
+        }
+        acc[i] = pos[i]->acc;
+        int r = acc[i]->buf->rank;
+        for (int d = 0; d < r; d++) {
+            int64_t k;
+            if (!acc[i]->extent[d]) continue;
+            bool ok = ir_const_int_value(acc[i]->extent[d], &k) && (d == r - 1 ? k == n : k == 1);
+            if (!ok) {
+                sema_err(c, pos[i]->loc, "T.%s: a slice of '%s' must cover %d elements of its last dimension (or index one element)", fname, acc[i]->buf->name, n);
+                return sv_err(c, call->loc);
+            }
+        }
+    }
+    ir_buffer *db = acc[0]->buf, *sb = acc[1]->buf;
+    if (db->dtype == TILE_DT_BOOL || tile_dtype_is_int(db->dtype) != tile_dtype_is_int(sb->dtype)) {
+        sema_err(c, call->loc, "T.%s adds %s elements into %s elements of '%s'; both must be floats (or both integers)", fname,
+                 tile_dtype_name(sb->dtype), tile_dtype_name(db->dtype), db->name);
+        return sv_err(c, call->loc);
+    }
+    tile_loc loc = call->loc;
+    for (int k = 0; k < n; k++) {
+        ir_expr **ix[2];
+        for (int i = 0; i < 2; i++) {
+            int r = acc[i]->buf->rank;
+            ix[i] = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, r + 1);
+            for (int d = 0; d < r; d++) ix[i][d] = acc[i]->start[d];
+            ix[i][r - 1] = int_binary(c, IR_B_ADD, acc[i]->start[r - 1], ir_const_int(c->mod, acc[i]->start[r - 1]->dtype, k, loc), loc);
+        }
+        ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, loc);
+        s->buf = db;
+        s->idx = ix[0];
+        s->value = coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, sb, ix[1], loc), promote_arith(sb->dtype)), promote_arith(db->dtype)), db->dtype, loc);
+        s->atomic_op = IR_ATOMIC_ADD;
+        emit(c, s);
+    }
+    return sv_none(c, loc);
+}
+
 static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    if (!strcmp(fname, "atomic_addx2") || !strcmp(fname, "atomic_addx4"))
+        return lower_atomic_vec(c, env, fname, call, pos, npos, fname[11] - '0');
     bool prev = false;
     for (int i = 0; i < call->nkwargs; i++) {
         const char *kn = call->kwargs[i].name;
