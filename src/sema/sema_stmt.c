@@ -446,11 +446,20 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     if (c->par_depth) { sema_err(c, s->loc, "T.Kernel cannot be inside a T.Parallel loop"); return; }
     if (!c->stmts) { sema_err(c, s->loc, "a T.Kernel is run-time code, which is not allowed here"); return; }
     int n = k->nitems;
-    if (n < 1 || n > 3) { sema_err(c, k->loc, "T.Kernel takes 1 to 3 grid dimensions, got %d", n); return; }
+    if (n > 3) { sema_err(c, k->loc, "T.Kernel takes 1 to 3 grid dimensions, got %d", n); return; }
+    /* T.Kernel(threads=...) without grid dimensions is one block, as in TileLang (no block
+     * index is bound) */
+    bool one_block = n == 0;
+    if (one_block && s->with_targets[0]) {
+        sema_err(c, s->with_targets[0]->loc, "T.Kernel without grid dimensions is a single block and has no block index to name; give a grid (T.Kernel(1, ...)) or drop the 'as'");
+        return;
+    }
     ir_stmt *ks = ir_stmt_new(c->mod, IR_S_KERNEL, s->loc);
+    if (one_block) n = 1;
     ks->ngrid = n;
     ks->threads = 128;
-    for (int i = 0; i < n; i++) {
+    if (one_block) ks->grid[0] = ir_const_int(c->mod, TILE_DT_I32, 1, k->loc);
+    for (int i = 0; i < (one_block ? 0 : n); i++) {
         ir_expr *x = as_int_expr(c, lower_expr(c, env, k->items[i]), "a grid dimension");
         if (!x) return;
         int64_t g;
