@@ -818,8 +818,33 @@ static bool driver_stmt(const ast_stmt *s) {
     return !strcmp(m, "add_argument") || !strcmp(m, "set_defaults");
 }
 
+static void run_driver_block(sema_ctx *c, sema_env *env, const ast_block *b);
+
+/* `for dtype in (T.float16, T.bfloat16): run_x(dtype, ...)` in a driver: the loop's first
+ * iteration (its target bound to the first item of a compile-time sequence), so that the
+ * calls in its body give values like any other call. */
+static void run_driver_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    if (s->ntargets != 1 || !s->iter) return;
+    env_stmt es = {env, (const ast_stmt *)s->iter};
+    c->scratch = NULL;
+    if (captured(c, eval_in_env, &es) || !c->scratch) return;
+    sval *seq = c->scratch;
+    if (seq->kind != SV_TUPLE || seq->nitems < 1) return;
+    sval *first = seq->items[0];
+    const ast_expr *t = s->targets[0];
+    if (t->kind == AST_E_NAME) env_bind(c, env, t->name, first, 0);
+    else if ((t->kind == AST_E_TUPLE || t->kind == AST_E_LIST) && first->kind == SV_TUPLE && first->nitems == t->nitems) {
+        for (int k = 0; k < t->nitems; k++) {
+            if (t->items[k]->kind != AST_E_NAME) return;
+            env_bind(c, env, t->items[k]->name, first->items[k], 0);
+        }
+    } else return;
+    run_driver_block(c, env, &s->body);
+}
+
 static void run_driver_block(sema_ctx *c, sema_env *env, const ast_block *b) {
     for (int i = 0; i < b->len; i++) {
+        if (b->stmts[i]->kind == AST_S_FOR) { run_driver_for(c, env, b->stmts[i]); continue; }
         if (!driver_stmt(b->stmts[i])) continue;
         env_stmt es = {env, b->stmts[i]};
         captured(c, run_env_stmt, &es);

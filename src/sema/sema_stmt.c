@@ -836,8 +836,16 @@ static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const a
 static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int op) {
     if (!check_tile_scope(c, call->loc, tile_arena_printf(c->arena, "T.%s of a region", fname))) return sv_err(c, call->loc);
     ir_region src, dst;
-    bool ok = is_head_form(pos[0]) ? to_region(c, pos[1], &src, NULL, fname, "source") && to_region(c, pos[0], &dst, &src, fname, "destination")
-                                   : to_region(c, pos[0], &dst, NULL, fname, "destination") && to_region(c, pos[1], &src, &dst, fname, "source");
+    /* a scalar source (T.atomic_add(C[a:b, c:d], 1.0)) goes into every element of the region */
+    ir_expr *scalar = NULL;
+    if (pos[1]->kind == SV_EXPR || (pos[1]->kind == SV_ACCESS && !pos[1]->acc->any_slice && (pos[0]->kind == SV_ACCESS || pos[0]->kind == SV_BUFFER))) {
+        if (!to_region(c, pos[0], &dst, NULL, fname, "destination")) return sv_err(c, call->loc);
+        scalar = pos[1]->kind == SV_EXPR && pos[1]->weak ? cast_to(c, pos[1]->e, promote_arith(dst.buf->dtype)) : materialize(c, pos[1]);
+        if (!scalar) return sv_err(c, call->loc);
+        src = dst;
+    }
+    bool ok = scalar || (is_head_form(pos[0]) ? to_region(c, pos[1], &src, NULL, fname, "source") && to_region(c, pos[0], &dst, &src, fname, "destination")
+                                              : to_region(c, pos[0], &dst, NULL, fname, "destination") && to_region(c, pos[1], &src, &dst, fname, "source"));
     if (!ok) return sv_err(c, call->loc);
     int sd[8], dd[8], ns = 0, nd = 0;
     for (int d = 0; d < src.buf->rank; d++) {
@@ -861,7 +869,7 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     for (int j = 0; j < ns; j++) iv[j] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "ai%d", j), IR_VAR_LOOP, TILE_DT_I32, loc);
     ir_expr **si = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, src.buf->rank + 1), **di = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, dst.buf->rank + 1);
     ir_expr *guard = NULL;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = scalar ? 1 : 0; pass < 2; pass++) {
         ir_region *r = pass ? &dst : &src;
         ir_expr **ix = pass ? di : si;
         int *nz = pass ? dd : sd;
@@ -881,7 +889,8 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     a->buf = dst.buf;
     a->idx = di;
     tile_dtype ct = promote_arith(dst.buf->dtype);
-    a->value = coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, src.buf, si, loc), promote_arith(src.buf->dtype)), ct), dst.buf->dtype, loc);
+    a->value = scalar ? coerce_store(c, cast_to(c, scalar, ct), dst.buf->dtype, loc)
+                      : coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, src.buf, si, loc), promote_arith(src.buf->dtype)), ct), dst.buf->dtype, loc);
     a->atomic_op = op;
     ir_stmt *body = a;
     if (guard) {

@@ -229,6 +229,13 @@ def ref_single_block(a):
     return {"S": np.array([a["A"].astype(np.float64).sum(), a["A"].shape[0]])}
 
 
+def ref_region_scalar(a):
+    h = a["H"].astype(np.float64).copy()
+    h[0:4] += 6.0
+    h[4:] += 2.0 * a["X"].astype(np.float64).sum()
+    return {"H": h}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -262,6 +269,7 @@ CASES = {
     "py_division_const": ("py_division.py", "chunks", ["n=100"], lambda: {"X": f32((100,), 31)}, ref_py_division),
     "vec_atomic": ("vec_atomic.py", "colsum_vec", ["M=20", "N=48"],
                    lambda: {"A": f32((20, 48), 32), "B": f32((20, 48), 33).astype(np.float16), "S": f32((1, 48), 34), "C": f32((48,), 35)}, ref_vec_atomic),
+    "region_scalar": ("vec_atomic.py", "region_scalar", [], lambda: {"X": f32((3,), 37), "H": f32((6, 8), 38)}, ref_region_scalar),
     "single_block": ("single_block.py", "total", [], lambda: {"A": f32((300,), 36)}, ref_single_block),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }

@@ -22,3 +22,15 @@ def colsum_vec(M, N, block_M=8, block_N=16):
                     T.atomic_addx4(C[gj : gj + 4], B[gi, gj : gj + 4])
 
     return main
+
+
+# T.atomic_add of a scalar (a literal or an element) into every element of a region
+@tilelang.jit
+def region_scalar(R=6, W=8):
+    @T.prim_func
+    def main(X: T.Tensor((3,), "float32"), H: T.Tensor((R, W), "float32")):
+        with T.Kernel(3, 2, threads=32) as (bx, by):
+            T.atomic_add(H[0:4, 0:W], 1.0)
+            T.atomic_add(H[4:R, :], X[bx])
+
+    return main
