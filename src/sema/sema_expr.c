@@ -1724,6 +1724,14 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             v->dt = e5 ? TILE_DT_FP8_E5M2 : TILE_DT_FP8_E4M3;
             return v;
         }
+        if (!strcmp(last, "DataType") && a.npos == 1 && !a.nkw) {
+            /* tvm's DataType("float16") (tilelang.DataType): the dtype, with .bits */
+            tile_dtype dt = as_dtype(c, a.pos[0], "the argument of DataType");
+            if (dt == TILE_DT_INVALID) return sv_err(c, loc);
+            sval *v = sv_new(c, SV_DTYPE, loc);
+            v->dt = dt;
+            return v;
+        }
         if (!strcmp(fv->str, "pytest.param")) {
             /* a parametrize case: its values (marks= and id= say nothing about them) */
             if (a.npos == 1) return a.pos[0];

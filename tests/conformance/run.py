@@ -236,6 +236,11 @@ def ref_region_scalar(a):
     return {"H": h}
 
 
+def ref_dtype_python(a):
+    # 8 bits of storage (int8), 16 of float16, 1 for an "int" storage kind
+    return {"Y": a["X"].astype(np.float64) * 8 + 16 + 1}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -270,6 +275,7 @@ CASES = {
     "vec_atomic": ("vec_atomic.py", "colsum_vec", ["M=20", "N=48"],
                    lambda: {"A": f32((20, 48), 32), "B": f32((20, 48), 33).astype(np.float16), "S": f32((1, 48), 34), "C": f32((48,), 35)}, ref_vec_atomic),
     "region_scalar": ("vec_atomic.py", "region_scalar", [], lambda: {"X": f32((3,), 37), "H": f32((6, 8), 38)}, ref_region_scalar),
+    "dtype_python": ("dtype_python.py", "scaled", [], lambda: {"X": f32((300,), 39)}, ref_dtype_python),
     "single_block": ("single_block.py", "total", [], lambda: {"A": f32((300,), 36)}, ref_single_block),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
