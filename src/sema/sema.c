@@ -663,6 +663,13 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
         return;
     } else {
         declare_free_names(c, env, a);
+        const char *ctor = (a->kind == AST_E_SUBSCRIPT || a->kind == AST_E_CALL) ? last_component(dotted_path(c, env, a->value)) : "";
+        if (!strcmp(ctor, "StridedTensor")) {
+            /* its second item is the strides, which Tile's tensors (contiguous) do not have */
+            sema_err(c, a->loc, "'T.StridedTensor' (a tensor with explicit strides, parameter '%s') is not supported yet; Tile's tensors are contiguous (use T.Tensor)", p->name);
+            env_bind(c, env, p->name, sv_err(c, loc), 0);
+            return;
+        }
         if (a->kind == AST_E_SUBSCRIPT && is_tensor_ctor(last_component(dotted_path(c, env, a->value)))) {
             /* Tensor[M, K], Tensor[(M, K)], Tensor[M, K, "float16"] */
             int n = a->nitems;
