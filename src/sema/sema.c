@@ -317,9 +317,15 @@ static void eval_cond(sema_ctx *c, const void *s) {
 }
 
 static void scan_block(sema_ctx *c, const ast_block *b);
+static bool driver_stmt(const ast_stmt *s);
 
 static void scan_stmt(sema_ctx *c, const ast_stmt *s) {
     switch (s->kind) {
+    case AST_S_EXPR:
+        /* parser.add_argument(...) / set_defaults(...) at module level: later
+         * `args = parser.parse_args()` sees the argument (nothing else runs) */
+        if (driver_stmt(s)) captured(c, run_module_stmt, s);
+        break;
     case AST_S_IMPORT:
     case AST_S_IMPORTFROM: bind_import(c, s); break;
     case AST_S_FUNCDEF: {

@@ -560,6 +560,12 @@ static sval *lower_name(sema_ctx *c, sema_env *env, const ast_expr *e) {
             v->items = v->list_root->items;
             v->nitems = v->list_root->nitems;
         }
+        if (v->kind == SV_DICT && v->str && !strcmp(v->str, "@argparse")) {
+            /* an argparse parser read through a name: the parser itself, so that
+             * add_argument on it is seen by later parse_args() */
+            v->list_root = b->val->list_root ? b->val->list_root : b->val;
+            v->nitems = v->list_root->nitems;
+        }
         if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR) v->e = ir_var_ref(c->mod, v->e->var, e->loc);
         return v;
     }

@@ -359,12 +359,14 @@ sval *py_argparser(sema_ctx *c, tile_loc loc) {
     return p;
 }
 
-static void parser_set(sema_ctx *c, sval *p, const char *dest, sval *v, tile_loc loc) {
+static void parser_set(sema_ctx *c, sval *self, const char *dest, sval *v, tile_loc loc) {
+    sval *p = self->list_root ? self->list_root : self; /* the parser the name is bound to */
     for (int i = 0; i < p->nitems; i++)
         if (!strcmp(p->items[i]->str, dest)) { p->vals[i] = v; return; }
     if (p->nitems >= 128) return;
     p->items[p->nitems] = mk_string(c, dest, loc);
     p->vals[p->nitems++] = v;
+    self->nitems = p->nitems;
 }
 
 static sval *parser_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc loc) {
@@ -376,7 +378,7 @@ static sval *parser_method(sema_ctx *c, sval *self, const char *m, call_args *a,
     if (!strcmp(m, "parse_args") || !strcmp(m, "parse_known_args")) {
         sval *ns = sv_new(c, SV_DICT, loc);
         ns->str = "@namespace";
-        ns->nitems = self->nitems;
+        ns->nitems = (self->list_root ? self->list_root : self)->nitems;
         ns->items = self->items;
         ns->vals = self->vals;
         if (m[5] == 'k') { sval *pair[2] = {ns, mk_tuple(c, NULL, 0, loc)}; return mk_tuple(c, pair, 2, loc); }

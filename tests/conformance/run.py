@@ -241,6 +241,11 @@ def ref_dtype_python(a):
     return {"Y": a["X"].astype(np.float64) * 8 + 16 + 1}
 
 
+def ref_argparse_driver(a):
+    # scale 0.25 and offset 2 from the module's parser; threads=128 picks block 64
+    return {"Y": a["X"].astype(np.float64) * 0.25 + 2 + 64}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -276,6 +281,7 @@ CASES = {
                    lambda: {"A": f32((20, 48), 32), "B": f32((20, 48), 33).astype(np.float16), "S": f32((1, 48), 34), "C": f32((48,), 35)}, ref_vec_atomic),
     "region_scalar": ("vec_atomic.py", "region_scalar", [], lambda: {"X": f32((3,), 37), "H": f32((6, 8), 38)}, ref_region_scalar),
     "dtype_python": ("dtype_python.py", "scaled", [], lambda: {"X": f32((300,), 39)}, ref_dtype_python),
+    "argparse_driver": ("argparse_driver.py", "rows", [], lambda: {"X": f32((500,), 40)}, ref_argparse_driver),
     "single_block": ("single_block.py", "total", [], lambda: {"A": f32((300,), 36)}, ref_single_block),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
