@@ -740,9 +740,11 @@ typedef struct callsite {
     const ast_expr *call;
     const ast_stmt *in_def; /* the def containing the call, NULL at module level */
     const ast_block *in_main; /* at module level: the `if __name__ == "__main__":` block, or NULL */
+    const ast_stmt *outer_def; /* in_def is a def nested in this one (a closure), or NULL */
 } callsite;
 
 static const ast_block *cur_main_block; /* set while walking a module-level __main__ block */
+static const ast_stmt *cur_outer_def;   /* set while walking a def nested in another def */
 
 static void calls_in_block(const ast_block *b, const char *name, const ast_stmt *fn, tile_vec *out);
 
@@ -758,6 +760,7 @@ static void calls_in_expr(const ast_expr *e, const char *name, const ast_stmt *f
             cs->call = e;
             cs->in_def = fn;
             cs->in_main = fn ? NULL : cur_main_block;
+            cs->outer_def = fn ? cur_outer_def : NULL;
             tile_vec_push(out, cs);
         }
     }
@@ -784,9 +787,12 @@ static void calls_in_stmt(const ast_stmt *s, const char *name, const ast_stmt *f
     bool is_main = !fn && s->kind == AST_S_IF && s->cond && s->cond->kind == AST_E_COMPARE && s->cond->lhs->kind == AST_E_NAME &&
                    !strcmp(s->cond->lhs->name, "__name__");
     const ast_block *saved_main = cur_main_block;
+    const ast_stmt *saved_outer = cur_outer_def;
     if (is_main) cur_main_block = &s->body;
+    if (s->kind == AST_S_FUNCDEF) cur_outer_def = fn; /* NULL for a module-level def */
     calls_in_block(&s->body, name, inner, out);
     cur_main_block = saved_main;
+    cur_outer_def = saved_outer;
     calls_in_block(&s->orelse, name, fn, out);
     calls_in_block(&s->finalbody, name, fn, out);
     for (int i = 0; i < s->nhandlers; i++) calls_in_block(&s->handlers[i].body, name, fn, out);
@@ -906,9 +912,9 @@ static sval *parametrize_arg(sema_ctx *c, const ast_stmt *F, const char *name) {
 
 /* An environment for evaluating code of def F at compile time: its parameters from its own
  * call sites, its pytest parametrization or defaults, then its simple top-level statements. */
-static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
+static sema_env *caller_env_in(sema_ctx *c, const ast_stmt *F, int depth, sema_env *parent) {
     if (!F) return c->module_env;
-    sema_env *env = env_new(c, c->module_env, F);
+    sema_env *env = env_new(c, parent, F);
     for (int i = 0; i < F->nparams; i++) {
         const ast_param *p = &F->params[i];
         if (p->star) {
@@ -930,6 +936,8 @@ static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
     run_driver_block(c, env, &F->body);
     return env;
 }
+
+static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) { return caller_env_in(c, F, depth, c->module_env); }
 
 /* The value the file passes for parameter `index` of `def` at a call, or NULL. */
 static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth) {
@@ -955,7 +963,9 @@ static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth
             if (!call->kwargs[k].name && !arg) { arg = call->kwargs[k].value; spread = true; }
         }
         if (!arg) continue;
-        sema_env *env = caller_env(c, cs->in_def, depth);
+        /* a call in a closure sees the enclosing def's names, bound the same way */
+        sema_env *env = cs->outer_def ? caller_env_in(c, cs->in_def, depth, caller_env(c, cs->outer_def, depth))
+                                      : caller_env(c, cs->in_def, depth);
         if (cs->in_main) {
             env = env_new(c, c->module_env, NULL);
             run_driver_block(c, env, cs->in_main);
@@ -1333,6 +1343,13 @@ void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann) 
     declare_param(c, fenv, &p, index, true, &def->body);
 }
 
+/* `hidden: int` on an eager kernel's parameter: a Python int (float, bool) the call passes,
+ * which TileLang's eager builder traces as a constant (math.gcd(hidden, ...) works on it);
+ * T.int32 and friends declare a run-time scalar parameter instead. */
+static bool py_scalar_annotation(const ast_expr *a) {
+    return a->kind == AST_E_NAME && (!strcmp(a->name, "int") || !strcmp(a->name, "float") || !strcmp(a->name, "bool"));
+}
+
 /* The eager @tilelang.jit style: tensor parameters (annotated in the signature or by an
  * annotation statement in the body), the others compile-time values (-D, default, or a
  * symbolic size); `M, N = T.const("M, N")` names symbolic sizes bound from the tensors'
@@ -1361,7 +1378,8 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
         sval *cv;
         if (d) env_bind(c, env, p->name, define_value(c, d, p->loc), 0);
         else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, parent, p->dflt), 0);
-        else if (p->annotation && is_dtype_ast(c, env, p->annotation)) declare_param(c, env, p, i, true, &def->body);
+        else if (p->annotation && is_dtype_ast(c, env, p->annotation) && !py_scalar_annotation(p->annotation))
+            declare_param(c, env, p, i, true, &def->body);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, env, p->name, cv, 0);
         else make_py_size(c, env, p->name, p->loc);
     }

@@ -246,6 +246,10 @@ def ref_argparse_driver(a):
     return {"Y": a["X"].astype(np.float64) * 0.25 + 2 + 64}
 
 
+def ref_eager_int_param(a):
+    return {"Y": a["X"].astype(np.float64) * math.gcd(80, 48)}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -282,6 +286,7 @@ CASES = {
     "region_scalar": ("vec_atomic.py", "region_scalar", [], lambda: {"X": f32((3,), 37), "H": f32((6, 8), 38)}, ref_region_scalar),
     "dtype_python": ("dtype_python.py", "scaled", [], lambda: {"X": f32((300,), 39)}, ref_dtype_python),
     "argparse_driver": ("argparse_driver.py", "rows", [], lambda: {"X": f32((500,), 40)}, ref_argparse_driver),
+    "eager_int_param": ("eager_int_param.py", "gcd_blocks", [], lambda: {"X": f32((5, 80), 41)}, ref_eager_int_param),
     "single_block": ("single_block.py", "total", [], lambda: {"A": f32((300,), 36)}, ref_single_block),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
