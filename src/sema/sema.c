@@ -317,9 +317,15 @@ static void eval_cond(sema_ctx *c, const void *s) {
 }
 
 static void scan_block(sema_ctx *c, const ast_block *b);
+static bool driver_stmt(const ast_stmt *s);
 
 static void scan_stmt(sema_ctx *c, const ast_stmt *s) {
     switch (s->kind) {
+    case AST_S_EXPR:
+        /* parser.add_argument(...) / set_defaults(...) at module level: later
+         * `args = parser.parse_args()` sees the argument (nothing else runs) */
+        if (driver_stmt(s)) captured(c, run_module_stmt, s);
+        break;
     case AST_S_IMPORT:
     case AST_S_IMPORTFROM: bind_import(c, s); break;
     case AST_S_FUNCDEF: {
@@ -488,6 +494,32 @@ static sval *make_size(sema_ctx *c, sema_env *env, const char *name, tile_loc lo
     return v;
 }
 
+/* An unbound Python parameter (of a kernel factory, or an un-annotated one of an eager
+ * kernel): a size variable that is a Python int in TileLang. */
+static void make_py_size(sema_ctx *c, sema_env *env, const char *name, tile_loc loc) {
+    sval *v = make_size(c, env, name, loc);
+    if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR && c->npy_sizes < (int)(sizeof c->py_sizes / sizeof c->py_sizes[0]))
+        c->py_sizes[c->npy_sizes++] = v->e->var;
+}
+
+bool sema_is_py_int(const sema_ctx *c, const ir_expr *e) {
+    if (!e || !tile_dtype_is_int(e->dtype)) return false;
+    switch (e->kind) {
+    case IR_E_CONST: return true;
+    case IR_E_VAR:
+        for (int i = 0; i < c->npy_sizes; i++)
+            if (c->py_sizes[i] == e->var) return true;
+        return false;
+    case IR_E_CAST: return sema_is_py_int(c, e->args[0]);
+    case IR_E_UNARY: return e->op == IR_U_NEG && sema_is_py_int(c, e->args[0]);
+    case IR_E_BINARY:
+        if (ir_binop_is_compare((ir_binop)e->op) || e->op == IR_B_AND || e->op == IR_B_OR) return false;
+        return sema_is_py_int(c, e->args[0]) && sema_is_py_int(c, e->args[1]);
+    case IR_E_SELECT: return sema_is_py_int(c, e->args[1]) && sema_is_py_int(c, e->args[2]);
+    default: return false;
+    }
+}
+
 static bool is_builtin_name(sema_ctx *c, const char *name) { return lookup_builtin_exists(name); }
 
 /* Create size variables for the free names of a type annotation (e.g. M, K in Tensor[M, K]). */
@@ -637,6 +669,13 @@ static void declare_param(sema_ctx *c, sema_env *env, const ast_param *p, int in
         return;
     } else {
         declare_free_names(c, env, a);
+        const char *ctor = (a->kind == AST_E_SUBSCRIPT || a->kind == AST_E_CALL) ? last_component(dotted_path(c, env, a->value)) : "";
+        if (!strcmp(ctor, "StridedTensor")) {
+            /* its second item is the strides, which Tile's tensors (contiguous) do not have */
+            sema_err(c, a->loc, "'T.StridedTensor' (a tensor with explicit strides, parameter '%s') is not supported yet; Tile's tensors are contiguous (use T.Tensor)", p->name);
+            env_bind(c, env, p->name, sv_err(c, loc), 0);
+            return;
+        }
         if (a->kind == AST_E_SUBSCRIPT && is_tensor_ctor(last_component(dotted_path(c, env, a->value)))) {
             /* Tensor[M, K], Tensor[(M, K)], Tensor[M, K, "float16"] */
             int n = a->nitems;
@@ -701,9 +740,11 @@ typedef struct callsite {
     const ast_expr *call;
     const ast_stmt *in_def; /* the def containing the call, NULL at module level */
     const ast_block *in_main; /* at module level: the `if __name__ == "__main__":` block, or NULL */
+    const ast_stmt *outer_def; /* in_def is a def nested in this one (a closure), or NULL */
 } callsite;
 
 static const ast_block *cur_main_block; /* set while walking a module-level __main__ block */
+static const ast_stmt *cur_outer_def;   /* set while walking a def nested in another def */
 
 static void calls_in_block(const ast_block *b, const char *name, const ast_stmt *fn, tile_vec *out);
 
@@ -719,6 +760,7 @@ static void calls_in_expr(const ast_expr *e, const char *name, const ast_stmt *f
             cs->call = e;
             cs->in_def = fn;
             cs->in_main = fn ? NULL : cur_main_block;
+            cs->outer_def = fn ? cur_outer_def : NULL;
             tile_vec_push(out, cs);
         }
     }
@@ -745,9 +787,12 @@ static void calls_in_stmt(const ast_stmt *s, const char *name, const ast_stmt *f
     bool is_main = !fn && s->kind == AST_S_IF && s->cond && s->cond->kind == AST_E_COMPARE && s->cond->lhs->kind == AST_E_NAME &&
                    !strcmp(s->cond->lhs->name, "__name__");
     const ast_block *saved_main = cur_main_block;
+    const ast_stmt *saved_outer = cur_outer_def;
     if (is_main) cur_main_block = &s->body;
+    if (s->kind == AST_S_FUNCDEF) cur_outer_def = fn; /* NULL for a module-level def */
     calls_in_block(&s->body, name, inner, out);
     cur_main_block = saved_main;
+    cur_outer_def = saved_outer;
     calls_in_block(&s->orelse, name, fn, out);
     calls_in_block(&s->finalbody, name, fn, out);
     for (int i = 0; i < s->nhandlers; i++) calls_in_block(&s->handlers[i].body, name, fn, out);
@@ -792,8 +837,33 @@ static bool driver_stmt(const ast_stmt *s) {
     return !strcmp(m, "add_argument") || !strcmp(m, "set_defaults");
 }
 
+static void run_driver_block(sema_ctx *c, sema_env *env, const ast_block *b);
+
+/* `for dtype in (T.float16, T.bfloat16): run_x(dtype, ...)` in a driver: the loop's first
+ * iteration (its target bound to the first item of a compile-time sequence), so that the
+ * calls in its body give values like any other call. */
+static void run_driver_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    if (s->ntargets != 1 || !s->iter) return;
+    env_stmt es = {env, (const ast_stmt *)s->iter};
+    c->scratch = NULL;
+    if (captured(c, eval_in_env, &es) || !c->scratch) return;
+    sval *seq = c->scratch;
+    if (seq->kind != SV_TUPLE || seq->nitems < 1) return;
+    sval *first = seq->items[0];
+    const ast_expr *t = s->targets[0];
+    if (t->kind == AST_E_NAME) env_bind(c, env, t->name, first, 0);
+    else if ((t->kind == AST_E_TUPLE || t->kind == AST_E_LIST) && first->kind == SV_TUPLE && first->nitems == t->nitems) {
+        for (int k = 0; k < t->nitems; k++) {
+            if (t->items[k]->kind != AST_E_NAME) return;
+            env_bind(c, env, t->items[k]->name, first->items[k], 0);
+        }
+    } else return;
+    run_driver_block(c, env, &s->body);
+}
+
 static void run_driver_block(sema_ctx *c, sema_env *env, const ast_block *b) {
     for (int i = 0; i < b->len; i++) {
+        if (b->stmts[i]->kind == AST_S_FOR) { run_driver_for(c, env, b->stmts[i]); continue; }
         if (!driver_stmt(b->stmts[i])) continue;
         env_stmt es = {env, b->stmts[i]};
         captured(c, run_env_stmt, &es);
@@ -842,9 +912,9 @@ static sval *parametrize_arg(sema_ctx *c, const ast_stmt *F, const char *name) {
 
 /* An environment for evaluating code of def F at compile time: its parameters from its own
  * call sites, its pytest parametrization or defaults, then its simple top-level statements. */
-static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
+static sema_env *caller_env_in(sema_ctx *c, const ast_stmt *F, int depth, sema_env *parent) {
     if (!F) return c->module_env;
-    sema_env *env = env_new(c, c->module_env, F);
+    sema_env *env = env_new(c, parent, F);
     for (int i = 0; i < F->nparams; i++) {
         const ast_param *p = &F->params[i];
         if (p->star) {
@@ -866,6 +936,8 @@ static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) {
     run_driver_block(c, env, &F->body);
     return env;
 }
+
+static sema_env *caller_env(sema_ctx *c, const ast_stmt *F, int depth) { return caller_env_in(c, F, depth, c->module_env); }
 
 /* The value the file passes for parameter `index` of `def` at a call, or NULL. */
 static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth) {
@@ -891,7 +963,9 @@ static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth
             if (!call->kwargs[k].name && !arg) { arg = call->kwargs[k].value; spread = true; }
         }
         if (!arg) continue;
-        sema_env *env = caller_env(c, cs->in_def, depth);
+        /* a call in a closure sees the enclosing def's names, bound the same way */
+        sema_env *env = cs->outer_def ? caller_env_in(c, cs->in_def, depth, caller_env(c, cs->outer_def, depth))
+                                      : caller_env(c, cs->in_def, depth);
         if (cs->in_main) {
             env = env_new(c, c->module_env, NULL);
             run_driver_block(c, env, cs->in_main);
@@ -1205,6 +1279,7 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
     sema_env *parent = c->entry_env ? c->entry_env : c->module_env;
     sema_env *fenv = env_new(c, parent, def);
     prescan_assignments(c, fenv, &def->body);
+    c->npy_sizes = 0;
     /* compile-time parameters */
     for (int i = 0; i < def->nparams; i++) {
         const ast_param *p = &def->params[i];
@@ -1221,7 +1296,7 @@ static void lower_factory(sema_ctx *c, const ast_stmt *def) {
         if (d) env_bind(c, fenv, p->name, define_value(c, d, p->loc), 0);
         else if (p->dflt) env_bind(c, fenv, p->name, lower_expr(c, parent, p->dflt), 0);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, fenv, p->name, cv, 0);
-        else make_size(c, fenv, p->name, p->loc);
+        else make_py_size(c, fenv, p->name, p->loc);
     }
     parse_out_idx(c, fenv, def);
     tile_vec *saved = c->stmts;
@@ -1268,6 +1343,13 @@ void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann) 
     declare_param(c, fenv, &p, index, true, &def->body);
 }
 
+/* `hidden: int` on an eager kernel's parameter: a Python int (float, bool) the call passes,
+ * which TileLang's eager builder traces as a constant (math.gcd(hidden, ...) works on it);
+ * T.int32 and friends declare a run-time scalar parameter instead. */
+static bool py_scalar_annotation(const ast_expr *a) {
+    return a->kind == AST_E_NAME && (!strcmp(a->name, "int") || !strcmp(a->name, "float") || !strcmp(a->name, "bool"));
+}
+
 /* The eager @tilelang.jit style: tensor parameters (annotated in the signature or by an
  * annotation statement in the body), the others compile-time values (-D, default, or a
  * symbolic size); `M, N = T.const("M, N")` names symbolic sizes bound from the tensors'
@@ -1278,6 +1360,7 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
     prescan_assignments(c, env, &def->body);
     parse_out_idx(c, parent, def);
     c->eager_def = def;
+    c->npy_sizes = 0;
     for (int i = 0; i < def->nparams; i++) {
         const ast_param *p = &def->params[i];
         if (p->star) { sema_err(c, p->loc, "'*%s' parameters are not supported in kernels", p->name); continue; }
@@ -1295,9 +1378,10 @@ static void lower_eager(sema_ctx *c, const ast_stmt *def) {
         sval *cv;
         if (d) env_bind(c, env, p->name, define_value(c, d, p->loc), 0);
         else if (p->dflt) env_bind(c, env, p->name, lower_expr(c, parent, p->dflt), 0);
-        else if (p->annotation && is_dtype_ast(c, env, p->annotation)) declare_param(c, env, p, i, true, &def->body);
+        else if (p->annotation && is_dtype_ast(c, env, p->annotation) && !py_scalar_annotation(p->annotation))
+            declare_param(c, env, p, i, true, &def->body);
         else if ((cv = unbound_param(c, def, i))) env_bind(c, env, p->name, cv, 0);
-        else make_size(c, env, p->name, p->loc);
+        else make_py_size(c, env, p->name, p->loc);
     }
     lower_kernel_body(c, env, def);
     c->eager_def = NULL;

@@ -21,7 +21,7 @@
     X(cdiv, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(async_copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
-    X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T)           \
+    X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T)                                                          \
@@ -501,7 +501,13 @@ sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
         if (t == TILE_DT_BOOL && (op == AST_OP_SHL || op == AST_OP_SHR)) t = TILE_DT_I32;
     }
     if (op == AST_OP_DIV && !tile_dtype_is_float(t)) {
-        sema_err(c, loc, "'/' on integers is not allowed (its result type would be ambiguous); use '//' for floor division or cast an operand to float");
+        /* Python ints of the factory (literals, its unbound parameters and arithmetic on
+         * them) divide as in Python, which is where TileLang evaluates them: true division,
+         * a float. f64 gives Python's result exactly for operands below 2^53. */
+        if (t != TILE_DT_BOOL && sema_is_py_int(c, x) && sema_is_py_int(c, y))
+            return sv_expr(c, ir_binary(c->mod, IR_B_DIV, cast_to(c, x, TILE_DT_F64), cast_to(c, y, TILE_DT_F64), loc));
+        /* TVM rejects '/' on two integer PrimExprs (div_ambiguity_error); so does Tile */
+        sema_err(c, loc, "'/' on integer values of the kernel is not allowed (TileLang rejects it too: the kind of division would be ambiguous); use '//' for floor division, T.truncdiv for C division, or cast an operand to float");
         return sv_err(c, loc);
     }
     x = cast_to(c, x, t);
@@ -552,6 +558,12 @@ static sval *lower_name(sema_ctx *c, sema_env *env, const ast_expr *e) {
         if (v->kind == SV_TUPLE) {
             v->list_root = b->val->list_root ? b->val->list_root : b->val;
             v->items = v->list_root->items;
+            v->nitems = v->list_root->nitems;
+        }
+        if (v->kind == SV_DICT && v->str && !strcmp(v->str, "@argparse")) {
+            /* an argparse parser read through a name: the parser itself, so that
+             * add_argument on it is seen by later parse_args() */
+            v->list_root = b->val->list_root ? b->val->list_root : b->val;
             v->nitems = v->list_root->nitems;
         }
         if (v->kind == SV_EXPR && v->e->kind == IR_E_VAR) v->e = ir_var_ref(c->mod, v->e->var, e->loc);
@@ -612,6 +624,12 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             /* tf32 is an f32 with a 10-bit mantissa in tensor-core inputs; Tile computes it as f32 */
             sval *v = sv_new(c, SV_DTYPE, e->loc);
             v->dt = TILE_DT_F32;
+            return v;
+        }
+        if (!strcmp(base->str, "math") && (!strcmp(a, "ceil") || !strcmp(a, "floor") || !strcmp(a, "trunc"))) {
+            /* Python's math.ceil/floor/trunc return an int (T.ceil and friends a float) */
+            sval *v = sv_new(c, SV_BUILTIN, e->loc);
+            v->str = tile_arena_printf(c->arena, "math.%s", a);
             return v;
         }
         if (!strcmp(a, "pi")) return sv_weak_float(c, 3.14159265358979323846, e->loc);
@@ -1047,6 +1065,60 @@ static sval *math1(sema_ctx *c, ir_intrinsic fn, sval *a, tile_loc loc) {
     x = cast_to(c, x, t);
     tile_dtype rt = (fn == IR_I_ISNAN || fn == IR_I_ISINF) ? TILE_DT_BOOL : t;
     return sv_expr(c, ir_call(c->mod, fn, rt, &x, 1, loc));
+}
+
+/* The int operands of an f64 division made from ints ('/' on Python ints): each an int
+ * cast to f64 or an f64 constant with an integral value; false if either is not. */
+static bool int_of_f64(sema_ctx *c, ir_expr *a, ir_expr *b, ir_expr **p, ir_expr **q) {
+    ir_expr *ops[2] = {a, b}, *out[2] = {NULL, NULL};
+    tile_dtype t = TILE_DT_INVALID;
+    for (int i = 0; i < 2; i++)
+        if (ops[i]->kind == IR_E_CAST && tile_dtype_is_int(ops[i]->args[0]->dtype) && sema_is_py_int(c, ops[i]->args[0])) {
+            out[i] = ops[i]->args[0];
+            if (t == TILE_DT_INVALID) t = out[i]->dtype;
+            else if (t != out[i]->dtype) return false;
+        }
+    if (t == TILE_DT_INVALID) return false;
+    for (int i = 0; i < 2; i++) {
+        if (out[i]) continue;
+        double v = ops[i]->kind == IR_E_CONST ? ops[i]->fval : 0.5;
+        if (v != floor(v) || v < -2147483648.0 || v > 2147483647.0) return false;
+        out[i] = ir_const_int(c->mod, t, (int64_t)v, ops[i]->loc);
+    }
+    *p = out[0];
+    *q = out[1];
+    return true;
+}
+
+/* math.ceil / math.floor / math.trunc (Python): an int. A compile-time value folds; a
+ * run-time one rounds in its float type and converts to i32, the type of sizes. */
+static sval *py_math_round(sema_ctx *c, const char *name, call_args *a, tile_loc loc) {
+    if (a->npos != 1 || a->nkw) { sema_err(c, loc, "math.%s takes one argument", name); return sv_err(c, loc); }
+    ir_intrinsic fn = !strcmp(name, "ceil") ? IR_I_CEIL : !strcmp(name, "floor") ? IR_I_FLOOR : IR_I_TRUNC;
+    sval *v = a->pos[0];
+    if (v->kind == SV_EXPR && v->weak) {
+        if (!tile_dtype_is_float(v->e->dtype)) return sv_weak_int(c, v->e->ival, loc);
+        double r = fold_math(fn, v->e->fval);
+        if (!(r >= -9.2e18 && r <= 9.2e18)) { sema_err(c, loc, "math.%s of %g is not a finite integer", name, v->e->fval); return sv_err(c, loc); }
+        return sv_weak_int(c, (int64_t)r, loc);
+    }
+    ir_expr *x = materialize(c, v);
+    if (!x) return sv_err(c, loc);
+    if (!tile_dtype_is_float(x->dtype)) return sv_expr(c, x->dtype == TILE_DT_BOOL ? cast_to(c, x, TILE_DT_I32) : x);
+    ir_expr *p = NULL, *q = NULL;
+    if (x->kind == IR_E_BINARY && x->op == IR_B_DIV && x->dtype == TILE_DT_F64 && int_of_f64(c, x->args[0], x->args[1], &p, &q)) {
+        /* of a true division of ints (math.ceil(n / block)): the exact integer form, so that
+         * the result stays an integer size expression: floor(a/b) = a // b, ceil(a/b) =
+         * -((-a) // b), trunc(a/b) = C division */
+        if (fn == IR_I_FLOOR) return sv_expr(c, int_binary(c, IR_B_FLOORDIV, p, q, loc));
+        if (fn == IR_I_TRUNC) return sv_expr(c, int_binary(c, IR_B_DIV, p, q, loc));
+        ir_expr *zero = ir_const_int(c->mod, p->dtype, 0, loc);
+        ir_expr *np = int_binary(c, IR_B_SUB, zero, p, loc);
+        return sv_expr(c, int_binary(c, IR_B_SUB, zero, int_binary(c, IR_B_FLOORDIV, np, q, loc), loc));
+    }
+    tile_dtype t = promote_arith(x->dtype);
+    x = cast_to(c, x, t);
+    return sv_expr(c, cast_to(c, ir_call(c->mod, fn, t, &x, 1, loc), TILE_DT_I32));
 }
 
 static sval *minmax(sema_ctx *c, bool is_max, sval **items, int n, tile_loc loc) {
@@ -1608,7 +1680,9 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
     call_args a;
     if (!eval_args(c, env, call, &a)) return sv_err(c, loc);
     switch (fv->kind) {
-    case SV_BUILTIN: return call_builtin(c, env, fv->str, call, &a);
+    case SV_BUILTIN:
+        if (!strncmp(fv->str, "math.", 5)) return py_math_round(c, fv->str + 5, &a, loc);
+        return call_builtin(c, env, fv->str, call, &a);
     case SV_DTYPE:
         if (a.npos != 1) { sema_err(c, loc, "%s(x) takes one argument", tile_dtype_name(fv->dt)); return sv_err(c, loc); }
         return do_cast(c, a.pos[0], fv->dt, loc);
@@ -1656,6 +1730,14 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             v->dt = e5 ? TILE_DT_FP8_E5M2 : TILE_DT_FP8_E4M3;
             return v;
         }
+        if (!strcmp(last, "DataType") && a.npos == 1 && !a.nkw) {
+            /* tvm's DataType("float16") (tilelang.DataType): the dtype, with .bits */
+            tile_dtype dt = as_dtype(c, a.pos[0], "the argument of DataType");
+            if (dt == TILE_DT_INVALID) return sv_err(c, loc);
+            sval *v = sv_new(c, SV_DTYPE, loc);
+            v->dt = dt;
+            return v;
+        }
         if (!strcmp(fv->str, "pytest.param")) {
             /* a parametrize case: its values (marks= and id= say nothing about them) */
             if (a.npos == 1) return a.pos[0];
@@ -1668,7 +1750,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         static const char *const later[] = {
             "warp_any", "warp_all",
             "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view",
-            "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "atomic_addx2", "atomic_addx4", "transpose",
+            "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
             "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
             "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",
             "copy_async", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",

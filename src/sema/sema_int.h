@@ -145,6 +145,10 @@ typedef struct sema_ctx {
     int nvar_narrow;
     const ast_stmt *entry_outer; /* a kernel defined inside this (test) function: its scope */
     sema_env *entry_env;         /* ... evaluated at compile time (caller_env) */
+    /* size variables that stand for a factory's (or eager kernel's) unbound Python int
+     * parameters: '/' on them is Python's true division (TileLang computes it in Python) */
+    const ir_var *py_sizes[64];
+    int npy_sizes;
 } sema_ctx;
 
 /* sema.c */
@@ -166,6 +170,7 @@ ir_stmt *pop_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh, tile_loc loc);
 void sema_err(sema_ctx *c, tile_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 sval *sema_symbol(sema_ctx *c, const char *name, tile_loc loc); /* -D value or size variable */
+bool sema_is_py_int(const sema_ctx *c, const ir_expr *e); /* a Python int of the factory, not an int PrimExpr */
 void sema_declare_eager_tensor(sema_ctx *c, sema_env *env, const ast_stmt *ann);
 
 /* sema_expr.c */

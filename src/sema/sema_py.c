@@ -102,6 +102,13 @@ bool py_iter(sema_ctx *c, sval *v, sval ***items, int *n, tile_loc loc) {
         *n = len;
         return true;
     }
+    case SV_DTYPE: {
+        /* a TileLang dtype is a str: its characters */
+        sval s = *v;
+        s.kind = SV_STRING;
+        s.str = tile_dtype_name(v->dt);
+        return py_iter(c, &s, items, n, loc);
+    }
     case SV_NONE: if (v->poison) return false; break;
     default: break;
     }
@@ -295,7 +302,7 @@ sval *py_contains(sema_ctx *c, sval *needle, sval *hay, bool negate, tile_loc lo
 /* ---------- methods ---------- */
 bool py_has_method(const sval *self, const char *name) {
     static const char *const int_m[] = {"bit_length", "bit_count", NULL};
-    static const char *const str_m[] = {"format", "startswith", "endswith", "lower", "upper", "replace", "split", "strip", "join", NULL};
+    static const char *const str_m[] = {"format", "startswith", "endswith", "lower", "upper", "replace", "split", "strip", "join", "isdigit", "isalpha", "isalnum", NULL};
     static const char *const seq_m[] = {"index", "count", "append", "extend", NULL};
     static const char *const dict_m[] = {"get", "items", "keys", "values", NULL};
     static const char *const parser_m[] = {"add_argument", "parse_args", "parse_known_args", "add_argument_group",
@@ -352,12 +359,14 @@ sval *py_argparser(sema_ctx *c, tile_loc loc) {
     return p;
 }
 
-static void parser_set(sema_ctx *c, sval *p, const char *dest, sval *v, tile_loc loc) {
+static void parser_set(sema_ctx *c, sval *self, const char *dest, sval *v, tile_loc loc) {
+    sval *p = self->list_root ? self->list_root : self; /* the parser the name is bound to */
     for (int i = 0; i < p->nitems; i++)
         if (!strcmp(p->items[i]->str, dest)) { p->vals[i] = v; return; }
     if (p->nitems >= 128) return;
     p->items[p->nitems] = mk_string(c, dest, loc);
     p->vals[p->nitems++] = v;
+    self->nitems = p->nitems;
 }
 
 static sval *parser_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc loc) {
@@ -369,7 +378,7 @@ static sval *parser_method(sema_ctx *c, sval *self, const char *m, call_args *a,
     if (!strcmp(m, "parse_args") || !strcmp(m, "parse_known_args")) {
         sval *ns = sv_new(c, SV_DICT, loc);
         ns->str = "@namespace";
-        ns->nitems = self->nitems;
+        ns->nitems = (self->list_root ? self->list_root : self)->nitems;
         ns->items = self->items;
         ns->vals = self->vals;
         if (m[5] == 'k') { sval *pair[2] = {ns, mk_tuple(c, NULL, 0, loc)}; return mk_tuple(c, pair, 2, loc); }
@@ -468,6 +477,15 @@ sval *py_method(sema_ctx *c, sval *self, const char *m, call_args *a, tile_loc l
     }
     /* strings */
     const char *s = self->str;
+    if (!strcmp(m, "isdigit") || !strcmp(m, "isalpha") || !strcmp(m, "isalnum")) {
+        /* Python's: true when the string is not empty and every character is of the kind */
+        bool r = *s != 0;
+        for (const char *q = s; *q && r; q++) {
+            bool dg = *q >= '0' && *q <= '9', al = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z');
+            r = !strcmp(m, "isdigit") ? dg : !strcmp(m, "isalpha") ? al : dg || al;
+        }
+        return sv_weak_bool(c, r, loc);
+    }
     if (!strcmp(m, "lower") || !strcmp(m, "upper") || !strcmp(m, "strip")) {
         char *r = tile_arena_strdup(c->arena, s);
         if (m[0] == 's') {

@@ -446,11 +446,20 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     if (c->par_depth) { sema_err(c, s->loc, "T.Kernel cannot be inside a T.Parallel loop"); return; }
     if (!c->stmts) { sema_err(c, s->loc, "a T.Kernel is run-time code, which is not allowed here"); return; }
     int n = k->nitems;
-    if (n < 1 || n > 3) { sema_err(c, k->loc, "T.Kernel takes 1 to 3 grid dimensions, got %d", n); return; }
+    if (n > 3) { sema_err(c, k->loc, "T.Kernel takes 1 to 3 grid dimensions, got %d", n); return; }
+    /* T.Kernel(threads=...) without grid dimensions is one block, as in TileLang (no block
+     * index is bound) */
+    bool one_block = n == 0;
+    if (one_block && s->with_targets[0]) {
+        sema_err(c, s->with_targets[0]->loc, "T.Kernel without grid dimensions is a single block and has no block index to name; give a grid (T.Kernel(1, ...)) or drop the 'as'");
+        return;
+    }
     ir_stmt *ks = ir_stmt_new(c->mod, IR_S_KERNEL, s->loc);
+    if (one_block) n = 1;
     ks->ngrid = n;
     ks->threads = 128;
-    for (int i = 0; i < n; i++) {
+    if (one_block) ks->grid[0] = ir_const_int(c->mod, TILE_DT_I32, 1, k->loc);
+    for (int i = 0; i < (one_block ? 0 : n); i++) {
         ir_expr *x = as_int_expr(c, lower_expr(c, env, k->items[i]), "a grid dimension");
         if (!x) return;
         int64_t g;
@@ -827,8 +836,16 @@ static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const a
 static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr *call, sval **pos, int op) {
     if (!check_tile_scope(c, call->loc, tile_arena_printf(c->arena, "T.%s of a region", fname))) return sv_err(c, call->loc);
     ir_region src, dst;
-    bool ok = is_head_form(pos[0]) ? to_region(c, pos[1], &src, NULL, fname, "source") && to_region(c, pos[0], &dst, &src, fname, "destination")
-                                   : to_region(c, pos[0], &dst, NULL, fname, "destination") && to_region(c, pos[1], &src, &dst, fname, "source");
+    /* a scalar source (T.atomic_add(C[a:b, c:d], 1.0)) goes into every element of the region */
+    ir_expr *scalar = NULL;
+    if (pos[1]->kind == SV_EXPR || (pos[1]->kind == SV_ACCESS && !pos[1]->acc->any_slice && (pos[0]->kind == SV_ACCESS || pos[0]->kind == SV_BUFFER))) {
+        if (!to_region(c, pos[0], &dst, NULL, fname, "destination")) return sv_err(c, call->loc);
+        scalar = pos[1]->kind == SV_EXPR && pos[1]->weak ? cast_to(c, pos[1]->e, promote_arith(dst.buf->dtype)) : materialize(c, pos[1]);
+        if (!scalar) return sv_err(c, call->loc);
+        src = dst;
+    }
+    bool ok = scalar || (is_head_form(pos[0]) ? to_region(c, pos[1], &src, NULL, fname, "source") && to_region(c, pos[0], &dst, &src, fname, "destination")
+                                              : to_region(c, pos[0], &dst, NULL, fname, "destination") && to_region(c, pos[1], &src, &dst, fname, "source"));
     if (!ok) return sv_err(c, call->loc);
     int sd[8], dd[8], ns = 0, nd = 0;
     for (int d = 0; d < src.buf->rank; d++) {
@@ -852,7 +869,7 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     for (int j = 0; j < ns; j++) iv[j] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "ai%d", j), IR_VAR_LOOP, TILE_DT_I32, loc);
     ir_expr **si = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, src.buf->rank + 1), **di = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, dst.buf->rank + 1);
     ir_expr *guard = NULL;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = scalar ? 1 : 0; pass < 2; pass++) {
         ir_region *r = pass ? &dst : &src;
         ir_expr **ix = pass ? di : si;
         int *nz = pass ? dd : sd;
@@ -872,7 +889,8 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     a->buf = dst.buf;
     a->idx = di;
     tile_dtype ct = promote_arith(dst.buf->dtype);
-    a->value = coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, src.buf, si, loc), promote_arith(src.buf->dtype)), ct), dst.buf->dtype, loc);
+    a->value = scalar ? coerce_store(c, cast_to(c, scalar, ct), dst.buf->dtype, loc)
+                      : coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, src.buf, si, loc), promote_arith(src.buf->dtype)), ct), dst.buf->dtype, loc);
     a->atomic_op = op;
     ir_stmt *body = a;
     if (guard) {
@@ -898,7 +916,72 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     return sv_none(c, loc);
 }
 
+/* T.atomic_addx2 / T.atomic_addx4 (dst, value): TileLang's vector atomics, which add the n
+ * consecutive elements starting at value into the n starting at dst. Each element is its own
+ * atomic add (the vector form is one instruction on CUDA; the sum is the same). The elements
+ * run along the last dimension and must lie inside it (checked like any access). */
+static sval *lower_atomic_vec(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos, int n) {
+    for (int i = 0; i < call->nkwargs; i++) {
+        const char *kn = call->kwargs[i].name;
+        bool prev = false;
+        if (kn && !strcmp(kn, "return_prev")) {
+            sval *v = lower_expr(c, env, call->kwargs[i].value);
+            if (!py_truth(v, &prev)) { sema_err(c, call->kwargs[i].loc, "T.%s: return_prev must be known at compile time", fname); return sv_err(c, call->loc); }
+            if (prev) { sema_err(c, call->kwargs[i].loc, "T.%s(..., return_prev=True) is not supported yet (its result is a vector value)", fname); return sv_err(c, call->loc); }
+        } else {
+            sema_err(c, call->kwargs[i].loc, "T.%s() has no argument named '%s'", fname, kn ? kn : "**");
+            return sv_err(c, call->loc);
+        }
+    }
+    if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a source element, got %d arguments", fname, npos); return sv_err(c, call->loc); }
+    if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
+    sv_access *acc[2];
+    for (int i = 0; i < 2; i++) {
+        if (pos[i]->kind != SV_ACCESS) {
+            sema_err(c, pos[i]->loc, "T.%s needs %s element of a buffer here (e.g. %s[i, j]), got %s", fname, i ? "a source" : "a destination",
+                     i ? "A" : "B", sv_describe(pos[i]));
+            return sv_err(c, call->loc);
+        }
+        acc[i] = pos[i]->acc;
+        int r = acc[i]->buf->rank;
+        for (int d = 0; d < r; d++) {
+            int64_t k;
+            if (!acc[i]->extent[d]) continue;
+            bool ok = ir_const_int_value(acc[i]->extent[d], &k) && (d == r - 1 ? k == n : k == 1);
+            if (!ok) {
+                sema_err(c, pos[i]->loc, "T.%s: a slice of '%s' must cover %d elements of its last dimension (or index one element)", fname, acc[i]->buf->name, n);
+                return sv_err(c, call->loc);
+            }
+        }
+    }
+    ir_buffer *db = acc[0]->buf, *sb = acc[1]->buf;
+    if (db->dtype == TILE_DT_BOOL || tile_dtype_is_int(db->dtype) != tile_dtype_is_int(sb->dtype)) {
+        sema_err(c, call->loc, "T.%s adds %s elements into %s elements of '%s'; both must be floats (or both integers)", fname,
+                 tile_dtype_name(sb->dtype), tile_dtype_name(db->dtype), db->name);
+        return sv_err(c, call->loc);
+    }
+    tile_loc loc = call->loc;
+    for (int k = 0; k < n; k++) {
+        ir_expr **ix[2];
+        for (int i = 0; i < 2; i++) {
+            int r = acc[i]->buf->rank;
+            ix[i] = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, r + 1);
+            for (int d = 0; d < r; d++) ix[i][d] = acc[i]->start[d];
+            ix[i][r - 1] = int_binary(c, IR_B_ADD, acc[i]->start[r - 1], ir_const_int(c->mod, acc[i]->start[r - 1]->dtype, k, loc), loc);
+        }
+        ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, loc);
+        s->buf = db;
+        s->idx = ix[0];
+        s->value = coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, sb, ix[1], loc), promote_arith(sb->dtype)), promote_arith(db->dtype)), db->dtype, loc);
+        s->atomic_op = IR_ATOMIC_ADD;
+        emit(c, s);
+    }
+    return sv_none(c, loc);
+}
+
 static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    if (!strcmp(fname, "atomic_addx2") || !strcmp(fname, "atomic_addx4"))
+        return lower_atomic_vec(c, env, fname, call, pos, npos, fname[11] - '0');
     bool prev = false;
     for (int i = 0; i < call->nkwargs; i++) {
         const char *kn = call->kwargs[i].name;

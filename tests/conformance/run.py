@@ -12,6 +12,7 @@ target is covered in CI by NVRTC compiles (tests/conformance/CMakeLists.txt); on
 `run.py --target cuda all` runs the same comparisons.
 """
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -213,6 +214,42 @@ def ref_simt_masked(a, bm=16):
     return {"B": x * 2.0 + rows}
 
 
+def ref_py_division(a, block=48):
+    n = a["X"].shape[0]
+    nblk = math.ceil(n / block)
+    c = np.array([[math.floor(-n / block) + b, math.trunc(-n / block), math.ceil((n + 5) / -block)] for b in range(nblk)], np.int32)
+    return {"Y": a["X"].astype(np.float64) * (block / 64) + n / block - 3.5, "C": c}
+
+
+def ref_vec_atomic(a):
+    return {"S": a["S"].astype(np.float64) + a["A"].sum(axis=0, dtype=np.float64), "C": a["C"].astype(np.float64) + a["B"].sum(axis=0, dtype=np.float64)}
+
+
+def ref_single_block(a):
+    return {"S": np.array([a["A"].astype(np.float64).sum(), a["A"].shape[0]])}
+
+
+def ref_region_scalar(a):
+    h = a["H"].astype(np.float64).copy()
+    h[0:4] += 6.0
+    h[4:] += 2.0 * a["X"].astype(np.float64).sum()
+    return {"H": h}
+
+
+def ref_dtype_python(a):
+    # 8 bits of storage (int8), 16 of float16, 1 for an "int" storage kind
+    return {"Y": a["X"].astype(np.float64) * 8 + 16 + 1}
+
+
+def ref_argparse_driver(a):
+    # scale 0.25 and offset 2 from the module's parser; threads=128 picks block 64
+    return {"Y": a["X"].astype(np.float64) * 0.25 + 2 + 64}
+
+
+def ref_eager_int_param(a):
+    return {"Y": a["X"].astype(np.float64) * math.gcd(80, 48)}
+
+
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
@@ -241,6 +278,16 @@ CASES = {
     "atomic_slots": ("atomic_prev.py", "slots", ["nblocks=3"], lambda: {}, ref_atomic_slots),
     "reinterpret_var": ("reinterpret_var.py", "keys", ["N=300"], lambda: {"X": (f32((300,), 28) * 100).astype(np.float32)}, ref_reinterpret_var),
     "simt_masked_tileop": ("simt_masked_tileop.py", "masked", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 29)}, ref_simt_masked),
+    # n bound from X's shape at run time: true division in f64 inside the kernel
+    "py_division": ("py_division.py", "chunks", [], lambda: {"X": f32((1000,), 30)}, ref_py_division),
+    "py_division_const": ("py_division.py", "chunks", ["n=100"], lambda: {"X": f32((100,), 31)}, ref_py_division),
+    "vec_atomic": ("vec_atomic.py", "colsum_vec", ["M=20", "N=48"],
+                   lambda: {"A": f32((20, 48), 32), "B": f32((20, 48), 33).astype(np.float16), "S": f32((1, 48), 34), "C": f32((48,), 35)}, ref_vec_atomic),
+    "region_scalar": ("vec_atomic.py", "region_scalar", [], lambda: {"X": f32((3,), 37), "H": f32((6, 8), 38)}, ref_region_scalar),
+    "dtype_python": ("dtype_python.py", "scaled", [], lambda: {"X": f32((300,), 39)}, ref_dtype_python),
+    "argparse_driver": ("argparse_driver.py", "rows", [], lambda: {"X": f32((500,), 40)}, ref_argparse_driver),
+    "eager_int_param": ("eager_int_param.py", "gcd_blocks", [], lambda: {"X": f32((5, 80), 41)}, ref_eager_int_param),
+    "single_block": ("single_block.py", "total", [], lambda: {"A": f32((300,), 36)}, ref_single_block),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
