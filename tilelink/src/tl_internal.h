@@ -1,6 +1,15 @@
 /* tl_internal.h — private declarations shared by the libtilelink sources.
  * libtilelink does not depend on libtile: it shares only src/base with it (dtypes and
- * conversions, knobs, logging, the dynamic loader, cache paths). */
+ * conversions, knobs, logging, the dynamic loader, cache paths).
+ *
+ * Errors, the one convention: every failing function returns a tlink_status and says why
+ * through `return tl_err(c, st, "call: what is wrong (the argument's name and value)")`, which
+ * sets the communicator's message (prefixed "rank R:") and the thread's (tlink_last_error(NULL)
+ * when there is no communicator yet: tl_set_thread_error). A peer that died also breaks the
+ * communicator (tl_comm_break, naming the rank): every later call returns that status through
+ * tl_check_broken until the communicator is shrunk or rejoined. Nothing aborts or
+ * exits on bad input or a failed peer; internal invariants that cannot fail are checked with
+ * _Static_assert, others return TLINK_ERR_INTERNAL with a message. */
 #ifndef TL_INTERNAL_H
 #define TL_INTERNAL_H
 
@@ -322,7 +331,6 @@ static inline void tl_stat_end(tlink_comm *c) {
 }
 
 tlink_status tl_err(tlink_comm *c, tlink_status st, const char *fmt, ...) TL_PRINTF(3, 4);
-tlink_status tl_fail(tlink_comm *c, tlink_status st, int failed_rank, const char *fmt, ...) TL_PRINTF(4, 5);
 void *tl_scratch(tlink_comm *c, size_t bytes);   /* NULL on OOM (error set) */
 
 /* ---------- p2p.c: point-to-point engine over the transports ---------- */
