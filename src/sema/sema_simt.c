@@ -133,19 +133,12 @@ static ir_expr *land(sema_ctx *c, ir_expr *a, ir_expr *b, tile_loc loc) {
     return ir_binary(c->mod, IR_B_AND, a, b, loc);
 }
 
-/* A shuffle: kind 'x' xor, 'd' down, 'u' up, 's' sync (broadcast from a lane). */
-static sval *shuffle(sema_ctx *c, char kind, sval *value, ir_expr *arg, ir_expr *width, const char *fname, tile_loc loc) {
-    ir_expr *v = materialize(c, value);
-    if (!v || !arg || !width) return sv_err(c, loc);
-    if (v->dtype == TILE_DT_BOOL) v = cast_to(c, v, TILE_DT_I32);
-    int64_t w;
-    if (ir_const_int_value(width, &w) && (w < 1 || w > 32 || (w & (w - 1)))) {
-        sema_err(c, loc, "T.%s: the width must be a power of two from 1 to 32, got %lld", fname, (long long)w);
-        return sv_err(c, loc);
-    }
-    int threads = c->kernel->threads;
-    ir_expr *shape[1] = {ci(c, threads, loc)};
-    ir_buffer *x = ir_buffer_new(c->mod, c->fn, tile_arena_printf(&c->mod->arena, "shfl%d", c->tmp_counter++), v->dtype,
+/* Exchange through shared memory: a scratch buffer of one dtype element per thread
+ * (allocated at the kernel's start), this thread's v stored at its index, then a named
+ * barrier; other threads' values are loads of it. Returns the buffer, *tid the thread index. */
+static ir_buffer *scratch_exchange(sema_ctx *c, const char *prefix, ir_expr *v, ir_expr **tid, tile_loc loc) {
+    ir_expr *shape[1] = {ci(c, c->kernel->threads, loc)};
+    ir_buffer *x = ir_buffer_new(c->mod, c->fn, tile_arena_printf(&c->mod->arena, "%s%d", prefix, c->tmp_counter++), v->dtype,
                                  IR_SCOPE_SHARED, 1, shape, IR_BUF_TEMP, loc);
     ir_stmt *al = ir_stmt_new(c->mod, IR_S_ALLOC, loc);
     al->buf = x;
@@ -158,6 +151,23 @@ static sval *shuffle(sema_ctx *c, char kind, sval *value, ir_expr *arg, ir_expr 
     st->value = v;
     emit(c, st);
     emit_marker(c, loc, SIMT_NAMED);
+    *tid = t;
+    return x;
+}
+
+/* A shuffle: kind 'x' xor, 'd' down, 'u' up, 's' sync (broadcast from a lane). */
+static sval *shuffle(sema_ctx *c, char kind, sval *value, ir_expr *arg, ir_expr *width, const char *fname, tile_loc loc) {
+    ir_expr *v = materialize(c, value);
+    if (!v || !arg || !width) return sv_err(c, loc);
+    if (v->dtype == TILE_DT_BOOL) v = cast_to(c, v, TILE_DT_I32);
+    int64_t w;
+    if (ir_const_int_value(width, &w) && (w < 1 || w > 32 || (w & (w - 1)))) {
+        sema_err(c, loc, "T.%s: the width must be a power of two from 1 to 32, got %lld", fname, (long long)w);
+        return sv_err(c, loc);
+    }
+    int threads = c->kernel->threads;
+    ir_expr *t;
+    ir_buffer *x = scratch_exchange(c, "shfl", v, &t, loc);
     /* lane, the start of the lane's width segment, the source lane and whether it exists */
     ir_expr *lane = int_binary(c, IR_B_FLOORMOD, t, ci(c, 32, loc), loc);
     int64_t wc;
@@ -205,19 +215,8 @@ static sval *warp_reduce(sema_ctx *c, const char *op, sval *value, tile_loc loc)
     }
     v = cast_to(c, v, ct);
     int threads = c->kernel->threads;
-    ir_expr *shape[1] = {ci(c, threads, loc)};
-    ir_buffer *x = ir_buffer_new(c->mod, c->fn, tile_arena_printf(&c->mod->arena, "wred%d", c->tmp_counter++), ct, IR_SCOPE_SHARED, 1, shape, IR_BUF_TEMP, loc);
-    ir_stmt *al = ir_stmt_new(c->mod, IR_S_ALLOC, loc);
-    al->buf = x;
-    tile_vec_push(&c->simt_allocs, al);
-    ir_expr *t = tid_expr(c, loc);
-    ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
-    st->buf = x;
-    st->idx = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, 1);
-    st->idx[0] = t;
-    st->value = v;
-    emit(c, st);
-    emit_marker(c, loc, SIMT_NAMED);
+    ir_expr *t;
+    ir_buffer *x = scratch_exchange(c, "wred", v, &t, loc);
     ir_expr *base = int_binary(c, IR_B_SUB, t, int_binary(c, IR_B_FLOORMOD, t, ci(c, 32, loc), loc), loc);
     ir_var *acc = ir_var_new(c->mod, c->fn, tile_arena_printf(&c->mod->arena, "wred%d_acc", c->tmp_counter++), IR_VAR_LOCAL, ct, loc);
     ir_stmt *a0 = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
