@@ -11,16 +11,7 @@ import pytest
 
 import tile
 from tile import _lib, kernel
-
-PLAIN = """
-@tile_op
-def axpb(A: Tensor[(M, N)], B: Tensor[(M, N)]) -> Tensor[(M, N)]:
-    C = allocate((M, N), dtype=A.dtype)
-    for i in range(M):
-        for j in range(N):
-            C[i, j] = A[i, j] * 2.0 + B[i, j]
-    return C
-"""
+from conftest import PLAIN
 
 ADD = """
 import tilelang.language as T

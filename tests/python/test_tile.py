@@ -9,17 +9,7 @@ import numpy as np
 import pytest
 
 import tile
-from conftest import EXAMPLES
-
-PLAIN = """
-@tile_op
-def axpb(A: Tensor[(M, N)], B: Tensor[(M, N)]) -> Tensor[(M, N)]:
-    C = allocate((M, N), dtype=A.dtype)
-    for i in range(M):
-        for j in range(N):
-            C[i, j] = A[i, j] * 2.0 + B[i, j]
-    return C
-"""
+from conftest import EXAMPLES, PLAIN
 
 rng = np.random.default_rng(7)
 
