@@ -161,7 +161,7 @@ def main():
     for (fam, name, path, consts), (k, err) in zip(V, built):
         torch.manual_seed(0)
         args, check, work, peer = prepare(fam, name, path, consts, a)
-        t = tp = None
+        t = None
         if k is not None:
             try:
                 k(*args)

@@ -104,9 +104,10 @@ static void big_free(void *q, size_t n) {
     }
     char *p = (char *)q - BIG_HDR;
     memcpy(&n, p, sizeof n);
+    long long cap_mb = tb_knob_int_or(TB_K_TLINK_MOE_CACHE_MB, -1); /* -1: unset */
     pthread_mutex_lock(&g_big_mu);
     g_big_live -= TL_MIN(n, g_big_live);
-    size_t limit = tb_knob_is_set(TB_K_TLINK_MOE_CACHE_MB) ? (size_t)tb_knob_int(TB_K_TLINK_MOE_CACHE_MB) << 20 : g_big_peak;
+    size_t limit = cap_mb >= 0 ? (size_t)cap_mb << 20 : g_big_peak;
     if (n <= limit) {
         while (g_big_total + n > limit && big_evict() >= 0) {}
         int slot = -1;
