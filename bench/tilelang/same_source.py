@@ -18,7 +18,10 @@ first call (both compilers may defer work to the first call). One warm-up compil
 compiler before any measured one keeps process start-up out of the figures.
 
     python3 bench/tilelang/same_source.py --src DIR [--only zoo,gemm,autotune,mha,gqa,fp8,fp4]
-        [--iters 20] [--out FILE]
+        [--iters 20] [--limit N] [--jobs N] [--out FILE]
+
+--jobs N compiles every case of a family first in N threads (for the 48-configuration sweep,
+where the compile times are not the point) and leaves the compile columns empty.
 
 Programs: the 42 kernels of kernel_zoo.py (its build_zoo() sweep at scale 1, salt 0),
 examples/gemm/example_gemm.py (1024^3 and 4096^3 at its main's tile), a 48-configuration
@@ -269,7 +272,29 @@ def reference(c, mod, args):
     return c.ref(args)
 
 
-def run_case(c, tilelang, mods, iters, log):
+def precompile(cases, tilelang, mods, jobs):
+    """Both compilers' kernels for every case, compiled in a pool of `jobs` threads (nvcc and
+    NVRTC run outside the GIL): {(case index, "tile"|"tl"): kernel or the exception}."""
+    import concurrent.futures as cf
+    for c in cases:
+        if c.path not in mods:
+            mods[c.path] = load_module(c.path)
+
+    def one(i, who):
+        c = cases[i]
+        try:
+            if who == "tile":
+                return tile.compile(c.path, func=c.factory, target="cuda", **c.kwargs)
+            return tl_kernel(tilelang, mods[c.path], c)
+        except Exception as e:
+            return e
+    with cf.ThreadPoolExecutor(jobs) as ex:
+        futs = {(i, w): ex.submit(one, i, w) for i in range(len(cases)) for w in ("tile", "tl")}
+        return {k: f.result() for k, f in futs.items()}
+
+
+def run_case(c, tilelang, mods, iters, log, pre=None):
+    """pre: (Tile kernel, TileLang kernel) compiled beforehand (then no compile times)."""
     row = dict(family=c.family, name=c.name)
     mod = mods.get(c.path)
     if mod is None:
@@ -278,22 +303,28 @@ def run_case(c, tilelang, mods, iters, log):
     # Tile: compile + first call, cold
     try:
         t0 = time.perf_counter()
-        tk = tile.compile(c.path, func=c.factory, target="cuda", **c.kwargs)
+        tk = pre[0] if pre else tile.compile(c.path, func=c.factory, target="cuda", **c.kwargs)
+        if isinstance(tk, Exception):
+            raise tk
         tile_args = [a.clone() for a in args]
         tret = tk(*tile_args)
         torch.cuda.synchronize()
-        row["tile_compile"] = time.perf_counter() - t0
+        if not pre:
+            row["tile_compile"] = time.perf_counter() - t0
         tout = outputs(c, tile_args, tret)
     except Exception as e:  # a failure is a result: record its first line
         row["tile_error"] = str(e).strip().split("\n")[0][:160]
         tk = None
     try:
         t0 = time.perf_counter()
-        lk = tl_kernel(tilelang, mod, c)
+        lk = pre[1] if pre else tl_kernel(tilelang, mod, c)
+        if isinstance(lk, Exception):
+            raise lk
         tl_args = [a.clone() for a in args]
         lret = tl_call(lk, c, tl_args)
         torch.cuda.synchronize()
-        row["tl_compile"] = time.perf_counter() - t0
+        if not pre:
+            row["tl_compile"] = time.perf_counter() - t0
         lout = outputs(c, tl_args, lret)
     except Exception as e:
         row["tl_error"] = str(e).strip().split("\n")[0][:160]
@@ -355,6 +386,8 @@ def main():
     ap.add_argument("--only", default=",".join(FAMILIES), help="families: " + ",".join(FAMILIES))
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--limit", type=int, default=0, help="at most this many cases per family (0: all)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="compile every case first in this many threads (no compile times then)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     import tilelang
@@ -376,19 +409,22 @@ def main():
         cases = FAMILIES[fam](a.src)
         if a.limit:
             cases = cases[:a.limit]
+        pre = precompile(cases, tilelang, mods, a.jobs) if a.jobs > 1 else None
         for i, c in enumerate(cases):
             try:
-                r = run_case(c, tilelang, mods, a.iters, lambda r: None)
+                r = run_case(c, tilelang, mods, a.iters, lambda r: None,
+                             (pre[(i, "tile")], pre[(i, "tl")]) if pre else None)
             except Exception as e:
                 r = dict(family=c.family, name=c.name, tile_error="bench: %s" % e, work=c.work, unit=c.unit)
             rows.append(r)
             print("[%s %d/%d] %s" % (fam, i + 1, len(cases), fmt_row(r)), flush=True)
     head = ["# Same TileLang source through Tile and TileLang %s, %s UTC" % (tilelang.__version__,
-                                                                          datetime.datetime.utcnow().strftime(
+                                                                          datetime.datetime.now(datetime.timezone.utc).strftime(
                                                                               "%Y-%m-%d %H:%M")), "",
             "Machine: %s, %s; torch %s; Tile %s. Command: `%s`" % (
                 torch.cuda.get_device_name(), platform.node(), torch.__version__, commit, " ".join(sys.argv)), "",
-            "Compile: cold, seconds from the compile call to the end of the first call. Run: CUDA events, L2 flushed, "
+            "Compile: cold, seconds from the compile call to the end of the first call (— with --jobs: "
+            "compiled beforehand in parallel). Run: CUDA events, L2 flushed, "
             "median of %d, better of two interleaved rounds. ratio = TileLang time / Tile time (> 1: Tile faster). "
             "err = relative L2 error against the file's reference (Tile / TileLang)." % a.iters, "",
             "| family | program | Tile compile s | TileLang compile s | compile ratio | Tile | TileLang | ratio | err | "
