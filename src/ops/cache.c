@@ -153,6 +153,21 @@ bool top_stage(top_ctx *c, tile_tensor *t) {
     return true;
 }
 
+bool top_stage_scalar(top_ctx *c, tile_tensor *t, tile_op_scalar v) {
+    if (!g_dev.remote) return true;
+    /* the fill kernel takes its value as a double: exact for floats and for integers up to 2^53 */
+    bool exact = v.kind == TILE_DT_F64 || (v.i <= ((int64_t)1 << 53) && v.i >= -((int64_t)1 << 53));
+    if (!exact) return top_stage(c, t);
+    if (c->nstaged >= (int)(sizeof c->staged / sizeof c->staged[0]))
+        return top_fail(c, TILE_ERR_INTERNAL, "internal error: too many staged operands in one call");
+    tile_tensor d = *t;
+    if (!top_alloc(c, "a staged operand", &d, false)) return false;
+    c->staged[c->nstaged++] = d.data;
+    if (!top_fill(c, &d, v)) return false;
+    t->data = d.data;
+    return true;
+}
+
 void top_release_staged(top_ctx *c) {
     /* the pool hands a freed buffer to later work on the same stream only after this call's */
     for (int i = 0; i < c->nstaged; i++) tile_buffer_free(g_dev.dev, c->staged[i]);

@@ -121,6 +121,9 @@ bool top_host_copy(top_ctx *c, const char *arg, const tile_tensor *t, tile_tenso
 void top_host_release(tile_tensor *h, const tile_tensor *t);
 /* t's (host, small) data replaced by a device copy owned by c for the rest of the call */
 bool top_stage(top_ctx *c, tile_tensor *t);
+/* the same for a zero-dim t holding scalar v: written on the device by the fill kernel, so
+ * the call does not wait for the stream as a copy from pageable host memory does */
+bool top_stage_scalar(top_ctx *c, tile_tensor *t, tile_op_scalar v);
 void top_release_staged(top_ctx *c);
 
 /* ---------- argument checks (all name the argument in their message) ---------- */
