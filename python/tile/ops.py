@@ -153,11 +153,24 @@ def _np():
     return numpy
 
 
+_torch_seen = None   # (torch, its dtype maps) once torch is imported
+
+
+def _torch_once():
+    global _torch_seen
+    if _torch_seen is None:
+        t, maps = _torch()
+        if t is None:
+            return None, None
+        _torch_seen = (t, maps)
+    return _torch_seen
+
+
 def _arg(x, name):
     """A tensor argument (NumPy array, torch tensor, tile.Tensor) as an _Arg; a row-major
     copy is made of a non-contiguous one (the operators take contiguous tensors)."""
     a = _Arg()
-    torch, maps = _torch()
+    torch, maps = _torch_once()
     if torch is not None and isinstance(x, torch.Tensor):
         if not x.is_contiguous():
             x = x.contiguous()
