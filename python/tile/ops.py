@@ -52,8 +52,15 @@ class OpInfo_(ctypes.Structure):  # tile_op_info
                 ("source", c_char_p), ("factory", c_char_p), ("dtypes", ctypes.c_uint32), ("targets", ctypes.c_uint32)]
 
 
+def _own(name):
+    """A function object of libtile's of this module's own: the cached attribute L.lib.name is
+    shared, and another module setting its argtypes (with its own structure classes) would
+    change this one's."""
+    return L.lib._FuncPtr((name, L.lib))
+
+
 def _f(name, *argtypes):
-    f = getattr(L.lib, name)
+    f = _own(name)
     f.restype = c_int
     f.argtypes = [c_char_p] + list(argtypes) + [ERRP]
     return f
@@ -61,13 +68,13 @@ def _f(name, *argtypes):
 
 I64P, INTP, DBLP = ctypes.POINTER(c_int64), ctypes.POINTER(c_int), ctypes.POINTER(c_double)
 SCP = ctypes.POINTER(Scalar_)
-_set_device = L.lib.tile_op_set_device
+_set_device = _own("tile_op_set_device")
 _set_device.restype, _set_device.argtypes = c_int, [L.Device_, P, ERRP]
-_reset_device = L.lib.tile_op_reset_device
+_reset_device = _own("tile_op_reset_device")
 _reset_device.restype, _reset_device.argtypes = None, []
-_op_count = L.lib.tile_op_count
+_op_count = _own("tile_op_count")
 _op_count.restype, _op_count.argtypes = c_int, []
-_op_at = L.lib.tile_op_at
+_op_at = _own("tile_op_at")
 _op_at.restype, _op_at.argtypes = ctypes.POINTER(OpInfo_), [c_int]
 
 C = {
