@@ -1659,6 +1659,10 @@ static void gen_fill_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
  * (lane bits of the thread index) dropped, as a C expression appended to o; returns how many
  * such indices there are. */
 static int rf_compact_index_c(const ir_layout *L, unsigned lane_mask, const char *t, tile_strbuf *o) {
+    if (!lane_mask) { /* no digit dropped: the thread index itself */
+        tile_sb_printf(o, "(%s)", t);
+        return L->threads;
+    }
     int64_t bl = 1, cw = 1;
     int n = 0;
     for (int i = 0; i < L->ndig; i++) {
