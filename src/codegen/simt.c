@@ -74,7 +74,7 @@ struct gen {
     tile_strbuf decls;    /* declarations of the kernel's register fragments (its preamble) */
     const char *lt;       /* the C expression of the thread's index in the layouts (tl_tid) */
     int rf_rmax;          /* 1 when a register reduction combines through shared memory */
-    int rf_wtot;          /* floats of that scratch (tl_rfw): each register reduction its own */
+    int rf_wtot;          /* floats of that scratch (tl_rfw), at most RF_SCRATCH_OWN (rf_scratch) */
     int blk_loop;         /* depth of block-level loops around the statement being generated */
     unsigned char *gacc;  /* per buffer id, this kernel: 1 = read, 2 = written (any access) */
     bool defer;           /* bounds checks keep their failure in registers (tl_ixd), reported by rf_flush */
@@ -1655,6 +1655,50 @@ static void gen_fill_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     tile_sb_free(&v);
 }
 
+/* The index of thread variable t among the threads of layout L with the digits in lane_mask
+ * (lane bits of the thread index) dropped, as a C expression appended to o; returns how many
+ * such indices there are. */
+static int rf_compact_index_c(const ir_layout *L, unsigned lane_mask, const char *t, tile_strbuf *o) {
+    if (!lane_mask) { /* no digit dropped: the thread index itself */
+        tile_sb_printf(o, "(%s)", t);
+        return L->threads;
+    }
+    int64_t bl = 1, cw = 1;
+    int n = 0;
+    for (int i = 0; i < L->ndig; i++) {
+        const ir_layout_digit *d = &L->dig[i];
+        if (!d->thread) continue;
+        bool lane = bl < 32 && (lane_mask & (unsigned)bl);
+        if (!lane) {
+            tile_sb_printf(o, "%s((%s) / %lld %% %d) * %lld", n ? " + " : "", t, (long long)bl, d->size, (long long)cw);
+            cw *= d->size;
+            n++;
+        }
+        bl *= d->size;
+    }
+    if (!n) tile_sb_puts(o, "0");
+    return (int)cw;
+}
+
+/* Floats of the register reductions' shared scratch (tl_rfw) for one reduction: its own area
+ * while the kernel's areas stay within RF_SCRATCH_OWN floats (no barrier between two
+ * reductions), else the start of the scratch again after a barrier (the previous reductions'
+ * reads are done), so the scratch never grows past RF_SCRATCH_OWN floats (16 KiB). Returns
+ * the offset in floats. */
+#define RF_SCRATCH_OWN 4096
+static int rf_scratch(gen *G, tile_strbuf *o, int n) {
+    G->rf_rmax = 1;
+    if (G->rf_wtot + n <= RF_SCRATCH_OWN || G->rf_wtot == 0) {
+        int base = G->rf_wtot;
+        G->rf_wtot += n;
+        return base;
+    }
+    if (n > G->rf_wtot) G->rf_wtot = n;
+    G->barrier_fresh = false;
+    barrier(G, o);
+    return 0;
+}
+
 /* T.reduce_* over dimension `dim` of a register fragment into one whose layout is its
  * projection (layout pass): each thread folds its slots into the destination slot each maps
  * to, then the threads that split the reduced dimension combine — lanes of a warp by xor
@@ -1748,12 +1792,18 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
         line(G, o, "}");
     }
     if (cross) {
-        int base = G->rf_wtot;
-        G->rf_wtot += Q * T;
-        G->rf_rmax = 1;
-        line(G, o, "#pragma unroll");
-        line(G, o, "for (int tl_q = 0; tl_q < %d; tl_q++) tl_rfw[%d + tl_q * %d + %s] = tl_ra[tl_q];", Q, base, T, G->lt);
-        line(G, o, "TL_BARRIER();");
+        /* the scratch holds one partial per destination slot and per thread the shuffles left
+         * distinct: the lanes they combined hold the same value, so only the group's first lane
+         * writes, at its index with those lane digits dropped (TW such indices). The slots go
+         * through it in chunks of at most RF_SCRATCH_OWN floats, so its size never depends on
+         * how many rows a thread holds. */
+        tile_strbuf wi = {0};
+        int TW = rf_compact_index_c(Ls, lane_mask, G->lt, &wi);
+        int qc = RF_SCRATCH_OWN / TW;
+        if (qc < 1) qc = 1;
+        if (qc > Q) qc = Q;
+        int nch = (Q + qc - 1) / qc;
+        int base = rf_scratch(G, o, qc * TW);
         /* the partners: this thread's index with the reduced dimension's digits replaced
          * (lane digits kept at 0 where shuffles combined them) */
         tile_strbuf keep = {0};
@@ -1779,8 +1829,27 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
         for (int i = 0; i < nd; i++) combos *= dsz[i];
         line(G, o, "const int tl_kp = %s;", keep.data);
         tile_sb_free(&keep);
+        const char *q = "tl_q";
+        if (nch > 1) {
+            line(G, o, unroll ? "#pragma unroll" : "#pragma unroll 1");
+            line(G, o, "for (int tl_q0 = 0; tl_q0 < %d; tl_q0 += %d) {", Q, qc);
+            G->ind++;
+            /* the previous chunk's reads are done before its scratch is written again */
+            line(G, o, "if (tl_q0 > 0) TL_BARRIER();");
+            q = "tl_q0 + tl_q";
+        }
+        tile_strbuf lim = {0};
+        if (nch > 1 && Q % qc) tile_sb_printf(&lim, " && tl_q0 + tl_q < %d", Q);
+        if (lane_mask) line(G, o, "if (((%s) & %uu) == 0) {", G->lt, lane_mask);
+        else line(G, o, "{");
+        G->ind++;
         line(G, o, "#pragma unroll");
-        line(G, o, "for (int tl_q = 0; tl_q < %d; tl_q++) {", Q);
+        line(G, o, "for (int tl_q = 0; tl_q < %d%s; tl_q++) tl_rfw[%d + tl_q * %d + %s] = tl_ra[%s];", qc, lim.len ? lim.data : "", base, TW, wi.data, q);
+        G->ind--;
+        line(G, o, "}");
+        line(G, o, "TL_BARRIER();");
+        line(G, o, "#pragma unroll");
+        line(G, o, "for (int tl_q = 0; tl_q < %d%s; tl_q++) {", qc, lim.len ? lim.data : "");
         G->ind++;
         line(G, o, "float tl_a = %s;", idl.data);
         line(G, o, "for (int tl_w = 0; tl_w < %lld; tl_w++) {", (long long)combos);
@@ -1792,15 +1861,26 @@ static void gen_reduce_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
             tile_sb_printf(&pt, " + (tl_w / %lld %% %lld) * %lld", (long long)cb, (long long)dsz[i], (long long)dpos[i]);
             cb *= dsz[i];
         }
-        char sh[256];
-        snprintf(sh, sizeof sh, "tl_rfw[%d + tl_q * %d + %s]", base, T, pt.data);
-        RF_COMB("tl_a", sh);
+        line(G, o, "const int tl_pw = %s;", pt.data);
+        tile_strbuf pwi = {0};
+        rf_compact_index_c(Ls, lane_mask, "tl_pw", &pwi);
+        tile_strbuf sh = {0};
+        tile_sb_printf(&sh, "tl_rfw[%d + tl_q * %d + %s]", base, TW, pwi.data);
+        RF_COMB("tl_a", sh.data);
+        tile_sb_free(&sh);
+        tile_sb_free(&pwi);
         tile_sb_free(&pt);
         G->ind--;
         line(G, o, "}");
-        line(G, o, "tl_ra[tl_q] = tl_a;");
+        line(G, o, "tl_ra[%s] = tl_a;", q);
         G->ind--;
         line(G, o, "}");
+        if (nch > 1) {
+            G->ind--;
+            line(G, o, "}");
+        }
+        tile_sb_free(&lim);
+        tile_sb_free(&wi);
     }
     line(G, o, "#pragma unroll");
     line(G, o, "for (int tl_q = 0; tl_q < %d; tl_q++) {", Q);
