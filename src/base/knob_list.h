@@ -120,6 +120,8 @@
       "0: the sm_90a GEMM epilogue stores directly instead of through shared memory and TMA")                        \
     X(TILE_SM90_GROUP, INT, "8", 1, 65536, NULL, TILE, TB_KF_COMPILE,                                                 \
       "the sm_90a GEMM's block rasterisation: groups of this many grid rows (1: plain order)")                       \
+    X(TILE_SM90_KMERGE, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                   \
+      "0: each stage of an sm_90a GEMM pipeline holds one K-loop iteration, also when block_K holds under 128 bytes") \
     X(TILE_SM90_ATTN_WS, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                  \
       "0: the sm_90a attention lowering without warp specialisation (no producer warpgroup)")                        \
     X(TILE_SM90_ATTN_FAST, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                \
@@ -298,6 +300,7 @@
     X(cuda_sm90_attn, TILE_CUDA_SM90_ATTN, "")                                                 \
     X(sm90_tma_store, TILE_SM90_TMA_STORE, "tl.disable_tma_lower=True sets it to 0")              \
     X(sm90_group, TILE_SM90_GROUP, "")                                                         \
+    X(sm90_kmerge, TILE_SM90_KMERGE, "")                                                       \
     X(sm90_attn_ws, TILE_SM90_ATTN_WS, "tl.disable_warp_specialized=True sets it to 0")           \
     X(fast_math, TILE_SM90_ATTN_FAST, "tl.enable_fast_math sets it; tl.disable_fast_math=True sets 0")                         \
     X(sm90_attn_maskskip, TILE_SM90_ATTN_MASKSKIP, "")                                         \

@@ -18,6 +18,10 @@
  * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256, of 16 for B
  * stored K x N) becomes:
  *
+ *   - a stage of the ring holds U consecutive iterations of the loop when the layout pass's
+ *     pipeline plan says so (block_K under 128 bytes of K, copies stepping by block_K along K:
+ *     src/opt/layout.c): BK below is then U * block_K, one TMA box of 128-byte rows, and the
+ *     tile's last stage, of n mod U iterations, issues only their k-steps;
  *   - one producer warpgroup (128 extra threads; setmaxnreg.dec) whose first thread issues
  *     the TMA copies (cp.async.bulk.tensor.2d, tensor maps as __grid_constant__ kernel
  *     parameters, box = the shared tile, swizzle = BK * sizeof(dt) bytes) into a ring of S
@@ -62,6 +66,8 @@
 typedef struct sm90 {
     simt_gemm_shape g; /* the kernel's GEMM main loop (simt_gen.h) */
     int swz, consumers, mt, stages, kstep;
+    int u;         /* K-loop iterations a stage (the layout pass's pipeline plan): BK below is
+                    * the stage's K extent, u times the program's block_K */
     int swzB;      /* B's swizzle in bytes: BK*esize (K-major), or the widest of 128/64/32 dividing
                     * BN*esize (N-major: TMA boxes of BK rows x swzB bytes side by side) */
     bool tstore;   /* epilogue through shared memory and TMA stores (16-bit C, BN % 64 == 0) */
@@ -81,6 +87,12 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     memset(m, 0, sizeof *m);
     if (!simt_match_gemm_kernel(G, k, &m->g)) return false;
     if (!tma_rows_ok(m->g.A) || !tma_rows_ok(m->g.B)) return false;
+    /* the pipeline plan's iterations a stage (src/opt/layout.c checked that the copies step by
+     * block_K along K): the stage is the tile of u * block_K columns of K */
+    m->u = 1;
+    const ir_lowering *pl = m->g.loop->lower;
+    if (pl && pl->kind && !strcmp(pl->kind, "pipeline") && pl->iparam[1] > 1 && pl->iparam[1] <= 8) m->u = pl->iparam[1];
+    m->g.BK *= m->u;
     const int64_t bm = m->g.BM, bn = m->g.BN, bk = m->g.BK;
     m->kstep = 32 / m->g.esize;
     m->swz = (int)(bk * m->g.esize);
@@ -128,9 +140,9 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     /* stages: the loop's num_stages (at least 1), as many as fit in shared memory */
     size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->g.esize;
     int st = m->g.loop->loop_kind == IR_LOOP_PIPELINED && m->g.loop->num_stages > 0 ? m->g.loop->num_stages : 2;
-    /* the layout pass's pipeline depth (src/opt/layout.c), when it made one */
-    if (m->g.loop->lower && m->g.loop->lower->kind && !strcmp(m->g.loop->lower->kind, "pipeline") && m->g.loop->lower->iparam[0] > st)
-        st = m->g.loop->lower->iparam[0];
+    /* the layout pass's pipeline depth (src/opt/layout.c), when it made one: at least the
+     * loop's num_stages iterations, in stages of u iterations */
+    if (pl && pl->kind && !strcmp(pl->kind, "pipeline") && pl->iparam[0] > 0) st = pl->iparam[0];
     if (st > 8) st = 8;
     while (st > 1 && 1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) st--;
     if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) return false;
@@ -237,11 +249,24 @@ static char *expr_s(gen *G, const ir_expr *e) {
     return t.data ? t.data : tile_xstrdup("0");
 }
 
+/* One stage's wgmma group: fence, nk k-steps (32 bytes of K each) of the MT m64 tiles, commit;
+ * sa / sb (the stage's A rows and B tile) in scope; adesc: A's descriptor stride and layout,
+ * bdesc: B's descriptor expression of kk. */
+static void stage_mma(tile_strbuf *o, const char *t, int bn, bool bkn, int MT, int swz, const char *adesc, const char *bdesc, bool promote, int nk, int ind) {
+    const char *sp = ind >= 4 ? "                " : "            ";
+    tile_sb_printf(o, "%sTL_WG_FENCE();\n", sp);
+    tile_sb_printf(o, "#pragma unroll\n%sfor (int kk = 0; kk < %d; kk++) {\n", sp, nk);
+    for (int i = 0; i < MT; i++)
+        tile_sb_printf(o, "%s    tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %s), %s, %s);\n", sp, t, bn, bkn ? "t" : "", promote ? "tl_part" : "tl_acc", i,
+                       (unsigned)(i * 64 * swz), adesc, bdesc, promote ? "kk > 0" : "1");
+    tile_sb_printf(o, "%s}\n%sTL_WG_COMMIT();\n", sp, sp);
+}
+
 bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o) {
     sm90 m;
     if (!tb_opt_bool(simt_g_options(G)->opts, TB_OPT_cuda_sm90)) return false;
     if (!match(G, k, &m)) return false;
-    const int C = m.consumers, S = m.stages, MT = m.mt, NR = (int)m.g.BN / 2;
+    const int C = m.consumers, S = m.stages, MT = m.mt, NR = (int)m.g.BN / 2, U = m.u;
     const size_t aBytes = (size_t)(m.g.BM * m.g.BK) * (size_t)m.g.esize, bBytes = (size_t)(m.g.BN * m.g.BK) * (size_t)m.g.esize;
     const size_t stage = aBytes + bBytes;
     const int layout = m.swz == 128 ? 1 : m.swz == 64 ? 2 : 3;
@@ -322,9 +347,12 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     char *c0 = expr_s(G, m.g.store->regions[1].start[0]), *c1 = expr_s(G, m.g.store->regions[1].start[1]);
     char *cr = expr_s(G, m.g.C->shape[0]), *cc = expr_s(G, m.g.C->shape[1]);
     tile_sb_printf(&decode, "            const int32_t tl_n = (int32_t)(%s), tl_lo = (int32_t)(%s); (void)tl_lo;\n", ext, lo);
+    /* stages of the tile: U iterations each, the last one possibly fewer */
+    if (U > 1) tile_sb_printf(&decode, "            const int32_t tl_ns = tl_n > 0 ? (tl_n + %d) / %d : 0;\n", U - 1, U);
+    else tile_sb_puts(&decode, "            const int32_t tl_ns = tl_n;\n");
 
-    tile_sb_printf(o, "    /* sm_90a GEMM (src/codegen/sm90.c): %lldx%lldx%lld %s tile, %d stages, 1 TMA producer + %d wgmma consumer warpgroup(s) */\n",
-                   (long long)m.g.BM, (long long)m.g.BN, (long long)m.g.BK, t, S, C);
+    tile_sb_printf(o, "    /* sm_90a GEMM (src/codegen/sm90.c): %lldx%lldx%lld %s tile, %d stages of %d iteration(s), 1 TMA producer + %d wgmma consumer warpgroup(s) */\n",
+                   (long long)m.g.BM, (long long)m.g.BN, (long long)m.g.BK, t, S, U, C);
     tile_sb_puts(o, "#ifdef TL_SM90_OK\n");
     tile_sb_puts(o, "    uint8_t *tl_sb = (uint8_t *)(((unsigned long long)tl_smem + 1023) & ~1023ull);\n");
     tile_sb_printf(o, "    const uint32_t tl_s0 = tl_sa(tl_sb), tl_bar = tl_s0 + %zuu;\n", barOff);
@@ -340,10 +368,11 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_puts(o, "        if (tl_tid == 0) {\n            uint32_t tl_ig = 0;\n");
     tile_sb_puts(o, "            for (int64_t tl_tile = tl_blk; tl_tile < tl_ntiles; tl_tile += (int64_t)gridDim.x) {\n");
     tile_sb_puts(o, decode.data);
-    tile_sb_puts(o, "            for (int32_t it = 0; it < tl_n; it++, tl_ig++) {\n");
+    tile_sb_puts(o, "            for (int32_t it = 0; it < tl_ns; it++, tl_ig++) {\n");
     tile_sb_printf(o, "                const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
     tile_sb_printf(o, "                tl_mb_wait(tl_bar + 8u * (%d + s), ph ^ 1u);\n", S);
-    tile_sb_printf(o, "                %s = tl_lo + it;\n", kv.data);
+    if (U > 1) tile_sb_printf(o, "                %s = tl_lo + it * %d;\n", kv.data, U);
+    else tile_sb_printf(o, "                %s = tl_lo + it;\n", kv.data);
     tile_sb_printf(o, "                tl_mb_expect(tl_bar + 8u * s, %zuu);\n", stage);
     tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu, &tl_tma0, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, a1, a0);
     if (m.g.bkn)
@@ -366,23 +395,24 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_free(&fv);
     if (promote) tile_sb_printf(o, "        float tl_part[%d][%d];\n", MT, NR);
     tile_sb_printf(o, "        const uint32_t tl_arow = (uint32_t)(tl_cw * %d) * %uu;\n", MT * 64, (unsigned)m.swz);
-    tile_sb_puts(o, "        for (int32_t it = 0; it < tl_n; it++, tl_ig++) {\n");
-    tile_sb_printf(o, "            const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
-    tile_sb_puts(o, "            tl_mb_wait(tl_bar + 8u * s, ph);\n");
-    tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
-    tile_sb_puts(o, "            TL_WG_FENCE();\n");
-    tile_sb_printf(o, "#pragma unroll\n            for (int kk = 0; kk < %d; kk++) {\n", m.swz / 32);
     /* B's descriptor: K-major, 32 bytes (one k step) further per kk; N-major (K x N), 16 rows
      * of swzB bytes (two 8-row swizzle atoms) further, atoms along N BK*swzB bytes apart */
-    char bdesc[128];
+    char bdesc[128], adesc[64];
     if (m.g.bkn)
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc_mn(sb + %uu * kk, %uu, %uu, %d)", (unsigned)(16 * m.swzB), (unsigned)(m.g.BK * m.swzB), (unsigned)(8 * m.swzB), layoutB);
     else
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc(sb + 32u * kk, %uu, %d)", (unsigned)(8 * m.swz), layout);
-    for (int i = 0; i < MT; i++)
-        tile_sb_printf(o, "                tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %uu, %d), %s, %s);\n", t, (int)m.g.BN, m.g.bkn ? "t" : "",
-                       promote ? "tl_part" : "tl_acc", i, (unsigned)(i * 64 * m.swz), (unsigned)(8 * m.swz), layout, bdesc, promote ? "kk > 0" : "1");
-    tile_sb_puts(o, "            }\n            TL_WG_COMMIT();\n");
+    snprintf(adesc, sizeof adesc, "%uu, %d", (unsigned)(8 * m.swz), layout);
+    const int kfull = m.swz / 32, kper = kfull / U;
+    /* full stages: U iterations each; with U > 1 the tile's last stage, of fewer iterations,
+     * follows the loop (below) */
+    if (U > 1) tile_sb_printf(o, "        const int32_t tl_nf = tl_n > 0 ? tl_n / %d : 0;\n", U);
+    else tile_sb_puts(o, "        const int32_t tl_nf = tl_n;\n");
+    tile_sb_puts(o, "        for (int32_t it = 0; it < tl_nf; it++, tl_ig++) {\n");
+    tile_sb_printf(o, "            const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
+    tile_sb_puts(o, "            tl_mb_wait(tl_bar + 8u * s, ph);\n");
+    tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
+    stage_mma(o, t, (int)m.g.BN, m.g.bkn, MT, m.swz, adesc, bdesc, promote, kfull, 3);
     if (promote) {
         /* the stage's partial sums are complete: free the stage, then add them in f32 (two
          * register sets alternating by stage, the add overlapping the next stage's wgmma,
@@ -393,11 +423,31 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_puts(o, "            TL_WG_WAIT(1);\n");
         tile_sb_printf(o, "            if (it > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
         tile_sb_puts(o, "        }\n        TL_WG_WAIT(0);\n");
-        /* the tile's last stage: free it before the epilogue (the producer is already
+        /* the tile's last full stage: free it before the epilogue (the producer is already
          * filling the next tile's stages) */
-        tile_sb_printf(o, "        if (tl_n > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
+        tile_sb_printf(o, "        if (tl_nf > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);
     } else {
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n        }\n", S);
+    }
+    if (U > 1) {
+        /* the last stage holds q = n mod U iterations: its first q * kper k-steps, each count
+         * its own straight run of wgmma ending in a wait (a branch between the wgmmas of one
+         * group makes ptxas serialise them); the box's columns past the loop's end are loaded
+         * and not used */
+        tile_sb_printf(o, "        if (tl_n > 0 && tl_n %% %d != 0) {\n", U);
+        tile_sb_printf(o, "            const int tl_q = tl_n %% %d;\n", U);
+        tile_sb_printf(o, "            const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
+        tile_sb_puts(o, "            tl_mb_wait(tl_bar + 8u * s, ph);\n");
+        tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
+        for (int q = 1; q < U; q++) {
+            tile_sb_printf(o, "            %sif (tl_q == %d) {\n", q > 1 ? "else " : "", q);
+            stage_mma(o, t, (int)m.g.BN, m.g.bkn, MT, m.swz, adesc, bdesc, promote, q * kper, 4);
+            tile_sb_puts(o, "                TL_WG_WAIT(0);\n            }\n");
+        }
+        tile_sb_printf(o, "            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n", S);
+        if (promote)
+            tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n", MT, NR);
+        tile_sb_puts(o, "            tl_ig++;\n        }\n");
     }
     if (m.g.nepi > 0) {
         /* the epilogue's T.Parallel nests, from the IR, on the accumulator in wgmma's layout

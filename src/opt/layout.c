@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deps.h"
 #include "opt.h"
 
 /* ---------- the algebra ---------- */
@@ -1003,16 +1004,93 @@ static size_t stage_bytes(const ir_stmt *s) {
     for (int i = 0; i < s->nbody; i++) n += stage_bytes(s->body[i]);
     return n;
 }
+/* Iterations a stage (the K-steps one stage's barriers and TMA boxes carry): a loop whose body
+ * is a GEMM's main loop — copies from rank-2 globals into the whole of its shared operand
+ * tiles, and the GEMM — whose tiles hold fewer than 128 bytes of K takes U = 128 / (bytes of
+ * K) consecutive iterations a stage, when every copy's K offset steps by the tile's K extent
+ * from one iteration to the next (affine in the loop variable with that coefficient) and its
+ * other offset does not move with the loop: the U tiles are then one box of the global, read
+ * by one TMA copy with 128-byte rows, and the U GEMMs one run of wgmma k-steps between two
+ * barrier waits. Returns U (1: none) and, in *why, what declined it when a larger U was
+ * possible. */
+static int kmerge_of(lp *P, const ir_stmt *loop, const char **why) {
+    *why = NULL;
+    if (!tb_opt_bool(P->f->opts, TB_OPT_sm90_kmerge)) return 1;
+    const ir_stmt *body = loop->body[0];
+    const ir_stmt *const *st = &body;
+    int ns = 1;
+    if (body && body->kind == IR_S_SEQ) {
+        st = (const ir_stmt *const *)body->body;
+        ns = body->nbody;
+    }
+    const ir_stmt *g = NULL;
+    for (int i = 0; i < ns; i++)
+        if (st[i] && st[i]->kind == IR_S_GEMM) {
+            if (g) return 1;
+            g = st[i];
+        }
+    if (!g || g->trans_a) return 1;
+    const ir_buffer *As = g->regions[0].buf, *Bs = g->regions[1].buf;
+    int64_t bk;
+    if (As->scope != IR_SCOPE_SHARED || Bs->scope != IR_SCOPE_SHARED || As->rank != 2 || Bs->rank != 2 || !ir_const_int_value(As->shape[1], &bk) || bk <= 0)
+        return 1;
+    int64_t kb = bk * tile_dtype_bits(As->dtype) / 8;
+    if (kb >= 128 || 128 % kb) return 1;
+    int u = (int)(128 / kb);
+    int ncp = 0;
+    bool seenA = false, seenB = false;
+    for (int i = 0; i < ns; i++) {
+        const ir_stmt *s = st[i];
+        if (!s || s == g) continue;
+        if (s->kind != IR_S_COPY || s->nregions != 2 || s->regions[0].buf->scope != IR_SCOPE_GLOBAL || s->regions[0].buf->rank != 2)
+            return 1;
+        const ir_buffer *d = s->regions[1].buf;
+        if ((d != As && d != Bs) || !ir_region_is_whole(&s->regions[1])) return 1;
+        int kd = d == As ? 1 : g->trans_b ? 1 : 0;
+        int64_t ck = 0, co = 0;
+        if (!opt_affine_coeff(s->regions[0].start[kd], loop->var, &ck) || !opt_affine_coeff(s->regions[0].start[1 - kd], loop->var, &co) || ck != bk || co != 0) {
+            *why = tile_arena_printf(&P->m->arena, "one iteration a stage: the copy into %s does not step by block_K (%lld) along K each iteration", d->name, (long long)bk);
+            return 1;
+        }
+        seenA |= d == As;
+        seenB |= d == Bs;
+        ncp++;
+    }
+    if (!seenA || !seenB || ncp != 2) return 1;
+    return u;
+}
+
 static void plan_pipelines(lp *P, ir_stmt *s) {
     if (!s) return;
     if (s->kind == IR_S_FOR && s->loop_kind == IR_LOOP_PIPELINED) {
         size_t b = stage_bytes(s->body[0]);
-        int req = s->num_stages > 0 ? s->num_stages : 1, st = req;
-        while (st < 4 && b > 0 && (size_t)(st + 1) * b <= 200 * 1024) st++;
+        int req = s->num_stages > 0 ? s->num_stages : 1;
+        const char *kwhy = NULL;
+        int u = kmerge_of(P, s, &kwhy);
+        /* a merged stage must still leave room for two in the ring */
+        while (u > 1 && 2 * (size_t)u * b > 200 * 1024) u /= 2;
+        /* num_stages counts iterations in flight: as many of them in merged stages */
+        int st = u > 1 ? (req + u - 1) / u : req;
+        size_t sb = (size_t)u * b;
+        while (st < 4 && sb > 0 && (size_t)(st + 1) * sb <= 200 * 1024) st++;
         ir_lowering *w = new_lower(P, "pipeline");
         w->iparam[0] = st;
-        w->detail = tile_arena_printf(&P->m->arena, "%d stages of %zu bytes, loads by a producer warpgroup", st, b);
-        if (st != req) w->why = tile_arena_printf(&P->m->arena, "num_stages=%d asked; %d fit (a deeper ring keeps the loads ahead of the GEMMs; the loop's meaning is serial)", req, st);
+        w->iparam[1] = u;
+        if (u > 1)
+            w->detail = tile_arena_printf(&P->m->arena, "%d stages of %zu bytes, %d iterations a stage, loads by a producer warpgroup", st, sb, u);
+        else
+            w->detail = tile_arena_printf(&P->m->arena, "%d stages of %zu bytes, loads by a producer warpgroup", st, sb);
+        tile_strbuf why = {0};
+        if (u > 1)
+            tile_sb_printf(&why, "%d iterations a stage: each holds %lld bytes of K, and the copies step by block_K along K, so %d of them are one TMA box of 128-byte rows and one run of wgmma k-steps between barrier waits",
+                           u, (long long)(128 / u), u);
+        else if (kwhy)
+            tile_sb_puts(&why, kwhy);
+        if (st * u != req)
+            tile_sb_printf(&why, "%snum_stages=%d asked; %d%s fit (a deeper ring keeps the loads ahead of the GEMMs; the loop's meaning is serial)", why.len ? "; " : "", req, st,
+                           u > 1 ? " stages" : "");
+        if (why.len) w->why = tile_arena_printf(&P->m->arena, "%s", why.data);
+        tile_sb_free(&why);
         s->lower = w;
     }
     for (int i = 0; i < s->nbody; i++) plan_pipelines(P, s->body[i]);
