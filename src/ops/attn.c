@@ -364,3 +364,79 @@ done:
     tile_tensor_free(&lpart);
     return top_end(&c, error);
 }
+
+/* ---------------- scaled_dot_product_attention_backward ---------------- */
+tile_status tile_op_scaled_dot_product_attention_backward(const char *target, const tile_tensor *q, const tile_tensor *k, const tile_tensor *v,
+                                                          const tile_tensor *out, const tile_tensor *dout, const tile_tensor *lse,
+                                                          const tile_op_attn_opts *opts, tile_tensor *dq, tile_tensor *dk, tile_tensor *dv,
+                                                          char **error) {
+    BEGIN("scaled_dot_product_attention_backward");
+    const tile_op_attn_opts *o = opts ? opts : &k_default_opts;
+    if (!check_qkv_dtypes(&c, op_, q, k, v)) return top_end(&c, error);
+    if (q->rank != 4) return top_fail(&c, TILE_ERR_USER, "q: rank %d, expected 4 ([batch, heads, seq, head_dim])", q->rank), top_end(&c, error);
+    if (k->rank != 4) return top_fail(&c, TILE_ERR_USER, "k: rank %d, expected 4 ([batch, kv_heads, kv_seq, head_dim])", k->rank), top_end(&c, error);
+    int64_t B = q->shape[0], HQ = q->shape[1], SQ = q->shape[2], D = q->shape[3], HK = k->shape[1], SK = k->shape[2];
+    char a[96], bb[96];
+    if (k->shape[0] != B || k->shape[3] != D) {
+        shape_of(a, sizeof a, k), shape_of(bb, sizeof bb, q);
+        top_fail(&c, TILE_ERR_USER, "k: shape %s does not match q's %s in batch and head dim", a, bb);
+        return top_end(&c, error);
+    }
+    if (!top_check_same_shape(&c, "v", v, "k", k) || !check_heads(&c, "k", HQ, HK) || !check_head_dim(&c, D) || !check_opts(&c, o, HQ, q->dtype))
+        return top_end(&c, error);
+    if (!top_check_tensor(&c, "out", out) || !top_check_same_shape(&c, "out", out, "q", q) || !top_check_tensor(&c, "dout", dout) ||
+        !top_check_same_shape(&c, "dout", dout, "q", q) || !top_check_tensor(&c, "lse", lse))
+        return top_end(&c, error);
+    if (out->dtype != q->dtype || dout->dtype != q->dtype) {
+        top_fail(&c, TILE_ERR_USER, "%s: dtype %s differs from q's %s", out->dtype != q->dtype ? "out" : "dout",
+                 tile_dtype_name(out->dtype != q->dtype ? out->dtype : dout->dtype), tile_dtype_name(q->dtype));
+        return top_end(&c, error);
+    }
+    int64_t ls[3] = {B, HQ, SQ};
+    if (lse->dtype != TILE_DT_F32 || lse->rank != 3 || lse->shape[0] != B || lse->shape[1] != HQ || lse->shape[2] != SQ) {
+        shape_of(a, sizeof a, lse);
+        top_shape_str(bb, sizeof bb, 3, ls);
+        top_fail(&c, TILE_ERR_USER, "lse: %s %s, expected float32 %s (the forward's logsumexp)", tile_dtype_name(lse->dtype), a, bb);
+        return top_end(&c, error);
+    }
+    if (!top_prepare_out(&c, "dq", dq, q->dtype, 4, q->shape) || !top_prepare_out(&c, "dk", dk, q->dtype, 4, k->shape) ||
+        !top_prepare_out(&c, "dv", dv, q->dtype, 4, k->shape))
+        return top_end(&c, error);
+    if (B * HK * SK * D == 0 || SQ == 0) {
+        /* no key or no query: every gradient is 0 */
+        top_fill(&c, dq, tile_op_float(0.0));
+        top_fill(&c, dk, tile_op_float(0.0));
+        top_fill(&c, dv, tile_op_float(0.0));
+        return top_end(&c, error);
+    }
+    tile_tensor delta = {0};
+    int64_t dsh[2] = {B * HQ, SQ};
+    if (!top_temp(&c, &delta, TILE_DT_F32, 2, dsh)) return top_end(&c, error);
+    {
+        double scale = o->scale != 0.0 ? o->scale : 1.0 / sqrt((double)D), cap = o->softcap, isc = cap > 0 ? scale / cap : 0.0;
+        tile_tensor Q = top_view3(q, B * HQ, SQ, D), K = top_view3(k, B * HK, SK, D), V = top_view3(v, B * HK, SK, D);
+        tile_tensor dO = top_view3(dout, B * HQ, SQ, D), L = top_view(lse, 2, dsh);
+        top_defs d;
+        top_defs_init(&d);
+        top_def_int(&d, "D", D);
+        top_def_dt(&d, "dtype", q->dtype);
+        top_kernel *kp, *kkv, *kq;
+        if (!top_kernel_get(&c, op_->src, "attn_bwd_pre", &d, &kp)) goto done;
+        tile_tensor pp[3] = {top_view3(out, B * HQ, SQ, D), dO, delta};
+        if (!top_kernel_run(&c, kp, pp, 3, NULL)) goto done;
+        top_def_int(&d, "causal", o->is_causal != 0);
+        top_def_int(&d, "window", o->window > 0);
+        top_def_int(&d, "softcap", cap > 0);
+        if (!top_kernel_get(&c, op_->src, "attn_bwd_dkdv", &d, &kkv) || !top_kernel_get(&c, op_->src, "attn_bwd_dq", &d, &kq)) goto done;
+        /* torch's causal mask is top-left aligned (off = 0) */
+        tile_tensor p1[14] = {Q, K, V, dO, L, delta, top_view3(dk, B * HK, SK, D), top_view3(dv, B * HK, SK, D)};
+        double s1[14] = {0, 0, 0, 0, 0, 0, 0, 0, (double)(HQ / HK), scale, isc, cap, 0.0, (double)(o->window - 1)};
+        if (!top_kernel_run(&c, kkv, p1, 14, s1)) goto done;
+        tile_tensor p2[13] = {Q, K, V, dO, L, delta, top_view3(dq, B * HQ, SQ, D)};
+        double s2[13] = {0, 0, 0, 0, 0, 0, 0, (double)(HQ / HK), scale, isc, cap, 0.0, (double)(o->window - 1)};
+        top_kernel_run(&c, kq, p2, 13, s2);
+    }
+done:
+    tile_tensor_free(&delta);
+    return top_end(&c, error);
+}

@@ -1323,6 +1323,68 @@ def attn_cases(R):
                     (round_to(ro, dt), rl), (dt, "float32"), k_)
 
 
+def attn_bwd_ref(q, k, v, do, causal=False, scale=0.0, window=0, softcap=0.0, sinks=None):
+    """float64 gradients (dq, dk, dv) of attn_ref's out with respect to q, k, v given dout"""
+    B, Hq, Sq, D = q.shape
+    Hkv, Skv = k.shape[1], k.shape[2]
+    g = Hq // Hkv
+    fq, kk, vv, fdo = f64(q), np.repeat(f64(k), g, axis=1), np.repeat(f64(v), g, axis=1), f64(do)
+    sc = scale if scale else 1.0 / math.sqrt(D)
+    raw = np.einsum("bhqd,bhkd->bhqk", fq, kk) * sc
+    z = softcap * np.tanh(raw / softcap) if softcap else raw
+    i, j = np.arange(Sq)[:, None], np.arange(Skv)[None, :]
+    vis = np.ones((Sq, Skv), bool)
+    if causal:
+        vis &= j <= i
+    if window:
+        vis &= j >= i - (window - 1)
+    _, lse = attn_ref(q, k, v, causal, scale, window, softcap, sinks)
+    with np.errstate(invalid="ignore"):
+        p = np.where(vis, np.exp(np.where(vis, z, 0.0) - np.where(np.isinf(lse), 0.0, lse)[..., None]), 0.0)
+    dv = np.einsum("bhqk,bhqd->bhkd", p, fdo)
+    dp = np.einsum("bhqd,bhkd->bhqk", fdo, vv)
+    o = np.einsum("bhqk,bhkd->bhqd", p, vv)
+    dz = p * (dp - (fdo * o).sum(-1, keepdims=True))
+    draw = dz * ((1 - np.tanh(raw / softcap) ** 2) if softcap else 1.0) * sc
+    dq = np.einsum("bhqk,bhkd->bhqd", draw, kk)
+    dk = np.einsum("bhqk,bhqd->bhkd", draw, fq)
+    red = lambda a: a.reshape(B, Hkv, g, Skv, D).sum(2)
+    return dq, red(dk), red(dv)
+
+
+def _sdpa_bwd(tg, q, k, v, o, do, lse, opts):
+    dq, dk, dv = out(), out(), out()
+    call("tile_op_scaled_dot_product_attention_backward", b(tg), C.byref(tt(q)), C.byref(tt(k)), C.byref(tt(v)), C.byref(tt(o)), C.byref(tt(do)),
+         C.byref(tt(lse)), C.byref(opts), C.byref(dq), C.byref(dk), C.byref(dv))
+    return to_np(dq), to_np(dk), to_np(dv)
+
+
+def attn_bwd_cases(R):
+    if not R.want("scaled_dot_product_attention_backward"):
+        return
+    # (dtype, B, Hq, Hkv, Sq, Skv, D, causal, window, softcap, sinks)
+    cases = [("float32", 1, 2, 2, 37, 37, 32, False, 0, 0.0, None),
+             ("float32", 2, 4, 2, 70, 45, 16, True, 0, 0.0, None),              # GQA, Sq > Skv (rows with no key), causal
+             ("float16", 1, 3, 1, 65, 130, 64, True, 20, 0.0, None),            # MQA, Sq < Skv, sliding window
+             ("float32", 1, 2, 1, 29, 31, 24, False, 0, 4.0, "float32"),        # softcap, sinks (through lse)
+             ("bfloat16", 1, 2, 2, 40, 40, 64, True, 0, 0.0, None),
+             ("float32", 1, 2, 1, 6, 0, 8, False, 0, 0.0, None)]                # Skv = 0
+    for k_, (dt, B, Hq, Hkv, Sq, Skv, D, causal, win, cap, sdt) in enumerate(cases):
+        q = rand((B, Hq, Sq, D), dt, -1.5, 1.5)
+        k = rand((B, Hkv, Skv, D), dt, -1.5, 1.5)
+        v = rand((B, Hkv, Skv, D), dt)
+        do = rand((B, Hq, Sq, D), dt)
+        sinks = rand((Hq,), sdt, -1, 2) if sdt else None
+        opts = attn_opts(causal, 0.0, win, cap, sinks)
+        # the forward's out and lse as a caller has them: from the interpreter, in q's dtype
+        o, lse = _sdpa("interp", q, k, v, opts)
+        ref = attn_bwd_ref(q, k, v, do, causal, 0.0, win, cap, sinks)
+        what = "%s B%d Hq%d Hkv%d Sq%d Skv%d D%d causal=%d window=%d softcap=%g sinks=%s" % (dt, B, Hq, Hkv, Sq, Skv, D, causal, win, cap, sdt)
+        R.check("scaled_dot_product_attention_backward", what,
+                lambda tg, q=q, k=k, v=v, o=o, do=do, lse=lse, opts=opts: _sdpa_bwd(tg, q, k, v, o, do, lse, opts),
+                tuple(round_to(r, dt) for r in ref), (dt, dt, dt), k_)
+
+
 def attn_bad_argument_cases(R):
     E = R.expect_error
     f = lambda *s: rand(s, "float32")
@@ -1339,6 +1401,10 @@ def attn_bad_argument_cases(R):
     E("scaled_dot_product_attention", "out shape", lambda tg: _sdpa(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), none, False,
                                                                     np.zeros((1, 2, 4, 9), np.float32)), "out")
     cq = np.array([0, 3, 5], np.int32)
+    E("scaled_dot_product_attention_backward", "lse shape", lambda tg: _sdpa_bwd(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8),
+                                                                               f(1, 2, 4, 8), f(1, 2, 5), none), "lse")
+    E("scaled_dot_product_attention_backward", "dout shape", lambda tg: _sdpa_bwd(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8),
+                                                                                f(1, 2, 3, 8), f(1, 2, 4), none), "dout")
     E("attention_varlen", "cu_seqlens_q end", lambda tg: _varlen(tg, f(6, 2, 8), f(5, 2, 8), f(5, 2, 8), cq, cq, none), "cu_seqlens_q")
     E("attention_varlen", "cu_seqlens_k dtype", lambda tg: _varlen(tg, f(5, 2, 8), f(5, 2, 8), f(5, 2, 8), cq, cq.astype(np.int64), none),
       "cu_seqlens_k")
@@ -1524,6 +1590,7 @@ def main():
         cache_case(R)
     if g in ("all", "attn"):
         attn_cases(R)
+        attn_bwd_cases(R)
         attn_bad_argument_cases(R)
     if g == "all" and not R.only:
         missing = [n for n, _, _ in ops if n not in R.op_seen]
