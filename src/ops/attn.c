@@ -1,5 +1,5 @@
 /* attn.c — the attention operators (attn.tl): scaled_dot_product_attention (dense, torch's
- * layout), attention_varlen (packed sequences, flash_attn's layout) and attention_decode
+ * layout) and its backward, attention_varlen (packed sequences, flash_attn's layout) and attention_decode
  * (one query token per sequence against a paged KV cache, split over the KV length and
  * combined). Checks name the argument; the launch picks the compile-time values: the head
  * dim, the mask and epilogue flags, and the tile sizes (larger on cuda, where the 16-bit
@@ -171,19 +171,15 @@ tile_status tile_op_scaled_dot_product_attention(const char *target, const tile_
 }
 
 /* ---------------- attention_varlen ---------------- */
-/* cu_seqlens [B + 1] int32: 0, non-decreasing, ending at the packed length; the longest
- * sequence's length through *maxlen */
-static bool check_cu(top_ctx *c, const char *arg, const tile_tensor *cu, int64_t total, int64_t *maxlen) {
+/* cu_seqlens [B + 1] int32: 0, non-decreasing, ending at the packed length */
+static bool check_cu(top_ctx *c, const char *arg, const tile_tensor *cu, int64_t total) {
     if (!top_check_tensor(c, arg, cu)) return false;
     if (cu->dtype != TILE_DT_I32) return top_fail(c, TILE_ERR_USER, "%s: dtype %s, expected int32", arg, tile_dtype_name(cu->dtype));
     if (cu->rank != 1 || cu->shape[0] < 1) return top_fail(c, TILE_ERR_USER, "%s: expected a rank-1 tensor of batch + 1 offsets", arg);
     const int32_t *v = cu->data;
     if (v[0] != 0) return top_fail(c, TILE_ERR_USER, "%s: entry 0 is %d, expected 0", arg, v[0]);
-    *maxlen = 0;
-    for (int64_t i = 1; i < cu->shape[0]; i++) {
+    for (int64_t i = 1; i < cu->shape[0]; i++)
         if (v[i] < v[i - 1]) return top_fail(c, TILE_ERR_USER, "%s: entry %lld (%d) is below entry %lld (%d)", arg, (long long)i, v[i], (long long)i - 1, v[i - 1]);
-        if (v[i] - v[i - 1] > *maxlen) *maxlen = v[i] - v[i - 1];
-    }
     if (v[cu->shape[0] - 1] != total)
         return top_fail(c, TILE_ERR_USER, "%s: the last entry is %d, expected the packed length %lld", arg, v[cu->shape[0] - 1], (long long)total);
     return true;
@@ -204,10 +200,9 @@ tile_status tile_op_attention_varlen(const char *target, const tile_tensor *q, c
         top_fail(&c, TILE_ERR_USER, "k: shape %s: head dim %lld differs from q's %lld", a, (long long)k->shape[2], (long long)D);
         return top_end(&c, error);
     }
-    int64_t mq = 0, mk = 0;
     if (!top_check_same_shape(&c, "v", v, "k", k) || !check_heads(&c, "k", HQ, HK) || !check_head_dim(&c, D) ||
-        !check_opts(&c, o, HQ, q->dtype) || !check_cu(&c, "cu_seqlens_q", cu_seqlens_q, TQ, &mq) ||
-        !check_cu(&c, "cu_seqlens_k", cu_seqlens_k, TK, &mk))
+        !check_opts(&c, o, HQ, q->dtype) || !check_cu(&c, "cu_seqlens_q", cu_seqlens_q, TQ) ||
+        !check_cu(&c, "cu_seqlens_k", cu_seqlens_k, TK))
         return top_end(&c, error);
     if (cu_seqlens_k->shape[0] != cu_seqlens_q->shape[0]) {
         top_fail(&c, TILE_ERR_USER, "cu_seqlens_k: %lld entries, cu_seqlens_q has %lld", (long long)cu_seqlens_k->shape[0],
