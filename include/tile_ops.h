@@ -303,13 +303,13 @@ TILE_API tile_status tile_op_scaled_dot_product_attention(const char *target, co
                                                           tile_tensor *lse, char **error);
 /* The gradients of scaled_dot_product_attention (its autograd in torch): dq [B, Hq, Sq, D],
  * dk and dv [B, Hkv, Skv, D] (summed over each KV head's query heads) from q, k, v, the
- * forward's out and lse, and dout; opts as given to the forward (the sinks enter through lse;
- * their own gradient is not computed). The softmax is recomputed from lse block by block
- * (FlashAttention-2's backward: memory O(S * D)). */
+ * forward's out and lse, and dout; opts as given to the forward. dsinks (may be NULL; needs
+ * opts->sinks) [Hq] float32: the sinks' gradient. The softmax is recomputed from lse block by
+ * block (FlashAttention-2's backward: memory O(S * D)). */
 TILE_API tile_status tile_op_scaled_dot_product_attention_backward(const char *target, const tile_tensor *q, const tile_tensor *k,
                                                                    const tile_tensor *v, const tile_tensor *out, const tile_tensor *dout,
                                                                    const tile_tensor *lse, const tile_op_attn_opts *opts, tile_tensor *dq,
-                                                                   tile_tensor *dk, tile_tensor *dv, char **error);
+                                                                   tile_tensor *dk, tile_tensor *dv, tile_tensor *dsinks, char **error);
 /* Packed sequences (flash_attn_varlen_func): q [Tq, Hq, D], k and v [Tk, Hkv, D]; sequence
  * b is rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of q and [cu_seqlens_k[b], cu_seqlens_k[b
  * + 1]) of k and v (both int32 [batch + 1], starting at 0, ending at Tq / Tk). out [Tq, Hq,

@@ -364,7 +364,7 @@ done:
 tile_status tile_op_scaled_dot_product_attention_backward(const char *target, const tile_tensor *q, const tile_tensor *k, const tile_tensor *v,
                                                           const tile_tensor *out, const tile_tensor *dout, const tile_tensor *lse,
                                                           const tile_op_attn_opts *opts, tile_tensor *dq, tile_tensor *dk, tile_tensor *dv,
-                                                          char **error) {
+                                                          tile_tensor *dsinks, char **error) {
     BEGIN("scaled_dot_product_attention_backward");
     const tile_op_attn_opts *o = opts ? opts : &k_default_opts;
     if (!check_qkv_dtypes(&c, op_, q, k, v)) return top_end(&c, error);
@@ -397,16 +397,24 @@ tile_status tile_op_scaled_dot_product_attention_backward(const char *target, co
     if (!top_prepare_out(&c, "dq", dq, q->dtype, 4, q->shape) || !top_prepare_out(&c, "dk", dk, q->dtype, 4, k->shape) ||
         !top_prepare_out(&c, "dv", dv, q->dtype, 4, k->shape))
         return top_end(&c, error);
-    if (B * HK * SK * D == 0 || SQ == 0) {
+    if (dsinks && !o->sinks) return top_fail(&c, TILE_ERR_USER, "dsinks: given without opts->sinks"), top_end(&c, error);
+    if (dsinks && !top_prepare_out(&c, "dsinks", dsinks, TILE_DT_F32, 1, &HQ)) return top_end(&c, error);
+    if ((B * SQ == 0 || SK == 0) && !dsinks) {
         /* no key or no query: every gradient is 0 */
         top_fill(&c, dq, tile_op_float(0.0));
         top_fill(&c, dk, tile_op_float(0.0));
         top_fill(&c, dv, tile_op_float(0.0));
         return top_end(&c, error);
     }
-    tile_tensor delta = {0};
+    if (B * SQ == 0) {
+        top_fill(&c, dk, tile_op_float(0.0));
+        top_fill(&c, dv, tile_op_float(0.0));
+        top_fill(&c, dsinks, tile_op_float(0.0));
+        return top_end(&c, error);
+    }
+    tile_tensor delta = {0}, gs = {0};
     int64_t dsh[2] = {B * HQ, SQ};
-    if (!top_temp(&c, &delta, TILE_DT_F32, 2, dsh)) return top_end(&c, error);
+    if (!top_temp(&c, &delta, TILE_DT_F32, 2, dsh) || (dsinks && !top_temp(&c, &gs, TILE_DT_F32, 2, dsh))) goto done;
     {
         double scale = o->scale != 0.0 ? o->scale : 1.0 / sqrt((double)D), cap = o->softcap, isc = cap > 0 ? scale / cap : 0.0;
         tile_tensor Q = top_view3(q, B * HQ, SQ, D), K = top_view3(k, B * HK, SK, D), V = top_view3(v, B * HK, SK, D);
@@ -416,9 +424,25 @@ tile_status tile_op_scaled_dot_product_attention_backward(const char *target, co
         top_def_int(&d, "D", D);
         top_def_dt(&d, "dtype", q->dtype);
         top_kernel *kp, *kkv, *kq;
-        if (!top_kernel_get(&c, op_->src, "attn_bwd_pre", &d, &kp)) goto done;
-        tile_tensor pp[3] = {top_view3(out, B * HQ, SQ, D), dO, delta};
-        if (!top_kernel_run(&c, kp, pp, 3, NULL)) goto done;
+        top_defs dp = d;
+        top_def_int(&dp, "sink", dsinks != NULL);
+        top_def_dt(&dp, "sink_dtype", o->sinks ? o->sinks->dtype : TILE_DT_F32);
+        if (!top_kernel_get(&c, op_->src, "attn_bwd_pre", &dp, &kp)) goto done;
+        tile_tensor pp[7] = {top_view3(out, B * HQ, SQ, D), dO, delta, o->sinks ? *o->sinks : dummy1(), dsinks ? L : dummy1(), dsinks ? gs : dummy1()};
+        double sp[7] = {0, 0, 0, 0, 0, 0, (double)HQ};
+        if (!top_kernel_run(&c, kp, pp, 7, sp)) goto done;
+        if (dsinks) {
+            /* dsinks[h] = the sum of the rows' shares over batch and queries */
+            tile_tensor g3 = top_view(&gs, 3, (int64_t[]){B, HQ, SQ});
+            int dims[2] = {0, 2};
+            if (!top_reduce_into(&c, "sum", &g3, dims, 2, false, dsinks)) goto done;
+        }
+        if (SK == 0) {
+            top_fill(&c, dq, tile_op_float(0.0));
+            top_fill(&c, dk, tile_op_float(0.0));
+            top_fill(&c, dv, tile_op_float(0.0));
+            goto done;
+        }
         top_def_int(&d, "causal", o->is_causal != 0);
         top_def_int(&d, "window", o->window > 0);
         top_def_int(&d, "softcap", cap > 0);
@@ -433,5 +457,6 @@ tile_status tile_op_scaled_dot_product_attention_backward(const char *target, co
     }
 done:
     tile_tensor_free(&delta);
+    tile_tensor_free(&gs);
     return top_end(&c, error);
 }

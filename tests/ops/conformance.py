@@ -1349,14 +1349,18 @@ def attn_bwd_ref(q, k, v, do, causal=False, scale=0.0, window=0, softcap=0.0, si
     dq = np.einsum("bhqk,bhkd->bhqd", draw, kk)
     dk = np.einsum("bhqk,bhqd->bhkd", draw, fq)
     red = lambda a: a.reshape(B, Hkv, g, Skv, D).sum(2)
-    return dq, red(dk), red(dv)
+    if sinks is None:
+        return dq, red(dk), red(dv)
+    # the sink's probability exp(sink - lse) times -Delta, summed over batch and queries
+    ds = (-np.exp(f64(sinks)[None, :, None] - lse) * (fdo * o).sum(-1)).sum((0, 2))
+    return dq, red(dk), red(dv), ds
 
 
-def _sdpa_bwd(tg, q, k, v, o, do, lse, opts):
-    dq, dk, dv = out(), out(), out()
+def _sdpa_bwd(tg, q, k, v, o, do, lse, opts, want_dsinks=False):
+    dq, dk, dv, ds = out(), out(), out(), out()
     call("tile_op_scaled_dot_product_attention_backward", b(tg), C.byref(tt(q)), C.byref(tt(k)), C.byref(tt(v)), C.byref(tt(o)), C.byref(tt(do)),
-         C.byref(tt(lse)), C.byref(opts), C.byref(dq), C.byref(dk), C.byref(dv))
-    return to_np(dq), to_np(dk), to_np(dv)
+         C.byref(tt(lse)), C.byref(opts), C.byref(dq), C.byref(dk), C.byref(dv), C.byref(ds) if want_dsinks else None)
+    return (to_np(dq), to_np(dk), to_np(dv)) + ((to_np(ds),) if want_dsinks else ())
 
 
 def attn_bwd_cases(R):
@@ -1368,7 +1372,9 @@ def attn_bwd_cases(R):
              ("float16", 1, 3, 1, 65, 130, 64, True, 20, 0.0, None),            # MQA, Sq < Skv, sliding window
              ("float32", 1, 2, 1, 29, 31, 24, False, 0, 4.0, "float32"),        # softcap, sinks (through lse)
              ("bfloat16", 1, 2, 2, 40, 40, 64, True, 0, 0.0, None),
-             ("float32", 1, 2, 1, 6, 0, 8, False, 0, 0.0, None)]                # Skv = 0
+             ("float16", 2, 4, 2, 33, 50, 32, True, 0, 0.0, "float16"),         # sinks with dsinks, f16
+             ("float32", 1, 2, 1, 6, 0, 8, False, 0, 0.0, None),                # Skv = 0
+             ("float32", 1, 2, 2, 5, 0, 8, False, 0, 0.0, "float32")]           # Skv = 0 with sinks
     for k_, (dt, B, Hq, Hkv, Sq, Skv, D, causal, win, cap, sdt) in enumerate(cases):
         q = rand((B, Hq, Sq, D), dt, -1.5, 1.5)
         k = rand((B, Hkv, Skv, D), dt, -1.5, 1.5)
@@ -1380,9 +1386,10 @@ def attn_bwd_cases(R):
         o, lse = _sdpa("interp", q, k, v, opts)
         ref = attn_bwd_ref(q, k, v, do, causal, 0.0, win, cap, sinks)
         what = "%s B%d Hq%d Hkv%d Sq%d Skv%d D%d causal=%d window=%d softcap=%g sinks=%s" % (dt, B, Hq, Hkv, Sq, Skv, D, causal, win, cap, sdt)
+        ws = sinks is not None  # dsinks (float32) is compared at the tolerance of dt, the dtype of the out it comes from
         R.check("scaled_dot_product_attention_backward", what,
-                lambda tg, q=q, k=k, v=v, o=o, do=do, lse=lse, opts=opts: _sdpa_bwd(tg, q, k, v, o, do, lse, opts),
-                tuple(round_to(r, dt) for r in ref), (dt, dt, dt), k_)
+                lambda tg, q=q, k=k, v=v, o=o, do=do, lse=lse, opts=opts, ws=ws: _sdpa_bwd(tg, q, k, v, o, do, lse, opts, ws),
+                tuple(round_to(r, dt) for r in ref[:3]) + tuple(ref[3:]), (dt, dt, dt) + ((dt,) if ws else ()), k_)
 
 
 def attn_bad_argument_cases(R):
@@ -1405,6 +1412,8 @@ def attn_bad_argument_cases(R):
                                                                                f(1, 2, 4, 8), f(1, 2, 5), none), "lse")
     E("scaled_dot_product_attention_backward", "dout shape", lambda tg: _sdpa_bwd(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8),
                                                                                 f(1, 2, 3, 8), f(1, 2, 4), none), "dout")
+    E("scaled_dot_product_attention_backward", "dsinks without sinks", lambda tg: _sdpa_bwd(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8),
+                                                                                         f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4), none, True), "dsinks")
     E("attention_varlen", "cu_seqlens_q end", lambda tg: _varlen(tg, f(6, 2, 8), f(5, 2, 8), f(5, 2, 8), cq, cq, none), "cu_seqlens_q")
     E("attention_varlen", "cu_seqlens_k dtype", lambda tg: _varlen(tg, f(5, 2, 8), f(5, 2, 8), f(5, 2, 8), cq, cq.astype(np.int64), none),
       "cu_seqlens_k")
