@@ -22,8 +22,9 @@
  *
  * Conventions (every tile_op_* function):
  *   - target: "interp", "cpu", "opencl", "cuda", or "auto"/NULL (tile_auto_target()).
- *   - Tensors are host tile_tensors (tile.h): row-major and contiguous; rank 0 is a scalar
- *     tensor (one element). fp4 operands are not accepted here.
+ *   - Tensors are host tile_tensors (tile.h), or on the device tile_op_set_device chose for
+ *     the thread: row-major and contiguous; rank 0 is a scalar tensor (one element). fp4
+ *     operands are not accepted here.
  *   - Outputs: a tile_tensor whose data is NULL is allocated (shape and dtype filled in, free
  *     it with tile_tensor_free); one with data must already have the result's shape and
  *     dtype (and may be the same memory as an elementwise operator's input).
@@ -86,6 +87,30 @@ typedef struct tile_op_cache_stats {
 TILE_API void tile_op_cache_get_stats(tile_op_cache_stats *out);
 /* Frees every cached kernel (no call may be running). */
 TILE_API void tile_op_cache_clear(void);
+
+/* ---------- where the data lives: the calling thread's operator device ----------
+ * By default tile_tensor.data is host memory, and targets other than cpu copy it in and out
+ * around each kernel. tile_op_set_device(dev, stream) makes every later tile_op_* call on
+ * this thread take and return tensors on dev instead:
+ *   - data are device pointers (tile_buffer_alloc's, or another allocator's such as
+ *     PyTorch's) on dev; kernels are enqueued on stream, asynchronously, with no copies;
+ *   - outputs with data == NULL are allocated with tile_buffer_alloc on dev (free them with
+ *     tile_op_tensor_free, or tile_buffer_free, under the same setting), and so are
+ *     temporaries (freed in the call; the pool reuses them only in stream order);
+ *   - target NULL / "auto" is the device's target; another one is an error naming target;
+ *   - entries the operator checks on the host (indices of embedding, index_select, gather,
+ *     scatter, targets of cross_entropy, positions of rope) are copied to the host first, so
+ *     those checks stay exact; such calls wait for the stream.
+ * dev may be cpu (then data are host memory, every target runs, outputs come from the cpu
+ * pool; stream may be NULL) or cuda (stream required: tile_stream_wrap(dev, NULL) is the
+ * default stream). OpenCL is refused: its buffers are handles, and the operators address
+ * parts of a tensor by pointer. tile_op_reset_device() returns the thread to host tensors. */
+TILE_API tile_status tile_op_set_device(tile_device dev, tile_stream *stream, char **error);
+TILE_API void tile_op_reset_device(void);
+/* 1 with *dev and *stream (either may be NULL) set when the thread has an operator device, else 0 */
+TILE_API int tile_op_get_device(tile_device *dev, tile_stream **stream);
+/* Frees an output a tile_op_* call allocated under the thread's current setting; data = NULL. */
+TILE_API void tile_op_tensor_free(tile_tensor *t);
 
 /* A Python-style scalar: its kind (TILE_DT_BOOL, TILE_DT_I64 or TILE_DT_F64) takes part in
  * type promotion as a Python bool / int / float does in PyTorch ("wrapped number"). */

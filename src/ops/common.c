@@ -15,7 +15,11 @@ bool top_begin(top_ctx *c, const char *opname, const top_op *op, const char *tar
     c->entry = op;
     if (!op) return top_fail(c, TILE_ERR_USER, "op: unknown operator '%s' (docs/ops.md lists them)", opname ? opname : "(null)");
     c->op = op->name;
-    if (!target || !strcmp(target, "auto")) target = tile_auto_target();
+    const char *need = top_device_target();
+    if (!target || !strcmp(target, "auto")) target = need ? need : tile_auto_target();
+    if (need && strcmp(target, need))
+        return top_fail(c, TILE_ERR_USER, "target: '%s' cannot run on tensors in %s memory (this thread's tile_op_set_device); use '%s'", target,
+                        need, need);
     unsigned bit = 0;
     for (int i = 0; i < 4; i++)
         if (!strcmp(target, g_targets[i])) {
@@ -41,12 +45,13 @@ bool top_fail(top_ctx *c, tile_status st, const char *fmt, ...) {
 tile_status top_end(top_ctx *c, char **error) {
     if (error) *error = NULL;
     if (c->st != TILE_OK) {
-        for (int i = 0; i < c->nallocated; i++) tile_tensor_free(c->allocated[i]);
+        for (int i = 0; i < c->nallocated; i++) top_free(c->allocated[i]);
         if (error) {
             *error = c->err.data;
             c->err.data = NULL;
         }
     }
+    top_release_staged(c);
     tile_sb_free(&c->err);
     return c->st;
 }
@@ -132,9 +137,7 @@ bool top_prepare_out(top_ctx *c, const char *arg, tile_tensor *out, tile_dtype d
         out->dtype = dt;
         out->rank = rank;
         memcpy(out->shape, s, sizeof s);
-        size_t bytes = tile_tensor_bytes(out);
-        out->data = calloc(1, bytes ? bytes : 1);
-        if (!out->data) return top_fail(c, TILE_ERR_USER, "%s: out of memory allocating %zu bytes", arg, bytes);
+        if (!top_alloc(c, arg, out, false)) return false;
         if (c->nallocated < (int)(sizeof c->allocated / sizeof c->allocated[0])) c->allocated[c->nallocated++] = out;
         return true;
     }
@@ -233,10 +236,7 @@ bool top_temp(top_ctx *c, tile_tensor *t, tile_dtype dt, int rank, const int64_t
     t->dtype = dt;
     t->rank = rank;
     for (int d = 0; d < rank; d++) t->shape[d] = shape[d];
-    size_t bytes = tile_tensor_bytes(t);
-    t->data = calloc(1, bytes ? bytes : 1);
-    if (!t->data) return top_fail(c, TILE_ERR_USER, "out of memory allocating a temporary of %zu bytes", bytes);
-    return true;
+    return top_alloc(c, "a temporary", t, true);
 }
 
 void *top_elem_ptr(const tile_tensor *t, int64_t elem) {
@@ -322,7 +322,7 @@ bool top_copy_strided(top_ctx *c, const tile_tensor *x, int64_t xoff, const int6
         }
         if (!top_temp(c, &tmp, y->dtype, rank, shape)) return false;
         bool ok = top_copy_strided(c, x, xoff, xs, &tmp, 0, cs, rank, shape) && top_copy_strided(c, &tmp, 0, cs, y, yoff, ys, rank, shape);
-        tile_tensor_free(&tmp);
+        top_free(&tmp);
         return ok;
     }
     static const char *const gnames[] = {"gather1", "gather2", "gather3", "gather4"};

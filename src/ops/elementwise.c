@@ -344,6 +344,7 @@ tile_status tile_op_binary_scalar(const char *target, const char *opname, const 
     else if (s.kind == TILE_DT_F64) tile_store_f(sdt, buf, 0, s.f);
     else tile_store_i(sdt, buf, 0, s.i);
     tile_tensor st = {buf, sdt, 0, {0}};
+    if (!top_stage_scalar(&c, &st, s)) return top_end(&c, error);
     if (scalar_first) binary_run(&c, op, &st, a, rt, NULL, out);
     else binary_run(&c, op, a, &st, rt, NULL, out);
     return top_end(&c, error);

@@ -115,7 +115,7 @@ tile_status tile_op_gemm(const char *target, const tile_tensor *a, const tile_te
                 top_kernel_run(&c, k, p, 5, sc);
             }
         }
-        tile_tensor_free(&prod);
+        top_free(&prod);
         return top_end(&c, error);
     }
     top_def_dt(&d, "dtype", a->dtype);

@@ -71,7 +71,7 @@ tile_status tile_op_rms_norm(const char *target, const tile_tensor *x, const til
         double sc[6] = {0, 0, 0, 0, 0, eps};
         top_kernel_run(&c, k, p, 6, sc);
     }
-    tile_tensor_free(&h);
+    top_free(&h);
     return top_end(&c, error);
 }
 
@@ -120,9 +120,9 @@ tile_status tile_op_layer_norm(const char *target, const tile_tensor *x, const t
         }
     }
 done:
-    tile_tensor_free(&mt);
-    tile_tensor_free(&rt);
-    tile_tensor_free(&h);
+    top_free(&mt);
+    top_free(&rt);
+    top_free(&h);
     return top_end(&c, error);
 }
 
@@ -176,8 +176,8 @@ static tile_status softmax_entry(const char *target, const char *name, const til
         }
     }
 done:
-    tile_tensor_free(&xt);
-    tile_tensor_free(&yt);
+    top_free(&xt);
+    top_free(&yt);
     return top_end(&c, error);
 }
 
@@ -254,14 +254,18 @@ tile_status tile_op_rope(const char *target, const tile_tensor *x, const tile_te
         }
         /* every position a row of the tables */
         if (!top_check_dtype(&c, "positions", positions, TOPD_IDX)) return top_end(&c, error);
+        tile_tensor hp;
+        if (!top_host_copy(&c, "positions", positions, &hp)) return top_end(&c, error);
         for (int64_t i = 0; i < Tn; i++) {
-            int64_t v = tile_load_i(positions->dtype, positions->data, (size_t)i);
+            int64_t v = tile_load_i(hp.dtype, hp.data, (size_t)i);
             if (v < 0 || v >= cos->shape[0]) {
+                top_host_release(&hp, positions);
                 top_fail(&c, TILE_ERR_USER, "positions: entry %lld is %lld, outside the tables' %lld rows", (long long)i, (long long)v,
                          (long long)cos->shape[0]);
                 return top_end(&c, error);
             }
         }
+        top_host_release(&hp, positions);
     } else if (cos->shape[0] < Tn) {
         top_fail(&c, TILE_ERR_USER, "cos: %lld rows for %lld tokens (give positions or a table row per token)", (long long)cos->shape[0], (long long)Tn);
         return top_end(&c, error);
@@ -289,8 +293,10 @@ tile_status tile_op_rope(const char *target, const tile_tensor *x, const tile_te
 
 static int reduction_kind(const char *r) { return !r || !strcmp(r, "mean") ? 1 : !strcmp(r, "sum") ? 2 : !strcmp(r, "none") ? 0 : -1; }
 
+/* ht receives targets readable on the host (top_host_copy; release it with top_host_release) */
 static bool xent_check(top_ctx *c, const top_op *op, const tile_tensor *logits, const tile_tensor *targets, int64_t ignore_index, int *red,
-                       const char *reduction) {
+                       const char *reduction, tile_tensor *ht) {
+    ht->data = NULL;
     if (!top_check_tensor(c, "logits", logits) || !top_check_dtype(c, "logits", logits, op->dtypes) || !top_check_rank(c, "logits", logits, 2, 2) ||
         !top_check_tensor(c, "targets", targets) || !top_check_dtype(c, "targets", targets, TOPD_IDX) || !top_check_rank(c, "targets", targets, 1, 1))
         return false;
@@ -299,10 +305,13 @@ static bool xent_check(top_ctx *c, const top_op *op, const tile_tensor *logits, 
     *red = reduction_kind(reduction);
     if (*red < 0) return top_fail(c, TILE_ERR_USER, "reduction: '%s' is not one of none, mean, sum", reduction);
     int64_t V = logits->shape[1];
+    if (!top_host_copy(c, "targets", targets, ht)) return false;
     for (int64_t i = 0; i < targets->shape[0]; i++) {
-        int64_t v = tile_load_i(targets->dtype, targets->data, (size_t)i);
-        if (v != ignore_index && (v < 0 || v >= V))
+        int64_t v = tile_load_i(ht->dtype, ht->data, (size_t)i);
+        if (v != ignore_index && (v < 0 || v >= V)) {
+            top_host_release(ht, targets);
             return top_fail(c, TILE_ERR_USER, "targets: entry %lld is %lld, outside [0, %lld) and not ignore_index", (long long)i, (long long)v, (long long)V);
+        }
     }
     return true;
 }
@@ -317,18 +326,17 @@ tile_status tile_op_cross_entropy(const char *target, const tile_tensor *logits,
                                   const char *reduction, tile_tensor *out, tile_tensor *lse, char **error) {
     BEGIN("cross_entropy");
     int red;
-    if (!xent_check(&c, op_, logits, targets, ignore_index, &red, reduction)) return top_end(&c, error);
+    tile_tensor ht, loss = {0}, lt = {0};
+    if (!xent_check(&c, op_, logits, targets, ignore_index, &red, reduction, &ht)) return top_end(&c, error);
     int64_t N = logits->shape[0], V = logits->shape[1];
-    if (red == 0 ? !top_prepare_out(&c, "out", out, TILE_DT_F32, 1, &N) : !top_prepare_out(&c, "out", out, TILE_DT_F32, 0, NULL))
-        return top_end(&c, error);
-    if (lse && !top_prepare_out(&c, "lse", lse, TILE_DT_F32, 1, &N)) return top_end(&c, error);
+    if (red == 0 ? !top_prepare_out(&c, "out", out, TILE_DT_F32, 1, &N) : !top_prepare_out(&c, "out", out, TILE_DT_F32, 0, NULL)) goto done;
+    if (lse && !top_prepare_out(&c, "lse", lse, TILE_DT_F32, 1, &N)) goto done;
     if (N == 0 || V == 0) {
-        if (red != 0) *(float *)out->data = red == 1 ? NAN : 0.0f;
         if (V == 0 && N > 0) top_fail(&c, TILE_ERR_USER, "logits: the vocabulary is empty");
-        return top_end(&c, error);
+        else if (red != 0) top_fill(&c, out, tile_op_float(red == 1 ? NAN : 0.0));
+        goto done;
     }
-    tile_tensor loss = {0}, lt = {0};
-    if (red != 0 && !top_temp(&c, &loss, TILE_DT_F32, 1, &N)) return top_end(&c, error);
+    if (red != 0 && !top_temp(&c, &loss, TILE_DT_F32, 1, &N)) goto done;
     if (!lse && !top_temp(&c, &lt, TILE_DT_F32, 1, &N)) goto done;
     {
         top_defs d;
@@ -345,18 +353,21 @@ tile_status tile_op_cross_entropy(const char *target, const tile_tensor *logits,
                 /* the sum over rows, through the reduction operator; mean divides by the rows counted */
                 tile_tensor s = {0};
                 int dim0 = 0;
-                if (top_reduce_into(&c, "sum", &loss, &dim0, 1, false, &s)) {
-                    float v = *(float *)s.data;
-                    if (red == 1) v = (float)((double)v / (double)count_valid(targets, ignore_index));
-                    *(float *)out->data = v;
+                tile_tensor hs;
+                if (top_reduce_into(&c, "sum", &loss, &dim0, 1, false, &s) && top_host_copy(&c, "out", &s, &hs)) {
+                    float v = *(float *)hs.data;
+                    if (red == 1) v = (float)((double)v / (double)count_valid(&ht, ignore_index));
+                    top_host_release(&hs, &s);
+                    top_fill(&c, out, tile_op_float(v));
                 }
-                tile_tensor_free(&s);
+                top_free(&s);
             }
         }
     }
 done:
-    tile_tensor_free(&loss);
-    tile_tensor_free(&lt);
+    top_host_release(&ht, targets);
+    top_free(&loss);
+    top_free(&lt);
     return top_end(&c, error);
 }
 
@@ -365,25 +376,33 @@ tile_status tile_op_cross_entropy_backward(const char *target, const tile_tensor
                                            char **error) {
     BEGIN("cross_entropy_backward");
     int red;
-    if (!xent_check(&c, op_, logits, targets, ignore_index, &red, reduction)) return top_end(&c, error);
+    tile_tensor ht, hg = {0}, g = {0};
+    if (!xent_check(&c, op_, logits, targets, ignore_index, &red, reduction, &ht)) return top_end(&c, error);
     int64_t N = logits->shape[0];
     if (!top_check_tensor(&c, "lse", lse) || !top_check_dtype(&c, "lse", lse, TOPD(F32)) || !top_check_same_shape(&c, "lse", lse, "targets", targets) ||
         !top_check_tensor(&c, "grad", grad) || !top_check_dtype(&c, "grad", grad, TOPD(F32)))
-        return top_end(&c, error);
+        goto done;
     if (red == 0 ? !top_check_same_shape(&c, "grad", grad, "targets", targets) : top_numel(grad) != 1) {
         if (red != 0) top_fail(&c, TILE_ERR_USER, "grad: expected one element for reduction '%s'", reduction);
-        return top_end(&c, error);
+        goto done;
     }
-    if (!top_prepare_out(&c, "dlogits", dlogits, logits->dtype, 2, logits->shape) || top_numel(logits) == 0) return top_end(&c, error);
+    if (!top_prepare_out(&c, "dlogits", dlogits, logits->dtype, 2, logits->shape) || top_numel(logits) == 0) goto done;
     /* the per-row gradient: grad[n] (none), g (sum), g / count (mean); 0 for ignored rows */
-    tile_tensor g;
-    if (!top_temp(&c, &g, TILE_DT_F32, 1, &N)) return top_end(&c, error);
-    int64_t cnt = red == 1 ? count_valid(targets, ignore_index) : 1;
+    /* built on the host (from host copies of grad and targets), then staged on the device */
+    if (!top_host_copy(&c, "grad", grad, &hg)) goto done;
+    g = (tile_tensor){malloc((size_t)(N ? N : 1) * sizeof(float)), TILE_DT_F32, 1, {N}};
+    if (!g.data) {
+        top_fail(&c, TILE_ERR_USER, "out of memory");
+        goto done;
+    }
+    int64_t cnt = red == 1 ? count_valid(&ht, ignore_index) : 1;
     for (int64_t i = 0; i < N; i++) {
-        double gi = red == 0 ? ((const float *)grad->data)[i] : ((const float *)grad->data)[0] / (double)(cnt ? cnt : 1);
-        if (tile_load_i(targets->dtype, targets->data, (size_t)i) == ignore_index) gi = 0;
+        double gi = red == 0 ? ((const float *)hg.data)[i] : ((const float *)hg.data)[0] / (double)(cnt ? cnt : 1);
+        if (tile_load_i(ht.dtype, ht.data, (size_t)i) == ignore_index) gi = 0;
         ((float *)g.data)[i] = (float)gi;
     }
+    tile_tensor gd = g;
+    if (!top_stage(&c, &gd)) goto done;
     int64_t V = logits->shape[1];
     top_defs d;
     top_defs_init(&d);
@@ -393,10 +412,13 @@ tile_status tile_op_cross_entropy_backward(const char *target, const tile_tensor
     top_def_dt(&d, "t_dtype", targets->dtype);
     top_kernel *k;
     if (top_kernel_get(&c, op_->src, op_->factory, &d, &k)) {
-        tile_tensor p[5] = {*logits, *targets, *lse, g, *dlogits};
+        tile_tensor p[5] = {*logits, *targets, *lse, gd, *dlogits};
         top_kernel_run(&c, k, p, 5, NULL);
     }
-    tile_tensor_free(&g);
+done:
+    free(g.data);
+    top_host_release(&hg, grad);
+    top_host_release(&ht, targets);
     return top_end(&c, error);
 }
 
@@ -523,7 +545,7 @@ tile_status tile_op_batch_norm(const char *target, const tile_tensor *x, const t
     float epsf = (float)eps;
     epst = (tile_tensor){acc == TILE_DT_F64 ? (void *)&epsv : (void *)&epsf, acc == TILE_DT_F64 ? TILE_DT_F64 : TILE_DT_F32, 0, {0}};
     ok = ok && top_binary_into(&c, "add", &var, &epst, &tmp) && unary_into(&c, "rsqrt", &tmp, &rstd);
-    tile_tensor_free(&tmp);
+    top_free(&tmp);
     if (ok && weight) ok = top_binary_into(&c, "mul", &rstd, weight, &scale);
     else if (ok) ok = top_temp(&c, &scale, rstd.dtype, 1, cs) && top_convert(&c, &rstd, &scale);
     ok = ok && top_binary_into(&c, "mul", &mean, &scale, &ms);
@@ -538,11 +560,11 @@ tile_status tile_op_batch_norm(const char *target, const tile_tensor *x, const t
         for (int d = 2; d < x->rank; d++) vs[d - 1] = 1;
         tile_tensor sv = top_view(&scale, x->rank - 1, vs), hv = top_view(&shift, x->rank - 1, vs);
         ok = top_binary_into(&c, "mul", x, &sv, &prod) && top_binary_into(&c, "add", &prod, &hv, &tmp) && top_convert(&c, &tmp, out);
-        tile_tensor_free(&prod);
-        tile_tensor_free(&tmp);
+        top_free(&prod);
+        top_free(&tmp);
     }
     tile_tensor *ts[] = {&mean, &var, &rstd, &scale, &shift, &xf, &ms};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) tile_tensor_free(ts[i]);
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) top_free(ts[i]);
     return top_end(&c, error);
 }
 
@@ -597,6 +619,6 @@ tile_status tile_op_dropout(const char *target, const tile_tensor *x, double p, 
         double sc[5] = {0, 0, 0, (double)seed, p};
         top_kernel_run(&c, k, p3, 5, sc);
     }
-    tile_tensor_free(&m);
+    top_free(&m);
     return top_end(&c, error);
 }

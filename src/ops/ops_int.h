@@ -96,6 +96,8 @@ typedef struct top_ctx {
     tile_status st;
     tile_tensor *allocated[16]; /* outputs this call allocated: freed again if it fails */
     int nallocated;
+    void *staged[8];      /* device copies of host-built operands (top_stage), freed at top_end */
+    int nstaged;
 } top_ctx;
 
 /* Start a call: resolves target (NULL / "auto" -> tile_auto_target()) and checks it against
@@ -105,6 +107,24 @@ bool top_begin(top_ctx *c, const char *opname, const top_op *op, const char *tar
 bool top_fail(top_ctx *c, tile_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Finish: moves the message into *error (if any) and returns the status. */
 tile_status top_end(top_ctx *c, char **error);
+
+/* ---------- where the data lives (cache.c; tile_op_set_device) ----------
+ * With an operator device set on this thread, tensors are memory on it: allocations come from
+ * its pool, and host-side steps copy through these helpers (no-ops for host data). */
+bool top_data_remote(void);            /* tensors' data are not host memory */
+const char *top_device_target(void);   /* the target the device's data needs ("cuda"), or NULL */
+/* t->data = a new buffer of tile_tensor_bytes(t) (zeroed when `zero`; outputs need not be) */
+bool top_alloc(top_ctx *c, const char *what, tile_tensor *t, bool zero);
+void top_free(tile_tensor *t);         /* frees what top_alloc (or top_prepare_out) gave */
+/* h = t with host-readable data: t itself for host data, else a copy (the stream synchronised) */
+bool top_host_copy(top_ctx *c, const char *arg, const tile_tensor *t, tile_tensor *h);
+void top_host_release(tile_tensor *h, const tile_tensor *t);
+/* t's (host, small) data replaced by a device copy owned by c for the rest of the call */
+bool top_stage(top_ctx *c, tile_tensor *t);
+/* the same for a zero-dim t holding scalar v: written on the device by the fill kernel, so
+ * the call does not wait for the stream as a copy from pageable host memory does */
+bool top_stage_scalar(top_ctx *c, tile_tensor *t, tile_op_scalar v);
+void top_release_staged(top_ctx *c);
 
 /* ---------- argument checks (all name the argument in their message) ---------- */
 int64_t top_numel(const tile_tensor *t);

@@ -84,7 +84,7 @@ static bool reduce_pass(top_ctx *c, const char *op, const char *factory, const t
     bool ok = run_reduce_kernel(c, factory, x, O, R, I, C, &part, acc, 1, false, NULL, 0) &&
               run_reduce_kernel(c, factory, &part, O, C, I, 1, y, acc, scale, scaled, NULL, 0);
     (void)op;
-    tile_tensor_free(&part);
+    top_free(&part);
     return ok;
 }
 
@@ -171,13 +171,13 @@ static bool reduce_impl(top_ctx *c, const char *opname, const tile_tensor *x, co
             if (!top_temp(c, &next, acc, 2, s2)) { ok = false; break; }
         }
         ok = reduce_pass(c, opname, factory, &cur, O, sizes[g], I, &next, acc, mean ? 1.0 / (double)p.rtotal : 1.0, final && mean, NULL, 0);
-        if (tmp.data) tile_tensor_free(&tmp);
+        if (tmp.data) top_free(&tmp);
         if (!final) { tmp = next; cur = next; }
         /* drop group g */
         for (int h = g; h + 1 < ng; h++) { sizes[h] = sizes[h + 1]; reds[h] = reds[h + 1]; }
         ng--;
     }
-    if (tmp.data) tile_tensor_free(&tmp);
+    if (tmp.data) top_free(&tmp);
     return ok;
 }
 
@@ -254,7 +254,7 @@ tile_status tile_op_var(const char *target, const char *opname, const tile_tenso
         int64_t ts[8];
         top_strides(r, s, ts);
         if (!top_copy_strided(&c, x, 0, ps, &tmp, 0, ts, r, s)) {
-            tile_tensor_free(&tmp);
+            top_free(&tmp);
             return top_end(&c, error);
         }
         xt = tmp;
@@ -265,8 +265,8 @@ tile_status tile_op_var(const char *target, const char *opname, const tile_tenso
         double denom = (double)R - correction;
         reduce_pass(&c, op->name, "r_sqdev", &xt, O, R, I, out, acc, 1.0 / denom, true, &m, !strcmp(op->name, "std"));
     }
-    tile_tensor_free(&m);
-    tile_tensor_free(&tmp);
+    top_free(&m);
+    top_free(&tmp);
     return top_end(&c, error);
 }
 
@@ -307,7 +307,7 @@ static bool arg_impl(top_ctx *c, const top_op *op, const tile_tensor *x, int dim
         tile_tensor p[3] = {top_view3(x, O, R, I), top_view(values, 2, vs), top_view(indices, 2, vs)};
         ok = top_kernel_run(c, k, p, 3, NULL);
     }
-    tile_tensor_free(&v);
+    top_free(&v);
     return ok;
 }
 

@@ -507,11 +507,16 @@ tile_status tile_op_select_scatter(const char *target, const tile_tensor *x, con
 static bool check_indices(top_ctx *c, const char *arg, const tile_tensor *idx, int64_t n) {
     if (!top_check_tensor(c, arg, idx) || !top_check_dtype(c, arg, idx, TOPD_IDX)) return false;
     int64_t m = top_numel(idx);
+    tile_tensor h;
+    if (!top_host_copy(c, arg, idx, &h)) return false;
     for (int64_t i = 0; i < m; i++) {
-        int64_t v = tile_load_i(idx->dtype, idx->data, (size_t)i);
-        if (v < 0 || v >= n)
+        int64_t v = tile_load_i(h.dtype, h.data, (size_t)i);
+        if (v < 0 || v >= n) {
+            top_host_release(&h, idx);
             return top_fail(c, TILE_ERR_USER, "%s: entry %lld is %lld, outside [0, %lld)", arg, (long long)i, (long long)v, (long long)n);
+        }
     }
+    top_host_release(&h, idx);
     return true;
 }
 
@@ -619,7 +624,7 @@ tile_status tile_op_gather(const char *target, const tile_tensor *x, int dim, co
         tile_tensor p[3] = {top_view3(src, O, R, I), top_view3(index, O, K, I), top_view3(out, O, K, I)};
         top_kernel_run(&c, k, p, 3, NULL);
     }
-    tile_tensor_free(&tmp);
+    top_free(&tmp);
     return top_end(&c, error);
 }
 
@@ -694,8 +699,8 @@ tile_status tile_op_scatter(const char *target, const tile_tensor *x, int dim, c
         }
     }
 done:
-    tile_tensor_free(&s);
-    tile_tensor_free(&region);
+    top_free(&s);
+    top_free(&region);
     return top_end(&c, error);
 }
 
@@ -802,13 +807,20 @@ tile_status tile_op_embedding_backward(const char *target, const tile_tensor *gr
         int64_t one = 1, n = K * D;
         top_copy_strided(&c, grad, 0, &one, &g, 0, &one, 1, &n);
         /* every padding_idx entry points at a scratch row past the table: no gradient */
-        tile_tensor flat = {0};
-        int64_t ks = K;
-        if (!top_temp(&c, &flat, TILE_DT_I64, 1, &ks)) goto done;
-        for (int64_t i = 0; i < K; i++) ((int64_t *)flat.data)[i] = tile_load_i(indices->dtype, indices->data, (size_t)i);
+        tile_tensor hi;
+        if (!top_host_copy(&c, "indices", indices, &hi)) goto done;
+        int64_t *hf = malloc((size_t)K * sizeof *hf);
+        if (!hf) {
+            top_host_release(&hi, indices);
+            top_fail(&c, TILE_ERR_USER, "indices: out of memory");
+            goto done;
+        }
+        for (int64_t i = 0; i < K; i++) hf[i] = tile_load_i(hi.dtype, hi.data, (size_t)i);
+        top_host_release(&hi, indices);
+        tile_tensor flat = {hf, TILE_DT_I64, 1, {K}};
         int64_t es[2] = {1, 0}, is[2] = {D, 1};
-        top_copy_strided(&c, &flat, 0, es, &idx, 0, is, 2, kd); /* idx[k, j] = flat[k] */
-        tile_tensor_free(&flat);
+        if (top_stage(&c, &flat)) top_copy_strided(&c, &flat, 0, es, &idx, 0, is, 2, kd); /* idx[k, j] = flat[k] */
+        free(hf);
         top_defs d;
         top_defs_init(&d);
         top_def_int(&d, "block", D <= 64 ? 64 : 128);
@@ -829,8 +841,8 @@ tile_status tile_op_embedding_backward(const char *target, const tile_tensor *gr
     }
     if (c.st == TILE_OK) top_convert(&c, &sum, out);
 done:
-    tile_tensor_free(&sum);
-    tile_tensor_free(&g);
-    tile_tensor_free(&idx);
+    top_free(&sum);
+    top_free(&g);
+    top_free(&idx);
     return top_end(&c, error);
 }
