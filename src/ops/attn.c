@@ -112,17 +112,17 @@ static tile_tensor dummy1(void) {
     return t;
 }
 
-static float sink_value(const tile_tensor *s, int64_t h) {
-    return (float)tile_load_f(s->dtype, s->data, (size_t)h);
-}
-
-/* rows whose keys are all absent (Skv = 0): o = 0, lse = the sink's logit or -inf */
-static void fill_empty_lse(tile_tensor *lse, const tile_op_attn_opts *o, int64_t rows, int64_t hq, int64_t per_head_inner) {
-    float *L = lse->data;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t h = (r / per_head_inner) % hq;
-        L[r] = o->sinks ? sink_value(o->sinks, h) : -INFINITY;
-    }
+/* rows with no key at all (a tensor of zero keys, which the kernels cannot take): out = 0 and
+ * lse = the row's sink logit, else -inf. lse has `rank` dims, the head dim at `hdim`; the
+ * sink value is broadcast by a strided copy, so this works on device data too. */
+static bool empty_rows(top_ctx *c, const tile_op_attn_opts *o, tile_tensor *out, tile_tensor *lse, int hdim) {
+    if (!top_fill(c, out, tile_op_float(0.0))) return false;
+    if (!lse) return true;
+    if (!o->sinks) return top_fill(c, lse, tile_op_float(-INFINITY));
+    int64_t xs[8] = {0}, ys[8];
+    xs[hdim] = 1;
+    top_strides(lse->rank, lse->shape, ys);
+    return top_copy_strided(c, o->sinks, 0, xs, lse, 0, ys, lse->rank, lse->shape);
 }
 
 /* ---------------- scaled_dot_product_attention ---------------- */
@@ -147,11 +147,7 @@ tile_status tile_op_scaled_dot_product_attention(const char *target, const tile_
     int64_t ls[3] = {B, HQ, SQ};
     if (lse && !top_prepare_out(&c, "lse", lse, TILE_DT_F32, 3, ls)) return top_end(&c, error);
     if (B * HQ * SQ == 0) return top_end(&c, error);
-    if (SK == 0) {
-        top_fill(&c, out, tile_op_float(0.0));
-        if (lse) fill_empty_lse(lse, o, B * HQ * SQ, HQ, SQ);
-        return top_end(&c, error);
-    }
+    if (SK == 0) return empty_rows(&c, o, out, lse, 1), top_end(&c, error);
     top_defs d;
     top_defs_init(&d);
     top_def_int(&d, "D", D);
@@ -176,13 +172,18 @@ static bool check_cu(top_ctx *c, const char *arg, const tile_tensor *cu, int64_t
     if (!top_check_tensor(c, arg, cu)) return false;
     if (cu->dtype != TILE_DT_I32) return top_fail(c, TILE_ERR_USER, "%s: dtype %s, expected int32", arg, tile_dtype_name(cu->dtype));
     if (cu->rank != 1 || cu->shape[0] < 1) return top_fail(c, TILE_ERR_USER, "%s: expected a rank-1 tensor of batch + 1 offsets", arg);
-    const int32_t *v = cu->data;
-    if (v[0] != 0) return top_fail(c, TILE_ERR_USER, "%s: entry 0 is %d, expected 0", arg, v[0]);
-    for (int64_t i = 1; i < cu->shape[0]; i++)
-        if (v[i] < v[i - 1]) return top_fail(c, TILE_ERR_USER, "%s: entry %lld (%d) is below entry %lld (%d)", arg, (long long)i, v[i], (long long)i - 1, v[i - 1]);
-    if (v[cu->shape[0] - 1] != total)
-        return top_fail(c, TILE_ERR_USER, "%s: the last entry is %d, expected the packed length %lld", arg, v[cu->shape[0] - 1], (long long)total);
-    return true;
+    tile_tensor h;
+    if (!top_host_copy(c, arg, cu, &h)) return false;
+    const int32_t *v = h.data;
+    bool ok = true;
+    if (v[0] != 0) ok = top_fail(c, TILE_ERR_USER, "%s: entry 0 is %d, expected 0", arg, v[0]);
+    for (int64_t i = 1; ok && i < cu->shape[0]; i++)
+        if (v[i] < v[i - 1])
+            ok = top_fail(c, TILE_ERR_USER, "%s: entry %lld (%d) is below entry %lld (%d)", arg, (long long)i, v[i], (long long)i - 1, v[i - 1]);
+    if (ok && v[cu->shape[0] - 1] != total)
+        ok = top_fail(c, TILE_ERR_USER, "%s: the last entry is %d, expected the packed length %lld", arg, v[cu->shape[0] - 1], (long long)total);
+    top_host_release(&h, cu);
+    return ok;
 }
 
 tile_status tile_op_attention_varlen(const char *target, const tile_tensor *q, const tile_tensor *k, const tile_tensor *v,
@@ -214,11 +215,7 @@ tile_status tile_op_attention_varlen(const char *target, const tile_tensor *q, c
     if (lse && !top_prepare_out(&c, "lse", lse, TILE_DT_F32, 2, ls)) return top_end(&c, error);
     int64_t nb = cu_seqlens_q->shape[0] - 1;
     if (TQ * HQ == 0 || nb == 0) return top_end(&c, error);
-    if (TK == 0) {
-        top_fill(&c, out, tile_op_float(0.0));
-        if (lse) fill_empty_lse(lse, o, HQ * TQ, HQ, TQ);
-        return top_end(&c, error);
-    }
+    if (TK == 0) return empty_rows(&c, o, out, lse, 0), top_end(&c, error);
     top_defs d;
     top_defs_init(&d);
     top_def_int(&d, "D", D);
@@ -228,19 +225,29 @@ tile_status tile_op_attention_varlen(const char *target, const tile_tensor *q, c
     if (!top_kernel_get(&c, op_->src, op_->factory, &d, &kk)) return top_end(&c, error);
     double sc, cap2;
     score_scalars(o, D, &sc, &cap2);
-    /* the schedule: one entry (sequence, query block) per block of block_M queries */
-    const int32_t *cq = cu_seqlens_q->data;
+    /* the schedule: one entry (sequence, query block) per block of block_M queries, built on
+     * the host from cu_seqlens_q and staged where the kernel reads */
+    tile_tensor hq;
+    if (!top_host_copy(&c, "cu_seqlens_q", cu_seqlens_q, &hq)) return top_end(&c, error);
+    const int32_t *cq = hq.data;
     for (int64_t b = 0; b < nb; b++) nt += (cq[b + 1] - cq[b] + bm - 1) / bm;
-    tile_tensor sched = {0};
-    int64_t ss[2] = {nt, 2};
-    if (!top_temp(&c, &sched, TILE_DT_I32, 2, ss)) return top_end(&c, error);
-    int32_t *sp = sched.data;
+    int32_t *sp = malloc((size_t)nt * 2 * sizeof *sp);
+    if (!sp) {
+        top_host_release(&hq, cu_seqlens_q);
+        return top_fail(&c, TILE_ERR_USER, "out of memory"), top_end(&c, error);
+    }
     for (int64_t b = 0, t = 0; b < nb; b++)
         for (int64_t j = 0; j * bm < cq[b + 1] - cq[b]; j++, t++) sp[2 * t] = (int32_t)b, sp[2 * t + 1] = (int32_t)j;
+    top_host_release(&hq, cu_seqlens_q);
+    tile_tensor sched = {sp, TILE_DT_I32, 2, {nt, 2}};
+    if (!top_stage(&c, &sched)) {
+        free(sp);
+        return top_end(&c, error);
+    }
     tile_tensor p[13] = {*q, *k, *v, *cu_seqlens_q, *cu_seqlens_k, sched, o->sinks ? *o->sinks : dummy1(), *out, lse ? *lse : dummy1()};
     double s[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, (double)(HQ / HK), sc, cap2, (double)(o->window - 1)};
     top_kernel_run(&c, kk, p, 13, s);
-    tile_tensor_free(&sched);
+    free(sp);
     return top_end(&c, error);
 }
 
@@ -288,31 +295,32 @@ tile_status tile_op_attention_decode(const char *target, const tile_tensor *q, c
     /* every page a sequence reaches must be in the table and in the cache: checked here,
      * since the kernel reads through them */
     int64_t MAXB = block_table->shape[1], max_pages = 0;
-    const int32_t *sl = seq_lens->data, *bt = block_table->data;
-    for (int64_t b = 0; b < B; b++) {
+    tile_tensor hs, hb;
+    if (!top_host_copy(&c, "seq_lens", seq_lens, &hs)) return top_end(&c, error);
+    if (!top_host_copy(&c, "block_table", block_table, &hb)) return top_host_release(&hs, seq_lens), top_end(&c, error);
+    const int32_t *sl = hs.data, *bt = hb.data;
+    bool ok = true;
+    for (int64_t b = 0; ok && b < B; b++) {
         if (sl[b] < 0 || sl[b] > MAXB * PAGE) {
-            top_fail(&c, TILE_ERR_USER, "seq_lens: entry %lld is %d, outside [0, %lld] (max_blocks %lld x block size %lld)", (long long)b, sl[b],
-                     (long long)(MAXB * PAGE), (long long)MAXB, (long long)PAGE);
-            return top_end(&c, error);
+            ok = top_fail(&c, TILE_ERR_USER, "seq_lens: entry %lld is %d, outside [0, %lld] (max_blocks %lld x block size %lld)", (long long)b,
+                          sl[b], (long long)(MAXB * PAGE), (long long)MAXB, (long long)PAGE);
+            break;
         }
         int64_t np = (sl[b] + PAGE - 1) / PAGE;
         if (np > max_pages) max_pages = np;
-        for (int64_t j = 0; j < np; j++)
-            if (bt[b * MAXB + j] < 0 || bt[b * MAXB + j] >= NBLK) {
-                top_fail(&c, TILE_ERR_USER, "block_table: entry [%lld, %lld] is %d, outside [0, %lld)", (long long)b, (long long)j, bt[b * MAXB + j],
-                         (long long)NBLK);
-                return top_end(&c, error);
-            }
+        for (int64_t j = 0; ok && j < np; j++)
+            if (bt[b * MAXB + j] < 0 || bt[b * MAXB + j] >= NBLK)
+                ok = top_fail(&c, TILE_ERR_USER, "block_table: entry [%lld, %lld] is %d, outside [0, %lld)", (long long)b, (long long)j,
+                              bt[b * MAXB + j], (long long)NBLK);
     }
+    top_host_release(&hs, seq_lens);
+    top_host_release(&hb, block_table);
+    if (!ok) return top_end(&c, error);
     if (!top_prepare_out(&c, "out", out, q->dtype, 3, q->shape)) return top_end(&c, error);
     int64_t ls[2] = {B, HQ};
     if (lse && !top_prepare_out(&c, "lse", lse, TILE_DT_F32, 2, ls)) return top_end(&c, error);
     if (B * HQ == 0) return top_end(&c, error);
-    if (max_pages == 0) {
-        top_fill(&c, out, tile_op_float(0.0));
-        if (lse) fill_empty_lse(lse, o, B * HQ, HQ, 1);
-        return top_end(&c, error);
-    }
+    if (max_pages == 0) return empty_rows(&c, o, out, lse, 1), top_end(&c, error);
     /* splits: enough (KV head, sequence, split) blocks to fill a GPU, at least one page each */
     int64_t ns = num_splits;
     if (ns == 0) {
@@ -355,8 +363,8 @@ tile_status tile_op_attention_decode(const char *target, const tile_tensor *q, c
         top_kernel_run(&c, kc, pc, 6, s2);
     }
 done:
-    tile_tensor_free(&opart);
-    tile_tensor_free(&lpart);
+    top_free(&opart);
+    top_free(&lpart);
     return top_end(&c, error);
 }
 
@@ -456,7 +464,7 @@ tile_status tile_op_scaled_dot_product_attention_backward(const char *target, co
         top_kernel_run(&c, kq, p2, 13, s2);
     }
 done:
-    tile_tensor_free(&delta);
-    tile_tensor_free(&gs);
+    top_free(&delta);
+    top_free(&gs);
     return top_end(&c, error);
 }
