@@ -303,6 +303,56 @@ TILE_API tile_status tile_op_randn(const char *target, int64_t seed, tile_tensor
 TILE_API tile_status tile_op_dropout(const char *target, const tile_tensor *x, double p, int64_t seed, tile_tensor *out, tile_tensor *mask,
                                      char **error);
 
+/* ---------- attention ---------- */
+/* The options of the attention operators; NULL or all zero: torch's defaults. */
+typedef struct tile_op_attn_opts {
+    int is_causal;              /* causal mask (dense: torch's top-left alignment, key j visible to
+                                 * query i when j <= i; varlen: flash_attn's bottom-right, j <= i +
+                                 * Skv - Sq); decode: the query is the last position already */
+    double scale;               /* the logits' scale; 0: 1 / sqrt(head_dim) */
+    int64_t window;             /* sliding window: a query sees its `window` most recent keys, itself
+                                 * included (flash_attn's window_size[0] = window - 1); 0: none */
+    double softcap;             /* logits -> softcap * tanh(logits / softcap) (Gemma 2); 0: none */
+    const tile_tensor *sinks;   /* [heads] float32 or q's dtype: a learned logit per query head that
+                                 * joins the softmax's denominator only (gpt-oss); NULL: none */
+} tile_op_attn_opts;
+/* out [B, Hq, Sq, D] = softmax(mask(scale * q @ k^T)) @ v (torch.nn.functional.
+ * scaled_dot_product_attention), q [B, Hq, Sq, D], k and v [B, Hkv, Skv, D] with Hkv dividing
+ * Hq (MHA, GQA, MQA: query head h reads KV head h / (Hq / Hkv)); f16/bf16/f32, the softmax
+ * online over key blocks in f32 (flash attention: O(S * D) memory). lse (may be NULL) [B, Hq,
+ * Sq] float32: the natural logsumexp of each row's logits (sink included), what a backward
+ * pass needs. A row with no visible key gives 0 and lse -inf (with a sink: lse = the sink).
+ * D is at most 256. */
+TILE_API tile_status tile_op_scaled_dot_product_attention(const char *target, const tile_tensor *q, const tile_tensor *k,
+                                                          const tile_tensor *v, const tile_op_attn_opts *opts, tile_tensor *out,
+                                                          tile_tensor *lse, char **error);
+/* The gradients of scaled_dot_product_attention (its autograd in torch): dq [B, Hq, Sq, D],
+ * dk and dv [B, Hkv, Skv, D] (summed over each KV head's query heads) from q, k, v, the
+ * forward's out and lse, and dout; opts as given to the forward. dsinks (may be NULL; needs
+ * opts->sinks) [Hq] float32: the sinks' gradient. The softmax is recomputed from lse block by
+ * block (FlashAttention-2's backward: memory O(S * D)). */
+TILE_API tile_status tile_op_scaled_dot_product_attention_backward(const char *target, const tile_tensor *q, const tile_tensor *k,
+                                                                   const tile_tensor *v, const tile_tensor *out, const tile_tensor *dout,
+                                                                   const tile_tensor *lse, const tile_op_attn_opts *opts, tile_tensor *dq,
+                                                                   tile_tensor *dk, tile_tensor *dv, tile_tensor *dsinks, char **error);
+/* Packed sequences (flash_attn_varlen_func): q [Tq, Hq, D], k and v [Tk, Hkv, D]; sequence
+ * b is rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of q and [cu_seqlens_k[b], cu_seqlens_k[b
+ * + 1]) of k and v (both int32 [batch + 1], starting at 0, ending at Tq / Tk). out [Tq, Hq,
+ * D]; lse (may be NULL) [Hq, Tq] float32. */
+TILE_API tile_status tile_op_attention_varlen(const char *target, const tile_tensor *q, const tile_tensor *k, const tile_tensor *v,
+                                              const tile_tensor *cu_seqlens_q, const tile_tensor *cu_seqlens_k,
+                                              const tile_op_attn_opts *opts, tile_tensor *out, tile_tensor *lse, char **error);
+/* Decode against a paged KV cache: q [B, Hq, D] (one new token per sequence, its key and value
+ * already in the cache), k_cache and v_cache [num_blocks, block_size, Hkv, D], block_table
+ * [B, max_blocks] int32 (the cache blocks of each sequence, in order), seq_lens [B] int32
+ * (keys per sequence; the query is at position seq_lens[b] - 1). The KV length is split in
+ * num_splits parts (0: chosen from the shapes) computed in parallel and combined
+ * (flash-decoding). out [B, Hq, D]; lse (may be NULL) [B, Hq] float32. */
+TILE_API tile_status tile_op_attention_decode(const char *target, const tile_tensor *q, const tile_tensor *k_cache,
+                                              const tile_tensor *v_cache, const tile_tensor *block_table, const tile_tensor *seq_lens,
+                                              const tile_op_attn_opts *opts, int num_splits, tile_tensor *out, tile_tensor *lse,
+                                              char **error);
+
 /* ---------- GEMM ---------- */
 typedef struct tile_op_gemm_opts {
     int trans_a, trans_b;     /* a is [K, M] / b is [N, K] */

@@ -47,6 +47,10 @@ class GemmOpts_(ctypes.Structure):  # tile_op_gemm_opts
                 ("out_dtype", c_int)]
 
 
+class AttnOpts_(ctypes.Structure):  # tile_op_attn_opts
+    _fields_ = [("is_causal", c_int), ("scale", c_double), ("window", c_int64), ("softcap", c_double), ("sinks", ctypes.POINTER(L.Tensor_))]
+
+
 class OpInfo_(ctypes.Structure):  # tile_op_info
     _fields_ = [("name", c_char_p), ("family", c_char_p), ("reference", c_char_p), ("aten", c_char_p), ("summary", c_char_p),
                 ("source", c_char_p), ("factory", c_char_p), ("dtypes", ctypes.c_uint32), ("targets", ctypes.c_uint32)]
@@ -134,6 +138,10 @@ C = {
     "randn": _f("tile_op_randn", c_int64, T),
     "dropout": _f("tile_op_dropout", T, c_double, c_int64, T, T),
     "gemm": _f("tile_op_gemm", T, T, T, ctypes.POINTER(GemmOpts_), T),
+    "sdpa": _f("tile_op_scaled_dot_product_attention", T, T, T, ctypes.POINTER(AttnOpts_), T, T),
+    "sdpa_backward": _f("tile_op_scaled_dot_product_attention_backward", T, T, T, T, T, T, ctypes.POINTER(AttnOpts_), T, T, T, T),
+    "attention_varlen": _f("tile_op_attention_varlen", T, T, T, T, T, ctypes.POINTER(AttnOpts_), T, T),
+    "attention_decode": _f("tile_op_attention_decode", T, T, T, T, T, ctypes.POINTER(AttnOpts_), c_int, T, T),
 }
 
 _BOOL, _I64, _F64, _F32 = DTYPE_OF["bool"], DTYPE_OF["int64"], DTYPE_OF["float64"], DTYPE_OF["float32"]
@@ -1277,3 +1285,70 @@ for _alias, _name in (("multiply", "mul"), ("divide", "div"), ("true_divide", "d
                       ("not_equal", "ne"), ("negative", "neg"), ("absolute", "abs"), ("arctan2", "atan2")):
     if _alias not in globals() and _name in globals():
         globals()[_alias] = globals()[_name]
+
+
+# ---------- attention ----------
+def _attn_opts(t, is_causal, scale, window, softcap):
+    o = AttnOpts_(int(bool(is_causal)), float(scale) if scale is not None else 0.0, int(window), float(softcap), None)
+    if scale is not None and float(scale) == 0.0:
+        raise TileError("scale: 0 is not supported (the C API reads 0 as 1 / sqrt(head_dim))")
+    if "sinks" in t:
+        o.sinks = ctypes.pointer(t["sinks"].t)
+    return o
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, *,
+                                 window=0, softcap=0.0, sinks=None, return_lse=False, target=None):
+    """torch.nn.functional.scaled_dot_product_attention for query [B, Hq, Sq, D], key and value
+    [B, Hkv, Skv, D] (Hkv < Hq needs enable_gqa, as in torch); no attn_mask, no dropout.
+    Extras: window (a query sees its `window` most recent keys), softcap (tanh), sinks [Hq]
+    (a logit per head in the denominator); return_lse: also the rows' logsumexp [B, Hq, Sq]."""
+    if attn_mask is not None:
+        raise TileError("scaled_dot_product_attention: attn_mask: not supported (is_causal and window give the masks)")
+    if dropout_p:
+        raise TileError("scaled_dot_product_attention: dropout_p: only 0 is supported")
+    c, t = _call(target, query=query, key=key, value=value, sinks=sinks)
+    hq, hk = t["query"].shape[1] if len(t["query"].shape) == 4 else 0, t["key"].shape[1] if len(t["key"].shape) == 4 else 0
+    if hq != hk and not enable_gqa and hq and hk:
+        raise TileError("scaled_dot_product_attention: key: %d heads, query %d: pass enable_gqa=True (as torch)" % (hk, hq))
+    o, lse = _out(), _out()
+    c.run(C["sdpa"], _p(t["query"]), _p(t["key"]), _p(t["value"]), ctypes.byref(_attn_opts(t, is_causal, scale, window, softcap)),
+          ctypes.byref(o), ctypes.byref(lse) if return_lse else None)
+    return (c.wrap(o), c.wrap(lse)) if return_lse else c.wrap(o)
+
+
+def scaled_dot_product_attention_backward(grad_out, query, key, value, out, lse, is_causal=False, scale=None, *, window=0, softcap=0.0,
+                                          sinks=None, target=None):
+    """(dq, dk, dv), and d sinks when sinks are given: the gradients of
+    scaled_dot_product_attention from its out and lse (return_lse=True) and grad_out"""
+    c, t = _call(target, query=query, key=key, value=value, out=out, grad_out=grad_out, lse=lse, sinks=sinks)
+    dq, dk, dv, ds = _out(), _out(), _out(), _out()
+    c.run(C["sdpa_backward"], _p(t["query"]), _p(t["key"]), _p(t["value"]), _p(t["out"]), _p(t["grad_out"]), _p(t["lse"]),
+          ctypes.byref(_attn_opts(t, is_causal, scale, window, softcap)), ctypes.byref(dq), ctypes.byref(dk), ctypes.byref(dv),
+          ctypes.byref(ds) if sinks is not None else None)
+    r = (c.wrap(dq), c.wrap(dk), c.wrap(dv))
+    return r + (c.wrap(ds),) if sinks is not None else r
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, softmax_scale=None, *, window=0, softcap=0.0, sinks=None,
+                     return_lse=False, target=None):
+    """flash_attn_varlen_func: packed q [Tq, Hq, D], k and v [Tk, Hkv, D], cu_seqlens int32
+    [batch + 1]; causal is bottom-right aligned; return_lse: also lse [Hq, Tq]"""
+    c, t = _call(target, q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, sinks=sinks)
+    o, lse = _out(), _out()
+    c.run(C["attention_varlen"], _p(t["q"]), _p(t["k"]), _p(t["v"]), _p(t["cu_seqlens_q"]), _p(t["cu_seqlens_k"]),
+          ctypes.byref(_attn_opts(t, causal, softmax_scale, window, softcap)), ctypes.byref(o), ctypes.byref(lse) if return_lse else None)
+    return (c.wrap(o), c.wrap(lse)) if return_lse else c.wrap(o)
+
+
+def attention_decode(q, k_cache, v_cache, block_table, seq_lens, softmax_scale=None, *, window=0, softcap=0.0, sinks=None, num_splits=0,
+                     return_lse=False, target=None):
+    """one query token per sequence, q [B, Hq, D], against a paged KV cache [num_blocks,
+    block_size, Hkv, D] through block_table [B, max_blocks] and seq_lens [B] (int32), split
+    over the KV length (num_splits; 0: chosen) and combined; return_lse: also lse [B, Hq]"""
+    c, t = _call(target, q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, seq_lens=seq_lens, sinks=sinks)
+    o, lse = _out(), _out()
+    c.run(C["attention_decode"], _p(t["q"]), _p(t["k_cache"]), _p(t["v_cache"]), _p(t["block_table"]), _p(t["seq_lens"]),
+          ctypes.byref(_attn_opts(t, False, softmax_scale, window, softcap)), int(num_splits), ctypes.byref(o),
+          ctypes.byref(lse) if return_lse else None)
+    return (c.wrap(o), c.wrap(lse)) if return_lse else c.wrap(o)

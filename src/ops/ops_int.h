@@ -12,7 +12,7 @@
  *                streams later)
  *   common.c     argument checks with messages naming the argument, output allocation,
  *                PyTorch's type promotion
- *   elementwise.c, shape.c, reduce.c, nn.c, gemm.c   the operators
+ *   elementwise.c, shape.c, reduce.c, nn.c, gemm.c, attn.c   the operators
  */
 #ifndef TILE_OPS_INT_H
 #define TILE_OPS_INT_H
@@ -51,7 +51,7 @@
 typedef enum {
     TOPF_UNARY, TOPF_BINARY, TOPF_TERNARY, TOPF_REDUCE, TOPF_ARGREDUCE, TOPF_SCAN,
     TOPF_COPY, TOPF_INDEX, TOPF_NORM, TOPF_SOFTMAX, TOPF_ACT, TOPF_ROPE, TOPF_LOSS,
-    TOPF_QUANT, TOPF_GEMM, TOPF_COUNT
+    TOPF_QUANT, TOPF_GEMM, TOPF_ATTN, TOPF_COUNT
 } top_family;
 
 typedef enum {

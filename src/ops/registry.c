@@ -8,7 +8,7 @@ static const char *const family_names[TOPF_COUNT] = {
     [TOPF_UNARY] = "unary", [TOPF_BINARY] = "binary", [TOPF_TERNARY] = "ternary", [TOPF_REDUCE] = "reduce",
     [TOPF_ARGREDUCE] = "argreduce", [TOPF_SCAN] = "scan", [TOPF_COPY] = "copy", [TOPF_INDEX] = "index",
     [TOPF_NORM] = "norm", [TOPF_SOFTMAX] = "softmax", [TOPF_ACT] = "activation", [TOPF_ROPE] = "rope",
-    [TOPF_LOSS] = "loss", [TOPF_QUANT] = "quant", [TOPF_GEMM] = "gemm",
+    [TOPF_LOSS] = "loss", [TOPF_QUANT] = "quant", [TOPF_GEMM] = "gemm", [TOPF_ATTN] = "attention",
 };
 
 const char *top_family_name(top_family f) { return f >= 0 && f < TOPF_COUNT ? family_names[f] : "?"; }

@@ -1161,6 +1161,274 @@ def nn_cases(R):
             R.check("gemm", "%s M%d N%d K%d ta%d tb%d %s bias=%s batch=%d" % (dt, M, N, K, ta, tb, act, bias, batch), fn, ref, dt, k)
 
 
+# ---------------------------------------------------------------------------------------
+# attention (attn.tl): scaled_dot_product_attention, attention_varlen, attention_decode
+class AttnOpts(C.Structure):
+    _fields_ = [("is_causal", C.c_int), ("scale", C.c_double), ("window", C.c_int64), ("softcap", C.c_double),
+                ("sinks", C.POINTER(Tensor))]
+
+
+def attn_opts(causal=False, scale=0.0, window=0, softcap=0.0, sinks=None):
+    o = AttnOpts(int(causal), scale, window, softcap, None)
+    if sinks is not None:
+        t = tt(sinks)
+        KEEP.append(t)
+        o.sinks = C.pointer(t)
+    return o
+
+
+def attn_ref(q, k, v, causal=False, scale=0.0, window=0, softcap=0.0, sinks=None, bottom=False):
+    """float64 attention of q [B, Hq, Sq, D] over k, v [B, Hkv, Skv, D] (KV head h // (Hq / Hkv)):
+    (out, lse); rows without a visible key give 0 and lse -inf (the sink's logit with a sink)"""
+    B, Hq, Sq, D = q.shape
+    Hkv, Skv = k.shape[1], k.shape[2]
+    g = Hq // Hkv
+    kk = np.repeat(f64(k), g, axis=1)
+    vv = np.repeat(f64(v), g, axis=1)
+    sc = scale if scale else 1.0 / math.sqrt(D)
+    z = np.einsum("bhqd,bhkd->bhqk", f64(q), kk) * sc
+    if softcap:
+        z = softcap * np.tanh(z / softcap)
+    i = np.arange(Sq)[:, None]
+    j = np.arange(Skv)[None, :]
+    off = Skv - Sq if bottom else 0
+    vis = np.ones((Sq, Skv), bool)
+    if causal:
+        vis &= j <= i + off
+    if window:
+        vis &= j >= i + off - (window - 1)
+    z = np.where(vis, z, -np.inf)
+    m = z.max(-1) if Skv else np.full((B, Hq, Sq), -np.inf)
+    sk = None
+    if sinks is not None:
+        sk = np.broadcast_to(f64(sinks)[None, :, None], (B, Hq, Sq))
+        m = np.maximum(m, sk)
+    mu = np.where(np.isinf(m), 0.0, m)
+    e = np.exp(z - mu[..., None])
+    den = e.sum(-1)
+    if sk is not None:
+        den = den + np.exp(sk - mu)
+    num = np.einsum("bhqk,bhkd->bhqd", e, vv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(den[..., None] > 0, num / np.where(den > 0, den, 1.0)[..., None], 0.0)
+        lse = np.where(den > 0, mu + np.log(np.where(den > 0, den, 1.0)), -np.inf)
+    return out, lse
+
+
+def _sdpa(tg, q, k, v, opts, want_lse=True, out_arr=None):
+    o = out() if out_arr is None else tt(out_arr)
+    lo = out()
+    call("tile_op_scaled_dot_product_attention", b(tg), C.byref(tt(q)), C.byref(tt(k)), C.byref(tt(v)), C.byref(opts), C.byref(o),
+         C.byref(lo) if want_lse else None)
+    return (to_np(o), to_np(lo)) if want_lse else to_np(o)
+
+
+def _varlen(tg, q, k, v, cq, ck, opts):
+    o, lo = out(), out()
+    call("tile_op_attention_varlen", b(tg), C.byref(tt(q)), C.byref(tt(k)), C.byref(tt(v)), C.byref(tt(cq)), C.byref(tt(ck)), C.byref(opts),
+         C.byref(o), C.byref(lo))
+    return to_np(o), to_np(lo)
+
+
+def _decode(tg, q, kc, vc, bt, sl, opts, splits):
+    o, lo = out(), out()
+    call("tile_op_attention_decode", b(tg), C.byref(tt(q)), C.byref(tt(kc)), C.byref(tt(vc)), C.byref(tt(bt)), C.byref(tt(sl)), C.byref(opts),
+         C.c_int(splits), C.byref(o), C.byref(lo))
+    return to_np(o), to_np(lo)
+
+
+def attn_cases(R):
+    if R.want("scaled_dot_product_attention"):
+        # (dtype, B, Hq, Hkv, Sq, Skv, D, causal, window, softcap, scale, sinks dtype)
+        cases = [("float32", 2, 4, 4, 37, 37, 64, False, 0, 0.0, 0.0, None),
+                 ("float16", 1, 6, 2, 65, 130, 32, True, 0, 0.0, 0.0, None),           # GQA, Sq < Skv, top-left causal
+                 ("bfloat16", 2, 3, 1, 1, 70, 40, True, 0, 0.0, 0.0, None),            # MQA, one query, odd head dim
+                 ("float32", 1, 2, 2, 129, 67, 16, True, 17, 0.0, 0.0, None),          # Sq > Skv: rows with no key
+                 ("bfloat16", 2, 8, 2, 50, 50, 64, False, 0, 0.0, 0.0, "float32"),     # sinks
+                 ("float16", 1, 2, 1, 33, 33, 128, False, 0, 5.0, 0.3, None),          # softcap, explicit scale
+                 ("float16", 1, 4, 2, 100, 100, 64, True, 20, 0.0, 0.0, "float16"),    # causal sliding window, sinks
+                 ("float32", 1, 3, 3, 7, 5, 8, False, 3, 2.0, 0.0, "float32"),          # window without causal, all options
+                 ("float32", 1, 1, 1, 5, 0, 8, False, 0, 0.0, 0.0, None),               # Skv = 0
+                 ("float16", 1, 2, 2, 5, 0, 8, False, 0, 0.0, 0.0, "float32"),          # Skv = 0 with sinks
+                 ("bfloat16", 0, 2, 1, 4, 4, 16, False, 0, 0.0, 0.0, None)]             # empty batch
+        for k_, (dt, B, Hq, Hkv, Sq, Skv, D, causal, win, cap, scale, sdt) in enumerate(cases):
+            q = rand((B, Hq, Sq, D), dt, -1.5, 1.5)
+            k = rand((B, Hkv, Skv, D), dt, -1.5, 1.5)
+            v = rand((B, Hkv, Skv, D), dt)
+            sinks = rand((Hq,), sdt, -1, 2) if sdt else None
+            ro, rl = attn_ref(q, k, v, causal, scale, win, cap, sinks)
+            opts = attn_opts(causal, scale, win, cap, sinks)
+            what = "%s B%d Hq%d Hkv%d Sq%d Skv%d D%d causal=%d window=%d softcap=%g scale=%g sinks=%s" % (
+                dt, B, Hq, Hkv, Sq, Skv, D, causal, win, cap, scale, sdt)
+            R.check("scaled_dot_product_attention", what, lambda tg, q=q, k=k, v=v, opts=opts: _sdpa(tg, q, k, v, opts), (round_to(ro, dt), rl),
+                    (dt, "float32"), k_)
+    if R.want("attention_varlen"):
+        # (dtype, Hq, Hkv, D, q lengths, k lengths, causal, window, softcap, sinks)
+        cases = [("float16", 4, 2, 64, [5, 0, 64, 1, 70], [5, 3, 64, 9, 70], True, 0, 0.0, None),
+                 ("float32", 3, 3, 24, [17, 33], [40, 2], False, 0, 0.0, None),
+                 ("bfloat16", 2, 1, 32, [9, 80, 3], [9, 80, 3], True, 16, 0.0, "float32"),
+                 ("float32", 2, 2, 16, [6, 7], [13, 0], False, 0, 3.0, None)]
+        for k_, (dt, Hq, Hkv, D, lq, lk, causal, win, cap, sdt) in enumerate(cases):
+            cq = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+            ck = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+            q = rand((int(cq[-1]), Hq, D), dt, -1.5, 1.5)
+            k = rand((int(ck[-1]), Hkv, D), dt, -1.5, 1.5)
+            v = rand((int(ck[-1]), Hkv, D), dt)
+            sinks = rand((Hq,), sdt, -1, 2) if sdt else None
+            ro = np.zeros(q.shape)
+            rl = np.zeros((Hq, q.shape[0]))
+            for s in range(len(lq)):
+                qs, ks = slice(cq[s], cq[s + 1]), slice(ck[s], ck[s + 1])
+                o1, l1 = attn_ref(q[qs].transpose(1, 0, 2)[None], k[ks].transpose(1, 0, 2)[None], v[ks].transpose(1, 0, 2)[None], causal, 0.0,
+                                  win, cap, sinks, bottom=True)
+                ro[qs] = o1[0].transpose(1, 0, 2)
+                rl[:, qs] = l1[0]
+            opts = attn_opts(causal, 0.0, win, cap, sinks)
+            what = "%s Hq%d Hkv%d D%d q%s k%s causal=%d window=%d softcap=%g sinks=%s" % (dt, Hq, Hkv, D, lq, lk, causal, win, cap, sdt)
+            R.check("attention_varlen", what, lambda tg, q=q, k=k, v=v, cq=cq, ck=ck, opts=opts: _varlen(tg, q, k, v, cq, ck, opts),
+                    (round_to(ro, dt), rl), (dt, "float32"), k_)
+    if R.want("attention_decode"):
+        # (dtype, Hq, Hkv, D, block size, seq lens, num_splits, window, softcap, sinks)
+        cases = [("float16", 8, 2, 64, 16, [1, 37, 100], 0, 0, 0.0, None),
+                 ("bfloat16", 4, 4, 32, 5, [23, 0, 11, 5], 3, 0, 0.0, "float32"),      # prime block size, an empty sequence
+                 ("float32", 6, 1, 40, 8, [70, 9], 1, 0, 4.0, None),                  # MQA, one split, softcap
+                 ("float16", 4, 2, 16, 16, [90, 31], 7, 24, 0.0, "float16"),          # sliding window, more splits than pages
+                 ("float32", 2, 2, 8, 4, [0, 0], 0, 0, 0.0, None)]                    # no keys at all
+        for k_, (dt, Hq, Hkv, D, P, lens, ns, win, cap, sdt) in enumerate(cases):
+            B = len(lens)
+            maxb = max(1, max((n + P - 1) // P for n in lens) + 1)
+            nblk = B * maxb + 3
+            perm = RNG.permutation(nblk).astype(np.int32)
+            bt = np.full((B, maxb), -1, np.int32)  # entries past a sequence's pages are never read
+            for s in range(B):
+                bt[s, :(lens[s] + P - 1) // P] = perm[s * maxb:s * maxb + (lens[s] + P - 1) // P]
+            kc = rand((nblk, P, Hkv, D), dt, -1.5, 1.5)
+            vc = rand((nblk, P, Hkv, D), dt)
+            q = rand((B, Hq, D), dt, -1.5, 1.5)
+            sl = np.array(lens, np.int32)
+            sinks = rand((Hq,), sdt, -1, 2) if sdt else None
+            ro = np.zeros(q.shape)
+            rl = np.zeros((B, Hq))
+            for s in range(B):
+                n = lens[s]
+                pages = bt[s, :(n + P - 1) // P]
+                ks = kc[pages].reshape(-1, Hkv, D)[:n].transpose(1, 0, 2)[None]
+                vs = vc[pages].reshape(-1, Hkv, D)[:n].transpose(1, 0, 2)[None]
+                o1, l1 = attn_ref(q[s][:, None, :][None], ks, vs, True, 0.0, win, cap, sinks, bottom=True)
+                ro[s] = o1[0, :, 0]
+                rl[s] = l1[0, :, 0]
+            opts = attn_opts(False, 0.0, win, cap, sinks)
+            what = "%s Hq%d Hkv%d D%d block %d lens %s splits %d window=%d softcap=%g sinks=%s" % (dt, Hq, Hkv, D, P, lens, ns, win, cap, sdt)
+            R.check("attention_decode", what, lambda tg, q=q, kc=kc, vc=vc, bt=bt, sl=sl, opts=opts, ns=ns: _decode(tg, q, kc, vc, bt, sl, opts, ns),
+                    (round_to(ro, dt), rl), (dt, "float32"), k_)
+
+
+def attn_bwd_ref(q, k, v, do, causal=False, scale=0.0, window=0, softcap=0.0, sinks=None):
+    """float64 gradients (dq, dk, dv) of attn_ref's out with respect to q, k, v given dout"""
+    B, Hq, Sq, D = q.shape
+    Hkv, Skv = k.shape[1], k.shape[2]
+    g = Hq // Hkv
+    fq, kk, vv, fdo = f64(q), np.repeat(f64(k), g, axis=1), np.repeat(f64(v), g, axis=1), f64(do)
+    sc = scale if scale else 1.0 / math.sqrt(D)
+    raw = np.einsum("bhqd,bhkd->bhqk", fq, kk) * sc
+    z = softcap * np.tanh(raw / softcap) if softcap else raw
+    i, j = np.arange(Sq)[:, None], np.arange(Skv)[None, :]
+    vis = np.ones((Sq, Skv), bool)
+    if causal:
+        vis &= j <= i
+    if window:
+        vis &= j >= i - (window - 1)
+    _, lse = attn_ref(q, k, v, causal, scale, window, softcap, sinks)
+    with np.errstate(invalid="ignore"):
+        p = np.where(vis, np.exp(np.where(vis, z, 0.0) - np.where(np.isinf(lse), 0.0, lse)[..., None]), 0.0)
+    dv = np.einsum("bhqk,bhqd->bhkd", p, fdo)
+    dp = np.einsum("bhqd,bhkd->bhqk", fdo, vv)
+    o = np.einsum("bhqk,bhkd->bhqd", p, vv)
+    dz = p * (dp - (fdo * o).sum(-1, keepdims=True))
+    draw = dz * ((1 - np.tanh(raw / softcap) ** 2) if softcap else 1.0) * sc
+    dq = np.einsum("bhqk,bhkd->bhqd", draw, kk)
+    dk = np.einsum("bhqk,bhqd->bhkd", draw, fq)
+    red = lambda a: a.reshape(B, Hkv, g, Skv, D).sum(2)
+    if sinks is None:
+        return dq, red(dk), red(dv)
+    # the sink's probability exp(sink - lse) times -Delta, summed over batch and queries
+    ds = (-np.exp(f64(sinks)[None, :, None] - lse) * (fdo * o).sum(-1)).sum((0, 2))
+    return dq, red(dk), red(dv), ds
+
+
+def _sdpa_bwd(tg, q, k, v, o, do, lse, opts, want_dsinks=False):
+    dq, dk, dv, ds = out(), out(), out(), out()
+    call("tile_op_scaled_dot_product_attention_backward", b(tg), C.byref(tt(q)), C.byref(tt(k)), C.byref(tt(v)), C.byref(tt(o)), C.byref(tt(do)),
+         C.byref(tt(lse)), C.byref(opts), C.byref(dq), C.byref(dk), C.byref(dv), C.byref(ds) if want_dsinks else None)
+    return (to_np(dq), to_np(dk), to_np(dv)) + ((to_np(ds),) if want_dsinks else ())
+
+
+def attn_bwd_cases(R):
+    if not R.want("scaled_dot_product_attention_backward"):
+        return
+    # (dtype, B, Hq, Hkv, Sq, Skv, D, causal, window, softcap, sinks)
+    cases = [("float32", 1, 2, 2, 37, 37, 32, False, 0, 0.0, None),
+             ("float32", 2, 4, 2, 70, 45, 16, True, 0, 0.0, None),              # GQA, Sq > Skv (rows with no key), causal
+             ("float16", 1, 3, 1, 65, 130, 64, True, 20, 0.0, None),            # MQA, Sq < Skv, sliding window
+             ("float32", 1, 2, 1, 29, 31, 24, False, 0, 4.0, "float32"),        # softcap, sinks (through lse)
+             ("bfloat16", 1, 2, 2, 40, 40, 64, True, 0, 0.0, None),
+             ("float16", 2, 4, 2, 33, 50, 32, True, 0, 0.0, "float16"),         # sinks with dsinks, f16
+             ("float32", 1, 2, 1, 6, 0, 8, False, 0, 0.0, None),                # Skv = 0
+             ("float32", 1, 2, 2, 5, 0, 8, False, 0, 0.0, "float32")]           # Skv = 0 with sinks
+    for k_, (dt, B, Hq, Hkv, Sq, Skv, D, causal, win, cap, sdt) in enumerate(cases):
+        q = rand((B, Hq, Sq, D), dt, -1.5, 1.5)
+        k = rand((B, Hkv, Skv, D), dt, -1.5, 1.5)
+        v = rand((B, Hkv, Skv, D), dt)
+        do = rand((B, Hq, Sq, D), dt)
+        sinks = rand((Hq,), sdt, -1, 2) if sdt else None
+        opts = attn_opts(causal, 0.0, win, cap, sinks)
+        # the forward's out and lse as a caller has them: from the interpreter, in q's dtype
+        o, lse = _sdpa("interp", q, k, v, opts)
+        ref = attn_bwd_ref(q, k, v, do, causal, 0.0, win, cap, sinks)
+        what = "%s B%d Hq%d Hkv%d Sq%d Skv%d D%d causal=%d window=%d softcap=%g sinks=%s" % (dt, B, Hq, Hkv, Sq, Skv, D, causal, win, cap, sdt)
+        ws = sinks is not None  # dsinks (float32) is compared at the tolerance of dt, the dtype of the out it comes from
+        R.check("scaled_dot_product_attention_backward", what,
+                lambda tg, q=q, k=k, v=v, o=o, do=do, lse=lse, opts=opts, ws=ws: _sdpa_bwd(tg, q, k, v, o, do, lse, opts, ws),
+                tuple(round_to(r, dt) for r in ref[:3]) + tuple(ref[3:]), (dt, dt, dt) + ((dt,) if ws else ()), k_)
+
+
+def attn_bad_argument_cases(R):
+    E = R.expect_error
+    f = lambda *s: rand(s, "float32")
+    none = attn_opts()
+    E("scaled_dot_product_attention", "head count", lambda tg: _sdpa(tg, f(1, 32, 4, 8), f(1, 5, 4, 8), f(1, 5, 4, 8), none), "k")
+    E("scaled_dot_product_attention", "v shape", lambda tg: _sdpa(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 5, 8), none), "v")
+    E("scaled_dot_product_attention", "k dtype", lambda tg: _sdpa(tg, f(1, 2, 4, 8), rand((1, 2, 4, 8), "float16"), f(1, 2, 4, 8), none), "k")
+    E("scaled_dot_product_attention", "integer q", lambda tg: _sdpa(tg, rand((1, 2, 4, 8), "int32"), f(1, 2, 4, 8), f(1, 2, 4, 8), none), "q")
+    E("scaled_dot_product_attention", "q rank 3", lambda tg: _sdpa(tg, f(2, 4, 8), f(2, 4, 8), f(2, 4, 8), none), "q")
+    E("scaled_dot_product_attention", "head dim", lambda tg: _sdpa(tg, f(1, 1, 2, 8), f(1, 1, 2, 9), f(1, 1, 2, 9), none), "k")
+    E("scaled_dot_product_attention", "sinks shape", lambda tg: _sdpa(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), attn_opts(sinks=f(3))), "sinks")
+    E("scaled_dot_product_attention", "negative softcap", lambda tg: _sdpa(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), attn_opts(softcap=-1.0)),
+      "softcap")
+    E("scaled_dot_product_attention", "out shape", lambda tg: _sdpa(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), none, False,
+                                                                    np.zeros((1, 2, 4, 9), np.float32)), "out")
+    cq = np.array([0, 3, 5], np.int32)
+    E("scaled_dot_product_attention_backward", "lse shape", lambda tg: _sdpa_bwd(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8),
+                                                                               f(1, 2, 4, 8), f(1, 2, 5), none), "lse")
+    E("scaled_dot_product_attention_backward", "dout shape", lambda tg: _sdpa_bwd(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8),
+                                                                                f(1, 2, 3, 8), f(1, 2, 4), none), "dout")
+    E("scaled_dot_product_attention_backward", "dsinks without sinks", lambda tg: _sdpa_bwd(tg, f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4, 8),
+                                                                                         f(1, 2, 4, 8), f(1, 2, 4, 8), f(1, 2, 4), none, True), "dsinks")
+    E("attention_varlen", "cu_seqlens_q end", lambda tg: _varlen(tg, f(6, 2, 8), f(5, 2, 8), f(5, 2, 8), cq, cq, none), "cu_seqlens_q")
+    E("attention_varlen", "cu_seqlens_k dtype", lambda tg: _varlen(tg, f(5, 2, 8), f(5, 2, 8), f(5, 2, 8), cq, cq.astype(np.int64), none),
+      "cu_seqlens_k")
+    E("attention_varlen", "cu_seqlens_q decreasing", lambda tg: _varlen(tg, f(5, 2, 8), f(5, 2, 8), f(5, 2, 8), np.array([0, 6, 5], np.int32), cq,
+                                                                        none), "cu_seqlens_q")
+    kc = f(4, 8, 2, 16)
+    q = f(2, 4, 16)
+    bt = np.array([[0, 1], [2, 3]], np.int32)
+    E("attention_decode", "block table entry", lambda tg: _decode(tg, q, kc, kc, np.array([[0, 9], [2, 3]], np.int32), np.array([10, 3], np.int32),
+                                                                  none, 0), "block_table")
+    E("attention_decode", "seq_lens too long", lambda tg: _decode(tg, q, kc, kc, bt, np.array([17, 3], np.int32), none, 0), "seq_lens")
+    E("attention_decode", "num_splits", lambda tg: _decode(tg, q, kc, kc, bt, np.array([5, 3], np.int32), none, -1), "num_splits")
+    E("attention_decode", "kv heads", lambda tg: _decode(tg, f(2, 3, 16), kc, kc, bt, np.array([5, 3], np.int32), none, 0), "k_cache")
+
+
 def bad_argument_cases(R):
     f = rand((3, 4), "float32")
     i = rand((3, 4), "int32")
@@ -1292,7 +1560,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--targets", default="interp,cpu")
     ap.add_argument("--only", default="")
-    ap.add_argument("--group", default="all", help="all | elementwise | reduce | shape | nn | errors")
+    ap.add_argument("--group", default="all", help="all | elementwise | reduce | shape | nn | errors | attn")
     ap.add_argument("--opencl-every", type=int, default=3)
     args = ap.parse_args()
     load(args.lib)
@@ -1329,6 +1597,10 @@ def main():
     if g in ("all", "errors"):
         bad_argument_cases(R)
         cache_case(R)
+    if g in ("all", "attn"):
+        attn_cases(R)
+        attn_bwd_cases(R)
+        attn_bad_argument_cases(R)
     if g == "all" and not R.only:
         missing = [n for n, _, _ in ops if n not in R.op_seen]
         if missing:

@@ -442,3 +442,76 @@ def test_cuda_exact_index_checks_and_streams():
     torch.cuda.synchronize()
     after = tile.memory_stats("cuda")
     assert after["driver_allocs"] - before["driver_allocs"] <= 1   # outputs come back to the pool
+
+
+# ---------- attention, against torch (F.scaled_dot_product_attention and autograd) ----------
+def _sink_attention(q, k, v, sinks, is_causal):
+    """the sink as an extra logit column of every row, dropped after the softmax (gpt-oss)"""
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    z = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if is_causal:
+        z = z.masked_fill(~torch.ones(z.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+    z = torch.cat([z, sinks.view(1, -1, 1, 1).expand(*z.shape[:-1], 1)], -1)
+    return z.softmax(-1)[..., :-1] @ v
+
+
+def test_attention_forward_backward_vs_torch():
+    q = torch.randn(2, 6, 37, 32, dtype=torch.float64).float().requires_grad_()
+    k = torch.randn(2, 2, 53, 32).requires_grad_()
+    v = torch.randn(2, 2, 53, 32).requires_grad_()
+    for causal in (False, True):
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        o, lse = ops.scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), is_causal=causal, enable_gqa=True, return_lse=True)
+        close(o, ref, rtol=1e-4, atol=1e-5)
+        z = q @ k.repeat_interleave(3, 1).transpose(-1, -2) / math.sqrt(32)
+        if causal:
+            z = z.masked_fill(~torch.ones(37, 53, dtype=torch.bool).tril(), float("-inf"))
+        close(lse, torch.logsumexp(z, -1), rtol=1e-5, atol=1e-5)
+        do = torch.randn_like(ref)
+        gq, gk, gv = torch.autograd.grad(ref, (q, k, v), do)
+        dq, dk, dv = ops.scaled_dot_product_attention_backward(do, q.detach(), k.detach(), v.detach(), o, lse, is_causal=causal)
+        for got, want in ((dq, gq), (dk, gk), (dv, gv)):
+            close(got, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(tile.TileError, match="enable_gqa"):
+        ops.scaled_dot_product_attention(q.detach(), k.detach(), v.detach())
+
+
+def test_attention_sinks_and_their_gradient_vs_autograd():
+    q = torch.randn(1, 4, 20, 16).requires_grad_()
+    k, v = torch.randn(1, 2, 20, 16).requires_grad_(), torch.randn(1, 2, 20, 16).requires_grad_()
+    sinks = torch.randn(4).requires_grad_()
+    ref = _sink_attention(q, k, v, sinks, True)
+    o, lse = ops.scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), is_causal=True, enable_gqa=True, sinks=sinks.detach(),
+                                              return_lse=True)
+    close(o, ref, rtol=1e-4, atol=1e-5)
+    do = torch.randn_like(ref)
+    grads = torch.autograd.grad(ref, (q, k, v, sinks), do)
+    got = ops.scaled_dot_product_attention_backward(do, q.detach(), k.detach(), v.detach(), o, lse, is_causal=True, sinks=sinks.detach())
+    for g, w in zip(got, grads):
+        close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_attention_decode_paged_vs_sdpa():
+    B, Hq, Hkv, D, P = 3, 8, 2, 32, 16
+    lens = [5, 40, 17]
+    table = torch.tensor([[7, 0, 0], [1, 4, 2], [6, 3, 0]], dtype=torch.int32)
+    kc, vc = torch.randn(8, P, Hkv, D), torch.randn(8, P, Hkv, D)
+    q = torch.randn(B, Hq, D)
+    for splits in (0, 1, 3):
+        o = ops.attention_decode(q, kc, vc, table, torch.tensor(lens, dtype=torch.int32), num_splits=splits)
+        for b, n in enumerate(lens):
+            kk = kc[table[b].long()].reshape(-1, Hkv, D)[:n].transpose(0, 1)[None]
+            vv = vc[table[b].long()].reshape(-1, Hkv, D)[:n].transpose(0, 1)[None]
+            ref = F.scaled_dot_product_attention(q[b][None, :, None], kk, vv, enable_gqa=True)[0, :, 0]
+            close(o[b], ref, rtol=1e-4, atol=1e-5)
+
+
+@cuda
+def test_cuda_attention_vs_sdpa():
+    for dtype in (torch.bfloat16, torch.float16):
+        q = torch.randn(2, 8, 300, 128, device="cuda").to(dtype)
+        k, v = torch.randn(2, 4, 300, 128, device="cuda").to(dtype), torch.randn(2, 4, 300, 128, device="cuda").to(dtype)
+        for causal in (False, True):
+            ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal, enable_gqa=True)
+            close(ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True), ref, rtol=2e-2, atol=2e-2)
