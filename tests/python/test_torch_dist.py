@@ -81,3 +81,21 @@ def test_killed_rank_raises_on_survivors():
         if r != victim:
             assert procs[r].returncode == 0 and "OK kill" in outs[r], outs[r][-2000:]
             assert "rank %d" % victim in outs[r]
+
+
+def test_comm_hook_bad_arguments():
+    import tile.torch
+    with pytest.raises(ValueError, match="momentum must be in"):
+        tile.torch.comm_hook("sign1", momentum=1.0)
+    with pytest.raises(TypeError, match="momentum must be a number"):
+        tile.torch.comm_hook("sign1", momentum="high")
+    with pytest.raises(ValueError, match="gather='int3'"):
+        tile.torch.comm_hook("sign1", gather="int3")
+    with pytest.raises(ValueError, match="gather="):
+        tile.torch.comm_hook(None, gather="int8")
+    with pytest.raises(ValueError, match="unknown method"):
+        tile.torch.comm_hook("sign2")
+    with pytest.raises(ValueError, match="chunk must be"):
+        tile.torch.comm_hook("sign1", chunk=-1)
+    h = tile.torch.comm_hook("sign1", gather="int8", momentum=0.9, chunk=64)
+    assert (h.method, h.gather, h.momentum, h.chunk) == ("sign1", "int8", 0.9, 64)

@@ -168,7 +168,9 @@ class _Engine:
 
     def _run(self, op):
         try:
-            op.fn()
+            # a range in torch.profiler's traces (bench/torch/ddp_step.py measures overlap with it)
+            with torch.autograd.profiler.record_function("tile::" + op.name):
+                op.fn()
         except BaseException as e:  # noqa: BLE001 (handed to the waiter)
             op.error = e
         finally:
