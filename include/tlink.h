@@ -822,8 +822,9 @@ TLINK_API tlink_status tlink_gpu_stream_destroy(tlink_gpu_comm *g, tlink_cuda_st
  * sums the decoded blocks and its own (exact) block (divides by N for avg), compresses that
  * sum again (with a second residual of its own), and the compressed blocks are all-gathered.
  * Every rank decodes the same bytes, so all ranks get bit-identical results. Bytes sent by
- * each rank per call: 2 (N-1) x (compressed block size), against about 2 (N-1)/N x 4 count
- * for an f32 ring all-reduce. */
+ * each rank per call: 2 (N-1) x (compressed block size) (phase 2 in its own method when
+ * tlink_compress_set_gather chose one), against about 2 (N-1)/N x 4 count for an f32 ring
+ * all-reduce. */
 typedef enum {
     TLINK_COMPRESS_NONE = 0,
     TLINK_COMPRESS_SIGN1 = 1,
@@ -855,6 +856,11 @@ typedef struct tlink_compress tlink_compress;  /* per gradient buffer, per rank 
 TLINK_API tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, size_t count,
                                              size_t chunk, int error_feedback, tlink_compress **out);
 TLINK_API void tlink_compress_destroy(tlink_compress *cs);   /* NULL is OK */
+/* Phase 2's method (the reduced blocks that are all-gathered); by default the state's own.
+ * A finer one than phase 1's (sign1 then int8) keeps a second 1-bit compression of the
+ * average from adding its error to the first one's. Local, but every rank must set the same
+ * before the first call; zeroes the phase-2 residuals. */
+TLINK_API tlink_status tlink_compress_set_gather(tlink_compress *cs, tlink_compress_method m);
 /* Zero the residuals (e.g. after restoring parameters from a checkpoint). */
 TLINK_API void tlink_compress_reset(tlink_compress *cs);
 

@@ -79,6 +79,7 @@ _shrink = _fn("tlink_comm_shrink", c_int, P, ctypes.POINTER(P))
 _compress_from_name = _fn("tlink_compress_from_name", c_int, ctypes.c_char_p)
 _compress_create = _fn("tlink_compress_create", c_int, P, c_int, c_size_t, c_size_t, c_int, ctypes.POINTER(P))
 _compress_destroy = _fn("tlink_compress_destroy", None, P)
+_compress_set_gather = _fn("tlink_compress_set_gather", c_int, P, c_int)
 _compressed_allreduce = _fn("tlink_compressed_allreduce", c_int, P, P, P, c_size_t, c_int)
 
 
@@ -301,15 +302,21 @@ def recv(comm, x, peer):
 
 class Compressor:
     """Compressed all-reduce of an f32 gradient buffer with error feedback
-    (docs/tilelink-compression.md): Compressor(comm, "sign1", count)."""
+    (docs/tilelink-compression.md): Compressor(comm, "sign1", count). gather: the method of
+    the all-gathered reduced blocks (phase 2), by default method itself."""
 
-    def __init__(self, comm, method, count, chunk=0, error_feedback=True):
+    def __init__(self, comm, method, count, chunk=0, error_feedback=True, gather=None):
         m = _compress_from_name(method.encode())
         if m < 0:
             raise LinkError("unknown compression method '%s'" % method)
+        m2 = m if gather is None else _compress_from_name(gather.encode())
+        if m2 < 0:
+            raise LinkError("unknown compression method '%s' (gather)" % gather)
         h = P()
         _check(_compress_create(comm._h, m, int(count), int(chunk), 1 if error_feedback else 0, ctypes.byref(h)), comm._h, "compress_create")
         self._h, self.comm, self.count = h, comm, int(count)
+        if m2 != m:
+            _check(_compress_set_gather(h, m2), comm._h, "compress_set_gather")
 
     def allreduce(self, x, op="avg", out=None):
         p, n, dt = _buf(x)

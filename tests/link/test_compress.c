@@ -381,6 +381,78 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
         }
     }
 
+    /* phase 2 in another method (tlink_compress_set_gather): the same method again is
+     * bit-identical to the default; "none" gives exactly the average of the decoded phase-1
+     * blocks (each owner's own block exact), computed here from the local codec; int8 is within
+     * half a grid step of that; wire bytes are (N-1) x (phase-1 pad + phase-2 pad) */
+    for (size_t si = 0; si < NSIZES; si++)
+        for (int ci = 0; ci < 2; ci++) {
+            size_t n = sizes[si], ch = chunks[ci] ? chunks[ci] : TLINK_COMPRESS_DEFAULT_CHUNK;
+            const int m2s[] = {TLINK_COMPRESS_SIGN1, TLINK_COMPRESS_NONE, TLINK_COMPRESS_INT8, TLINK_COMPRESS_INT4};
+            float *x = malloc((n + 1) * 4), *y = malloc((n + 1) * 4), *y0 = malloc((n + 1) * 4);
+            float *ref = calloc(n + 1, 4), *dec = malloc((n + 1) * 4);
+            uint8_t *enc = malloc(tlink_compress_encoded_bytes(TLINK_COMPRESS_SIGN1, n, ch) + 1);
+            /* the reference: block j of rank r decoded after sign1 (exact for r == j), summed in rank order */
+            size_t nch = (n + ch - 1) / ch;
+            for (int r = 0; r < size; r++) {
+                for (size_t i = 0; i < n; i++) x[i] = input(r, 7, i);
+                for (int j = 0; j < size; j++) {
+                    size_t c0 = (size_t)j * (nch / size) + ((size_t)j < nch % size ? (size_t)j : nch % size);
+                    size_t c1 = (size_t)(j + 1) * (nch / size) + ((size_t)(j + 1) < nch % size ? (size_t)(j + 1) : nch % size);
+                    size_t e0 = c0 * ch < n ? c0 * ch : n, e1 = c1 * ch < n ? c1 * ch : n;
+                    if (e1 == e0) continue;
+                    if (r == j) memcpy(dec + e0, x + e0, (e1 - e0) * 4);
+                    else {
+                        tlink_compress_encode(TLINK_COMPRESS_SIGN1, x + e0, e1 - e0, ch, enc);
+                        tlink_compress_decode(TLINK_COMPRESS_SIGN1, enc, e1 - e0, ch, dec + e0);
+                    }
+                }
+                for (size_t i = 0; i < n; i++) ref[i] = r ? ref[i] + dec[i] : dec[i];
+            }
+            double rmax = 0;
+            for (size_t i = 0; i < n; i++) rmax = fmax(rmax, fabs(ref[i] /= (float)size));
+            for (size_t i = 0; i < n; i++) x[i] = input(rank, 7, i);
+            for (int k = 0; k < 4; k++) {
+                tlink_compress *cs = NULL;
+                CHECKT(tlink_compress_create(c, TLINK_COMPRESS_SIGN1, n, chunks[ci], 1, &cs) == TLINK_OK, "create");
+                CHECKT(tlink_compress_set_gather(cs, (tlink_compress_method)m2s[k]) == TLINK_OK, "set_gather: %s",
+                       tlink_last_error(c));
+                const char *mn = tlink_compress_name((tlink_compress_method)m2s[k]);
+                CHECKT(tlink_compressed_allreduce(cs, x, y, n, TLINK_AVG) == TLINK_OK, "sign1:%s n=%zu: %s", mn, n,
+                       tlink_last_error(c));
+                double err = 0;
+                for (size_t i = 0; i < n; i++) err = fmax(err, fabs((double)y[i] - ref[i]));
+                if (k == 0) {
+                    tlink_compress *c0s = NULL;
+                    tlink_compress_create(c, TLINK_COMPRESS_SIGN1, n, chunks[ci], 1, &c0s);
+                    tlink_compressed_allreduce(c0s, x, y0, n, TLINK_AVG);
+                    CHECKT(!memcmp(y, y0, n * 4), "sign1:sign1 n=%zu chunk %zu differs from the default", n, ch);
+                    tlink_compress_destroy(c0s);
+                } else if (k == 1) {
+                    CHECKT(err <= 1e-6 * (1 + rmax), "sign1:none n=%zu chunk %zu: off the decoded average by %g", n, ch, err);
+                } else {
+                    double step = rmax / (k == 2 ? 127.0 : 7.0);
+                    CHECKT(err <= 0.5 * step * 1.001 + 1e-6, "sign1:%s n=%zu chunk %zu: error %g > half a step %g", mn, n, ch,
+                           err, 0.5 * step);
+                }
+                tlink_compress_stats s;
+                tlink_compress_get_stats(cs, &s);
+                uint64_t want = size > 1 ? (uint64_t)(size - 1) * (pad_bytes(TLINK_COMPRESS_SIGN1, n, ch, size) +
+                                                                   pad_bytes(m2s[k], n, ch, size)) : 0;
+                CHECKT(s.last_wire_bytes == want, "sign1:%s n=%zu: wire bytes %llu, want %llu", mn, n,
+                       (unsigned long long)s.last_wire_bytes, (unsigned long long)want);
+                if (n && size > 1) {
+                    float *all = malloc(n * 4 * (size_t)size);
+                    tlink_allgather(c, y, all, n, TLINK_F32);
+                    for (int r = 1; r < size; r++)
+                        CHECKT(!memcmp(all, all + (size_t)r * n, n * 4), "sign1:%s n=%zu: rank %d differs", mn, n, r);
+                    free(all);
+                }
+                tlink_compress_destroy(cs);
+            }
+            free(x), free(y), free(y0), free(ref), free(dec), free(enc);
+        }
+
     /* bad arguments: clear errors, nothing sent (every rank fails the same way) */
     {
         tlink_compress *cs = NULL;
@@ -393,6 +465,9 @@ static int rank_main(int rank, int size, const char *addr, void *arg) {
                    strstr(tlink_last_error(c), "error_feedback"), "bad ef: %s", tlink_last_error(c));
         CHECKT(tlink_compress_create(c, TLINK_COMPRESS_INT8, 10, 0, 1, NULL) == TLINK_ERR_INVALID_ARG, "NULL out");
         CHECKT(tlink_compress_create(c, TLINK_COMPRESS_INT8, 10, 0, 1, &cs) == TLINK_OK, "create");
+        CHECKT(tlink_compress_set_gather(cs, (tlink_compress_method)7) == TLINK_ERR_INVALID_ARG &&
+                   strstr(tlink_last_error(c), "method"), "bad gather method: %s", tlink_last_error(c));
+        CHECKT(tlink_compress_set_gather(NULL, TLINK_COMPRESS_INT8) == TLINK_ERR_INVALID_ARG, "set_gather NULL");
         CHECKT(tlink_compressed_allreduce(cs, x, x, 11, TLINK_SUM) == TLINK_ERR_INVALID_ARG &&
                    strstr(tlink_last_error(c), "count 11"), "count mismatch: %s", tlink_last_error(c));
         CHECKT(tlink_compressed_allreduce(cs, x, x, 10, TLINK_MAX) == TLINK_ERR_INVALID_ARG &&

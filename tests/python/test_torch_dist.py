@@ -36,6 +36,32 @@ def test_every_call_matches_gloo(n):
     assert out.count("OK calls") == n, out[-2000:]
 
 
+@pytest.mark.parametrize("n", [3, 4])
+def test_every_call_matches_gloo_more_ranks(n):
+    """Every call at 3 and 4 ranks (uneven splits, roots other than 0, odd rank counts), on one
+    dtype of each kind to keep CI's time small (every dtype: the 1- and 2-rank tests)."""
+    out = _torchrun(n, "calls", "quick")
+    assert out.count("OK calls") == n, out[-2000:]
+
+
+def _tile_bin():
+    lib = os.environ.get("TILE_LIBRARY")
+    b = os.path.join(os.path.dirname(lib), "bin", "tile") if lib else None
+    return b if b and os.access(b, os.X_OK) else None
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_calls_under_tile_launch(n):
+    """init_process_group from TileLink's environment (tile.torch.distributed.init_process_group)
+    under `tile launch`: every call, compared with references from every rank's inputs."""
+    tile_bin = _tile_bin()
+    if tile_bin is None:
+        pytest.skip("the tile binary is not next to TILE_LIBRARY")
+    p = subprocess.run([tile_bin, "launch", "-n", str(n), "--", sys.executable, WORKER, "calls-env", "quick"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert p.returncode == 0 and p.stdout.count("OK calls-env") == n, p.stdout[-4000:]
+
+
 def test_ddp_digits_tile_equals_gloo():
     out = _torchrun(2, "ddp")
     assert out.count("OK ddp") == 2 or "SKIP ddp" in out, out[-2000:]
@@ -55,3 +81,21 @@ def test_killed_rank_raises_on_survivors():
         if r != victim:
             assert procs[r].returncode == 0 and "OK kill" in outs[r], outs[r][-2000:]
             assert "rank %d" % victim in outs[r]
+
+
+def test_comm_hook_bad_arguments():
+    import tile.torch
+    with pytest.raises(ValueError, match="momentum must be in"):
+        tile.torch.comm_hook("sign1", momentum=1.0)
+    with pytest.raises(TypeError, match="momentum must be a number"):
+        tile.torch.comm_hook("sign1", momentum="high")
+    with pytest.raises(ValueError, match="gather='int3'"):
+        tile.torch.comm_hook("sign1", gather="int3")
+    with pytest.raises(ValueError, match="gather="):
+        tile.torch.comm_hook(None, gather="int8")
+    with pytest.raises(ValueError, match="unknown method"):
+        tile.torch.comm_hook("sign2")
+    with pytest.raises(ValueError, match="chunk must be"):
+        tile.torch.comm_hook("sign1", chunk=-1)
+    h = tile.torch.comm_hook("sign1", gather="int8", momentum=0.9, chunk=64)
+    assert (h.method, h.gather, h.momentum, h.chunk) == ("sign1", "int8", 0.9, 64)

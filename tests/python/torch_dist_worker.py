@@ -4,6 +4,8 @@ torchrun, tile launch or plain subprocesses).
     torch_dist_worker.py calls        every torch.distributed call, every dtype, tile vs gloo
     torch_dist_worker.py calls-env    the same under tile launch / mpirun (no torch store):
                                       tile vs references computed from every rank's inputs
+    ... calls quick, calls-env quick  every call on a few dtypes (one of each kind), for the
+                                      larger rank counts
     torch_dist_worker.py kill R       rank R exits in the middle of an all_reduce; the
                                       survivors must raise TileDistError naming R
     torch_dist_worker.py ddp          DDP on the digits set: gloo, tile, tile + sign1 hook
@@ -25,6 +27,9 @@ DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int
 for _n in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
     if hasattr(torch, _n):
         DTYPES.append(getattr(torch, _n))
+# one of each kind: float (f32, and bf16 with its own reduction), widened int, native int,
+# bool, complex
+QUICK = [torch.float32, torch.bfloat16, torch.int8, torch.int64, torch.bool, torch.complex64]
 OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
        "product": dist.ReduceOp.PRODUCT}
 FLOATS = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
@@ -55,8 +60,9 @@ def same(a, b, what):
 def ref_reduce(tensors, op, dtype):
     """Reference reduction of every rank's tensor, in float64 / int64, cast back."""
     if dtype.is_complex:
-        acc = torch.stack(tensors).sum(0)
-        return (acc / len(tensors) if op == "avg" else acc).to(dtype)
+        acc = torch.view_as_real(torch.stack(tensors).to(torch.complex128).sum(0))  # exact: small integers
+        acc = acc / len(tensors) if op == "avg" else acc  # each part divided, rounded once
+        return torch.view_as_complex(acc.contiguous()).to(dtype)
     if dtype == torch.bool:
         s = torch.stack(tensors)
         return (s.any(0) if op in ("sum", "max", "avg") else s.all(0))
@@ -88,7 +94,7 @@ def reduce_ok(dtype, op):
     return True
 
 
-def check_calls(gloo, compare_gloo=True):
+def check_calls(gloo, compare_gloo=True, dtypes=DTYPES):
     r, n = dist.get_rank(), dist.get_world_size()
     counted = {"gloo": 0, "ref": 0}
 
@@ -109,7 +115,7 @@ def check_calls(gloo, compare_gloo=True):
         else:
             same(mine, other, name)
 
-    for dt in DTYPES:
+    for dt in dtypes:
         tag = str(dt).replace("torch.", "")
         for opn, op in OPS.items():
             if not reduce_ok(dt, opn):
@@ -288,13 +294,19 @@ def ddp():
     Xte, Yte, Xtr, Ytr = X[:ntest], Y[:ntest], X[ntest:], Y[ntest:]
     gloo = dist.new_group(backend="gloo")
     results = {}
-    for name, group, hook in (("gloo", gloo, None), ("tile", None, None), ("tile+sign1", None, "sign1"), ("tile+int8", None, "int8")):
+    lr, beta = 0.1, 0.9
+    # sign1: the averaged blocks all-gathered in int8, each rank's momentum compressed (the
+    # hook's momentum=, the optimiser's value); int8: the gradient
+    sign1 = dict(gather="int8", momentum=beta)
+    runs = (("gloo", gloo, None), ("tile", None, None), ("tile+sign1", None, ("sign1", sign1)),
+            ("tile+int8", None, ("int8", {})))
+    for name, group, hook in runs:
         torch.manual_seed(1)
         model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
         m = DDP(model, process_group=group, bucket_cap_mb=0.01)
         if hook:
-            m.register_comm_hook(None, tile.torch.comm_hook(hook))
-        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+            m.register_comm_hook(None, tile.torch.comm_hook(hook[0], **hook[1]))
+        opt = torch.optim.SGD(m.parameters(), lr=lr, momentum=beta)
         bs = 32
         for epoch in range(6):
             for step in range(len(Xtr) // (n * bs)):  # the same number of steps on every rank
@@ -309,21 +321,23 @@ def ddp():
     print("rank %d accuracy %s" % (r, " ".join("%s=%.2f" % kv for kv in results.items())), flush=True)
     assert abs(results["tile"] - results["gloo"]) <= 0.5, results
     assert abs(results["tile+int8"] - results["tile"]) <= 1.0, results
+    assert abs(results["tile+sign1"] - results["tile"]) <= 1.0, results
     assert results["tile"] > 85, results
 
 
 def main():
     mode = sys.argv[1]
+    dtypes = QUICK if sys.argv[2:3] == ["quick"] else DTYPES
     if mode == "calls-env":
         td.init_process_group(timeout=datetime.timedelta(seconds=60))
-        check_calls(None, compare_gloo=False)
+        check_calls(None, compare_gloo=False, dtypes=dtypes)
     elif mode == "kill":
         dist.init_process_group("tile", timeout=datetime.timedelta(seconds=30))
         kill(int(sys.argv[2]))
     else:
         dist.init_process_group("tile", timeout=datetime.timedelta(seconds=60))
         if mode == "calls":
-            check_calls(dist.new_group(backend="gloo"))
+            check_calls(dist.new_group(backend="gloo"), dtypes=dtypes)
         elif mode == "ddp":
             ddp()
     dist.barrier()

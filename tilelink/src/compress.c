@@ -27,19 +27,23 @@
 
 struct tlink_compress {
     tlink_comm *comm;
-    tlink_compress_method m;
+    tlink_compress_method m;   /* phase 1: each rank's input */
+    tlink_compress_method m2;  /* phase 2: the reduced blocks (m unless set_gather changed it) */
     size_t count, chunk;
     int ef, n, me;
     size_t *boff;          /* [n+1] element offset of each rank's block (chunk aligned) */
     size_t pad;            /* encoded bytes of the largest block: every block travels padded */
     size_t cb;             /* encoded bytes of a full chunk */
-    size_t sbytes;         /* bytes of a block per pipeline stage (a multiple of cb; pad when one stage) */
-    int nst;               /* pipeline stages: ceil(pad / sbytes) */
+    size_t cps;            /* chunks of a block per pipeline stage (all of them when one stage) */
+    size_t sbytes;         /* bytes of a block per pipeline stage: cps * cb (at most pad) */
+    int nst;               /* pipeline stages: ceil(chunks of the largest block / cps) */
+    size_t pad2, cb2, sbytes2; /* the same for phase 2's method m2 */
     float *e1;             /* [count] residual of the first compression (this rank's input; the
                               part of my own block stays 0: that block is never compressed) */
     float *e2;             /* [my block] residual of the second (the reduced block I own) */
     float *tmp;            /* [chunk] scratch: the chunk being encoded */
     uint8_t *sbuf, *rbuf;  /* [n * pad] */
+    uint8_t *gbuf;         /* [n * pad2] the all-gather's buffer */
     tlink_compress_stats stats;
 };
 
@@ -570,6 +574,7 @@ void tlink_compress_destroy(tlink_compress *cs) {
     free(cs->tmp);
     free(cs->sbuf);
     free(cs->rbuf);
+    free(cs->gbuf);
     free(cs);
 }
 
@@ -601,6 +606,7 @@ tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, si
     int n = tlink_comm_size(comm);
     cs->comm = comm;
     cs->m = m;
+    cs->m2 = m;
     cs->count = count;
     cs->chunk = chunk;
     cs->ef = error_feedback;
@@ -628,20 +634,26 @@ tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, si
      * the wire buffers differs. Small buffers (under 1 MiB encoded in all, or
      * TLINK_COMPRESS_PIPELINE_MIN bytes) use one stage. */
     cs->cb = header_bytes(m) + payload_bytes(m, chunk);
-    cs->sbytes = cs->pad;
+    size_t maxch = (maxblk + chunk - 1) / chunk;
+    cs->cps = maxch ? maxch : 1;
     const size_t pipe_min = (size_t)tb_knob_int(TB_K_TLINK_COMPRESS_PIPELINE_MIN); /* tests set 0 to stage small buffers */
     if (cs->pad && cs->pad * (size_t)n >= pipe_min) {
-        size_t per = (cs->pad / cs->cb + TLINK_COMPRESS_STAGES - 1) / TLINK_COMPRESS_STAGES;
-        cs->sbytes = TL_MIN(cs->pad, (per ? per : 1) * cs->cb);
+        size_t per = (maxch + TLINK_COMPRESS_STAGES - 1) / TLINK_COMPRESS_STAGES;
+        cs->cps = per ? per : 1;
     }
-    cs->nst = cs->sbytes ? (int)((cs->pad + cs->sbytes - 1) / cs->sbytes) : 0;
+    cs->sbytes = TL_MIN(cs->pad, cs->cps * cs->cb);
+    cs->nst = (int)((maxch + cs->cps - 1) / cs->cps);
+    cs->pad2 = cs->pad;
+    cs->cb2 = cs->cb;
+    cs->sbytes2 = cs->sbytes;
     size_t mine = cs->boff ? cs->boff[cs->me + 1] - cs->boff[cs->me] : 0;
     cs->e1 = calloc(count ? count : 1, sizeof(float));
     cs->e2 = calloc(mine ? mine : 1, sizeof(float));
     cs->tmp = calloc(chunk, sizeof(float));
     cs->sbuf = malloc(cs->pad * (size_t)n + 1);
     cs->rbuf = malloc(cs->pad * (size_t)n + 1);
-    if (!cs->boff || !cs->e1 || !cs->e2 || !cs->tmp || !cs->sbuf || !cs->rbuf) {
+    cs->gbuf = calloc(cs->pad2 * (size_t)n + 1, 1);
+    if (!cs->boff || !cs->e1 || !cs->e2 || !cs->tmp || !cs->sbuf || !cs->rbuf || !cs->gbuf) {
         tlink_compress_destroy(cs);
         return tl_err(comm, TLINK_ERR_NO_MEMORY, "compress_create: out of memory (%zu elements)", count);
     }
@@ -651,6 +663,28 @@ tlink_status tlink_compress_create(tlink_comm *comm, tlink_compress_method m, si
     size_t per = (count + (size_t)n - 1) / (size_t)n;
     cs->stats.f32_ring_bytes = (uint64_t)2 * (uint64_t)(n - 1) * per * 4;
     *out = cs;
+    return TLINK_OK;
+}
+
+tlink_status tlink_compress_set_gather(tlink_compress *cs, tlink_compress_method m2) {
+    if (!cs) {
+        tl_set_thread_error("compress_set_gather: state is NULL");
+        return TLINK_ERR_INVALID_ARG;
+    }
+    if ((unsigned)m2 >= TLINK_COMPRESS_COUNT)
+        return tl_err(cs->comm, TLINK_ERR_INVALID_ARG, "compress_set_gather: invalid method %d", (int)m2);
+    size_t pad2 = 0;
+    for (int j = 0; j < cs->n; j++) pad2 = TL_MAX(pad2, enc_bytes(m2, cs->boff[j + 1] - cs->boff[j], cs->chunk));
+    uint8_t *g = calloc(pad2 * (size_t)cs->n + 1, 1);
+    if (!g) return tl_err(cs->comm, TLINK_ERR_NO_MEMORY, "compress_set_gather: out of memory");
+    free(cs->gbuf);
+    cs->gbuf = g;
+    cs->m2 = m2;
+    cs->pad2 = pad2;
+    cs->cb2 = header_bytes(m2) + payload_bytes(m2, cs->chunk);
+    cs->sbytes2 = TL_MIN(pad2, cs->cps * cs->cb2);
+    size_t mine = cs->boff[cs->me + 1] - cs->boff[cs->me];
+    memset(cs->e2, 0, (mine ? mine : 1) * sizeof(float));
     return TLINK_OK;
 }
 
@@ -681,12 +715,16 @@ tlink_status tlink_compress_get_stats(const tlink_compress *cs, tlink_compress_s
  * encoding; in the wire buffers stage s starts at n * stage_lo(s), rank j's part of it at
  * j * (its size) further */
 static size_t stage_lo(const tlink_compress *cs, int s) { return TL_MIN(cs->pad, (size_t)s * cs->sbytes); }
+static size_t stage_lo2(const tlink_compress *cs, int s) { return TL_MIN(cs->pad2, (size_t)s * cs->sbytes2); }
 
-/* where the encoding of the chunk at element c0 of rank j's block lies in a wire buffer */
-static uint8_t *chunk_at(const tlink_compress *cs, uint8_t *buf, int j, size_t c0) {
-    size_t b = c0 / cs->chunk * cs->cb; /* its byte offset in the block's encoding */
-    int s = (int)(b / cs->sbytes);
-    size_t lo = stage_lo(cs, s), hi = stage_lo(cs, s + 1);
+/* where the encoding of the chunk at element c0 of rank j's block lies in a wire buffer:
+ * phase 1's (ph 1: method m) or the all-gather's (ph 2: method m2); stage s holds chunks
+ * [s cps, (s + 1) cps) of every block in both */
+static uint8_t *chunk_at(const tlink_compress *cs, uint8_t *buf, int j, size_t c0, int ph) {
+    size_t ci = c0 / cs->chunk;
+    size_t b = ci * (ph == 1 ? cs->cb : cs->cb2); /* its byte offset in the block's encoding */
+    int s = (int)(ci / cs->cps);
+    size_t lo = ph == 1 ? stage_lo(cs, s) : stage_lo2(cs, s), hi = ph == 1 ? stage_lo(cs, s + 1) : stage_lo2(cs, s + 1);
     return buf + (size_t)cs->n * lo + (size_t)j * (hi - lo) + (b - lo);
 }
 
@@ -720,16 +758,18 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
     tlink_request *ra[64], *rg[64]; /* nst <= TLINK_COMPRESS_STAGES + 1 */
     int na = 0, wa = 0, ng = 0, wg = 0;
     size_t mn = cs->boff[me + 1] - cs->boff[me];
-    uint8_t *g = cs->sbuf;
+    uint8_t *g = cs->gbuf;
+    tlink_compress_method m2 = cs->m2;
     float *tmp = cs->tmp;
     for (int s = 0; s < nst && !st; s++) {
         size_t lo = stage_lo(cs, s), bs = stage_lo(cs, s + 1) - lo;
+        size_t e0 = (size_t)s * cs->cps * chunk, eh = e0 + cs->cps * chunk; /* the stage's elements */
         for (int j = 0; j < n; j++) {
             if (j == me) continue;
             size_t bo = cs->boff[j], bn = cs->boff[j + 1] - bo;
-            for (size_t c0 = lo / cs->cb * chunk; c0 < bn && (c0 / chunk) * cs->cb < lo + bs; c0 += chunk) {
+            for (size_t c0 = e0; c0 < bn && c0 < eh; c0 += chunk) {
                 size_t k = TL_MIN(chunk, bn - c0);
-                enc1(m, sendbuf + bo + c0, e1 ? e1 + bo + c0 : NULL, k, tmp, chunk_at(cs, cs->sbuf, j, c0));
+                enc1(m, sendbuf + bo + c0, e1 ? e1 + bo + c0 : NULL, k, tmp, chunk_at(cs, cs->sbuf, j, c0, 1));
             }
         }
         st = tlink_ialltoall(c, cs->sbuf + (size_t)n * lo, cs->rbuf + (size_t)n * lo, bs, TLINK_U8, &ra[na]);
@@ -739,19 +779,20 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
      * (in rank order; my own contribution exact), (avg: divide), add its residual, compress
      * into my slot of the all-gather buffer, keep the residual; start the stage's all-gather */
     for (int s = 0; s < (n > 1 ? nst : 1) && !st; s++) {
-        size_t lo = n > 1 ? stage_lo(cs, s) : 0, hi = n > 1 ? stage_lo(cs, s + 1) : cs->pad;
+        size_t lo = n > 1 ? stage_lo2(cs, s) : 0, hi = n > 1 ? stage_lo2(cs, s + 1) : cs->pad2;
+        size_t e0 = n > 1 ? (size_t)s * cs->cps * chunk : 0, eh = n > 1 ? e0 + cs->cps * chunk : mn;
         if (n > 1) {
             double t = tl_now();
             st = tlink_wait(ra[wa++]);
             tcomm += tl_now() - t;
             if (st) break;
         }
-        for (size_t c0 = lo / cs->cb * chunk; c0 < mn && (c0 / chunk) * cs->cb < hi; c0 += chunk) {
+        for (size_t c0 = e0; c0 < mn && c0 < eh; c0 += chunk) {
             size_t k = TL_MIN(chunk, mn - c0);
             const float *xo = sendbuf + cs->boff[me] + c0;
             for (int i = 0; i < n; i++) {
                 if (i != me) {
-                    dec_chunk(m, chunk_at(cs, cs->rbuf, i, c0), k, tmp, i > 0);
+                    dec_chunk(m, chunk_at(cs, cs->rbuf, i, c0, 1), k, tmp, i > 0);
                 } else if (i == 0) {
                     memcpy(tmp, xo, k * sizeof(float));
                 } else {
@@ -760,7 +801,7 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
             }
             if (op == TLINK_AVG)
                 for (size_t i = 0; i < k; i++) tmp[i] /= (float)n;
-            enc1(m, tmp, e2 ? e2 + c0 : NULL, k, tmp, chunk_at(cs, g, me, c0));
+            enc1(m2, tmp, e2 ? e2 + c0 : NULL, k, tmp, chunk_at(cs, g, me, c0, 2));
         }
         if (n > 1) {
             st = tlink_iallgather(c, g + (size_t)n * lo + (size_t)me * (hi - lo), g + (size_t)n * lo, hi - lo,
@@ -770,7 +811,7 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
     }
     /* decode every block, stage by stage as the all-gathers complete */
     for (int s = 0; s < (n > 1 ? nst : 1) && !st; s++) {
-        size_t lo = n > 1 ? stage_lo(cs, s) : 0, hi = n > 1 ? stage_lo(cs, s + 1) : cs->pad;
+        size_t e0 = n > 1 ? (size_t)s * cs->cps * chunk : 0, eh = n > 1 ? e0 + cs->cps * chunk : cs->count;
         if (n > 1) {
             double t = tl_now();
             st = tlink_wait(rg[wg++]);
@@ -779,8 +820,8 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
         }
         for (int j = 0; j < n; j++) {
             size_t bo = cs->boff[j], bn = cs->boff[j + 1] - bo;
-            for (size_t c0 = lo / cs->cb * chunk; c0 < bn && (c0 / chunk) * cs->cb < hi; c0 += chunk)
-                dec_chunk(m, chunk_at(cs, g, j, c0), TL_MIN(chunk, bn - c0), recvbuf + bo + c0, 0);
+            for (size_t c0 = e0; c0 < bn && c0 < eh; c0 += chunk)
+                dec_chunk(m2, chunk_at(cs, g, j, c0, 2), TL_MIN(chunk, bn - c0), recvbuf + bo + c0, 0);
         }
     }
     if (st) { /* a failed call: finish the requests still in flight (they end with the error too) */
@@ -788,7 +829,7 @@ tlink_status tlink_compressed_allreduce(tlink_compress *cs, const float *sendbuf
         while (wg < ng) tlink_wait(rg[wg++]);
         return st;
     }
-    uint64_t wire = n > 1 ? (uint64_t)2 * (uint64_t)(n - 1) * pad : 0;
+    uint64_t wire = n > 1 ? (uint64_t)(n - 1) * (pad + cs->pad2) : 0;
     cs->stats.calls++;
     cs->stats.last_wire_bytes = wire;
     cs->stats.total_wire_bytes += wire;

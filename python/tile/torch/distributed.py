@@ -168,18 +168,22 @@ class _Engine:
 
     def _run(self, op):
         try:
-            op.fn()
+            # a range in torch.profiler's traces (bench/torch/ddp_step.py measures overlap with it)
+            with torch.autograd.profiler.record_function("tile::" + op.name):
+                op.fn()
         except BaseException as e:  # noqa: BLE001 (handed to the waiter)
             op.error = e
         finally:
             with self._cv:
                 self._busy = False
                 self._cv.notify_all()
-            op.done.set()
+            # the future first: a caller that wait()ed must find it done (and its callbacks,
+            # such as a DDP hook's, run) once the work reports completion
             if op.error is not None:
                 op.future.set_exception(op.error)
             else:
                 op.future.set_result(op.result)
+            op.done.set()
 
     def _loop(self):
         while True:
@@ -630,13 +634,35 @@ class comm_hook:
     """A DDP communication hook over backend "tile": the bucket is averaged with TileLink's
     compressed all-reduce ("sign1", "int4", "int8", "fp8"; error feedback keeps per-bucket
     residuals) or exactly (method None). ddp.register_comm_hook(None, comm_hook("sign1")).
-    The state argument DDP passes may be a tile process group; None means the default group."""
+    The state argument DDP passes may be a tile process group; None means the default group.
+    chunk: elements per scale (0: TileLink's default, 1024). gather: the method of the
+    all-reduce's second phase (the averaged blocks), by default method itself; "int8" keeps
+    a second 1-bit compression from adding its error to the first.
 
-    def __init__(self, method="sign1", error_feedback=True, process_group=None, chunk=0):
+    momentum=beta (the optimiser's SGD momentum, dampening 0): compress each rank's own
+    momentum m = beta m + g instead of its gradient, and hand the optimiser M_t - beta M_{t-1}
+    where M_t is the all-reduced compressed momentum, so that the optimiser's momentum buffer
+    equals M_t. The error that compression leaves for later steps then reaches the parameters
+    once, not amplified 1/(1 - beta) times by the optimiser's momentum (EF-SGD with momentum:
+    docs/pytorch.md). Without compression the result is the same as momentum 0."""
+
+    def __init__(self, method="sign1", error_feedback=True, process_group=None, chunk=0, momentum=0.0, gather=None):
         if method is not None and link._compress_from_name(method.encode()) < 0:
             raise ValueError("comm_hook: unknown method %r (sign1, int4, int8, fp8 or None)" % (method,))
+        if gather is not None and (method is None or link._compress_from_name(gather.encode()) < 0):
+            raise ValueError("comm_hook: gather=%r needs a compression method and one of none, sign1, int4, int8, fp8" % (gather,))
+        try:
+            momentum = float(momentum)
+        except (TypeError, ValueError):
+            raise TypeError("comm_hook: momentum must be a number in [0, 1) (got %r)" % (momentum,)) from None
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError("comm_hook: momentum must be in [0, 1) (got %r)" % (momentum,))
+        if int(chunk) < 0:
+            raise ValueError("comm_hook: chunk must be >= 0 (got %r)" % (chunk,))
         self.method, self.error_feedback, self.group, self.chunk = method, bool(error_feedback), process_group, int(chunk)
+        self.momentum, self.gather = momentum, gather
         self._state = {}
+        self._mom = {}  # id(parameter) -> [local momentum, last all-reduced momentum] (flat views)
         self.__name__ = self.__qualname__ = "tile_comm_hook_%s" % method
 
     def _pg(self, state):
@@ -645,6 +671,36 @@ class comm_hook:
             raise TypeError("comm_hook: the process group must be backend 'tile' (got %s)" % type(pg).__name__)
         return pg
 
+    def _momentum_in(self, bucket, buf):
+        """m = beta m + g per parameter (state kept per parameter, so DDP's bucket rebuild keeps
+        it); returns the bucket's new momentum (flat) and the previous all-reduced one."""
+        params = bucket.parameters()
+        if sum(p.numel() for p in params) != buf.numel():
+            raise RuntimeError("comm_hook: bucket %d holds %d elements, its parameters %d" %
+                               (bucket.index(), buf.numel(), sum(p.numel() for p in params)))
+        zero = None
+        ms, Ms = [], []
+        for p in params:
+            st = self._mom.get(id(p))
+            if st is None or st[0].numel() != p.numel():
+                zero = zero if zero is not None and zero.numel() >= p.numel() else torch.zeros(max(p.numel(), 1))
+                st = [zero[:p.numel()], zero[:p.numel()]]
+            ms.append(st[0])
+            Ms.append(st[1])
+        m = torch.cat(ms) if len(ms) > 1 else ms[0].clone()
+        m.mul_(self.momentum).add_(buf)
+        prev = torch.cat(Ms) if len(Ms) > 1 else Ms[0]
+        return params, m, prev
+
+    def _momentum_out(self, params, m, M, prev):
+        """Keep m and M (views per parameter); return M - beta prev for the optimiser."""
+        o = 0
+        for p in params:
+            k = p.numel()
+            self._mom[id(p)] = [m[o:o + k], M[o:o + k]]
+            o += k
+        return M - self.momentum * prev
+
     def __call__(self, state, bucket):
         pg = self._pg(state)
         grad = bucket.buffer()
@@ -652,10 +708,22 @@ class comm_hook:
             fut = dist.all_reduce(grad, op=dist.ReduceOp.AVG, group=pg, async_op=True).get_future()
             return fut.then(lambda f: f.value()[0])
         buf = grad if (grad.dtype == torch.float32 and grad.device.type == "cpu" and grad.is_contiguous()) else grad.detach().to("cpu", torch.float32).contiguous()
-        key = (bucket.index(), buf.numel())
+        # the bucket's layout: DDP rebuilds its buckets after the first step (same index and
+        # size, other parameter order), and residuals belong to elements, not offsets
+        key = (bucket.index(), buf.numel(), tuple(id(p) for p in bucket.parameters()))
         comp = self._state.get(key)
         if comp is None:
-            comp = self._state[key] = link.Compressor(pg.comm, self.method, buf.numel(), chunk=self.chunk, error_feedback=self.error_feedback)
+            comp = self._state[key] = link.Compressor(pg.comm, self.method, buf.numel(), chunk=self.chunk,
+                                                          error_feedback=self.error_feedback, gather=self.gather)
+        if self.momentum:
+            params, m, prev = self._momentum_in(bucket, buf)
+            M = m.clone()
+            work = pg._compressed(comp, M, "compressed_allreduce_" + self.method)
+
+            def mom_back(f):
+                grad.copy_(self._momentum_out(params, m, f.value(), prev))
+                return grad
+            return work.get_future().then(mom_back)
         work = pg._compressed(comp, buf, "compressed_allreduce_" + self.method)
         if buf is grad:
             return work.get_future()
