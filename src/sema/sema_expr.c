@@ -24,7 +24,7 @@
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
-    X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T)                                                          \
+    X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T) X(reshape, T) X(view, T)                                  \
     X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, S) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
@@ -697,6 +697,8 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     return sv_err(c, e->loc);
 }
 
+sval *sema_shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc) { return shape_tuple(c, b, loc); }
+
 /* ---------- subscripts ---------- */
 static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
     sval *base = lower_expr(c, env, e->value);
@@ -793,6 +795,15 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
             acc->start[d] = ix;
             acc->extent[d] = NULL;
         }
+    }
+    if (!acc->any_slice && sema_view_base(c, b)) {
+        /* an element of a view (T.reshape / T.view) is an element of its base buffer */
+        acc->view = b;
+        acc->view_idx = acc->start;
+        acc->start = sema_view_index(c, b, acc->start, e->loc);
+        acc->buf = b = sema_view_base(c, b);
+        acc->n = b->rank;
+        acc->extent = TILE_NEW_ARRAY(c->arena, ir_expr *, b->rank ? b->rank : 1);
     }
     sval *v = sv_new(c, SV_ACCESS, e->loc);
     v->acc = acc;
@@ -1749,7 +1760,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
             "warp_any", "warp_all",
-            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view",
+            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm",
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
             "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
             "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",
