@@ -566,6 +566,60 @@ static bool index_range(sema_ctx *c, const ir_expr *e, int64_t *lo, int64_t *hi)
     }
 }
 
+/* An integer expression as c0 + sum k_i * a_i (through +, - and * by a constant). */
+typedef struct affine_terms {
+    ir_expr *atom[16];
+    int64_t k[16];
+    int n;
+    int64_t c0;
+    bool ok;
+} affine_terms;
+
+static void affine_of(ir_expr *e, int64_t scale, affine_terms *a) {
+    int64_t x;
+    if (!a->ok) return;
+    if (ir_const_int_value(e, &x)) { a->c0 += scale * x; return; }
+    if (e->kind == IR_E_BINARY && (e->op == IR_B_ADD || e->op == IR_B_SUB)) {
+        affine_of(e->args[0], scale, a);
+        affine_of(e->args[1], e->op == IR_B_ADD ? scale : -scale, a);
+        return;
+    }
+    if (e->kind == IR_E_BINARY && e->op == IR_B_MUL) {
+        if (ir_const_int_value(e->args[1], &x)) { affine_of(e->args[0], scale * x, a); return; }
+        if (ir_const_int_value(e->args[0], &x)) { affine_of(e->args[1], scale * x, a); return; }
+    }
+    for (int i = 0; i < a->n; i++)
+        if (ir_expr_equal(a->atom[i], e)) { a->k[i] += scale; return; }
+    if (a->n == 16) { a->ok = false; return; }
+    a->atom[a->n] = e;
+    a->k[a->n++] = scale;
+}
+
+/* flat // n and flat % n without division where flat = n * q + r with r provably in
+ * [0, n): the terms whose coefficients n divides make q, the others r. So the element of
+ * a view whose inner dimensions tile the base's reads as an affine index (i * 12 + g * 4
+ * + h over a base of 12 columns is row i, column g * 4 + h). */
+static bool split_divmod(sema_ctx *c, ir_expr *flat, ir_expr *nexpr, ir_expr **q, ir_expr **r, tile_loc loc) {
+    int64_t n;
+    if (!ir_const_int_value(nexpr, &n) || n <= 0) return false;
+    affine_terms a = {.ok = true};
+    affine_of(flat, 1, &a);
+    if (!a.ok) return false;
+    int64_t cq = a.c0 >= 0 ? a.c0 / n : -((-a.c0 + n - 1) / n), cr = a.c0 - cq * n;
+    ir_expr *qe = ir_const_int(c->mod, TILE_DT_I32, cq, loc), *re = ir_const_int(c->mod, TILE_DT_I32, cr, loc);
+    for (int i = 0; i < a.n; i++) {
+        if (!a.k[i]) continue;
+        ir_expr *atom = cast_to(c, a.atom[i], TILE_DT_I32);
+        if (a.k[i] % n == 0) qe = int_binary(c, IR_B_ADD, qe, int_binary(c, IR_B_MUL, atom, ir_const_int(c->mod, TILE_DT_I32, a.k[i] / n, loc), loc), loc);
+        else re = int_binary(c, IR_B_ADD, re, int_binary(c, IR_B_MUL, atom, ir_const_int(c->mod, TILE_DT_I32, a.k[i], loc), loc), loc);
+    }
+    int64_t lo, hi;
+    if (!index_range(c, re, &lo, &hi) || lo < 0 || hi >= n) return false;
+    *q = qe;
+    *r = re;
+    return true;
+}
+
 ir_expr **sema_view_index(sema_ctx *c, const ir_buffer *v, ir_expr *const *idx, tile_loc loc) {
     ir_buffer *b = sema_view_base(c, v);
     ir_expr *total = ir_const_int(c->mod, TILE_DT_I32, 1, loc);
@@ -584,6 +638,7 @@ ir_expr **sema_view_index(sema_ctx *c, const ir_buffer *v, ir_expr *const *idx, 
     if (!flat) flat = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
     ir_expr **out = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, b->rank ? b->rank : 1);
     for (int d = b->rank - 1; d > 0; d--) {
+        if (split_divmod(c, flat, b->shape[d], &flat, &out[d], loc)) continue;
         out[d] = int_binary(c, IR_B_FLOORMOD, flat, b->shape[d], loc);
         flat = int_binary(c, IR_B_FLOORDIV, flat, b->shape[d], loc);
     }
