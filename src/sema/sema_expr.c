@@ -13,7 +13,7 @@
 #define BUILTINS(X)                                                                                      \
     X(exp, M) X(exp2, M) X(log, M) X(log2, M) X(sqrt, M) X(rsqrt, M) X(tanh, M) X(abs, S) X(sin, M)      \
     X(cos, M) X(floor, M) X(ceil, M) X(round, M) X(trunc, M) X(erf, M) X(sigmoid, M) X(isnan, M)         \
-    X(isinf, M) X(fabs, M) X(fma, S) X(pow, S) X(max, S) X(min, S) X(if_then_else, S) X(Select, S)       \
+    X(isinf, M) X(isfinite, S) X(fabs, M) X(fma, S) X(pow, S) X(max, S) X(min, S) X(if_then_else, S) X(Select, S)       \
     X(cast, S) X(Cast, S) X(reinterpret, S) X(const, S) X(infinity, S) X(max_value, S) X(min_value, S)   \
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
@@ -1284,6 +1284,13 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
     if (!strcmp(fname, "pow")) {
         if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);
         return binary_op(c, AST_OP_POW, a->pos[0], a->pos[1], loc);
+    }
+    if (!strcmp(fname, "isfinite")) {
+        /* neither NaN nor an infinity */
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
+        sval *n = math1(c, IR_I_ISNAN, a->pos[0], loc), *i = math1(c, IR_I_ISINF, a->pos[0], loc);
+        if (n->kind != SV_EXPR || i->kind != SV_EXPR) return sv_err(c, loc);
+        return sv_expr(c, ir_unary(c->mod, IR_U_NOT, ir_binary(c->mod, IR_B_OR, n->e, i->e, loc), loc));
     }
     if (!strcmp(fname, "fma")) {
         if (!need_args(c, fname, a, 3, 3, loc)) return sv_err(c, loc);

@@ -1040,6 +1040,13 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos)
                                       "annotations", "src", "dst", NULL};
     check_kwargs(c, call, "T.copy", kws);
     if (npos != 2) { sema_err(c, call->loc, "T.copy takes a source and a destination, got %d arguments", npos); return sv_err(c, call->loc); }
+    if (is_head_form(pos[0]) && is_head_form(pos[1]) && c->in_kernel) {
+        /* T.copy(A[i], B[j]): two single elements, a copy of one element (an element
+         * operation, so also inside T.Parallel) */
+        sv_access *a = pos[0]->acc;
+        store_access(c, pos[1]->acc, sv_expr(c, ir_load(c->mod, a->buf, a->start, call->loc)), call->loc);
+        return sv_none(c, call->loc);
+    }
     if (!check_tile_scope(c, call->loc, "T.copy")) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_COPY, 2, call->loc);
     bool ok;
@@ -1415,6 +1422,11 @@ static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, s
     tile_dtype dt = as_dtype(c, dv, "the variable dtype");
     if (dt == TILE_DT_INVALID) return sv_err(c, call->loc);
     ir_var *v = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "var%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(dt), call->loc);
+    if (init && init->kind == SV_EXPR && init->weak && tile_dtype_is_float(dt) && tile_dtype_is_float(init->e->dtype) && isfinite(init->e->fval) &&
+        !isfinite(tile_round_to(dt, init->e->fval))) {
+        sema_err(c, init->loc, "the initial value %g of T.alloc_var exceeds the largest finite %s", init->e->fval, tile_dtype_name(dt));
+        return sv_err(c, call->loc);
+    }
     if (init && init->kind != SV_NONE) {
         ir_expr *x = init->kind == SV_EXPR && init->weak ? cast_to(c, init->e, v->dtype) : value_for_var(c, init, v->dtype, "the T.alloc_var initialiser", call->loc);
         if (!x) return sv_err(c, call->loc);

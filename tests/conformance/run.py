@@ -261,6 +261,20 @@ def ref_views(a, h=4):
     return {"B": x.reshape(n * g, h), "S": s3.sum(axis=2), "F": s3.reshape(-1)}
 
 
+def ref_elements(a):
+    x = a["X"].astype(np.float64)
+    fin = np.isfinite(x)
+    return {"Y": np.where(fin, x, 0.0), "F": fin.astype(np.int32), "L": x[1:2]}
+
+
+def gen_elements(n, seed):
+    x = f32((n,), seed)
+    x[::7] = np.inf
+    x[3::11] = -np.inf
+    x[5::13] = np.nan
+    return {"X": x}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -303,6 +317,7 @@ CASES = {
     # a ragged last block: view regions clip at the view's bounds like any region
     "views_ragged": ("views.py", "views", ["N=100", "G=3"], lambda: {"A": f32((100, 12), 44)}, ref_views),
     "views_h2": ("views.py", "views", ["N=192", "G=5", "H=2"], lambda: {"A": f32((192, 10), 43)}, lambda a: ref_views(a, 2)),
+    "elements": ("elements.py", "elements", ["N=150"], lambda: gen_elements(150, 45), ref_elements),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
