@@ -669,7 +669,14 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             return v;
         }
         if (!strcmp(a, "ndim")) return sv_weak_int(c, base->buf->rank, e->loc);
-        sema_err(c, e->loc, "buffer '%s' has no attribute '%s' (it has shape, dtype, ndim)", base->buf->name, a);
+        if (!strcmp(a, "data")) {
+            /* the buffer's storage: T.Tensor(shape, dtype, buf.data) is a view of it */
+            sval *d = sv_new(c, SV_OPAQUE, e->loc);
+            d->str = "@data";
+            d->buf = base->buf;
+            return d;
+        }
+        sema_err(c, e->loc, "buffer '%s' has no attribute '%s' (it has shape, dtype, ndim, data)", base->buf->name, a);
         return sv_err(c, e->loc);
     case SV_EXPR:
     case SV_ACCESS:
@@ -1725,6 +1732,22 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
     }
     case SV_OPAQUE:
         if (fv->str && !strcmp(fv->str + (strlen(fv->str) > 14 ? strlen(fv->str) - 14 : 0), "ArgumentParser")) return py_argparser(c, loc);
+        if (fv->str && (!strcmp(fv->str, "Tensor") || !strcmp(fv->str, "Buffer"))) {
+            /* T.Tensor(shape, dtype, buf.data): a view of buf's storage */
+            sval *data = a.npos > 2 ? a.pos[2] : NULL;
+            for (int i = 0; i < a.nkw; i++)
+                if (!strcmp(a.kw[i].name, "data")) data = a.kwv[i];
+            if (data && data->kind == SV_OPAQUE && data->str && !strcmp(data->str, "@data")) {
+                sval *shape = a.npos > 0 ? a.pos[0] : NULL, *dt = a.npos > 1 ? a.pos[1] : NULL;
+                for (int i = 0; i < a.nkw; i++) {
+                    if (!strcmp(a.kw[i].name, "shape")) shape = a.kwv[i];
+                    if (!strcmp(a.kw[i].name, "dtype")) dt = a.kwv[i];
+                }
+                sval *b = sv_new(c, SV_BUFFER, data->loc);
+                b->buf = data->buf;
+                return sema_make_view(c, b, shape, dt, "T.Tensor(..., buf.data)", loc);
+            }
+        }
         return fv;
     case SV_MODULE: {
         /* `from tilelang.layout import make_swizzled_layout`: the name is the builtin */

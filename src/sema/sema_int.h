@@ -204,6 +204,7 @@ ir_expr *coerce_store(sema_ctx *c, ir_expr *v, tile_dtype dst, tile_loc loc);
 ir_buffer *sema_view_base(sema_ctx *c, const ir_buffer *b);
 ir_expr **sema_view_index(sema_ctx *c, const ir_buffer *v, ir_expr *const *idx, tile_loc loc);
 sval *sema_shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc);
+sval *sema_make_view(sema_ctx *c, sval *src, sval *shape, sval *dtype, const char *what, tile_loc loc);
 sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc);
 ir_expr *int_binary(sema_ctx *c, ir_binop op, ir_expr *a, ir_expr *b, tile_loc loc); /* folds */
 ir_expr *ceildiv_expr(sema_ctx *c, ir_expr *a, ir_expr *b, tile_loc loc);

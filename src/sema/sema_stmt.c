@@ -690,53 +690,59 @@ static sval *lower_view(sema_ctx *c, sema_env *env, const char *fname, const ast
         sema_err(c, call->loc, "T.%s takes a buffer and a shape%s", fname, strcmp(fname, "view") ? "" : " (and a dtype)");
         return sv_err(c, call->loc);
     }
+    return sema_make_view(c, src, shape, dtv, tile_arena_printf(c->arena, "T.%s", fname), call->loc);
+}
+
+/* A view of src's storage with the given shape (NULL or None: src's) and dtype (NULL or
+ * None: src's); `what` names the construct in messages. */
+sval *sema_make_view(sema_ctx *c, sval *src, sval *shape, sval *dtv, const char *what, tile_loc loc) {
     if (src->kind != SV_BUFFER) {
-        if (!src->poison) sema_err(c, src->loc, "the first argument of T.%s must be a buffer, got %s", fname, sv_describe(src));
-        return sv_err(c, call->loc);
+        if (!src->poison) sema_err(c, src->loc, "the storage of %s must be a buffer, got %s", what, sv_describe(src));
+        return sv_err(c, loc);
     }
     ir_buffer *base = src->buf, *bb = sema_view_base(c, base);
     if (bb) base = bb; /* a view of a view is a view of the same storage */
     tile_dtype dt = src->buf->dtype;
     if (dtv && dtv->kind != SV_NONE) {
         dt = as_dtype(c, dtv, "the view dtype");
-        if (dt == TILE_DT_INVALID) return sv_err(c, call->loc);
+        if (dt == TILE_DT_INVALID) return sv_err(c, loc);
         if (dt != base->dtype) {
-            sema_err(c, dtv->loc, "T.view of '%s' (%s) as %s is not supported yet: Tile's views keep the element type (T.reshape)",
-                     src->buf->name, tile_dtype_name(base->dtype), tile_dtype_name(dt));
-            return sv_err(c, call->loc);
+            sema_err(c, dtv->loc, "%s of '%s' (%s) as %s is not supported yet: Tile's views keep the element type (T.reshape)",
+                     what, src->buf->name, tile_dtype_name(base->dtype), tile_dtype_name(dt));
+            return sv_err(c, loc);
         }
     }
-    if (!c->stmts || !c->in_kernel) { sema_err(c, call->loc, "T.%s is only meaningful inside a T.Kernel", fname); return sv_err(c, call->loc); }
-    if (c->nviews == 64) { sema_err(c, call->loc, "more than 64 views (T.reshape / T.view) in one kernel are not supported"); return sv_err(c, call->loc); }
-    if (!shape || shape->kind == SV_NONE) shape = sema_shape_tuple(c, src->buf, call->loc);
+    if (!c->stmts || !c->in_kernel) { sema_err(c, loc, "%s is only meaningful inside a T.Kernel", what); return sv_err(c, loc); }
+    if (c->nviews == 64) { sema_err(c, loc, "more than 64 views (T.reshape / T.view) in one kernel are not supported"); return sv_err(c, loc); }
+    if (!shape || shape->kind == SV_NONE) shape = sema_shape_tuple(c, src->buf, loc);
     /* the view's shape is checked and built like an allocation's, but the buffer is not
      * part of the function: no IR node refers to it */
     sval *one[1] = {shape};
     sval **items = shape->kind == SV_TUPLE ? shape->items : one;
     int n = shape->kind == SV_TUPLE ? shape->nitems : 1;
-    if (n < 1 || n > 8) { sema_err(c, shape->loc, "a view has 1 to 8 dimensions, got %d", n); return sv_err(c, call->loc); }
+    if (n < 1 || n > 8) { sema_err(c, shape->loc, "a view has 1 to 8 dimensions, got %d", n); return sv_err(c, loc); }
     ir_expr **dims = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, n);
-    ir_expr *nv = ir_const_int(c->mod, TILE_DT_I32, 1, call->loc), *nb = ir_const_int(c->mod, TILE_DT_I32, 1, call->loc);
+    ir_expr *nv = ir_const_int(c->mod, TILE_DT_I32, 1, loc), *nb = ir_const_int(c->mod, TILE_DT_I32, 1, loc);
     for (int d = 0; d < n; d++) {
         ir_expr *x = as_int_expr(c, items[d], "a dimension");
-        if (!x) return sv_err(c, call->loc);
+        if (!x) return sv_err(c, loc);
         x = cast_to(c, x, TILE_DT_I32);
         int64_t k;
-        if (ir_const_int_value(x, &k) && k <= 0) { sema_err(c, items[d]->loc, "dimension %d of the view is %lld; dimensions must be positive", d, (long long)k); return sv_err(c, call->loc); }
-        if (!is_pure(x)) { sema_err(c, items[d]->loc, "a dimension of a view may not depend on tensor contents"); return sv_err(c, call->loc); }
+        if (ir_const_int_value(x, &k) && k <= 0) { sema_err(c, items[d]->loc, "dimension %d of the view is %lld; dimensions must be positive", d, (long long)k); return sv_err(c, loc); }
+        if (!is_pure(x)) { sema_err(c, items[d]->loc, "a dimension of a view may not depend on tensor contents"); return sv_err(c, loc); }
         dims[d] = x;
-        nv = int_binary(c, IR_B_MUL, nv, x, call->loc);
+        nv = int_binary(c, IR_B_MUL, nv, x, loc);
     }
-    for (int d = 0; d < base->rank; d++) nb = int_binary(c, IR_B_MUL, nb, base->shape[d], call->loc);
+    for (int d = 0; d < base->rank; d++) nb = int_binary(c, IR_B_MUL, nb, base->shape[d], loc);
     int64_t kv, kb;
     bool cv = ir_const_int_value(nv, &kv), cb = ir_const_int_value(nb, &kb);
     if (cv && cb && kv != kb) {
-        sema_err(c, call->loc, "T.%s: '%s' has %lld elements but the new shape has %lld", fname, src->buf->name, (long long)kb, (long long)kv);
-        return sv_err(c, call->loc);
+        sema_err(c, loc, "%s: '%s' has %lld elements but the new shape has %lld", what, src->buf->name, (long long)kb, (long long)kv);
+        return sv_err(c, loc);
     }
     if (!(cv && cb) && !same_product(dims, n, base->shape, base->rank)) {
-        sema_err(c, call->loc, "T.%s: cannot tell at compile time that '%s' and the new shape have the same number of elements", fname, src->buf->name);
-        return sv_err(c, call->loc);
+        sema_err(c, loc, "%s: cannot tell at compile time that '%s' and the new shape have the same number of elements", what, src->buf->name);
+        return sv_err(c, loc);
     }
     ir_buffer *v = TILE_NEW(&c->mod->arena, ir_buffer);
     *v = *base;
@@ -744,12 +750,12 @@ static sval *lower_view(sema_ctx *c, sema_env *env, const char *fname, const ast
     v->rank = n;
     v->shape = dims;
     v->name = tile_arena_printf(&c->mod->arena, "%%alloc%d", c->tmp_counter++); /* named by the assignment */
-    v->loc = call->loc;
+    v->loc = loc;
     v->layout = NULL;
     v->align_to = NULL;
     c->views[c->nviews] = v;
     c->view_base[c->nviews++] = base;
-    sval *r = sv_new(c, SV_BUFFER, call->loc);
+    sval *r = sv_new(c, SV_BUFFER, loc);
     r->buf = v;
     return r;
 }

@@ -258,7 +258,7 @@ def ref_views(a, h=4):
     g = gh // h
     s3 = np.maximum(x.reshape(n, g, h), 0) * (np.arange(h) + 1)
     # F is s after the writes through its view s3
-    return {"B": x.reshape(n * g, h), "S": s3.sum(axis=2), "F": s3.reshape(-1)}
+    return {"B": x.reshape(n * g, h), "S": s3.sum(axis=2), "F": s3.reshape(-1), "P": x.reshape(n, g, h)[:, :, h - 1]}
 
 
 def ref_elements(a):
