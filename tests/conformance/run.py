@@ -275,6 +275,18 @@ def gen_elements(n, seed):
     return {"X": x}
 
 
+def ref_simt_shared_sync(a, rounds=3, threads=64):
+    x = a["X"].astype(np.float64)
+    n = x.shape[0]
+    nb = (n + threads - 1) // threads
+    v = np.zeros(nb * threads)
+    v[:n] = x
+    v = v.reshape(nb, threads)
+    for r in range(rounds):
+        v = np.roll(v, -1, axis=1) * 2.0 + r
+    return {"Y": v.reshape(-1)[:n]}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -317,6 +329,7 @@ CASES = {
     # a ragged last block: view regions clip at the view's bounds like any region
     "views_ragged": ("views.py", "views", ["N=100", "G=3"], lambda: {"A": f32((100, 12), 44)}, ref_views),
     "views_h2": ("views.py", "views", ["N=192", "G=5", "H=2"], lambda: {"A": f32((192, 10), 43)}, lambda a: ref_views(a, 2)),
+    "simt_shared_sync": ("simt_shared_sync.py", "rotate", ["N=150"], lambda: {"X": f32((150,), 46)}, ref_simt_shared_sync),
     "elements": ("elements.py", "elements", ["N=150"], lambda: gen_elements(150, 45), ref_elements),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
