@@ -1183,28 +1183,42 @@ static const ast_stmt *find_prim_func(sema_ctx *c, sema_env *env, const char *na
 }
 
 /* In a factory or test body, `kernel = tilelang.compile(main, out_idx=[1], target=...)` (also
- * `tl.compile`, `tilelang.jit(main)`, as a statement or inside an expression): the call
- * that compiles a prim_func the body defined, or NULL. Its prim_func is the kernel, as
- * if the body returned it; what the body does with the compiled kernel afterwards is host
- * code that Tile does not run. */
-static const ast_expr *compile_call(sema_ctx *c, sema_env *fenv, const ast_expr *e) {
+ * `tl.compile`, `tilelang.jit(main)`, `tilelang.lower(main, ...)`, as a statement or inside
+ * an expression), or host code that inspects a prim_func the body defined (`main.script()`,
+ * `main.body`, `main.attrs[...]`, in an assignment, an expression statement or an assert):
+ * the expression that uses the prim_func, or NULL; *pf gets its name. That prim_func is the
+ * kernel, as if the body returned it; what the body does with it afterwards is host code
+ * that Tile does not run. */
+static const ast_expr *compile_call(sema_ctx *c, sema_env *fenv, const ast_expr *e, const char **pf) {
     if (!e) return NULL;
-    if (e->kind == AST_E_CALL && e->value->kind == AST_E_ATTR && (!strcmp(e->value->name, "compile") || !strcmp(e->value->name, "jit")) &&
+    if (e->kind == AST_E_CALL && e->value->kind == AST_E_ATTR &&
+        (!strcmp(e->value->name, "compile") || !strcmp(e->value->name, "jit") || !strcmp(e->value->name, "lower")) &&
         e->value->value->kind == AST_E_NAME && e->nitems >= 1 && e->items[0]->kind == AST_E_NAME &&
-        find_prim_func(c, fenv, e->items[0]->name))
+        find_prim_func(c, fenv, e->items[0]->name)) {
+        *pf = e->items[0]->name;
         return e;
-    const ast_expr *r = compile_call(c, fenv, e->value);
-    if (!r && e->kind == AST_E_CALL)
-        for (int i = 0; i < e->nitems && !r; i++) r = compile_call(c, fenv, e->items[i]);
+    }
+    if (e->kind == AST_E_ATTR && e->value->kind == AST_E_NAME && find_prim_func(c, fenv, e->value->name)) {
+        *pf = e->value->name;
+        return e;
+    }
+    const ast_expr *r = compile_call(c, fenv, e->value, pf);
+    if (!r) r = compile_call(c, fenv, e->lhs, pf);
+    if (!r) r = compile_call(c, fenv, e->rhs, pf);
+    if (e->kind == AST_E_CALL || e->kind == AST_E_COMPARE || e->kind == AST_E_BOOLOP || e->kind == AST_E_SUBSCRIPT ||
+        e->kind == AST_E_TUPLE || e->kind == AST_E_LIST)
+        for (int i = 0; i < e->nitems && !r; i++) r = compile_call(c, fenv, e->items[i], pf);
+    if (e->kind == AST_E_CALL)
+        for (int i = 0; i < e->nkwargs && !r; i++) r = compile_call(c, fenv, e->kwargs[i].value, pf);
     return r;
 }
 
-static void lower_compiled(sema_ctx *c, sema_env *fenv, const ast_expr *call) {
-    const ast_stmt *pf = find_prim_func(c, fenv, call->items[0]->name);
-    sema_binding *b = env_lookup(fenv, call->items[0]->name);
-    for (int k = 0; k < call->nkwargs; k++) {
-        if (!call->kwargs[k].name || strcmp(call->kwargs[k].name, "out_idx")) continue;
-        sval *v = lower_expr(c, fenv, call->kwargs[k].value);
+static void lower_compiled(sema_ctx *c, sema_env *fenv, const ast_expr *use, const char *name) {
+    const ast_stmt *pf = find_prim_func(c, fenv, name);
+    sema_binding *b = env_lookup(fenv, name);
+    for (int k = 0; use->kind == AST_E_CALL && k < use->nkwargs; k++) {
+        if (!use->kwargs[k].name || strcmp(use->kwargs[k].name, "out_idx")) continue;
+        sval *v = lower_expr(c, fenv, use->kwargs[k].value);
         sval *one[1] = {v};
         sval **items = v->kind == SV_TUPLE ? v->items : one;
         int n = v->kind == SV_TUPLE ? v->nitems : 1;
@@ -1260,10 +1274,18 @@ static void lower_factory_block(sema_ctx *c, sema_env *fenv, const ast_block *b,
             lower_factory_block(c, fenv, t ? &s->body : &s->orelse, factory, done);
             break;
         }
+        case AST_S_WITH:
+            /* a host context manager at factory level (a target, pytest.raises(...)): its
+             * body is factory code; the context itself means nothing to the kernel */
+            lower_factory_block(c, fenv, &s->body, factory, done);
+            break;
         default: {
-            const ast_expr *cc = s->kind == AST_S_ASSIGN || s->kind == AST_S_EXPR ? compile_call(c, fenv, s->value) : NULL;
+            const char *pfn = NULL;
+            const ast_expr *cc = s->kind == AST_S_ASSIGN || s->kind == AST_S_EXPR ? compile_call(c, fenv, s->value, &pfn)
+                                 : s->kind == AST_S_ASSERT                     ? compile_call(c, fenv, s->cond, &pfn)
+                                                                               : NULL;
             if (cc) {
-                lower_compiled(c, fenv, cc);
+                lower_compiled(c, fenv, cc, pfn);
                 *done = true;
                 return;
             }

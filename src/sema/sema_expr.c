@@ -13,7 +13,7 @@
 #define BUILTINS(X)                                                                                      \
     X(exp, M) X(exp2, M) X(log, M) X(log2, M) X(sqrt, M) X(rsqrt, M) X(tanh, M) X(abs, S) X(sin, M)      \
     X(cos, M) X(floor, M) X(ceil, M) X(round, M) X(trunc, M) X(erf, M) X(sigmoid, M) X(isnan, M)         \
-    X(isinf, M) X(fabs, M) X(fma, S) X(pow, S) X(max, S) X(min, S) X(if_then_else, S) X(Select, S)       \
+    X(isinf, M) X(isfinite, S) X(fabs, M) X(fma, S) X(pow, S) X(max, S) X(min, S) X(if_then_else, S) X(Select, S)       \
     X(cast, S) X(Cast, S) X(reinterpret, S) X(const, S) X(infinity, S) X(max_value, S) X(min_value, S)   \
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
@@ -24,7 +24,7 @@
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
-    X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T)                                                          \
+    X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T) X(reshape, T) X(view, T)                                  \
     X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, S) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
@@ -669,7 +669,14 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             return v;
         }
         if (!strcmp(a, "ndim")) return sv_weak_int(c, base->buf->rank, e->loc);
-        sema_err(c, e->loc, "buffer '%s' has no attribute '%s' (it has shape, dtype, ndim)", base->buf->name, a);
+        if (!strcmp(a, "data")) {
+            /* the buffer's storage: T.Tensor(shape, dtype, buf.data) is a view of it */
+            sval *d = sv_new(c, SV_OPAQUE, e->loc);
+            d->str = "@data";
+            d->buf = base->buf;
+            return d;
+        }
+        sema_err(c, e->loc, "buffer '%s' has no attribute '%s' (it has shape, dtype, ndim, data)", base->buf->name, a);
         return sv_err(c, e->loc);
     case SV_EXPR:
     case SV_ACCESS:
@@ -696,6 +703,8 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
     sema_err(c, e->loc, "%s has no attribute '%s'", sv_describe(base), a);
     return sv_err(c, e->loc);
 }
+
+sval *sema_shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc) { return shape_tuple(c, b, loc); }
 
 /* ---------- subscripts ---------- */
 static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
@@ -793,6 +802,15 @@ static sval *lower_subscript(sema_ctx *c, sema_env *env, const ast_expr *e) {
             acc->start[d] = ix;
             acc->extent[d] = NULL;
         }
+    }
+    if (!acc->any_slice && sema_view_base(c, b)) {
+        /* an element of a view (T.reshape / T.view) is an element of its base buffer */
+        acc->view = b;
+        acc->view_idx = acc->start;
+        acc->start = sema_view_index(c, b, acc->start, e->loc);
+        acc->buf = b = sema_view_base(c, b);
+        acc->n = b->rank;
+        acc->extent = TILE_NEW_ARRAY(c->arena, ir_expr *, b->rank ? b->rank : 1);
     }
     sval *v = sv_new(c, SV_ACCESS, e->loc);
     v->acc = acc;
@@ -1274,6 +1292,13 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);
         return binary_op(c, AST_OP_POW, a->pos[0], a->pos[1], loc);
     }
+    if (!strcmp(fname, "isfinite")) {
+        /* neither NaN nor an infinity */
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
+        sval *n = math1(c, IR_I_ISNAN, a->pos[0], loc), *i = math1(c, IR_I_ISINF, a->pos[0], loc);
+        if (n->kind != SV_EXPR || i->kind != SV_EXPR) return sv_err(c, loc);
+        return sv_expr(c, ir_unary(c->mod, IR_U_NOT, ir_binary(c->mod, IR_B_OR, n->e, i->e, loc), loc));
+    }
     if (!strcmp(fname, "fma")) {
         if (!need_args(c, fname, a, 3, 3, loc)) return sv_err(c, loc);
         ir_expr *x[3];
@@ -1707,6 +1732,22 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
     }
     case SV_OPAQUE:
         if (fv->str && !strcmp(fv->str + (strlen(fv->str) > 14 ? strlen(fv->str) - 14 : 0), "ArgumentParser")) return py_argparser(c, loc);
+        if (fv->str && (!strcmp(fv->str, "Tensor") || !strcmp(fv->str, "Buffer"))) {
+            /* T.Tensor(shape, dtype, buf.data): a view of buf's storage */
+            sval *data = a.npos > 2 ? a.pos[2] : NULL;
+            for (int i = 0; i < a.nkw; i++)
+                if (!strcmp(a.kw[i].name, "data")) data = a.kwv[i];
+            if (data && data->kind == SV_OPAQUE && data->str && !strcmp(data->str, "@data")) {
+                sval *shape = a.npos > 0 ? a.pos[0] : NULL, *dt = a.npos > 1 ? a.pos[1] : NULL;
+                for (int i = 0; i < a.nkw; i++) {
+                    if (!strcmp(a.kw[i].name, "shape")) shape = a.kwv[i];
+                    if (!strcmp(a.kw[i].name, "dtype")) dt = a.kwv[i];
+                }
+                sval *b = sv_new(c, SV_BUFFER, data->loc);
+                b->buf = data->buf;
+                return sema_make_view(c, b, shape, dt, "T.Tensor(..., buf.data)", loc);
+            }
+        }
         return fv;
     case SV_MODULE: {
         /* `from tilelang.layout import make_swizzled_layout`: the name is the builtin */
@@ -1749,7 +1790,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
             "warp_any", "warp_all",
-            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm", "reshape", "view",
+            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm",
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
             "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
             "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",

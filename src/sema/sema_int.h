@@ -35,6 +35,10 @@ typedef struct sv_access {
     ir_expr **start;     /* per dim */
     ir_expr **extent;    /* per dim: NULL for a point index */
     bool any_slice;
+    /* an element of a view (T.reshape / T.view) rewritten onto its base: the view and the
+     * indices as written, for tile operations that take it as a head element */
+    ir_buffer *view;
+    ir_expr **view_idx;
 } sv_access;
 
 typedef struct sema_fn {
@@ -149,6 +153,17 @@ typedef struct sema_ctx {
      * parameters: '/' on them is Python's true division (TileLang computes it in Python) */
     const ir_var *py_sizes[64];
     int npy_sizes;
+    /* views made by T.reshape / T.view: buffers of their own shape over the storage of
+     * view_base[i] (row-major, the same elements in the same order). They live only in
+     * sema: element accesses are rewritten onto the base, tile operations go through
+     * copies (sema_stmt.c), so no IR node names a view. */
+    ir_buffer *views[64];
+    ir_buffer *view_base[64];
+    int nviews;
+    /* loop variables with constant bounds (lo..hi inclusive), to prove view indices in range */
+    const ir_var *range_var[256];
+    int64_t range_lo[256], range_hi[256];
+    int nrange;
 } sema_ctx;
 
 /* sema.c */
@@ -184,6 +199,12 @@ tile_dtype as_dtype(sema_ctx *c, sval *v, const char *what); /* SV_DTYPE or dtyp
 ir_expr *to_bool(sema_ctx *c, ir_expr *e);
 ir_expr *cast_to(sema_ctx *c, ir_expr *e, tile_dtype dt);
 ir_expr *coerce_store(sema_ctx *c, ir_expr *v, tile_dtype dst, tile_loc loc);
+/* views (T.reshape / T.view, sema_stmt.c): the base buffer of a view (NULL: not a view), and
+ * the base indices of one of its elements */
+ir_buffer *sema_view_base(sema_ctx *c, const ir_buffer *b);
+ir_expr **sema_view_index(sema_ctx *c, const ir_buffer *v, ir_expr *const *idx, tile_loc loc);
+sval *sema_shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc);
+sval *sema_make_view(sema_ctx *c, sval *src, sval *shape, sval *dtype, const char *what, tile_loc loc);
 sval *binary_op(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc);
 ir_expr *int_binary(sema_ctx *c, ir_binop op, ir_expr *a, ir_expr *b, tile_loc loc); /* folds */
 ir_expr *ceildiv_expr(sema_ctx *c, ir_expr *a, ir_expr *b, tile_loc loc);

@@ -395,10 +395,88 @@ static bool touches_local(const ir_stmt *s) {
     return false;
 }
 
+/* ---------- shared-memory hazards ----------
+ * Threads of a block see each other's shared-memory writes only after they meet. TileLang's
+ * thread-sync pass puts a barrier between a shared-memory access and an earlier conflicting
+ * one (a write then a read or write, a read then a write) of the same buffer in per-thread
+ * code; so does this lowering: a run of per-thread statements is cut there, as at a
+ * T.sync_threads(). */
+typedef struct bufset {
+    const ir_buffer *b[32];
+    int n;
+    bool all; /* more than fit: treated as every shared buffer */
+} bufset;
+
+static void bs_add(bufset *s, const ir_buffer *b) {
+    if (!b || b->scope != IR_SCOPE_SHARED) return;
+    for (int i = 0; i < s->n; i++)
+        if (s->b[i] == b) return;
+    if (s->n == 32) { s->all = true; return; }
+    s->b[s->n++] = b;
+}
+
+static bool bs_meet(const bufset *a, const bufset *b) {
+    if ((a->all && (b->n || b->all)) || (b->all && a->n)) return true;
+    for (int i = 0; i < a->n; i++)
+        for (int j = 0; j < b->n; j++)
+            if (a->b[i] == b->b[j]) return true;
+    return false;
+}
+
+static void sh_e(const ir_expr *e, bufset *rd) {
+    if (!e) return;
+    if (e->kind == IR_E_LOAD) bs_add(rd, e->buf);
+    for (int i = 0; i < e->nargs; i++) sh_e(e->args[i], rd);
+}
+
+static void sh_s(const ir_stmt *s, bufset *rd, bufset *wr) {
+    if (!s) return;
+    sh_e(s->lo, rd);
+    sh_e(s->extent, rd);
+    sh_e(s->cond, rd);
+    sh_e(s->value, rd);
+    if (s->idx && s->buf)
+        for (int i = 0; i < s->buf->rank; i++) sh_e(s->idx[i], rd);
+    if (s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) bs_add(wr, s->buf);
+    if (s->kind == IR_S_ATOMIC) bs_add(rd, s->buf);
+    for (int i = 0; i < s->nbody; i++)
+        if (s->body && s->body[i] && s->body[i]->kind != IR_S_KERNEL) sh_s(s->body[i], rd, wr);
+}
+
+/* does x, after statements that read rd and wrote wr, need the threads to meet first? */
+static bool shared_hazard(const bufset *rd, const bufset *wr, const ir_stmt *x) {
+    bufset xr = {0}, xw = {0};
+    sh_s(x, &xr, &xw);
+    return bs_meet(wr, &xr) || bs_meet(wr, &xw) || bs_meet(rd, &xw);
+}
+
+/* is there a shared-memory hazard between two statements of one sequence inside s? */
+static bool internal_hazard(const ir_stmt *s) {
+    if (!s) return false;
+    if (s->kind == IR_S_SEQ) {
+        bufset rd = {0}, wr = {0};
+        for (int i = 0; i < s->nbody; i++) {
+            if (!s->body[i]) continue;
+            if (simt_is_barrier(s->body[i])) { memset(&rd, 0, sizeof rd); memset(&wr, 0, sizeof wr); continue; }
+            if (shared_hazard(&rd, &wr, s->body[i]) || internal_hazard(s->body[i])) return true;
+            sh_s(s->body[i], &rd, &wr);
+        }
+        return false;
+    }
+    if (s->kind == IR_S_FOR || s->kind == IR_S_WHILE) return s->loop_kind != IR_LOOP_PARALLEL && internal_hazard(s->body[0]);
+    if (s->kind == IR_S_IF) return internal_hazard(s->body[0]) || (s->nbody > 1 && internal_hazard(s->body[1]));
+    return false;
+}
+
 /* Must statement s (or something in it) run at block level? top: s is directly in the
  * sequence being cut; depth: loops between it and that sequence. */
 static bool needs_block(simt *S, const ir_stmt *s, bool top, int depth) {
     if (!s) return false;
+    /* a loop or branch, the same in every thread, with a shared-memory hazard inside: cut */
+    if ((s->kind == IR_S_FOR && s->loop_kind != IR_LOOP_PARALLEL && !e_vary(S, s->lo) && !e_vary(S, s->extent)) ||
+        (s->kind == IR_S_WHILE && !e_vary(S, s->cond)) || (s->kind == IR_S_IF && !e_vary(S, s->cond))) {
+        if (internal_hazard(s)) return true;
+    }
     switch (s->kind) {
     case IR_S_SEQ:
         if (simt_is_barrier(s)) return true;
@@ -643,15 +721,30 @@ static ir_stmt *cut_guarded(simt *S, ir_stmt *s, bool in_loop) {
 
 static ir_stmt *cut_seq(simt *S, ir_stmt *s, bool in_loop) {
     tile_vec out = {0}, seg = {0};
+    bufset rd = {0}, wr = {0}; /* shared memory the current run reads and writes */
     for (int i = 0; i < s->nbody; i++) {
         ir_stmt *x = s->body[i];
         if (!x) continue;
-        if (simt_is_barrier(x)) { flush(S, &seg, &out, in_loop); continue; }
+        if (simt_is_barrier(x)) {
+            flush(S, &seg, &out, in_loop);
+            memset(&rd, 0, sizeof rd);
+            memset(&wr, 0, sizeof wr);
+            continue;
+        }
         if (needs_block(S, x, true, 0)) {
             flush(S, &seg, &out, in_loop);
+            memset(&rd, 0, sizeof rd);
+            memset(&wr, 0, sizeof wr);
             tile_vec_push(&out, cut_block(S, x, in_loop));
             continue;
         }
+        if (seg.len && shared_hazard(&rd, &wr, x)) {
+            /* the threads meet before x, as TileLang's thread-sync pass makes them */
+            flush(S, &seg, &out, in_loop);
+            memset(&rd, 0, sizeof rd);
+            memset(&wr, 0, sizeof wr);
+        }
+        sh_s(x, &rd, &wr);
         tile_vec_push(&seg, x);
     }
     flush(S, &seg, &out, in_loop);

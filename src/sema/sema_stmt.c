@@ -411,6 +411,12 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     sval *sv[8];
     for (int i = 0; i < ndims; i++) {
         vars[i] = ir_var_new(c->mod, c->fn, names[i], IR_VAR_LOOP, TILE_DT_I32, nlocs[i]);
+        int64_t l0, e0;
+        if (!step && ir_const_int_value(lo[i], &l0) && ir_const_int_value(ext[i], &e0) && c->nrange < 256) {
+            c->range_var[c->nrange] = vars[i];
+            c->range_lo[c->nrange] = l0;
+            c->range_hi[c->nrange++] = l0 + e0 - 1;
+        }
         ir_expr *ref = ir_var_ref(c->mod, vars[i], nlocs[i]);
         ir_expr *val = step ? int_binary(c, IR_B_ADD, lo[0], int_binary(c, IR_B_MUL, ref, step, s->loc), s->loc) : ref;
         bind_loop_var(c, env, names[i], sv_expr(c, val), &sb[i], &sv[i]);
@@ -500,6 +506,12 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
         if (x && x->kind != AST_E_NAME) { sema_err(c, x->loc, "a block index must be a name"); return; }
         names[i] = x ? x->name : tile_arena_printf(c->arena, "b%c", "xyz"[i]);
         ks->block_vars[i] = ir_var_new(c->mod, c->fn, names[i], IR_VAR_BLOCK, TILE_DT_I32, x ? x->loc : s->loc);
+        int64_t g;
+        if (ir_const_int_value(ks->grid[i], &g) && c->nrange < 256) {
+            c->range_var[c->nrange] = ks->block_vars[i];
+            c->range_lo[c->nrange] = 0;
+            c->range_hi[c->nrange++] = g - 1;
+        }
         if (x) bind_loop_var(c, env, names[i], sv_expr(c, ir_var_ref(c->mod, ks->block_vars[i], x->loc)), &sb[i], &sv[i]);
     }
     c->in_kernel++;
@@ -517,6 +529,372 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     emit(c, ks);
 }
 
+/* ---------- views (T.reshape, T.view) ---------- */
+static sval *kw_of(const ast_expr *call, sema_ctx *c, sema_env *env, const char *name);
+static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, const char *const *allowed);
+ir_buffer *sema_view_base(sema_ctx *c, const ir_buffer *b) {
+    for (int i = 0; b && i < c->nviews; i++)
+        if (c->views[i] == b) return c->view_base[i];
+    return NULL;
+}
+
+/* The indices into the base buffer of element idx of view v: both are row-major over the
+ * same storage, so the element is the one at the same flat position. An index of v's
+ * dimension d >= 1 outside [0, shape[d]) would land on another valid element of the
+ * base; it is replaced by one past the end, so that the access is reported as out of
+ * bounds (as an access of the base) instead of reading a neighbour. */
+/* Bounds of an index expression from constants and loop variables with constant bounds
+ * (+, *, // and % by positive constants); false where unknown. */
+static bool index_range(sema_ctx *c, const ir_expr *e, int64_t *lo, int64_t *hi) {
+    int64_t k, a0, a1, b0, b1;
+    if (ir_const_int_value(e, &k)) { *lo = *hi = k; return true; }
+    switch (e->kind) {
+    case IR_E_VAR:
+        for (int i = 0; i < c->nrange; i++)
+            if (c->range_var[i] == e->var) { *lo = c->range_lo[i]; *hi = c->range_hi[i]; return true; }
+        return false;
+    case IR_E_CAST: return !tile_dtype_is_float(e->dtype) && index_range(c, e->args[0], lo, hi);
+    case IR_E_BINARY:
+        if (!index_range(c, e->args[0], &a0, &a1) || !index_range(c, e->args[1], &b0, &b1)) return false;
+        if (e->op == IR_B_ADD) { *lo = a0 + b0; *hi = a1 + b1; return true; }
+        if (e->op == IR_B_SUB) { *lo = a0 - b1; *hi = a1 - b0; return true; }
+        if (e->op == IR_B_MUL && a0 >= 0 && b0 >= 0) { *lo = a0 * b0; *hi = a1 * b1; return true; }
+        if (e->op == IR_B_FLOORDIV && b0 == b1 && b0 > 0 && a0 >= 0) { *lo = a0 / b0; *hi = a1 / b0; return true; }
+        if (e->op == IR_B_FLOORMOD && b0 == b1 && b0 > 0) { *lo = 0; *hi = b0 - 1; return true; }
+        return false;
+    default: return false;
+    }
+}
+
+/* An integer expression as c0 + sum k_i * a_i (through +, - and * by a constant). */
+typedef struct affine_terms {
+    ir_expr *atom[16];
+    int64_t k[16];
+    int n;
+    int64_t c0;
+    bool ok;
+} affine_terms;
+
+static void affine_of(ir_expr *e, int64_t scale, affine_terms *a) {
+    int64_t x;
+    if (!a->ok) return;
+    if (ir_const_int_value(e, &x)) { a->c0 += scale * x; return; }
+    if (e->kind == IR_E_BINARY && (e->op == IR_B_ADD || e->op == IR_B_SUB)) {
+        affine_of(e->args[0], scale, a);
+        affine_of(e->args[1], e->op == IR_B_ADD ? scale : -scale, a);
+        return;
+    }
+    if (e->kind == IR_E_BINARY && e->op == IR_B_MUL) {
+        if (ir_const_int_value(e->args[1], &x)) { affine_of(e->args[0], scale * x, a); return; }
+        if (ir_const_int_value(e->args[0], &x)) { affine_of(e->args[1], scale * x, a); return; }
+    }
+    for (int i = 0; i < a->n; i++)
+        if (ir_expr_equal(a->atom[i], e)) { a->k[i] += scale; return; }
+    if (a->n == 16) { a->ok = false; return; }
+    a->atom[a->n] = e;
+    a->k[a->n++] = scale;
+}
+
+/* flat // n and flat % n without division where flat = n * q + r with r provably in
+ * [0, n): the terms whose coefficients n divides make q, the others r. So the element of
+ * a view whose inner dimensions tile the base's reads as an affine index (i * 12 + g * 4
+ * + h over a base of 12 columns is row i, column g * 4 + h). */
+static bool split_divmod(sema_ctx *c, ir_expr *flat, ir_expr *nexpr, ir_expr **q, ir_expr **r, tile_loc loc) {
+    int64_t n;
+    if (!ir_const_int_value(nexpr, &n) || n <= 0) return false;
+    affine_terms a = {.ok = true};
+    affine_of(flat, 1, &a);
+    if (!a.ok) return false;
+    int64_t cq = a.c0 >= 0 ? a.c0 / n : -((-a.c0 + n - 1) / n), cr = a.c0 - cq * n;
+    ir_expr *qe = ir_const_int(c->mod, TILE_DT_I32, cq, loc), *re = ir_const_int(c->mod, TILE_DT_I32, cr, loc);
+    for (int i = 0; i < a.n; i++) {
+        if (!a.k[i]) continue;
+        ir_expr *atom = cast_to(c, a.atom[i], TILE_DT_I32);
+        if (a.k[i] % n == 0) qe = int_binary(c, IR_B_ADD, qe, int_binary(c, IR_B_MUL, atom, ir_const_int(c->mod, TILE_DT_I32, a.k[i] / n, loc), loc), loc);
+        else re = int_binary(c, IR_B_ADD, re, int_binary(c, IR_B_MUL, atom, ir_const_int(c->mod, TILE_DT_I32, a.k[i], loc), loc), loc);
+    }
+    int64_t lo, hi;
+    if (!index_range(c, re, &lo, &hi) || lo < 0 || hi >= n) return false;
+    *q = qe;
+    *r = re;
+    return true;
+}
+
+ir_expr **sema_view_index(sema_ctx *c, const ir_buffer *v, ir_expr *const *idx, tile_loc loc) {
+    ir_buffer *b = sema_view_base(c, v);
+    ir_expr *total = ir_const_int(c->mod, TILE_DT_I32, 1, loc);
+    for (int d = 0; d < v->rank; d++) total = int_binary(c, IR_B_MUL, total, v->shape[d], loc);
+    ir_expr *flat = NULL;
+    for (int d = 0; d < v->rank; d++) {
+        ir_expr *x = cast_to(c, idx[d], TILE_DT_I32);
+        int64_t lo, hi, n;
+        if (d > 0 && !(index_range(c, x, &lo, &hi) && ir_const_int_value(v->shape[d], &n) && lo >= 0 && hi < n)) {
+            ir_expr *in = ir_binary(c->mod, IR_B_AND, ir_binary(c->mod, IR_B_GE, x, ir_const_int(c->mod, TILE_DT_I32, 0, loc), loc),
+                                    ir_binary(c->mod, IR_B_LT, x, v->shape[d], loc), loc);
+            x = ir_select(c->mod, in, x, total, loc);
+        }
+        flat = flat ? int_binary(c, IR_B_ADD, int_binary(c, IR_B_MUL, flat, v->shape[d], loc), x, loc) : x;
+    }
+    if (!flat) flat = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+    ir_expr **out = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, b->rank ? b->rank : 1);
+    for (int d = b->rank - 1; d > 0; d--) {
+        if (split_divmod(c, flat, b->shape[d], &flat, &out[d], loc)) continue;
+        out[d] = int_binary(c, IR_B_FLOORMOD, flat, b->shape[d], loc);
+        flat = int_binary(c, IR_B_FLOORDIV, flat, b->shape[d], loc);
+    }
+    if (b->rank) out[0] = flat;
+    return out;
+}
+
+/* The factors of a product (through nested *), constants multiplied into *k. */
+static void product_factors(const ir_expr *e, const ir_expr **f, int *n, int64_t *k) {
+    int64_t x;
+    while (e->kind == IR_E_CAST && !tile_dtype_is_float(e->dtype)) e = e->args[0];
+    if (ir_const_int_value(e, &x)) { *k *= x; return; }
+    if (e->kind == IR_E_BINARY && e->op == IR_B_MUL) {
+        product_factors(e->args[0], f, n, k);
+        product_factors(e->args[1], f, n, k);
+        return;
+    }
+    if (*n < 32) f[(*n)++] = e;
+    else *k = 0; /* too many to compare: treated as unknown */
+}
+
+/* Are the products of two lists of dimensions the same for every value of the sizes? */
+static bool same_product(ir_expr *const *a, int na, ir_expr *const *b, int nb) {
+    const ir_expr *fa[32], *fb[32];
+    int n1 = 0, n2 = 0;
+    int64_t k1 = 1, k2 = 1;
+    for (int i = 0; i < na; i++) product_factors(a[i], fa, &n1, &k1);
+    for (int i = 0; i < nb; i++) product_factors(b[i], fb, &n2, &k2);
+    if (k1 != k2 || n1 != n2 || !k1) return false;
+    bool used[32] = {0};
+    for (int i = 0; i < n1; i++) {
+        int j = 0;
+        while (j < n2 && (used[j] || !ir_expr_equal(fa[i], fb[j]))) j++;
+        if (j == n2) return false;
+        used[j] = true;
+    }
+    return true;
+}
+
+/* T.reshape(buf, shape) and T.view(buf, shape=None, dtype=None): the same elements under a
+ * new shape (row-major order kept). The element counts must match. */
+static sval *lower_view(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    static const char *const kws[] = {"shape", "dtype", NULL};
+    check_kwargs(c, call, fname, kws);
+    sval *src = npos > 0 ? pos[0] : NULL;
+    sval *shape = npos > 1 ? pos[1] : kw_of(call, c, env, "shape");
+    sval *dtv = npos > 2 ? pos[2] : kw_of(call, c, env, "dtype");
+    if (!src || npos > (strcmp(fname, "view") ? 2 : 3) || (!shape && !strcmp(fname, "reshape"))) {
+        sema_err(c, call->loc, "T.%s takes a buffer and a shape%s", fname, strcmp(fname, "view") ? "" : " (and a dtype)");
+        return sv_err(c, call->loc);
+    }
+    return sema_make_view(c, src, shape, dtv, tile_arena_printf(c->arena, "T.%s", fname), call->loc);
+}
+
+/* A view of src's storage with the given shape (NULL or None: src's) and dtype (NULL or
+ * None: src's); `what` names the construct in messages. */
+sval *sema_make_view(sema_ctx *c, sval *src, sval *shape, sval *dtv, const char *what, tile_loc loc) {
+    if (src->kind != SV_BUFFER) {
+        if (!src->poison) sema_err(c, src->loc, "the storage of %s must be a buffer, got %s", what, sv_describe(src));
+        return sv_err(c, loc);
+    }
+    ir_buffer *base = src->buf, *bb = sema_view_base(c, base);
+    if (bb) base = bb; /* a view of a view is a view of the same storage */
+    tile_dtype dt = src->buf->dtype;
+    if (dtv && dtv->kind != SV_NONE) {
+        dt = as_dtype(c, dtv, "the view dtype");
+        if (dt == TILE_DT_INVALID) return sv_err(c, loc);
+        if (dt != base->dtype) {
+            sema_err(c, dtv->loc, "%s of '%s' (%s) as %s is not supported yet: Tile's views keep the element type (T.reshape)",
+                     what, src->buf->name, tile_dtype_name(base->dtype), tile_dtype_name(dt));
+            return sv_err(c, loc);
+        }
+    }
+    if (!c->stmts || !c->in_kernel) { sema_err(c, loc, "%s is only meaningful inside a T.Kernel", what); return sv_err(c, loc); }
+    if (c->nviews == 64) { sema_err(c, loc, "more than 64 views (T.reshape / T.view) in one kernel are not supported"); return sv_err(c, loc); }
+    if (!shape || shape->kind == SV_NONE) shape = sema_shape_tuple(c, src->buf, loc);
+    /* the view's shape is checked and built like an allocation's, but the buffer is not
+     * part of the function: no IR node refers to it */
+    sval *one[1] = {shape};
+    sval **items = shape->kind == SV_TUPLE ? shape->items : one;
+    int n = shape->kind == SV_TUPLE ? shape->nitems : 1;
+    if (n < 1 || n > 8) { sema_err(c, shape->loc, "a view has 1 to 8 dimensions, got %d", n); return sv_err(c, loc); }
+    ir_expr **dims = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, n);
+    ir_expr *nv = ir_const_int(c->mod, TILE_DT_I32, 1, loc), *nb = ir_const_int(c->mod, TILE_DT_I32, 1, loc);
+    for (int d = 0; d < n; d++) {
+        ir_expr *x = as_int_expr(c, items[d], "a dimension");
+        if (!x) return sv_err(c, loc);
+        x = cast_to(c, x, TILE_DT_I32);
+        int64_t k;
+        if (ir_const_int_value(x, &k) && k <= 0) { sema_err(c, items[d]->loc, "dimension %d of the view is %lld; dimensions must be positive", d, (long long)k); return sv_err(c, loc); }
+        if (!is_pure(x)) { sema_err(c, items[d]->loc, "a dimension of a view may not depend on tensor contents"); return sv_err(c, loc); }
+        dims[d] = x;
+        nv = int_binary(c, IR_B_MUL, nv, x, loc);
+    }
+    for (int d = 0; d < base->rank; d++) nb = int_binary(c, IR_B_MUL, nb, base->shape[d], loc);
+    int64_t kv, kb;
+    bool cv = ir_const_int_value(nv, &kv), cb = ir_const_int_value(nb, &kb);
+    if (cv && cb && kv != kb) {
+        sema_err(c, loc, "%s: '%s' has %lld elements but the new shape has %lld", what, src->buf->name, (long long)kb, (long long)kv);
+        return sv_err(c, loc);
+    }
+    if (!(cv && cb) && !same_product(dims, n, base->shape, base->rank)) {
+        sema_err(c, loc, "%s: cannot tell at compile time that '%s' and the new shape have the same number of elements", what, src->buf->name);
+        return sv_err(c, loc);
+    }
+    ir_buffer *v = TILE_NEW(&c->mod->arena, ir_buffer);
+    *v = *base;
+    v->id = -1;
+    v->rank = n;
+    v->shape = dims;
+    v->name = tile_arena_printf(&c->mod->arena, "%%alloc%d", c->tmp_counter++); /* named by the assignment */
+    v->loc = loc;
+    v->layout = NULL;
+    v->align_to = NULL;
+    c->views[c->nviews] = v;
+    c->view_base[c->nviews++] = base;
+    sval *r = sv_new(c, SV_BUFFER, loc);
+    r->buf = v;
+    return r;
+}
+
+/* A T.Parallel nest over `rank` extents; *vars gets the loop variables. */
+static ir_stmt *parallel_nest(sema_ctx *c, int rank, ir_expr *const *ext, ir_var **vars, ir_stmt *body, tile_loc loc) {
+    for (int d = rank - 1; d >= 0; d--) {
+        ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
+        f->var = vars[d];
+        f->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+        f->extent = cast_to(c, ext[d], TILE_DT_I32);
+        f->loop_kind = IR_LOOP_PARALLEL;
+        f->par_group_depth = d == 0 ? rank : 0;
+        f->body[0] = body;
+        body = f;
+    }
+    return body;
+}
+
+/* The indices of element (start + i) of a region, onto the base buffer for a view; *inb
+ * gets the condition that the element is inside the region's buffer (or view), NULL where
+ * that is known at compile time. */
+static ir_expr **region_elem(sema_ctx *c, const ir_region *r, ir_var **iv, ir_expr **inb, tile_loc loc) {
+    int rank = r->buf->rank;
+    ir_expr **ix = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+    *inb = NULL;
+    for (int d = 0; d < rank; d++) {
+        ix[d] = int_binary(c, IR_B_ADD, r->start[d], ir_var_ref(c->mod, iv[d], loc), loc);
+        int64_t lo, hi, n;
+        if (index_range(c, ix[d], &lo, &hi) && ir_const_int_value(r->buf->shape[d], &n) && lo >= 0 && hi < n) continue;
+        ir_expr *in = ir_binary(c->mod, IR_B_AND, ir_binary(c->mod, IR_B_GE, ix[d], ir_const_int(c->mod, TILE_DT_I32, 0, loc), loc),
+                                ir_binary(c->mod, IR_B_LT, ix[d], r->buf->shape[d], loc), loc);
+        *inb = *inb ? ir_binary(c->mod, IR_B_AND, *inb, in, loc) : in;
+    }
+    return sema_view_base(c, r->buf) ? sema_view_index(c, r->buf, ix, loc) : ix;
+}
+
+/* dst[...] = src[...] over two regions of the same shape, one of them (at least) of a view,
+ * as a T.Parallel nest of element copies (what T.copy means) */
+static bool emit_view_copy(sema_ctx *c, const ir_region *src, const ir_region *dst, tile_loc loc) {
+    int rank = dst->buf->rank;
+    bool same = src->buf->rank == rank;
+    for (int d = 0; same && d < rank; d++) {
+        int64_t a, b;
+        same = (ir_const_int_value(src->extent[d], &a) && ir_const_int_value(dst->extent[d], &b)) ? a == b : ir_expr_equal(src->extent[d], dst->extent[d]);
+    }
+    if (!same) {
+        sema_err(c, loc, "T.copy between a view (T.reshape / T.view) and a region of another shape or rank is not supported yet; give both sides the same shape");
+        return false;
+    }
+    ir_var *iv[8];
+    for (int d = 0; d < rank; d++) {
+        iv[d] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "v%d", d), IR_VAR_LOOP, TILE_DT_I32, loc);
+        int64_t e0;
+        if (ir_const_int_value(dst->extent[d], &e0) && c->nrange < 256) {
+            c->range_var[c->nrange] = iv[d];
+            c->range_lo[c->nrange] = 0;
+            c->range_hi[c->nrange++] = e0 - 1;
+        }
+    }
+    ir_buffer *sb = sema_view_base(c, src->buf), *db = sema_view_base(c, dst->buf);
+    /* regions clip at the bounds, as for every tile operation: reading outside gives 0,
+     * writing outside is dropped */
+    ir_expr *sin, *din;
+    ir_buffer *sbuf = sb ? sb : src->buf;
+    ir_expr *x = cast_to(c, ir_load(c->mod, sbuf, region_elem(c, src, iv, &sin, loc), loc), promote_arith(sbuf->dtype));
+    if (sin) x = ir_select(c->mod, sin, x, cast_to(c, ir_const_int(c->mod, TILE_DT_I32, 0, loc), x->dtype), loc);
+    ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    st->buf = db ? db : dst->buf;
+    st->idx = region_elem(c, dst, iv, &din, loc);
+    st->value = coerce_store(c, cast_to(c, x, promote_arith(st->buf->dtype)), st->buf->dtype, loc);
+    ir_stmt *body = st;
+    if (din) {
+        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
+        g->cond = din;
+        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+        g->nbody = 2;
+        g->body[0] = st;
+        body = g;
+    }
+    emit(c, parallel_nest(c, rank, dst->extent, iv, body, loc));
+    return true;
+}
+
+/* A tile operation other than T.copy on a view: it works on a temporary of the view's shape
+ * (same scope as the base), filled from the base before the operation where it reads the
+ * operand, and written back after it where it writes it. Returns the operand to use, and in
+ * *back the temporary to write back (NULL: none). */
+static sval *view_operand(sema_ctx *c, sval *v, bool reads, bool writes, const char *op, ir_buffer **tmp_out) {
+    *tmp_out = NULL;
+    ir_buffer *vb = v->kind == SV_BUFFER ? v->buf : v->kind == SV_ACCESS ? v->acc->buf : NULL;
+    ir_buffer *base = sema_view_base(c, vb);
+    if (!base) return v;
+    if (base->scope == IR_SCOPE_GLOBAL) {
+        sema_err(c, v->loc, "%s on a view of the global tensor '%s' is not supported yet; T.copy the view into a shared or fragment buffer first", op, base->name);
+        return sv_err(c, v->loc);
+    }
+    ir_buffer *t = ir_buffer_new(c->mod, c->fn, tile_arena_printf(&c->mod->arena, "%s_view%d", base->name, c->tmp_counter++), vb->dtype, base->scope, vb->rank, vb->shape,
+                                 IR_BUF_TEMP, v->loc);
+    ir_stmt *al = ir_stmt_new(c->mod, IR_S_ALLOC, v->loc);
+    al->buf = t;
+    emit(c, al);
+    ir_region whole = {0}, tw = {0};
+    whole.buf = vb;
+    whole.loc = v->loc;
+    whole.start = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, vb->rank);
+    whole.extent = vb->shape;
+    for (int d = 0; d < vb->rank; d++) whole.start[d] = ir_const_int(c->mod, TILE_DT_I32, 0, v->loc);
+    tw = whole;
+    tw.buf = t;
+    /* a partly written operand keeps the rest of the view: fill it first too */
+    if (reads || (writes && v->kind == SV_ACCESS)) emit_view_copy(c, &whole, &tw, v->loc);
+    if (writes) *tmp_out = t;
+    sval *r = sv_new(c, v->kind, v->loc);
+    *r = *v;
+    if (v->kind == SV_BUFFER) r->buf = t;
+    else {
+        r->acc = TILE_NEW(c->arena, sv_access);
+        *r->acc = *v->acc;
+        r->acc->buf = t;
+        r->buf = t;
+    }
+    return r;
+}
+
+static void view_write_back(sema_ctx *c, ir_buffer *t, const sval *orig) {
+    if (!t) return;
+    ir_buffer *vb = orig->kind == SV_BUFFER ? orig->buf : orig->acc->buf;
+    ir_region whole = {0}, tw = {0};
+    whole.buf = vb;
+    whole.loc = orig->loc;
+    whole.start = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, vb->rank);
+    whole.extent = vb->shape;
+    for (int d = 0; d < vb->rank; d++) whole.start[d] = ir_const_int(c->mod, TILE_DT_I32, 0, orig->loc);
+    tw = whole;
+    tw.buf = t;
+    emit_view_copy(c, &tw, &whole, orig->loc);
+}
+
 /* ---------- regions ---------- */
 static bool extent_const(const ir_expr *e, int64_t *k) { return ir_const_int_value(e, k); }
 
@@ -527,6 +905,10 @@ static bool to_region(sema_ctx *c, sval *v, ir_region *r, const ir_region *other
     r->loc = v->loc;
     if (v->kind == SV_BUFFER) {
         ir_buffer *b = v->buf;
+        if (sema_view_base(c, b) && strcmp(op, "T.copy")) {
+            sema_err(c, v->loc, "%s on a view made by T.reshape / T.view is not supported yet", op);
+            return false;
+        }
         r->buf = b;
         r->start = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, b->rank ? b->rank : 1);
         r->extent = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, b->rank ? b->rank : 1);
@@ -541,12 +923,17 @@ static bool to_region(sema_ctx *c, sval *v, ir_region *r, const ir_region *other
         return false;
     }
     sv_access *a = v->acc;
-    ir_buffer *b = a->buf;
+    ir_buffer *b = a->view ? a->view : a->buf;
     int rank = b->rank;
+    ir_expr **astart = a->view ? a->view_idx : a->start;
+    if (sema_view_base(c, b) && strcmp(op, "T.copy")) {
+        sema_err(c, v->loc, "%s on a view made by T.reshape / T.view is not supported yet", op);
+        return false;
+    }
     r->buf = b;
     r->start = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
     r->extent = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
-    for (int d = 0; d < rank; d++) r->start[d] = cast_to(c, a->start[d], TILE_DT_I32);
+    for (int d = 0; d < rank; d++) r->start[d] = cast_to(c, astart[d], TILE_DT_I32);
     if (a->any_slice) {
         for (int d = 0; d < rank; d++) r->extent[d] = a->extent[d] ? cast_to(c, a->extent[d], TILE_DT_I32) : ir_const_int(c->mod, TILE_DT_I32, 1, v->loc);
         return true;
@@ -659,6 +1046,13 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos)
                                       "annotations", "src", "dst", NULL};
     check_kwargs(c, call, "T.copy", kws);
     if (npos != 2) { sema_err(c, call->loc, "T.copy takes a source and a destination, got %d arguments", npos); return sv_err(c, call->loc); }
+    if (is_head_form(pos[0]) && is_head_form(pos[1]) && c->in_kernel) {
+        /* T.copy(A[i], B[j]): two single elements, a copy of one element (an element
+         * operation, so also inside T.Parallel) */
+        sv_access *a = pos[0]->acc;
+        store_access(c, pos[1]->acc, sv_expr(c, ir_load(c->mod, a->buf, a->start, call->loc)), call->loc);
+        return sv_none(c, call->loc);
+    }
     if (!check_tile_scope(c, call->loc, "T.copy")) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_COPY, 2, call->loc);
     bool ok;
@@ -677,6 +1071,10 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos)
                      s->regions[0].buf->name, dims_str(c, da, na), s->regions[1].buf->name, dims_str(c, db, nb));
             return sv_err(c, call->loc);
         }
+    }
+    if (sema_view_base(c, s->regions[0].buf) || sema_view_base(c, s->regions[1].buf)) {
+        if (!emit_view_copy(c, &s->regions[0], &s->regions[1], call->loc)) return sv_err(c, call->loc);
+        return sv_none(c, call->loc);
     }
     emit(c, s);
     return sv_none(c, call->loc);
@@ -1030,6 +1428,11 @@ static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, s
     tile_dtype dt = as_dtype(c, dv, "the variable dtype");
     if (dt == TILE_DT_INVALID) return sv_err(c, call->loc);
     ir_var *v = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "var%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(dt), call->loc);
+    if (init && init->kind == SV_EXPR && init->weak && tile_dtype_is_float(dt) && tile_dtype_is_float(init->e->dtype) && isfinite(init->e->fval) &&
+        !isfinite(tile_round_to(dt, init->e->fval))) {
+        sema_err(c, init->loc, "the initial value %g of T.alloc_var exceeds the largest finite %s", init->e->fval, tile_dtype_name(dt));
+        return sv_err(c, call->loc);
+    }
     if (init && init->kind != SV_NONE) {
         ir_expr *x = init->kind == SV_EXPR && init->weak ? cast_to(c, init->e, v->dtype) : value_for_var(c, init, v->dtype, "the T.alloc_var initialiser", call->loc);
         if (!x) return sv_err(c, call->loc);
@@ -1249,6 +1652,41 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
         sval *sd[2] = {npos > 0 ? pos[0] : kw_of(call, c, env, "src"), npos > 1 ? pos[1] : kw_of(call, c, env, "dst")};
         if (npos < 2 && sd[0] && sd[1]) return lower_copy(c, call, sd, 2);
         return lower_copy(c, call, pos, npos);
+    }
+    if (!strcmp(name, "reshape") || !strcmp(name, "view")) return lower_view(c, env, name, call, pos, npos);
+    /* views as operands of the other tile operations: through temporaries (view_operand) */
+    int nview = 0;
+    for (int i = 0; i < npos; i++) {
+        ir_buffer *vb = pos[i]->kind == SV_BUFFER ? pos[i]->buf : pos[i]->kind == SV_ACCESS ? (pos[i]->acc->view ? pos[i]->acc->view : pos[i]->acc->buf) : NULL;
+        nview += sema_view_base(c, vb) != NULL;
+    }
+    if (nview && (!strcmp(name, "fill") || !strcmp(name, "clear") || !strcmp(name, "gemm") || !strncmp(name, "reduce_", 7) ||
+                  !strcmp(name, "cumsum") || !strcmp(name, "cummax") || !strcmp(name, "cummin"))) {
+        sval *np[8], *orig[8];
+        ir_buffer *back[8] = {0};
+        if (npos > 8) npos = 8;
+        for (int i = 0; i < npos; i++) {
+            orig[i] = pos[i];
+            bool out = (i == 0 && (!strcmp(name, "fill") || !strcmp(name, "clear"))) || (i == 2 && !strcmp(name, "gemm")) ||
+                       (i == 1 && (!strncmp(name, "reduce_", 7) || !strncmp(name, "cum", 3))) || (i == 0 && !strncmp(name, "cum", 3) && npos == 1);
+            bool in = !(i == 0 && (!strcmp(name, "fill") || !strcmp(name, "clear"))) && !(i == 1 && !strncmp(name, "cum", 3));
+            if (i == 1 && !strncmp(name, "reduce_", 7)) in = !kw_bool(c, env, call, "clear", pos, npos, 3, true);
+            if (i == 2 && !strcmp(name, "gemm")) {
+                sval *ca = kw_of(call, c, env, "clear_accum");
+                bool clr = false;
+                in = !(ca && py_truth(ca, &clr) && clr);
+            }
+            if (pos[i]->kind == SV_ACCESS && pos[i]->acc->view) {
+                /* a head element of a view: the operand is the view itself from there */
+                sema_err(c, pos[i]->loc, "T.%s on an element of a view made by T.reshape / T.view is not supported yet; pass the whole view or a slice", name);
+                return sv_err(c, call->loc);
+            }
+            np[i] = view_operand(c, pos[i], in, out, tile_arena_printf(c->arena, "T.%s", name), &back[i]);
+            if (np[i]->poison) return sv_err(c, call->loc);
+        }
+        sval *r = lower_tile_call(c, env, name, call, np, npos, handled);
+        for (int i = 0; i < npos; i++) view_write_back(c, back[i], orig[i]);
+        return r;
     }
     if (!strcmp(name, "fill")) return lower_fill(c, call, pos, npos, false);
     if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);

@@ -251,6 +251,42 @@ def ref_eager_int_param(a):
 
 
 # name: (file, kernel, -D list, inputs, reference, integer outputs exact)
+
+def ref_views(a, h=4):
+    x = a["A"].astype(np.float64)
+    n, gh = x.shape
+    g = gh // h
+    s3 = np.maximum(x.reshape(n, g, h), 0) * (np.arange(h) + 1)
+    # F is s after the writes through its view s3
+    return {"B": x.reshape(n * g, h), "S": s3.sum(axis=2), "F": s3.reshape(-1), "P": x.reshape(n, g, h)[:, :, h - 1]}
+
+
+def ref_elements(a):
+    x = a["X"].astype(np.float64)
+    fin = np.isfinite(x)
+    return {"Y": np.where(fin, x, 0.0), "F": fin.astype(np.int32), "L": x[1:2]}
+
+
+def gen_elements(n, seed):
+    x = f32((n,), seed)
+    x[::7] = np.inf
+    x[3::11] = -np.inf
+    x[5::13] = np.nan
+    return {"X": x}
+
+
+def ref_simt_shared_sync(a, rounds=3, threads=64):
+    x = a["X"].astype(np.float64)
+    n = x.shape[0]
+    nb = (n + threads - 1) // threads
+    v = np.zeros(nb * threads)
+    v[:n] = x
+    v = v.reshape(nb, threads)
+    for r in range(rounds):
+        v = np.roll(v, -1, axis=1) * 2.0 + r
+    return {"Y": v.reshape(-1)[:n]}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -288,6 +324,13 @@ CASES = {
     "argparse_driver": ("argparse_driver.py", "rows", [], lambda: {"X": f32((500,), 40)}, ref_argparse_driver),
     "eager_int_param": ("eager_int_param.py", "gcd_blocks", [], lambda: {"X": f32((5, 80), 41)}, ref_eager_int_param),
     "single_block": ("single_block.py", "total", [], lambda: {"A": f32((300,), 36)}, ref_single_block),
+    # T.reshape / T.view of a global tensor, a fragment and a shared buffer
+    "views": ("views.py", "views", ["N=128", "G=3"], lambda: {"A": f32((128, 12), 42)}, ref_views),
+    # a ragged last block: view regions clip at the view's bounds like any region
+    "views_ragged": ("views.py", "views", ["N=100", "G=3"], lambda: {"A": f32((100, 12), 44)}, ref_views),
+    "views_h2": ("views.py", "views", ["N=192", "G=5", "H=2"], lambda: {"A": f32((192, 10), 43)}, lambda a: ref_views(a, 2)),
+    "simt_shared_sync": ("simt_shared_sync.py", "rotate", ["N=150"], lambda: {"X": f32((150,), 46)}, ref_simt_shared_sync),
+    "elements": ("elements.py", "elements", ["N=150"], lambda: gen_elements(150, 45), ref_elements),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
