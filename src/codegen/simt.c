@@ -73,7 +73,6 @@ struct gen {
     const char *rf_rep0;  /* ... and the C condition "replica 0" when the layout replicates (NULL: none) */
     tile_strbuf decls;    /* declarations of the kernel's register fragments (its preamble) */
     const char *lt;       /* the C expression of the thread's index in the layouts (tl_tid) */
-    const char *arch_why; /* why no whole-kernel lowering (sm90*.c, sm80.c) took the kernel, or NULL */
     int rf_rmax;          /* 1 when a register reduction combines through shared memory */
     int rf_wtot;          /* floats of that scratch (tl_rfw), at most RF_SCRATCH_OWN (rf_scratch) */
     int blk_loop;         /* depth of block-level loops around the statement being generated */
@@ -2088,27 +2087,6 @@ static void gen_gemm_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     line(G, o, "}");
 }
 
-/* T.gemm into a register accumulator: on tensor cores (simt_mma.c) when the layouts and the
- * target allow, else gen_gemm_rf; the outcome recorded for --explain (a lowering the layout
- * pass planned for the whole kernel that no whole-kernel lowering took is declined, with
- * G->arch_why saying why). */
-static void gen_gemm_mma_or_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
-    const char *why = NULL, *what = NULL;
-    if (G->cuda) {
-        ir_explain_supersede(G->f, s, "wgmma", G->arch_why);
-        if (simt_mma_gemm(G, o, s, G->lt, &why, &what)) {
-            ir_explain_stmt(G->f, s, "cuda", IR_DEC_GOT, what, NULL);
-            return;
-        }
-        ir_explain_supersede(G->f, s, "mma.sync", why);
-        if (G->o->sm >= 80) {
-            ir_explain_stmt(G->f, s, "cuda", IR_DEC_GOT, "simt-regs (scalar FMAs, each thread its own elements of C)", NULL);
-            ir_explain_stmt(G->f, s, "cuda", IR_DEC_DECLINED, "mma.sync (generic)", "%s", why);
-        }
-    }
-    gen_gemm_rf(G, o, s);
-}
-
 /* A T.Parallel nest: flattened, iterations strided over the threads, barrier after (none
  * when the nest is thread-local: stmt_local). */
 static void gen_parallel(gen *G, tile_strbuf *o, const ir_stmt *s) {
@@ -2340,7 +2318,7 @@ static void gen_block(gen *G, tile_strbuf *o, const ir_stmt *s) {
             if (s->kind == IR_S_COPY) gen_copy_rf(G, o, s);
             else if (s->kind == IR_S_FILL) gen_fill_rf(G, o, s);
             else if (s->kind == IR_S_REDUCE) gen_reduce_rf(G, o, s);
-            else if (s->kind == IR_S_GEMM && G->rf[s->regions[2].buf->id]) gen_gemm_mma_or_rf(G, o, s);
+            else if (s->kind == IR_S_GEMM && G->rf[s->regions[2].buf->id]) gen_gemm_rf(G, o, s);
             else gfail(G, s->loc, "internal: tile operation on a register fragment");
             if (!local) barrier(G, o);
             return;
@@ -2883,9 +2861,6 @@ void simt_g_store(gen *G, tile_strbuf *o, int indent, const ir_buffer *b, const 
 int simt_g_bufarg(gen *G, const ir_buffer *b) { return buf_index(G->P, b); }
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx) { G->load_hook = fn; G->load_hook_ctx = ctx; }
 const simt_options *simt_g_options(gen *G) { return G->o; }
-int simt_g_space(gen *G, const ir_buffer *b) { return G->space[b->id]; }
-bool simt_g_is_reg(gen *G, const ir_buffer *b) { return G->rf[b->id] != RF_NONE; }
-int simt_g_threads(gen *G) { return G->threads; }
 
 void simt_g_prepare_regs(gen *G, const ir_stmt *k) {
     rf_analyse(G, k->body[0]);
@@ -3045,21 +3020,6 @@ static void collect_temps(gen *G, const ir_stmt *s, bool in_kernel) {
     for (int i = 0; i < s->nbody; i++) collect_temps(G, s->body[i], in_kernel);
 }
 
-static bool kernel_has_gemm(const ir_stmt *s) {
-    if (!s) return false;
-    if (s->kind == IR_S_GEMM) return true;
-    for (int i = 0; i < s->nbody; i++)
-        if (kernel_has_gemm(s->body[i])) return true;
-    return false;
-}
-/* Why the whole-kernel GEMM lowerings declined kernel k (short; for --explain). */
-static const char *arch_decline_why(gen *G, const ir_stmt *k) {
-    simt_gemm_shape m;
-    if (!simt_match_gemm_kernel(G, k, &m))
-        return "the kernel is not the GEMM main loop they take (a fill; a K loop of two copies to shared memory and one gemm; element-wise epilogue; one store to an f32, f16 or bf16 tensor)";
-    return "the GEMM main loop is outside their limits (dtypes, tile sizes, thread count, epilogue)";
-}
-
 /* One device kernel: `body` run on a grid (kernel statement k) or by one thread (k NULL). */
 static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt *const *stmts, int nstmts) {
     const ir_func *f = G->f;
@@ -3133,11 +3093,6 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
         if (mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
         if (!arch && G->o->sm >= 90) arch = sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body);
         if (!arch && !mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
-    }
-    G->arch_why = NULL;
-    if (!arch && k && G->cuda && G->o->sm >= 80 && kernel_has_gemm(k->body[0])) {
-        G->arch_why = arch_decline_why(G, k);
-        ir_explain_stmt(G->f, k, "cuda", IR_DEC_DECLINED, "a whole-kernel tensor-core lowering (sm90.c wgmma, sm80.c mma.sync)", "%s", G->arch_why);
     }
     if (!arch && !G->failed) {
         if (k) mark_private(G, k->body[0], false);

@@ -93,19 +93,6 @@ void simt_g_prepare_regs(gen *G, const ir_stmt *k);
 bool simt_g_nest_ok(gen *G, const ir_stmt *s);
 void simt_g_block(gen *G, tile_strbuf *o, int indent, const char *lt, const ir_stmt *s);
 
-/* Where the generator put buffer b: 0 nowhere yet, 1 global, 2 shared, 3 thread-private;
- * whether b is a register fragment (its IR layout's slots in a per-thread array named as
- * simt_g_buf names it); the kernel's threads per block. */
-int simt_g_space(gen *G, const ir_buffer *b);
-bool simt_g_is_reg(gen *G, const ir_buffer *b);
-int simt_g_threads(gen *G);
-
-/* simt_mma.c: T.gemm s (its accumulator a register fragment) on mma.sync, emitted at block
- * level with `lt` the C expression of the thread's index in the layouts: writes the code and
- * returns true with *what the lowering's name, or returns false with *why the reason it
- * declines (the caller emits the SIMT GEMM). See simt_mma.c for what it takes. */
-bool simt_mma_gemm(gen *G, tile_strbuf *o, const ir_stmt *s, const char *lt, const char **why, const char **what);
-
 /* Install (fn) or remove (NULL) the load hook used by simt_g_expr. */
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx);
 

@@ -83,17 +83,6 @@ void ir_explain_stmt(const ir_func *f, const ir_stmt *s, const char *by, ir_deci
     va_end(ap);
 }
 
-void ir_explain_supersede(const ir_func *f, const ir_stmt *s, const char *prefix, const char *why) {
-    if (!f || !f->explain || !s || !prefix) return;
-    ir_explain *x = f->explain;
-    const char *op = ir_stmt_op_name(s);
-    for (int i = 0; i < x->len; i++) {
-        ir_decision *d = &x->items[i];
-        if (d->kind != IR_DEC_GOT || !same_loc(d->loc, s->loc) || !same_str(d->op, op) || !d->what || strncmp(d->what, prefix, strlen(prefix)) != 0) continue;
-        d->kind = IR_DEC_DECLINED;
-        d->why = tile_arena_strdup(x->arena, why ? why : "not emitted");
-    }
-}
 /* the statements that count as tile ops in the inventory: serial loops only when pipelined
  * (a plain loop is no lowering decision), and the inner loops of a T.Parallel nest not at all */
 static bool inventoried(const ir_stmt *s) {

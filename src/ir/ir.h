@@ -445,9 +445,6 @@ void ir_explain_add(const ir_func *f, tile_loc loc, const char *op, const char *
 /* the same for a statement (its op name and position) */
 void ir_explain_stmt(const ir_func *f, const ir_stmt *s, const char *by, ir_decision_kind kind, const char *what, const char *why_fmt, ...)
     __attribute__((format(printf, 6, 7)));
-/* A code generator that emits op s otherwise than a pass planned: every recorded lowering of s
- * whose name starts with `prefix` becomes a declined one, with the reason `why`. */
-void ir_explain_supersede(const ir_func *f, const ir_stmt *s, const char *prefix, const char *why);
 /* Record every tile op of s (nested statements too) as an op of f (opt_run, before the
  * passes); with `by` and `what` non-NULL also record that decision for each of them (a pass
  * that replaces a whole kernel says what became of the ops in it). */

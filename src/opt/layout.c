@@ -330,33 +330,6 @@ ir_layout lay_wgmma(int wgs, int mt, int64_t n) {
     return l;
 }
 
-bool lay_mma(int64_t m, int64_t n, int threads, ir_layout *out) {
-    if (m % 16 || n % 8 || threads < 32 || threads % 32) return false;
-    int W = threads / 32, bwm = 0;
-    int64_t best = -1, tm = m / 16, tn = n / 8;
-    for (int wm = 1; wm <= W; wm++) {
-        if (W % wm || tm % wm || tn % (W / wm)) continue;
-        int64_t cost = tm / wm + tn / (W / wm);
-        if (best < 0 || cost < best) best = cost, bwm = wm;
-    }
-    if (best < 0) return false;
-    int wm = bwm, wn = W / bwm;
-    int64_t mt = tm / wm, nt = tn / wn;
-    ir_layout l = lay_empty(2, threads);
-    push(&l, 1, 1, 4, 2);
-    push(&l, 1, 0, 8, 1);
-    push(&l, 1, 0, wm, 16 * mt);
-    push(&l, 1, 1, wn, 8 * nt);
-    push(&l, 0, 1, 2, 1);
-    push(&l, 0, 0, 2, 8);
-    push(&l, 0, 1, nt, 8);
-    push(&l, 0, 0, mt, 16);
-    lay_norm(&l);
-    l.origin = "mma";
-    *out = l;
-    return true;
-}
-
 void lay_describe(const ir_layout *l, tile_strbuf *o) { ir_print_layout(l, o); }
 
 void lay_thread_coord_c(const ir_layout *l, int dim, const char *t, tile_strbuf *o) {
@@ -441,8 +414,6 @@ static lfrag *frag_of(lp *P, const ir_buffer *b) {
     int i = P->idx[b->id];
     return i >= 0 ? &P->fr[i] : NULL;
 }
-
-static const char *mma_fit(lp *P, const ir_stmt *s);
 
 static void to_shared(lp *P, lfrag *f, const char *why) {
     if (!f || f->shared) return;
@@ -857,9 +828,7 @@ static void do_stmt(lp *P, ir_stmt *s) {
         if (fc && (!ir_region_is_whole(&s->regions[2]) || fc->b->rank != 2)) to_shared(P, fc, "the accumulator of a GEMM on part of it");
         else if (fc && !fc->shared && !fc->has) {
             ir_layout l;
-            const char *no = P->sm >= 80 ? mma_fit(P, s) : "no tensor cores on the target";
-            if (!no && lay_mma(fc->ext[0], fc->ext[1], P->threads, &l)) require(P, fc, &l, "mma.sync's accumulator");
-            else if (lay_simt_gemm(fc->ext[0], fc->ext[1], P->threads, &l)) require(P, fc, &l, "the SIMT GEMM");
+            if (lay_simt_gemm(fc->ext[0], fc->ext[1], P->threads, &l)) require(P, fc, &l, "the SIMT GEMM");
             else {
                 int64_t e[2] = {fc->ext[0], fc->ext[1]};
                 l = lay_blocked(2, e, P->threads, 1);
@@ -871,21 +840,6 @@ static void do_stmt(lp *P, ir_stmt *s) {
     }
     default: stmt_shared(P, s, "used by a statement the register lowering does not cover"); return;
     }
-}
-
-/* Can T.gemm s run on mma.sync (src/codegen/simt_mma.c) with its accumulator in lay_mma's
- * layout? NULL, or the reason not. */
-static const char *mma_fit(lp *P, const ir_stmt *s) {
-    const ir_region *A = &s->regions[0], *B = &s->regions[1], *C = &s->regions[2];
-    tile_dtype dt = A->buf->dtype;
-    if (C->buf->dtype != TILE_DT_F32) return "an accumulator that is not f32";
-    if (B->buf->dtype != dt || (dt != TILE_DT_F16 && dt != TILE_DT_BF16 && dt != TILE_DT_FP8_E4M3 && dt != TILE_DT_FP8_E5M2))
-        return "operand dtypes mma.sync does not take (f16, bf16, fp8, the same for A and B)";
-    if (tile_dtype_bits(dt) == 8 && P->sm < 89) return "fp8 mma.sync needs sm_89 or later";
-    int64_t k;
-    if (A->buf->rank != 2 || !ir_const_int_value(A->extent[s->trans_a ? 0 : 1], &k)) return "an A operand that is not a 2-D tile of constant K";
-    if (k % (tile_dtype_bits(dt) == 8 ? 32 : 16)) return "K not a multiple of mma's k step";
-    return NULL;
 }
 
 /* ---- writing the decisions ---- */
@@ -963,13 +917,6 @@ static void annotate(lp *P, ir_stmt *s) {
             break;
         }
         const char *was = s->lower ? s->lower->why : NULL;
-        if (fc->lay.origin && !strcmp(fc->lay.origin, "mma")) {
-            ir_lowering *w = new_lower(P, "mma.sync");
-            w->why = was;
-            w->detail = tile_arena_printf(&P->m->arena, "m16n8k%d tiles, %d accumulators a thread in mma's layout", tile_dtype_bits(s->regions[1].buf->dtype) == 8 ? 32 : 16, fc->lay.slots);
-            s->lower = w;
-            break;
-        }
         ir_lowering *w = new_lower(P, "simt-regs");
         w->why = was;
         w->detail = tile_arena_printf(&P->m->arena, "each thread accumulates its %d elements of C in registers, A and B read from memory", fc->lay.slots);

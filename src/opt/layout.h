@@ -59,12 +59,6 @@ bool lay_simt_gemm(int64_t bm, int64_t bn, int threads, ir_layout *out);
  * rows 64 mt w .. 64 mt (w + 1) - 1, thread t of it rows 16 (t / 32) + (t % 32) / 4 (+ 8) of
  * each m64 tile and column pairs 8 j + 2 (t % 4); slot = jj * 4 + h * 2 + e (+ n/2 per tile). */
 ir_layout lay_wgmma(int wgs, int mt, int64_t n);
-/* mma.sync's m16n8 accumulator layout for C [m, n] at `threads` threads (a multiple of 32):
- * the warps tile C as wm x wn blocks of mt 16-row by nt 8-column tiles (the split with the
- * fewest A and B fragments a warp); lane l holds rows l / 4 (+ 8) and columns 2 (l % 4) (+ 1)
- * of each tile; slot = ((i * nt + j) * 2 + h) * 2 + e for tile (i, j). False when m is not
- * a multiple of 16, n of 8, or the warps cannot split the tiles evenly. */
-bool lay_mma(int64_t m, int64_t n, int threads, ir_layout *out);
 
 /* Text of a layout for log lines (ir_print_layout). */
 void lay_describe(const ir_layout *l, tile_strbuf *o);
