@@ -408,32 +408,28 @@ def binary(op, a, b, target=None):
     return c.wrap(o)
 
 
-def add(input, other, *, alpha=1, target=None):
-    """torch.add(input, other, alpha=alpha)"""
+def _alpha_op(name, input, other, alpha, target):
+    """torch.add / torch.sub: input op alpha * other"""
     if not _is_tensor(other):
-        return binary("add", input, other * alpha if alpha != 1 else other, target=target)
+        return binary(name, input, other * alpha if alpha != 1 else other, target=target)
     if not _is_tensor(input):
         if alpha != 1:
-            raise TileError("add: alpha: with a number as input, alpha must be 1")
-        return binary("add", input, other, target=target)
+            raise TileError("%s: alpha: with a number as input, alpha must be 1" % name)
+        return binary(name, input, other, target=target)
     c, t = _call(target, input=input, other=other)
     o = _out()
-    c.run(C["add"], _p(t["input"]), _p(t["other"]), _scalar(alpha, "alpha"), ctypes.byref(o))
+    c.run(C[name], _p(t["input"]), _p(t["other"]), _scalar(alpha, "alpha"), ctypes.byref(o))
     return c.wrap(o)
+
+
+def add(input, other, *, alpha=1, target=None):
+    """torch.add(input, other, alpha=alpha)"""
+    return _alpha_op("add", input, other, alpha, target)
 
 
 def sub(input, other, *, alpha=1, target=None):
     """torch.sub(input, other, alpha=alpha)"""
-    if not _is_tensor(other):
-        return binary("sub", input, other * alpha if alpha != 1 else other, target=target)
-    if not _is_tensor(input):
-        if alpha != 1:
-            raise TileError("sub: alpha: with a number as input, alpha must be 1")
-        return binary("sub", input, other, target=target)
-    c, t = _call(target, input=input, other=other)
-    o = _out()
-    c.run(C["sub"], _p(t["input"]), _p(t["other"]), _scalar(alpha, "alpha"), ctypes.byref(o))
-    return c.wrap(o)
+    return _alpha_op("sub", input, other, alpha, target)
 
 
 def div(input, other, *, rounding_mode=None, target=None):
