@@ -125,24 +125,30 @@ static bool empty_rows(top_ctx *c, const tile_op_attn_opts *o, tile_tensor *out,
     return top_copy_strided(c, o->sinks, 0, xs, lse, 0, ys, lse->rank, lse->shape);
 }
 
+/* The checks shared by the dense forward and backward: dtypes, q and k of rank 4
+ * ([batch, heads, seq, head_dim]) agreeing in batch and head dim, v shaped like k, heads
+ * that group, a supported head dim and valid options. */
+static bool check_dense_qkv(top_ctx *c, const top_op *op_, const tile_tensor *q, const tile_tensor *k, const tile_tensor *v,
+                           const tile_op_attn_opts *o) {
+    if (!check_qkv_dtypes(c, op_, q, k, v)) return 0;
+    if (q->rank != 4) return top_fail(c, TILE_ERR_USER, "q: rank %d, expected 4 ([batch, heads, seq, head_dim])", q->rank);
+    if (k->rank != 4) return top_fail(c, TILE_ERR_USER, "k: rank %d, expected 4 ([batch, kv_heads, kv_seq, head_dim])", k->rank);
+    if (k->shape[0] != q->shape[0] || k->shape[3] != q->shape[3]) {
+        char a[96], b[96];
+        shape_of(a, sizeof a, k), shape_of(b, sizeof b, q);
+        return top_fail(c, TILE_ERR_USER, "k: shape %s does not match q's %s in batch and head dim", a, b);
+    }
+    return top_check_same_shape(c, "v", v, "k", k) && check_heads(c, "k", q->shape[1], k->shape[1]) &&
+           check_head_dim(c, q->shape[3]) && check_opts(c, o, q->shape[1], q->dtype);
+}
+
 /* ---------------- scaled_dot_product_attention ---------------- */
 tile_status tile_op_scaled_dot_product_attention(const char *target, const tile_tensor *q, const tile_tensor *k, const tile_tensor *v,
                                                  const tile_op_attn_opts *opts, tile_tensor *out, tile_tensor *lse, char **error) {
     BEGIN("scaled_dot_product_attention");
     const tile_op_attn_opts *o = opts ? opts : &k_default_opts;
-    if (!check_qkv_dtypes(&c, op_, q, k, v)) return top_end(&c, error);
-    if (q->rank != 4) return top_fail(&c, TILE_ERR_USER, "q: rank %d, expected 4 ([batch, heads, seq, head_dim])", q->rank), top_end(&c, error);
-    if (k->rank != 4) return top_fail(&c, TILE_ERR_USER, "k: rank %d, expected 4 ([batch, kv_heads, kv_seq, head_dim])", k->rank), top_end(&c, error);
+    if (!check_dense_qkv(&c, op_, q, k, v, o)) return top_end(&c, error);
     int64_t B = q->shape[0], HQ = q->shape[1], SQ = q->shape[2], D = q->shape[3], HK = k->shape[1], SK = k->shape[2];
-    char a[96], bb[96];
-    if (k->shape[0] != B || k->shape[3] != D) {
-        shape_of(a, sizeof a, k), shape_of(bb, sizeof bb, q);
-        top_fail(&c, TILE_ERR_USER, "k: shape %s does not match q's %s in batch and head dim", a, bb);
-        return top_end(&c, error);
-    }
-    if (!top_check_same_shape(&c, "v", v, "k", k) || !check_heads(&c, "k", HQ, HK) || !check_head_dim(&c, D) ||
-        !check_opts(&c, o, HQ, q->dtype))
-        return top_end(&c, error);
     if (!top_prepare_out(&c, "out", out, q->dtype, 4, q->shape)) return top_end(&c, error);
     int64_t ls[3] = {B, HQ, SQ};
     if (lse && !top_prepare_out(&c, "lse", lse, TILE_DT_F32, 3, ls)) return top_end(&c, error);
@@ -375,18 +381,9 @@ tile_status tile_op_scaled_dot_product_attention_backward(const char *target, co
                                                           tile_tensor *dsinks, char **error) {
     BEGIN("scaled_dot_product_attention_backward");
     const tile_op_attn_opts *o = opts ? opts : &k_default_opts;
-    if (!check_qkv_dtypes(&c, op_, q, k, v)) return top_end(&c, error);
-    if (q->rank != 4) return top_fail(&c, TILE_ERR_USER, "q: rank %d, expected 4 ([batch, heads, seq, head_dim])", q->rank), top_end(&c, error);
-    if (k->rank != 4) return top_fail(&c, TILE_ERR_USER, "k: rank %d, expected 4 ([batch, kv_heads, kv_seq, head_dim])", k->rank), top_end(&c, error);
+    if (!check_dense_qkv(&c, op_, q, k, v, o)) return top_end(&c, error);
     int64_t B = q->shape[0], HQ = q->shape[1], SQ = q->shape[2], D = q->shape[3], HK = k->shape[1], SK = k->shape[2];
     char a[96], bb[96];
-    if (k->shape[0] != B || k->shape[3] != D) {
-        shape_of(a, sizeof a, k), shape_of(bb, sizeof bb, q);
-        top_fail(&c, TILE_ERR_USER, "k: shape %s does not match q's %s in batch and head dim", a, bb);
-        return top_end(&c, error);
-    }
-    if (!top_check_same_shape(&c, "v", v, "k", k) || !check_heads(&c, "k", HQ, HK) || !check_head_dim(&c, D) || !check_opts(&c, o, HQ, q->dtype))
-        return top_end(&c, error);
     if (!top_check_tensor(&c, "out", out) || !top_check_same_shape(&c, "out", out, "q", q) || !top_check_tensor(&c, "dout", dout) ||
         !top_check_same_shape(&c, "dout", dout, "q", q) || !top_check_tensor(&c, "lse", lse))
         return top_end(&c, error);
