@@ -1031,11 +1031,13 @@ static void tile_gemm_rgn(tile_ctx *ctx, tile_rgn *A, tile_rgn *B, tile_rgn *C, 
 }
 
 /* ---------- atomics (read-modify-write with compare-and-swap on the storage) ---------- */
-enum { TILE_AT_ADD = 0, TILE_AT_MAX = 1, TILE_AT_MIN = 2 };
+enum { TILE_AT_ADD = 0, TILE_AT_MAX = 1, TILE_AT_MIN = 2, TILE_AT_STORE = 3, TILE_AT_LOAD = 4 };
 static tile_val tile_atomic_apply(int dt, tile_val old, tile_val x, int op) {
     int ct = tile_compute_dt(dt);
     tile_val o = tile_conv(old, dt, ct), r;
-    if (TILE_ISF(ct)) {
+    if (op == TILE_AT_STORE) r = x;
+    else if (op == TILE_AT_LOAD) r = o;
+    else if (TILE_ISF(ct)) {
         if (op == TILE_AT_ADD) r.f = tile_rnd(ct, o.f + x.f);
         else if (op == TILE_AT_MAX) r.f = fmax(o.f, x.f);
         else r.f = fmin(o.f, x.f);

@@ -914,7 +914,9 @@ static void gen_atomic(gen *G, tile_strbuf *o, const ir_stmt *s) {
     line(G, o, "%s tl_c%d = %s;", vtype(ct), t, cur.data);
     tile_sb_free(&cur);
     const char *T = vtype(ct);
-    if (is_float(ct)) {
+    if (s->atomic_op == IR_ATOMIC_STORE) line(G, o, "%s tl_n%d = tl_x%d;", T, t, t);
+    else if (s->atomic_op == IR_ATOMIC_LOAD) line(G, o, "%s tl_n%d = tl_c%d;", T, t, t);
+    else if (is_float(ct)) {
         const char *f = G->cuda && ct == TILE_DT_F32 ? "f" : "";
         if (s->atomic_op == IR_ATOMIC_ADD) line(G, o, "%s tl_n%d = tl_c%d + tl_x%d;", T, t, t, t);
         else line(G, o, "%s tl_n%d = %s%s(tl_c%d, tl_x%d);", T, t, s->atomic_op == IR_ATOMIC_MAX ? "fmax" : "fmin", f, t, t);

@@ -1173,12 +1173,14 @@ static int exec(ist *S, const ir_stmt *s) {
         inst *b = live(S, s->buf, s->loc);
         size_t off;
         if (!elem_offset(S, b, s->idx, "atomic update", s->loc, &off)) return FLOW_NORMAL;
-        if (b->init && !is_init(b, off)) uninit(S, b, off, " by an atomic update", s->loc);
+        if (b->init && !is_init(b, off) && s->atomic_op != IR_ATOMIC_STORE) uninit(S, b, off, " by an atomic update", s->loc);
         if (S->par_active || S->blk_active) track(S, b, off, ACC_ATOMIC, s->loc);
         tile_dtype ct = compute_dt(S, b->dt);
         val old = convert(S, ld(b, off), b->dt, ct);
         val x = convert(S, v, s->value->dtype, ct), r;
-        if (ISF(ct)) {
+        if (s->atomic_op == IR_ATOMIC_STORE) r = x;
+        else if (s->atomic_op == IR_ATOMIC_LOAD) r = old;
+        else if (ISF(ct)) {
             if (s->atomic_op == IR_ATOMIC_ADD) r.f = rnd(S, ct, old.f + x.f);
             else if (s->atomic_op == IR_ATOMIC_MAX) r.f = fmax(old.f, x.f);
             else r.f = fmin(old.f, x.f);

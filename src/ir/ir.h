@@ -274,7 +274,9 @@ const char *ir_loop_kind_name(ir_loop_kind k);
 typedef enum ir_reduce_kind { IR_RED_SUM = 0, IR_RED_MAX = 1, IR_RED_MIN = 2, IR_RED_ABSSUM = 3, IR_RED_ABSMAX = 4, IR_RED_COUNT } ir_reduce_kind;
 const char *ir_reduce_kind_name(ir_reduce_kind k);
 
-typedef enum ir_atomic_kind { IR_ATOMIC_ADD = 0, IR_ATOMIC_MAX = 1, IR_ATOMIC_MIN = 2, IR_ATOMIC_COUNT } ir_atomic_kind;
+/* STORE: the new value is `value`; LOAD: the element keeps its value (`value` is unused) and
+ * `var` gets it, read atomically */
+typedef enum ir_atomic_kind { IR_ATOMIC_ADD = 0, IR_ATOMIC_MAX = 1, IR_ATOMIC_MIN = 2, IR_ATOMIC_STORE = 3, IR_ATOMIC_LOAD = 4, IR_ATOMIC_COUNT } ir_atomic_kind;
 
 struct ir_stmt {
     ir_stmt_kind kind;

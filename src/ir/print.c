@@ -362,6 +362,8 @@ static const char *atomic_name(int op) {
     case IR_ATOMIC_ADD: return "atomic_add";
     case IR_ATOMIC_MAX: return "atomic_max";
     case IR_ATOMIC_MIN: return "atomic_min";
+    case IR_ATOMIC_STORE: return "atomic_store";
+    case IR_ATOMIC_LOAD: return "atomic_load";
     default: return "atomic_?";
     }
 }

@@ -18,10 +18,10 @@
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
-    X(cdiv, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
+    X(cdiv, S) X(align_up, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(async_copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
-    X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) \
+    X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T) X(reshape, T) X(view, T)                                  \
@@ -1437,6 +1437,12 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         if (hi && hi->kind != SV_NONE) { sval *p[2] = {v, hi}; v = minmax(c, false, p, 2, loc); }
         if (lo && lo->kind != SV_NONE) { sval *p[2] = {v, lo}; v = minmax(c, true, p, 2, loc); }
         return v;
+    }
+    if (!strcmp(fname, "align_up")) {
+        /* T.align_up(x, a): x rounded up to a multiple of a, T.ceildiv(x, a) * a */
+        if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);
+        sval *cd = call_builtin(c, env, "ceildiv", call, a);
+        return cd->poison ? cd : binary_op(c, AST_OP_MUL, cd, a->pos[1], loc);
     }
     if (!strcmp(fname, "ceildiv") || !strcmp(fname, "cdiv")) {
         if (!need_args(c, fname, a, 2, 2, loc)) return sv_err(c, loc);

@@ -1377,9 +1377,63 @@ static sval *lower_atomic_vec(sema_ctx *c, sema_env *env, const char *fname, con
     return sv_none(c, loc);
 }
 
+/* T.atomic_load(elem, memory_order=) / T.atomic_store(elem, value, memory_order=): one element
+ * read or written atomically. Every memory order TileLang accepts for the operation is
+ * accepted (Tile's atomics are all sequentially consistent, the strongest of them); one it
+ * rejects is an error, as there. */
+static sval *lower_atomic_ls(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
+    bool load = !strcmp(fname, "atomic_load");
+    int want = load ? 1 : 2;
+    if (npos != want) {
+        sema_err(c, call->loc, "T.%s takes %s, got %d positional arguments", fname, load ? "one element (T.atomic_load(A[i]))" : "an element and a value (T.atomic_store(A[i], v))", npos);
+        return sv_err(c, call->loc);
+    }
+    for (int i = 0; i < call->nkwargs; i++) {
+        const char *kn = call->kwargs[i].name;
+        if (!kn || strcmp(kn, "memory_order")) {
+            sema_err(c, call->kwargs[i].loc, "T.%s has no argument named '%s' (it takes memory_order=)", fname, kn ? kn : "**");
+            return sv_err(c, call->loc);
+        }
+        sval *mo = lower_expr(c, env, call->kwargs[i].value);
+        if (mo->poison) return sv_err(c, call->loc);
+        static const char *const lo[] = {"acquire", "consume", "relaxed", "seq_cst", NULL}, *const so[] = {"relaxed", "release", "seq_cst", NULL};
+        const char *const *ok = load ? lo : so;
+        bool good = false;
+        for (int k = 0; mo->kind == SV_STRING && ok[k]; k++) good |= !strcmp(mo->str, ok[k]);
+        if (!good) {
+            sema_err(c, call->kwargs[i].loc, "%s does not support memory_order=%s%s%s; expected one of %s", fname, mo->kind == SV_STRING ? "'" : "",
+                     mo->kind == SV_STRING ? mo->str : sv_describe(mo), mo->kind == SV_STRING ? "'" : "",
+                     load ? "'acquire', 'consume', 'relaxed', 'seq_cst'" : "'relaxed', 'release', 'seq_cst'");
+            return sv_err(c, call->loc);
+        }
+    }
+    if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
+    if (pos[0]->kind != SV_ACCESS || pos[0]->acc->any_slice) {
+        sema_err(c, pos[0]->loc, "T.%s needs one element of a buffer (e.g. A[i, j]), got %s", fname, sv_describe(pos[0]));
+        return sv_err(c, call->loc);
+    }
+    sv_access *a = pos[0]->acc;
+    if (a->buf->dtype == TILE_DT_BOOL) { sema_err(c, call->loc, "T.%s on a bool buffer ('%s') is not supported", fname, a->buf->name); return sv_err(c, call->loc); }
+    tile_dtype ct = promote_arith(a->buf->dtype);
+    ir_expr *x;
+    if (load) x = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0.0, call->loc) : ir_const_int(c->mod, ct, 0, call->loc);
+    else if (pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, ct);
+    else x = materialize(c, pos[1]);
+    if (!x) return sv_err(c, call->loc);
+    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
+    s->buf = a->buf;
+    s->idx = a->start;
+    s->value = coerce_store(c, x, a->buf->dtype, call->loc);
+    s->atomic_op = load ? IR_ATOMIC_LOAD : IR_ATOMIC_STORE;
+    if (load) s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "ld%d", c->tmp_counter++), IR_VAR_LOCAL, ct, call->loc);
+    emit(c, s);
+    return load ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
+}
+
 static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
     if (!strcmp(fname, "atomic_addx2") || !strcmp(fname, "atomic_addx4"))
         return lower_atomic_vec(c, env, fname, call, pos, npos, fname[11] - '0');
+    if (!strcmp(fname, "atomic_load") || !strcmp(fname, "atomic_store")) return lower_atomic_ls(c, env, fname, call, pos, npos);
     bool prev = false;
     for (int i = 0; i < call->nkwargs; i++) {
         const char *kn = call->kwargs[i].name;

@@ -200,6 +200,20 @@ def ref_atomic_slots(a, nblocks=3, threads=96):
     return {"Mark": np.ones((nblocks, threads), np.int32), "Count": np.full(nblocks, threads, np.int32)}
 
 
+def ref_atomic_ls(a):
+    # 2v + v in f32 (exact for f16 inputs), rounded once to the buffer's dtype
+    x = a["A"]
+    return {"B": (3 * x.astype(np.float64)).astype(x.dtype).astype(np.float64)}
+
+
+def ref_atomic_flag(a, nblocks=3, threads=64):
+    b = np.arange(nblocks)[:, None]
+    t = np.arange(threads)[None, :]
+    x = t * 2 - threads + b
+    up = -(-x // 16) * 16 + -(-(threads + 1) // 32) * 32
+    return {"Seen": np.broadcast_to(b * 10 + 3, (nblocks, threads)).astype(np.int32), "Up": up.astype(np.int32)}
+
+
 def ref_reinterpret_var(a):
     x = a["X"]
     # bfloat16 round to nearest even from the f32 bits
@@ -312,6 +326,10 @@ CASES = {
                            lambda: {"X": rng(25).integers(-50, 50, 150).astype(np.int32)}, ref_simt_named_barrier),
     "atomic_prev": ("atomic_prev.py", "add_prev", ["M=20", "N=40"], lambda: {"A": f32((20, 40), 26), "B": f32((20, 40), 27)}, ref_atomic_prev),
     "atomic_slots": ("atomic_prev.py", "slots", ["nblocks=3"], lambda: {}, ref_atomic_slots),
+    "atomic_ls": ("atomic_ls.py", "scaled_copy", ["M=20", "N=40"], lambda: {"A": f32((20, 40), 42), "B": f32((20, 40), 43)}, ref_atomic_ls),
+    "atomic_ls_f16": ("atomic_ls.py", "scaled_copy", ["M=12", "N=24", "dtype=float16"],
+                      lambda: {"A": f32((12, 24), 44).astype(np.float16), "B": f32((12, 24), 45).astype(np.float16)}, ref_atomic_ls),
+    "atomic_flag": ("atomic_ls.py", "flag", ["nblocks=3"], lambda: {}, ref_atomic_flag),
     "reinterpret_var": ("reinterpret_var.py", "keys", ["N=300"], lambda: {"X": (f32((300,), 28) * 100).astype(np.float32)}, ref_reinterpret_var),
     "simt_masked_tileop": ("simt_masked_tileop.py", "masked", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 29)}, ref_simt_masked),
     # n bound from X's shape at run time: true division in f64 inside the kernel
