@@ -2888,6 +2888,14 @@ void simt_g_block(gen *G, tile_strbuf *o, int indent, const char *lt, const ir_s
     G->lt = was_lt;
 }
 void simt_g_fail(gen *G, tile_loc loc, const char *msg) { gfail(G, loc, "%s", msg); }
+const ir_func *simt_g_func(gen *G) { return G->f; }
+
+/* Every T.gemm under s: the wgmma lowering the layout pass planned was declined (why). */
+static void sm90_declined(gen *G, const ir_stmt *s, const char *why) {
+    if (!s) return;
+    if (s->kind == IR_S_GEMM) ir_explain_stmt(G->f, s, "sm90", IR_DEC_DECLINED, "wgmma (Hopper tensor cores; the layout pass planned it)", "%s", why);
+    for (int i = 0; i < s->nbody && s->body; i++) sm90_declined(G, s->body[i], why);
+}
 
 static void dialect_header(gen *G, tile_strbuf *o) {
     if (G->cuda) {
@@ -3093,7 +3101,12 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
     if (k && G->cuda) {
         bool mma_first = tb_opt_int(G->o->opts, TB_OPT_cuda_mma_sync) == 1;
         if (mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
-        if (!arch && G->o->sm >= 90) arch = sm90_gemm_kernel(G, k, L, &helpers, &body) || sm90_attn_kernel(G, k, L, &helpers, &body);
+        const char *wg_no = NULL;
+        if (!arch && G->o->sm >= 90) arch = sm90_gemm_kernel(G, k, L, &helpers, &body, &wg_no) || sm90_attn_kernel(G, k, L, &helpers, &body);
+        /* the layout pass planned wgmma (its warpgroups and accumulator layouts are in the IR)
+         * but neither Hopper lowering took the kernel: say so where `tile ir --explain` and
+         * TILE_LOG=info report, naming the GEMM lowering's reason */
+        if (!arch && G->o->sm >= 90 && simt_wg_plan(k, NULL) > 0) sm90_declined(G, k->body[0], wg_no ? wg_no : "not a GEMM main loop");
         if (!arch && !mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
     }
     if (!arch && !G->failed) {

@@ -34,6 +34,8 @@ int simt_g_bufarg(gen *G, const ir_buffer *b);
 const simt_options *simt_g_options(gen *G);
 /* Report an error (the first one wins). */
 void simt_g_fail(gen *G, tile_loc loc, const char *msg);
+/* The kernel's function (its lowering decisions: ir_explain_stmt, ir.h). */
+const ir_func *simt_g_func(gen *G);
 
 /* The GEMM main loop both tensor-core GEMM lowerings (sm90.c, sm80.c) take, found by
  * simt_match_gemm_kernel (tc_gemm.c):
@@ -46,9 +48,8 @@ void simt_g_fail(gen *G, tile_loc loc, const char *msg);
  *
  * A, B, C rank-2 global tensors (kernel arguments); each copy's box = its shared tile's
  * constant shape; A_s (BM, BK), B_s (BN, BK) or, transpose_B=False, (BK, BN); dtype f16,
- * bf16 or fp8 (e4m3/e5m2) for both; C f32, f16 or bf16, and 16-bit when the inputs are fp8
- * (the tensor cores' fp8 sums carry fewer bits than f32; 16-bit results hide that). The
- * lowerings add their own limits (tile sizes, threads, alignment, stages). */
+ * bf16 or fp8 (e4m3/e5m2) for both; C f32, f16, bf16 or fp8. The lowerings add their own
+ * limits (tile sizes, threads, alignment, stages, fp8 with an f32 result). */
 typedef struct simt_gemm_shape {
     const ir_stmt *fill, *loop, *cpA, *cpB, *gemm, *store;
     /* epilogue: T.Parallel nests on C_f between the loop and the store (element-wise on the
@@ -63,6 +64,7 @@ typedef struct simt_gemm_shape {
     bool bkn;  /* B stored K x N (transpose_B=False): B_s is (BK, BN) */
     int esize; /* bytes an input element: 2 or 1 */
     tile_dtype dt;
+    const char *why; /* when the kernel does not have the shape: the first reason found */
 } simt_gemm_shape;
 /* Fill m and return true when kernel statement k has that shape; false otherwise. */
 bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m);
@@ -75,8 +77,9 @@ void simt_gemm_store_pair(gen *G, tile_strbuf *o, int indent, const ir_buffer *C
 /* sm90.c: if kernel statement k is a GEMM main loop the Hopper lowering covers (see
  * sm90.c), write its body to `body`, fill L's threads, smem, TMA maps and lowering name,
  * and return true; else return false and leave everything untouched (the caller uses the
- * portable lowering). Also writes the device helpers it needs to `helpers`. */
-bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
+ * portable lowering; *why, when why is not NULL, says why not). Also writes the device
+ * helpers it needs to `helpers`. */
+bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body, const char **why);
 
 /* sm80.c: if kernel statement k is a GEMM main loop the mma.sync lowering covers (f16/bf16,
  * see sm80.c; options.sm >= 80), the same contract as sm90_gemm_kernel. Off with

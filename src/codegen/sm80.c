@@ -69,6 +69,9 @@ static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
     /* fp8 (m16n8k32 .e4m3/.e5m2): sm_89 and later; B stored N x K only (ldmatrix .trans moves
      * 16-bit elements, so K x N fp8 tiles cannot be read as mma's B fragments) */
     if (m->g.esize == 1 && (sm < 89 || m->g.bkn)) return false;
+    /* fp8 with an f32 result: mma's fp8 sums carry fewer bits than f32, which an f32 result
+     * would show (a 16-bit or fp8 result hides it) */
+    if (m->g.esize == 1 && m->g.C->dtype == TILE_DT_F32) return false;
     const int64_t bm = m->g.BM, bn = m->g.BN, bk = m->g.BK;
     /* a k step is 32 bytes (16 f16/bf16 or 32 fp8 elements); rows of 32, 64 or 128 bytes */
     if (bk * m->g.esize != 32 && bk * m->g.esize != 64 && bk * m->g.esize != 128) return false;
@@ -90,8 +93,6 @@ static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
         }
     }
     if (best < 0) return false;
-    /* (fp8 with an f32 result: declined by the shape match, as each k step's mma starts from
-     * zero and is added to the accumulators in f32, whose f32 sums mma's fp8 sums would not give) */
     size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->g.esize, cap = smem_max(sm);
     int st = m->g.loop->loop_kind == IR_LOOP_PIPELINED && m->g.loop->num_stages > 0 ? m->g.loop->num_stages : 2;
     if (st > 8) st = 8;

@@ -83,10 +83,12 @@ static bool tma_rows_ok(const ir_buffer *t) {
     return cint(t->shape[1], &cols) && (cols * tile_dtype_bits(t->dtype) / 8) % 16 == 0;
 }
 
-static bool match(gen *G, const ir_stmt *k, sm90 *m) {
+/* NULL when kernel k is a GEMM main loop this lowering covers (m filled), else why not */
+#define NO(reason) return (reason)
+static const char *match(gen *G, const ir_stmt *k, sm90 *m) {
     memset(m, 0, sizeof *m);
-    if (!simt_match_gemm_kernel(G, k, &m->g)) return false;
-    if (!tma_rows_ok(m->g.A) || !tma_rows_ok(m->g.B)) return false;
+    if (!simt_match_gemm_kernel(G, k, &m->g)) return m->g.why ? m->g.why : "not a GEMM main loop";
+    if (!tma_rows_ok(m->g.A) || !tma_rows_ok(m->g.B)) NO("A or B rows that are not a constant multiple of 16 bytes (TMA's row pitch)");
     /* the pipeline plan's iterations a stage (src/opt/layout.c checked that the copies step by
      * block_K along K): the stage is the tile of u * block_K columns of K */
     m->u = 1;
@@ -96,8 +98,8 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     const int64_t bm = m->g.BM, bn = m->g.BN, bk = m->g.BK;
     m->kstep = 32 / m->g.esize;
     m->swz = (int)(bk * m->g.esize);
-    if (m->swz != 32 && m->swz != 64 && m->swz != 128) return false;
-    if (bn < 8 || bn > 256 || bn % 8) return false;
+    if (m->swz != 32 && m->swz != 64 && m->swz != 128) NO("block_K (times the stage's iterations) not 32, 64 or 128 bytes of K (a TMA swizzle width)");
+    if (bn < 8 || bn > 256 || bn % 8) NO("block_N not a multiple of 8 up to 256 (wgmma's N)");
     /* one or two consumer warpgroups: with more, setmaxnreg could not give each the
      * registers of a 64 x 256 accumulator (65536 per multiprocessor) */
     /* the layout pass's plan: consumer warpgroups and their m64 tiles (the accumulator's
@@ -106,37 +108,42 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     if (pc > 0) {
         m->consumers = pc;
         m->mt = pmt;
-        if ((int64_t)pc * pmt * 64 != bm) return false;
+        if ((int64_t)pc * pmt * 64 != bm) NO("block_M not the layout plan's warpgroups times their m64 tiles");
     } else {
-        if (k->threads <= 0 || k->threads % 128 || k->threads > 256) return false;
+        if (k->threads <= 0 || k->threads % 128 || k->threads > 256) NO("threads not 128 or 256 (one or two consumer warpgroups)");
         m->consumers = k->threads / 128;
-        if (bm % m->consumers) return false;
+        if (bm % m->consumers) NO("block_M not split evenly over the warpgroups");
         int64_t rows = bm / m->consumers;
-        if (rows != 64 && rows != 128) return false;
+        if (rows != 64 && rows != 128) NO("not 64 or 128 rows a warpgroup");
         m->mt = (int)(rows / 64);
     }
-    if (m->consumers > 2) return false;
+    if (m->consumers > 2) NO("more than two consumer warpgroups");
     /* epilogue nests walk the accumulator's IR layout: it must be wgmma's for this split */
     if (m->g.nepi > 0) {
         ir_layout want = lay_wgmma(m->consumers, m->mt, bn);
-        if (!m->g.Cf->layout || !lay_equal(m->g.Cf->layout, &want)) return false;
+        if (!m->g.Cf->layout || !lay_equal(m->g.Cf->layout, &want)) NO("an epilogue on an accumulator whose IR layout is not wgmma's");
     }
-    if (m->mt * bn > 256) return false; /* accumulators: at most 128 f32 registers per thread */
+    if (m->mt * bn > 256) NO("more than 128 accumulator registers a thread");
     /* B stored K x N: wgmma reads it N-major (its transpose bit), which only 16-bit types have
      * (fp8 wgmma takes K-major operands only); the N-major swizzle atom is 8 rows of K by
      * swzB bytes of N, so BN * esize must be a multiple of 32 bytes */
     if (m->g.bkn) {
-        if (m->g.esize != 2) return false;
+        if (m->g.esize != 2) NO("fp8 with B stored K x N (transpose_B=False): fp8 wgmma reads K-major B only");
         int64_t nb = bn * m->g.esize;
         m->swzB = nb % 128 == 0 ? 128 : nb % 64 == 0 ? 64 : nb % 32 == 0 ? 32 : 0;
-        if (!m->swzB || bk % 16) return false;
+        if (!m->swzB || bk % 16) NO("B stored K x N with block_N not a multiple of 32 bytes or block_K not of 16");
     } else m->swzB = m->swz;
     /* every stage's tiles (and B's boxes) start on their swizzle pattern's repeat */
-    if ((bm * bk * m->g.esize) % (8 * m->swzB) || ((bm + bn) * bk * m->g.esize) % (8 * m->swz) || ((bm + bn) * bk * m->g.esize) % (8 * m->swzB)) return false;
+    if ((bm * bk * m->g.esize) % (8 * m->swzB) || ((bm + bn) * bk * m->g.esize) % (8 * m->swz) || ((bm + bn) * bk * m->g.esize) % (8 * m->swzB))
+        NO("stage tiles that do not start on a swizzle pattern's repeat");
     /* fp8: wgmma accumulates fp8 products with fewer than f32's bits, so each stage's
      * products go to a second set of registers first and are added in f32 (twice the
-     * registers: at most 64 + 64); f32 results are declined by the shape match */
-    if (m->g.esize == 1 && m->mt * bn > 128) return false;
+     * registers: at most 64 + 64) */
+    /* fp8 with an f32 result: each stage's wgmma sums carry fewer bits than f32 (measured on
+     * an H200: 1.8e-4 norm-wise against exact f32 sums, above the 1e-5 f32 results are
+     * checked to); a 16-bit or fp8 result hides that */
+    if (m->g.esize == 1 && m->g.C->dtype == TILE_DT_F32) NO("fp8 with an f32 result (wgmma's fp8 sums carry fewer bits than the f32 result checks)");
+    if (m->g.esize == 1 && m->mt * bn > 128) NO("fp8 with more than 64 accumulator registers a thread (the promotion's second set doubles them)");
     /* stages: the loop's num_stages (at least 1), as many as fit in shared memory */
     size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->g.esize;
     int st = m->g.loop->loop_kind == IR_LOOP_PIPELINED && m->g.loop->num_stages > 0 ? m->g.loop->num_stages : 2;
@@ -145,13 +152,13 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     if (pl && pl->kind && !strcmp(pl->kind, "pipeline") && pl->iparam[0] > 0) st = pl->iparam[0];
     if (st > 8) st = 8;
     while (st > 1 && 1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) st--;
-    if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) return false;
+    if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) NO("one stage does not fit in shared memory");
     /* the epilogue through shared memory + TMA stores (TILE_SM90_TMA_STORE=0: not): a 16-bit C
      * whose rows are 16-byte multiples, BN a multiple of 64 (boxes of 64 columns = 128 bytes,
      * swizzled); the staging tile takes stages, down to 3 at the fewest */
     int64_t ccols;
     m->cbytes = (size_t)bm * (size_t)bn * 2;
-    if (tb_opt_bool(simt_g_options(G)->opts, TB_OPT_sm90_tma_store) && m->g.C->dtype != TILE_DT_F32 && bn % 64 == 0 && cint(m->g.C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
+    if (tb_opt_bool(simt_g_options(G)->opts, TB_OPT_sm90_tma_store) && tile_dtype_bits(m->g.C->dtype) == 16 && bn % 64 == 0 && cint(m->g.C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
         int st2 = st;
 #define SM90_TS_BYTES(n) (1024 + (((size_t)(n) * stage + 1023) & ~(size_t)1023) + m->cbytes + 16 * (size_t)(n))
         while (st2 > 1 && SM90_TS_BYTES(st2) > SM90_SMEM_MAX) st2--;
@@ -162,8 +169,9 @@ static bool match(gen *G, const ir_stmt *k, sm90 *m) {
     }
 #undef SM90_TS_BYTES
     m->stages = st;
-    return true;
+    return NULL;
 }
+#undef NO
 
 static const char *helpers_text =
     "/* ---- src/codegen/sm90.c: Hopper helpers (TMA, mbarrier, wgmma) ---- */\n"
@@ -262,10 +270,17 @@ static void stage_mma(tile_strbuf *o, const char *t, int bn, bool bkn, int MT, i
     tile_sb_printf(o, "%s}\n%sTL_WG_COMMIT();\n", sp, sp);
 }
 
-bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o) {
+bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o, const char **why) {
     sm90 m;
-    if (!tb_opt_bool(simt_g_options(G)->opts, TB_OPT_cuda_sm90)) return false;
-    if (!match(G, k, &m)) return false;
+    if (!tb_opt_bool(simt_g_options(G)->opts, TB_OPT_cuda_sm90)) {
+        if (why) *why = "TILE_CUDA_SM90=0";
+        return false;
+    }
+    const char *no = match(G, k, &m);
+    if (no) {
+        if (why) *why = no;
+        return false;
+    }
     const int C = m.consumers, S = m.stages, MT = m.mt, NR = (int)m.g.BN / 2, U = m.u;
     const size_t aBytes = (size_t)(m.g.BM * m.g.BK) * (size_t)m.g.esize, bBytes = (size_t)(m.g.BN * m.g.BK) * (size_t)m.g.esize;
     const size_t stage = aBytes + bBytes;

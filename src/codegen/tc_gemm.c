@@ -29,10 +29,13 @@ static bool g2s_copy(gen *G, const ir_stmt *s, const ir_buffer **dst, const ir_b
     return true;
 }
 
+/* a reason the kernel is not the GEMM main loop: kept in m->why */
+#define NO(reason) do { m->why = (reason); return false; } while (0)
+
 bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
     memset(m, 0, sizeof *m);
     const ir_stmt *body = k->body[0];
-    if (!body || body->kind != IR_S_SEQ) return false;
+    if (!body || body->kind != IR_S_SEQ) NO("the kernel body is not a sequence of tile ops");
     const ir_buffer *shared[3] = {0};
     int nshared = 0;
     for (int i = 0; i < body->nbody; i++) {
@@ -41,87 +44,91 @@ bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
         case IR_S_ALLOC:
             if (s->buf->scope == IR_SCOPE_SHARED && nshared < 3) shared[nshared++] = s->buf;
             else if (s->buf->scope == IR_SCOPE_FRAGMENT && !m->Cf) m->Cf = s->buf;
-            else return false;
+            else NO("more than three shared tiles or more than one fragment");
             break;
         case IR_S_FILL:
-            if (m->fill || m->loop || !m->Cf || !whole(&s->regions[0], m->Cf)) return false;
+            if (m->fill || m->loop || !m->Cf || !whole(&s->regions[0], m->Cf)) NO("a fill that is not the accumulator's one fill before the loop");
             m->fill = s;
             break;
         case IR_S_FOR:
             if (s->loop_kind == IR_LOOP_PARALLEL && m->loop && !m->store) {
-                if (m->nepi >= 8 || !simt_g_nest_ok(G, s)) return false;
+                if (m->nepi >= 8) NO("more than 8 epilogue nests");
+                if (!simt_g_nest_ok(G, s)) NO("an epilogue T.Parallel nest that is not element-wise on register fragments");
                 m->epi[m->nepi++] = s;
                 break;
             }
-            if (m->loop || !m->fill || (s->loop_kind != IR_LOOP_PIPELINED && s->loop_kind != IR_LOOP_SERIAL)) return false;
+            if (m->loop || !m->fill || (s->loop_kind != IR_LOOP_PIPELINED && s->loop_kind != IR_LOOP_SERIAL)) NO("a loop other than the one K loop after the fill");
             m->loop = s;
             break;
         case IR_S_COPY:
-            if (m->store || !m->loop) return false;
+            if (m->store || !m->loop) NO("a copy outside the K loop other than the one store of the accumulator");
             m->store = s;
             /* staged through a shared tile: the pair is one store */
             if (s->regions[1].buf->scope == IR_SCOPE_SHARED && i + 1 < body->nbody && body->body[i + 1]->kind == IR_S_COPY &&
                 body->body[i + 1]->regions[0].buf == s->regions[1].buf) {
                 const ir_buffer *cs = s->regions[1].buf;
-                if (!whole(&s->regions[1], cs) || !whole(&body->body[i + 1]->regions[0], cs)) return false;
+                if (!whole(&s->regions[1], cs) || !whole(&body->body[i + 1]->regions[0], cs)) NO("a staging tile not copied whole");
                 m->Cs = cs;
                 m->store = body->body[++i];
             }
             break;
-        default: return false;
+        default: NO("a statement in the kernel other than allocations, the fill, the K loop, epilogue nests and the store");
         }
     }
-    if (!m->loop || !m->store || nshared != (m->Cs ? 3 : 2) || !m->Cf) return false;
+    if (!m->loop || !m->store || nshared != (m->Cs ? 3 : 2) || !m->Cf) NO("not one fill, one K loop, one store and two shared operand tiles");
     /* the loop body: copy, copy, gemm */
     const ir_stmt *lb = m->loop->body[0];
-    if (!lb || lb->kind != IR_S_SEQ || lb->nbody != 3) return false;
+    if (!lb || lb->kind != IR_S_SEQ || lb->nbody != 3) NO("a K loop body other than two copies into shared and the gemm");
     const ir_stmt *g = lb->body[2];
-    if (g->kind != IR_S_GEMM || g->trans_a || g->clear) return false;
+    if (g->kind != IR_S_GEMM) NO("a K loop body other than two copies into shared and the gemm");
+    if (g->trans_a) NO("transpose_A");
+    if (g->clear) NO("clear_accum");
     m->bkn = !g->trans_b;
     m->gemm = g;
     m->As = g->regions[0].buf;
     m->Bs = g->regions[1].buf;
-    if (!whole(&g->regions[0], m->As) || !whole(&g->regions[1], m->Bs) || !whole(&g->regions[2], m->Cf)) return false;
-    if (m->As == m->Bs || m->As == m->Cs || m->Bs == m->Cs) return false;
+    if (!whole(&g->regions[0], m->As) || !whole(&g->regions[1], m->Bs) || !whole(&g->regions[2], m->Cf)) NO("gemm operands that are not whole tiles");
+    if (m->As == m->Bs || m->As == m->Cs || m->Bs == m->Cs) NO("gemm operands that share a tile");
     for (int i = 0; i < nshared; i++)
-        if (shared[i] != m->As && shared[i] != m->Bs && shared[i] != m->Cs) return false;
+        if (shared[i] != m->As && shared[i] != m->Bs && shared[i] != m->Cs) NO("a shared tile that is neither a gemm operand nor the staging tile");
     m->dt = m->As->dtype;
-    if (m->Bs->dtype != m->dt || m->Cf->dtype != TILE_DT_F32 || m->As->rank != 2 || m->Bs->rank != 2 || m->Cf->rank != 2) return false;
-    if (m->dt != TILE_DT_F16 && m->dt != TILE_DT_BF16 && m->dt != TILE_DT_FP8_E4M3 && m->dt != TILE_DT_FP8_E5M2) return false;
+    if (m->Bs->dtype != m->dt || m->Cf->dtype != TILE_DT_F32 || m->As->rank != 2 || m->Bs->rank != 2 || m->Cf->rank != 2)
+        NO("A and B of different dtypes, an accumulator other than f32, or operands of rank other than 2");
+    if (m->dt != TILE_DT_F16 && m->dt != TILE_DT_BF16 && m->dt != TILE_DT_FP8_E4M3 && m->dt != TILE_DT_FP8_E5M2) NO("operands other than f16, bf16 or fp8");
     m->esize = tile_dtype_bits(m->dt) / 8;
     for (int i = 0; i < 2; i++) {
         const ir_buffer *dst = NULL, *src = NULL;
-        if (!g2s_copy(G, lb->body[i], &dst, &src)) return false;
+        if (!g2s_copy(G, lb->body[i], &dst, &src)) NO("an operand copy that is not a box of a rank-2 global tensor into a whole shared tile of its dtype");
         if (dst == m->As && !m->cpA) { m->cpA = lb->body[i]; m->A = src; }
         else if (dst == m->Bs && !m->cpB) { m->cpB = lb->body[i]; m->B = src; }
-        else return false;
+        else NO("the loop's copies do not fill A's and B's shared tiles");
     }
     int64_t bm, bk, bn, bk2, cm, cn;
     if (!cint(m->As->shape[0], &bm) || !cint(m->As->shape[1], &bk) || !cint(m->Bs->shape[m->bkn ? 1 : 0], &bn) ||
         !cint(m->Bs->shape[m->bkn ? 0 : 1], &bk2))
-        return false;
-    if (!cint(m->Cf->shape[0], &cm) || !cint(m->Cf->shape[1], &cn) || bk != bk2 || cm != bm || cn != bn) return false;
+        NO("non-constant tile shapes");
+    if (!cint(m->Cf->shape[0], &cm) || !cint(m->Cf->shape[1], &cn) || bk != bk2 || cm != bm || cn != bn) NO("tile shapes that do not agree (A_s, B_s, C_f)");
     m->BM = bm; m->BN = bn; m->BK = bk;
     /* the store: all of C_f to a rank-2 global tensor */
     const ir_region *sr = &m->store->regions[0], *dr = &m->store->regions[1];
     if (m->Cs) {
         /* the staging tile: C_f's shape in C's dtype (one rounding, as the direct store) */
         int64_t s0, s1;
-        if (m->Cs->rank != 2 || !cint(m->Cs->shape[0], &s0) || !cint(m->Cs->shape[1], &s1) || s0 != bm || s1 != bn || m->Cs->dtype != dr->buf->dtype) return false;
+        if (m->Cs->rank != 2 || !cint(m->Cs->shape[0], &s0) || !cint(m->Cs->shape[1], &s1) || s0 != bm || s1 != bn || m->Cs->dtype != dr->buf->dtype)
+            NO("a staging tile of another shape or dtype than the accumulator's store");
         const ir_stmt *first = NULL;
         for (int i = 0; i < body->nbody; i++)
             if (body->body[i]->kind == IR_S_COPY && body->body[i]->regions[1].buf == m->Cs) first = body->body[i];
-        if (!first || !whole(&first->regions[0], m->Cf)) return false;
+        if (!first || !whole(&first->regions[0], m->Cf)) NO("a staging tile not written from the whole accumulator");
     }
-    if ((m->Cs ? !whole(sr, m->Cs) : !whole(sr, m->Cf)) || dr->buf->scope != IR_SCOPE_GLOBAL || dr->buf->rank != 2 || simt_g_bufarg(G, dr->buf) < 0) return false;
+    if ((m->Cs ? !whole(sr, m->Cs) : !whole(sr, m->Cf)) || dr->buf->scope != IR_SCOPE_GLOBAL || dr->buf->rank != 2 || simt_g_bufarg(G, dr->buf) < 0)
+        NO("a store that is not the whole accumulator into a rank-2 global tensor");
     int64_t e0, e1;
-    if (!cint(dr->extent[0], &e0) || !cint(dr->extent[1], &e1) || e0 != bm || e1 != bn) return false;
-    if (dr->buf->dtype != TILE_DT_F32 && dr->buf->dtype != TILE_DT_F16 && dr->buf->dtype != TILE_DT_BF16) return false;
+    if (!cint(dr->extent[0], &e0) || !cint(dr->extent[1], &e1) || e0 != bm || e1 != bn) NO("a store box other than the accumulator's shape");
+    tile_dtype cd = dr->buf->dtype;
+    if (cd != TILE_DT_F32 && cd != TILE_DT_F16 && cd != TILE_DT_BF16 && cd != TILE_DT_FP8_E4M3 && cd != TILE_DT_FP8_E5M2)
+        NO("a result C other than f32, f16, bf16 or fp8");
     m->C = dr->buf;
-    /* fp8 products summed by the tensor cores carry fewer bits than f32 (measured on an
-     * H200 for wgmma: 1.8e-4 norm-wise against exact f32 sums, above the 1e-5 that f32
-     * results are checked to): only results rounded to 16 bits, which hide that, qualify */
-    if (m->esize == 1 && m->C->dtype == TILE_DT_F32) return false;
     return true;
 }
 
@@ -130,6 +137,9 @@ void simt_gemm_store_pair(gen *G, tile_strbuf *o, int indent, const ir_buffer *C
     simt_g_buf(&cn, C);
     char in[64] = "";
     for (int i = 0; i < indent && i < 15; i++) strcat(in, "    ");
+    /* fp8 C: element stores (one byte each, rounded like every store) */
+    const bool pair = tile_dtype_bits(C->dtype) != 8;
+    if (pair) {
     tile_sb_printf(o, "%sif (c >= 0 && c + 1 < tl_N && ((r * tl_N + c) & 1) == 0) {\n", in);
     if (C->dtype == TILE_DT_F32) tile_sb_printf(o, "%s    *(float2 *)&%s[r * tl_N + c] = make_float2(%s, %s);\n", in, cn.data, x0, x1);
     else {
@@ -137,6 +147,7 @@ void simt_gemm_store_pair(gen *G, tile_strbuf *o, int indent, const ir_buffer *C
         tile_sb_printf(o, "%s    *(uint32_t *)&%s[r * tl_N + c] = (uint32_t)%s(%s) | ((uint32_t)%s(%s) << 16);\n", in, cn.data, cv, x0, cv, x1);
     }
     tile_sb_printf(o, "%s} else {\n", in);
+    } else tile_sb_printf(o, "%s{\n", in);
     for (int e = 0; e < 2; e++) {
         char off[32];
         snprintf(off, sizeof off, "r * tl_N + c + %d", e);
