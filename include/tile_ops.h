@@ -367,6 +367,37 @@ typedef struct tile_op_gemm_opts {
 TILE_API tile_status tile_op_gemm(const char *target, const tile_tensor *a, const tile_tensor *b, const tile_tensor *bias,
                                   const tile_op_gemm_opts *opts, tile_tensor *out, char **error);
 
+/* ---------- quantised and grouped GEMM (B stored N x K: out = a @ b^T) ----------
+ * Scales are float32; their kind is read from their shape (NULL: none):
+ *   a_scale: [1] per tensor, [M] per row, [M, ceil(K/128)] 1x128 blocks (fp8 only)
+ *   b_scale: [1] per tensor, [N] per row of b (column of out), [ceil(N/128), ceil(K/128)]
+ *            128x128 blocks (fp8 only): DeepSeek-V3's recipe in DeepGEMM's layout.
+ * out[m, n] = sum_k a[m, k] sa(m, k) b[n, k] sb(n, k). */
+/* a, b float8_e4m3 / float8_e5m2 (either, mixed allowed) [M, K] / [N, K]; f32 accumulation;
+ * out_dtype f32/f16/bf16 (TILE_DT_INVALID: bfloat16). */
+TILE_API tile_status tile_op_gemm_fp8(const char *target, const tile_tensor *a, const tile_tensor *a_scale, const tile_tensor *b,
+                                      const tile_tensor *b_scale, tile_dtype out_dtype, tile_tensor *out, char **error);
+/* a, b int8 [M, K] / [N, K]; int32 accumulation; out_dtype int32 (no scales; the default
+ * without scales) or f32/f16/bf16 (the default with scales: float32); per-tensor or
+ * per-row/column scales only. */
+TILE_API tile_status tile_op_gemm_int8(const char *target, const tile_tensor *a, const tile_tensor *a_scale, const tile_tensor *b,
+                                       const tile_tensor *b_scale, tile_dtype out_dtype, tile_tensor *out, char **error);
+/* W4A16: a f32/f16/bf16 [M, K]; b e2m1 packed two per byte as uint8 [N, K/2] (element 2i of a
+ * row in the low nibble of byte i; K even); b_scale either MX: uint8 e8m0 [N, ceil(K/32)]
+ * (2^(s-127)) or NV: float8_e4m3 [N, ceil(K/16)]; out = global_scale * a @ dequant(b)^T
+ * (NV's per-tensor f32 scale; pass 1 for MX); out_dtype (TILE_DT_INVALID: a's). */
+TILE_API tile_status tile_op_gemm_fp4(const char *target, const tile_tensor *a, const tile_tensor *b, const tile_tensor *b_scale,
+                                      double global_scale, tile_dtype out_dtype, tile_tensor *out, char **error);
+/* Grouped GEMM for MoE, b [G, N, K] (f32/f16/bf16, a's dtype), f32 accumulation; exactly one
+ * of the three int32 layout arguments:
+ *   contiguous: a [M, K], each group's rows contiguous, given by m_indices [M] (the group of
+ *     each row, -1 for a padding row: its out row is 0) or offsets [G] (each group's end row,
+ *     non-decreasing, as torch._grouped_mm's offs; rows past the last are 0); out [M, N];
+ *   masked: a [G, M_max, K] with masked_m [G] valid rows per group; out [G, M_max, N], rows
+ *     past a group's count 0. */
+TILE_API tile_status tile_op_grouped_gemm(const char *target, const tile_tensor *a, const tile_tensor *b, const tile_tensor *m_indices,
+                                          const tile_tensor *offsets, const tile_tensor *masked_m, tile_tensor *out, char **error);
+
 #ifdef __cplusplus
 }
 #endif

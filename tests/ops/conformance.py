@@ -1162,6 +1162,185 @@ def nn_cases(R):
 
 
 # ---------------------------------------------------------------------------------------
+# quantised and grouped GEMM (qgemm.tl, grouped.tl): B stored N x K
+def _qscale(kind, rows, K, rb):
+    if kind == 0:
+        return None
+    if kind == 1:
+        return RNG.uniform(0.5, 2.0, (1,)).astype(np.float32)
+    if kind == 2:
+        return RNG.uniform(0.5, 2.0, (rows,)).astype(np.float32)
+    return RNG.uniform(0.5, 2.0, ((rows + rb - 1) // rb, (K + 127) // 128)).astype(np.float32)
+
+
+def _qfull(s, kind, rows, K, rb):
+    """a scale operand expanded to [rows, K]"""
+    if kind == 0:
+        return np.ones((rows, K))
+    if kind == 1:
+        return np.full((rows, K), f64(s)[0])
+    if kind == 2:
+        return np.repeat(f64(s)[:, None], K, 1)
+    return np.repeat(np.repeat(f64(s), rb, 0), 128, 1)[:rows, :K]
+
+
+def _ptr(a):
+    return C.byref(tt(a)) if a is not None else None
+
+
+def _e2m1(v):
+    """float e2m1 values -> nibbles"""
+    tab = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    mag = np.vectorize(lambda x: tab.index(abs(x)))(v)
+    return (mag | np.where(np.signbit(v), 8, 0)).astype(np.uint8)
+
+
+def qgemm_cases(R):
+    if R.want("gemm_fp8"):
+        cases = [("float8_e4m3", "float8_e4m3", 3, 3, "bfloat16", 37, 131, 300), ("float8_e4m3", "float8_e5m2", 1, 2, "float32", 70, 45, 33),
+                 ("float8_e5m2", "float8_e5m2", 2, 1, "float16", 5, 29, 129), ("float8_e4m3", "float8_e4m3", 0, 0, "float32", 1, 7, 128),
+                 ("float8_e4m3", "float8_e4m3", 3, 2, "bfloat16", 13, 200, 257), ("float8_e4m3", "float8_e4m3", 1, 3, "float32", 3, 257, 140)]
+        for k, (adt, bdt, ka, kb, odt, M, N, K) in enumerate(cases):
+            a = rand((M, K), adt, -3, 3)
+            bb = rand((N, K), bdt, -3, 3)
+            sa, sb = _qscale(ka, M, K, 1), _qscale(kb, N, K, 128)
+            ref = (f64(a) * _qfull(sa, ka, M, K, 1)) @ (f64(bb) * _qfull(sb, kb, N, K, 128)).T
+
+            def fn(tg, a=a, bb=bb, sa=sa, sb=sb, odt=odt):
+                o = out()
+                call("tile_op_gemm_fp8", b(tg), C.byref(tt(a)), _ptr(sa), C.byref(tt(bb)), _ptr(sb), DT[odt], C.byref(o))
+                return to_np(o)
+
+            R.check("gemm_fp8", "%s x %s scales %d/%d -> %s M%d N%d K%d" % (adt, bdt, ka, kb, odt, M, N, K), fn, ref, odt, k)
+    if R.want("gemm_int8"):
+        cases = [(0, 0, "int32", 37, 70, 131), (2, 2, "float32", 5, 129, 64), (1, 2, "bfloat16", 64, 3, 7), (2, 1, "float16", 1, 17, 300)]
+        for k, (ka, kb, odt, M, N, K) in enumerate(cases):
+            a = RNG.integers(-128, 128, (M, K)).astype(np.int8)
+            bb = RNG.integers(-128, 128, (N, K)).astype(np.int8)
+            sa, sb = _qscale(ka, M, K, 1), _qscale(kb, N, K, 1)
+            if odt == "float16":
+                sa = (sa * 1e-3).astype(np.float32)  # within float16's range
+            acc = a.astype(np.int64) @ bb.astype(np.int64).T
+            ref = acc.astype(np.int32) if odt == "int32" else f64(acc) * _qfull(sa, ka, M, 1, 1) * _qfull(sb, kb, N, 1, 1).T
+
+            def fn(tg, a=a, bb=bb, sa=sa, sb=sb, odt=odt):
+                o = out()
+                call("tile_op_gemm_int8", b(tg), C.byref(tt(a)), _ptr(sa), C.byref(tt(bb)), _ptr(sb), DT[odt], C.byref(o))
+                return to_np(o)
+
+            R.check("gemm_int8", "scales %d/%d -> %s M%d N%d K%d" % (ka, kb, odt, M, N, K), fn, ref, odt, k)
+    if R.want("gemm_fp4"):
+        tab = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+        cases = [("bfloat16", "mx", 37, 70, 96), ("float16", "nv", 5, 131, 50), ("float32", "mx", 64, 3, 34), ("bfloat16", "nv", 1, 29, 130)]
+        for k, (adt, fmt, M, N, K) in enumerate(cases):
+            a = rand((M, K), adt, -1, 1)
+            w = tab[RNG.integers(0, 8, (N, K))] * np.where(RNG.integers(0, 2, (N, K)) == 1, -1.0, 1.0)
+            nib = _e2m1(w)
+            packed = (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)
+            bs = 32 if fmt == "mx" else 16
+            ks = (K + bs - 1) // bs
+            if fmt == "mx":
+                sc = RNG.integers(120, 132, (N, ks)).astype(np.uint8)
+                sval = 2.0 ** (f64(sc) - 127)
+                gs = 1.0
+            else:
+                sc = RNG.uniform(0.1, 3.0, (N, ks)).astype(NP["float8_e4m3"])
+                sval = f64(sc)
+                gs = 0.37
+            ref = gs * f64(a) @ (w * np.repeat(sval, bs, 1)[:, :K]).T
+
+            def fn(tg, a=a, packed=packed, sc=sc, gs=gs):
+                o = out()
+                call("tile_op_gemm_fp4", b(tg), C.byref(tt(a)), C.byref(tt(packed)), C.byref(tt(sc)), C.c_double(gs), DT[adt], C.byref(o))
+                return to_np(o)
+
+            R.check("gemm_fp4", "%s %s M%d N%d K%d" % (adt, fmt, M, N, K), fn, ref, adt, k)
+    if R.want("grouped_gemm"):
+        # contiguous, per-row ids (with -1 padding rows) and per-group offsets (an empty group)
+        cases = [("bfloat16", "ids", [37, 0, 70, 5], 45, 33), ("float32", "offs", [3, 0, 131], 17, 40), ("float16", "ids", [1], 7, 9),
+                 ("float32", "masked", [37, 0, 64], 29, 70), ("bfloat16", "masked", [1, 3], 130, 17)]
+        for k, (dt, lay, sizes, N, K) in enumerate(cases):
+            G = len(sizes)
+            bb = rand((G, N, K), dt, -1, 1)
+            if lay == "masked":
+                MM = max(sizes) + 3
+                a = rand((G, MM, K), dt, -1, 1)
+                cnt = np.array(sizes, np.int32)
+                ref = np.zeros((G, MM, N))
+                for g in range(G):
+                    ref[g, :sizes[g]] = f64(a[g, :sizes[g]]) @ f64(bb[g]).T
+                args = (None, None, cnt)
+            else:
+                rows = []
+                for g, n in enumerate(sizes):
+                    rows += [g] * n
+                    if lay == "ids" and g == 0:
+                        rows += [-1] * 4
+                ids = np.array(rows, np.int32)
+                M = len(rows)
+                a = rand((M, K), dt, -1, 1)
+                ref = np.zeros((M, N))
+                for r in range(M):
+                    if ids[r] >= 0:
+                        ref[r] = f64(a[r]) @ f64(bb[ids[r]]).T
+                args = (ids, None, None) if lay == "ids" else (None, np.cumsum(sizes).astype(np.int32), None)
+
+            def fn(tg, a=a, bb=bb, args=args):
+                o = out()
+                call("tile_op_grouped_gemm", b(tg), C.byref(tt(a)), C.byref(tt(bb)), _ptr(args[0]), _ptr(args[1]), _ptr(args[2]), C.byref(o))
+                return to_np(o)
+
+            R.check("grouped_gemm", "%s %s groups %s N%d K%d" % (dt, lay, sizes, N, K), fn, ref, dt, k)
+
+
+def qgemm_bad_argument_cases(R):
+    E = R.expect_error
+    e4 = rand((4, 256), "float8_e4m3")
+    w4 = rand((6, 256), "float8_e4m3")
+    f = lambda *s: RNG.uniform(0.5, 2, s).astype(np.float32)
+
+    def fp8(a, sa, bb, sb, odt="bfloat16"):
+        return lambda tg: call("tile_op_gemm_fp8", b(tg), C.byref(tt(a)), _ptr(sa), C.byref(tt(bb)), _ptr(sb), DT[odt], C.byref(out()))
+
+    E("gemm_fp8", "K mismatch", fp8(e4, None, rand((6, 255), "float8_e4m3"), None), "b")
+    E("gemm_fp8", "f16 operand", fp8(rand((4, 256), "float16"), None, w4, None), "a")
+    E("gemm_fp8", "a_scale shape", fp8(e4, f(4, 3), w4, None), "a_scale")
+    E("gemm_fp8", "b_scale shape", fp8(e4, None, w4, f(6, 2)), "b_scale")
+    E("gemm_fp8", "a_scale dtype", fp8(e4, np.ones((4,), np.float16), w4, None), "a_scale")
+    E("gemm_fp8", "out dtype", fp8(e4, None, w4, None, "int32"), "out_dtype")
+    i8 = RNG.integers(-5, 5, (4, 8)).astype(np.int8)
+    E("gemm_int8", "block scales", lambda tg: call("tile_op_gemm_int8", b(tg), C.byref(tt(i8)), C.byref(tt(f(4, 1))), C.byref(tt(i8)), None,
+                                                   DT["float32"], C.byref(out())), "a_scale")
+    E("gemm_int8", "int32 with scales", lambda tg: call("tile_op_gemm_int8", b(tg), C.byref(tt(i8)), C.byref(tt(f(4))), C.byref(tt(i8)), None,
+                                                        DT["int32"], C.byref(out())), "out_dtype")
+    E("gemm_int8", "uint8 operand", lambda tg: call("tile_op_gemm_int8", b(tg), C.byref(tt(i8.astype(np.uint8))), None, C.byref(tt(i8)), None,
+                                                    -1, C.byref(out())), "a")
+    a16 = rand((3, 64), "bfloat16")
+    pk = np.zeros((5, 32), np.uint8)
+
+    def fp4(bb, sc):
+        return lambda tg: call("tile_op_gemm_fp4", b(tg), C.byref(tt(a16)), C.byref(tt(bb)), C.byref(tt(sc)), C.c_double(1.0), -1, C.byref(out()))
+
+    E("gemm_fp4", "packed K", fp4(np.zeros((5, 64), np.uint8), np.zeros((5, 2), np.uint8)), "b")
+    E("gemm_fp4", "MX scale shape", fp4(pk, np.zeros((5, 4), np.uint8)), "b_scale")
+    E("gemm_fp4", "scale dtype", fp4(pk, np.zeros((5, 2), np.float32)), "b_scale")
+    ga = rand((10, 8), "float32")
+    gb = rand((3, 5, 8), "float32")
+
+    def gg(a, bb, ids=None, offs=None, mm=None):
+        return lambda tg: call("tile_op_grouped_gemm", b(tg), C.byref(tt(a)), C.byref(tt(bb)), _ptr(ids), _ptr(offs), _ptr(mm), C.byref(out()))
+
+    E("grouped_gemm", "no layout", gg(ga, gb), "m_indices, offsets, masked_m")
+    E("grouped_gemm", "group id out of range", gg(ga, gb, ids=np.array([0] * 9 + [3], np.int32)), "m_indices")
+    E("grouped_gemm", "ids length", gg(ga, gb, ids=np.zeros(9, np.int32)), "m_indices")
+    E("grouped_gemm", "offsets decreasing", gg(ga, gb, offs=np.array([4, 2, 10], np.int32)), "offsets")
+    E("grouped_gemm", "offsets int64", gg(ga, gb, offs=np.array([4, 6, 10], np.int64)), "offsets")
+    E("grouped_gemm", "K mismatch", gg(ga, rand((3, 5, 7), "float32"), ids=np.zeros(10, np.int32)), "b")
+    E("grouped_gemm", "masked count", gg(rand((3, 4, 8), "float32"), gb, mm=np.array([1, 5, 0], np.int32)), "masked_m")
+    E("grouped_gemm", "masked groups", gg(rand((2, 4, 8), "float32"), gb, mm=np.array([1, 1], np.int32)), "a")
+
+
+# ---------------------------------------------------------------------------------------
 # attention (attn.tl): scaled_dot_product_attention, attention_varlen, attention_decode
 class AttnOpts(C.Structure):
     _fields_ = [("is_causal", C.c_int), ("scale", C.c_double), ("window", C.c_int64), ("softcap", C.c_double),
@@ -1560,7 +1739,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--targets", default="interp,cpu")
     ap.add_argument("--only", default="")
-    ap.add_argument("--group", default="all", help="all | elementwise | reduce | shape | nn | errors | attn")
+    ap.add_argument("--group", default="all", help="all | elementwise | reduce | shape | nn | qgemm | errors | attn")
     ap.add_argument("--opencl-every", type=int, default=3)
     args = ap.parse_args()
     load(args.lib)
@@ -1594,8 +1773,11 @@ def main():
     if g in ("all", "nn"):
         nn_cases(R)
         more_cases(R)
+    if g in ("all", "qgemm"):
+        qgemm_cases(R)
     if g in ("all", "errors"):
         bad_argument_cases(R)
+        qgemm_bad_argument_cases(R)
         cache_case(R)
     if g in ("all", "attn"):
         attn_cases(R)
