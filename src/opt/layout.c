@@ -1103,6 +1103,17 @@ static void run_kernel(lp *P, ir_stmt *k) {
     for (int i = 0; i < P->f->nbuffers; i++) P->idx[i] = -1;
     collect(P, k->body[0], true);
     if (P->nfr == 0) return;
+    /* fragments past the register budget whose rows are independent: run the rows in groups
+     * (rowgroup.c), then collect the shrunk fragments again */
+    if (tb_opt_bool(P->f->opts, TB_OPT_simt_regfrag) && tb_opt_int(P->f->opts, TB_OPT_simt_memopt) >= 1) {
+        ir_buffer *bs[LP_MAXF];
+        for (int i = 0; i < P->nfr; i++) bs[i] = P->fr[i].b;
+        if (opt_row_groups(P->m, P->f, k, bs, P->nfr, P->threads, LP_REG_BUDGET)) {
+            P->nfr = 0;
+            for (int i = 0; i < P->f->nbuffers; i++) P->idx[i] = -1;
+            collect(P, k->body[0], true);
+        }
+    }
     P->wg = false;
     /* TILE_CUDA_MMA_SYNC=1 puts the mma.sync lowering first on Hopper too: it takes the
      * program's thread count and its own fragment layouts, so no wgmma plan is made */

@@ -70,4 +70,10 @@ void lay_thread_coord_c(const ir_layout *l, int dim, const char *t, tile_strbuf 
  * ("1" when there is no replication). */
 void lay_rep0_c(const ir_layout *l, const char *t, tile_strbuf *o);
 
+/* rowgroup.c: a kernel whose fragments (frags) need more than `budget` registers a thread and
+ * whose rows are independent runs them in a serial loop over groups of rows (the fragments'
+ * dimension 0 shrinks); true when it rewrote k. The decision goes to --explain. */
+bool opt_row_groups(ir_module *m, ir_func *f, ir_stmt *k, ir_buffer *const *frags, int nfrags, int threads, int budget);
+int64_t opt_row_group_words(const ir_buffer *const *fr, const bool *row, int n, int64_t R, int64_t g, int threads);
+
 #endif

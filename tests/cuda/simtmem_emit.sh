@@ -44,11 +44,12 @@ regs 5 examples/softmax.tl -D M=64 -D N=512 -D block_M=2 -D block_N=512 --target
 # pass gives every fragment a layout, src/opt/layout.c)
 regs 5 examples/softmax.tl -D M=64 -D N=512 --target cuda
 regs 4 examples/rmsnorm.tl -D M=64 -D N=512 -D threads=48 --target cuda
-# rmsnorm's defaults (8 rows of 8192): fragments of 512 elements a thread, over the register
-# budget, in local memory (no shared-memory error)
+# rmsnorm's defaults (8 rows of 8192): 512 elements a thread for all rows, over the register
+# budget; the layout pass runs the rows one at a time (row groups), 64 registers a thread
 regs 4 examples/rmsnorm.tl -D M=8192 -D N=8192 --target cuda
 rl=$("$tile" emit examples/rmsnorm.tl -D M=8192 -D N=8192 --target cuda)
-echo "$rl" | grep -q "float b3_x\[512\]; /\* register fragment (65536 elements, 512 a thread, local memory)" || fail "rmsnorm defaults: x is not 512 slots in local memory"
+echo "$rl" | grep -q "float b3_x\[64\]; /\* register fragment (8192 elements, 64 a thread) \*/" || fail "rmsnorm defaults: x is not 64 registers a thread (row groups)"
+"$tile" ir examples/rmsnorm.tl -D M=8192 -D N=8192 --target cuda | grep -q "for tl_rg in serial(0, 8):" || fail "rmsnorm defaults: no row-group loop in the IR"
 TILE_SIMT_REGFRAG=0 regs 0 examples/softmax_row.tl -D M=64 -D N=1024 --target cuda
 TILE_SIMT_MEMOPT=0 regs 0 examples/softmax_row.tl -D M=64 -D N=1024 --target cuda
 sr=$("$tile" emit examples/softmax_row.tl -D M=64 -D N=1024 --target cuda)
