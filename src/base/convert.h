@@ -167,6 +167,15 @@ TCV_DEV static inline double tcv_decode_small(const tcv_fmt *f, uint32_t b) {
 /* f32 -> f16 directly on the float's bits (the hot path; the core tests check it against
  * the f64 path for every f32 pattern). */
 TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
+#if defined(__CUDA_ARCH__)
+    /* the hardware conversion rounds the same way (to nearest even, subnormals and overflow
+     * included); only its NaN differs: the quiet NaN below keeps the result bit-exact */
+    {
+        unsigned short h;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+        if ((h & 0x7C00) != 0x7C00 || !(h & 0x3FF)) return (uint16_t)h;
+    }
+#endif
     uint32_t u = tcv_f32_bits(x);
     uint32_t sign = (u >> 16) & 0x8000;
     uint32_t a = u & 0x7FFFFFFF;
@@ -188,6 +197,14 @@ TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
 }
 
 TCV_DEV static inline float tcv_f16_bits_to_f32(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+    /* exact in hardware for every code but NaN (whose payload the path below keeps) */
+    if ((h & 0x7C00) != 0x7C00 || !(h & 0x3FF)) {
+        float f;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+        return f;
+    }
+#endif
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
     /* inf; NaN: payload kept, quiet bit set (as a float -> double conversion would set it) */

@@ -1503,11 +1503,11 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     int R = gl->buf->rank;
     bool g16 = gd == TILE_DT_F16 || gd == TILE_DT_BF16;
     int gsp = G->space[gl->buf->id];
-    bool vec = L->vec % 4 == 0 && G->o->mem_opt && R >= 1 && ext[fr->buf->rank - 1] % 4 == 0 && (gsp == SP_GLOBAL || gsp == SP_SHARED) &&
-               ((fd == gd && bits_of(fd) == 32) || (fd == TILE_DT_F32 && g16));
-    /* elements a vector access moves: 16 bytes of 32-bit data, or 8 of 16-bit data where the
-     * layout gives each thread runs of 8 (layout.c) */
-    const int VW = vec && g16 && L->vec % 8 == 0 && ext[fr->buf->rank - 1] % 8 == 0 ? 8 : 4;
+    /* elements a vector access moves (lay_copy_vector: the same decision --explain reports) */
+    const int VW = G->o->mem_opt && R >= 1 && (gsp == SP_GLOBAL || gsp == SP_SHARED) ? lay_copy_vector(L, fd, gd, ext[fr->buf->rank - 1]) : 0;
+    const bool vec = VW > 0;
+    /* the same dtype of 8 or 16 bits: the bits move as they are, packed in 32-bit words */
+    const bool raw = vec && fd == gd && bits_of(fd) < 32;
     bool unroll = !L->local;
     int t = G->tmp++;
     line(G, o, "{");
@@ -1550,17 +1550,37 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
         line(G, o, "if (tl_vec && tl_in%d && tl_p%d_%d + %d < tl_d%d_%d) {", gN, gN, R - 1, VW - 1, gN, R - 1);
         G->ind++;
         const char *q = sp_qual(G, gsp);
-        if (in) {
+        const char *cx[4] = {"x", "y", "z", "w"};
+        if (raw) {
+            /* VW elements of `bits` bits in VW * bits / 32 words (uint, uint2, uint4) */
+            int bits = bits_of(fd), per = 32 / bits, words = VW / per;
+            const char *ut = words == 4 ? "uint4" : words == 2 ? "uint2" : "uint32_t";
+            if (in) {
+                line(G, o, "const %s tl_u = *(const %s%s *)(%s + tl_o0);", ut, q, ut, gn.data);
+                for (int w = 0; w < words; w++)
+                    for (int e = 0; e < per; e++)
+                        line(G, o, "%s[tl_s + %d] = (%s)(uint%d_t)(%s%s >> %d);", fn.data, w * per + e, stype(fd), bits,
+                             words == 1 ? "tl_u" : "tl_u.", words == 1 ? "" : cx[w], e * bits);
+            } else {
+                line(G, o, "%s tl_u;", ut);
+                for (int w = 0; w < words; w++) {
+                    tile_strbuf pk = {0};
+                    for (int e = 0; e < per; e++)
+                        tile_sb_printf(&pk, "%s((uint32_t)(uint%d_t)%s[tl_s + %d] << %d)", e ? " | " : "", bits, fn.data, w * per + e, e * bits);
+                    line(G, o, "%s%s = %s;", words == 1 ? "tl_u" : "tl_u.", words == 1 ? "" : cx[w], pk.data);
+                    tile_sb_free(&pk);
+                }
+                line(G, o, "*(%s%s *)(%s + tl_o1) = tl_u;", q, ut, gn.data);
+            }
+        } else if (in) {
             if (!g16) {
                 line(G, o, "const uint4 tl_u = *(const %suint4 *)(%s + tl_o0);", q, gn.data);
-                const char *cx[4] = {"x", "y", "z", "w"};
                 for (int v = 0; v < 4; v++) {
                     if (fd == TILE_DT_F32) line(G, o, "%s[tl_s + %d] = TL_F32_BITS(tl_u.%s);", fn.data, v, cx[v]);
                     else line(G, o, "%s[tl_s + %d] = (%s)tl_u.%s;", fn.data, v, stype(fd), cx[v]);
                 }
             } else {
                 const char *cv = gd == TILE_DT_F16 ? "tcv_f16_bits_to_f32" : "tcv_bf16_bits_to_f32";
-                const char *cx[4] = {"x", "y", "z", "w"};
                 line(G, o, "const %s tl_u = *(const %s%s *)(%s + tl_o0);", VW == 8 ? "uint4" : "uint2", q, VW == 8 ? "uint4" : "uint2",
                      gn.data);
                 for (int w = 0; w < VW / 2; w++) {
@@ -1571,7 +1591,6 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
         } else {
             if (!g16) {
                 line(G, o, "uint4 tl_u;");
-                const char *cx[4] = {"x", "y", "z", "w"};
                 for (int v = 0; v < 4; v++) {
                     if (fd == TILE_DT_F32) line(G, o, "tl_u.%s = TL_BITS_F32(%s[tl_s + %d]);", cx[v], fn.data, v);
                     else line(G, o, "tl_u.%s = (uint32_t)%s[tl_s + %d];", cx[v], fn.data, v);
@@ -1579,7 +1598,7 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
                 line(G, o, "*(%suint4 *)(%s + tl_o1) = tl_u;", q, gn.data);
             } else {
                 const char *cv = gd == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
-                const char *cx[4] = {"x", "y", "z", "w"}, *ut = VW == 8 ? "uint4" : "uint2";
+                const char *ut = VW == 8 ? "uint4" : "uint2";
                 line(G, o, "%s tl_u;", ut);
                 for (int w = 0; w < VW / 2; w++)
                     line(G, o, "tl_u.%s = (uint32_t)%s(%s[tl_s + %d]) | ((uint32_t)%s(%s[tl_s + %d]) << 16);", cx[w], cv, fn.data, 2 * w, cv,
@@ -3102,11 +3121,18 @@ static void gen_kernel(gen *G, tile_strbuf *src, const ir_stmt *k, const ir_stmt
         bool mma_first = tb_opt_int(G->o->opts, TB_OPT_cuda_mma_sync) == 1;
         if (mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
         const char *wg_no = NULL;
-        if (!arch && G->o->sm >= 90) arch = sm90_gemm_kernel(G, k, L, &helpers, &body, &wg_no) || sm90_attn_kernel(G, k, L, &helpers, &body);
+        char at_no[200] = "";
+        if (!arch && G->o->sm >= 90)
+            arch = sm90_gemm_kernel(G, k, L, &helpers, &body, &wg_no) || sm90_attn_kernel(G, k, L, &helpers, &body, at_no, sizeof at_no);
         /* the layout pass planned wgmma (its warpgroups and accumulator layouts are in the IR)
          * but neither Hopper lowering took the kernel: say so where `tile ir --explain` and
-         * TILE_LOG=info report, naming the GEMM lowering's reason */
-        if (!arch && G->o->sm >= 90 && simt_wg_plan(k, NULL) > 0) sm90_declined(G, k->body[0], wg_no ? wg_no : "not a GEMM main loop");
+         * TILE_LOG=info report, naming both lowerings' reasons */
+        if (!arch && G->o->sm >= 90 && simt_wg_plan(k, NULL) > 0) {
+            char both[480];
+            snprintf(both, sizeof both, "GEMM lowering: %s; attention lowering: %s", wg_no ? wg_no : "not a GEMM main loop",
+                     at_no[0] ? at_no : "not an attention kernel");
+            sm90_declined(G, k->body[0], both);
+        }
         if (!arch && !mma_first) arch = sm80_gemm_kernel(G, k, L, &helpers, &body);
     }
     if (!arch && !G->failed) {

@@ -101,7 +101,7 @@ void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx);
 
 /* sm90_attn.c: if kernel statement k is an attention-shaped kernel the Hopper lowering
  * covers (two T.gemm with fragments between them, see sm90_attn.c), the same contract as
- * sm90_gemm_kernel. */
-bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body);
+ * sm90_gemm_kernel. When it declines, why (whylen bytes) gets the reason ("" if none). */
+bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *body, char *why, size_t whylen);
 
 #endif

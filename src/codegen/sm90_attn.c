@@ -123,6 +123,9 @@ typedef struct attn {
     bool mskip;
     const ir_expr *msel;
     int marm;
+    /* why match() declined (NULL: it matched, or nothing more specific) */
+    const char *why;
+    char whybuf[160];
 } attn;
 
 static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
@@ -265,6 +268,25 @@ static bool match_gemm(attn *A, const ir_stmt *s) {
     return true;
 }
 
+/* An output region d of a global tensor: r rows along one dimension and all c columns of the
+ * last, every other extent 1, its starts free of fragment reads. */
+static bool out_region_ok(attn *A, const ir_region *d, int64_t r, int64_t c) {
+    const ir_buffer *g = d->buf;
+    if (g->scope != IR_SCOPE_GLOBAL || simt_g_bufarg(A->G, g) < 0) return false;
+    int last = g->rank - 1, rowdim = -1;
+    int64_t st, e, n;
+    if (last < 1 || !cint(d->start[last], &st) || st != 0 || !cint(d->extent[last], &e) || e != c || !cint(g->shape[last], &n) || n != c) return false;
+    for (int k = 0; k < last; k++) {
+        if (!cint(d->extent[k], &e)) return false;
+        if (e == 1) continue;
+        if (e != r || rowdim >= 0) return false;
+        rowdim = k;
+    }
+    for (int k = 0; k < g->rank; k++)
+        if (!no_frag_expr(A, d->start[k])) return false;
+    return rowdim >= 0;
+}
+
 static bool match_stmt(attn *A, const ir_stmt *s, int where /* 0 before, 1 loop, 2 after */, const ir_stmt *next, bool *skip_next) {
     switch (s->kind) {
     case IR_S_COPY: {
@@ -276,27 +298,17 @@ static bool match_stmt(attn *A, const ir_stmt *s, int where /* 0 before, 1 loop,
             if (fs->kind == FR_ROW) return fd->kind == FR_ROW;
             return fs->kind == FR_F32 && (fd->kind == FR_F32 || fd->kind == FR_H16) && fs->width == fd->width;
         }
-        /* the output: frag -> shared tile -> global, the tile used nowhere else */
-        if (where != 2 || !fs || fs->kind != FR_F32 || !next || next->kind != IR_S_COPY || db->scope != IR_SCOPE_SHARED) return false;
-        if (!whole(&s->regions[0], sb) || !whole(&s->regions[1], db) || db->rank != 2) return false;
+        /* the output: frag -> global, or frag -> shared tile -> global with the tile used
+         * nowhere else (stored from registers either way) */
+        if (where != 2 || !fs || fs->kind != FR_F32 || !whole(&s->regions[0], sb)) return false;
+        if (db->scope == IR_SCOPE_GLOBAL) return out_region_ok(A, &s->regions[1], A->BM, fs->width);
+        if (!next || next->kind != IR_S_COPY || db->scope != IR_SCOPE_SHARED) return false;
+        if (!whole(&s->regions[1], db) || db->rank != 2) return false;
         int64_t r, c;
         if (!cint(db->shape[0], &r) || !cint(db->shape[1], &c) || r != A->BM || c != fs->width) return false;
-        const ir_region *s2 = &next->regions[0], *d2 = &next->regions[1];
-        if (s2->buf != db || !whole(s2, db) || d2->buf->scope != IR_SCOPE_GLOBAL || d2->buf->dtype != db->dtype || simt_g_bufarg(A->G, d2->buf) < 0)
-            return false;
-        const ir_buffer *g = d2->buf;
-        int last = g->rank - 1, rowdim = -1;
-        int64_t st, e, n;
-        if (last < 1 || !cint(d2->start[last], &st) || st != 0 || !cint(d2->extent[last], &e) || e != c || !cint(g->shape[last], &n) || n != c) return false;
-        for (int d = 0; d < last; d++) {
-            if (!cint(d2->extent[d], &e)) return false;
-            if (e == 1) continue;
-            if (e != r || rowdim >= 0) return false;
-            rowdim = d;
-        }
-        for (int d = 0; d < g->rank; d++)
-            if (!no_frag_expr(A, d2->start[d])) return false;
-        if (rowdim < 0 || A->nstage_sh >= 4) return false;
+        const ir_region *s2 = &next->regions[0];
+        if (s2->buf != db || !whole(s2, db) || next->regions[1].buf->dtype != db->dtype) return false;
+        if (!out_region_ok(A, &next->regions[1], r, c) || A->nstage_sh >= 4) return false;
         A->stage_sh[A->nstage_sh++] = db;
         *skip_next = true;
         return true;
@@ -348,20 +360,42 @@ static bool layout(attn *A, int S, size_t extra) {
     return A->smem <= AT_SMEM_MAX;
 }
 
+/* match() declines: the reason, for --explain (a statement's line when one is to blame) */
+static bool decline(attn *A, const char *why) {
+    A->why = why;
+    return false;
+}
+static const char *stmt_kind(const ir_stmt *s) {
+    switch (s->kind) {
+    case IR_S_COPY: return "T.copy";
+    case IR_S_FILL: return "T.fill";
+    case IR_S_GEMM: return "T.gemm";
+    case IR_S_REDUCE: return "a reduction";
+    case IR_S_FOR: return s->loop_kind == IR_LOOP_PARALLEL ? "T.Parallel" : "a loop";
+    default: return "a statement";
+    }
+}
+static bool decline_stmt(attn *A, const ir_stmt *s) {
+    snprintf(A->whybuf, sizeof A->whybuf, "%s at line %d is not one it takes (fragments of block_M rows, loads into whole shared tiles, two GEMMs)",
+             stmt_kind(s), s->loc.line);
+    A->why = A->whybuf;
+    return false;
+}
+
 static bool match(gen *G, const ir_stmt *k, attn *A) {
     memset(A, 0, sizeof *A);
     A->G = G;
     A->k = k;
     A->dt = TILE_DT_F32;
     const ir_stmt *body = k->body[0];
-    if (!body || body->kind != IR_S_SEQ) return false;
+    if (!body || body->kind != IR_S_SEQ) return decline(A, "not a sequence of tile statements");
     /* the consumer warpgroups: the layout pass's plan (one per 64 rows), else the threads */
     int pmt = 0, pc = simt_wg_plan(k, &pmt);
     if (pc > 0) {
-        if (pmt != 1 || pc > 2) return false;
+        if (pmt != 1 || pc > 2) return decline(A, "not one m64 tile a warpgroup, or more than two warpgroups");
         A->wgs = pc;
     } else {
-        if (k->threads != 128 && k->threads != 256) return false;
+        if (k->threads != 128 && k->threads != 256) return decline(A, "threads not 128 or 256");
         A->wgs = k->threads / 128;
     }
     A->BM = 64 * A->wgs;
@@ -372,18 +406,18 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
         if (s->kind != IR_S_ALLOC) continue;
         const ir_buffer *b = s->buf;
         if (b->scope == IR_SCOPE_SHARED) { nshared++; continue; }
-        if (b->scope != IR_SCOPE_FRAGMENT || A->nfr >= AT_MAXF) return false;
+        if (b->scope != IR_SCOPE_FRAGMENT || A->nfr >= AT_MAXF) return decline(A, "a local buffer, or too many fragments");
         int64_t r, c;
-        if (!cint(b->shape[0], &r) || r != A->BM) return false;
+        if (!cint(b->shape[0], &r) || r != A->BM) return decline(A, "a fragment whose rows are not block_M (64 a warpgroup)");
         if (b->rank == 1) {
-            if (b->dtype != TILE_DT_F32) return false;
+            if (b->dtype != TILE_DT_F32) return decline(A, "a row fragment that is not f32");
             A->fr[A->nfr++] = (afrag){b, FR_ROW, 0};
         } else if (b->rank == 2) {
-            if (!cint(b->shape[1], &c) || c < 8 || c % 8 || c > 256) return false;
+            if (!cint(b->shape[1], &c) || c < 8 || c % 8 || c > 256) return decline(A, "a fragment of other than 8 to 256 columns (a multiple of 8)");
             if (b->dtype == TILE_DT_F32) A->fr[A->nfr++] = (afrag){b, FR_F32, (int)c};
             else if ((b->dtype == TILE_DT_BF16 || b->dtype == TILE_DT_F16) && c % 16 == 0) A->fr[A->nfr++] = (afrag){b, FR_H16, (int)c};
-            else return false;
-        } else return false;
+            else return decline(A, "a 2-D fragment that is neither f32 nor a 16-bit operand");
+        } else return decline(A, "a fragment of rank above 2");
     }
     int ngemm = 0;
     int where = 0;
@@ -391,7 +425,7 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
         const ir_stmt *s = body->body[i];
         if (s->kind == IR_S_ALLOC) continue;
         if (s->kind == IR_S_FOR && (s->loop_kind == IR_LOOP_PIPELINED || s->loop_kind == IR_LOOP_SERIAL)) {
-            if (where != 0) return false;
+            if (where != 0) return decline(A, "more than one main loop");
             where = 1;
             A->loop = s;
             const ir_stmt *lb = s->body[0];
@@ -399,7 +433,7 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
             for (int j = 0; j < n; j++) {
                 const ir_stmt *t = lb->kind == IR_S_SEQ ? lb->body[j] : lb;
                 bool skip = false;
-                if (!match_stmt(A, t, 1, NULL, &skip)) return false;
+                if (!match_stmt(A, t, 1, NULL, &skip)) return decline_stmt(A, t);
                 if (t->kind == IR_S_GEMM) ngemm++;
             }
             /* loads in the loop must come first among the loop's uses of their tile: all of
@@ -408,10 +442,10 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
             continue;
         }
         bool skip = false;
-        if (!match_stmt(A, s, where, i + 1 < body->nbody ? body->body[i + 1] : NULL, &skip)) return false;
+        if (!match_stmt(A, s, where, i + 1 < body->nbody ? body->body[i + 1] : NULL, &skip)) return decline_stmt(A, s);
         if (skip) i++;
     }
-    if (!A->loop || ngemm != 2) return false;
+    if (!A->loop || ngemm != 2) return decline(A, "not a main loop with two GEMMs");
     /* loads in the loop are issued ahead of the iteration: that is its meaning only if every
      * GEMM reading the tile comes after the load in the body (a GEMM before it would read the
      * previous iteration's tile) */
@@ -427,23 +461,23 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
                 bool before = false;
                 for (int q = 0; q < j; q++)
                     if ((lb->kind == IR_S_SEQ ? lb->body[q] : lb) == l->cp) before = true;
-                if (!before) return false;
+                if (!before) return decline(A, "a GEMM reads a tile the loop loads after it");
             }
         }
     }
     /* every shared tile is a load target or a fused output tile; loads are not written
      * elsewhere, output tiles are used by their two copies only */
     int accounted = A->nld + A->nstage_sh;
-    if (accounted != nshared) return false;
+    if (accounted != nshared) return decline(A, "a shared tile that is neither a load target nor the output's staging tile");
     for (int i = 0; i < A->nstage_sh; i++) {
         /* used by exactly the fused pair (found by match_stmt) */
         int uses = 0;
         for (int j = 0; j < body->nbody; j++) {
             const ir_stmt *s = body->body[j];
             if (s->kind == IR_S_COPY && (s->regions[0].buf == A->stage_sh[i] || s->regions[1].buf == A->stage_sh[i])) uses++;
-            else if (uses_buf(s, A->stage_sh[i], NULL, NULL)) return false;
+            else if (uses_buf(s, A->stage_sh[i], NULL, NULL)) return decline(A, "an output staging tile used elsewhere");
         }
-        if (uses != 2) return false;
+        if (uses != 2) return decline(A, "an output staging tile used by more than its two copies");
     }
     /* a loaded tile is written only by its load (GEMMs only read; no other copy writes it) */
     for (int i = 0; i < A->nld; i++)
@@ -453,11 +487,11 @@ static bool match(gen *G, const ir_stmt *k, attn *A) {
             int n = lb ? (lb->kind == IR_S_SEQ ? lb->nbody : 1) : 1;
             for (int q = 0; q < n; q++) {
                 const ir_stmt *t = lb ? (lb->kind == IR_S_SEQ ? lb->body[q] : lb) : s;
-                if (t->kind == IR_S_COPY && t != A->ld[i].cp && t->regions[1].buf == A->ld[i].sh) return false;
+                if (t->kind == IR_S_COPY && t != A->ld[i].cp && t->regions[1].buf == A->ld[i].sh) return decline(A, "a loaded tile written by another copy");
             }
         }
     /* shared memory: loads in the loop double-buffered, 1024-byte aligned tiles */
-    return layout(A, 2, 0);
+    return layout(A, 2, 0) || decline(A, "its double-buffered tiles do not fit in shared memory");
 }
 
 
@@ -893,8 +927,9 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
             tile_sb_printf(o, "for (int tl_x = 0; tl_x < %d; tl_x++) tl_f%d[tl_x] = tl_at_pack_%s(tl_f%d[2 * tl_x], tl_f%d[2 * tl_x + 1]);\n", fs->width / 4,
                            fd->b->id, fd->b->dtype == TILE_DT_BF16 ? "bf16" : "f16", fs->b->id, fs->b->id);
         } else {
-            /* fused output: registers -> global, clipped */
-            const ir_region *d2 = &next->regions[1];
+            /* the output: registers -> global, clipped (the staging tile, if any, unused) */
+            const bool direct = db->scope == IR_SCOPE_GLOBAL;
+            const ir_region *d2 = direct ? &s->regions[1] : &next->regions[1];
             const ir_buffer *g = d2->buf;
             int last = g->rank - 1, rowdim = -1;
             for (int d = 0; d < last; d++) {
@@ -904,7 +939,11 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
             }
             tile_strbuf off = {0}, ok = {0}, srow = {0}, nrow = {0}, st = {0};
             region_base(A, d2, rowdim, &off, &ok, &srow, &nrow, &st);
-            ind(o, in); tile_sb_printf(o, "{ /* %s -> %s -> %s, from registers */\n", sb->name, db->name, g->name);
+            if (direct) {
+                ind(o, in); tile_sb_printf(o, "{ /* %s -> %s, from registers */\n", sb->name, g->name);
+            } else {
+                ind(o, in); tile_sb_printf(o, "{ /* %s -> %s -> %s, from registers */\n", sb->name, db->name, g->name);
+            }
             ind(o, in + 1); tile_sb_printf(o, "const int64_t tl_go = %s, tl_gs = %s, tl_gn = %s, tl_g0 = %s;\n", off.data, srow.data, nrow.data, st.data);
             ind(o, in + 1); tile_sb_printf(o, "if (%s) {\n", ok.data);
             open_elems(o, in + 2, fs->width);
@@ -917,7 +956,7 @@ static void emit_stmt(attn *A, tile_strbuf *o, const ir_stmt *s, const ir_stmt *
             ind(o, in + 1); tile_sb_puts(o, "}\n");
             ind(o, in); tile_sb_puts(o, "}\n");
             tile_sb_free(&off); tile_sb_free(&ok); tile_sb_free(&srow); tile_sb_free(&nrow); tile_sb_free(&st);
-            *skip_next = true;
+            *skip_next = !direct;
         }
         return;
     }
@@ -1184,11 +1223,15 @@ static void emit_overlap_loop(attn *A, tile_strbuf *o, const ir_stmt *lb, const 
     tile_sb_puts(o, "        }\n");
 }
 
-bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o) {
+bool sm90_attn_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *helpers, tile_strbuf *o, char *why, size_t whylen) {
     attn A;
     const tb_options *opts = simt_g_options(G)->opts;
+    if (why && whylen) why[0] = 0;
     if (!tb_opt_bool(opts, TB_OPT_cuda_sm90) || !tb_opt_bool(opts, TB_OPT_cuda_sm90_attn)) return false;
-    if (!match(G, k, &A)) return false;
+    if (!match(G, k, &A)) {
+        if (why && whylen && A.why) snprintf(why, whylen, "%s", A.why);
+        return false;
+    }
 
     /* warp-specialised unless option sm90_attn_ws=0 or its stages do not fit: the loop's
      * num_stages (2 to 4), as many as fit */

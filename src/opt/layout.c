@@ -105,6 +105,20 @@ static void lay_norm(ir_layout *l) {
         }
 }
 
+int lay_copy_vector(const ir_layout *l, tile_dtype fd, tile_dtype md, int64_t last) {
+    if (!l || l->vec < 2) return 0;
+    int fb = tile_dtype_bits(fd), mb = tile_dtype_bits(md);
+    int cand[3] = {0, 0, 0};
+    if (fd == md && fb == 32) cand[0] = 4;
+    else if (fd == TILE_DT_F32 && (md == TILE_DT_F16 || md == TILE_DT_BF16)) cand[0] = 8, cand[1] = 4;
+    else if (fd == md && fb == 16) cand[0] = 8, cand[1] = 4;
+    else if (fd == md && fb == 8) cand[0] = 16, cand[1] = 8, cand[2] = 4;
+    (void)mb;
+    for (int i = 0; i < 3 && cand[i]; i++)
+        if (l->vec % cand[i] == 0 && last % cand[i] == 0) return cand[i];
+    return 0;
+}
+
 bool lay_equal(const ir_layout *a, const ir_layout *b) {
     if (!a || !b) return a == b;
     if (a->kind != b->kind || a->rank != b->rank) return false;
@@ -765,8 +779,15 @@ static void do_stmt(lp *P, ir_stmt *s) {
              * converts 8 at a time): with 4, a 16-bit row kernel had half the bytes in flight
              * of its f32 twin. Only where every thread still gets a run: a [8, 64] tile of
              * 128 threads in runs of 8 left half of them idle (bf16 softmax 0.72x) */
-            int narrow = tile_dtype_bits(other->buf->dtype) == 16 && f->b->dtype == TILE_DT_F32 && f->elems >= 8 * (int64_t)P->threads;
-            int v = vec_of_bytes(narrow ? 2 : bytes < 4 ? 4 : bytes, f->ext[f->b->rank - 1]);
+            int gbits = tile_dtype_bits(other->buf->dtype);
+            bool conv16 = gbits == 16 && f->b->dtype == TILE_DT_F32;
+            /* the same 16- or 8-bit dtype: the bits move as they are (lay_copy_vector), so runs
+             * of 16 bytes of the global (8 elements at most) */
+            bool raw = f->b->dtype == other->buf->dtype && (gbits == 16 || gbits == 8);
+            int gb = gbits / 8;
+            int run = (conv16 || raw) ? (16 / gb > 8 ? 8 : 16 / gb) : 0;
+            int narrow = run && f->elems >= run * (int64_t)P->threads;
+            int v = vec_of_bytes(narrow ? gb : bytes < 4 ? 4 : bytes, f->ext[f->b->rank - 1]);
             if (v > f->vec_hint) f->vec_hint = v;
         }
         return;
@@ -878,11 +899,15 @@ static void annotate(lp *P, ir_stmt *s) {
         }
         const ir_region *o = f == fa ? &s->regions[1] : &s->regions[0];
         bool g = o->buf->scope == IR_SCOPE_GLOBAL;
-        ir_lowering *w = new_lower(P, f->lay.vec >= 4 && g ? "vec" : "regs");
-        bool g8 = g && f->lay.vec % 8 == 0 && f->b->dtype == TILE_DT_F32 && tile_dtype_bits(o->buf->dtype) == 16;
-        w->detail = g8 ? "8 elements (16 bytes of the 16-bit global) a thread at a time when aligned (checked at run time)"
-                    : f->lay.vec >= 4 && g ? "4 elements a thread at a time when aligned (checked at run time)"
-                                           : "element by element from each thread's slots";
+        int64_t last = 1;
+        if (f->b->rank > 0 && !ir_const_int_value(f->b->shape[f->b->rank - 1], &last)) last = 1;
+        int vw = g ? lay_copy_vector(&f->lay, f->b->dtype, o->buf->dtype, last) : 0;
+        ir_lowering *w = new_lower(P, vw ? "vec" : "regs");
+        if (vw) {
+            int bytes = vw * tile_dtype_bits(o->buf->dtype) / 8;
+            w->detail = tile_arena_printf(&P->m->arena, "%d elements (%d bytes of the global) a thread at a time when aligned (checked at run time)", vw, bytes);
+        } else
+            w->detail = "element by element from each thread's slots";
         s->lower = w;
         break;
     }

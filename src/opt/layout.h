@@ -60,6 +60,14 @@ bool lay_simt_gemm(int64_t bm, int64_t bn, int threads, ir_layout *out);
  * each m64 tile and column pairs 8 j + 2 (t % 4); slot = jj * 4 + h * 2 + e (+ n/2 per tile). */
 ir_layout lay_wgmma(int wgs, int mt, int64_t n);
 
+/* Elements one vector access moves in a T.copy between a register fragment of layout l
+ * (dtype fd, last dimension of extent `last`) and memory of dtype md: 4 (16 bytes) for the
+ * same 32-bit dtype; 8 or 4 for an f32 fragment of a 16-bit tensor (converted); for the same
+ * 16- or 8-bit dtype the bits move as they are, 16 bytes or 8 (or 4 for 8-bit). The run of
+ * consecutive slots (l->vec) and `last` must be multiples of it. 0: element by element. The
+ * explain text (layout.c) and the code generators (simt.c) both decide with this. */
+int lay_copy_vector(const ir_layout *l, tile_dtype fd, tile_dtype md, int64_t last);
+
 /* Text of a layout for log lines (ir_print_layout). */
 void lay_describe(const ir_layout *l, tile_strbuf *o);
 
