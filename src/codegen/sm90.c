@@ -14,7 +14,8 @@
  *
  * (dt float16, bfloat16, float8_e4m3 or float8_e5m2 — fp8 only with a 16-bit result C; A
  * and B rank-2 global tensors whose
- * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes; T = 128 or 256;
+ * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes, or a multiple of 128
+ * up to 512 held as 128-byte panels along K; T = 128 or 256;
  * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256, of 16 for B
  * stored K x N) becomes:
  *

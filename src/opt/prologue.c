@@ -605,9 +605,12 @@ static int do_kernel(pr *P, ir_stmt *seq, int i) {
                 int64_t n, lo, e;
                 bool gconst = true;
                 for (int d = 0; d < k->ngrid; d++) gconst &= cint(k->grid[d], &e);
-                if (!cint(L->lo, &lo) || lo != 0 || !cint(L->extent, &n) || n < 1) P->why = "the loop does not start at 0 or has no constant trip count";
-                else if (!gconst) P->why = "the kernel's grid is not constant";
-                else if (find_slice(P, xop)) {
+                if (!find_slice(P, xop)) {
+                } else if (!cint(L->lo, &lo) || lo != 0 || !cint(L->extent, &n) || n < 1)
+                    P->why = "the loop does not start at 0 or has no constant trip count";
+                else if (!gconst)
+                    P->why = "the kernel's grid is not constant";
+                else {
                     ir_stmt *pre[2];
                     rewrite(P, xop, pre);
                     ir_stmt **nb = TILE_NEW_ARRAY(&P->m->arena, ir_stmt *, seq->nbody + 2);
