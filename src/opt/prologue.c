@@ -61,6 +61,8 @@ typedef struct pr {
     const ir_var *bvar;   /* the block index the slice uses (NULL: none) */
     int bdim;
     const char *why;
+    const ir_var *locs[128]; /* locals the slice's nests assign */
+    int nlocs;
 } pr;
 
 static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
@@ -306,6 +308,7 @@ static bool slice_stmt_ok(pr *P, const ir_stmt *s) {
         }
         const ir_stmt *body = l->body[0];
         if (!nest_body_ok(P, &N, body)) return false;
+        for (int i = 0; i < N.nloc && P->nlocs < 128; i++) P->locs[P->nlocs++] = N.loc[i];
         for (int i = 0; i < nw; i++)
             if (!nest_covers(body, &N, w[i])) return (P->why = tile_arena_printf(&P->m->arena, "its T.Parallel nest does not write all of %s at its own loop variables", w[i]->name)), false;
         return true;
@@ -317,6 +320,22 @@ static bool slice_stmt_ok(pr *P, const ir_stmt *s) {
 /* Is global buffer b written anywhere in the function? */
 static bool global_written(pr *P, const ir_buffer *b) { return writes(P->f->body, b); }
 
+static bool expr_var(const ir_expr *e, const ir_var *v) { return e && ir_expr_uses_var(e, v); }
+/* Does s (or anything in it) read or assign local v? */
+static bool uses_var(const ir_stmt *s, const ir_var *v) {
+    if (!s) return false;
+    if (s->var == v || expr_var(s->lo, v) || expr_var(s->extent, v) || expr_var(s->cond, v) || expr_var(s->value, v)) return true;
+    if ((s->kind == IR_S_STORE || s->kind == IR_S_ATOMIC) && s->buf)
+        for (int d = 0; d < s->buf->rank; d++)
+            if (expr_var(s->idx[d], v)) return true;
+    for (int r = 0; r < s->nregions; r++)
+        for (int d = 0; d < s->regions[r].buf->rank; d++)
+            if (expr_var(s->regions[r].start[d], v) || expr_var(s->regions[r].extent[d], v)) return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (uses_var(s->body[i], v)) return true;
+    return false;
+}
+
 /* ---------- finding the slice ---------- */
 
 static bool find_slice(pr *P, int xop) {
@@ -326,6 +345,7 @@ static bool find_slice(pr *P, int xop) {
     need[nneed++] = g->regions[xop].buf;
     memset(P->in_slice, 0, sizeof P->in_slice);
     P->nwr = 0;
+    P->nlocs = 0;
     P->bvar = NULL;
     for (int j = P->gi - 1; j >= 0; j--) {
         ir_stmt *s = P->lb[j];
@@ -364,6 +384,20 @@ static bool find_slice(pr *P, int xop) {
     /* every buffer it reads (other than globals) is one it writes before */
     for (int i = 0; i < nneed; i++)
         if (!in_list(P->wr, P->nwr, need[i])) return (P->why = tile_arena_printf(&P->m->arena, "it reads %s, which it does not compute", need[i]->name)), false;
+    /* the locals its nests assign are used nowhere else in the kernel (they move with it) */
+    for (int i = 0; i < P->nlocs; i++) {
+        const ir_stmt *kb0 = P->k->body[0];
+        for (int q = 0; q < kb0->nbody; q++) {
+            const ir_stmt *s = kb0->body[q];
+            if (s != P->loop) {
+                if (uses_var(s, P->locs[i])) return (P->why = tile_arena_printf(&P->m->arena, "its local %s is used outside it", P->locs[i]->name)), false;
+                continue;
+            }
+            for (int j = 0; j < P->nlb; j++)
+                if (!P->in_slice[j] && uses_var(P->lb[j], P->locs[i]))
+                    return (P->why = tile_arena_printf(&P->m->arena, "its local %s is used outside it", P->locs[i]->name)), false;
+        }
+    }
     /* its buffers are used by nothing else in the kernel (the operand by the GEMM only) */
     const ir_stmt *kb = P->k->body[0];
     for (int i = 0; i < P->nwr; i++) {
