@@ -116,6 +116,10 @@
     X(TILE_CUDA_SM90, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                     \
       "0: no sm_90a TMA + wgmma lowerings (GEMM and attention; for comparisons)")                                    \
     X(TILE_CUDA_SM90_ATTN, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE, "0: no sm_90a attention lowering")             \
+    X(TILE_SM90_FP8_F32, BOOL, "0", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                 \
+      "1: fp8 GEMMs with an f32 result take wgmma (per-stage f32 promotion; within ~2e-4 of exact f32 sums)")      \
+    X(TILE_CUDA_PROLOGUE, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                 \
+      "0: GEMM operands computed in the K loop from read-only tensors stay there (no prologue kernel)")              \
     X(TILE_SM90_TMA_STORE, BOOL, "1", 0, 0, NULL, TILE, TB_KF_COMPILE,                                                \
       "0: the sm_90a GEMM epilogue stores directly instead of through shared memory and TMA")                        \
     X(TILE_SM90_GROUP, INT, "8", 1, 65536, NULL, TILE, TB_KF_COMPILE,                                                 \
@@ -298,6 +302,8 @@
     X(cuda_mma_sync, TILE_CUDA_MMA_SYNC, "")                                                   \
     X(cuda_sm90, TILE_CUDA_SM90, "tl.disable_wgmma=True sets it to 0")                                                           \
     X(cuda_sm90_attn, TILE_CUDA_SM90_ATTN, "")                                                 \
+    X(cuda_prologue, TILE_CUDA_PROLOGUE, "")                                                   \
+    X(sm90_fp8_f32, TILE_SM90_FP8_F32, "")                                                     \
     X(sm90_tma_store, TILE_SM90_TMA_STORE, "tl.disable_tma_lower=True sets it to 0")              \
     X(sm90_group, TILE_SM90_GROUP, "")                                                         \
     X(sm90_kmerge, TILE_SM90_KMERGE, "")                                                       \

@@ -14,7 +14,8 @@
  *
  * (dt float16, bfloat16, float8_e4m3 or float8_e5m2 — fp8 only with a 16-bit result C; A
  * and B rank-2 global tensors whose
- * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes; T = 128 or 256;
+ * rows are 16-byte multiples; BK * sizeof(dt) = 32, 64 or 128 bytes, or a multiple of 128
+ * up to 512 held as 128-byte panels along K; T = 128 or 256;
  * BM / (T/128) = 64 or 128 rows per warpgroup; BN a multiple of 8 up to 256, of 16 for B
  * stored K x N) becomes:
  *
@@ -66,6 +67,8 @@
 typedef struct sm90 {
     simt_gemm_shape g; /* the kernel's GEMM main loop (simt_gen.h) */
     int swz, consumers, mt, stages, kstep;
+    int np;        /* K-major tiles of more than 128 bytes of K: panels of 128-byte rows side by
+                    * side along K (one TMA box and one swizzle pattern each), else 1 */
     int u;         /* K-loop iterations a stage (the layout pass's pipeline plan): BK below is
                     * the stage's K extent, u times the program's block_K */
     int swzB;      /* B's swizzle in bytes: BK*esize (K-major), or the widest of 128/64/32 dividing
@@ -98,7 +101,15 @@ static const char *match(gen *G, const ir_stmt *k, sm90 *m) {
     const int64_t bm = m->g.BM, bn = m->g.BN, bk = m->g.BK;
     m->kstep = 32 / m->g.esize;
     m->swz = (int)(bk * m->g.esize);
-    if (m->swz != 32 && m->swz != 64 && m->swz != 128) NO("block_K (times the stage's iterations) not 32, 64 or 128 bytes of K (a TMA swizzle width)");
+    /* K-major tiles wider than one 128-byte swizzle row: panels of 128 bytes of K each, [rows x
+     * 128 bytes] one after the other, loaded by one TMA box each; the k-steps walk a panel's
+     * 32-byte columns, then the next panel */
+    m->np = 1;
+    if (m->swz > 128 && m->swz % 128 == 0 && m->swz <= 512 && m->u == 1) {
+        m->np = m->swz / 128;
+        m->swz = 128;
+    }
+    if (m->swz != 32 && m->swz != 64 && m->swz != 128) NO("block_K (times the stage's iterations) not 32, 64, 128 or a multiple of 128 up to 512 bytes of K (TMA swizzle widths)");
     if (bn < 8 || bn > 256 || bn % 8) NO("block_N not a multiple of 8 up to 256 (wgmma's N)");
     /* one or two consumer warpgroups: with more, setmaxnreg could not give each the
      * registers of a 64 x 256 accumulator (65536 per multiprocessor) */
@@ -142,7 +153,10 @@ static const char *match(gen *G, const ir_stmt *k, sm90 *m) {
     /* fp8 with an f32 result: each stage's wgmma sums carry fewer bits than f32 (measured on
      * an H200: 1.8e-4 norm-wise against exact f32 sums, above the 1e-5 f32 results are
      * checked to); a 16-bit or fp8 result hides that */
-    if (m->g.esize == 1 && m->g.C->dtype == TILE_DT_F32) NO("fp8 with an f32 result (wgmma's fp8 sums carry fewer bits than the f32 result checks)");
+    /* TILE_SM90_FP8_F32=1 takes them with the same promotion (docs/backends-gpu.md: the error
+     * is far below what the fp8 inputs carry, but above the f32 check's 1e-5) */
+    if (m->g.esize == 1 && m->g.C->dtype == TILE_DT_F32 && !tb_opt_bool(simt_g_options(G)->opts, TB_OPT_sm90_fp8_f32))
+        NO("fp8 with an f32 result (wgmma's fp8 sums carry fewer bits than the f32 result checks; TILE_SM90_FP8_F32=1 takes it)");
     if (m->g.esize == 1 && m->mt * bn > 128) NO("fp8 with more than 64 accumulator registers a thread (the promotion's second set doubles them)");
     /* stages: the loop's num_stages (at least 1), as many as fit in shared memory */
     size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->g.esize;
@@ -260,13 +274,18 @@ static char *expr_s(gen *G, const ir_expr *e) {
 /* One stage's wgmma group: fence, nk k-steps (32 bytes of K each) of the MT m64 tiles, commit;
  * sa / sb (the stage's A rows and B tile) in scope; adesc: A's descriptor stride and layout,
  * bdesc: B's descriptor expression of kk. */
-static void stage_mma(tile_strbuf *o, const char *t, int bn, bool bkn, int MT, int swz, const char *adesc, const char *bdesc, bool promote, int nk, int ind) {
+static void stage_mma(tile_strbuf *o, const char *t, int bn, bool bkn, int MT, int swz, const char *adesc, const char *bdesc, bool promote, int nk, int ind, size_t apanel) {
     const char *sp = ind >= 4 ? "                " : "            ";
     tile_sb_printf(o, "%sTL_WG_FENCE();\n", sp);
     tile_sb_printf(o, "#pragma unroll\n%sfor (int kk = 0; kk < %d; kk++) {\n", sp, nk);
+    /* with panels (apanel > 0: the bytes of one A panel) k-step kk is column kk % 4 of panel kk / 4 */
+    const char *acol = apanel ? tile_xstrdup("32u * (kk % 4)") : tile_xstrdup("32u * kk");
+    char apan[64] = "";
+    if (apanel) snprintf(apan, sizeof apan, " + %zuu * (kk / 4)", apanel);
     for (int i = 0; i < MT; i++)
-        tile_sb_printf(o, "%s    tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu + 32u * kk, %s), %s, %s);\n", sp, t, bn, bkn ? "t" : "", promote ? "tl_part" : "tl_acc", i,
-                       (unsigned)(i * 64 * swz), adesc, bdesc, promote ? "kk > 0" : "1");
+        tile_sb_printf(o, "%s    tl_wgmma_%s_n%d%s(%s[%d], tl_wg_desc(sa + %uu%s + %s, %s), %s, %s);\n", sp, t, bn, bkn ? "t" : "", promote ? "tl_part" : "tl_acc", i,
+                       (unsigned)(i * 64 * swz), apan, acol, adesc, bdesc, promote ? "kk > 0" : "1");
+    free((void *)acol);
     tile_sb_printf(o, "%s}\n%sTL_WG_COMMIT();\n", sp, sp);
 }
 
@@ -304,12 +323,15 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     }
     L->ntma = m.tstore ? 3 : 2;
     if (m.tstore) L->tma[2] = (simt_tma){simt_g_bufarg(G, m.g.C), 2, MT * 64, 64, 128};
-    L->tma[0] = (simt_tma){simt_g_bufarg(G, m.g.A), m.g.esize, (int)m.g.BM, (int)m.g.BK, m.swz};
+    /* with panels each box is one panel: 128 bytes of K */
+    const int pcols = m.np > 1 ? 128 / m.g.esize : (int)m.g.BK;
+    const size_t apanel = m.np > 1 ? (size_t)m.g.BM * 128u : 0, bpanel = m.np > 1 ? (size_t)m.g.BN * 128u : 0;
+    L->tma[0] = (simt_tma){simt_g_bufarg(G, m.g.A), m.g.esize, (int)m.g.BM, pcols, m.swz};
     /* B: one box of the tile (N x K), or BN*esize/swzB boxes of BK rows x swzB bytes (K x N) */
     const int bbox = m.g.bkn ? m.swzB / m.g.esize : 0, nbbox = m.g.bkn ? (int)m.g.BN / bbox : 1;
     const int layoutB = m.swzB == 128 ? 1 : m.swzB == 64 ? 2 : 3;
     if (m.g.bkn) L->tma[1] = (simt_tma){simt_g_bufarg(G, m.g.B), m.g.esize, (int)m.g.BK, bbox, m.swzB};
-    else L->tma[1] = (simt_tma){simt_g_bufarg(G, m.g.B), m.g.esize, (int)m.g.BN, (int)m.g.BK, m.swz};
+    else L->tma[1] = (simt_tma){simt_g_bufarg(G, m.g.B), m.g.esize, (int)m.g.BN, pcols, m.swz};
     snprintf(L->lowering, sizeof L->lowering, "sm90-wgmma");
     L->persistent = true;
     /* persistent: each block loops over tiles tl_blk, tl_blk + gridDim.x, ... (block
@@ -389,13 +411,16 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     if (U > 1) tile_sb_printf(o, "                %s = tl_lo + it * %d;\n", kv.data, U);
     else tile_sb_printf(o, "                %s = tl_lo + it;\n", kv.data);
     tile_sb_printf(o, "                tl_mb_expect(tl_bar + 8u * s, %zuu);\n", stage);
-    tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu, &tl_tma0, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, a1, a0);
+    for (int p = 0; p < m.np; p++)
+        tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma0, tl_bar + 8u * s, (int32_t)(%s) + %d, (int32_t)(%s));\n", stage, (size_t)p * apanel, a1, p * pcols, a0);
     if (m.g.bkn)
         for (int j = 0; j < nbbox; j++)
             tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s) + %d, (int32_t)(%s));\n", stage,
                            aBytes + (size_t)j * (size_t)m.g.BK * (size_t)m.swzB, b1, j * bbox, b0);
     else
-        tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s), (int32_t)(%s));\n", stage, aBytes, b1, b0);
+        for (int p = 0; p < m.np; p++)
+            tile_sb_printf(o, "                tl_tma_load2d(tl_s0 + s * %zuu + %zuu, &tl_tma1, tl_bar + 8u * s, (int32_t)(%s) + %d, (int32_t)(%s));\n", stage, aBytes + (size_t)p * bpanel, b1,
+                           p * pcols, b0);
     tile_sb_puts(o, "            }\n            }\n        }\n    } else {\n");
     /* consumers */
     if (C >= 2) tile_sb_puts(o, "        TL_SETMAXNREG_INC(232);\n"); /* 128 x 40 + 256 x 232 <= 65536 */
@@ -415,10 +440,12 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     char bdesc[128], adesc[64];
     if (m.g.bkn)
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc_mn(sb + %uu * kk, %uu, %uu, %d)", (unsigned)(16 * m.swzB), (unsigned)(m.g.BK * m.swzB), (unsigned)(8 * m.swzB), layoutB);
+    else if (m.np > 1)
+        snprintf(bdesc, sizeof bdesc, "tl_wg_desc(sb + %zuu * (kk / 4) + 32u * (kk %% 4), %uu, %d)", bpanel, (unsigned)(8 * m.swz), layout);
     else
         snprintf(bdesc, sizeof bdesc, "tl_wg_desc(sb + 32u * kk, %uu, %d)", (unsigned)(8 * m.swz), layout);
     snprintf(adesc, sizeof adesc, "%uu, %d", (unsigned)(8 * m.swz), layout);
-    const int kfull = m.swz / 32, kper = kfull / U;
+    const int kfull = m.np * m.swz / 32, kper = kfull / U;
     /* full stages: U iterations each; with U > 1 the tile's last stage, of fewer iterations,
      * follows the loop (below) */
     if (U > 1) tile_sb_printf(o, "        const int32_t tl_nf = tl_n > 0 ? tl_n / %d : 0;\n", U);
@@ -427,7 +454,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     tile_sb_printf(o, "            const uint32_t s = tl_ig %% %du, ph = (tl_ig / %du) & 1u;\n", S, S);
     tile_sb_puts(o, "            tl_mb_wait(tl_bar + 8u * s, ph);\n");
     tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
-    stage_mma(o, t, (int)m.g.BN, m.g.bkn, MT, m.swz, adesc, bdesc, promote, kfull, 3);
+    stage_mma(o, t, (int)m.g.BN, m.g.bkn, MT, m.swz, adesc, bdesc, promote, kfull, 3, apanel);
     if (promote) {
         /* the stage's partial sums are complete: free the stage, then add them in f32 (two
          * register sets alternating by stage, the add overlapping the next stage's wgmma,
@@ -456,7 +483,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         tile_sb_printf(o, "            const uint32_t sa = tl_s0 + s * %zuu + tl_arow, sb = tl_s0 + s * %zuu + %zuu;\n", stage, stage, aBytes);
         for (int q = 1; q < U; q++) {
             tile_sb_printf(o, "            %sif (tl_q == %d) {\n", q > 1 ? "else " : "", q);
-            stage_mma(o, t, (int)m.g.BN, m.g.bkn, MT, m.swz, adesc, bdesc, promote, q * kper, 4);
+            stage_mma(o, t, (int)m.g.BN, m.g.bkn, MT, m.swz, adesc, bdesc, promote, q * kper, 4, apanel);
             tile_sb_puts(o, "                TL_WG_WAIT(0);\n            }\n");
         }
         tile_sb_printf(o, "            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n", S);

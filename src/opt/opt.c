@@ -13,10 +13,11 @@ extern const opt_pass opt_pass_deps, opt_pass_autoschedule, opt_pass_gpumap; /* 
 extern const opt_pass opt_pass_rowfuse;                                        /* rowfuse.c */
 extern const opt_pass opt_pass_cpugemm;                                        /* cpu_gemm_lower.c */
 extern const opt_pass opt_pass_layout, opt_pass_layout_opencl;                 /* layout.c */
+extern const opt_pass opt_pass_prologue;                                       /* prologue.c */
 
 static const opt_pass *const pipeline_none[] = {NULL};
 static const opt_pass *const pipeline_cpu[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_cpugemm, &opt_pass_rowfuse, NULL};
-static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, &opt_pass_layout, NULL};
+static const opt_pass *const pipeline_cuda[] = {&opt_pass_deps, &opt_pass_autoschedule, &opt_pass_gpumap, &opt_pass_prologue, &opt_pass_layout, NULL};
 static const opt_pass *const pipeline_opencl[] = {&opt_pass_layout_opencl, NULL};
 
 /* The pipelines by name: a target (src/runtime/backend.h) names its pipeline; a new target
