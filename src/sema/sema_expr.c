@@ -21,7 +21,7 @@
     X(cdiv, S) X(align_up, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(async_copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
-    X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) \
+    X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) X(atomic_or, T) X(atomic_and, T) X(atomic_xor, T) \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T) X(reshape, T) X(view, T)                                  \

@@ -1377,6 +1377,26 @@ static sval *lower_atomic_vec(sema_ctx *c, sema_env *env, const char *fname, con
     return sv_none(c, loc);
 }
 
+/* One element update buf[a] = buf[a] op value as an IR_S_ATOMIC statement; value NULL (a
+ * load) reads only. With want_old, the element's value before the update comes back as an
+ * expression of its compute dtype (a local named after `old`). */
+static sval *emit_elem_atomic(sema_ctx *c, const ast_expr *call, sv_access *a, sval *value, int op, bool want_old, const char *old) {
+    tile_dtype ct = promote_arith(a->buf->dtype);
+    ir_expr *x;
+    if (!value) x = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0.0, call->loc) : ir_const_int(c->mod, ct, 0, call->loc);
+    else if (value->kind == SV_EXPR && value->weak) x = cast_to(c, value->e, ct);
+    else x = materialize(c, value);
+    if (!x) return sv_err(c, call->loc);
+    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
+    s->buf = a->buf;
+    s->idx = a->start;
+    s->value = coerce_store(c, x, a->buf->dtype, call->loc);
+    s->atomic_op = op;
+    if (want_old) s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "%s%d", old, c->tmp_counter++), IR_VAR_LOCAL, ct, call->loc);
+    emit(c, s);
+    return want_old ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
+}
+
 /* T.atomic_load(elem, memory_order=) / T.atomic_store(elem, value, memory_order=): one element
  * read or written atomically. Every memory order TileLang accepts for the operation is
  * accepted (Tile's atomics are all sequentially consistent, the strongest of them); one it
@@ -1414,20 +1434,7 @@ static sval *lower_atomic_ls(sema_ctx *c, sema_env *env, const char *fname, cons
     }
     sv_access *a = pos[0]->acc;
     if (a->buf->dtype == TILE_DT_BOOL) { sema_err(c, call->loc, "T.%s on a bool buffer ('%s') is not supported", fname, a->buf->name); return sv_err(c, call->loc); }
-    tile_dtype ct = promote_arith(a->buf->dtype);
-    ir_expr *x;
-    if (load) x = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0.0, call->loc) : ir_const_int(c->mod, ct, 0, call->loc);
-    else if (pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, ct);
-    else x = materialize(c, pos[1]);
-    if (!x) return sv_err(c, call->loc);
-    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
-    s->buf = a->buf;
-    s->idx = a->start;
-    s->value = coerce_store(c, x, a->buf->dtype, call->loc);
-    s->atomic_op = load ? IR_ATOMIC_LOAD : IR_ATOMIC_STORE;
-    if (load) s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "ld%d", c->tmp_counter++), IR_VAR_LOCAL, ct, call->loc);
-    emit(c, s);
-    return load ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
+    return emit_elem_atomic(c, call, a, load ? NULL : pos[1], load ? IR_ATOMIC_LOAD : IR_ATOMIC_STORE, load, "ld");
 }
 
 static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
@@ -1444,7 +1451,21 @@ static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const a
     }
     if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
-    int aop = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
+    static const struct { const char *name; int op; } ops[] = {{"atomic_add", IR_ATOMIC_ADD}, {"atomic_max", IR_ATOMIC_MAX}, {"atomic_min", IR_ATOMIC_MIN},
+                                                              {"atomic_or", IR_ATOMIC_OR}, {"atomic_and", IR_ATOMIC_AND}, {"atomic_xor", IR_ATOMIC_XOR}};
+    int aop = -1;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        if (!strcmp(fname, ops[k].name)) aop = ops[k].op;
+    if (aop < 0) { sema_err(c, call->loc, "unknown function 'T.%s'", fname); return sv_err(c, call->loc); }
+    bool bitwise = aop == IR_ATOMIC_OR || aop == IR_ATOMIC_AND || aop == IR_ATOMIC_XOR;
+    if (bitwise) {
+        sval *d = pos[0];
+        ir_buffer *db = d->kind == SV_BUFFER ? d->buf : d->kind == SV_ACCESS ? d->acc->buf : NULL;
+        if (db && !tile_dtype_is_int(db->dtype)) {
+            sema_err(c, call->loc, "T.%s needs an integer destination, but '%s' is %s", fname, db->name, tile_dtype_name(db->dtype));
+            return sv_err(c, call->loc);
+        }
+    }
     if ((pos[0]->kind == SV_BUFFER || (pos[0]->kind == SV_ACCESS && pos[0]->acc->any_slice) || pos[1]->kind == SV_BUFFER ||
          (pos[1]->kind == SV_ACCESS && pos[1]->acc->any_slice))) {
         if (prev) { sema_err(c, call->loc, "T.%s(..., return_prev=True) needs one element as its destination, not a region", fname); return sv_err(c, call->loc); }
@@ -1455,22 +1476,8 @@ static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const a
         return sv_err(c, call->loc);
     }
     sv_access *a = pos[0]->acc;
-    ir_expr *x;
-    if (pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, promote_arith(a->buf->dtype));
-    else x = materialize(c, pos[1]);
-    if (!x) return sv_err(c, call->loc);
-    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
-    s->buf = a->buf;
-    s->idx = a->start;
-    s->value = coerce_store(c, x, a->buf->dtype, call->loc);
-    s->atomic_op = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
     if (a->buf->dtype == TILE_DT_BOOL) { sema_err(c, call->loc, "T.%s on a bool buffer ('%s') is not supported", fname, a->buf->name); return sv_err(c, call->loc); }
-    if (prev) {
-        /* the element's value before the update, in its compute dtype */
-        s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "prev%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(a->buf->dtype), call->loc);
-    }
-    emit(c, s);
-    return prev ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
+    return emit_elem_atomic(c, call, a, pos[1], aop, prev, "prev");
 }
 
 static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {

@@ -200,6 +200,33 @@ def ref_atomic_slots(a, nblocks=3, threads=96):
     return {"Mark": np.ones((nblocks, threads), np.int32), "Count": np.full(nblocks, threads, np.int32)}
 
 
+def ref_atomic_bits(a):
+    x = a["A"].astype(np.int64)
+    return {"Or": np.bitwise_or.reduce(x, axis=1) | a["Or"], "And": np.bitwise_and.reduce(x, axis=1) & a["And"],
+            "Xor": np.bitwise_xor.reduce(x, axis=1) ^ a["Xor"], "Lo": np.bitwise_or.reduce(x & 0xFF, axis=1) | a["Lo"],
+            "Neg": np.bitwise_and.reduce(x % 128 - 128, axis=1) & a["Neg"], "Prev": a["Prev"]}
+
+
+def ref_tile_xor(a, bm=8, bn=16):
+    x = a["A"]
+    m, n = x.shape
+    d = a["D"].copy()
+    for i in range(0, m, bm):
+        for j in range(0, n, bn):
+            t = np.zeros((bm, bn), np.int32)
+            blk = x[i:i + bm, j:j + bn]
+            t[:blk.shape[0], :blk.shape[1]] = blk
+            d ^= t
+    return {"D": d}
+
+
+def gen_atomic_bits(m, n, seed):
+    r = rng(seed)
+    return {"A": r.integers(-2**31, 2**31, (m, n), dtype=np.int64).astype(np.int32), "Or": r.integers(0, 16, m).astype(np.int32),
+            "And": np.full(m, -1, np.int32), "Xor": r.integers(-2**31, 2**31, m, dtype=np.int64).astype(np.int32),
+            "Lo": np.zeros(m, np.uint8), "Neg": np.full(m, -1, np.int8), "Prev": r.integers(-1000, 1000, (m, n)).astype(np.int32)}
+
+
 def ref_atomic_ls(a):
     # 2v + v in f32 (exact for f16 inputs), rounded once to the buffer's dtype
     x = a["A"]
@@ -330,6 +357,10 @@ CASES = {
     "atomic_ls_f16": ("atomic_ls.py", "scaled_copy", ["M=12", "N=24", "dtype=float16"],
                       lambda: {"A": f32((12, 24), 44).astype(np.float16), "B": f32((12, 24), 45).astype(np.float16)}, ref_atomic_ls),
     "atomic_flag": ("atomic_ls.py", "flag", ["nblocks=3"], lambda: {}, ref_atomic_flag),
+    "atomic_bits": ("atomic_bits.py", "row_bits", ["M=6", "N=70"], lambda: gen_atomic_bits(6, 70, 47), ref_atomic_bits),
+    "atomic_tile_xor": ("atomic_bits.py", "tile_xor", ["M=20", "N=40"],
+                        lambda: {"A": rng(48).integers(-2**31, 2**31, (20, 40), dtype=np.int64).astype(np.int32),
+                                 "D": rng(49).integers(-99, 99, (8, 16)).astype(np.int32)}, ref_tile_xor),
     "reinterpret_var": ("reinterpret_var.py", "keys", ["N=300"], lambda: {"X": (f32((300,), 28) * 100).astype(np.float32)}, ref_reinterpret_var),
     "simt_masked_tileop": ("simt_masked_tileop.py", "masked", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 29)}, ref_simt_masked),
     # n bound from X's shape at run time: true division in f64 inside the kernel
