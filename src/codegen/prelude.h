@@ -1031,7 +1031,7 @@ static void tile_gemm_rgn(tile_ctx *ctx, tile_rgn *A, tile_rgn *B, tile_rgn *C, 
 }
 
 /* ---------- atomics (read-modify-write with compare-and-swap on the storage) ---------- */
-enum { TILE_AT_ADD = 0, TILE_AT_MAX = 1, TILE_AT_MIN = 2, TILE_AT_STORE = 3, TILE_AT_LOAD = 4 };
+enum { TILE_AT_ADD = 0, TILE_AT_MAX = 1, TILE_AT_MIN = 2, TILE_AT_STORE = 3, TILE_AT_LOAD = 4, TILE_AT_OR = 5, TILE_AT_AND = 6, TILE_AT_XOR = 7 };
 static tile_val tile_atomic_apply(int dt, tile_val old, tile_val x, int op) {
     int ct = tile_compute_dt(dt);
     tile_val o = tile_conv(old, dt, ct), r;
@@ -1043,6 +1043,9 @@ static tile_val tile_atomic_apply(int dt, tile_val old, tile_val x, int op) {
         else r.f = fmin(o.f, x.f);
     } else if (op == TILE_AT_ADD) {
         r.i = tile_wrapi(ct, (int64_t)((uint64_t)o.i + (uint64_t)x.i));
+    } else if (op == TILE_AT_OR || op == TILE_AT_AND || op == TILE_AT_XOR) {
+        /* bitwise on the sign- or zero-extended value, so the result stays in range */
+        r.i = op == TILE_AT_OR ? o.i | x.i : op == TILE_AT_AND ? o.i & x.i : o.i ^ x.i;
     } else {
         int u = TILE_ISU(ct), mx = op == TILE_AT_MAX;
         int gt = u ? (uint64_t)o.i > (uint64_t)x.i : o.i > x.i;

@@ -923,6 +923,8 @@ static void gen_atomic(gen *G, tile_strbuf *o, const ir_stmt *s) {
     } else {
         bool u = is_uns(ct);
         if (s->atomic_op == IR_ATOMIC_ADD) line(G, o, "%s tl_n%d = (%s)((%s)tl_c%d + (%s)tl_x%d);", T, t, T, uwide(ct), t, uwide(ct), t);
+        else if (s->atomic_op == IR_ATOMIC_OR || s->atomic_op == IR_ATOMIC_AND || s->atomic_op == IR_ATOMIC_XOR)
+            line(G, o, "%s tl_n%d = (%s)(tl_c%d %c tl_x%d);", T, t, T, t, s->atomic_op == IR_ATOMIC_OR ? '|' : s->atomic_op == IR_ATOMIC_AND ? '&' : '^', t);
         else line(G, o, "%s tl_n%d = (%s)tl_%c%s((%s)tl_c%d, (%s)tl_x%d);", T, t, T, u ? 'u' : 'i', s->atomic_op == IR_ATOMIC_MAX ? "max" : "min",
                   u ? "uint64_t" : "int64_t", t, u ? "uint64_t" : "int64_t", t);
     }

@@ -1186,6 +1186,9 @@ static int exec(ist *S, const ir_stmt *s) {
             else r.f = fmin(old.f, x.f);
         } else {
             if (s->atomic_op == IR_ATOMIC_ADD) r.i = wrapi(ct, (int64_t)((uint64_t)old.i + (uint64_t)x.i));
+            else if (s->atomic_op == IR_ATOMIC_OR) r.i = old.i | x.i;
+            else if (s->atomic_op == IR_ATOMIC_AND) r.i = old.i & x.i;
+            else if (s->atomic_op == IR_ATOMIC_XOR) r.i = old.i ^ x.i;
             else r.i = ibin(S, NULL, s->atomic_op == IR_ATOMIC_MAX ? IR_B_MAX : IR_B_MIN, ct, old.i, x.i);
         }
         st(b, off, convert(S, r, ct, b->dt));

@@ -276,7 +276,7 @@ const char *ir_reduce_kind_name(ir_reduce_kind k);
 
 /* STORE: the new value is `value`; LOAD: the element keeps its value (`value` is unused) and
  * `var` gets it, read atomically */
-typedef enum ir_atomic_kind { IR_ATOMIC_ADD = 0, IR_ATOMIC_MAX = 1, IR_ATOMIC_MIN = 2, IR_ATOMIC_STORE = 3, IR_ATOMIC_LOAD = 4, IR_ATOMIC_COUNT } ir_atomic_kind;
+typedef enum ir_atomic_kind { IR_ATOMIC_ADD = 0, IR_ATOMIC_MAX = 1, IR_ATOMIC_MIN = 2, IR_ATOMIC_STORE = 3, IR_ATOMIC_LOAD = 4, IR_ATOMIC_OR = 5, IR_ATOMIC_AND = 6, IR_ATOMIC_XOR = 7, IR_ATOMIC_COUNT } ir_atomic_kind;
 
 struct ir_stmt {
     ir_stmt_kind kind;

@@ -364,6 +364,9 @@ static const char *atomic_name(int op) {
     case IR_ATOMIC_MIN: return "atomic_min";
     case IR_ATOMIC_STORE: return "atomic_store";
     case IR_ATOMIC_LOAD: return "atomic_load";
+    case IR_ATOMIC_OR: return "atomic_or";
+    case IR_ATOMIC_AND: return "atomic_and";
+    case IR_ATOMIC_XOR: return "atomic_xor";
     default: return "atomic_?";
     }
 }

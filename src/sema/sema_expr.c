@@ -21,7 +21,7 @@
     X(cdiv, S) X(align_up, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(async_copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
-    X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) \
+    X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) X(atomic_or, T) X(atomic_and, T) X(atomic_xor, T) \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T) X(reshape, T) X(view, T)                                  \
@@ -35,7 +35,10 @@
     X(get_thread_binding, S) X(thread_binding, S) X(get_lane_idx, S) X(get_warp_idx, S)                  \
     X(get_warp_idx_sync, S) X(shfl_xor, S) X(shfl_down, S) X(shfl_up, S) X(shfl_sync, S)                 \
     X(tvm_warp_shuffle, S) X(warp_reduce_sum, S) X(warp_reduce_max, S) X(warp_reduce_min, S)              \
-    X(warp_reduce_bitand, S) X(warp_reduce_bitor, S) X(get_warp_group_idx, S)
+    X(warp_reduce_bitand, S) X(warp_reduce_bitor, S) X(get_warp_group_idx, S)                           \
+    X(alloc_barrier, T) X(barrier_arrive, T) X(barrier_wait, T) X(mbarrier_arrive, T) X(mbarrier_wait_parity, T) \
+    X(mbarrier_expect_tx, T) X(barrier_expect_tx, T) X(tma_copy, T) X(ws, L)                             \
+    X(tma_store_wait, H) X(tma_store_arrive, H) X(fence_proxy_async, H)
 
 typedef struct builtin_info { const char *name; char kind; } builtin_info;
 static const builtin_info builtins[] = {
@@ -1249,7 +1252,7 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
                 return t;
             }
         }
-        sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : "the iterable of a for loop");
+        sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : !strcmp(fname, "ws") ? "`with T.ws(...):`" : "the iterable of a for loop");
         return sv_err(c, loc);
     case 'H':
         /* scheduling hints: no semantics; Tile's passes make these decisions themselves */
@@ -1796,13 +1799,13 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
             "warp_any", "warp_all",
-            "warp_ballot", "alloc_barrier", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm",
+            "warp_ballot", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm",
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
-            "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive", "wait_wgmma", "warpgroup_arrive",
-            "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm", "tma_copy",
+            "wait_wgmma", "warpgroup_arrive",
+            "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm",
             "copy_async", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
             "make_tensor", "Tensor_ptr", "ptr", "region", "buffer_load", "buffer_store", "tvm_access_ptr", "tvm_mma_sync",
-            "fence_proxy_async", "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",
+            "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",
             "dp4a", "popcount", "clz", "extract_lane", "mask", "scan", NULL};
         for (int i = 0; later[i]; i++)
             if (!strcmp(later[i], last)) {

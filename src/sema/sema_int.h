@@ -160,6 +160,14 @@ typedef struct sema_ctx {
     ir_buffer *views[64];
     ir_buffer *view_base[64];
     int nviews;
+    /* mbarriers of the kernel being lowered (T.alloc_barrier, sema_stmt.c): a local int32
+     * buffer holding each barrier's arrivals so far, and each barrier's arrive count */
+    ir_buffer *barriers[16];
+    int64_t *bar_counts[16];
+    int nbarriers;
+    tile_loc sync_loc;           /* the first T.ws or barrier operation of the kernel */
+    bool sync_used;
+    int ws_threads;              /* threads of the T.ws(...) group being lowered (0: the block) */
     /* loop variables with constant bounds (lo..hi inclusive), to prove view indices in range */
     const ir_var *range_var[256];
     int64_t range_lo[256], range_hi[256];

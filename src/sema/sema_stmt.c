@@ -443,11 +443,13 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
 }
 
 /* ---------- kernels ---------- */
+static void lower_ws(sema_ctx *c, sema_env *env, const ast_stmt *s);
 static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     if (s->nwith != 1) { sema_err(c, s->loc, "only `with T.Kernel(...) as ...:` is supported"); return; }
     const ast_expr *k = s->with_items[0];
     sval *f = k->kind == AST_E_CALL ? lower_expr(c, env, k->value) : NULL;
-    if (!f || f->kind != SV_BUILTIN || strcmp(f->str, "Kernel")) { sema_err(c, k->loc, "only `with T.Kernel(...) as ...:` is supported"); return; }
+    if (f && f->kind == SV_BUILTIN && !strcmp(f->str, "ws")) { lower_ws(c, env, s); return; }
+    if (!f || f->kind != SV_BUILTIN || strcmp(f->str, "Kernel")) { sema_err(c, k->loc, "only `with T.Kernel(...) as ...:` and `with T.ws(...):` are supported"); return; }
     if (c->in_kernel) { sema_err(c, s->loc, "T.Kernel cannot be nested inside another T.Kernel"); return; }
     if (c->par_depth) { sema_err(c, s->loc, "T.Kernel cannot be inside a T.Parallel loop"); return; }
     if (!c->stmts) { sema_err(c, s->loc, "a T.Kernel is run-time code, which is not allowed here"); return; }
@@ -517,8 +519,14 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     c->in_kernel++;
     c->kernel = ks;
     c->simt_tid = NULL;
+    c->nbarriers = 0;
+    c->sync_used = false;
+    c->ws_threads = 0;
     ir_stmt *body = lower_body(c, env, &s->body, s->loc);
     c->in_kernel--;
+    if (c->sync_used && c->simt_tid)
+        sema_err(c, c->sync_loc, "T.ws and mbarriers (T.alloc_barrier) in a kernel with per-thread code (T.get_thread_binding) are not supported yet; "
+                                 "Tile runs them in program order for the whole block, which needs block-level code");
     ks->body = one_body(c, body);
     ks->nbody = 1;
     simt_lower_kernel(c, ks);
@@ -1040,11 +1048,12 @@ static void check_kwargs(sema_ctx *c, const ast_expr *call, const char *op, cons
     }
 }
 
-static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos) {
+static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos, bool tma) {
     /* hints on how to copy; Tile's lowering chooses the instructions */
     static const char *const kws[] = {"coalesced_width", "disable_tma", "eviction_policy", "loop_layout", "prefer_instruction",
                                       "annotations", "src", "dst", NULL};
-    check_kwargs(c, call, "T.copy", kws);
+    static const char *const tma_kws[] = {"barrier", "eviction_policy", "annotations", "src", "dst", NULL};
+    check_kwargs(c, call, tma ? "T.tma_copy" : "T.copy", tma ? tma_kws : kws);
     if (npos != 2) { sema_err(c, call->loc, "T.copy takes a source and a destination, got %d arguments", npos); return sv_err(c, call->loc); }
     if (is_head_form(pos[0]) && is_head_form(pos[1]) && c->in_kernel) {
         /* T.copy(A[i], B[j]): two single elements, a copy of one element (an element
@@ -1377,6 +1386,26 @@ static sval *lower_atomic_vec(sema_ctx *c, sema_env *env, const char *fname, con
     return sv_none(c, loc);
 }
 
+/* One element update buf[a] = buf[a] op value as an IR_S_ATOMIC statement; value NULL (a
+ * load) reads only. With want_old, the element's value before the update comes back as an
+ * expression of its compute dtype (a local named after `old`). */
+static sval *emit_elem_atomic(sema_ctx *c, const ast_expr *call, sv_access *a, sval *value, int op, bool want_old, const char *old) {
+    tile_dtype ct = promote_arith(a->buf->dtype);
+    ir_expr *x;
+    if (!value) x = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0.0, call->loc) : ir_const_int(c->mod, ct, 0, call->loc);
+    else if (value->kind == SV_EXPR && value->weak) x = cast_to(c, value->e, ct);
+    else x = materialize(c, value);
+    if (!x) return sv_err(c, call->loc);
+    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
+    s->buf = a->buf;
+    s->idx = a->start;
+    s->value = coerce_store(c, x, a->buf->dtype, call->loc);
+    s->atomic_op = op;
+    if (want_old) s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "%s%d", old, c->tmp_counter++), IR_VAR_LOCAL, ct, call->loc);
+    emit(c, s);
+    return want_old ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
+}
+
 /* T.atomic_load(elem, memory_order=) / T.atomic_store(elem, value, memory_order=): one element
  * read or written atomically. Every memory order TileLang accepts for the operation is
  * accepted (Tile's atomics are all sequentially consistent, the strongest of them); one it
@@ -1414,20 +1443,7 @@ static sval *lower_atomic_ls(sema_ctx *c, sema_env *env, const char *fname, cons
     }
     sv_access *a = pos[0]->acc;
     if (a->buf->dtype == TILE_DT_BOOL) { sema_err(c, call->loc, "T.%s on a bool buffer ('%s') is not supported", fname, a->buf->name); return sv_err(c, call->loc); }
-    tile_dtype ct = promote_arith(a->buf->dtype);
-    ir_expr *x;
-    if (load) x = tile_dtype_is_float(ct) ? ir_const_float(c->mod, ct, 0.0, call->loc) : ir_const_int(c->mod, ct, 0, call->loc);
-    else if (pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, ct);
-    else x = materialize(c, pos[1]);
-    if (!x) return sv_err(c, call->loc);
-    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
-    s->buf = a->buf;
-    s->idx = a->start;
-    s->value = coerce_store(c, x, a->buf->dtype, call->loc);
-    s->atomic_op = load ? IR_ATOMIC_LOAD : IR_ATOMIC_STORE;
-    if (load) s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "ld%d", c->tmp_counter++), IR_VAR_LOCAL, ct, call->loc);
-    emit(c, s);
-    return load ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
+    return emit_elem_atomic(c, call, a, load ? NULL : pos[1], load ? IR_ATOMIC_LOAD : IR_ATOMIC_STORE, load, "ld");
 }
 
 static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
@@ -1444,7 +1460,21 @@ static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const a
     }
     if (npos != 2) { sema_err(c, call->loc, "T.%s takes a destination element and a value, got %d arguments", fname, npos); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "T.%s is run-time code, which is not allowed here", fname); return sv_err(c, call->loc); }
-    int aop = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
+    static const struct { const char *name; int op; } ops[] = {{"atomic_add", IR_ATOMIC_ADD}, {"atomic_max", IR_ATOMIC_MAX}, {"atomic_min", IR_ATOMIC_MIN},
+                                                              {"atomic_or", IR_ATOMIC_OR}, {"atomic_and", IR_ATOMIC_AND}, {"atomic_xor", IR_ATOMIC_XOR}};
+    int aop = -1;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        if (!strcmp(fname, ops[k].name)) aop = ops[k].op;
+    if (aop < 0) { sema_err(c, call->loc, "unknown function 'T.%s'", fname); return sv_err(c, call->loc); }
+    bool bitwise = aop == IR_ATOMIC_OR || aop == IR_ATOMIC_AND || aop == IR_ATOMIC_XOR;
+    if (bitwise) {
+        sval *d = pos[0];
+        ir_buffer *db = d->kind == SV_BUFFER ? d->buf : d->kind == SV_ACCESS ? d->acc->buf : NULL;
+        if (db && !tile_dtype_is_int(db->dtype)) {
+            sema_err(c, call->loc, "T.%s needs an integer destination, but '%s' is %s", fname, db->name, tile_dtype_name(db->dtype));
+            return sv_err(c, call->loc);
+        }
+    }
     if ((pos[0]->kind == SV_BUFFER || (pos[0]->kind == SV_ACCESS && pos[0]->acc->any_slice) || pos[1]->kind == SV_BUFFER ||
          (pos[1]->kind == SV_ACCESS && pos[1]->acc->any_slice))) {
         if (prev) { sema_err(c, call->loc, "T.%s(..., return_prev=True) needs one element as its destination, not a region", fname); return sv_err(c, call->loc); }
@@ -1455,22 +1485,8 @@ static sval *lower_atomic(sema_ctx *c, sema_env *env, const char *fname, const a
         return sv_err(c, call->loc);
     }
     sv_access *a = pos[0]->acc;
-    ir_expr *x;
-    if (pos[1]->kind == SV_EXPR && pos[1]->weak) x = cast_to(c, pos[1]->e, promote_arith(a->buf->dtype));
-    else x = materialize(c, pos[1]);
-    if (!x) return sv_err(c, call->loc);
-    ir_stmt *s = ir_stmt_new(c->mod, IR_S_ATOMIC, call->loc);
-    s->buf = a->buf;
-    s->idx = a->start;
-    s->value = coerce_store(c, x, a->buf->dtype, call->loc);
-    s->atomic_op = !strcmp(fname, "atomic_add") ? IR_ATOMIC_ADD : !strcmp(fname, "atomic_max") ? IR_ATOMIC_MAX : IR_ATOMIC_MIN;
     if (a->buf->dtype == TILE_DT_BOOL) { sema_err(c, call->loc, "T.%s on a bool buffer ('%s') is not supported", fname, a->buf->name); return sv_err(c, call->loc); }
-    if (prev) {
-        /* the element's value before the update, in its compute dtype */
-        s->var = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "prev%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(a->buf->dtype), call->loc);
-    }
-    emit(c, s);
-    return prev ? sv_expr(c, ir_var_ref(c->mod, s->var, call->loc)) : sv_none(c, call->loc);
+    return emit_elem_atomic(c, call, a, pos[1], aop, prev, "prev");
 }
 
 static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
@@ -1543,7 +1559,7 @@ static sval *lower_reducer_op(sema_ctx *c, sema_env *env, const char *fname, con
     /* finalize_reducer(acc[, out]): the updates already combined; with out, a copy */
     if (npos >= 2) {
         sval *cp[2] = {pos[0], pos[1]};
-        return lower_copy(c, call, cp, 2);
+        return lower_copy(c, call, cp, 2, false);
     }
     (void)env;
     return sv_none(c, call->loc);
@@ -1696,6 +1712,179 @@ static sval *lower_scan(sema_ctx *c, sema_env *env, const char *name, const ast_
     return sv_none(c, loc);
 }
 
+/* ---------- warp specialisation and mbarriers (T.ws, T.alloc_barrier) ----------
+ * TileLang's explicit warp specialisation runs the body of `with T.ws(g):` on warp group g
+ * (threads 128g .. 128g+127) only, and orders the groups with mbarriers: arrive counts
+ * arrivals, and a wait on parity p returns once the barrier's phase of that parity has
+ * completed. Tile runs such a kernel in program order for the whole block: every T.ws body,
+ * tile operations as elsewhere. That is one of the interleavings the barriers allow, so it
+ * gives the program's result, provided each wait is already satisfied when program order
+ * reaches it; a wait that needs a later arrival (a producer running ahead of its consumer)
+ * cannot be run that way. So each barrier counts its arrivals at run time (a local int32
+ * per barrier: a group of n threads arriving adds n) and each wait checks, on every target,
+ * that the phase it waits for is complete (phase = arrivals // arrive_count), an error at
+ * the wait otherwise. */
+static bool sync_scope(sema_ctx *c, const ast_expr *call, const char *op) {
+    if (!c->in_kernel || !c->stmts || !c->kernel) { sema_err(c, call->loc, "%s must be inside a `with T.Kernel(...)` block", op); return false; }
+    if (c->par_depth) { sema_err(c, call->loc, "%s cannot be inside a T.Parallel loop", op); return false; }
+    if (!c->sync_used) { c->sync_used = true; c->sync_loc = call->loc; }
+    return true;
+}
+
+static sval *lower_alloc_barrier(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+    if (!sync_scope(c, call, "T.alloc_barrier")) return sv_err(c, call->loc);
+    sval *cv = npos > 0 ? pos[0] : kw_of(call, c, env, "arrive_count");
+    if (!cv || npos > 1) { sema_err(c, call->loc, "T.alloc_barrier takes one arrive count or a list of them (T.alloc_barrier(arrive_count=128))"); return sv_err(c, call->loc); }
+    int n = cv->kind == SV_TUPLE ? cv->nitems : 1;
+    if (n < 1 || n > 64) { sema_err(c, cv->loc, "T.alloc_barrier needs 1 to 64 arrive counts, got %d", n); return sv_err(c, call->loc); }
+    if (c->nbarriers >= 16) { sema_err(c, call->loc, "a kernel may allocate at most 16 barrier arrays"); return sv_err(c, call->loc); }
+    int64_t *counts = TILE_NEW_ARRAY(&c->mod->arena, int64_t, n);
+    for (int i = 0; i < n; i++) {
+        sval *x = cv->kind == SV_TUPLE ? cv->items[i] : cv;
+        if (!as_const_int(c, x, &counts[i], "a barrier's arrive count")) return sv_err(c, call->loc);
+        if (counts[i] < 1 || counts[i] > 1024) { sema_err(c, x->loc, "a barrier's arrive count must be between 1 and 1024, got %lld", (long long)counts[i]); return sv_err(c, call->loc); }
+    }
+    sval *shape = sv_new(c, SV_TUPLE, call->loc);
+    shape->nitems = 1;
+    shape->items = TILE_NEW_ARRAY(c->arena, sval *, 1);
+    shape->items[0] = sv_weak_int(c, n, call->loc);
+    sval *dt = sv_new(c, SV_DTYPE, call->loc);
+    dt->dt = TILE_DT_I32;
+    sval *ap[2] = {shape, dt};
+    ast_expr plain = *call;
+    plain.nkwargs = 0;
+    sval *bv = lower_alloc(c, env, "alloc_local", &plain, ap, 2);
+    if (bv->kind != SV_BUFFER) return bv;
+    for (int i = 0; i < n; i++) {
+        ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, call->loc);
+        st->buf = bv->buf;
+        st->idx = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, 1);
+        st->idx[0] = ir_const_int(c->mod, TILE_DT_I32, i, call->loc);
+        st->value = ir_const_int(c->mod, TILE_DT_I32, 0, call->loc);
+        emit(c, st);
+    }
+    c->barriers[c->nbarriers] = bv->buf;
+    c->bar_counts[c->nbarriers++] = counts;
+    return bv;
+}
+
+/* the barrier an operand names: its array (index into c->barriers) and element */
+static bool barrier_operand(sema_ctx *c, sval *v, const char *op, int *which, ir_expr **elem) {
+    ir_buffer *b = v && v->kind == SV_BUFFER ? v->buf : v && v->kind == SV_ACCESS && !v->acc->any_slice && v->acc->n == 1 ? v->acc->buf : NULL;
+    for (int i = 0; b && i < c->nbarriers; i++)
+        if (c->barriers[i] == b) {
+            *which = i;
+            if (v->kind == SV_ACCESS) { *elem = v->acc->start[0]; return true; }
+            int64_t n;
+            if (ir_const_int_value(b->shape[0], &n) && n == 1) { *elem = ir_const_int(c->mod, TILE_DT_I32, 0, v->loc); return true; }
+            sema_err(c, v->loc, "%s: this T.alloc_barrier holds several barriers; name one (bars[i])", op);
+            return false;
+        }
+    if (!v || !v->poison) sema_err(c, v ? v->loc : (tile_loc){0}, "%s needs a barrier made by T.alloc_barrier (or one element of such an array), got %s", op, v ? sv_describe(v) : "nothing");
+    return false;
+}
+
+static sval *lower_barrier_op(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos) {
+    char op[40];
+    snprintf(op, sizeof op, "T.%s", name);
+    if (!sync_scope(c, call, op)) return sv_err(c, call->loc);
+    bool wait = !strcmp(name, "barrier_wait") || !strcmp(name, "mbarrier_wait_parity");
+    bool expect = strstr(name, "expect_tx") != NULL;
+    sval *bar = npos > 0 ? pos[0] : kw_of(call, c, env, "mbarrier");
+    if (!bar) bar = kw_of(call, c, env, "barrier");
+    int which;
+    ir_expr *k;
+    if (!barrier_operand(c, bar, op, &which, &k)) return sv_err(c, call->loc);
+    k = cast_to(c, k, TILE_DT_I32);
+    int64_t n = 0, kc;
+    ir_const_int_value(c->barriers[which]->shape[0], &n);
+    if (ir_const_int_value(k, &kc) && (kc < 0 || kc >= n)) { sema_err(c, bar->loc, "%s: barrier %lld of an array of %lld", op, (long long)kc, (long long)n); return sv_err(c, call->loc); }
+    ir_expr **idx = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, 1);
+    idx[0] = k;
+    ir_expr *arrived = ir_load(c->mod, c->barriers[which], idx, call->loc);
+    if (expect) {
+        /* the bytes a TMA copy will deliver: Tile's copies are complete when they return */
+        sval *tx = npos > 1 ? pos[1] : kw_of(call, c, env, "tx");
+        if (tx && !materialize(c, tx)) return sv_err(c, call->loc);
+        return sv_none(c, call->loc);
+    }
+    if (!wait) {
+        /* every thread of the group running it arrives once (mbarrier_arrive's cta_id and
+         * similar extras name where to arrive in a cluster: one block here) */
+        int g = c->ws_threads ? c->ws_threads : c->kernel->threads;
+        ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, call->loc);
+        st->buf = c->barriers[which];
+        st->idx = idx;
+        st->value = int_binary(c, IR_B_ADD, arrived, ir_const_int(c->mod, TILE_DT_I32, g, call->loc), call->loc);
+        emit(c, st);
+        return sv_none(c, call->loc);
+    }
+    sval *pv = npos > 1 ? pos[1] : kw_of(call, c, env, "parity");
+    if (!pv) { sema_err(c, call->loc, "%s needs the parity of the phase to wait for (%s(bar, parity))", op, op); return sv_err(c, call->loc); }
+    ir_expr *parity = as_int_expr(c, pv, "the parity");
+    if (!parity) return sv_err(c, call->loc);
+    parity = cast_to(c, parity, TILE_DT_I32);
+    /* the element's arrive count: a constant, or chosen by the run-time index */
+    int64_t *cnt = c->bar_counts[which];
+    ir_expr *count = ir_const_int(c->mod, TILE_DT_I32, cnt[n - 1], call->loc);
+    bool same = true;
+    for (int64_t j = 0; j < n; j++) same &= cnt[j] == cnt[n - 1];
+    for (int64_t i = n - 2; i >= 0 && !same; i--) {
+        ir_expr *is = ir_binary(c->mod, IR_B_EQ, k, ir_const_int(c->mod, TILE_DT_I32, i, call->loc), call->loc);
+        count = ir_select(c->mod, is, ir_const_int(c->mod, TILE_DT_I32, cnt[i], call->loc), count, call->loc);
+    }
+    /* the phase with this parity has completed when the current phase's parity differs */
+    ir_expr *phase = int_binary(c, IR_B_FLOORDIV, arrived, count, call->loc);
+    ir_expr *diff = int_binary(c, IR_B_FLOORMOD, int_binary(c, IR_B_ADD, phase, parity, call->loc), ir_const_int(c->mod, TILE_DT_I32, 2, call->loc), call->loc);
+    ir_stmt *a = ir_stmt_new(c->mod, IR_S_ASSERT, call->loc);
+    a->cond = ir_binary(c->mod, IR_B_EQ, diff, ir_const_int(c->mod, TILE_DT_I32, 1, call->loc), call->loc);
+    a->msg = tile_arena_printf(&c->mod->arena,
+                               "%s: the phase waited for has not completed when program order reaches this wait; Tile runs warp-specialised code "
+                               "in program order, so a wait for arrivals that come later in the program (a producer running ahead of its consumer) "
+                               "is not supported yet",
+                               op);
+    emit(c, a);
+    return sv_none(c, call->loc);
+}
+
+/* with T.ws(g, ...): the body, in program order, for the whole block; arrivals inside count
+ * the threads of the named warp groups */
+static void lower_ws(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    const ast_expr *k = s->with_items[0];
+    if (s->with_targets[0]) { sema_err(c, s->with_targets[0]->loc, "`with T.ws(...)` has no value to name with 'as'"); return; }
+    if (!sync_scope(c, k, "T.ws")) return;
+    if (k->nitems < 1 || k->nkwargs) { sema_err(c, k->loc, "T.ws takes the warp group indices it runs on (T.ws(0), T.ws(0, 1))"); return; }
+    int threads = c->kernel->threads, groups = 0;
+    for (int i = 0; i < k->nitems; i++) {
+        int64_t g;
+        if (!as_const_int(c, lower_expr(c, env, k->items[i]), &g, "a warp group index")) return;
+        if (g < 0 || g * 128 >= threads) {
+            sema_err(c, k->items[i]->loc, "T.ws(%lld) names warp group %lld, but the block has %d threads (%d warp group%s of 128)", (long long)g, (long long)g, threads,
+                     (threads + 127) / 128, (threads + 127) / 128 == 1 ? "" : "s");
+            return;
+        }
+        groups += (int)(threads - g * 128 < 128 ? threads - g * 128 : 128);
+    }
+    int saved = c->ws_threads;
+    c->ws_threads = groups;
+    ir_stmt *body = lower_body(c, env, &s->body, s->loc);
+    c->ws_threads = saved;
+    if (body) emit(c, body);
+}
+
+/* T.tma_copy(src, dst, barrier=bar): a T.copy; the barrier's expected bytes are delivered when
+ * it returns */
+static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos, bool tma);
+static sval *lower_tma_copy(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+    sval *bar = kw_of(call, c, env, "barrier");
+    if (bar && bar->kind != SV_NONE) {
+        int which;
+        ir_expr *k;
+        if (!sync_scope(c, call, "T.tma_copy") || !barrier_operand(c, bar, "T.tma_copy(barrier=...)", &which, &k)) return sv_err(c, call->loc);
+    }
+    return lower_copy(c, call, pos, npos, true);
+}
+
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
     c->tile_scope = env;
@@ -1704,9 +1893,12 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     if (!strcmp(name, "copy") || !strcmp(name, "async_copy")) {
         /* T.copy(src=..., dst=...): the keyword forms of the two operands */
         sval *sd[2] = {npos > 0 ? pos[0] : kw_of(call, c, env, "src"), npos > 1 ? pos[1] : kw_of(call, c, env, "dst")};
-        if (npos < 2 && sd[0] && sd[1]) return lower_copy(c, call, sd, 2);
-        return lower_copy(c, call, pos, npos);
+        if (npos < 2 && sd[0] && sd[1]) return lower_copy(c, call, sd, 2, false);
+        return lower_copy(c, call, pos, npos, false);
     }
+    if (!strcmp(name, "tma_copy")) return lower_tma_copy(c, env, call, pos, npos);
+    if (!strcmp(name, "alloc_barrier")) return lower_alloc_barrier(c, env, call, pos, npos);
+    if (strstr(name, "barrier_")) return lower_barrier_op(c, env, name, call, pos, npos);
     if (!strcmp(name, "reshape") || !strcmp(name, "view")) return lower_view(c, env, name, call, pos, npos);
     /* views as operands of the other tile operations: through temporaries (view_operand) */
     int nview = 0;

@@ -200,6 +200,38 @@ def ref_atomic_slots(a, nblocks=3, threads=96):
     return {"Mark": np.ones((nblocks, threads), np.int32), "Count": np.full(nblocks, threads, np.int32)}
 
 
+def ref_atomic_bits(a):
+    x = a["A"].astype(np.int64)
+    return {"Or": np.bitwise_or.reduce(x, axis=1) | a["Or"], "And": np.bitwise_and.reduce(x, axis=1) & a["And"],
+            "Xor": np.bitwise_xor.reduce(x, axis=1) ^ a["Xor"], "Lo": np.bitwise_or.reduce(x & 0xFF, axis=1) | a["Lo"],
+            "Neg": np.bitwise_and.reduce(x % 128 - 128, axis=1) & a["Neg"], "Prev": a["Prev"]}
+
+
+def ref_tile_xor(a, bm=8, bn=16):
+    x = a["A"]
+    m, n = x.shape
+    d = a["D"].copy()
+    for i in range(0, m, bm):
+        for j in range(0, n, bn):
+            t = np.zeros((bm, bn), np.int32)
+            blk = x[i:i + bm, j:j + bn]
+            t[:blk.shape[0], :blk.shape[1]] = blk
+            d ^= t
+    return {"D": d}
+
+
+def gen_atomic_bits(m, n, seed):
+    r = rng(seed)
+    return {"A": r.integers(-2**31, 2**31, (m, n), dtype=np.int64).astype(np.int32), "Or": r.integers(0, 16, m).astype(np.int32),
+            "And": np.full(m, -1, np.int32), "Xor": r.integers(-2**31, 2**31, m, dtype=np.int64).astype(np.int32),
+            "Lo": np.zeros(m, np.uint8), "Neg": np.full(m, -1, np.int8), "Prev": r.integers(-1000, 1000, (m, n)).astype(np.int32)}
+
+
+def ref_ws_ring_gemm(a):
+    c = a["A"].astype(np.float64) @ a["B"].astype(np.float64)
+    return {"C": c, "D": 2 * c}
+
+
 def ref_atomic_ls(a):
     # 2v + v in f32 (exact for f16 inputs), rounded once to the buffer's dtype
     x = a["A"]
@@ -330,6 +362,17 @@ CASES = {
     "atomic_ls_f16": ("atomic_ls.py", "scaled_copy", ["M=12", "N=24", "dtype=float16"],
                       lambda: {"A": f32((12, 24), 44).astype(np.float16), "B": f32((12, 24), 45).astype(np.float16)}, ref_atomic_ls),
     "atomic_flag": ("atomic_ls.py", "flag", ["nblocks=3"], lambda: {}, ref_atomic_flag),
+    "ws_ring_gemm": ("ws_barrier.py", "ring_gemm", ["M=70", "N=50", "K=40"],
+                     lambda: {"A": f32((70, 40), 50).astype(np.float16), "B": f32((40, 50), 51).astype(np.float16)}, ref_ws_ring_gemm),
+    "ws_ring_gemm_3": ("ws_barrier.py", "ring_gemm", ["M=64", "N=64", "K=100", "stages=3"],
+                       lambda: {"A": f32((64, 100), 52).astype(np.float16), "B": f32((100, 64), 53).astype(np.float16)}, ref_ws_ring_gemm),
+    # a string reference: the run must fail with this message at this line of the program
+    "ws_consumer_first": ("ws_barrier.py", "consumer_first", ["N=64"], lambda: {"X": f32((64,), 54)},
+                          "ws_barrier.py:56:19: error: assertion failed: T.barrier_wait: the phase waited for has not completed"),
+    "atomic_bits": ("atomic_bits.py", "row_bits", ["M=6", "N=70"], lambda: gen_atomic_bits(6, 70, 47), ref_atomic_bits),
+    "atomic_tile_xor": ("atomic_bits.py", "tile_xor", ["M=20", "N=40"],
+                        lambda: {"A": rng(48).integers(-2**31, 2**31, (20, 40), dtype=np.int64).astype(np.int32),
+                                 "D": rng(49).integers(-99, 99, (8, 16)).astype(np.int32)}, ref_tile_xor),
     "reinterpret_var": ("reinterpret_var.py", "keys", ["N=300"], lambda: {"X": (f32((300,), 28) * 100).astype(np.float32)}, ref_reinterpret_var),
     "simt_masked_tileop": ("simt_masked_tileop.py", "masked", ["M=40", "N=70"], lambda: {"A": f32((40, 70), 29)}, ref_simt_masked),
     # n bound from X's shape at run time: true division in f64 inside the kernel
@@ -366,7 +409,7 @@ def available(tile, target):
 def run_case(tile, target, name):
     file, kernel, defines, gen, ref = CASES[name]
     inputs = gen()
-    want = ref(inputs)
+    want = ref if isinstance(ref, str) else ref(inputs)
     with tempfile.TemporaryDirectory() as d:
         cmd = [tile, "run", os.path.join(PROG, file), "-f", kernel, "--target", target, "--quiet"]
         for df in defines:
@@ -375,6 +418,11 @@ def run_case(tile, target, name):
             p = os.path.join(d, "in_%s.npy" % k)
             np.save(p, v)
             cmd += ["--in", "%s=%s" % (k, p)]
+        if isinstance(want, str):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            ok = r.returncode == 1 and want in r.stderr
+            print("%s %s: %s" % (target, name, "fails as expected" if ok else "FAIL: expected exit 1 and '%s', got exit %d\n%s%s" % (want, r.returncode, r.stdout, r.stderr)))
+            return ok
         for k in want:
             cmd += ["--out", "%s=%s" % (k, os.path.join(d, "out_%s.npy" % k))]
         r = subprocess.run(cmd, capture_output=True, text=True)
