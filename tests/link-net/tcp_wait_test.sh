@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tcp_wait_test.sh TOOL NETNS_SH PYTHONDIR — two test hosts (network namespaces, one rank each)
 # on a 100 Mbit/s link (scripts/netns.sh --rate): the ranks' CPU time while their all-reduces
-# wait for the link stays below 15 % of the wall time (4x what it uses: 6 %; polling and yielding took 23-29 %) (tcp_wait_cpu.py), i.e. a waiting
-# rank sleeps in epoll instead of polling and yielding. Skips (77) without root, `ip`, tc's
-# tbf, numpy, or when namespaces cannot be made. The namespaces are always removed.
+# wait for the link stays below 15 % of the wall time (tcp_wait_cpu.py; sleeping in epoll:
+# about 6 %, polling and yielding: 23-39 %), i.e. a waiting rank sleeps instead of polling.
+# Skips (77) without root, `ip`, tc's tbf, numpy, or when namespaces cannot be made. The namespaces are always removed.
 set -u
 TOOL=$1
 NETNS=$2
