@@ -7,7 +7,7 @@ backward pass's compute (autograd's evaluate_function ranges), on rank 0.
 
     torchrun --nproc-per-node 4 bench/torch/ddp_step.py [--hidden 512] [--layers 4]
         [--batch 64] [--steps 20] [--rounds 3] [--hook none|sign1] [--trace DIR]
-        [--runs gloo,tile,sign1/g=int8/m] [--data random|digits]
+        [--runs gloo,tile,sign1/g=int8/m] [--data random|digits] [--lr 0.01] [--seed 0]
 
 --runs: the DDP models that alternate, each with its own copy of the model: gloo, tile
 (exact) or a comm_hook spec METHOD[/cCHUNK][/g=GATHER][/m] of bench/torch/ddp_digits.py on
@@ -119,6 +119,7 @@ def main():
     ap.add_argument("--data", default="random", choices=("random", "digits"))
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--trace", default="")
+    ap.add_argument("--seed", type=int, default=0, help="model initialisation (every run starts from the same weights)")
     a = ap.parse_args()
     specs = a.runs.split(",") if a.runs else ["gloo", "tile"] + ([a.hook + "/g=int8/m"] if a.hook != "none" else [])
     torch.set_num_threads(1)
@@ -134,7 +135,7 @@ def main():
         Y = [torch.randint(0, 10, (a.batch,), generator=g) for _ in range(8)]
     runs = {}
     for name in specs:
-        m = DDP(make(a), process_group=gloo if name == "gloo" else None, bucket_cap_mb=a.bucket_mb)
+        m = DDP(make(a, a.seed), process_group=gloo if name == "gloo" else None, bucket_cap_mb=a.bucket_mb)
         hook = None
         if name not in ("gloo", "tile"):
             method, kw = parse_hook(name)

@@ -122,6 +122,11 @@ def _back(dst, src):
 
 
 # ---------------------------------------------------------------- work and the worker thread
+def _profiling():
+    """Does a torch.profiler session run (on any thread)?"""
+    return getattr(torch.autograd.profiler, "_is_profiler_enabled", True)
+
+
 class _Op:
     __slots__ = ("fn", "result", "error", "done", "future", "name")
 
@@ -168,15 +173,23 @@ class _Engine:
 
     def _run(self, op):
         try:
-            # a range in torch.profiler's traces (bench/torch/ddp_step.py measures overlap with it)
-            with torch.autograd.profiler.record_function("tile::" + op.name):
+            # a range in torch.profiler's traces (bench/torch/ddp_step.py measures overlap with
+            # it); only while a profiler runs: entering and leaving a range costs ~10 us a call
+            if _profiling():
+                with torch.autograd.profiler.record_function("tile::" + op.name):
+                    op.fn()
+            else:
                 op.fn()
         except BaseException as e:  # noqa: BLE001 (handed to the waiter)
             op.error = e
         finally:
             with self._cv:
                 self._busy = False
-                self._cv.notify_all()
+                # wake the worker only for queued work: waking it for nothing (after every
+                # blocking call run here) costs two thread switches and a GIL hand-off, which
+                # on a host with fewer cores than ranks delays the peers too
+                if self._q:
+                    self._cv.notify()
             # the future first: a caller that wait()ed must find it done (and its callbacks,
             # such as a DDP hook's, run) once the work reports completion
             if op.error is not None:
