@@ -46,6 +46,13 @@ const ir_func *simt_g_func(gen *G);
  *                                                   T.gemm(A_s, B_s, C_f[, transpose_B])
  *         T.copy(C_f, C[..])
  *
+ * or its promoted form, where each iteration's product goes to a second fragment P_f and a
+ * T.Parallel nest (the promotion nest) adds it to C_f, scaled as it likes (DeepSeek-V3's
+ * per-block scales):
+ *
+ *             T.gemm(A_s, B_s, P_f, transpose_B=True, clear_accum=True)
+ *             for i, j in T.Parallel(BM, BN): C_f[i, j] += P_f[i, j] * ...
+ *
  * A, B, C rank-2 global tensors (kernel arguments); each copy's box = its shared tile's
  * constant shape; A_s (BM, BK), B_s (BN, BK) or, transpose_B=False, (BK, BN); dtype f16,
  * bf16 or fp8 (e4m3/e5m2) for both; C f32, f16, bf16 or fp8. The lowerings add their own
@@ -59,6 +66,10 @@ typedef struct simt_gemm_shape {
     const ir_stmt *epi[8];
     int nepi;
     const ir_buffer *Cs;
+    /* the promoted form: the K loop's fourth statement, a T.Parallel nest reading P_f (the
+     * gemm's clear_accum result) and updating C_f; NULL otherwise */
+    const ir_stmt *promo;
+    const ir_buffer *Pf;
     const ir_buffer *As, *Bs, *Cf, *A, *B, *C;
     int64_t BM, BN, BK;
     bool bkn;  /* B stored K x N (transpose_B=False): B_s is (BK, BN) */
