@@ -45,6 +45,10 @@
  *   - fp8: each stage's products are summed by wgmma into a second register set and added
  *     to the accumulator in f32 (wgmma's fp8 sums carry fewer bits than f32); fp8 kernels
  *     with an f32 result keep the portable lowering, which is exact;
+ *   - the promoted form (simt_gen.h: gemm into a second fragment with clear_accum, then one
+ *     T.Parallel nest updating the accumulator, e.g. block scales): the second register set
+ *     is that fragment, and the nest, from the IR, replaces the plain add after each stage
+ *     (one loop iteration a stage);
  *   - the kernel is persistent (simt_launch.persistent: at most one block per
  *     multiprocessor, each looping over tiles with the mbarrier phases running on across
  *     tiles), tiles rasterised in groups of TILE_SM90_GROUP (8) indices of grid dim 1.
