@@ -270,6 +270,10 @@ def test_cuda_quant_gemms_vs_references():
     assert got.is_cuda and got.dtype == torch.bfloat16
     ref = fp8_ref(a, sa, b, sb)
     close(got, ref, rtol=8e-3, atol=8e-3 * float(ref.abs().max()))
+    a1, sa1 = fp8((37, 512), device=d), scale((37, 4), d)      # the 64-row tile (M <= 64)
+    got = ops.gemm_fp8(a1, b, sa1, sb)
+    ref = fp8_ref(a1, sa1, b, sb)
+    close(got, ref, rtol=8e-3, atol=8e-3 * float(ref.abs().max()))
     st, tt = torch.tensor(0.5, device=d), torch.tensor(2.0, device=d)
     got = ops.gemm_fp8(a, b, st.reshape(1), tt.reshape(1))
     close(got, torch._scaled_mm(a, b.t(), scale_a=st, scale_b=tt, out_dtype=torch.bfloat16), rtol=1e-2, atol=0.5)
@@ -281,12 +285,12 @@ def test_cuda_quant_gemms_vs_references():
     x = torch.randn(17, 128, device=d).to(torch.bfloat16)
     got = ops.gemm_fp4(x, packed.to(d), sc.to(d))
     close(got, x.double().cpu() @ w.T, rtol=8e-3, atol=0.1)
-    sizes = [128, 0, 256, 37]
-    ga = torch.randn(sum(sizes), 128, device=d).to(torch.bfloat16)
     gb = torch.randn(4, 192, 128, device=d).to(torch.bfloat16)
-    offs = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device=d)
-    got = ops.grouped_gemm(ga, gb, offsets=offs)
-    close(got, torch._grouped_mm(ga, gb.transpose(1, 2), offs=offs), rtol=1e-2, atol=5e-2)
+    for sizes in ([128, 0, 256, 37], [128, 0, 256, 128]):     # ragged; every group whole tiles
+        ga = torch.randn(sum(sizes), 128, device=d).to(torch.bfloat16)
+        offs = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device=d)
+        got = ops.grouped_gemm(ga, gb, offsets=offs)
+        close(got, torch._grouped_mm(ga, gb.transpose(1, 2), offs=offs), rtol=1e-2, atol=5e-2)
     cnt = torch.tensor([3, 0, 64, 1], dtype=torch.int32, device=d)
     am = torch.randn(4, 64, 128, device=d).to(torch.bfloat16)
     got = ops.grouped_gemm(am, gb, masked_m=cnt)
