@@ -106,6 +106,11 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
 void simt_g_prepare_regs(gen *G, const ir_stmt *k);
 bool simt_g_nest_ok(gen *G, const ir_stmt *s);
 void simt_g_block(gen *G, tile_strbuf *o, int indent, const char *lt, const ir_stmt *s);
+/* While code is generated: variable v ranges over [lo, lo + ext) (a loop's), so that bounds
+ * checks its range proves are left out; false when the range is not known. Cleared again by
+ * simt_g_var_range_clear. */
+bool simt_g_var_range(gen *G, const ir_var *v, const ir_expr *lo, const ir_expr *ext);
+void simt_g_var_range_clear(gen *G, const ir_var *v);
 
 /* Install (fn) or remove (NULL) the load hook used by simt_g_expr. */
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx);

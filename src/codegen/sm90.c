@@ -451,7 +451,10 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
             tile_sb_printf(o, "            %s = tl_lo + it;\n", kv.data);
             tile_sb_printf(o, "            { float (&%s)[%d] = *reinterpret_cast<float (*)[%d]>(&tl_acc[0][0]);\n", an.data, MT * NR, MT * NR);
             tile_sb_printf(o, "              float (&%s)[%d] = *reinterpret_cast<float (*)[%d]>(&tl_part[0][0]);\n", pn.data, MT * NR, MT * NR);
+            /* k ranges over the loop's iterations: index checks that range proves are left out */
+            bool ranged = simt_g_var_range(G, m.g.loop->var, m.g.loop->lo, m.g.loop->extent);
             simt_g_block(G, o, 4, "(tl_cw * 128 + tl_t)", m.g.promo);
+            if (ranged) simt_g_var_range_clear(G, m.g.loop->var);
             tile_sb_puts(o, "            }\n        }\n");
             tile_sb_free(&an);
             tile_sb_free(&pn);
