@@ -138,6 +138,10 @@ C = {
     "randn": _f("tile_op_randn", c_int64, T),
     "dropout": _f("tile_op_dropout", T, c_double, c_int64, T, T),
     "gemm": _f("tile_op_gemm", T, T, T, ctypes.POINTER(GemmOpts_), T),
+    "gemm_fp8": _f("tile_op_gemm_fp8", T, T, T, T, c_int, T),
+    "gemm_int8": _f("tile_op_gemm_int8", T, T, T, T, c_int, T),
+    "gemm_fp4": _f("tile_op_gemm_fp4", T, T, T, c_double, c_int, T),
+    "grouped_gemm": _f("tile_op_grouped_gemm", T, T, T, T, T, T),
     "sdpa": _f("tile_op_scaled_dot_product_attention", T, T, T, ctypes.POINTER(AttnOpts_), T, T),
     "sdpa_backward": _f("tile_op_scaled_dot_product_attention_backward", T, T, T, T, T, T, ctypes.POINTER(AttnOpts_), T, T, T, T),
     "attention_varlen": _f("tile_op_attention_varlen", T, T, T, T, T, ctypes.POINTER(AttnOpts_), T, T),
@@ -1245,6 +1249,90 @@ def linear(input, weight, bias=None, target=None):
         ws = _arg(weight, "weight").shape
         y = reshape(y, tuple(xs[:-1]) + (ws[0],), target=target)
     return y
+
+
+# ---------- quantised and grouped GEMM (B stored N x K: out = a @ b^T) ----------
+def _bytes_view(x, name):
+    """torch's packed fp4 (float4_e2m1fn_x2) and e8m0 scales (float8_e8m0fnu) as the uint8
+    bytes the operators take; everything else as it is"""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        for dn in ("float4_e2m1fn_x2", "float8_e8m0fnu"):
+            if getattr(torch, dn, None) is not None and x.dtype == getattr(torch, dn):
+                return x.view(torch.uint8)
+    return x
+
+
+def _scale_arg(s, like, name):
+    """a scale operand: a tensor as it is, a Python number as a float32 [1] tensor of the
+    kind and device of `like` (a per-tensor scale)"""
+    if s is None or _is_tensor(s):
+        return s
+    if not isinstance(s, numbers.Real) or isinstance(s, bool):
+        raise TileError("%s: expected a float32 tensor or a Python number, not %s" % (name, type(s).__name__))
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(like, torch.Tensor):
+        return torch.full((1,), float(s), dtype=torch.float32, device=like.device)
+    if isinstance(like, Tensor):
+        raise TileError("%s: a Python number with tile.Tensor operands: pass a float32 tile.Tensor of shape [1]" % name)
+    return _np().full((1,), float(s), dtype=_np().float32)
+
+
+def _out_dtype(d):
+    return _dtype(d, "out_dtype") if d is not None else -1
+
+
+def gemm_fp8(a, b, a_scale=None, b_scale=None, *, out_dtype=None, target=None):
+    """fp8 GEMM, out [M, N] = (a * a_scale) @ (b * b_scale)^T with f32 accumulation:
+    a [M, K] and b [N, K] float8_e4m3fn / float8_e5m2 (either, mixed allowed; b stored N x K
+    as nn.Linear's weight and DeepGEMM's fp8_gemm_nt). Scales are float32, their kind read
+    from their shape: a_scale [1] (or a Python number) per tensor, [M] per row, [M, ceil(K/128)]
+    1x128 blocks; b_scale [1] per tensor, [N] per column of out, [ceil(N/128), ceil(K/128)]
+    128x128 blocks (DeepSeek-V3's recipe). out_dtype: bfloat16 (default), float16, float32."""
+    c, t = _call(target, a=a, a_scale=_scale_arg(a_scale, a, "a_scale"), b=b, b_scale=_scale_arg(b_scale, a, "b_scale"))
+    o = _out()
+    c.run(C["gemm_fp8"], _p(t["a"]), _p(t.get("a_scale")), _p(t["b"]), _p(t.get("b_scale")), _out_dtype(out_dtype), ctypes.byref(o))
+    return c.wrap(o)
+
+
+def gemm_int8(a, b, a_scale=None, b_scale=None, *, out_dtype=None, target=None):
+    """int8 GEMM, a [M, K] and b [N, K] int8 (b stored N x K), int32 accumulation: without
+    scales the int32 sums (torch._int_mm(a, b.T)); with float32 scales (a_scale [1] or [M],
+    b_scale [1] or [N], or Python numbers) the scaled sums in out_dtype (float32 default,
+    float16, bfloat16)."""
+    c, t = _call(target, a=a, a_scale=_scale_arg(a_scale, a, "a_scale"), b=b, b_scale=_scale_arg(b_scale, a, "b_scale"))
+    o = _out()
+    c.run(C["gemm_int8"], _p(t["a"]), _p(t.get("a_scale")), _p(t["b"]), _p(t.get("b_scale")), _out_dtype(out_dtype), ctypes.byref(o))
+    return c.wrap(o)
+
+
+def gemm_fp4(a, b, b_scale, global_scale=1.0, *, out_dtype=None, target=None):
+    """W4A16: out [M, N] = global_scale * a @ dequant(b)^T, a [M, K] float32/float16/bfloat16,
+    b the e2m1 weights packed two per byte [N, K/2] (uint8 or torch.float4_e2m1fn_x2; element
+    2i of a row in the low nibble of byte i), b_scale MX: [N, ceil(K/32)] e8m0 (uint8 or
+    torch.float8_e8m0fnu) or NV: [N, ceil(K/16)] float8_e4m3fn; global_scale NV's per-tensor
+    float scale (1 for MX). out_dtype: a's by default."""
+    c, t = _call(target, a=a, b=_bytes_view(b, "b"), b_scale=_bytes_view(b_scale, "b_scale"))
+    if not isinstance(global_scale, numbers.Real) or isinstance(global_scale, bool):
+        raise TileError("gemm_fp4: global_scale: expected a Python number, not %s" % type(global_scale).__name__)
+    o = _out()
+    c.run(C["gemm_fp4"], _p(t["a"]), _p(t["b"]), _p(t["b_scale"]), float(global_scale), _out_dtype(out_dtype), ctypes.byref(o))
+    return c.wrap(o)
+
+
+def grouped_gemm(a, b, m_indices=None, *, offsets=None, masked_m=None, target=None):
+    """MoE grouped GEMM with b [G, N, K] (one N x K weight per group, a's dtype: float32,
+    float16, bfloat16), f32 accumulation; exactly one int32 layout argument:
+    contiguous a [M, K] -> out [M, N], each group's rows contiguous, given by m_indices [M]
+    (the group of each row, -1 for a padding row: a zero out row; DeepGEMM's m_grouped
+    contiguous layout) or offsets [G] (each group's end row, non-decreasing: torch._grouped_mm's
+    offs, with b of that call given as [G, N, K]; rows past the last are zero);
+    masked a [G, M_max, K] with masked_m [G] valid rows per group -> out [G, M_max, N], rows past
+    a group's count zero (DeepGEMM's masked layout for decode)."""
+    c, t = _call(target, a=a, b=b, m_indices=m_indices, offsets=offsets, masked_m=masked_m)
+    o = _out()
+    c.run(C["grouped_gemm"], _p(t["a"]), _p(t["b"]), _p(t.get("m_indices")), _p(t.get("offsets")), _p(t.get("masked_m")), ctypes.byref(o))
+    return c.wrap(o)
 
 
 # ---------- every elementwise registry operator by its name ----------

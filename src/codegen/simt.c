@@ -2899,6 +2899,9 @@ bool simt_g_nest_ok(gen *G, const ir_stmt *s) {
     return rf_touch(G, s, 0) && stmt_local(G, s);
 }
 
+bool simt_g_var_range(gen *G, const ir_var *v, const ir_expr *lo, const ir_expr *ext) { return vr_loop(G, v, lo, ext); }
+void simt_g_var_range_clear(gen *G, const ir_var *v) { vr_clear(G, v); }
+
 void simt_g_block(gen *G, tile_strbuf *o, int indent, const char *lt, const ir_stmt *s) {
     int was_ind = G->ind;
     const char *was_lt = G->lt;

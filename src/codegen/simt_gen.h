@@ -46,6 +46,13 @@ const ir_func *simt_g_func(gen *G);
  *                                                   T.gemm(A_s, B_s, C_f[, transpose_B])
  *         T.copy(C_f, C[..])
  *
+ * or its promoted form, where each iteration's product goes to a second fragment P_f and a
+ * T.Parallel nest (the promotion nest) adds it to C_f, scaled as it likes (DeepSeek-V3's
+ * per-block scales):
+ *
+ *             T.gemm(A_s, B_s, P_f, transpose_B=True, clear_accum=True)
+ *             for i, j in T.Parallel(BM, BN): C_f[i, j] += P_f[i, j] * ...
+ *
  * A, B, C rank-2 global tensors (kernel arguments); each copy's box = its shared tile's
  * constant shape; A_s (BM, BK), B_s (BN, BK) or, transpose_B=False, (BK, BN); dtype f16,
  * bf16 or fp8 (e4m3/e5m2) for both; C f32, f16, bf16 or fp8. The lowerings add their own
@@ -59,6 +66,10 @@ typedef struct simt_gemm_shape {
     const ir_stmt *epi[8];
     int nepi;
     const ir_buffer *Cs;
+    /* the promoted form: the K loop's fourth statement, a T.Parallel nest reading P_f (the
+     * gemm's clear_accum result) and updating C_f; NULL otherwise */
+    const ir_stmt *promo;
+    const ir_buffer *Pf;
     const ir_buffer *As, *Bs, *Cf, *A, *B, *C;
     int64_t BM, BN, BK;
     bool bkn;  /* B stored K x N (transpose_B=False): B_s is (BK, BN) */
@@ -95,6 +106,11 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
 void simt_g_prepare_regs(gen *G, const ir_stmt *k);
 bool simt_g_nest_ok(gen *G, const ir_stmt *s);
 void simt_g_block(gen *G, tile_strbuf *o, int indent, const char *lt, const ir_stmt *s);
+/* While code is generated: variable v ranges over [lo, lo + ext) (a loop's), so that bounds
+ * checks its range proves are left out; false when the range is not known. Cleared again by
+ * simt_g_var_range_clear. */
+bool simt_g_var_range(gen *G, const ir_var *v, const ir_expr *lo, const ir_expr *ext);
+void simt_g_var_range_clear(gen *G, const ir_var *v);
 
 /* Install (fn) or remove (NULL) the load hook used by simt_g_expr. */
 void simt_g_set_load_hook(gen *G, simt_load_hook fn, void *ctx);

@@ -65,7 +65,7 @@ static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
     memset(m, 0, sizeof *m);
     if (!simt_match_gemm_kernel(G, k, &m->g)) return false;
     /* epilogue nests: not emitted by this lowering (the layouts are the portable ones) */
-    if (m->g.nepi > 0) return false;
+    if (m->g.nepi > 0 || m->g.promo) return false;
     /* fp8 (m16n8k32 .e4m3/.e5m2): sm_89 and later; B stored N x K only (ldmatrix .trans moves
      * 16-bit elements, so K x N fp8 tiles cannot be read as mma's B fragments) */
     if (m->g.esize == 1 && (sm < 89 || m->g.bkn)) return false;

@@ -46,6 +46,10 @@
  *   - fp8: each stage's products are summed by wgmma into a second register set and added
  *     to the accumulator in f32 (wgmma's fp8 sums carry fewer bits than f32); fp8 kernels
  *     with an f32 result keep the portable lowering, which is exact;
+ *   - the promoted form (simt_gen.h: gemm into a second fragment with clear_accum, then one
+ *     T.Parallel nest updating the accumulator, e.g. block scales): the second register set
+ *     is that fragment, and the nest, from the IR, replaces the plain add after each stage
+ *     (one loop iteration a stage);
  *   - the kernel is persistent (simt_launch.persistent: at most one block per
  *     multiprocessor, each looping over tiles with the mbarrier phases running on across
  *     tiles), tiles rasterised in groups of TILE_SM90_GROUP (8) indices of grid dim 1.
@@ -129,11 +133,16 @@ static const char *match(gen *G, const ir_stmt *k, sm90 *m) {
         m->mt = (int)(rows / 64);
     }
     if (m->consumers > 2) NO("more than two consumer warpgroups");
-    /* epilogue nests walk the accumulator's IR layout: it must be wgmma's for this split */
-    if (m->g.nepi > 0) {
+    /* epilogue and promotion nests walk the fragments' IR layouts: they must be wgmma's for
+     * this split */
+    if (m->g.nepi > 0 || m->g.promo) {
         ir_layout want = lay_wgmma(m->consumers, m->mt, bn);
         if (!m->g.Cf->layout || !lay_equal(m->g.Cf->layout, &want)) NO("an epilogue on an accumulator whose IR layout is not wgmma's");
+        if (m->g.promo && (!m->g.Pf->layout || !lay_equal(m->g.Pf->layout, &want))) NO("a promoted product whose IR layout is not wgmma's");
     }
+    /* the promotion nest runs once a stage, with the loop variable of the stage's one
+     * iteration (several iterations a stage would share one wgmma sum) */
+    if (m->g.promo && m->u != 1) NO("a promotion nest with block_K under 128 bytes of K (several iterations a stage)");
     if (m->mt * bn > 256) NO("more than 128 accumulator registers a thread");
     /* B stored K x N: wgmma reads it N-major (its transpose bit), which only 16-bit types have
      * (fp8 wgmma takes K-major operands only); the N-major swizzle atom is 8 rows of K by
@@ -157,7 +166,7 @@ static const char *match(gen *G, const ir_stmt *k, sm90 *m) {
      * is far below what the fp8 inputs carry, but above the f32 check's 1e-5) */
     if (m->g.esize == 1 && m->g.C->dtype == TILE_DT_F32 && !tb_opt_bool(simt_g_options(G)->opts, TB_OPT_sm90_fp8_f32))
         NO("fp8 with an f32 result (wgmma's fp8 sums carry fewer bits than the f32 result checks; TILE_SM90_FP8_F32=1 takes it)");
-    if (m->g.esize == 1 && m->mt * bn > 128) NO("fp8 with more than 64 accumulator registers a thread (the promotion's second set doubles them)");
+    if ((m->g.esize == 1 || m->g.promo) && m->mt * bn > 128) NO("fp8 or a promotion nest with more than 64 accumulator registers a thread (the promotion's second set doubles them)");
     /* stages: the loop's num_stages (at least 1), as many as fit in shared memory */
     size_t stage = (size_t)(bm + bn) * (size_t)bk * (size_t)m->g.esize;
     int st = m->g.loop->loop_kind == IR_LOOP_PIPELINED && m->g.loop->num_stages > 0 ? m->g.loop->num_stages : 2;
@@ -304,7 +313,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     const size_t aBytes = (size_t)(m.g.BM * m.g.BK) * (size_t)m.g.esize, bBytes = (size_t)(m.g.BN * m.g.BK) * (size_t)m.g.esize;
     const size_t stage = aBytes + bBytes;
     const int layout = m.swz == 128 ? 1 : m.swz == 64 ? 2 : 3;
-    const bool promote = m.g.esize == 1;
+    const bool promote = m.g.esize == 1 || m.g.promo;
 
     /* the plan */
     L->threads = 128 * (C + 1);
@@ -460,7 +469,24 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
          * register sets alternating by stage, the add overlapping the next stage's wgmma,
          * measured slower on the H200: ptxas fences the wgmma around the alternation) */
         tile_sb_printf(o, "            TL_WG_WAIT(0);\n            if (tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + s));\n", S);
-        tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n        }\n", MT, NR);
+        if (m.g.promo) {
+            /* the program's promotion nest, from the IR, on both fragments in wgmma's layout,
+             * with the loop variable of this stage's iteration (one a stage: match) */
+            tile_strbuf an = {0}, pn = {0};
+            simt_g_buf(&an, m.g.Cf);
+            simt_g_buf(&pn, m.g.Pf);
+            tile_sb_printf(o, "            %s = tl_lo + it;\n", kv.data);
+            tile_sb_printf(o, "            { float (&%s)[%d] = *reinterpret_cast<float (*)[%d]>(&tl_acc[0][0]);\n", an.data, MT * NR, MT * NR);
+            tile_sb_printf(o, "              float (&%s)[%d] = *reinterpret_cast<float (*)[%d]>(&tl_part[0][0]);\n", pn.data, MT * NR, MT * NR);
+            /* k ranges over the loop's iterations: index checks that range proves are left out */
+            bool ranged = simt_g_var_range(G, m.g.loop->var, m.g.loop->lo, m.g.loop->extent);
+            simt_g_block(G, o, 4, "(tl_cw * 128 + tl_t)", m.g.promo);
+            if (ranged) simt_g_var_range_clear(G, m.g.loop->var);
+            tile_sb_puts(o, "            }\n        }\n");
+            tile_sb_free(&an);
+            tile_sb_free(&pn);
+        } else
+            tile_sb_printf(o, "#pragma unroll\n            for (int i = 0; i < %d; i++)\n#pragma unroll\n                for (int j = 0; j < %d; j++) tl_acc[i][j] += tl_part[i][j];\n        }\n", MT, NR);
     } else if (S >= 2) {
         tile_sb_puts(o, "            TL_WG_WAIT(1);\n");
         tile_sb_printf(o, "            if (it > 0 && tl_t == 0) tl_mb_arrive(tl_bar + 8u * (%d + (tl_ig - 1u) %% %du));\n", S, S);

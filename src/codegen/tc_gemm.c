@@ -36,18 +36,22 @@ bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
     memset(m, 0, sizeof *m);
     const ir_stmt *body = k->body[0];
     if (!body || body->kind != IR_S_SEQ) NO("the kernel body is not a sequence of tile ops");
-    const ir_buffer *shared[3] = {0};
-    int nshared = 0;
+    const ir_buffer *shared[3] = {0}, *frag[2] = {0};
+    int nshared = 0, nfrag = 0;
     for (int i = 0; i < body->nbody; i++) {
         const ir_stmt *s = body->body[i];
         switch (s->kind) {
         case IR_S_ALLOC:
             if (s->buf->scope == IR_SCOPE_SHARED && nshared < 3) shared[nshared++] = s->buf;
-            else if (s->buf->scope == IR_SCOPE_FRAGMENT && !m->Cf) m->Cf = s->buf;
-            else NO("more than three shared tiles or more than one fragment");
+            else if (s->buf->scope == IR_SCOPE_FRAGMENT && nfrag < 2) frag[nfrag++] = s->buf;
+            else NO("more than three shared tiles or more than two fragments");
             break;
         case IR_S_FILL:
-            if (m->fill || m->loop || !m->Cf || !whole(&s->regions[0], m->Cf)) NO("a fill that is not the accumulator's one fill before the loop");
+            /* the accumulator is the fragment filled before the loop */
+            if (m->fill || m->loop || !nfrag) NO("a fill that is not the accumulator's one fill before the loop");
+            for (int f = 0; f < nfrag; f++)
+                if (whole(&s->regions[0], frag[f])) m->Cf = frag[f];
+            if (!m->Cf) NO("a fill that is not the accumulator's one fill before the loop");
             m->fill = s;
             break;
         case IR_S_FOR:
@@ -75,19 +79,37 @@ bool simt_match_gemm_kernel(gen *G, const ir_stmt *k, simt_gemm_shape *m) {
         default: NO("a statement in the kernel other than allocations, the fill, the K loop, epilogue nests and the store");
         }
     }
-    if (!m->loop || !m->store || nshared != (m->Cs ? 3 : 2) || !m->Cf) NO("not one fill, one K loop, one store and two shared operand tiles");
-    /* the loop body: copy, copy, gemm */
+    if (!m->loop || !m->store || nshared != (m->Cs ? 3 : 2) || !m->Cf || !nfrag) NO("not one fill, one K loop, one store and two shared operand tiles");
+    /* the loop body: copy, copy, gemm [, the promotion nest] */
     const ir_stmt *lb = m->loop->body[0];
-    if (!lb || lb->kind != IR_S_SEQ || lb->nbody != 3) NO("a K loop body other than two copies into shared and the gemm");
+    if (!lb || lb->kind != IR_S_SEQ || (lb->nbody != 3 && lb->nbody != 4)) NO("a K loop body other than two copies into shared and the gemm");
     const ir_stmt *g = lb->body[2];
     if (g->kind != IR_S_GEMM) NO("a K loop body other than two copies into shared and the gemm");
     if (g->trans_a) NO("transpose_A");
-    if (g->clear) NO("clear_accum");
+    if (lb->nbody == 4) {
+        /* promoted: the gemm's product (cleared each iteration) in the second fragment, then
+         * one element-wise nest that reads it and updates the accumulator */
+        const ir_stmt *pn = lb->body[3];
+        if (nfrag != 2 || !g->clear || g->regions[2].buf == m->Cf) NO("a fourth K loop statement that is not the promotion of a clear_accum product");
+        if (pn->kind != IR_S_FOR || pn->loop_kind != IR_LOOP_PARALLEL || !simt_g_nest_ok(G, pn))
+            NO("a promotion after the gemm that is not one element-wise T.Parallel nest on register fragments");
+        m->Pf = g->regions[2].buf;
+        m->promo = pn;
+        int64_t p0, p1, c0, c1;
+        if (m->Pf->dtype != TILE_DT_F32 || m->Pf->rank != 2 || m->Cf->rank != 2 || !cint(m->Pf->shape[0], &p0) || !cint(m->Pf->shape[1], &p1) ||
+            !cint(m->Cf->shape[0], &c0) || !cint(m->Cf->shape[1], &c1) || p0 != c0 || p1 != c1)
+            NO("a promoted product fragment other than an f32 one of the accumulator's shape");
+        if (!whole(&g->regions[2], m->Pf)) NO("gemm operands that are not whole tiles");
+    } else {
+        if (nfrag != 1) NO("more than one fragment");
+        if (g->clear) NO("clear_accum");
+        if (!whole(&g->regions[2], m->Cf)) NO("gemm operands that are not whole tiles");
+    }
     m->bkn = !g->trans_b;
     m->gemm = g;
     m->As = g->regions[0].buf;
     m->Bs = g->regions[1].buf;
-    if (!whole(&g->regions[0], m->As) || !whole(&g->regions[1], m->Bs) || !whole(&g->regions[2], m->Cf)) NO("gemm operands that are not whole tiles");
+    if (!whole(&g->regions[0], m->As) || !whole(&g->regions[1], m->Bs)) NO("gemm operands that are not whole tiles");
     if (m->As == m->Bs || m->As == m->Cs || m->Bs == m->Cs) NO("gemm operands that share a tile");
     for (int i = 0; i < nshared; i++)
         if (shared[i] != m->As && shared[i] != m->Bs && shared[i] != m->Cs) NO("a shared tile that is neither a gemm operand nor the staging tile");

@@ -56,6 +56,21 @@ static bool check_out_dtype(top_ctx *c, tile_dtype odt, uint32_t mask) {
     return top_fail(c, TILE_ERR_USER, "out_dtype: %s is not one of %s", tile_dtype_name(odt), top_dtype_names(mask, names, sizeof names));
 }
 
+/* Tiles for the cuda target's tensor-core GEMM lowering (docs/backends-gpu.md, "Hopper"),
+ * per shape class: rows of 128 (two wgmma warpgroups of 64) or 64 for M <= 64 (decode: one
+ * warpgroup), columns of 128, or 64 when 128-column tiles would number fewer than 128 (about
+ * one a multiprocessor of a Hopper card), block_K 128 bytes of K (one TMA box row, and the
+ * 128-element scale blocks), and as many stages as shared memory holds (the lowering lowers
+ * num_stages to what fits). */
+static void cuda_tile(top_defs *d, int64_t M, int64_t N, int esize) {
+    int bm = M <= 64 ? 64 : 128, bn = 128;
+    if (cdiv(M, bm) * cdiv(N, 128) < 128) bn = 64;
+    top_def_int(d, "block_M", bm);
+    top_def_int(d, "block_N", bn);
+    top_def_int(d, "block_K", 128 / esize);
+    top_def_int(d, "num_stages", 8);
+}
+
 /* gemm_scaled of qgemm.tl */
 static tile_status run_scaled(top_ctx *c, const top_op *op, const tile_tensor *a, const tile_tensor *sa, int ka, const tile_tensor *b,
                               const tile_tensor *sb, int kb, tile_dtype acc, tile_dtype odt, int64_t M, int64_t N, int64_t K, tile_tensor *out,
@@ -78,7 +93,10 @@ static tile_status run_scaled(top_ctx *c, const top_op *op, const tile_tensor *a
     top_defs_init(&d);
     top_def_int(&d, "KS", cdiv(K, QBLOCK));
     top_def_int(&d, "NS", cdiv(N, QBLOCK));
-    top_def_int(&d, "block_K", ka == 3 || kb == 3 || acc == TILE_DT_F32 ? 128 : 64);
+    /* fp8 with a 16-bit result on cuda: the tensor-core tile (wgmma's fp8 sums carry fewer
+     * bits than an f32 result checks, so that keeps the portable lowering and its tile) */
+    if (!strcmp(c->target, "cuda") && acc == TILE_DT_F32 && tile_dtype_bits(odt) == 16) cuda_tile(&d, M, N, 1);
+    else top_def_int(&d, "block_K", ka == 3 || kb == 3 || acc == TILE_DT_F32 ? 128 : 64);
     top_def_dt(&d, "a_dtype", a->dtype);
     top_def_dt(&d, "b_dtype", b->dtype);
     top_def_dt(&d, "acc_dtype", acc);
@@ -252,7 +270,10 @@ tile_status tile_op_grouped_gemm(const char *target, const tile_tensor *a, const
         top_fail(&c, TILE_ERR_USER, "a: %lld rows; the contiguous layout takes at most 2^31 - 1", (long long)M);
         return top_end(&c, error);
     }
-    int bm = 64;
+    /* cuda: the bf16/f16 tensor-core tile (128 x 256 x 64, two warpgroups, the Hopper
+     * lowering's measured one), else 64 x 64 x 32 */
+    const bool tc = !strcmp(c.target, "cuda") && a->dtype != TILE_DT_F32;
+    int bm = tc ? 128 : 64;
     sched_t s = {0};
     bool gaps = false;
     tile_tensor h;
@@ -301,10 +322,20 @@ tile_status tile_op_grouped_gemm(const char *target, const tile_tensor *a, const
         free(s.v);
         return top_end(&c, error);
     }
+    /* every tile full (each group's rows a multiple of block_M): stored whole by one copy */
+    bool aligned = true;
+    for (int64_t t = 0; t < s.n && aligned; t++) aligned = s.v[3 * t + 2] - s.v[3 * t + 1] == bm;
     tile_tensor sched = {s.v, TILE_DT_I32, 2, {s.n, 3}};
     top_defs d;
     top_defs_init(&d);
     top_def_int(&d, "block_M", bm);
+    top_def_int(&d, "aligned", aligned);
+    if (tc) {
+        top_def_int(&d, "block_N", 256);
+        top_def_int(&d, "block_K", 64);
+        top_def_int(&d, "threads", 256);
+        top_def_int(&d, "num_stages", 4);
+    }
     top_def_dt(&d, "dtype", a->dtype);
     top_def_dt(&d, "out_dtype", a->dtype);
     top_kernel *k;

@@ -1258,7 +1258,9 @@ def qgemm_cases(R):
     if R.want("grouped_gemm"):
         # contiguous, per-row ids (with -1 padding rows) and per-group offsets (an empty group)
         cases = [("bfloat16", "ids", [37, 0, 70, 5], 45, 33), ("float32", "offs", [3, 0, 131], 17, 40), ("float16", "ids", [1], 7, 9),
-                 ("float32", "masked", [37, 0, 64], 29, 70), ("bfloat16", "masked", [1, 3], 130, 17)]
+                 ("float32", "masked", [37, 0, 64], 29, 70), ("bfloat16", "masked", [1, 3], 130, 17),
+                 # every group a multiple of the row tile: each tile stored whole by one copy
+                 ("float32", "offs", [64, 0, 128], 45, 40), ("bfloat16", "ids", [128, 64], 29, 33)]
         for k, (dt, lay, sizes, N, K) in enumerate(cases):
             G = len(sizes)
             bb = rand((G, N, K), dt, -1, 1)
