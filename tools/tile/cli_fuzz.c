@@ -185,6 +185,17 @@ int tile_cmd_fuzz(int argc, char **argv) {
         targets[nt++] = t;
     }
     if (!nt) { fprintf(stderr, "tile fuzz: --targets is empty\n"); free(tcopy); return 1; }
+    if (!print) {
+        /* a target that cannot run here would make every program a failure: refuse up front */
+        for (int t = 0; t < nt; t++) {
+            char why[1024];
+            if (!pf_target_available(targets[t], why, sizeof why)) {
+                fprintf(stderr, "tile fuzz: target '%s' is not available here: %s\n", targets[t], why);
+                free(tcopy);
+                return 2;
+            }
+        }
+    }
 
     if (print) {
         long n = count < 0 ? 1 : count;
