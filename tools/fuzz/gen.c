@@ -579,6 +579,29 @@ static bool uses_operand(const pf_op *op, int e, int k) {
     return uses_operand(op, n->a, k) || uses_operand(op, n->b, k) || uses_operand(op, n->c, k);
 }
 
+static bool kgemm_fp8(tile_dtype d) { return d == TILE_DT_FP8_E4M3 || d == TILE_DT_FP8_E5M2; }
+
+/* The shared memory a GEMM kernel's pipeline (and staged result) takes. */
+static long kgemm_smem(const pf_op *op) {
+    int st = op->stages > 1 ? op->stages : 1;
+    long smem = (long)st * (op->blk[0] * op->blk[2] * (tile_dtype_bits(op->in[0].ldt) / 8) + op->blk[2] * op->blk[1] * (tile_dtype_bits(op->in[1].ldt) / 8));
+    if (op->cstage == 1) smem += (long)op->blk[0] * op->blk[1] * tile_dtype_bits(op->out_dt) / 8;
+    return smem;
+}
+
+bool pf_kgemm_legal(const pf_op *op) {
+    if (op->kind != PF_OP_KGEMM) return true;
+    tile_dtype a = op->in[0].ldt, b = op->in[1].ldt;
+    bool fp8 = kgemm_fp8(a) || kgemm_fp8(b);
+    if (fp8 ? !(kgemm_fp8(a) && kgemm_fp8(b)) : a != b) return false;
+    if (fp8 && (op->transA || !op->transB || op->blk[2] % 32)) return false;
+    if (op->afrag && (op->transA || tile_dtype_bits(a) != 16)) return false;
+    if (op->blk[2] % (a == TILE_DT_F32 ? 8 : 16)) return false;
+    if (!warp_partition_ok(op->blk[0], op->blk[1], op->threads / 32)) return false;
+    if (op->blk[0] * op->blk[1] / op->threads > 128) return false;
+    return kgemm_smem(op) <= 160 * 1024;
+}
+
 static int ragged(pf_rng *r, int blk, int max_tiles) {
     int q = rnd(r, max_tiles + 1), rem = chance(r, 25) ? 0 : rnd(r, blk);
     int v = q * blk + rem;

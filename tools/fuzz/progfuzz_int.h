@@ -88,6 +88,10 @@ struct pf_prog {
     pf_op ops[PF_MAX_OPS];
 };
 
+/* Does a GEMM kernel op keep the tensor-core rules gen.c generates it by (tiles, dtypes,
+ * layouts, registers, shared memory)? true for every other op. The shrinker keeps to it. */
+bool pf_kgemm_legal(const pf_op *op);
+
 /* the concrete shape of the program's tensor parameter `name` */
 bool pf_param_shape(const pf_prog *p, const char *name, tile_tensor *t);
 

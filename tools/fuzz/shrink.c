@@ -79,6 +79,8 @@ static bool budget_left(sctx *s) { return s->tests < s->max_tests && tile_now() 
 static bool try_cand(sctx *s, pf_prog *cand) {
     long sz = pf_prog_size(cand);
     if (sz >= s->best_size || !budget_left(s)) return false;
+    for (int o = 0; o < cand->nops; o++)
+        if (!pf_kgemm_legal(&cand->ops[o])) return false;
     s->tests++;
     pf_result r = pf_check(cand, s->cfg);
     if (r.verdict == s->want_v && r.target == s->want_t) {
