@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz/progfuzz.h"
+#include "fuzz/progfuzz_int.h"
 #include "tile.h"
 
 static int fails;
@@ -27,6 +27,22 @@ static void t_generate(void) {
         pf_prog_free(p);
     }
     CHECK(plain > 100 && plain < 300, "form balance: %d plain of 400", plain);
+    /* the GEMM kernels keep the tensor-core rules; all thread counts and pipeline depths occur */
+    int kg = 0, th[3] = {0}, st[5] = {0};
+    for (uint64_t s = 1; s <= 400; s++) {
+        pf_prog *p = pf_generate(s, PF_FORM_TILE);
+        for (int o = 0; o < p->nops; o++) {
+            const pf_op *op = &p->ops[o];
+            if (op->kind != PF_OP_KGEMM) continue;
+            kg++;
+            CHECK(pf_kgemm_legal(op), "seed %llu: GEMM kernel %d breaks the tensor-core rules", (unsigned long long)s, o);
+            th[op->threads == 128 ? 0 : op->threads == 256 ? 1 : 2]++;
+            if (op->pipelined) st[op->stages]++;
+        }
+        pf_prog_free(p);
+    }
+    CHECK(kg > 100 && th[0] && th[1] && th[2] && st[0] && st[4], "GEMM kernels: %d; threads %d/%d/%d; stages 0: %d, 4: %d", kg, th[0], th[1], th[2], st[0], st[4]);
+    printf("generate: %d GEMM kernels in 400 tile-form programs (threads 128/256/384: %d/%d/%d)\n", kg, th[0], th[1], th[2]);
     printf("generate: %d/400 compile, %d plain\n", n, plain);
 }
 

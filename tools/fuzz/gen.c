@@ -558,6 +558,139 @@ static bool prank_acc_ok(tile_dtype d) { return d == TILE_DT_F32 || d == TILE_DT
 
 static int want_for(tile_dtype d) { return tile_dtype_is_float(d) ? PF_W_F : d == TILE_DT_BOOL ? PF_W_B : PF_W_I; }
 
+/* ---------- GPU-shaped GEMM kernels ----------
+ * The kernels TileLang users write for tensor cores: 16-bit or fp8 (or f32) operands staged
+ * through shared memory, an f32 fragment accumulator, a T.Pipelined (num_stages 0..4) or
+ * T.serial K loop, tiles and thread counts of the kind tuned on GPUs, ragged M, N, K, and an
+ * epilogue. Every choice is legal TileLang (docs/fuzz.md says which rules are kept). */
+
+/* Can `warps` warps split a bm x bn accumulator into 16 x 8 mma atoms evenly? (TileLang's
+ * gemm partitions the warps as m_warp x n_warp with bm % (16 m_warp) == bn % (8 n_warp) == 0) */
+static bool warp_partition_ok(int bm, int bn, int warps) {
+    for (int mw = 1; mw <= warps; mw++)
+        if (warps % mw == 0 && bm % (16 * mw) == 0 && bn % (8 * (warps / mw)) == 0) return true;
+    return false;
+}
+
+static bool uses_operand(const pf_op *op, int e, int k) {
+    if (e < 0) return false;
+    const pf_node *n = &op->nodes[e];
+    if (n->kind == PF_N_LOAD && n->arg == k) return true;
+    return uses_operand(op, n->a, k) || uses_operand(op, n->b, k) || uses_operand(op, n->c, k);
+}
+
+static bool kgemm_fp8(tile_dtype d) { return d == TILE_DT_FP8_E4M3 || d == TILE_DT_FP8_E5M2; }
+
+/* The shared memory a GEMM kernel's pipeline (and staged result) takes. */
+static long kgemm_smem(const pf_op *op) {
+    int st = op->stages > 1 ? op->stages : 1;
+    long smem = (long)st * (op->blk[0] * op->blk[2] * (tile_dtype_bits(op->in[0].ldt) / 8) + op->blk[2] * op->blk[1] * (tile_dtype_bits(op->in[1].ldt) / 8));
+    if (op->cstage == 1) smem += (long)op->blk[0] * op->blk[1] * tile_dtype_bits(op->out_dt) / 8;
+    return smem;
+}
+
+bool pf_kgemm_legal(const pf_op *op) {
+    if (op->kind != PF_OP_KGEMM) return true;
+    tile_dtype a = op->in[0].ldt, b = op->in[1].ldt;
+    bool fp8 = kgemm_fp8(a) || kgemm_fp8(b);
+    if (fp8 ? !(kgemm_fp8(a) && kgemm_fp8(b)) : a != b) return false;
+    if (fp8 && (op->transA || !op->transB || op->blk[2] % 32)) return false;
+    if (op->afrag && (op->transA || tile_dtype_bits(a) != 16)) return false;
+    if (op->blk[2] % (a == TILE_DT_F32 ? 8 : 16)) return false;
+    if (!warp_partition_ok(op->blk[0], op->blk[1], op->threads / 32)) return false;
+    if (op->blk[0] * op->blk[1] / op->threads > 128) return false;
+    return kgemm_smem(op) <= 160 * 1024;
+}
+
+static int ragged(pf_rng *r, int blk, int max_tiles) {
+    int q = rnd(r, max_tiles + 1), rem = chance(r, 25) ? 0 : rnd(r, blk);
+    int v = q * blk + rem;
+    return v < 1 ? 1 + rnd(r, blk) : v;
+}
+
+static bool gen_kgemm(pf_rng *r, pf_op *op, gctx *g) {
+    static const tile_dtype kdts[] = {TILE_DT_F16, TILE_DT_F16, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_F32, TILE_DT_FP8_E4M3, TILE_DT_FP8_E5M2};
+    static const uint16_t ths[] = {128, 128, 256, 256, 384};
+    static const int mn[] = {16, 32, 48, 64, 64, 96, 128, 128, 192, 256};
+    tile_dtype adt = PICK(r, kdts), bdt = adt;
+    bool fp8 = adt == TILE_DT_FP8_E4M3 || adt == TILE_DT_FP8_E5M2;
+    if (fp8 && chance(r, 30)) bdt = adt == TILE_DT_FP8_E4M3 ? TILE_DT_FP8_E5M2 : TILE_DT_FP8_E4M3;
+    int esz = tile_dtype_bits(adt) / 8;
+    op->threads = PICK(r, ths);
+    /* fp8 tensor cores read both operands K-major: A not transposed, B stored N x K */
+    op->transA = fp8 ? 0 : chance(r, 25);
+    op->transB = fp8 ? 1 : chance(r, 50);
+    op->afrag = !fp8 && adt != TILE_DT_F32 && !op->transA && chance(r, 15);
+    op->pipelined = chance(r, 80);
+    op->stages = (uint8_t)rnd(r, 5);
+    op->cstage = (uint8_t)(chance(r, 50) ? 0 : chance(r, 60) ? 1 : 2);
+    static const tile_dtype odts[] = {TILE_DT_F32, TILE_DT_F32, TILE_DT_F16, TILE_DT_BF16, TILE_DT_BF16, TILE_DT_FP8_E4M3};
+    op->out_dt = PICK(r, odts);
+    op->acc_dt = TILE_DT_F32;
+    static const uint8_t panels[] = {4, 8, 10};
+    op->swizzle = chance(r, 20) ? PICK(r, panels) : 0;
+    int warps = op->threads / 32;
+    bool found = false;
+    for (int t = 0; t < 64 && !found; t++) {
+        int bm = PICK(r, mn), bn = PICK(r, mn);
+        int bk = fp8 ? 32 << rnd(r, 3) : adt == TILE_DT_F32 ? 8 << rnd(r, 4) : 16 << rnd(r, 3);
+        if (!warp_partition_ok(bm, bn, warps)) continue;
+        if (bm * bn / op->threads > 128) continue; /* accumulator registers a thread */
+        int st = op->stages > 1 ? op->stages : 1;
+        long smem = (long)st * (bm * bk + bk * bn) * esz;
+        if (op->cstage == 1) smem += (long)bm * bn * tile_dtype_bits(op->out_dt) / 8;
+        if (smem > 160 * 1024) continue;
+        op->blk[0] = bm, op->blk[1] = bn, op->blk[2] = bk;
+        found = true;
+    }
+    if (!found) return false;
+    int bm = op->blk[0], bn = op->blk[1], bk = op->blk[2];
+    /* ragged sizes: whole tiles plus a tail; the interpreter runs every program, so the
+     * volume stays small */
+    op->dims[0] = ragged(r, bm, bm >= 128 ? 1 : 2);
+    op->dims[1] = ragged(r, bn, bn >= 128 ? 1 : 2);
+    op->K = ragged(r, bk, 3);
+    while ((long)op->dims[0] * op->dims[1] * op->K > 8L << 20 && op->K > bk) op->K -= bk;
+    int sa[2] = {op->transA ? op->K : op->dims[0], op->transA ? op->dims[0] : op->K};
+    int sb[2] = {op->transB ? op->dims[1] : op->K, op->transB ? op->K : op->dims[1]};
+    add_in(op, adt, adt, 2, sa, true);
+    add_in(op, bdt, bdt, 2, sb, true);
+    /* operand 2: the accumulator element (inexact); operand 3: the bias vector */
+    pf_input *acc = &op->in[op->nin++];
+    memset(acc, 0, sizeof *acc);
+    acc->ldt = op->acc_dt;
+    acc->gdt = TILE_DT_INVALID;
+    acc->mag = (float)op->K;
+    op->bias = chance(r, 40);
+    if (op->bias) {
+        static const tile_dtype bdts[] = {TILE_DT_F32, TILE_DT_F16, TILE_DT_BF16};
+        tile_dtype d = PICK(r, bdts);
+        add_in(op, d, d, 1, &op->dims[1], true);
+    }
+    op->red = (uint8_t)(chance(r, 30) ? 1 + rnd(r, 4) : 0);
+    op->nidx = 2;
+    op->idx_max[0] = bm;
+    op->idx_max[1] = bn;
+    op->root = -1;
+    if (chance(r, 60)) {
+        op->max_depth = 2 + rnd(r, 2);
+        op->leaf_mask = (1u << 2) | (op->bias ? 1u << 3 : 0);
+        op->root = (int8_t)gen_root(g, PF_W_F, false);
+        if (op->root < 0) return false;
+        if (!uses_operand(op, op->root, 2)) {
+            /* keep the product in the result: C = C + e */
+            int a = new_node(g, PF_N_LOAD), b = new_node(g, PF_N_BIN);
+            if (a < 0 || b < 0) return false;
+            pf_node *la = ND(g, a), *nb = ND(g, b);
+            la->arg = 2, la->dt = TILE_DT_F32, la->flt = 1, la->mag = acc->mag;
+            nb->op = PF_B_ADD, nb->a = (int8_t)a, nb->b = op->root, nb->dt = TILE_DT_F32, nb->flt = 1;
+            nb->mag = la->mag + ND(g, op->root)->mag;
+            op->root = (int8_t)b;
+        }
+    }
+    return true;
+}
+
 static bool gen_op(pf_rng *r, pf_op *op, int form, int id) {
     memset(op, 0, sizeof *op);
     op->id = id;
@@ -570,7 +703,14 @@ static bool gen_op(pf_rng *r, pf_op *op, int form, int id) {
         op->kind = k < 35 ? PF_OP_MAP : k < 50 ? PF_OP_ROWRED : k < 62 ? PF_OP_GENSUM : k < 82 ? PF_OP_MATMUL : PF_OP_GATHER;
     } else {
         int k = rnd(r, 100);
-        op->kind = k < 35 ? PF_OP_TMAP : k < 65 ? PF_OP_TGEMM : k < 85 ? PF_OP_TRED : PF_OP_TELEM;
+        op->kind = k < 25 ? PF_OP_TMAP : k < 45 ? PF_OP_TGEMM : k < 60 ? PF_OP_TRED : k < 70 ? PF_OP_TELEM : PF_OP_KGEMM;
+    }
+    if (op->kind == PF_OP_TMAP || op->kind == PF_OP_TRED || op->kind == PF_OP_TELEM) {
+        /* the thread count does not change what a tile program computes: vary it on a side
+         * stream */
+        static const uint16_t th[] = {128, 128, 256, 384};
+        uint64_t t = r->s ^ 0x27d4eb2full;
+        op->threads = th[pf_splitmix(&t) % 4];
     }
     if (op->kind == PF_OP_MAP || op->kind == PF_OP_ROWRED || op->kind == PF_OP_GENSUM || op->kind == PF_OP_MATMUL) {
         uint64_t t = r->s ^ 0x5bd1e995ull; /* a side stream: the main stream stays as before */
@@ -780,6 +920,9 @@ static bool gen_op(pf_rng *r, pf_op *op, int form, int id) {
         }
         break;
     }
+    case PF_OP_KGEMM:
+        if (!gen_kgemm(r, op, &g)) return false;
+        break;
     }
     return true;
 }

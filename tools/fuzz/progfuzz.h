@@ -35,6 +35,13 @@ char *pf_render(const pf_prog *p, const char *bug_op);
 
 /* Output tolerance (norm-wise relative) of the named parameter; 0 = exact. */
 double pf_param_tolerance(const pf_prog *p, const char *name);
+/* The same on a given target: on "cuda", GEMM outputs also get the error floor of tensor-core
+ * accumulation (docs/cli.md). */
+double pf_target_tolerance(const pf_prog *p, const char *name, const char *target);
+
+/* Is `target` usable here? Asked in a forked child, so that the parent never initialises a
+ * GPU driver before forking its target runs. false with the reason in why. */
+bool pf_target_available(const char *target, char *why, size_t whylen);
 
 /* ---- running ---- */
 typedef enum pf_verdict {

@@ -54,7 +54,7 @@ typedef struct pf_input {
     float mag;
 } pf_input;
 
-enum { PF_OP_MAP, PF_OP_ROWRED, PF_OP_GENSUM, PF_OP_MATMUL, PF_OP_GATHER, PF_OP_TMAP, PF_OP_TGEMM, PF_OP_TRED, PF_OP_TELEM };
+enum { PF_OP_MAP, PF_OP_ROWRED, PF_OP_GENSUM, PF_OP_MATMUL, PF_OP_GATHER, PF_OP_TMAP, PF_OP_TGEMM, PF_OP_TRED, PF_OP_TELEM, PF_OP_KGEMM };
 
 typedef struct pf_op {
     int kind, id;
@@ -66,6 +66,13 @@ typedef struct pf_op {
     uint8_t symbolic; /* plain form: sizes are symbolic dimensions bound from the tensors */
     uint8_t transA, transB, reverse, pipelined, stages, variant, redop, rdim, clear, acc_int;
     struct { uint8_t a, b, c, shift; } gather[3];
+    /* tile form: threads of the T.Kernel (0: 128). KGEMM (a GPU-shaped GEMM kernel): afrag: A
+     * goes shared -> fragment (an RS gemm); bias: operand 3 is a (N,) vector staged in shared;
+     * red: 1 + the reduce op (sum max min absmax) of a masked row reduction of the epilogue's
+     * C into R<id>[M, ceil(N/bn)]; cstage: C leaves through 0 a direct copy, 1 a shared tile of
+     * out_dt, 2 a fragment of out_dt; swizzle: T.use_swizzle panel size (0: none) */
+    uint16_t threads;
+    uint8_t afrag, bias, red, cstage, swizzle;
     int nidx, idx_max[3];
     int max_depth;
     unsigned leaf_mask; /* operands usable as leaves (0: all) */
@@ -80,6 +87,10 @@ struct pf_prog {
     int nops;
     pf_op ops[PF_MAX_OPS];
 };
+
+/* Does a GEMM kernel op keep the tensor-core rules gen.c generates it by (tiles, dtypes,
+ * layouts, registers, shared memory)? true for every other op. The shrinker keeps to it. */
+bool pf_kgemm_legal(const pf_op *op);
 
 /* the concrete shape of the program's tensor parameter `name` */
 bool pf_param_shape(const pf_prog *p, const char *name, tile_tensor *t);

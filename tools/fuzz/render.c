@@ -174,7 +174,7 @@ static int out_shape(const pf_op *op, int *s) {
         if (op->batch) { s[0] = op->batch; s[1] = op->dims[0]; s[2] = op->dims[1]; return 3; }
         s[0] = op->dims[0]; s[1] = op->dims[1];
         return 2;
-    case PF_OP_TGEMM: s[0] = op->dims[0]; s[1] = op->dims[1]; return 2;
+    case PF_OP_TGEMM: case PF_OP_KGEMM: s[0] = op->dims[0]; s[1] = op->dims[1]; return 2;
     case PF_OP_TRED: s[0] = op->rdim ? op->dims[0] : op->dims[1]; return 1;
     }
     return 0;
@@ -212,6 +212,7 @@ static void params(fz_strbuf *sb, const pf_prog *p) {
         if (p->form == PF_FORM_PLAIN) fz_sb_printf(sb, "%sO%d: Tensor[%s, \"%s\"]", first ? "" : ", ", op->id, sh, dn(op->out_dt));
         else fz_sb_printf(sb, "%sO%d: T.Tensor(%s, \"%s\")", first ? "" : ", ", op->id, sh, dn(op->out_dt));
         first = false;
+        if (op->kind == PF_OP_KGEMM && op->red) fz_sb_printf(sb, ", R%d: T.Tensor((%d, %d), \"float32\")", op->id, op->dims[0], (op->dims[1] + op->blk[1] - 1) / op->blk[1]);
     }
 }
 
@@ -376,6 +377,10 @@ static void red_init(const pf_op *op, char *b, size_t n) {
     }
 }
 
+static int TH(const pf_op *op) { return op->threads ? op->threads : 128; }
+
+static void render_kgemm(rctx *c, int n0);
+
 static void render_tile_op(rctx *c, int n0) {
     const pf_op *op = c->op;
     fz_strbuf *sb = c->sb;
@@ -393,9 +398,9 @@ static void render_tile_op(rctx *c, int n0) {
         int M = r >= 2 ? op->dims[r - 2] : 1, N = op->dims[r - 1];
         char lead[32] = "";
         if (r == 3) snprintf(lead, sizeof lead, "%s, ", bz);
-        if (r == 1) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=128) as %s:", N, bn, bx);
-        else if (r == 2) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=128) as (%s, %s):", N, bn, M, bm, bx, by);
-        else line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), %d, threads=128) as (%s, %s, %s):", N, bn, M, bm, op->dims[0], bx, by, bz);
+        if (r == 1) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=%d) as %s:", N, bn, TH(op), bx);
+        else if (r == 2) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=%d) as (%s, %s):", N, bn, M, bm, TH(op), bx, by);
+        else line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), %d, threads=%d) as (%s, %s, %s):", N, bn, M, bm, op->dims[0], TH(op), bx, by, bz);
         char full[32], row[32];
         if (r == 1) snprintf(full, sizeof full, "(%d,)", bn);
         else snprintf(full, sizeof full, "(%d, %d)", bm, bn);
@@ -448,7 +453,7 @@ static void render_tile_op(rctx *c, int n0) {
     case PF_OP_TGEMM: {
         int bm = op->blk[0], bn = op->blk[1], bk = op->blk[2];
         int M = op->dims[0], N = op->dims[1], K = op->K;
-        line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=128) as (%s, %s):", N, bn, M, bm, bx, by);
+        line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=%d) as (%s, %s):", N, bn, M, bm, TH(op), bx, by);
         if (op->transA) line(sb, n, "As%d = %s((%d, %d), \"%s\")", id, scope_fn(op->in[0].scope), bk, bm, dn(op->in[0].ldt));
         else line(sb, n, "As%d = %s((%d, %d), \"%s\")", id, scope_fn(op->in[0].scope), bm, bk, dn(op->in[0].ldt));
         if (op->transB) line(sb, n, "Bs%d = %s((%d, %d), \"%s\")", id, scope_fn(op->in[1].scope), bn, bk, dn(op->in[1].ldt));
@@ -483,8 +488,8 @@ static void render_tile_op(rctx *c, int n0) {
         bool rows = op->rdim; /* reduce along dim 1: one result per row */
         int rlen = rows ? bm : bn;
         const char *g = rows ? by : bx;
-        if (rows) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=128) as %s:", M, bm, by);
-        else line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=128) as %s:", N, bn, bx);
+        if (rows) line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=%d) as %s:", M, bm, TH(op), by);
+        else line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=%d) as %s:", N, bn, TH(op), bx);
         line(sb, n, "S%d = T.alloc_fragment((%d, %d), \"%s\")", id, bm, bn, dn(op->in[0].ldt));
         line(sb, n, "R%d = T.alloc_fragment((%d,), \"%s\")", id, rlen, dn(op->acc_dt));
         if (op->clear) line(sb, n, "Rt%d = T.alloc_fragment((%d,), \"%s\")", id, rlen, dn(op->acc_dt));
@@ -525,6 +530,7 @@ static void render_tile_op(rctx *c, int n0) {
         line(sb, n, "T.copy(R%d, O%d[%s * %d])", id, id, g, rlen);
         break;
     }
+    case PF_OP_KGEMM: render_kgemm(c, n0); break;
     case PF_OP_TELEM: {
         int r = op->rank, bm = op->blk[0], bn = op->blk[1];
         int M = r == 2 ? op->dims[0] : 1, N = op->dims[r - 1];
@@ -548,7 +554,7 @@ static void render_tile_op(rctx *c, int n0) {
         snprintf(c->idx[0], sizeof c->idx[0], "%s", iv[0]);
         snprintf(c->idx[1], sizeof c->idx[1], "%s", iv[1]);
         if (r == 2) {
-            line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=128) as (%s, %s):", N, bn, M, bm, bx, by);
+            line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=%d) as (%s, %s):", N, bn, M, bm, TH(op), bx, by);
             line(sb, n, "for %s, %s in T.Parallel(%d, %d):", i, j, bm, bn);
             line(sb, n + 1, "%s = %s * %d + %s", rw, by, bm, i);
             line(sb, n + 1, "%s = %s * %d + %s", cl, bx, bn, j);
@@ -557,7 +563,7 @@ static void render_tile_op(rctx *c, int n0) {
             snprintf(tgt, sizeof tgt, "O%d[%s, %s] = ", id, rw, cl);
             stmt_expr(c, n + 2, tgt, op->root, "");
         } else {
-            line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=128) as %s:", N, bn, bx);
+            line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), threads=%d) as %s:", N, bn, TH(op), bx);
             line(sb, n, "for %s in T.Parallel(%d):", j, bn);
             line(sb, n + 1, "%s = %s * %d + %s", cl, bx, bn, j);
             line(sb, n + 1, "if %s < %d:", cl, N);
@@ -568,6 +574,77 @@ static void render_tile_op(rctx *c, int n0) {
         break;
     }
     default: break;
+    }
+}
+
+/* A GPU-shaped GEMM kernel (gen.c: gen_kgemm). bug_op "ktail" (a test target) drops the
+ * ragged tail of the K loop: K // bk iterations instead of ceil(K / bk). */
+static void render_kgemm(rctx *c, int n0) {
+    const pf_op *op = c->op;
+    fz_strbuf *sb = c->sb;
+    int id = op->id, n = n0 + 1;
+    int bm = op->blk[0], bn = op->blk[1], bk = op->blk[2];
+    int M = op->dims[0], N = op->dims[1], K = op->K;
+    const char *ad = dn(op->in[0].ldt), *bd = dn(op->in[1].ldt), *od = dn(op->out_dt);
+    line(sb, n0, "with T.Kernel(T.ceildiv(%d, %d), T.ceildiv(%d, %d), threads=%d) as (bx%d, by%d):", N, bn, M, bm, op->threads, id, id);
+    if (op->transA) line(sb, n, "As%d = T.alloc_shared((%d, %d), \"%s\")", id, bk, bm, ad);
+    else line(sb, n, "As%d = T.alloc_shared((%d, %d), \"%s\")", id, bm, bk, ad);
+    if (op->afrag) line(sb, n, "Af%d = T.alloc_fragment((%d, %d), \"%s\")", id, bm, bk, ad);
+    if (op->transB) line(sb, n, "Bs%d = T.alloc_shared((%d, %d), \"%s\")", id, bn, bk, bd);
+    else line(sb, n, "Bs%d = T.alloc_shared((%d, %d), \"%s\")", id, bk, bn, bd);
+    line(sb, n, "C%d = T.alloc_fragment((%d, %d), \"%s\")", id, bm, bn, dn(op->acc_dt));
+    if (op->bias) line(sb, n, "Bi%d = T.alloc_shared((%d,), \"%s\")", id, bn, dn(op->in[3].ldt));
+    if (op->cstage == 1) line(sb, n, "Cs%d = T.alloc_shared((%d, %d), \"%s\")", id, bm, bn, od);
+    if (op->cstage == 2) line(sb, n, "Co%d = T.alloc_fragment((%d, %d), \"%s\")", id, bm, bn, od);
+    if (op->red) line(sb, n, "Rf%d = T.alloc_fragment((%d,), \"float32\")", id, bm);
+    if (op->swizzle) line(sb, n, "T.use_swizzle(panel_size=%d)", op->swizzle);
+    if ((op->id + K) % 3 == 0) line(sb, n, "T.fill(C%d, 0)", id);
+    else line(sb, n, "T.clear(C%d)", id);
+    char trip[48];
+    if (c->bug_op && !strcmp(c->bug_op, "ktail")) snprintf(trip, sizeof trip, "%d // %d", K, bk);
+    else snprintf(trip, sizeof trip, "T.ceildiv(%d, %d)", K, bk);
+    if (op->pipelined) line(sb, n, "for k%d in T.Pipelined(%s, num_stages=%d):", id, trip, op->stages);
+    else line(sb, n, "for k%d in T.serial(%s):", id, trip);
+    if (op->transA) line(sb, n + 1, "T.copy(A%d_0[k%d * %d, by%d * %d], As%d)", id, id, bk, id, bm, id);
+    else line(sb, n + 1, "T.copy(A%d_0[by%d * %d, k%d * %d], As%d)", id, id, bm, id, bk, id);
+    if (op->transB) line(sb, n + 1, "T.copy(A%d_1[bx%d * %d, k%d * %d], Bs%d)", id, id, bn, id, bk, id);
+    else line(sb, n + 1, "T.copy(A%d_1[k%d * %d, bx%d * %d], Bs%d)", id, id, bk, id, bn, id);
+    if (op->afrag) line(sb, n + 1, "T.copy(As%d, Af%d)", id, id);
+    char kw[64] = "";
+    if (op->transA || op->transB)
+        snprintf(kw, sizeof kw, ", transpose_A=%s, transpose_B=%s", op->transA ? "True" : "False", op->transB ? "True" : "False");
+    line(sb, n + 1, "T.gemm(%s%d, Bs%d, C%d%s)", op->afrag ? "Af" : "As", id, id, id, kw);
+    if (op->bias) line(sb, n, "T.copy(A%d_3[bx%d * %d], Bi%d)", id, id, bn, id);
+    if (op->root >= 0) {
+        snprintf(c->leaf[2], sizeof c->leaf[2], "C%d[i%d, j%d]", id, id, id);
+        snprintf(c->leaf[3], sizeof c->leaf[3], "Bi%d[j%d]", id, id);
+        snprintf(c->idx[0], sizeof c->idx[0], "i%d", id);
+        snprintf(c->idx[1], sizeof c->idx[1], "j%d", id);
+        line(sb, n, "for i%d, j%d in T.Parallel(%d, %d):", id, id, bm, bn);
+        char tgt[64];
+        snprintf(tgt, sizeof tgt, "C%d[i%d, j%d] = ", id, id, id);
+        stmt_expr(c, n + 1, tgt, op->root, "");
+    }
+    if (op->cstage == 1) {
+        line(sb, n, "T.copy(C%d, Cs%d)", id, id);
+        line(sb, n, "T.copy(Cs%d, O%d[by%d * %d, bx%d * %d])", id, id, id, bm, id, bn);
+    } else if (op->cstage == 2) {
+        line(sb, n, "for i%d, j%d in T.Parallel(%d, %d):", id, id, bm, bn);
+        line(sb, n + 1, "Co%d[i%d, j%d] = T.cast(C%d[i%d, j%d], \"%s\")", id, id, id, id, id, id, od);
+        line(sb, n, "T.copy(Co%d, O%d[by%d * %d, bx%d * %d])", id, id, id, bm, id, bn);
+    } else line(sb, n, "T.copy(C%d, O%d[by%d * %d, bx%d * %d])", id, id, id, bm, id, bn);
+    if (op->red) {
+        /* a row reduction over this block's columns; the columns past N (zeros, or the
+         * epilogue of zeros) are masked with the reduction's neutral value */
+        static const char *rn[] = {"reduce_sum", "reduce_max", "reduce_min", "reduce_absmax"};
+        static const char *neutral[] = {"0.0", "-T.infinity(\"float32\")", "T.infinity(\"float32\")", "0.0"};
+        int ro = (op->red - 1) % 4;
+        line(sb, n, "for i%d, j%d in T.Parallel(%d, %d):", id, id, bm, bn);
+        line(sb, n + 1, "C%d[i%d, j%d] = T.if_then_else(bx%d * %d + j%d < %d, C%d[i%d, j%d], %s)", id, id, id, id, bn, id, N, id, id, id, neutral[ro]);
+        line(sb, n, "T.%s(C%d, Rf%d, dim=1)", rn[ro], id, id);
+        line(sb, n, "for i%d in T.Parallel(%d):", id, bm);
+        line(sb, n + 1, "if by%d * %d + i%d < %d:", id, bm, id, M);
+        line(sb, n + 2, "R%d[by%d * %d + i%d, bx%d] = Rf%d[i%d]", id, id, bm, id, id, id, id);
     }
 }
 
@@ -608,6 +685,13 @@ bool pf_param_shape(const pf_prog *p, const char *name, tile_tensor *t) {
             return true;
         }
         char nm[32];
+        snprintf(nm, sizeof nm, "R%d", op->id);
+        if (op->kind == PF_OP_KGEMM && op->red && !strcmp(nm, name)) {
+            t->rank = 2;
+            t->shape[0] = op->dims[0];
+            t->shape[1] = (op->dims[1] + op->blk[1] - 1) / op->blk[1];
+            return true;
+        }
         snprintf(nm, sizeof nm, "O%d", op->id);
         if (!strcmp(nm, name)) {
             int s[3];

@@ -47,6 +47,21 @@ void pf_fill_random(tile_tensor *t, uint64_t run_seed, int param_index) {
 }
 
 /* ---------- tolerances ---------- */
+static bool is_fp8(tile_dtype d) { return d == TILE_DT_FP8_E4M3 || d == TILE_DT_FP8_E5M2; }
+/* The error floor of a GEMM on GPU tensor cores (docs/cli.md, "Tolerances"): their f32
+ * accumulation does not round like IEEE f32 (products are aligned to the largest exponent and
+ * truncated), at most about 2^-22 of the running sum per k step for 16-bit operands; Hopper's
+ * fp8 wgmma keeps about 14 bits of mantissa in its accumulator (2^-13 a step of 32 k). Both
+ * are bounded linearly in the number of steps. Other targets: 0 (IEEE f32 in any order). */
+static double pf_tensor_core_floor(const pf_op *op, const char *target) {
+    if (strcmp(target, "cuda") || (op->kind != PF_OP_KGEMM && op->kind != PF_OP_TGEMM)) return 0;
+    if (op->acc_int || op->in[0].gdt == TILE_DT_INVALID) return 0;
+    tile_dtype a = op->in[0].gdt, b = op->in[1].gdt;
+    if (is_fp8(a) || is_fp8(b)) return ldexp((double)((op->K + 31) / 32), -13);
+    if (a == TILE_DT_F64 || b == TILE_DT_F64) return 0;
+    return ldexp((double)op->K, -22);
+}
+
 static int prank(tile_dtype d) {
     static const tile_dtype order[] = {TILE_DT_FP4_E2M1, TILE_DT_FP8_E5M2, TILE_DT_FP8_E4M3, TILE_DT_BF16, TILE_DT_F16, TILE_DT_F32, TILE_DT_F64};
     for (int i = 0; i < 7; i++)
@@ -54,12 +69,24 @@ static int prank(tile_dtype d) {
     return 7;
 }
 
-double pf_param_tolerance(const pf_prog *p, const char *name) {
-    if (name[0] != 'O') return 0;
+double pf_param_tolerance(const pf_prog *p, const char *name) { return pf_target_tolerance(p, name, "interp"); }
+
+double pf_target_tolerance(const pf_prog *p, const char *name, const char *target) {
+    if (name[0] != 'O' && name[0] != 'R') return 0;
+    bool rowred = name[0] == 'R';
     int id = atoi(name + 1);
     for (int o = 0; o < p->nops; o++) {
         const pf_op *op = &p->ops[o];
         if (op->id != id) continue;
+        if (rowred) {
+            /* R<id> of a GEMM kernel: f32 values computed from the f32 accumulator */
+            if (op->kind != PF_OP_KGEMM) return 0;
+            tile_dtype t = TILE_DT_F32;
+            if (prank(op->tol_dt) < prank(t)) t = op->tol_dt;
+            double tol = tile_dtype_check_tolerance(t);
+            if (op->K > 16) tol *= sqrt((double)op->K) / 4;
+            return fmax(tol, pf_tensor_core_floor(op, target));
+        }
         if (!tile_dtype_is_float(op->out_dt)) return 0;
         /* the coarsest of: the output dtype, rounding steps inside the op, and f32 (the
          * compute type; f64 ops are judged like f32 ones, as one f32 step may be inside) */
@@ -74,6 +101,7 @@ double pf_param_tolerance(const pf_prog *p, const char *name) {
         default: break;
         }
         if (len > 16) tol *= sqrt((double)len) / 4;
+        if (op->kind == PF_OP_KGEMM || op->kind == PF_OP_TGEMM) tol = fmax(tol, pf_tensor_core_floor(op, target));
         return tol;
     }
     return 0;
@@ -227,6 +255,37 @@ static void run_child(tile_kernel *k, const char *text, const char *target, bool
     if (nl && strlen(o->msg) > 600) o->msg[600] = 0;
 }
 
+bool pf_target_available(const char *target, char *why, size_t whylen) {
+    if (!strncmp(target, "interp", 6)) return true;
+    shm_hdr *h = mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (h == MAP_FAILED) {
+        snprintf(why, whylen, "mmap failed: %s", strerror(errno));
+        return false;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, whylen, "fork failed: %s", strerror(errno));
+        munmap(h, sizeof *h);
+        return false;
+    }
+    if (pid == 0) {
+        char *dev = NULL, *w = NULL;
+        h->status = tile_target_info(target, &dev, &w);
+        snprintf(h->msg, sizeof h->msg, "%s", h->status == TILE_OK ? (dev ? dev : "") : (w ? w : "unavailable"));
+        h->done = 1;
+        _exit(0);
+    }
+    int wst = 0;
+    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {}
+    bool ok = h->done && h->status == TILE_OK;
+    if (!h->done) snprintf(why, whylen, "probing the target crashed (%s)", WIFSIGNALED(wst) ? strsignal(WTERMSIG(wst)) : "no result");
+    else snprintf(why, whylen, "%s", h->msg);
+    munmap(h, sizeof *h);
+    return ok;
+}
+
 static void free_out(run_out *o, int np, int nr) {
     if (o->params)
         for (int i = 0; i < np; i++) free(o->params[i].data);
@@ -346,7 +405,7 @@ pf_result pf_check(const pf_prog *p, const pf_config *cfg) {
             const char *nm = is_ret ? tile_kernel_ret_name(k, i - np) : tile_kernel_param_name(k, i);
             const tile_tensor *a = is_ret ? &o.rets[i - np] : &o.params[i];
             const tile_tensor *r = is_ret ? &ref.rets[i - np] : &ref.params[i];
-            ok = compare(nm, a, r, pf_param_tolerance(p, nm), msg, sizeof msg);
+            ok = compare(nm, a, r, pf_target_tolerance(p, nm, rt), msg, sizeof msg);
         }
         free_out(&o, np, nr);
         if (!ok) {

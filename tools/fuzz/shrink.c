@@ -28,7 +28,8 @@ static void fix_shapes(pf_op *op) {
             if (in->mode == 1) in->shape[0] = op->K;
             else { in->shape[0] = op->dims[0]; in->shape[1] = op->K; }
             break;
-        case PF_OP_MATMUL: case PF_OP_TGEMM: {
+        case PF_OP_MATMUL: case PF_OP_TGEMM: case PF_OP_KGEMM: {
+            if (op->kind == PF_OP_KGEMM && k == 3) { in->shape[0] = op->dims[1]; break; }
             int n = 0;
             if (op->kind == PF_OP_MATMUL && op->batch) in->shape[n++] = op->batch;
             bool tr = k == 0 ? op->transA : op->transB;
@@ -46,13 +47,14 @@ static void fix_shapes(pf_op *op) {
 /* the integer size fields of an op that may shrink (pointers into the op), up to 12 */
 static int size_fields(pf_op *op, int **f) {
     int n = 0;
-    int nd = op->kind == PF_OP_MATMUL || op->kind == PF_OP_TGEMM || op->kind == PF_OP_TRED || op->kind == PF_OP_ROWRED || op->kind == PF_OP_GENSUM
+    int nd = op->kind == PF_OP_MATMUL || op->kind == PF_OP_TGEMM || op->kind == PF_OP_KGEMM || op->kind == PF_OP_TRED || op->kind == PF_OP_ROWRED || op->kind == PF_OP_GENSUM
                  ? (op->kind == PF_OP_ROWRED || op->kind == PF_OP_GENSUM ? 1 : 2)
                  : op->rank;
     for (int d = 0; d < nd; d++) f[n++] = &op->dims[d];
     if (op->K > 0) f[n++] = &op->K;
     if (op->batch > 0) f[n++] = &op->batch;
-    for (int d = 0; d < 3; d++)
+    /* a GEMM kernel's tiles stay as generated (they satisfy the tensor-core rules) */
+    for (int d = 0; d < 3 && op->kind != PF_OP_KGEMM; d++)
         if (op->blk[d] > 0) f[n++] = &op->blk[d];
     if (op->kind == PF_OP_GATHER)
         for (int d = 0; d < op->rank; d++) f[n++] = &op->in[0].shape[d];
@@ -77,6 +79,8 @@ static bool budget_left(sctx *s) { return s->tests < s->max_tests && tile_now() 
 static bool try_cand(sctx *s, pf_prog *cand) {
     long sz = pf_prog_size(cand);
     if (sz >= s->best_size || !budget_left(s)) return false;
+    for (int o = 0; o < cand->nops; o++)
+        if (!pf_kgemm_legal(&cand->ops[o])) return false;
     s->tests++;
     pf_result r = pf_check(cand, s->cfg);
     if (r.verdict == s->want_v && r.target == s->want_t) {
@@ -189,7 +193,7 @@ static bool pass_types(sctx *s, pf_prog *c) {
 static bool pass_flags(sctx *s, pf_prog *c) {
     bool any = false;
     for (int o = 0; o < s->best->nops; o++) {
-        for (int f = 0; f < 10 && budget_left(s); f++) {
+        for (int f = 0; f < 15 && budget_left(s); f++) {
             memcpy(c, s->best, sizeof *c);
             pf_op *op = &c->ops[o];
             uint8_t *p = NULL;
@@ -204,7 +208,14 @@ static bool pass_flags(sctx *s, pf_prog *c) {
             case 7: for (int k = 0; k < op->nin; k++) op->in[k].slice = 0, op->in[k].scope = op->in[k].scope == 2 ? 1 : op->in[k].scope; break;
             case 9: p = &op->symbolic; break;
             case 8: if (op->kind == PF_OP_MATMUL || op->kind == PF_OP_TGEMM) { if (op->variant == 2) op->root = -1; op->variant = 0; } break;
+            case 10: if (op->kind == PF_OP_KGEMM) p = &op->red; break;
+            case 11: if (op->kind == PF_OP_KGEMM) p = &op->cstage; break;
+            case 12: if (op->kind == PF_OP_KGEMM) p = &op->swizzle; break;
+            case 13: if (op->kind == PF_OP_KGEMM) p = &op->afrag; break;
+            case 14: if (op->kind == PF_OP_KGEMM && op->root >= 0) op->root = -1; else continue; break;
             }
+            /* fp8 tensor cores need B stored N x K: keep it */
+            if (op->kind == PF_OP_KGEMM && f == 1 && (op->in[0].gdt == TILE_DT_FP8_E4M3 || op->in[0].gdt == TILE_DT_FP8_E5M2)) continue;
             if (p) {
                 if (!*p) continue;
                 *p = 0;

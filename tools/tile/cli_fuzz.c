@@ -1,6 +1,6 @@
 /* cli_fuzz.c — `tile fuzz`: differential testing of the targets on random programs.
  *
- *   tile fuzz --seconds N [--targets interp,cpu[,opencl]] [--seed S] [--out DIR] [--jobs 1]
+ *   tile fuzz --seconds N [--targets interp,cpu[,opencl][,cuda]] [--seed S] [--out DIR] [--jobs 1]
  *             [--count N] [--form plain|tile|any] [--timeout S] [--shrink-seconds S]
  *             [--print] [--verbose] [--quiet] [--progress S]
  *
@@ -8,7 +8,8 @@
  * While it runs, a progress line on stderr (programs, per-target findings, elapsed and
  * remaining time) is redrawn in place after every program when stderr is a terminal, and
  * printed every S seconds (--progress, default 10) otherwise; --quiet turns it off.
- * See docs/fuzz.md. Exit 0 when no target disagreed with the interpreter, 1 otherwise. */
+ * See docs/fuzz.md. Exit 0 when no target disagreed with the interpreter, 1 otherwise, 2 when
+ * a target is not usable here. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
@@ -29,12 +30,13 @@ int tile_cmd_fuzz(int argc, char **argv);
 #define MAX_TARGETS 8
 
 static void fuzz_usage(FILE *o) {
-    fputs("usage: tile fuzz --seconds N [--targets interp,cpu[,opencl]] [--seed S] [--out DIR] [--jobs 1]\n"
+    fputs("usage: tile fuzz --seconds N [--targets interp,cpu[,opencl][,cuda]] [--seed S] [--out DIR] [--jobs 1]\n"
           "                 [--count N] [--form plain|tile|any] [--timeout S] [--shrink-seconds S] [--print] [--verbose]\n"
           "                 [--quiet] [--progress S]\n"
           "  Generates random well-typed TileLang programs, runs them on every target with the same\n"
           "  seeded inputs, compares with the interpreter, and shrinks a mismatch to a reproducer\n"
-          "  DIR/tile-fuzz-SEED.tl. Program i uses seed S+i. Exit 0: no mismatch; 1: findings.\n"
+          "  DIR/tile-fuzz-SEED.tl. Program i uses seed S+i. Exit 0: no mismatch; 1: findings;\n"
+          "  2: a target is not available here.\n"
           "  Progress goes to stderr: redrawn in place on a terminal, else a line every S seconds\n"
           "  (--progress, default 10; 0: after every program); --quiet turns it off.\n",
           o);
@@ -185,6 +187,17 @@ int tile_cmd_fuzz(int argc, char **argv) {
         targets[nt++] = t;
     }
     if (!nt) { fprintf(stderr, "tile fuzz: --targets is empty\n"); free(tcopy); return 1; }
+    if (!print) {
+        /* a target that cannot run here would make every program a failure: refuse up front */
+        for (int t = 0; t < nt; t++) {
+            char why[1024];
+            if (!pf_target_available(targets[t], why, sizeof why)) {
+                fprintf(stderr, "tile fuzz: target '%s' is not available here: %s\n", targets[t], why);
+                free(tcopy);
+                return 2;
+            }
+        }
+    }
 
     if (print) {
         long n = count < 0 ? 1 : count;
