@@ -285,8 +285,28 @@ TCV_DEV static inline float tcv_decode_f32(const tcv_fmt *f, uint32_t b) {
     return sign ? -v : v;
 }
 
-TCV_DEV static inline uint8_t tcv_f32_to_e4m3_bits(float x) { return (uint8_t)tcv_encode_f32(&TCV_E4M3, x); }
-TCV_DEV static inline uint8_t tcv_f32_to_e5m2_bits(float x) { return (uint8_t)tcv_encode_f32(&TCV_E5M2, x); }
+/* On sm_89 and later the hardware conversion gives the same bits for every finite input:
+ * round to nearest even, subnormals kept, and out-of-range values clamped to the largest
+ * finite value (.satfinite, as the saturate rule above); inf and NaN keep the path above. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define TCV_FP8_HW(x, fmt)                                                                          \
+    if ((x) - (x) == 0.0f) {                                                                       \
+        unsigned short d;                                                                          \
+        asm("cvt.rn.satfinite." fmt "x2.f32 %0, %1, %2;" : "=h"(d) : "f"(0.0f), "f"(x));          \
+        return (uint8_t)d;                                                                         \
+    }
+#else
+#define TCV_FP8_HW(x, fmt)
+#endif
+TCV_DEV static inline uint8_t tcv_f32_to_e4m3_bits(float x) {
+    TCV_FP8_HW(x, "e4m3")
+    return (uint8_t)tcv_encode_f32(&TCV_E4M3, x);
+}
+TCV_DEV static inline uint8_t tcv_f32_to_e5m2_bits(float x) {
+    TCV_FP8_HW(x, "e5m2")
+    return (uint8_t)tcv_encode_f32(&TCV_E5M2, x);
+}
+#undef TCV_FP8_HW
 TCV_DEV static inline uint8_t tcv_f32_to_e2m1_bits(float x) { return (uint8_t)tcv_encode_f32(&TCV_E2M1, x); }
 TCV_DEV static inline float tcv_e4m3_bits_to_f32(uint8_t b) { return tcv_decode_f32(&TCV_E4M3, b); }
 TCV_DEV static inline float tcv_e5m2_bits_to_f32(uint8_t b) { return tcv_decode_f32(&TCV_E5M2, b); }

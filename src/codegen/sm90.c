@@ -39,8 +39,8 @@
  *   - the accumulator fragment lives in registers in wgmma's accumulator layout (thread t of
  *     a warpgroup holds rows 16*(t/32) + (t%32)/4 (+8) and column pairs 8j + 2(t%4)); the
  *     fill initialises them, and the final copy stores them, clipped at the tensor bounds
- *     and converted with the usual rounding: for a 16-bit C whose rows are 16-byte multiples
- *     and BN % 64 == 0 (TILE_SM90_TMA_STORE, default on) through a swizzled shared staging
+ *     and converted with the usual rounding: for an 8- or 16-bit C whose rows are 16-byte
+ *     multiples and BN a multiple of 128 bytes (TILE_SM90_TMA_STORE, default on) through a swizzled shared staging
  *     tile and TMA stores (cp.async.bulk.tensor, clipped by the tensor map), so that the
  *     warpgroup goes on to its next tile while the stores drain; otherwise by direct stores;
  *   - fp8: each stage's products are summed by wgmma into a second register set and added
@@ -77,8 +77,10 @@ typedef struct sm90 {
                     * the stage's K extent, u times the program's block_K */
     int swzB;      /* B's swizzle in bytes: BK*esize (K-major), or the widest of 128/64/32 dividing
                     * BN*esize (N-major: TMA boxes of BK rows x swzB bytes side by side) */
-    bool tstore;   /* epilogue through shared memory and TMA stores (16-bit C, BN % 64 == 0) */
-    size_t cbytes; /* shared staging of C for tstore: BM x BN x 2 */
+    bool tstore;   /* epilogue through shared memory and TMA stores (8- or 16-bit C, BN a
+                    * multiple of one 128-byte box row) */
+    int ces;       /* C's element bytes */
+    size_t cbytes; /* shared staging of C for tstore: BM x BN x ces */
 } sm90;
 
 static bool cint(const ir_expr *e, int64_t *v) { return e && ir_const_int_value(e, v); }
@@ -176,12 +178,14 @@ static const char *match(gen *G, const ir_stmt *k, sm90 *m) {
     if (st > 8) st = 8;
     while (st > 1 && 1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) st--;
     if (1024 + (size_t)st * stage + 16 * (size_t)st > SM90_SMEM_MAX) NO("one stage does not fit in shared memory");
-    /* the epilogue through shared memory + TMA stores (TILE_SM90_TMA_STORE=0: not): a 16-bit C
-     * whose rows are 16-byte multiples, BN a multiple of 64 (boxes of 64 columns = 128 bytes,
-     * swizzled); the staging tile takes stages, down to 3 at the fewest */
+    /* the epilogue through shared memory + TMA stores (TILE_SM90_TMA_STORE=0: not): an 8- or
+     * 16-bit C whose rows are 16-byte multiples, BN a multiple of one box row of 128 bytes (64
+     * or 128 columns, swizzled); the staging tile takes stages, down to 3 at the fewest */
     int64_t ccols;
-    m->cbytes = (size_t)bm * (size_t)bn * 2;
-    if (tb_opt_bool(simt_g_options(G)->opts, TB_OPT_sm90_tma_store) && tile_dtype_bits(m->g.C->dtype) == 16 && bn % 64 == 0 && cint(m->g.C->shape[1], &ccols) && (ccols * 2) % 16 == 0) {
+    m->ces = tile_dtype_bits(m->g.C->dtype) / 8;
+    m->cbytes = (size_t)bm * (size_t)bn * (size_t)m->ces;
+    if (tb_opt_bool(simt_g_options(G)->opts, TB_OPT_sm90_tma_store) && (m->ces == 1 || m->ces == 2) && bn % (128 / m->ces) == 0 && cint(m->g.C->shape[1], &ccols) &&
+        (ccols * m->ces) % 16 == 0) {
         int st2 = st;
 #define SM90_TS_BYTES(n) (1024 + (((size_t)(n) * stage + 1023) & ~(size_t)1023) + m->cbytes + 16 * (size_t)(n))
         while (st2 > 1 && SM90_TS_BYTES(st2) > SM90_SMEM_MAX) st2--;
@@ -226,6 +230,7 @@ static const char *helpers_text =
     "TL_FN uint32_t tl_pack_bf16(float lo, float hi) { uint32_t d; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(d) : \"f\"(hi), \"f\"(lo)); return d; }\n"
     "TL_FN uint32_t tl_pack_f16(float lo, float hi) { uint32_t d; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(d) : \"f\"(hi), \"f\"(lo)); return d; }\n"
     "TL_FN void tl_st_shared32(uint32_t a, uint32_t v) { asm volatile(\"st.shared.b32 [%0], %1;\" :: \"r\"(a), \"r\"(v) : \"memory\"); }\n"
+    "TL_FN void tl_st_shared16(uint32_t a, uint32_t v) { asm volatile(\"st.shared.b16 [%0], %1;\" :: \"r\"(a), \"h\"((unsigned short)v) : \"memory\"); }\n"
     "#define TL_BULK_COMMIT() asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\")\n"
     "#define TL_BULK_WAIT_READ0() asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\")\n"
     "#define TL_BULK_WAIT0() asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\")\n"
@@ -331,7 +336,7 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
         L->blocks_per_sm = kb > 4 ? 4 : kb < 1 ? 1 : kb;
     }
     L->ntma = m.tstore ? 3 : 2;
-    if (m.tstore) L->tma[2] = (simt_tma){simt_g_bufarg(G, m.g.C), 2, MT * 64, 64, 128};
+    if (m.tstore) L->tma[2] = (simt_tma){simt_g_bufarg(G, m.g.C), m.ces, MT * 64, 128 / m.ces, 128};
     /* with panels each box is one panel: 128 bytes of K */
     const int pcols = m.np > 1 ? 128 / m.g.esize : (int)m.g.BK;
     const size_t apanel = m.np > 1 ? (size_t)m.g.BM * 128u : 0, bpanel = m.np > 1 ? (size_t)m.g.BN * 128u : 0;
@@ -530,21 +535,31 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     }
     if (m.tstore) {
         /* epilogue: each consumer writes its rows of the tile, rounded, into its part of the
-         * staging tile (boxes of 64 columns = 128-byte rows, 16-byte chunks swizzled by the row
+         * staging tile (boxes of 128-byte rows: 64 columns of 16 bits or 128 of 8, 16-byte chunks swizzled by the row
          * mod 8, which spreads a warp's stores over all banks), then one thread stores the boxes
          * with TMA (clipped at C's bounds) and the warpgroup goes on to its next tile; the
          * staging tile is rewritten only once the previous tile's stores have read it */
         const unsigned boxb = (unsigned)(MT * 64 * 128);
-        const char *cvt = m.g.C->dtype == TILE_DT_F16 ? "tl_pack_f16" : "tl_pack_bf16";
+        const int bcols = 128 / m.ces; /* columns of one box */
         tile_sb_printf(o, "        { const uint32_t tl_cs = tl_s0 + %zuu + (uint32_t)tl_cw * %zuu;\n", cOff, m.cbytes / (size_t)C);
         tile_sb_puts(o, "        if (tl_t == 0) TL_BULK_WAIT_READ0();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n");
         tile_sb_puts(o, "        const uint32_t tl_rl = (uint32_t)(tl_t / 32) * 16u + (uint32_t)(tl_t % 32) / 4u, tl_x = (uint32_t)(tl_t % 32) / 4u;\n");
         tile_sb_printf(o, "#pragma unroll\n        for (int i = 0; i < %d; i++)\n#pragma unroll\n        for (int h = 0; h < 2; h++)\n#pragma unroll\n        for (int j = 0; j < %d; j++)\n", MT, (int)m.g.BN / 8);
-        tile_sb_printf(o, "            tl_st_shared32(tl_cs + (uint32_t)(j / 8) * %uu + (tl_rl + (uint32_t)(i * 64 + h * 8)) * 128u + ((((uint32_t)j %% 8u) ^ tl_x) << 4) + (uint32_t)(tl_t %% 4) * 4u,\n", boxb);
-        tile_sb_printf(o, "                           %s(tl_acc[i][j * 4 + h * 2], tl_acc[i][j * 4 + h * 2 + 1]));\n", cvt);
+        /* the thread's column pair 8j + 2(t%4) is byte 8j*ces + 2(t%4)*ces of the tile's row:
+         * box (8j*ces) / 128, 16-byte chunk ((8j*ces) % 128) / 16 (swizzled by the row), and
+         * within the chunk (8j*ces) % 16 + 2(t%4)*ces */
+        if (m.ces == 2) {
+            const char *cvt = m.g.C->dtype == TILE_DT_F16 ? "tl_pack_f16" : "tl_pack_bf16";
+            tile_sb_printf(o, "            tl_st_shared32(tl_cs + (uint32_t)(j / 8) * %uu + (tl_rl + (uint32_t)(i * 64 + h * 8)) * 128u + ((((uint32_t)j %% 8u) ^ tl_x) << 4) + (uint32_t)(tl_t %% 4) * 4u,\n", boxb);
+            tile_sb_printf(o, "                           %s(tl_acc[i][j * 4 + h * 2], tl_acc[i][j * 4 + h * 2 + 1]));\n", cvt);
+        } else {
+            const char *cvt = m.g.C->dtype == TILE_DT_FP8_E4M3 ? "tcv_f32_to_e4m3_bits" : "tcv_f32_to_e5m2_bits";
+            tile_sb_printf(o, "            tl_st_shared16(tl_cs + (uint32_t)(j / 16) * %uu + (tl_rl + (uint32_t)(i * 64 + h * 8)) * 128u + (((((uint32_t)j %% 16u) / 2u) ^ tl_x) << 4) + ((uint32_t)j %% 2u) * 8u + (uint32_t)(tl_t %% 4) * 2u,\n", boxb);
+            tile_sb_printf(o, "                           (uint32_t)%s(tl_acc[i][j * 4 + h * 2]) | ((uint32_t)%s(tl_acc[i][j * 4 + h * 2 + 1]) << 8));\n", cvt, cvt);
+        }
         tile_sb_puts(o, "        TL_FENCE_PROXY_ASYNC();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n        if (tl_t == 0) {\n");
-        for (int jb = 0; jb < (int)m.g.BN / 64; jb++)
-            tile_sb_printf(o, "            tl_tma_store2d(&tl_tma2, tl_cs + %uu, (int32_t)(%s) + %d, (int32_t)(%s) + tl_cw * %d);\n", (unsigned)jb * boxb, c1, jb * 64, c0, MT * 64);
+        for (int jb = 0; jb < (int)m.g.BN / bcols; jb++)
+            tile_sb_printf(o, "            tl_tma_store2d(&tl_tma2, tl_cs + %uu, (int32_t)(%s) + %d, (int32_t)(%s) + tl_cw * %d);\n", (unsigned)jb * boxb, c1, jb * bcols, c0, MT * 64);
         tile_sb_puts(o, "            TL_BULK_COMMIT();\n        }\n        }\n        }\n");
         /* the last stores have finished before the block ends */
         tile_sb_puts(o, "        if (tl_t == 0) TL_BULK_WAIT0();\n    }\n");

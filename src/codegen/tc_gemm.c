@@ -159,17 +159,17 @@ void simt_gemm_store_pair(gen *G, tile_strbuf *o, int indent, const ir_buffer *C
     simt_g_buf(&cn, C);
     char in[64] = "";
     for (int i = 0; i < indent && i < 15; i++) strcat(in, "    ");
-    /* fp8 C: element stores (one byte each, rounded like every store) */
-    const bool pair = tile_dtype_bits(C->dtype) != 8;
-    if (pair) {
+    /* both elements in one aligned store where they can be, else one by one (clipped) */
     tile_sb_printf(o, "%sif (c >= 0 && c + 1 < tl_N && ((r * tl_N + c) & 1) == 0) {\n", in);
     if (C->dtype == TILE_DT_F32) tile_sb_printf(o, "%s    *(float2 *)&%s[r * tl_N + c] = make_float2(%s, %s);\n", in, cn.data, x0, x1);
-    else {
+    else if (tile_dtype_bits(C->dtype) == 8) {
+        const char *f = C->dtype == TILE_DT_FP8_E4M3 ? "TCV_E4M3" : "TCV_E5M2";
+        tile_sb_printf(o, "%s    *(uint16_t *)&%s[r * tl_N + c] = (uint16_t)(tl_encode_f32(&%s, %s) | (tl_encode_f32(&%s, %s) << 8));\n", in, cn.data, f, x0, f, x1);
+    } else {
         const char *cv = C->dtype == TILE_DT_F16 ? "tcv_f32_to_f16_bits" : "tcv_f32_to_bf16_bits";
         tile_sb_printf(o, "%s    *(uint32_t *)&%s[r * tl_N + c] = (uint32_t)%s(%s) | ((uint32_t)%s(%s) << 16);\n", in, cn.data, cv, x0, cv, x1);
     }
     tile_sb_printf(o, "%s} else {\n", in);
-    } else tile_sb_printf(o, "%s{\n", in);
     for (int e = 0; e < 2; e++) {
         char off[32];
         snprintf(off, sizeof off, "r * tl_N + c + %d", e);
