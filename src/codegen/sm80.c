@@ -61,7 +61,9 @@ static size_t smem_max(int sm) {
     return 99 * 1024; /* sm_86, sm_89 */
 }
 
-static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
+/* threads: the block size of the launch (the program's, or the consumer warpgroups of the
+ * layout pass's wgmma plan when no Hopper lowering took the kernel) */
+static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm, int threads) {
     memset(m, 0, sizeof *m);
     if (!simt_match_gemm_kernel(G, k, &m->g)) return false;
     /* epilogue nests: not emitted by this lowering (the layouts are the portable ones) */
@@ -78,8 +80,8 @@ static bool match(gen *G, const ir_stmt *k, sm80 *m, int sm) {
     if (bm < 16 || bn < 16 || bm % 16 || bn % 16 || bm > 512 || bn > 512) return false;
     /* the warp grid: warp tiles of multiples of 16 in both directions, at most 128
      * accumulators a thread, the smallest wm + wn (fewest ldmatrix per mma) */
-    if (k->threads <= 0 || k->threads % 32 || k->threads > 1024) return false;
-    m->warps = k->threads / 32;
+    if (threads <= 0 || threads % 32 || threads > 1024) return false;
+    m->warps = threads / 32;
     int best = -1;
     for (int gm = 1; gm <= m->warps; gm++) {
         if (m->warps % gm) continue;
@@ -196,8 +198,8 @@ bool sm80_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
     if (tb_opt_int(simt_g_options(G)->opts, TB_OPT_cuda_mma_sync) == 0) return false;
     int sm = simt_g_options(G)->sm;
     if (sm < 80) return false;
-    if (!match(G, k, &m, sm)) return false;
-    const int S = m.stages, T = k->threads, MI = m.wm / 16, NI = m.wn / 8, NCA = (int)m.g.BK * m.g.esize / 16, NCB = m.g.bkn ? (int)m.g.BN / 8 : NCA;
+    if (!match(G, k, &m, sm, L->threads)) return false;
+    const int S = m.stages, T = L->threads, MI = m.wm / 16, NI = m.wn / 8, NCA = (int)m.g.BK * m.g.esize / 16, NCB = m.g.bkn ? (int)m.g.BN / 8 : NCA;
     const size_t aBytes = (size_t)(m.g.BM * m.g.BK) * (size_t)m.g.esize, stage = aBytes + (size_t)(m.g.BN * m.g.BK) * (size_t)m.g.esize;
     const char *t = m.g.dt == TILE_DT_F16 ? "f16" : m.g.dt == TILE_DT_BF16 ? "bf16" : m.g.dt == TILE_DT_FP8_E4M3 ? "e4m3" : "e5m2";
 
