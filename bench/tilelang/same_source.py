@@ -18,7 +18,7 @@ first call (both compilers may defer work to the first call). One warm-up compil
 compiler before any measured one keeps process start-up out of the figures.
 
     python3 bench/tilelang/same_source.py --src DIR [--only zoo,gemm,autotune,mha,gqa,fp8,fp4]
-        [--iters 20] [--limit N] [--jobs N] [--out FILE]
+        [--iters 20] [--limit N] [--match REGEX] [--jobs N] [--out FILE]
 
 --jobs N compiles every case of a family first in N threads (for the 48-configuration sweep,
 where the compile times are not the point) and leaves the compile columns empty.
@@ -36,6 +36,7 @@ import datetime
 import importlib.util
 import math
 import os
+import re
 import platform
 import statistics
 import subprocess
@@ -386,6 +387,7 @@ def main():
     ap.add_argument("--only", default=",".join(FAMILIES), help="families: " + ",".join(FAMILIES))
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--limit", type=int, default=0, help="at most this many cases per family (0: all)")
+    ap.add_argument("--match", default=None, help="only the cases whose 'family name' matches this regular expression")
     ap.add_argument("--jobs", type=int, default=1,
                     help="compile every case first in this many threads (no compile times then)")
     ap.add_argument("--out", default=None)
@@ -407,6 +409,8 @@ def main():
     rows = []
     for fam in a.only.split(","):
         cases = FAMILIES[fam](a.src)
+        if a.match:
+            cases = [c for c in cases if re.search(a.match, c.family + " " + c.name)]
         if a.limit:
             cases = cases[:a.limit]
         pre = precompile(cases, tilelang, mods, a.jobs) if a.jobs > 1 else None
