@@ -553,9 +553,9 @@ bool sm90_gemm_kernel(gen *G, const ir_stmt *k, simt_launch *L, tile_strbuf *hel
             tile_sb_printf(o, "            tl_st_shared32(tl_cs + (uint32_t)(j / 8) * %uu + (tl_rl + (uint32_t)(i * 64 + h * 8)) * 128u + ((((uint32_t)j %% 8u) ^ tl_x) << 4) + (uint32_t)(tl_t %% 4) * 4u,\n", boxb);
             tile_sb_printf(o, "                           %s(tl_acc[i][j * 4 + h * 2], tl_acc[i][j * 4 + h * 2 + 1]));\n", cvt);
         } else {
-            const char *cvt = m.g.C->dtype == TILE_DT_FP8_E4M3 ? "tcv_f32_to_e4m3_bits" : "tcv_f32_to_e5m2_bits";
+            const char *f = m.g.C->dtype == TILE_DT_FP8_E4M3 ? "TCV_E4M3" : "TCV_E5M2";
             tile_sb_printf(o, "            tl_st_shared16(tl_cs + (uint32_t)(j / 16) * %uu + (tl_rl + (uint32_t)(i * 64 + h * 8)) * 128u + (((((uint32_t)j %% 16u) / 2u) ^ tl_x) << 4) + ((uint32_t)j %% 2u) * 8u + (uint32_t)(tl_t %% 4) * 2u,\n", boxb);
-            tile_sb_printf(o, "                           (uint32_t)%s(tl_acc[i][j * 4 + h * 2]) | ((uint32_t)%s(tl_acc[i][j * 4 + h * 2 + 1]) << 8));\n", cvt, cvt);
+            tile_sb_printf(o, "                           tl_encode_f32(&%s, tl_acc[i][j * 4 + h * 2]) | (tl_encode_f32(&%s, tl_acc[i][j * 4 + h * 2 + 1]) << 8));\n", f, f);
         }
         tile_sb_puts(o, "        TL_FENCE_PROXY_ASYNC();\n        TL_BAR_SYNC(1 + tl_cw, 128);\n        if (tl_t == 0) {\n");
         for (int jb = 0; jb < (int)m.g.BN / bcols; jb++)
