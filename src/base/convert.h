@@ -167,18 +167,17 @@ TCV_DEV static inline double tcv_decode_small(const tcv_fmt *f, uint32_t b) {
 /* f32 -> f16 directly on the float's bits (the hot path; the core tests check it against
  * the f64 path for every f32 pattern). */
 TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
-#if defined(__CUDA_ARCH__)
-    /* the hardware conversion rounds the same way (to nearest even, subnormals and overflow
-     * included); only its NaN differs: the quiet NaN below keeps the result bit-exact */
-    {
-        unsigned short h;
-        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-        if ((h & 0x7C00) != 0x7C00 || !(h & 0x3FF)) return (uint16_t)h;
-    }
-#endif
     uint32_t u = tcv_f32_bits(x);
     uint32_t sign = (u >> 16) & 0x8000;
     uint32_t a = u & 0x7FFFFFFF;
+#if defined(__CUDA_ARCH__)
+    /* the hardware conversion rounds the same way (to nearest even, subnormals and overflow
+     * included); only its NaN differs, so a NaN takes the quiet NaN of the path below by a
+     * select: no branch and no second copy of the conversion at each of the (unrolled) uses */
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return a > 0x7F800000 ? (uint16_t)(sign | 0x7E00) : (uint16_t)h;
+#else
     if (a >= 0x7F800000) return (uint16_t)(sign | (a > 0x7F800000 ? 0x7E00 : 0x7C00));
     if (a >= 0x477FF000) return (uint16_t)(sign | 0x7C00); /* >= 65520 rounds to inf */
     if (a >= 0x38800000) {                                 /* normal f16 range: >= 2^-14 */
@@ -194,19 +193,20 @@ TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
     uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
     if (rem > half || (rem == half && (q & 1))) q++;
     return (uint16_t)(sign | q);
+#endif
 }
 
 TCV_DEV static inline float tcv_f16_bits_to_f32(uint16_t h) {
-#if defined(__CUDA_ARCH__)
-    /* exact in hardware for every code but NaN (whose payload the path below keeps) */
-    if ((h & 0x7C00) != 0x7C00 || !(h & 0x3FF)) {
-        float f;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
-        return f;
-    }
-#endif
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    uint32_t m = h & 0x3FF;
+#if defined(__CUDA_ARCH__)
+    /* exact in hardware for every code but NaN, whose payload the select keeps (quiet bit set,
+     * as below): no branch, so the conversion stays two instructions wherever it is inlined */
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+    return (h & 0x7FFF) > 0x7C00 ? tcv_bits_f32(sign | 0x7FC00000u | (m << 13)) : f;
+#else
+    uint32_t e = (h >> 10) & 0x1F;
     /* inf; NaN: payload kept, quiet bit set (as a float -> double conversion would set it) */
     if (e == 0x1F) return tcv_bits_f32(sign | 0x7F800000 | (m << 13) | (m ? 0x400000u : 0u));
     if (e == 0) {
@@ -215,6 +215,7 @@ TCV_DEV static inline float tcv_f16_bits_to_f32(uint16_t h) {
         return tcv_bits_f32(sign | ((uint32_t)(p - 24 + 127) << 23) | ((m << (23 - p)) & 0x7FFFFF));
     }
     return tcv_bits_f32(sign | ((e + 112) << 23) | (m << 13));
+#endif
 }
 
 /* ---------- bf16 ---------- */
