@@ -62,9 +62,9 @@ TL_FN uint32_t tl_encode_f32(TL_FMT_PTR f, float x) {
     /* sm_89+: cvt.rn.satfinite gives tcv_encode_f32's bits for every float but NaN (checked for
      * all 2^32 inputs, docs/numbers.md), whose canonical sign | 0x7F a select restores: a few
      * instructions instead of the generic rounding, inlined at every (unrolled) store */
-    if (f == &TCV_E4M3 || f == &TCV_E5M2) {
+    if (f->sign_shift == 7 && (f->M == 3 || f->M == 2)) { /* e4m3, e5m2: by value (the tables' addresses may be merged) */
         unsigned short h;
-        if (f == &TCV_E4M3) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(x));
+        if (f->M == 3) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(x));
         else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(x));
         const uint32_t u = TL_BITS_F32(x);
         return (u & 0x7FFFFFFFu) > 0x7F800000u ? ((u >> 24) & 0x80u) | 0x7Fu : (uint32_t)(h & 0xFFu);
