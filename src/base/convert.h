@@ -167,17 +167,18 @@ TCV_DEV static inline double tcv_decode_small(const tcv_fmt *f, uint32_t b) {
 /* f32 -> f16 directly on the float's bits (the hot path; the core tests check it against
  * the f64 path for every f32 pattern). */
 TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
+#if defined(__CUDA_ARCH__)
+    /* the hardware conversion rounds the same way (to nearest even, subnormals and overflow
+     * included; checked for all 2^32 inputs, docs/numbers.md). A NaN becomes the hardware's
+     * NaN (0x7FFF), not the canonical one of the path below: NaN bits are outside the
+     * bit-exact contract, and one instruction at each (unrolled) use keeps kernels small */
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return (uint16_t)h;
+#else
     uint32_t u = tcv_f32_bits(x);
     uint32_t sign = (u >> 16) & 0x8000;
     uint32_t a = u & 0x7FFFFFFF;
-#if defined(__CUDA_ARCH__)
-    /* the hardware conversion rounds the same way (to nearest even, subnormals and overflow
-     * included); only its NaN differs, so a NaN takes the quiet NaN of the path below by a
-     * select: no branch and no second copy of the conversion at each of the (unrolled) uses */
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    return a > 0x7F800000 ? (uint16_t)(sign | 0x7E00) : (uint16_t)h;
-#else
     if (a >= 0x7F800000) return (uint16_t)(sign | (a > 0x7F800000 ? 0x7E00 : 0x7C00));
     if (a >= 0x477FF000) return (uint16_t)(sign | 0x7C00); /* >= 65520 rounds to inf */
     if (a >= 0x38800000) {                                 /* normal f16 range: >= 2^-14 */
@@ -197,16 +198,15 @@ TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
 }
 
 TCV_DEV static inline float tcv_f16_bits_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t m = h & 0x3FF;
 #if defined(__CUDA_ARCH__)
-    /* exact in hardware for every code but NaN, whose payload the select keeps (quiet bit set,
-     * as below): no branch, so the conversion stays two instructions wherever it is inlined */
+    /* exact in hardware for every code; a NaN gives the hardware's NaN (payload not kept:
+     * NaN bits are outside the bit-exact contract, docs/numbers.md) */
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
-    return (h & 0x7FFF) > 0x7C00 ? tcv_bits_f32(sign | 0x7FC00000u | (m << 13)) : f;
+    return f;
 #else
-    uint32_t e = (h >> 10) & 0x1F;
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
     /* inf; NaN: payload kept, quiet bit set (as a float -> double conversion would set it) */
     if (e == 0x1F) return tcv_bits_f32(sign | 0x7F800000 | (m << 13) | (m ? 0x400000u : 0u));
     if (e == 0) {
@@ -221,18 +221,30 @@ TCV_DEV static inline float tcv_f16_bits_to_f32(uint16_t h) {
 /* ---------- bf16 ---------- */
 
 TCV_DEV static inline uint16_t tcv_f32_to_bf16_bits(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    /* the same rounding in hardware (all 2^32 inputs checked, docs/numbers.md); NaN: the
+     * hardware's NaN */
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return (uint16_t)h;
+#else
     uint32_t u = tcv_f32_bits(x);
     if ((u & 0x7FFFFFFF) > 0x7F800000) return (uint16_t)(((u >> 16) & 0x8000) | 0x7FC0);
     /* round to nearest even on the low 16 bits; a carry into the exponent is right,
      * and rounding the largest finite values up yields exactly inf. */
     u += 0x7FFF + ((u >> 16) & 1);
     return (uint16_t)(u >> 16);
+#endif
 }
 
 /* exact; a signalling NaN comes back quiet (payload kept), as from the f16 decoder */
 TCV_DEV static inline float tcv_bf16_bits_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
+#if defined(__CUDA_ARCH__)
+    return tcv_bits_f32(u); /* a NaN stays a NaN (quiet or not: NaN bits are outside the contract) */
+#else
     return tcv_bits_f32(u | ((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x400000u : 0u));
+#endif
 }
 
 /* ---------- fp8 / fp4 (fp4: 4-bit codes in the low nibble) ---------- */

@@ -60,14 +60,15 @@ TL_FN int64_t tl_ixd(int64_t acc, int64_t i, int64_t d, int dim, int site, int *
 TL_FN uint32_t tl_encode_f32(TL_FMT_PTR f, float x) {
 #if defined(TL_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
     /* sm_89+: cvt.rn.satfinite gives tcv_encode_f32's bits for every float but NaN (checked for
-     * all 2^32 inputs, docs/numbers.md), whose canonical sign | 0x7F a select restores: a few
-     * instructions instead of the generic rounding, inlined at every (unrolled) store */
-    if (f->sign_shift == 7 && (f->M == 3 || f->M == 2)) { /* e4m3, e5m2: by value (the tables' addresses may be merged) */
+     * all 2^32 inputs, docs/numbers.md), which becomes the hardware's NaN (0x7F; NaN bits are
+     * outside the bit-exact contract): one instruction instead of the generic rounding,
+     * inlined at every (unrolled) store. The format is told by its fields, not its address
+     * (NVVM does not fold comparisons of the tables' addresses). */
+    if (f->sign_shift == 7 && (f->M == 3 || f->M == 2)) {
         unsigned short h;
         if (f->M == 3) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(x));
         else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(x));
-        const uint32_t u = TL_BITS_F32(x);
-        return (u & 0x7FFFFFFFu) > 0x7F800000u ? ((u >> 24) & 0x80u) | 0x7Fu : (uint32_t)(h & 0xFFu);
+        return (uint32_t)(h & 0xFFu);
     }
 #endif
     return tcv_encode_f32(f, x);
