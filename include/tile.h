@@ -162,6 +162,10 @@ TILE_API tile_status tile_kernel_ir_for(tile_kernel *k, const char *target, cons
 TILE_API tile_status tile_kernel_explain(tile_kernel *k, const char *target, const char *after_pass, char **text, char **error);
 /* The generated source of a kernel for `target` (what `tile emit` prints). */
 TILE_API tile_status tile_kernel_emit(tile_kernel *k, const char *target, char **source, char **error);
+/* The options the cuda target passes NVRTC when it compiles for `arch` (e.g. "sm_90a"; NULL:
+ * sm_90a), one a line, so that a tool can compile `tile emit --target cuda` output the same
+ * way (bench/cuda/compile_time.py). Free with tile_free. */
+TILE_API char *tile_cuda_nvrtc_options(const char *arch);
 /* The target "auto" stands for on this machine: "cuda", "cpu" or "interp". */
 TILE_API const char *tile_auto_target(void);
 

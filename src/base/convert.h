@@ -169,13 +169,13 @@ TCV_DEV static inline double tcv_decode_small(const tcv_fmt *f, uint32_t b) {
 TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
 #if defined(__CUDA_ARCH__)
     /* the hardware conversion rounds the same way (to nearest even, subnormals and overflow
-     * included); only its NaN differs: the quiet NaN below keeps the result bit-exact */
-    {
-        unsigned short h;
-        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-        if ((h & 0x7C00) != 0x7C00 || !(h & 0x3FF)) return (uint16_t)h;
-    }
-#endif
+     * included; checked for all 2^32 inputs, docs/numbers.md). A NaN becomes the hardware's
+     * NaN (0x7FFF), not the canonical one of the path below: NaN bits are outside the
+     * bit-exact contract, and one instruction at each (unrolled) use keeps kernels small */
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return (uint16_t)h;
+#else
     uint32_t u = tcv_f32_bits(x);
     uint32_t sign = (u >> 16) & 0x8000;
     uint32_t a = u & 0x7FFFFFFF;
@@ -194,17 +194,17 @@ TCV_DEV static inline uint16_t tcv_f32_to_f16_bits(float x) {
     uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
     if (rem > half || (rem == half && (q & 1))) q++;
     return (uint16_t)(sign | q);
+#endif
 }
 
 TCV_DEV static inline float tcv_f16_bits_to_f32(uint16_t h) {
 #if defined(__CUDA_ARCH__)
-    /* exact in hardware for every code but NaN (whose payload the path below keeps) */
-    if ((h & 0x7C00) != 0x7C00 || !(h & 0x3FF)) {
-        float f;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
-        return f;
-    }
-#endif
+    /* exact in hardware for every code; a NaN gives the hardware's NaN (payload not kept:
+     * NaN bits are outside the bit-exact contract, docs/numbers.md) */
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+    return f;
+#else
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
     /* inf; NaN: payload kept, quiet bit set (as a float -> double conversion would set it) */
@@ -215,23 +215,36 @@ TCV_DEV static inline float tcv_f16_bits_to_f32(uint16_t h) {
         return tcv_bits_f32(sign | ((uint32_t)(p - 24 + 127) << 23) | ((m << (23 - p)) & 0x7FFFFF));
     }
     return tcv_bits_f32(sign | ((e + 112) << 23) | (m << 13));
+#endif
 }
 
 /* ---------- bf16 ---------- */
 
 TCV_DEV static inline uint16_t tcv_f32_to_bf16_bits(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    /* the same rounding in hardware (all 2^32 inputs checked, docs/numbers.md); NaN: the
+     * hardware's NaN */
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return (uint16_t)h;
+#else
     uint32_t u = tcv_f32_bits(x);
     if ((u & 0x7FFFFFFF) > 0x7F800000) return (uint16_t)(((u >> 16) & 0x8000) | 0x7FC0);
     /* round to nearest even on the low 16 bits; a carry into the exponent is right,
      * and rounding the largest finite values up yields exactly inf. */
     u += 0x7FFF + ((u >> 16) & 1);
     return (uint16_t)(u >> 16);
+#endif
 }
 
 /* exact; a signalling NaN comes back quiet (payload kept), as from the f16 decoder */
 TCV_DEV static inline float tcv_bf16_bits_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
+#if defined(__CUDA_ARCH__)
+    return tcv_bits_f32(u); /* a NaN stays a NaN (quiet or not: NaN bits are outside the contract) */
+#else
     return tcv_bits_f32(u | ((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x400000u : 0u));
+#endif
 }
 
 /* ---------- fp8 / fp4 (fp4: 4-bit codes in the low nibble) ---------- */
@@ -285,28 +298,8 @@ TCV_DEV static inline float tcv_decode_f32(const tcv_fmt *f, uint32_t b) {
     return sign ? -v : v;
 }
 
-/* On sm_89 and later the hardware conversion gives the same bits for every finite input:
- * round to nearest even, subnormals kept, and out-of-range values clamped to the largest
- * finite value (.satfinite, as the saturate rule above); inf and NaN keep the path above. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-#define TCV_FP8_HW(x, fmt)                                                                          \
-    if ((x) - (x) == 0.0f) {                                                                       \
-        unsigned short d;                                                                          \
-        asm("cvt.rn.satfinite." fmt "x2.f32 %0, %1, %2;" : "=h"(d) : "f"(0.0f), "f"(x));          \
-        return (uint8_t)d;                                                                         \
-    }
-#else
-#define TCV_FP8_HW(x, fmt)
-#endif
-TCV_DEV static inline uint8_t tcv_f32_to_e4m3_bits(float x) {
-    TCV_FP8_HW(x, "e4m3")
-    return (uint8_t)tcv_encode_f32(&TCV_E4M3, x);
-}
-TCV_DEV static inline uint8_t tcv_f32_to_e5m2_bits(float x) {
-    TCV_FP8_HW(x, "e5m2")
-    return (uint8_t)tcv_encode_f32(&TCV_E5M2, x);
-}
-#undef TCV_FP8_HW
+TCV_DEV static inline uint8_t tcv_f32_to_e4m3_bits(float x) { return (uint8_t)tcv_encode_f32(&TCV_E4M3, x); }
+TCV_DEV static inline uint8_t tcv_f32_to_e5m2_bits(float x) { return (uint8_t)tcv_encode_f32(&TCV_E5M2, x); }
 TCV_DEV static inline uint8_t tcv_f32_to_e2m1_bits(float x) { return (uint8_t)tcv_encode_f32(&TCV_E2M1, x); }
 TCV_DEV static inline float tcv_e4m3_bits_to_f32(uint8_t b) { return tcv_decode_f32(&TCV_E4M3, b); }
 TCV_DEV static inline float tcv_e5m2_bits_to_f32(uint8_t b) { return tcv_decode_f32(&TCV_E5M2, b); }

@@ -1464,12 +1464,116 @@ static bool frag_extents(const ir_buffer *b, int64_t *ext) {
     return true;
 }
 
+/* The largest c the generator proves divides every value of integer expression e (0: e is
+ * always 0; 1: nothing known): constants, and +, -, * of such, casts that do not wrap. */
+static int64_t known_factor(gen *G, const ir_expr *e) {
+    int64_t lo, hi;
+    if (!e) return 1;
+    switch (e->kind) {
+    case IR_E_CONST: return e->ival < 0 ? (e->ival == INT64_MIN ? 1 : -e->ival) : e->ival;
+    case IR_E_CAST: return ival(G, e, &lo, &hi) ? known_factor(G, e->args[0]) : 1;
+    case IR_E_BINARY: {
+        if (!ival(G, e, &lo, &hi)) return 1; /* it may wrap */
+        int64_t a = known_factor(G, e->args[0]), b = known_factor(G, e->args[1]);
+        if (e->op == IR_B_ADD || e->op == IR_B_SUB) {
+            while (b) { int64_t t = a % b; a = b; b = t; }
+            return a;
+        }
+        if (e->op == IR_B_MUL) {
+            int64_t m;
+            return __builtin_mul_overflow(a, b, &m) ? 1 : m;
+        }
+        return 1;
+    }
+    default: return 1;
+    }
+}
+
+/* Whether every element of region r lies inside its buffer: constant extents and shape, and
+ * the ranges of the start expressions keep the box inside (the grid and loop bounds prove it
+ * for a tile program whose tiles divide the tensor). */
+static bool region_inside(gen *G, const ir_region *r) {
+    for (int d = 0; d < r->buf->rank; d++) {
+        int64_t e, n, lo, hi;
+        if (!ir_const_int_value(r->extent[d], &e) || !ir_const_int_value(r->buf->shape[d], &n) || !ival(G, r->start[d], &lo, &hi)) return false;
+        if (lo < 0 || e < 0 || hi > n - e) return false;
+    }
+    return true;
+}
+
+/* Whether the vector accesses of VW elements a fragment copy makes along the last dimension of
+ * region r are aligned for every value of its start: the start, the extent and the row length
+ * multiples of VW (what the copy's run-time `tl_vec` test checks). */
+static bool region_aligned(gen *G, const ir_region *r, int VW) {
+    int R = r->buf->rank;
+    int64_t e, n, f = known_factor(G, r->start[R - 1]);
+    return ir_const_int_value(r->extent[R - 1], &e) && ir_const_int_value(r->buf->shape[R - 1], &n) && e % VW == 0 && n % VW == 0 &&
+           (f == 0 || f % VW == 0);
+}
+
+/* Region dimension d of r <-> fragment dimension map[d] (-1: extent 1, the start itself) when
+ * the box's extents other than 1 are the fragment's, in order: then a slot's position is the
+ * region start plus the slot's fragment coordinate, with no division of a linear index. */
+static bool region_direct(const ir_region *r, const ir_buffer *fb, const int64_t *ext, int *map) {
+    int k = 0, R = r->buf->rank, F = fb->rank;
+    for (int d = 0; d < R; d++) {
+        int64_t e;
+        if (!ir_const_int_value(r->extent[d], &e)) return false;
+        if (e == 1) {
+            map[d] = -1;
+            continue;
+        }
+        while (k < F && ext[k] == 1) k++;
+        if (k >= F || ext[k] != e) return false;
+        map[d] = k++;
+    }
+    while (k < F && ext[k] == 1) k++;
+    return k == F;
+}
+
+/* Positions tl_p<N>_d, tl_in<N> and offset tl_o<N> of the element of region r that the slot with
+ * fragment coordinates tl_c<t>_* (plus `vplus` in the last fragment dimension) moves: through
+ * the direct map when there is one (map non-NULL), else as region_pos does from the linear
+ * index k; with `inside` (region_inside), tl_in is 1 and the offset unguarded. */
+static void region_pos_rf(gen *G, tile_strbuf *o, const ir_region *r, int N, const char *k, const int *map, int t, int F,
+                          const char *vplus, bool inside) {
+    if (!map) {
+        region_pos(G, o, r, N, k);
+        return;
+    }
+    int R = r->buf->rank;
+    tile_strbuf in = {0}, off = {0};
+    tile_sb_puts(&in, "1");
+    tile_sb_puts(&off, "(int64_t)0");
+    for (int d = 0; d < R; d++) {
+        if (map[d] < 0) line(G, o, "const int64_t tl_p%d_%d = tl_s%d_%d;", N, d, N, d);
+        else
+            line(G, o, "const int64_t tl_p%d_%d = tl_s%d_%d + (int64_t)(tl_c%d_%d%s%s);", N, d, N, d, t, map[d],
+                 vplus && map[d] == F - 1 ? " + " : "", vplus && map[d] == F - 1 ? vplus : "");
+        tile_sb_printf(&in, " && (uint64_t)tl_p%d_%d < (uint64_t)tl_d%d_%d", N, d, N, d);
+        tile_strbuf q = {0};
+        tile_sb_printf(&q, "(%s) * tl_d%d_%d + tl_p%d_%d", off.data, N, d, N, d);
+        tile_sb_free(&off);
+        off = q;
+    }
+    if (inside) {
+        line(G, o, "const int tl_in%d = 1;", N);
+        line(G, o, "const int64_t tl_o%d = %s;", N, off.data);
+    } else {
+        line(G, o, "const int tl_in%d = %s;", N, in.data);
+        line(G, o, "const int64_t tl_o%d = tl_in%d ? %s : 0;", N, N, off.data);
+    }
+    tile_sb_free(&in);
+    tile_sb_free(&off);
+}
+
 /* T.copy between a register fragment and a region of another buffer (global, shared, or
  * a register fragment of the same layout): each thread moves its own slots; groups of 4
  * consecutive elements as one 16-byte (8 for f16/bf16) access when the layout has them in
  * consecutive slots and the memory side allows it (checked at run time, as gen_copy_vec
- * does), else element by element with the clipping; copies out of a replicated layout are
- * made by replica 0. */
+ * does), else element by element with the clipping; where the ranges prove the box inside
+ * the buffer and aligned, only the vector accesses, unchecked. Copies out of a replicated
+ * layout are made by replica 0. */
 static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     const ir_region *src = &s->regions[0], *dst = &s->regions[1];
     if (G->rf[src->buf->id] && G->rf[dst->buf->id]) {
@@ -1510,13 +1614,21 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     const bool vec = VW > 0;
     /* the same dtype of 8 or 16 bits: the bits move as they are, packed in 32-bit words */
     const bool raw = vec && fd == gd && bits_of(fd) < 32;
+    /* What the ranges prove about the memory side: the whole box inside the buffer (no bounds
+     * tests) and, for vector accesses, aligned: then only the vector accesses are generated,
+     * without the element-by-element path, which is most of a fragment copy's code (unrolled
+     * over every slot) and of NVRTC's time, and never runs in such a program. */
+    const bool inside = region_inside(G, gl);
+    const bool fast = vec && inside && region_aligned(G, gl, VW);
+    int map[8];
+    const bool direct = R <= 8 && region_direct(gl, fr->buf, ext, map);
     bool unroll = !L->local;
     int t = G->tmp++;
     line(G, o, "{");
     G->ind++;
     region_prep(G, o, gl, gN);
     line(G, o, "const int64_t tl_c%d = %lld;", 1 - gN, (long long)buf_elems(fr->buf));
-    if (vec)
+    if (vec && !fast)
         line(G, o, "const int tl_vec = (tl_e%d_%d & %d) == 0 && (tl_s%d_%d & %d) == 0 && (tl_d%d_%d & %d) == 0;", gN, R - 1, VW - 1, gN,
              R - 1, VW - 1, gN, R - 1, VW - 1);
     int site = add_site(G, s->loc, SIMT_SITE_SHAPE, "copy: the source has %lld elements but the destination has %lld");
@@ -1543,13 +1655,17 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
     if (holes.len) line(G, o, "if (%s) {", holes.data);
     else line(G, o, "{");
     G->ind++;
-    tile_strbuf lin = {0};
-    rf_linear(&lin, fr->buf->rank, ext, t, NULL);
-    line(G, o, "const int64_t tl_eg = %s;", lin.data);
-    tile_sb_free(&lin);
+    if (!direct) {
+        tile_strbuf lin = {0};
+        rf_linear(&lin, fr->buf->rank, ext, t, NULL);
+        line(G, o, "const int64_t tl_eg = %s;", lin.data);
+        tile_sb_free(&lin);
+    }
+    const int F = fr->buf->rank;
     if (vec) {
-        region_pos(G, o, gl, gN, "tl_eg");
-        line(G, o, "if (tl_vec && tl_in%d && tl_p%d_%d + %d < tl_d%d_%d) {", gN, gN, R - 1, VW - 1, gN, R - 1);
+        region_pos_rf(G, o, gl, gN, "tl_eg", direct ? map : NULL, t, F, NULL, inside);
+        if (fast) line(G, o, "{");
+        else line(G, o, "if (tl_vec && tl_in%d && tl_p%d_%d + %d < tl_d%d_%d) {", gN, gN, R - 1, VW - 1, gN, R - 1);
         G->ind++;
         const char *q = sp_qual(G, gsp);
         const char *cx[4] = {"x", "y", "z", "w"};
@@ -1609,38 +1725,39 @@ static void gen_copy_rf(gen *G, tile_strbuf *o, const ir_stmt *s) {
             }
         }
         G->ind--;
-        line(G, o, "} else {");
+        line(G, o, fast ? "}" : "} else {");
         G->ind++;
     }
-    /* element by element, clipped */
-    line(G, o, "#pragma unroll");
-    line(G, o, "for (int tl_v = 0; tl_v < %d; tl_v++) {", vec ? VW : 1);
-    G->ind++;
-    region_pos(G, o, gl, gN, "tl_eg + tl_v");
-    tile_dtype via = compute_dt(gd) == TILE_DT_F64 ? TILE_DT_F64 : is_float(gd) ? TILE_DT_F32 : gd;
-    if (in) {
-        tile_strbuf v = {0};
-        char inn[16];
-        snprintf(inn, sizeof inn, "tl_in%d", gN);
-        rf_gload(G, &v, gl->buf, inn, "tl_o0", via);
-        store_at(G, o, fr->buf, "tl_s + tl_v", v.data, via);
-        tile_sb_free(&v);
-    } else {
-        line(G, o, "if (tl_in1) {");
+    if (!fast) { /* element by element, clipped */
+        line(G, o, "#pragma unroll");
+        line(G, o, "for (int tl_v = 0; tl_v < %d; tl_v++) {", vec ? VW : 1);
         G->ind++;
-        tile_strbuf v = {0};
-        load_at(G, &v, fr->buf, "tl_s + tl_v");
-        line(G, o, "const %s tl_x = %s;", vtype(fd), v.data);
-        store_at(G, o, gl->buf, "tl_o1", "tl_x", fd);
-        tile_sb_free(&v);
+        region_pos_rf(G, o, gl, gN, "tl_eg + tl_v", direct ? map : NULL, t, F, "tl_v", inside);
+        tile_dtype via = compute_dt(gd) == TILE_DT_F64 ? TILE_DT_F64 : is_float(gd) ? TILE_DT_F32 : gd;
+        if (in) {
+            tile_strbuf v = {0};
+            char inn[16];
+            snprintf(inn, sizeof inn, "tl_in%d", gN);
+            rf_gload(G, &v, gl->buf, inn, "tl_o0", via);
+            store_at(G, o, fr->buf, "tl_s + tl_v", v.data, via);
+            tile_sb_free(&v);
+        } else {
+            line(G, o, "if (tl_in1) {");
+            G->ind++;
+            tile_strbuf v = {0};
+            load_at(G, &v, fr->buf, "tl_s + tl_v");
+            line(G, o, "const %s tl_x = %s;", vtype(fd), v.data);
+            store_at(G, o, gl->buf, "tl_o1", "tl_x", fd);
+            tile_sb_free(&v);
+            G->ind--;
+            line(G, o, "}");
+        }
         G->ind--;
         line(G, o, "}");
     }
-    G->ind--;
-    line(G, o, "}");
     if (vec) {
         G->ind--;
-        line(G, o, "}");
+        if (!fast) line(G, o, "}");
     }
     G->ind--;
     line(G, o, "}");

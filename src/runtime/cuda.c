@@ -150,6 +150,19 @@ bool tile_cuda_nvrtc_available(tile_strbuf *why) {
     return g_nv_ok;
 }
 
+/* The options of every NVRTC compile besides --gpu-architecture: functions are __device__
+ * unless marked, no contraction of a * b + c (the interpreter rounds each operation), the
+ * C++ dialect of the generated code, and two warnings it triggers by design (177: a variable
+ * declared and not used, 550: set and not used). */
+static const char *const k_nvrtc_opts[] = {"-default-device", "--fmad=false", "--std=c++17", "-diag-suppress=177,550"};
+
+char *tile_cuda_nvrtc_options(const char *arch) {
+    tile_strbuf o = {0};
+    tile_sb_printf(&o, "--gpu-architecture=%s", arch && *arch ? arch : "sm_90a");
+    for (size_t i = 0; i < sizeof k_nvrtc_opts / sizeof k_nvrtc_opts[0]; i++) tile_sb_printf(&o, "\n%s", k_nvrtc_opts[i]);
+    return o.data;
+}
+
 int tile_cuda_nvrtc_compile(const char *src, const char *name, const char *arch, void **cubin, size_t *n, tile_strbuf *err) {
     *cubin = NULL;
     *n = 0;
@@ -162,8 +175,11 @@ int tile_cuda_nvrtc_compile(const char *src, const char *name, const char *arch,
     }
     char archopt[64];
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
-    const char *opts[] = {archopt, "-default-device", "--fmad=false", "--std=c++17", "-diag-suppress=177,550"};
-    r = nv.CompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    const char *opts[1 + sizeof k_nvrtc_opts / sizeof k_nvrtc_opts[0]];
+    int nopts = 0;
+    opts[nopts++] = archopt;
+    for (size_t i = 0; i < sizeof k_nvrtc_opts / sizeof k_nvrtc_opts[0]; i++) opts[nopts++] = k_nvrtc_opts[i];
+    r = nv.CompileProgram(prog, nopts, opts);
     if (r != 0) {
         size_t ln = 0;
         nv.GetProgramLogSize(prog, &ln);
@@ -486,6 +502,7 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
     simt_options o;
     simt_options_default(&o, SIMT_CUDA, f->opts);
     o.sm = arch_sm(g_arch);
+    double tg = tile_now();
     if (simt_generate(f, &o, &x->P, err)) {
         pthread_mutex_lock(&g_pool_lock);
         g_live_exes--;
@@ -493,6 +510,9 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
         free(x);
         return 1;
     }
+    char targs[160];
+    snprintf(targs, sizeof targs, "\"kernel\": \"%s\", \"arch\": \"%s\"", f->name, g_arch);
+    rt_trace_span("codegen CUDA", "compile", tg, tile_now() - tg, targs);
     for (int i = 0; i < x->P.nlaunches; i++) {
         const simt_launch *L = &x->P.launches[i];
         tile_log(TILE_LOG_INFO, "cuda: '%s' kernel %s for %s: lowering %s (%d threads, %zu B shared)", f->name, L->name, g_arch, L->lowering, L->threads, L->smem);
@@ -536,10 +556,15 @@ static int cuda_compile(const ir_func *f, void **exe, tile_strbuf *err) {
             tile_sb_printf(err, "\n(internal error: the generated CUDA C of '%s' does not compile)\n", f->name);
             goto fail;
         }
-        tile_log(TILE_LOG_INFO, "cuda: NVRTC compiled '%s' for %s in %.1f ms", f->name, g_arch, (tile_now() - t0) * 1e3);
+        tile_log(TILE_LOG_INFO, "cuda: NVRTC compiled '%s' for %s in %.1f ms (%zu bytes of cubin)", f->name, g_arch, (tile_now() - t0) * 1e3, n);
+        rt_trace_span("nvrtc", "compile", t0, tile_now() - t0, targs);
         if (cache) simt_write_file(path.data, bin, n);
     }
-    r = cu.ModuleLoadData(&x->mod, bin);
+    {
+        double t0 = tile_now();
+        r = cu.ModuleLoadData(&x->mod, bin);
+        rt_trace_span("cuModuleLoadData", "compile", t0, tile_now() - t0, targs);
+    }
     free(bin);
     if (r != 0) {
         tile_sb_printf(err, "cuModuleLoadData for '%s' (%s) failed: %s", f->name, g_arch, cu_err(r));

@@ -692,7 +692,13 @@ tile_status rt_prepare(tile_kernel *k, const tile_backend *b, const char *pipeli
         ts = tile_xcalloc(1, sizeof *ts);
         ts->backend = b;
         ts->pipeline = pipeline;
+        double tp = tile_now();
         st = lower_for_target(k, pipeline, NULL, &ts->mod, &ts->f, err);
+        if (st == TILE_OK && rt_tracing()) {
+            char args[256];
+            snprintf(args, sizeof args, "\"kernel\": \"%s\", \"pipeline\": \"%s\"", k->f->name, pipeline);
+            rt_trace_span("passes", "compile", tp, tile_now() - tp, args);
+        }
         if (st != TILE_OK) {
             free(ts);
             pthread_mutex_unlock(&k->lock);
