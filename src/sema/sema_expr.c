@@ -109,7 +109,15 @@ ir_expr *materialize(sema_ctx *c, sval *v) {
             sema_err(c, v->loc, "a slice of '%s' is a region, not a scalar; use T.copy or index every dimension", a->buf->name);
             return NULL;
         }
-        return ir_load(c->mod, a->buf, a->start, v->loc);
+        ir_expr *ld = ir_load(c->mod, a->buf, a->start, v->loc);
+        sema_note_read(c, a->buf);
+        ir_expr *safe = sema_safe_value(c, a->buf, v->loc);
+        if (safe) {
+            /* out of bounds: the annotated value; the select evaluates the load only inside */
+            ir_expr *inb = sema_in_bounds(c, a->buf, a->start, v->loc);
+            if (inb) ld = ir_select(c->mod, inb, ld, safe, v->loc);
+        }
+        return ld;
     }
     case SV_BUFFER:
         sema_err(c, v->loc, "buffer '%s' is used as a scalar; index it, e.g. %s[i%s]", v->buf->name, v->buf->name, v->buf->rank > 1 ? ", j" : "");
@@ -1255,6 +1263,7 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : !strcmp(fname, "ws") ? "`with T.ws(...):`" : "the iterable of a for loop");
         return sv_err(c, loc);
     case 'H':
+        if (!strcmp(fname, "annotate_safe_value")) return sema_annotate_safe_value(c, a, loc);
         /* scheduling hints: no semantics; Tile's passes make these decisions themselves */
         if (!strcmp(fname, "annotate_layout"))
             tile_log(TILE_LOG_INFO, "%s:%d: T.annotate_layout is accepted; the layout of each buffer is chosen by Tile's layout inference on every target",

@@ -520,6 +520,8 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     c->kernel = ks;
     c->simt_tid = NULL;
     c->nbarriers = 0;
+    c->nsafe = 0;
+    c->nread_bufs = 0;
     c->sync_used = false;
     c->ws_threads = 0;
     ir_stmt *body = lower_body(c, env, &s->body, s->loc);
@@ -572,6 +574,85 @@ static bool index_range(sema_ctx *c, const ir_expr *e, int64_t *lo, int64_t *hi)
         return false;
     default: return false;
     }
+}
+
+/* ---------- T.annotate_safe_value ---------- */
+
+ir_expr *sema_safe_value(sema_ctx *c, const ir_buffer *b, tile_loc loc) {
+    for (int i = 0; i < c->nsafe; i++)
+        if (c->safe_buf[i] == b) {
+            const ir_expr *v = c->safe_val[i];
+            return tile_dtype_is_float(v->dtype) ? ir_const_float(c->mod, v->dtype, v->fval, loc) : ir_const_int(c->mod, v->dtype, v->ival, loc);
+        }
+    return NULL;
+}
+
+void sema_note_read(sema_ctx *c, const ir_buffer *b) {
+    if (!c->in_kernel || b->scope != IR_SCOPE_GLOBAL) return;
+    for (int i = 0; i < c->nread_bufs; i++)
+        if (c->read_bufs[i] == b) return;
+    if (c->nread_bufs < 64) c->read_bufs[c->nread_bufs++] = b;
+}
+
+ir_expr *sema_in_bounds(sema_ctx *c, const ir_buffer *b, ir_expr **ix, tile_loc loc) {
+    ir_expr *inb = NULL;
+    for (int d = 0; d < b->rank; d++) {
+        int64_t lo, hi, n;
+        if (index_range(c, ix[d], &lo, &hi) && ir_const_int_value(b->shape[d], &n) && lo >= 0 && hi < n) continue;
+        ir_expr *in = ir_binary(c->mod, IR_B_AND, ir_binary(c->mod, IR_B_GE, ix[d], ir_const_int(c->mod, ix[d]->dtype, 0, loc), loc),
+                                ir_binary(c->mod, IR_B_LT, ix[d], cast_to(c, b->shape[d], ix[d]->dtype), loc), loc);
+        inb = inb ? ir_binary(c->mod, IR_B_AND, inb, in, loc) : in;
+    }
+    return inb;
+}
+
+/* T.annotate_safe_value({A: v, ...}): from here to the end of the kernel, reads of the
+ * global tensor A outside its bounds give v instead of being out-of-bounds accesses (element
+ * reads, and the source elements of T.copy). TileLang attaches the map to the kernel's
+ * block, so it holds for the whole kernel: a read of A before the annotation would see a
+ * different meaning here, and is reported. Buffers that are not global tensors are
+ * accepted and unaffected, as in TileLang (it guards global memory only). */
+sval *sema_annotate_safe_value(sema_ctx *c, call_args *a, tile_loc loc) {
+    if (a->npos != 1 || a->nkw || a->pos[0]->kind != SV_DICT) {
+        sema_err(c, loc, "T.annotate_safe_value takes one dict, {buffer: value, ...}");
+        return sv_err(c, loc);
+    }
+    if (!c->in_kernel) {
+        sema_err(c, loc, "T.annotate_safe_value is only meaningful inside a T.Kernel");
+        return sv_err(c, loc);
+    }
+    sval *d = a->pos[0];
+    for (int i = 0; i < d->nitems; i++) {
+        sval *k = d->items[i], *v = d->vals[i];
+        if (k->kind != SV_BUFFER) {
+            sema_err(c, k->loc, "the keys of T.annotate_safe_value must be buffers, got %s", sv_describe(k));
+            return sv_err(c, loc);
+        }
+        ir_buffer *b = sema_view_base(c, k->buf);
+        if (!b) b = k->buf;
+        if (b->scope != IR_SCOPE_GLOBAL) continue;
+        if (!sv_is_const(v)) {
+            sema_err(c, v->loc, "the safe value of '%s' in T.annotate_safe_value must be a number known at compile time, got %s", k->buf->name,
+                     sv_describe(v));
+            return sv_err(c, loc);
+        }
+        for (int j = 0; j < c->nread_bufs; j++)
+            if (c->read_bufs[j] == b) {
+                sema_err(c, k->loc, "T.annotate_safe_value for '%s' comes after a read of '%s' in this kernel; TileLang applies it to the whole kernel, "
+                                    "so put it before the first read", k->buf->name, b->name);
+                return sv_err(c, loc);
+            }
+        ir_expr *x = cast_to(c, v->e, b->dtype);
+        int j = 0;
+        while (j < c->nsafe && c->safe_buf[j] != b) j++;
+        if (j == c->nsafe) {
+            if (c->nsafe == 16) { sema_err(c, loc, "T.annotate_safe_value: at most 16 tensors per kernel"); return sv_err(c, loc); }
+            c->nsafe++;
+        }
+        c->safe_buf[j] = b;
+        c->safe_val[j] = x;
+    }
+    return sv_none(c, loc);
 }
 
 /* An integer expression as c0 + sum k_i * a_i (through +, - and * by a constant). */
@@ -791,7 +872,7 @@ static ir_expr **region_elem(sema_ctx *c, const ir_region *r, ir_var **iv, ir_ex
     ir_expr **ix = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
     *inb = NULL;
     for (int d = 0; d < rank; d++) {
-        ix[d] = int_binary(c, IR_B_ADD, r->start[d], ir_var_ref(c->mod, iv[d], loc), loc);
+        ix[d] = iv[d] ? int_binary(c, IR_B_ADD, r->start[d], ir_var_ref(c->mod, iv[d], loc), loc) : r->start[d];
         int64_t lo, hi, n;
         if (index_range(c, ix[d], &lo, &hi) && ir_const_int_value(r->buf->shape[d], &n) && lo >= 0 && hi < n) continue;
         ir_expr *in = ir_binary(c->mod, IR_B_AND, ir_binary(c->mod, IR_B_GE, ix[d], ir_const_int(c->mod, TILE_DT_I32, 0, loc), loc),
@@ -801,20 +882,35 @@ static ir_expr **region_elem(sema_ctx *c, const ir_region *r, ir_var **iv, ir_ex
     return sema_view_base(c, r->buf) ? sema_view_index(c, r->buf, ix, loc) : ix;
 }
 
-/* dst[...] = src[...] over two regions of the same shape, one of them (at least) of a view,
- * as a T.Parallel nest of element copies (what T.copy means) */
+/* dst[...] = src[...] over two regions of the same shape, as a T.Parallel nest of element
+ * copies (what T.copy means): for a view (at least one side), and for a source with a
+ * non-zero T.annotate_safe_value (its out-of-bounds elements read that value) */
 static bool emit_view_copy(sema_ctx *c, const ir_region *src, const ir_region *dst, tile_loc loc) {
     int rank = dst->buf->rank;
-    bool same = src->buf->rank == rank;
-    for (int d = 0; same && d < rank; d++) {
+    /* the dimensions of extent other than 1 pair up in order, as T.copy pairs them; the
+     * source's unit dimensions stay at their start */
+    int sd[8], dd[8], ns = 0, nd = 0;
+    for (int d = 0; d < src->buf->rank; d++) {
+        int64_t k;
+        if (!(ir_const_int_value(src->extent[d], &k) && k == 1)) sd[ns++] = d;
+    }
+    for (int d = 0; d < rank; d++) {
+        int64_t k;
+        if (!(ir_const_int_value(dst->extent[d], &k) && k == 1)) dd[nd++] = d;
+    }
+    bool same = ns == nd;
+    for (int j = 0; same && j < ns; j++) {
         int64_t a, b;
-        same = (ir_const_int_value(src->extent[d], &a) && ir_const_int_value(dst->extent[d], &b)) ? a == b : ir_expr_equal(src->extent[d], dst->extent[d]);
+        const ir_expr *ea = src->extent[sd[j]], *eb = dst->extent[dd[j]];
+        same = (ir_const_int_value(ea, &a) && ir_const_int_value(eb, &b)) ? a == b : ir_expr_equal(ea, eb);
     }
     if (!same) {
-        sema_err(c, loc, "T.copy between a view (T.reshape / T.view) and a region of another shape or rank is not supported yet; give both sides the same shape");
+        sema_err(c, loc, "T.copy between %s and a region of another shape is not supported yet; give both sides the same shape",
+                 sema_view_base(c, src->buf) || sema_view_base(c, dst->buf) ? "a view (T.reshape / T.view)"
+                                                                            : "a tensor with a non-zero T.annotate_safe_value");
         return false;
     }
-    ir_var *iv[8];
+    ir_var *iv[8], *siv[8];
     for (int d = 0; d < rank; d++) {
         iv[d] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "v%d", d), IR_VAR_LOOP, TILE_DT_I32, loc);
         int64_t e0;
@@ -824,13 +920,18 @@ static bool emit_view_copy(sema_ctx *c, const ir_region *src, const ir_region *d
             c->range_hi[c->nrange++] = e0 - 1;
         }
     }
+    for (int d = 0; d < src->buf->rank; d++) siv[d] = NULL;
+    for (int j = 0; j < ns; j++) siv[sd[j]] = iv[dd[j]];
     ir_buffer *sb = sema_view_base(c, src->buf), *db = sema_view_base(c, dst->buf);
     /* regions clip at the bounds, as for every tile operation: reading outside gives 0,
      * writing outside is dropped */
     ir_expr *sin, *din;
     ir_buffer *sbuf = sb ? sb : src->buf;
-    ir_expr *x = cast_to(c, ir_load(c->mod, sbuf, region_elem(c, src, iv, &sin, loc), loc), promote_arith(sbuf->dtype));
-    if (sin) x = ir_select(c->mod, sin, x, cast_to(c, ir_const_int(c->mod, TILE_DT_I32, 0, loc), x->dtype), loc);
+    ir_expr *x = cast_to(c, ir_load(c->mod, sbuf, region_elem(c, src, siv, &sin, loc), loc), promote_arith(sbuf->dtype));
+    if (sin) {
+        ir_expr *fill = sema_safe_value(c, sbuf, loc);
+        x = ir_select(c->mod, sin, x, cast_to(c, fill ? fill : ir_const_int(c->mod, TILE_DT_I32, 0, loc), x->dtype), loc);
+    }
     ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
     st->buf = db ? db : dst->buf;
     st->idx = region_elem(c, dst, iv, &din, loc);
@@ -1058,8 +1159,7 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos,
     if (is_head_form(pos[0]) && is_head_form(pos[1]) && c->in_kernel) {
         /* T.copy(A[i], B[j]): two single elements, a copy of one element (an element
          * operation, so also inside T.Parallel) */
-        sv_access *a = pos[0]->acc;
-        store_access(c, pos[1]->acc, sv_expr(c, ir_load(c->mod, a->buf, a->start, call->loc)), call->loc);
+        store_access(c, pos[1]->acc, sv_expr(c, materialize(c, pos[0])), call->loc);
         return sv_none(c, call->loc);
     }
     if (!check_tile_scope(c, call->loc, "T.copy")) return sv_err(c, call->loc);
@@ -1081,7 +1181,13 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos,
             return sv_err(c, call->loc);
         }
     }
-    if (sema_view_base(c, s->regions[0].buf) || sema_view_base(c, s->regions[1].buf)) {
+    /* a source with a non-zero safe value: out-of-bounds elements read that value, which
+     * the element copy nest gives on every target (IR_S_COPY fills with zero) */
+    ir_buffer *src_base = sema_view_base(c, s->regions[0].buf) ? sema_view_base(c, s->regions[0].buf) : s->regions[0].buf;
+    sema_note_read(c, src_base);
+    ir_expr *safe = sema_safe_value(c, src_base, call->loc);
+    bool safe_nonzero = safe && (tile_dtype_is_float(safe->dtype) ? (safe->fval != 0 || signbit(safe->fval)) : safe->ival != 0);
+    if (safe_nonzero || sema_view_base(c, s->regions[0].buf) || sema_view_base(c, s->regions[1].buf)) {
         if (!emit_view_copy(c, &s->regions[0], &s->regions[1], call->loc)) return sv_err(c, call->loc);
         return sv_none(c, call->loc);
     }
@@ -1254,6 +1360,12 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     bool ok = scalar || (is_head_form(pos[0]) ? to_region(c, pos[1], &src, NULL, fname, "source") && to_region(c, pos[0], &dst, &src, fname, "destination")
                                               : to_region(c, pos[0], &dst, NULL, fname, "destination") && to_region(c, pos[1], &src, &dst, fname, "source"));
     if (!ok) return sv_err(c, call->loc);
+    if (!scalar && sema_safe_value(c, src.buf, call->loc)) {
+        /* TileLang would add the safe value for out-of-bounds source elements; Tile's region
+         * atomics skip them */
+        sema_err(c, call->loc, "T.%s from '%s', which has a T.annotate_safe_value, is not supported yet", fname, src.buf->name);
+        return sv_err(c, call->loc);
+    }
     int sd[8], dd[8], ns = 0, nd = 0;
     for (int d = 0; d < src.buf->rank; d++) {
         int64_t k;

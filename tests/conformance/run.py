@@ -333,6 +333,27 @@ def ref_simt_shared_sync(a, rounds=3, threads=64):
     return {"Y": v.reshape(-1)[:n]}
 
 
+def shifted(x, dr, dc, pad):
+    # out[r, c] = x[r + dr, c + dc], or pad where that is outside x
+    m, n = x.shape
+    out = np.full((m, n), pad, np.float64)
+    r0, r1 = max(0, -dr), min(m, m - dr)
+    c0, c1 = max(0, -dc), min(n, n - dc)
+    if r0 < r1 and c0 < c1:
+        out[r0:r1, c0:c1] = x[r0 + dr:r1 + dr, c0 + dc:c1 + dc]
+    return out
+
+
+def ref_safe_value(a, shift=5, pad=7.5):
+    A, I, Z = a["A"].astype(np.float64), a["I"].astype(np.float64), a["Z"].astype(np.float64)
+    return {"B": shifted(A, -shift, shift, pad), "C": shifted(A, shift, -shift, pad), "D": shifted(I, shift, 0, -3) + 1,
+            "E": shifted(Z, -shift, shift, 0) + shifted(Z, shift, -shift, 0), "F": shifted(a["G"][1].astype(np.float64), -shift, shift, -2)}
+
+
+def gen_safe_value(m, n, seed):
+    return {"A": f32((m, n), seed), "I": rng(seed + 1).integers(-100, 100, (m, n)).astype(np.int32), "Z": f32((m, n), seed + 2), "G": f32((2, m, n), seed + 3)}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -392,6 +413,9 @@ CASES = {
     "views_h2": ("views.py", "views", ["N=192", "G=5", "H=2"], lambda: {"A": f32((192, 10), 43)}, lambda a: ref_views(a, 2)),
     "simt_shared_sync": ("simt_shared_sync.py", "rotate", ["N=150"], lambda: {"X": f32((150,), 46)}, ref_simt_shared_sync),
     "elements": ("elements.py", "elements", ["N=150"], lambda: gen_elements(150, 45), ref_elements),
+    # T.annotate_safe_value: out-of-bounds reads of the annotated tensors give the value
+    "safe_value": ("safe_value.py", "safe_value", ["M=96", "N=64"], lambda: gen_safe_value(96, 64, 60), ref_safe_value),
+    "safe_value_ragged": ("safe_value.py", "safe_value", ["M=70", "N=45"], lambda: gen_safe_value(70, 45, 63), ref_safe_value),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
