@@ -4,7 +4,8 @@
 #   dim:          from a `**config` dict at the call
 #   dtype:        from the first case of @pytest.mark.parametrize, passed down a helper
 #   block, threads: from the first config of @tilelang.autotune(configs=...), built with
-#                 itertools.product and list.append
+#                 itertools.product and list.append, on a branch on
+#                 torch.cuda.get_device_name() (Tile answers for the reference GPU, an H200)
 # The body uses next_power_of_2 on a parameter, T.parallel, T.alloc_var without init and
 # T.copy with src=/dst= keywords.
 import itertools
@@ -15,8 +16,14 @@ import tilelang
 import tilelang.language as T
 
 
+def is_amd():
+    return "Radeon" in torch.cuda.get_device_name().strip() or "AMD" in torch.cuda.get_device_name()
+
+
 def get_configs():
     configs = []
+    if is_amd():
+        return [{"block": 32, "threads": 64}]
     for block, threads in itertools.product([64, 128], [128, 256]):
         configs.append({"block": block, "threads": threads})
     return configs
