@@ -18,7 +18,7 @@
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
-    X(cdiv, S) X(align_up, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
+    X(cdiv, S) X(align_up, S) X(any_of, S) X(all_of, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(async_copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) X(atomic_or, T) X(atomic_and, T) X(atomic_xor, T) \
@@ -1440,6 +1440,10 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         }
         return sv_weak_int(c, acc, loc);
     }
+    if (!strcmp(fname, "any_of") || !strcmp(fname, "all_of")) {
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
+        return sema_any_all_of(c, fname, a->pos[0], loc);
+    }
     if (!strcmp(fname, "clamp")) {
         /* T.clamp(x, min_val, max_val): max(min(x, max_val), min_val); a None bound is absent */
         if (!need_args(c, fname, a, 1, 3, loc)) return sv_err(c, loc);
@@ -1812,7 +1816,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
             "wait_wgmma", "warpgroup_arrive",
             "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm",
-            "copy_async", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
+            "copy_async", "ldg", "stg", "rng_init", "rng_rand", "loop_break", "print",
             "make_tensor", "Tensor_ptr", "ptr", "region", "buffer_load", "buffer_store", "tvm_access_ptr", "tvm_mma_sync",
             "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",
             "dp4a", "popcount", "clz", "extract_lane", "mask", "scan", NULL};

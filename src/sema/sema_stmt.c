@@ -1195,6 +1195,59 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos,
     return sv_none(c, call->loc);
 }
 
+/* T.any_of(region) / T.all_of(region): whether any (every) element of a buffer or region
+ * is non-zero, as a value. Computed by statements before the expression that uses it: a
+ * flag set to false (true) and a serial nest over the region or-ing (and-ing) each element
+ * into it. Elements are read as any element access (an index outside the buffer is an
+ * out-of-bounds access, not a value). */
+sval *sema_any_all_of(sema_ctx *c, const char *fname, sval *arg, tile_loc loc) {
+    if (!c->stmts || !c->in_kernel) { sema_err(c, loc, "T.%s can only be used inside a T.Kernel", fname); return sv_err(c, loc); }
+    ir_region r;
+    if (arg->kind == SV_ACCESS && !arg->acc->any_slice && !arg->acc->view) {
+        /* one element: a region of extent 1 */
+        memset(&r, 0, sizeof r);
+        r.buf = arg->acc->buf;
+        r.start = arg->acc->start;
+        r.extent = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, r.buf->rank ? r.buf->rank : 1);
+        for (int d = 0; d < r.buf->rank; d++) r.extent[d] = ir_const_int(c->mod, TILE_DT_I32, 1, loc);
+    } else if (!to_region(c, arg, &r, NULL, tile_arena_printf(c->arena, "T.%s", fname), "argument"))
+        return sv_err(c, loc);
+    bool any = !strcmp(fname, "any_of");
+    ir_var *flag = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "%s%d", fname, c->tmp_counter++), IR_VAR_LOCAL, TILE_DT_BOOL, loc);
+    emit_assign(c, flag, ir_const_int(c->mod, TILE_DT_BOOL, any ? 0 : 1, loc), loc);
+    int rank = r.buf->rank;
+    ir_var *iv[8];
+    ir_expr **ix = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+    for (int d = 0; d < rank; d++) {
+        iv[d] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "%s_i%d", fname, d), IR_VAR_LOOP, TILE_DT_I32, loc);
+        ix[d] = int_binary(c, IR_B_ADD, r.start[d], ir_var_ref(c->mod, iv[d], loc), loc);
+    }
+    sema_note_read(c, r.buf);
+    ir_expr *x = ir_load(c->mod, r.buf, ix, loc);
+    ir_expr *safe = sema_safe_value(c, r.buf, loc);
+    if (safe) {
+        ir_expr *inb = sema_in_bounds(c, r.buf, ix, loc);
+        if (inb) x = ir_select(c->mod, inb, x, safe, loc);
+    }
+    ir_stmt *upd = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    upd->var = flag;
+    upd->value = ir_binary(c->mod, any ? IR_B_OR : IR_B_AND, ir_var_ref(c->mod, flag, loc), to_bool(c, x), loc);
+    ir_stmt *body = upd;
+    for (int d = rank - 1; d >= 0; d--) {
+        ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
+        f->var = iv[d];
+        f->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+        f->extent = r.extent[d];
+        f->loop_kind = IR_LOOP_SERIAL;
+        f->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 1);
+        f->nbody = 1;
+        f->body[0] = body;
+        body = f;
+    }
+    emit(c, body);
+    return sv_expr(c, ir_var_ref(c->mod, flag, loc));
+}
+
 static sval *lower_fill(sema_ctx *c, const ast_expr *call, sval **pos, int npos, bool clear) {
     const char *op = clear ? "T.clear" : "T.fill";
     if (npos != (clear ? 1 : 2)) { sema_err(c, call->loc, "%s takes %s, got %d arguments", op, clear ? "one buffer" : "a buffer and a value", npos); return sv_err(c, call->loc); }

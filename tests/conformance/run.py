@@ -354,6 +354,33 @@ def gen_safe_value(m, n, seed):
     return {"A": f32((m, n), seed), "I": rng(seed + 1).integers(-100, 100, (m, n)).astype(np.int32), "Z": f32((m, n), seed + 2), "G": f32((2, m, n), seed + 3)}
 
 
+def ref_any_all(a, block_M=16):
+    x, mask = a["X"].astype(np.float64), a["Mask"]
+    m, n = x.shape
+    y = np.zeros((m, n))
+    flags = np.zeros((m // block_M, 4), np.int64)
+    for b in range(m // block_M):
+        xs = x[b * block_M:(b + 1) * block_M]
+        for k in range(n // 16):
+            if mask[b, k, 1:].any():
+                y[b * block_M:(b + 1) * block_M, k * 16:(k + 1) * 16] = xs[:, k * 16:(k + 1) * 16] * 2
+            elif mask[b, k, 0]:
+                y[b * block_M:(b + 1) * block_M, k * 16:(k + 1) * 16] = 1
+            else:
+                y[b * block_M:(b + 1) * block_M, k * 16:(k + 1) * 16] = -1
+        pos = xs > -0.9
+        flags[b] = [(xs > 0.99).any(), pos.all(), pos[1, :n // 2].all(), mask[b].any() + 2 * mask[b, :, 1].all()]
+    return {"Y": y, "Flags": flags}
+
+
+def gen_any_all(m, n, g, seed):
+    x = f32((m, n), seed)
+    mask = rng(seed + 1).uniform(0, 1, (m // 16, n // 16, g)) < 0.3
+    mask[0, :, 1] = True  # one block where every mask of column 1 is set
+    x[16:32, :] = np.abs(x[16:32, :])  # one block with no element <= -0.9
+    return {"X": x, "Mask": mask}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -416,6 +443,8 @@ CASES = {
     # T.annotate_safe_value: out-of-bounds reads of the annotated tensors give the value
     "safe_value": ("safe_value.py", "safe_value", ["M=96", "N=64"], lambda: gen_safe_value(96, 64, 60), ref_safe_value),
     "safe_value_ragged": ("safe_value.py", "safe_value", ["M=70", "N=45"], lambda: gen_safe_value(70, 45, 63), ref_safe_value),
+    # T.any_of / T.all_of over regions, whole buffers and single elements
+    "any_all": ("any_all.py", "any_all", ["M=64", "N=80", "G=3"], lambda: gen_any_all(64, 80, 3, 64), ref_any_all),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
