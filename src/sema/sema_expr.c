@@ -607,9 +607,22 @@ static sval *shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc) {
     return t;
 }
 
-static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
-    sval *base = lower_expr(c, env, e->value);
-    const char *a = e->name;
+static sval *attr_of(sema_ctx *c, sval *base, const char *a, const ast_expr *e);
+static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) { return attr_of(c, lower_expr(c, env, e->value), e->name, e); }
+
+/* getattr(x, "name") of a module (getattr(T, op_name) with op_name known at compile time):
+ * the same as x.name */
+sval *sema_getattr(sema_ctx *c, sval *base, const char *name, tile_loc loc) {
+    if (base->kind != SV_MODULE) return NULL;
+    ast_expr e = {0};
+    e.kind = AST_E_ATTR;
+    e.name = name;
+    e.loc = loc;
+    return attr_of(c, base, name, &e);
+}
+
+/* base.a; e is the attribute expression (its location, and its name for messages) */
+static sval *attr_of(sema_ctx *c, sval *base, const char *a, const ast_expr *e) {
     if (base->kind == SV_DICT && base->str && !strcmp(base->str, "@namespace")) {
         /* args.dim on what parser.parse_args() returned: the argument's default */
         for (int i = 0; i < base->nitems; i++)
@@ -646,6 +659,9 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
         if (!strcmp(a, "pi")) return sv_weak_float(c, 3.14159265358979323846, e->loc);
         if (!strcmp(a, "e")) return sv_weak_float(c, 2.71828182845904523536, e->loc);
         if (!strcmp(a, "inf")) return sv_weak_float(c, INFINITY, e->loc);
+        /* T.Serial, T.Unroll: TileLang's upper-case aliases of T.serial, T.unroll */
+        if (!strcmp(a, "Serial")) a = "serial";
+        else if (!strcmp(a, "Unroll")) a = "unroll";
         if (find_builtin(a)) {
             sval *v = sv_new(c, SV_BUILTIN, e->loc);
             v->str = a;

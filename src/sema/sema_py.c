@@ -729,6 +729,8 @@ sval *py_builtin(sema_ctx *c, const char *f, call_args *a, tile_loc loc) {
         sval *n = arg_or(a, 1);
         if (!x || !n || n->kind != SV_STRING) { sema_err(c, loc, "%s() takes an object and an attribute name", f); return sv_err(c, loc); }
         if (f[0] == 'h') return sv_weak_bool(c, x->kind == SV_MODULE || x->kind == SV_OPAQUE, loc);
+        sval *r = sema_getattr(c, x, n->str, loc);
+        if (r) return r;
         if (arg_or(a, 2)) return a->pos[2];
         sema_err(c, loc, "getattr() on %s is not supported yet", sv_describe(x));
         return sv_err(c, loc);

@@ -381,6 +381,12 @@ def gen_any_all(m, n, g, seed):
     return {"X": x, "Mask": mask}
 
 
+def ref_spellings(a, op="max"):
+    x = a["X"].astype(np.float64)
+    y = max(a["Y"][0], x.max()) if op == "max" else a["Y"][0] + x.sum()
+    return {"Y": np.array([y]), "Z": x * sum(k * 2 + u for k in range(1, 4) for u in range(2))}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -445,6 +451,10 @@ CASES = {
     "safe_value_ragged": ("safe_value.py", "safe_value", ["M=70", "N=45"], lambda: gen_safe_value(70, 45, 63), ref_safe_value),
     # T.any_of / T.all_of over regions, whole buffers and single elements
     "any_all": ("any_all.py", "any_all", ["M=64", "N=80", "G=3"], lambda: gen_any_all(64, 80, 3, 64), ref_any_all),
+    # getattr(T, name), T.Serial, T.Unroll
+    "spellings": ("spellings.py", "spellings", ["N=100"], lambda: {"X": f32((100,), 65), "Y": np.array([0.25], np.float32)}, ref_spellings),
+    "spellings_add": ("spellings.py", "spellings", ["N=100", "op_name=atomic_add"], lambda: {"X": f32((100,), 66), "Y": np.array([0.25], np.float32)},
+                      lambda a: ref_spellings(a, "add")),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
