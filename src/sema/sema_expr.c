@@ -28,7 +28,7 @@
     X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, S) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
-    X(assume, H) X(no_set_max_nreg_hint, H)                                                              \
+    X(assume, H) X(no_set_max_nreg_hint, H) X(sblock, L) X(reads, H) X(writes, H)                                                              \
     X(make_swizzled_layout, O) X(make_full_bank_swizzled_layout, O) X(make_half_bank_swizzled_layout, O) \
     X(make_quarter_bank_swizzled_layout, O) X(make_linear_layout, O) X(make_mma_swizzle_layout, O)        \
     X(Layout, O) X(Fragment, O)                                                                          \
@@ -1276,7 +1276,7 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
                 return t;
             }
         }
-        sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : !strcmp(fname, "ws") ? "`with T.ws(...):`" : "the iterable of a for loop");
+        sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : !strcmp(fname, "ws") ? "`with T.ws(...):`" : !strcmp(fname, "sblock") ? "`with T.sblock(...):`" : "the iterable of a for loop");
         return sv_err(c, loc);
     case 'H':
         if (!strcmp(fname, "annotate_safe_value")) return sema_annotate_safe_value(c, a, loc);

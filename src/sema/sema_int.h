@@ -181,6 +181,7 @@ typedef struct sema_ctx {
     /* global tensors the kernel has read so far (an annotation after a read is an error) */
     const ir_buffer *read_bufs[64];
     int nread_bufs;
+    int read_mark;               /* read_bufs[read_mark..] are the reads of the current T.sblock */
 } sema_ctx;
 
 /* sema.c */

@@ -444,12 +444,41 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
 
 /* ---------- kernels ---------- */
 static void lower_ws(sema_ctx *c, sema_env *env, const ast_stmt *s);
+
+/* `with T.sblock(name):` inside a kernel: TIR's block, a scope for its annotations (its
+ * body runs in place, its names stay visible after it, as Python's `with` does).
+ * T.annotate_safe_value inside it holds for the block only; T.reads / T.writes in it
+ * declare regions for TIR's analyses and have no effect. */
+static void lower_sblock(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    const ast_expr *k = s->with_items[0];
+    if (!c->in_kernel) { sema_err(c, k->loc, "T.sblock is only meaningful inside a T.Kernel"); return; }
+    if (s->with_targets[0]) { sema_err(c, s->with_targets[0]->loc, "`with T.sblock(...) as ...` is not supported; drop the 'as'"); return; }
+    for (int i = 0; i < k->nitems; i++) {
+        sval *n = lower_expr(c, env, k->items[i]);
+        if (i > 0 || n->kind != SV_STRING) { sema_err(c, k->items[i]->loc, "T.sblock takes a block name (a string)"); return; }
+    }
+    int nsafe = c->nsafe, mark = c->read_mark;
+    ir_buffer *sbuf[16];
+    ir_expr *sval_[16];
+    memcpy(sbuf, c->safe_buf, sizeof sbuf);
+    memcpy(sval_, c->safe_val, sizeof sval_);
+    c->read_mark = c->nread_bufs;
+    lower_block(c, env, &s->body);
+    c->nsafe = nsafe;
+    memcpy(c->safe_buf, sbuf, sizeof sbuf);
+    memcpy(c->safe_val, sval_, sizeof sval_);
+    c->read_mark = mark;
+}
 static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     if (s->nwith != 1) { sema_err(c, s->loc, "only `with T.Kernel(...) as ...:` is supported"); return; }
     const ast_expr *k = s->with_items[0];
     sval *f = k->kind == AST_E_CALL ? lower_expr(c, env, k->value) : NULL;
     if (f && f->kind == SV_BUILTIN && !strcmp(f->str, "ws")) { lower_ws(c, env, s); return; }
-    if (!f || f->kind != SV_BUILTIN || strcmp(f->str, "Kernel")) { sema_err(c, k->loc, "only `with T.Kernel(...) as ...:` and `with T.ws(...):` are supported"); return; }
+    if (f && f->kind == SV_BUILTIN && !strcmp(f->str, "sblock")) { lower_sblock(c, env, s); return; }
+    if (!f || f->kind != SV_BUILTIN || strcmp(f->str, "Kernel")) {
+        sema_err(c, k->loc, "only `with T.Kernel(...) as ...:`, `with T.ws(...):` and `with T.sblock(...):` are supported");
+        return;
+    }
     if (c->in_kernel) { sema_err(c, s->loc, "T.Kernel cannot be nested inside another T.Kernel"); return; }
     if (c->par_depth) { sema_err(c, s->loc, "T.Kernel cannot be inside a T.Parallel loop"); return; }
     if (!c->stmts) { sema_err(c, s->loc, "a T.Kernel is run-time code, which is not allowed here"); return; }
@@ -522,6 +551,7 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     c->nbarriers = 0;
     c->nsafe = 0;
     c->nread_bufs = 0;
+    c->read_mark = 0;
     c->sync_used = false;
     c->ws_threads = 0;
     ir_stmt *body = lower_body(c, env, &s->body, s->loc);
@@ -589,7 +619,7 @@ ir_expr *sema_safe_value(sema_ctx *c, const ir_buffer *b, tile_loc loc) {
 
 void sema_note_read(sema_ctx *c, const ir_buffer *b) {
     if (!c->in_kernel || b->scope != IR_SCOPE_GLOBAL) return;
-    for (int i = 0; i < c->nread_bufs; i++)
+    for (int i = c->read_mark; i < c->nread_bufs; i++)
         if (c->read_bufs[i] == b) return;
     if (c->nread_bufs < 64) c->read_bufs[c->nread_bufs++] = b;
 }
@@ -606,7 +636,8 @@ ir_expr *sema_in_bounds(sema_ctx *c, const ir_buffer *b, ir_expr **ix, tile_loc 
     return inb;
 }
 
-/* T.annotate_safe_value({A: v, ...}): from here to the end of the kernel, reads of the
+/* T.annotate_safe_value({A: v, ...}): from here to the end of the kernel (or of the
+ * enclosing T.sblock), reads of the
  * global tensor A outside its bounds give v instead of being out-of-bounds accesses (element
  * reads, and the source elements of T.copy). TileLang attaches the map to the kernel's
  * block, so it holds for the whole kernel: a read of A before the annotation would see a
@@ -636,10 +667,10 @@ sval *sema_annotate_safe_value(sema_ctx *c, call_args *a, tile_loc loc) {
                      sv_describe(v));
             return sv_err(c, loc);
         }
-        for (int j = 0; j < c->nread_bufs; j++)
+        for (int j = c->read_mark; j < c->nread_bufs; j++)
             if (c->read_bufs[j] == b) {
-                sema_err(c, k->loc, "T.annotate_safe_value for '%s' comes after a read of '%s' in this kernel; TileLang applies it to the whole kernel, "
-                                    "so put it before the first read", k->buf->name, b->name);
+                sema_err(c, k->loc, "T.annotate_safe_value for '%s' comes after a read of '%s' in this block; TileLang applies it to the whole block "
+                                    "(the kernel, or the enclosing T.sblock), so put it before the first read", k->buf->name, b->name);
                 return sv_err(c, loc);
             }
         ir_expr *x = cast_to(c, v->e, b->dtype);

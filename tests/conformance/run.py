@@ -350,6 +350,12 @@ def ref_safe_value(a, shift=5, pad=7.5):
             "E": shifted(Z, -shift, shift, 0) + shifted(Z, shift, -shift, 0), "F": shifted(a["G"][1].astype(np.float64), -shift, shift, -2)}
 
 
+def ref_safe_value_scoped(a, block=64):
+    A = a["A"].astype(np.float64)
+    pad = lambda v: shifted(np.pad(A, ((0, block - A.shape[0]), (0, block - A.shape[1])), constant_values=v), 0, 0, v)
+    return {"Out": pad(-1), "In": pad(-99), "El": shifted(pad(5), 1, 0, 5)}
+
+
 def gen_safe_value(m, n, seed):
     return {"A": f32((m, n), seed), "I": rng(seed + 1).integers(-100, 100, (m, n)).astype(np.int32), "Z": f32((m, n), seed + 2), "G": f32((2, m, n), seed + 3)}
 
@@ -455,6 +461,8 @@ CASES = {
     "spellings": ("spellings.py", "spellings", ["N=100"], lambda: {"X": f32((100,), 65), "Y": np.array([0.25], np.float32)}, ref_spellings),
     "spellings_add": ("spellings.py", "spellings", ["N=100", "op_name=atomic_add"], lambda: {"X": f32((100,), 66), "Y": np.array([0.25], np.float32)},
                       lambda a: ref_spellings(a, "add")),
+    "safe_value_scoped": ("safe_value.py", "safe_value_scoped", ["M=60", "N=61"],
+                          lambda: {"A": rng(67).integers(-1000, 1000, (60, 61)).astype(np.int32)}, ref_safe_value_scoped),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 

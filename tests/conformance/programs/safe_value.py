@@ -35,3 +35,33 @@ def safe_value(M, N, shift=5, pad=7.5, block_M=32, block_N=32, dtype="float32"):
             T.copy(g, F[by * block_M, bx * block_N])
 
     return main
+
+
+# the map is scoped to the enclosing T.sblock (inner blocks override it for their body);
+# T.reads / T.writes in a block have no effect; a single-element T.copy inside T.Parallel
+@tilelang.jit
+def safe_value_scoped(M, N, block=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "int32"), Out: T.Tensor((block, block), "int32"), In: T.Tensor((block, block), "int32"),
+             El: T.Tensor((block, block), "int32")):
+        with T.Kernel(1, threads=128):
+            inner = T.alloc_shared((block, block), "int32")
+            outer = T.alloc_shared((block, block), "int32")
+            with T.sblock("outer"):
+                T.reads()
+                T.writes()
+                T.annotate_safe_value({A: -1})
+                with T.sblock("inner"):
+                    T.reads(A[0:block, 0:block])
+                    T.annotate_safe_value({A: -99})
+                    T.copy(A[0:block, 0:block], inner)
+                T.copy(A[0:block, 0:block], outer)
+                for i, j in T.Parallel(block, block):
+                    Out[i, j] = outer[i, j]
+            T.copy(inner, In)
+            with T.sblock("elements"):
+                T.annotate_safe_value({A: 5})
+                for i, j in T.Parallel(block, block):
+                    T.copy(A[i + 1, j], El[i, j])
+
+    return main
