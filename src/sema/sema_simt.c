@@ -281,6 +281,21 @@ sval *simt_builtin(sema_ctx *c, const char *fname, call_args *a, tile_loc loc, b
         if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
         return sv_expr(c, int_binary(c, IR_B_FLOORDIV, tid_expr(c, loc), ci(c, 128, loc), loc));
     }
+    if (!strcmp(fname, "shuffle_elect")) {
+        /* T.shuffle_elect(n): true in one thread of each group of n consecutive threads (the
+         * first, as TileLang's elect_one_sync picks lane 0), in thread 0 alone for n = 0 */
+        if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
+        int64_t n;
+        if (a->npos != 1 || a->nkw) { sema_err(c, loc, "T.shuffle_elect() takes one argument (the group size in threads)"); return sv_err(c, loc); }
+        if (!as_const_int(c, a->pos[0], &n, "the group size of T.shuffle_elect")) return sv_err(c, loc);
+        if (n < 0 || (n > 0 && n % 32)) {
+            sema_err(c, loc, "T.shuffle_elect: the group size must be 0 (the whole block) or a multiple of 32 threads, got %lld", (long long)n);
+            return sv_err(c, loc);
+        }
+        ir_expr *t = tid_expr(c, loc);
+        if (n) t = int_binary(c, IR_B_FLOORMOD, t, ci(c, n, loc), loc);
+        return sv_expr(c, ir_binary(c->mod, IR_B_EQ, t, ci(c, 0, loc), loc));
+    }
     if (!strcmp(fname, "get_lane_idx") || !strcmp(fname, "get_warp_idx") || !strcmp(fname, "get_warp_idx_sync")) {
         if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
         int64_t ws = 32;

@@ -393,6 +393,12 @@ def ref_spellings(a, op="max"):
     return {"Y": np.array([y]), "Z": x * sum(k * 2 + u for k in range(1, 4) for u in range(2))}
 
 
+def ref_simt_elect(a, group=64, threads=256):
+    n = a["X"].shape[0]
+    t = np.arange(n)
+    return {"A": (t % group == 0) + 2 * (t % threads == 0), "L": a["X"][::group].astype(np.float64) * 2}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -463,6 +469,9 @@ CASES = {
                       lambda a: ref_spellings(a, "add")),
     "safe_value_scoped": ("safe_value.py", "safe_value_scoped", ["M=60", "N=61"],
                           lambda: {"A": rng(67).integers(-1000, 1000, (60, 61)).astype(np.int32)}, ref_safe_value_scoped),
+    "simt_elect": ("simt_elect.py", "elect", ["N=768"], lambda: {"X": f32((768,), 68)}, ref_simt_elect),
+    "simt_elect_96": ("simt_elect.py", "elect", ["N=384", "group=96", "threads=192"], lambda: {"X": f32((384,), 69)},
+                      lambda a: ref_simt_elect(a, 96, 192)),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
