@@ -2081,6 +2081,109 @@ static sval *lower_tma_copy(sema_ctx *c, sema_env *env, const ast_expr *call, sv
     return lower_copy(c, call, pos, npos, true);
 }
 
+/* T.im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad) (also T.c2d_im2col):
+ * the im2col tile of a 2-D convolution over an NHWC image, TileLang's definition: element
+ * (i, j) of the col region's last two dimensions (block_m x block_k) is, with
+ * m = nhw_step * block_m + i, k = c_step * block_k + j and OH, OW the output size,
+ *   img[m // (OH*OW), h, w, k % C], h = (m % (OH*OW)) // OW * stride + k // (kernel*C) * dilation - pad,
+ *                                   w = m % OW * stride + (k // C) % kernel * dilation - pad,
+ * and 0 where h or w is outside the image (the padding) or m is past the last image (TileLang's
+ * guard of global reads). Lowered as a T.Parallel nest of element copies. */
+static sval *lower_im2col(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos) {
+    static const char *const kws[] = {"img", "col", "nhw_step", "c_step", "kernel", "stride", "dilation", "pad", "eviction_policy", "annotations", NULL};
+    char op[32];
+    snprintf(op, sizeof op, "T.%s", name);
+    check_kwargs(c, call, op, kws);
+    sval *arg[8];
+    for (int i = 0; i < 8; i++) {
+        arg[i] = i < npos ? pos[i] : kw_of(call, c, env, kws[i]);
+        if (!arg[i]) { sema_err(c, call->loc, "%s needs the argument '%s'", op, kws[i]); return sv_err(c, call->loc); }
+    }
+    if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
+    ir_region src, dst;
+    if (!to_region(c, arg[0], &src, NULL, op, "image") || !to_region(c, arg[1], &dst, NULL, op, "destination")) return sv_err(c, call->loc);
+    ir_buffer *img = src.buf;
+    if (arg[0]->kind != SV_BUFFER || img->rank != 4) {
+        sema_err(c, arg[0]->loc, "the image of %s must be a whole 4-D (N, H, W, C) tensor", op);
+        return sv_err(c, call->loc);
+    }
+    if (dst.buf->rank < 2) { sema_err(c, arg[1]->loc, "the destination of %s must have at least 2 dimensions", op); return sv_err(c, call->loc); }
+    if (img->dtype != dst.buf->dtype) {
+        sema_err(c, call->loc, "%s: the image is %s but the destination is %s; they must have the same dtype", op, tile_dtype_name(img->dtype),
+                 tile_dtype_name(dst.buf->dtype));
+        return sv_err(c, call->loc);
+    }
+    ir_expr *nhw = as_int_expr(c, arg[2], "the nhw_step of T.im2col"), *cst = as_int_expr(c, arg[3], "the c_step of T.im2col");
+    /* kernel, stride, dilation, pad: integers, constants or sizes (T.const("K")) */
+    ir_expr *par[4];
+    static const char *const pn[4] = {"the kernel size of T.im2col", "the stride of T.im2col", "the dilation of T.im2col", "the padding of T.im2col"};
+    for (int q = 0; q < 4; q++) {
+        par[q] = as_int_expr(c, arg[4 + q], pn[q]);
+        if (!par[q]) return sv_err(c, call->loc);
+        par[q] = cast_to(c, par[q], TILE_DT_I32);
+        int64_t v;
+        if (ir_const_int_value(par[q], &v) && (q < 3 ? v < 1 : v < 0)) {
+            sema_err(c, arg[4 + q]->loc, "%s must be %s, got %lld", pn[q], q < 3 ? "positive" : "0 or more", (long long)v);
+            return sv_err(c, call->loc);
+        }
+    }
+    if (!nhw || !cst) return sv_err(c, call->loc);
+    tile_loc loc = call->loc;
+#define K_(v) ir_const_int(c->mod, TILE_DT_I32, (v), loc)
+#define B_(o, a, b) int_binary(c, IR_B_##o, (a), (b), loc)
+    ir_expr *KK = par[0], *ST = par[1], *DL = par[2], *PD = par[3];
+    int nd = dst.buf->rank;
+    ir_expr *bm = dst.extent[nd - 2], *bk = dst.extent[nd - 1];
+    ir_expr *H = cast_to(c, img->shape[1], TILE_DT_I32), *W = cast_to(c, img->shape[2], TILE_DT_I32), *C = cast_to(c, img->shape[3], TILE_DT_I32);
+    ir_expr *span = B_(ADD, B_(MUL, B_(SUB, KK, K_(1)), DL), K_(1)); /* (kernel - 1) * dilation + 1 */
+    ir_expr *oh = B_(ADD, B_(FLOORDIV, B_(SUB, B_(ADD, H, B_(MUL, K_(2), PD)), span), ST), K_(1));
+    ir_expr *ow = B_(ADD, B_(FLOORDIV, B_(SUB, B_(ADD, W, B_(MUL, K_(2), PD)), span), ST), K_(1));
+    ir_var *iv[8];
+    ir_expr *ext[8];
+    for (int d = 0; d < nd; d++) {
+        /* the leading dimensions of the destination stay at their start (NULL: no loop) */
+        iv[d] = d >= nd - 2 ? ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "im%d", d), IR_VAR_LOOP, TILE_DT_I32, loc) : NULL;
+        ext[d] = d >= nd - 2 ? cast_to(c, dst.extent[d], TILE_DT_I32) : NULL;
+    }
+    ir_expr *i = ir_var_ref(c->mod, iv[nd - 2], loc), *j = ir_var_ref(c->mod, iv[nd - 1], loc);
+    ir_expr *m = B_(ADD, B_(MUL, cast_to(c, nhw, TILE_DT_I32), cast_to(c, bm, TILE_DT_I32)), i);
+    ir_expr *k = B_(ADD, B_(MUL, cast_to(c, cst, TILE_DT_I32), cast_to(c, bk, TILE_DT_I32)), j);
+    ir_expr *ohw = B_(MUL, oh, ow);
+    ir_expr *h = B_(SUB, B_(ADD, B_(MUL, B_(FLOORDIV, B_(FLOORMOD, m, ohw), ow), ST), B_(MUL, B_(FLOORDIV, k, B_(MUL, KK, C)), DL)), PD);
+    ir_expr *w = B_(SUB, B_(ADD, B_(MUL, B_(FLOORMOD, m, ow), ST), B_(MUL, B_(FLOORMOD, B_(FLOORDIV, k, C), KK), DL)), PD);
+    ir_expr *n = B_(FLOORDIV, m, ohw);
+    ir_expr **si = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, 4);
+    si[0] = n;
+    si[1] = h;
+    si[2] = w;
+    si[3] = B_(FLOORMOD, k, C);
+    ir_expr *inb = sema_in_bounds(c, img, si, loc);
+    sema_note_read(c, img);
+    ir_expr *x = ir_load(c->mod, img, si, loc);
+    if (inb) {
+        ir_expr *fill = sema_safe_value(c, img, loc);
+        x = ir_select(c->mod, inb, x, fill ? fill : cast_to(c, K_(0), img->dtype), loc);
+    }
+    ir_expr *din;
+    ir_stmt *st_ = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    st_->buf = dst.buf;
+    st_->idx = region_elem(c, &dst, iv, &din, loc);
+    st_->value = x;
+    ir_stmt *body = st_;
+    if (din) {
+        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
+        g->cond = din;
+        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+        g->nbody = 2;
+        g->body[0] = st_;
+        body = g;
+    }
+    emit(c, parallel_nest(c, 2, ext + nd - 2, iv + nd - 2, body, loc));
+#undef K_
+#undef B_
+    return sv_none(c, call->loc);
+}
+
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
     c->tile_scope = env;
@@ -2093,6 +2196,7 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
         return lower_copy(c, call, pos, npos, false);
     }
     if (!strcmp(name, "tma_copy")) return lower_tma_copy(c, env, call, pos, npos);
+    if (!strcmp(name, "im2col") || !strcmp(name, "c2d_im2col")) return lower_im2col(c, env, name, call, pos, npos);
     if (!strcmp(name, "alloc_barrier")) return lower_alloc_barrier(c, env, call, pos, npos);
     if (strstr(name, "barrier_")) return lower_barrier_op(c, env, name, call, pos, npos);
     if (!strcmp(name, "reshape") || !strcmp(name, "view")) return lower_view(c, env, name, call, pos, npos);

@@ -399,6 +399,20 @@ def ref_simt_elect(a, group=64, threads=256):
     return {"A": (t % group == 0) + 2 * (t % threads == 0), "L": a["X"][::group].astype(np.float64) * 2}
 
 
+def ref_conv2d(a, S=1, D=1, P=1):
+    x, w = a["img"].astype(np.float64), a["filt"].astype(np.float64)
+    n, h, wd, c = x.shape
+    k, f = w.shape[0], w.shape[3]
+    oh, ow = (h + 2 * P - D * (k - 1) - 1) // S + 1, (wd + 2 * P - D * (k - 1) - 1) // S + 1
+    xp = np.pad(x, ((0, 0), (P, P), (P, P), (0, 0)))
+    out = np.zeros((n, oh, ow, f))
+    for kh in range(k):
+        for kw in range(k):
+            patch = xp[:, kh * D:kh * D + (oh - 1) * S + 1:S, kw * D:kw * D + (ow - 1) * S + 1:S, :]
+            out += patch @ w[kh, kw]
+    return {"out": out.reshape(n * oh * ow, f)}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -472,6 +486,11 @@ CASES = {
     "simt_elect": ("simt_elect.py", "elect", ["N=768"], lambda: {"X": f32((768,), 68)}, ref_simt_elect),
     "simt_elect_96": ("simt_elect.py", "elect", ["N=384", "group=96", "threads=192"], lambda: {"X": f32((384,), 69)},
                       lambda a: ref_simt_elect(a, 96, 192)),
+    # T.im2col: stride 1 / pad 1, stride 2 / dilation 2 / pad 2 (ragged tiles of pixels and taps)
+    "im2col": ("im2col.py", "conv2d", ["N=2", "H=9", "W=7", "C=5", "F=40", "K=3"],
+               lambda: {"img": f32((2, 9, 7, 5), 70), "filt": f32((3, 3, 5, 40), 71)}, ref_conv2d),
+    "im2col_strided": ("im2col.py", "conv2d", ["N=3", "H=11", "W=10", "C=4", "F=24", "K=3", "S=2", "D=2", "P=2"],
+                       lambda: {"img": f32((3, 11, 10, 4), 72), "filt": f32((3, 3, 4, 24), 73)}, lambda a: ref_conv2d(a, 2, 2, 2)),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
