@@ -1331,10 +1331,25 @@ static bool gemm_dims(const ir_region *r, int64_t *rows, int64_t *cols, bool *kn
     return true;
 }
 
-static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+static bool sync_scope(sema_ctx *c, const ast_expr *call, const char *op);
+static bool barrier_operand(sema_ctx *c, sval *v, const char *op, int *which, ir_expr **elem);
+
+/* One arrival on barrier element k of barrier `which` (the completion of an asynchronous
+ * MMA: tcgen05.commit arrives once, whatever the number of threads) */
+static void emit_arrive_one(sema_ctx *c, int which, ir_expr *k, tile_loc loc) {
+    ir_expr **idx = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, 1);
+    idx[0] = cast_to(c, k, TILE_DT_I32);
+    ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    st->buf = c->barriers[which];
+    st->idx = idx;
+    st->value = int_binary(c, IR_B_ADD, ir_load(c->mod, c->barriers[which], idx, loc), ir_const_int(c->mod, TILE_DT_I32, 1, loc), loc);
+    emit(c, st);
+}
+static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos, bool tc05) {
     static const char *const kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait", "use_wgmma",
-                                      "A", "B", "C", NULL};
-    check_kwargs(c, call, "T.gemm", kws);
+                                      "mbar", "annotations", "A", "B", "C", NULL};
+    static const char *const tc05_kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "mbar", "use_2cta", "annotations", "A", "B", "C", NULL};
+    check_kwargs(c, call, tc05 ? "T.tcgen05_gemm" : "T.gemm", tc05 ? tc05_kws : kws);
     /* T.gemm(A, B=..., C=...): the operands by keyword */
     sval *abc[6];
     if (npos < 3) {
@@ -1357,7 +1372,22 @@ static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval *
     }
     s->trans_a = kw_bool(c, env, call, "transpose_A", pos, npos, 3, false);
     s->trans_b = kw_bool(c, env, call, "transpose_B", pos, npos, 4, false);
-    s->clear = kw_bool(c, env, call, "clear_accum", pos, npos, 99, false);
+    /* clear_accum known only at run time (clear_accum=k == 0): the accumulator is cleared
+     * under that condition before a gemm that accumulates */
+    sval *cav = kw_of(call, c, env, "clear_accum");
+    ir_expr *dyn_clear = NULL;
+    if (cav && cav->kind == SV_EXPR && !sv_is_const(cav)) {
+        dyn_clear = to_bool(c, materialize(c, cav));
+        if (!dyn_clear) return sv_err(c, call->loc);
+        s->clear = false;
+    } else s->clear = kw_bool(c, env, call, "clear_accum", pos, npos, 99, false);
+    /* mbar= (Blackwell): the barrier the MMA's completion arrives on, once */
+    sval *bar = kw_of(call, c, env, "mbar");
+    int bar_which = -1;
+    ir_expr *bar_k = NULL;
+    if (bar && bar->kind != SV_NONE &&
+        (!sync_scope(c, call, tc05 ? "T.tcgen05_gemm" : "T.gemm") || !barrier_operand(c, bar, tc05 ? "T.tcgen05_gemm(mbar=...)" : "T.gemm(mbar=...)", &bar_which, &bar_k)))
+        return sv_err(c, call->loc);
     ir_region *A = &s->regions[0], *B = &s->regions[1], *C = &s->regions[2];
     if (!tile_dtype_is_float(C->buf->dtype) && !tile_dtype_is_int(C->buf->dtype)) { sema_err(c, C->loc, "the accumulator of T.gemm must be a numeric buffer"); return sv_err(c, call->loc); }
     if (C->buf->scope == IR_SCOPE_SHARED && c->opt) { /* allowed, but unusual */ }
@@ -1377,7 +1407,19 @@ static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval *
             return sv_err(c, call->loc);
         }
     }
+    if (dyn_clear) {
+        ir_stmt *f = tile_stmt(c, IR_S_FILL, 1, call->loc);
+        f->regions[0] = *C;
+        f->value = tile_dtype_is_float(C->buf->dtype) ? ir_const_float(c->mod, C->buf->dtype, 0, call->loc) : ir_const_int(c->mod, C->buf->dtype, 0, call->loc);
+        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, call->loc);
+        g->cond = dyn_clear;
+        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+        g->nbody = 2;
+        g->body[0] = f;
+        emit(c, g);
+    }
     emit(c, s);
+    if (bar_which >= 0) emit_arrive_one(c, bar_which, bar_k, call->loc);
     return sv_none(c, call->loc);
 }
 
@@ -1780,7 +1822,12 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
     }
     bool global = !strcmp(fname, "allocate") || !strcmp(fname, "alloc_tensor") || !strcmp(fname, "zeros") || !strcmp(fname, "empty") ||
                   !strcmp(fname, "alloc_global");
-    ir_scope scope = global ? IR_SCOPE_GLOBAL : !strcmp(fname, "alloc_shared") ? IR_SCOPE_SHARED : !strcmp(fname, "alloc_fragment") ? IR_SCOPE_FRAGMENT : IR_SCOPE_LOCAL;
+    /* T.alloc_tmem: Blackwell's tensor memory, the accumulator of T.tcgen05_gemm; an on-chip
+     * buffer read and written by tile operations, which a fragment is on every target */
+    bool tmem = !strcmp(fname, "alloc_tmem");
+    ir_scope scope = global ? IR_SCOPE_GLOBAL : !strcmp(fname, "alloc_shared") ? IR_SCOPE_SHARED
+                   : !strcmp(fname, "alloc_fragment") || tmem            ? IR_SCOPE_FRAGMENT
+                                                                         : IR_SCOPE_LOCAL;
     if (npos < 1 || npos > 3) { sema_err(c, call->loc, "%s() takes a shape and a dtype", fname); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "%s() allocates at run time, which is not allowed here", fname); return sv_err(c, call->loc); }
     if (c->par_depth) { sema_err(c, call->loc, "%s() cannot be used inside a T.Parallel loop", fname); return sv_err(c, call->loc); }
@@ -2184,6 +2231,21 @@ static sval *lower_im2col(sema_ctx *c, sema_env *env, const char *name, const as
     return sv_none(c, call->loc);
 }
 
+/* T.tcgen05_gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, mbar=bar): Blackwell's
+ * asynchronous MMA into tensor memory. Tile's gemm completes before the next statement, so it
+ * is a T.gemm followed by the completion arrival on bar (one arrival, as tcgen05.commit makes;
+ * mbar=None or no mbar: none). The accumulator is a T.alloc_tmem buffer, which is an on-chip buffer like
+ * a fragment on every target. */
+static sval *lower_tcgen05_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+    sval *u2 = kw_of(call, c, env, "use_2cta");
+    bool two = false;
+    if (u2 && py_truth(u2, &two) && two) {
+        sema_err(c, call->loc, "T.tcgen05_gemm(use_2cta=True) (an MMA shared by the two blocks of a cluster) is not supported yet");
+        return sv_err(c, call->loc);
+    }
+    return lower_gemm(c, env, call, pos, npos, true);
+}
+
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
     c->tile_scope = env;
@@ -2236,7 +2298,18 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     }
     if (!strcmp(name, "fill")) return lower_fill(c, call, pos, npos, false);
     if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);
-    if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);
+    if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos, false);
+    if (!strcmp(name, "tcgen05_gemm")) return lower_tcgen05_gemm(c, env, call, pos, npos);
+    if (!strcmp(name, "tcgen05_mma_arrive")) {
+        /* the completion of the MMAs issued before it: one arrival (Tile's are complete) */
+        int which;
+        ir_expr *k;
+        sval *bar = npos > 0 ? pos[0] : kw_of(call, c, env, "mbar");
+        if (npos > 1 || !bar) { sema_err(c, call->loc, "T.tcgen05_mma_arrive takes one barrier"); return sv_err(c, call->loc); }
+        if (!sync_scope(c, call, "T.tcgen05_mma_arrive") || !barrier_operand(c, bar, "T.tcgen05_mma_arrive", &which, &k)) return sv_err(c, call->loc);
+        emit_arrive_one(c, which, k, call->loc);
+        return sv_none(c, call->loc);
+    }
     if (!strncmp(name, "reduce_", 7)) return lower_reduce(c, env, name, call, pos, npos);
     if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, env, name, call, pos, npos);
     if (!strcmp(name, "alloc_var")) return lower_alloc_var(c, env, call, pos, npos);

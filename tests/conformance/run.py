@@ -413,6 +413,15 @@ def ref_conv2d(a, S=1, D=1, P=1):
     return {"out": out.reshape(n * oh * ow, f)}
 
 
+def ref_tc_gemm(a, block_K=32):
+    A, B = a["A"].astype(np.float64), a["B"].astype(np.float64)
+    K = A.shape[1]
+    d = np.zeros((A.shape[0], B.shape[0]))
+    for k in range(1, (K + block_K - 1) // block_K, 2):
+        d += A[:, k * block_K:(k + 1) * block_K] @ B[:, k * block_K:(k + 1) * block_K].T
+    return {"C": A @ B.T, "D": d}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -491,6 +500,9 @@ CASES = {
                lambda: {"img": f32((2, 9, 7, 5), 70), "filt": f32((3, 3, 5, 40), 71)}, ref_conv2d),
     "im2col_strided": ("im2col.py", "conv2d", ["N=3", "H=11", "W=10", "C=4", "F=24", "K=3", "S=2", "D=2", "P=2"],
                        lambda: {"img": f32((3, 11, 10, 4), 72), "filt": f32((3, 3, 4, 24), 73)}, lambda a: ref_conv2d(a, 2, 2, 2)),
+    # T.alloc_tmem, T.tcgen05_gemm(mbar=, clear_accum=<run time>), T.gemm(mbar=), T.tcgen05_mma_arrive
+    "tcgen05": ("tcgen05.py", "tc_gemm", ["M=100", "N=72", "K=150"],
+                lambda: {"A": f32((100, 150), 74).astype(np.float16), "B": f32((72, 150), 75).astype(np.float16)}, ref_tc_gemm),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
