@@ -22,7 +22,7 @@
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
     X(copy, T) X(async_copy, T) X(im2col, T) X(c2d_im2col, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) X(atomic_or, T) X(atomic_and, T) X(atomic_xor, T) \
-    X(alloc_shared, A) X(alloc_fragment, A) X(alloc_tmem, A) X(tcgen05_gemm, T) X(tcgen05_mma_arrive, T) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
+    X(alloc_shared, A) X(alloc_fragment, A) X(alloc_tmem, A) X(tcgen05_gemm, T) X(tcgen05_mma_arrive, T) X(wgmma_gemm, T) X(wait_wgmma, H) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T) X(reshape, T) X(view, T)                                  \
     X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
@@ -1836,8 +1836,8 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
             "warp_any", "warp_all",
             "warp_ballot", "alloc_descriptor",
             "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
-            "wait_wgmma", "warpgroup_arrive",
-            "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm",
+            "warpgroup_arrive",
+            "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp",
             "copy_async", "ldg", "stg", "rng_init", "rng_rand", "loop_break", "print",
             "make_tensor", "Tensor_ptr", "ptr", "region", "buffer_load", "buffer_store", "tvm_access_ptr", "tvm_mma_sync",
             "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",

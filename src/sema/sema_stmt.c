@@ -2298,7 +2298,9 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     }
     if (!strcmp(name, "fill")) return lower_fill(c, call, pos, npos, false);
     if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);
-    if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos, false);
+    /* T.wgmma_gemm: Hopper's asynchronous issue (T.wait_wgmma waits for it); Tile's gemm is
+     * complete when it returns, which is what the wait asks for */
+    if (!strcmp(name, "gemm") || !strcmp(name, "wgmma_gemm")) return lower_gemm(c, env, call, pos, npos, false);
     if (!strcmp(name, "tcgen05_gemm")) return lower_tcgen05_gemm(c, env, call, pos, npos);
     if (!strcmp(name, "tcgen05_mma_arrive")) {
         /* the completion of the MMAs issued before it: one arrival (Tile's are complete) */

@@ -503,6 +503,9 @@ CASES = {
     # T.alloc_tmem, T.tcgen05_gemm(mbar=, clear_accum=<run time>), T.gemm(mbar=), T.tcgen05_mma_arrive
     "tcgen05": ("tcgen05.py", "tc_gemm", ["M=100", "N=72", "K=150"],
                 lambda: {"A": f32((100, 150), 74).astype(np.float16), "B": f32((72, 150), 75).astype(np.float16)}, ref_tc_gemm),
+    "wgmma_gemm": ("tcgen05.py", "wg_gemm", ["M=100", "N=72", "K=150"],
+                   lambda: {"A": f32((100, 150), 76).astype(np.float16), "B": f32((72, 150), 77).astype(np.float16)},
+                   lambda a: {"C": a["A"].astype(np.float64) @ a["B"].astype(np.float64).T}),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 

@@ -34,3 +34,25 @@ def tc_gemm(M, N, K, block_M=64, block_N=64, block_K=32, dtype="float16"):
             T.copy(odd, D[by * block_M, bx * block_N])
 
     return main
+
+
+# Hopper's explicit asynchronous MMA: T.wgmma_gemm over two halves of the K tile (slices of
+# the shared operands), then T.wait_wgmma(0) before the accumulator is read
+@tilelang.jit
+def wg_gemm(M, N, K, block_M=64, block_N=64, block_K=32, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), dtype)
+            B_s = T.alloc_shared((block_N, block_K), dtype)
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, k * block_K], A_s)
+                T.copy(B[bx * block_N, k * block_K], B_s)
+                T.wgmma_gemm(A_s[:, : block_K // 2], B_s[:, : block_K // 2], acc, transpose_B=True)
+                T.wgmma_gemm(A_s[:, block_K // 2 :], B_s[:, block_K // 2 :], acc, transpose_B=True)
+                T.wait_wgmma(0)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
