@@ -506,6 +506,9 @@ CASES = {
     "wgmma_gemm": ("tcgen05.py", "wg_gemm", ["M=100", "N=72", "K=150"],
                    lambda: {"A": f32((100, 150), 76).astype(np.float16), "B": f32((72, 150), 77).astype(np.float16)},
                    lambda a: {"C": a["A"].astype(np.float64) @ a["B"].astype(np.float64).T}),
+    # parameters from a module-level driver loop (its first iteration)
+    "module_loop": ("module_loop.py", "cast_scale", [], lambda: {"X": f32((300,), 78).astype(np.float16)},
+                    lambda a: {"Y": a["X"].astype(np.float64) * 2.5}),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
