@@ -193,9 +193,23 @@ static const char *last_component(const char *path) {
 
 typedef enum { DEF_HELPER, DEF_KERNEL_PLAIN, DEF_KERNEL_TILE, DEF_FACTORY, DEF_MACRO, DEF_KERNEL_EAGER } def_class;
 
+/* Is the decorator path one of another framework's (@triton.jit, @numba.jit, @torch.jit.script)?
+ * Files that benchmark TileLang against them define such kernels beside TileLang's; they
+ * are Python helpers to Tile, never kernels. */
+static bool foreign_decorator(const char *path) {
+    static const char *const roots[] = {"triton", "numba", "torch", "jax", "cupy", NULL};
+    for (int i = 0; roots[i]; i++) {
+        size_t n = strlen(roots[i]);
+        if (!strncmp(path, roots[i], n) && (path[n] == '.' || !path[n])) return true;
+    }
+    return false;
+}
+
 static bool has_decorator(sema_ctx *c, sema_env *env, const ast_stmt *d, const char *last) {
-    for (int i = 0; i < d->ndecorators; i++)
-        if (!strcmp(last_component(dotted_path(c, env, d->decorators[i])), last)) return true;
+    for (int i = 0; i < d->ndecorators; i++) {
+        const char *p = dotted_path(c, env, d->decorators[i]);
+        if (!strcmp(last_component(p), last) && !foreign_decorator(p)) return true;
+    }
     return false;
 }
 

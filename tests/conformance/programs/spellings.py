@@ -1,7 +1,16 @@
 # TileLang spellings: a language function chosen by name at compile time (getattr(T, name)),
-# the upper-case loop aliases T.Serial and T.Unroll.
+# the upper-case loop aliases T.Serial and T.Unroll; a Triton kernel beside the TileLang one
+# (benchmark files compare against Triton) is Python Tile does not compile.
 import tilelang
 import tilelang.language as T
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def triton_copy(X, Y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs, mask=offs < n), mask=offs < n)
 
 
 @tilelang.jit
