@@ -921,14 +921,33 @@ static sval *lower_boolop(sema_ctx *c, sema_env *env, const ast_expr *e) {
     return sv_expr(c, acc);
 }
 
+/* Python's comparison of two compile-time tuples (`version < (12, 8)`, `cc == (9, 0)`):
+ * lexicographic; NULL where an element comparison is not known at compile time */
+static sval *tuple_compare(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
+    if (op != AST_OP_EQ && op != AST_OP_NE && op != AST_OP_LT && op != AST_OP_LE && op != AST_OP_GT && op != AST_OP_GE) return NULL;
+    int n = a->nitems < b->nitems ? a->nitems : b->nitems;
+    for (int i = 0; i < n; i++) {
+        sval *eq = binary_op(c, AST_OP_EQ, a->items[i], b->items[i], loc);
+        if (!sv_is_const(eq)) return NULL;
+        if (eq->e->ival) continue;
+        if (op == AST_OP_EQ || op == AST_OP_NE) return sv_weak_bool(c, op == AST_OP_NE, loc);
+        sval *r = binary_op(c, op, a->items[i], b->items[i], loc); /* the first difference decides */
+        return sv_is_const(r) ? r : NULL;
+    }
+    int la = a->nitems, lb = b->nitems;
+    bool r = op == AST_OP_EQ ? la == lb : op == AST_OP_NE ? la != lb : op == AST_OP_LT ? la < lb : op == AST_OP_LE ? la <= lb : op == AST_OP_GT ? la > lb : la >= lb;
+    return sv_weak_bool(c, r, loc);
+}
+
 static sval *lower_compare(sema_ctx *c, sema_env *env, const ast_expr *e) {
     sval *left = lower_expr(c, env, e->lhs);
     sval *result = NULL;
     for (int i = 0; i < e->nitems; i++) {
         sval *right = lower_expr(c, env, e->items[i]);
         ast_op op = e->cmp_ops[i];
-        sval *r = op == AST_OP_IN || op == AST_OP_NOT_IN ? py_contains(c, left, right, op == AST_OP_NOT_IN, e->loc)
-                                                         : binary_op(c, op, left, right, e->loc);
+        sval *r = op == AST_OP_IN || op == AST_OP_NOT_IN ? py_contains(c, left, right, op == AST_OP_NOT_IN, e->loc) : NULL;
+        if (!r && left->kind == SV_TUPLE && right->kind == SV_TUPLE) r = tuple_compare(c, op, left, right, e->loc);
+        if (!r) r = binary_op(c, op, left, right, e->loc);
         if (!result) result = r;
         else {
             /* a < b < c  ==  (a < b) and (b < c) */

@@ -947,5 +947,27 @@ sval *py_device_query(sema_ctx *c, const char *path, call_args *a, tile_loc loc)
         return n;
     }
     if (!strcmp(last, "get_num_sms") && strstr(path, "driver")) return sv_weak_int(c, 132, loc);
+    if (torch_cuda && !strcmp(last, "get_device_properties")) {
+        /* an object with the attributes drivers read: major, minor, multi_processor_count, name */
+        static const char *const keys[] = {"major", "minor", "multi_processor_count", "name", NULL};
+        sval *ns = sv_new(c, SV_DICT, loc);
+        ns->str = "@namespace";
+        ns->nitems = 4;
+        ns->items = TILE_NEW_ARRAY(c->arena, sval *, 4);
+        ns->vals = TILE_NEW_ARRAY(c->arena, sval *, 4);
+        for (int i = 0; keys[i]; i++) ns->items[i] = mk_string(c, keys[i], loc);
+        ns->vals[0] = sv_weak_int(c, 9, loc);
+        ns->vals[1] = sv_weak_int(c, 0, loc);
+        ns->vals[2] = sv_weak_int(c, 132, loc);
+        ns->vals[3] = mk_string(c, "NVIDIA H200", loc);
+        return ns;
+    }
+    /* the CUDA toolkit Tile compiles with (NVRTC 13.0), as tilelang.contrib.nvcc reports it */
+    if (!strcmp(last, "get_cuda_version") && strstr(path, "nvcc")) {
+        sval *v[2] = {sv_weak_int(c, 13, loc), sv_weak_int(c, 0, loc)};
+        return mk_tuple(c, v, 2, loc);
+    }
+    /* TileLang's kernel cache switches: Tile's cache is its own (TILE_CACHE_DIR) */
+    if ((!strcmp(last, "disable_cache") || !strcmp(last, "enable_cache")) && !strncmp(path, "tilelang", 8)) return sv_none(c, loc);
     return NULL;
 }
