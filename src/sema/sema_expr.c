@@ -1866,6 +1866,29 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
                 sema_err(c, loc, "'%s' is not supported yet", fv->display ? fv->display : fv->str);
                 return sv_err(c, loc);
             }
+        if (strstr(last, "IntrinEmitter")) {
+            /* emitters of one GPU's tensor-core instructions, below the tile level Tile
+             * compiles from */
+            sema_err(c, loc, "'%s' (a TileLang intrinsic emitter, which writes one GPU's MMA instructions directly) is not supported; "
+                             "write the product with T.gemm", fv->display ? fv->display : fv->str);
+            return sv_err(c, loc);
+        }
+        if (strstr(fv->str, "intrinsics")) {
+            sema_err(c, loc, "'%s' (from TileLang's intrinsics modules: one GPU's instruction-level helpers) is not supported", last);
+            return sv_err(c, loc);
+        }
+        const char *dot = strchr(fv->str, '.');
+        static const char *const known_roots[] = {"T", "tilelang", "tvm", "tir", "torch", "math", "np", "numpy", "triton", "tl", "itertools",
+                                                  "functools", "os", "sys", "pytest", "argparse", NULL};
+        bool known_root = !dot;
+        for (int i = 0; known_roots[i] && dot; i++)
+            known_root |= strlen(known_roots[i]) == (size_t)(dot - fv->str) && !strncmp(fv->str, known_roots[i], (size_t)(dot - fv->str));
+        if (!known_root) {
+            /* `from quantize import f`: a module beside the file, whose code Tile does not read */
+            sema_err(c, loc, "unknown function '%s': it comes from the module '%.*s', whose code Tile does not read (it compiles this file alone)",
+                     last, (int)(strrchr(fv->str, '.') - fv->str), fv->str);
+            return sv_err(c, loc);
+        }
         sema_err(c, loc, "unknown function '%s'", fv->display ? fv->display : fv->str);
         return sv_err(c, loc);
     }
