@@ -20,7 +20,7 @@
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
     X(cdiv, S) X(align_up, S) X(any_of, S) X(all_of, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
-    X(copy, T) X(async_copy, T) X(im2col, T) X(c2d_im2col, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
+    X(copy, T) X(async_copy, T) X(let, T) X(im2col, T) X(c2d_im2col, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) X(atomic_or, T) X(atomic_and, T) X(atomic_xor, T) \
     X(alloc_shared, A) X(alloc_fragment, A) X(alloc_tmem, A) X(tcgen05_gemm, T) X(tcgen05_mma_arrive, T) X(wgmma_gemm, T) X(wait_wgmma, H) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
@@ -1772,6 +1772,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         if (!strncmp(fv->str, "math.", 5)) return py_math_round(c, fv->str + 5, &a, loc);
         return call_builtin(c, env, fv->str, call, &a);
     case SV_DTYPE:
+        if (a.npos == 0 && !a.nkw) return sema_fresh_var(c, fv->dt, loc);
         if (a.npos != 1) { sema_err(c, loc, "%s(x) takes one argument", tile_dtype_name(fv->dt)); return sv_err(c, loc); }
         return do_cast(c, a.pos[0], fv->dt, loc);
     case SV_METHOD:

@@ -226,6 +226,7 @@ void sema_note_read(sema_ctx *c, const ir_buffer *b);
 sval *sema_annotate_safe_value(sema_ctx *c, call_args *a, tile_loc loc);
 sval *sema_any_all_of(sema_ctx *c, const char *fname, sval *arg, tile_loc loc);
 sval *sema_getattr(sema_ctx *c, sval *base, const char *name, tile_loc loc);
+sval *sema_fresh_var(sema_ctx *c, tile_dtype dt, tile_loc loc);
 /* the condition that every index of ix lies inside b's shape; NULL where provably so */
 ir_expr *sema_in_bounds(sema_ctx *c, const ir_buffer *b, ir_expr **ix, tile_loc loc);
 ir_expr **sema_view_index(sema_ctx *c, const ir_buffer *v, ir_expr *const *idx, tile_loc loc);

@@ -1756,6 +1756,30 @@ static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, s
     return r;
 }
 
+/* T.int32() (any dtype called without a value) in a kernel: TIR's fresh variable, which
+ * T.let(v, value) then binds; a mutable scalar here, 0 until bound (as T.alloc_var) */
+sval *sema_fresh_var(sema_ctx *c, tile_dtype dt, tile_loc loc) {
+    if (!c->stmts || !c->in_kernel) { sema_err(c, loc, "%s() without a value makes a variable, which only a T.Kernel can hold", tile_dtype_name(dt)); return sv_err(c, loc); }
+    ir_var *v = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "var%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(dt), loc);
+    emit_assign(c, v, tile_dtype_is_float(v->dtype) ? ir_const_float(c->mod, v->dtype, 0.0, loc) : ir_const_int(c->mod, v->dtype, 0, loc), loc);
+    sval *r = sv_expr(c, ir_var_ref(c->mod, v, loc));
+    r->fresh_var = true;
+    return r;
+}
+
+/* T.let(v, value): binds the variable v (made by T.int32() and friends) to value */
+static sval *lower_let(sema_ctx *c, const ast_expr *call, sval **pos, int npos) {
+    if (npos != 2 || pos[0]->kind != SV_EXPR || pos[0]->e->kind != IR_E_VAR || pos[0]->e->var->kind != IR_VAR_LOCAL) {
+        sema_err(c, call->loc, "T.let takes a variable (made by e.g. T.int32()) and its value");
+        return sv_err(c, call->loc);
+    }
+    ir_var *v = pos[0]->e->var;
+    ir_expr *x = pos[1]->kind == SV_EXPR && pos[1]->weak ? cast_to(c, pos[1]->e, v->dtype) : value_for_var(c, pos[1], v->dtype, "the value of T.let", call->loc);
+    if (!x) return sv_err(c, call->loc);
+    emit_assign(c, v, x, call->loc);
+    return sv_none(c, call->loc);
+}
+
 static sval *lower_reducer_op(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
     int r = -1;
     ir_buffer *b = npos > 0 ? (pos[0]->kind == SV_BUFFER ? pos[0]->buf : pos[0]->kind == SV_ACCESS ? pos[0]->acc->buf : NULL) : NULL;
@@ -2258,6 +2282,7 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
         return lower_copy(c, call, pos, npos, false);
     }
     if (!strcmp(name, "tma_copy")) return lower_tma_copy(c, env, call, pos, npos);
+    if (!strcmp(name, "let")) return lower_let(c, call, pos, npos);
     if (!strcmp(name, "im2col") || !strcmp(name, "c2d_im2col")) return lower_im2col(c, env, name, call, pos, npos);
     if (!strcmp(name, "alloc_barrier")) return lower_alloc_barrier(c, env, call, pos, npos);
     if (strstr(name, "barrier_")) return lower_barrier_op(c, env, name, call, pos, npos);

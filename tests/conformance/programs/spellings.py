@@ -1,5 +1,5 @@
 # TileLang spellings: a language function chosen by name at compile time (getattr(T, name)),
-# the upper-case loop aliases T.Serial and T.Unroll; a Triton kernel beside the TileLang one
+# the upper-case loop aliases T.Serial and T.Unroll, a TIR variable (T.int32()) bound by T.let; a Triton kernel beside the TileLang one
 # (benchmark files compare against Triton) is Python Tile does not compile.
 import tilelang
 import tilelang.language as T
@@ -29,6 +29,8 @@ def spellings(N, op_name="atomic_max", block=32):
                 for u in T.Unroll(2):
                     for i in T.Parallel(block):
                         acc[i] += (k * 2 + u) * X[T.min(bx * block + i, N - 1)]
-            T.copy(acc, Z[bx * block])
+            off = T.int32()
+            T.let(off, bx * block)
+            T.copy(acc, Z[off])
 
     return main
