@@ -1424,8 +1424,16 @@ static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval *
 }
 
 static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
-    static const char *const kws[] = {"dim", "clear", NULL};
+    /* batch=: how many outputs share one cross-thread reduction on the GPU (a code
+     * generation choice; Tile's lowering makes its own) */
+    static const char *const kws[] = {"dim", "clear", "batch", "annotations", NULL};
     check_kwargs(c, call, fname, kws);
+    sval *bv = kw_of(call, c, env, "batch");
+    int64_t batch = 1;
+    if (bv && (!as_const_int(c, bv, &batch, "batch") || batch < 1)) {
+        if (batch < 1) sema_err(c, bv->loc, "T.%s: batch must be 1 or more, got %lld", fname, (long long)batch);
+        return sv_err(c, call->loc);
+    }
     if (npos < 2 || npos > 4) { sema_err(c, call->loc, "T.%s takes a source, a destination, dim and clear, got %d arguments", fname, npos); return sv_err(c, call->loc); }
     if (!check_tile_scope(c, call->loc, fname)) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_REDUCE, 2, call->loc);
