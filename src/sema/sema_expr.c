@@ -32,7 +32,7 @@
     X(make_swizzled_layout, O) X(make_full_bank_swizzled_layout, O) X(make_half_bank_swizzled_layout, O) \
     X(make_quarter_bank_swizzled_layout, O) X(make_linear_layout, O) X(make_mma_swizzle_layout, O)        \
     X(Layout, O) X(Fragment, O)                                                                          \
-    X(get_thread_binding, S) X(thread_binding, S) X(shuffle_elect, S) X(get_lane_idx, S) X(get_warp_idx, S)                  \
+    X(get_thread_binding, S) X(thread_binding, S) X(shuffle_elect, S) X(any_sync, S) X(all_sync, S) X(ballot_sync, S) X(ballot, S) X(get_lane_idx, S) X(get_warp_idx, S)                  \
     X(get_warp_idx_sync, S) X(shfl_xor, S) X(shfl_down, S) X(shfl_up, S) X(shfl_sync, S)                 \
     X(tvm_warp_shuffle, S) X(warp_reduce_sum, S) X(warp_reduce_max, S) X(warp_reduce_min, S)              \
     X(warp_reduce_bitand, S) X(warp_reduce_bitor, S) X(get_warp_group_idx, S)                           \

@@ -422,6 +422,21 @@ def ref_tc_gemm(a, block_K=32):
     return {"C": A @ B.T, "D": d}
 
 
+def ref_simt_vote(a, threads=80):
+    x = a["X"].astype(np.float64)
+    n = x.shape[0]
+    A, L, B = np.zeros(n, np.int64), np.ones(n, np.int64), np.zeros(n, np.int64)
+    for b in range(n // threads):
+        for w0 in range(0, threads, 32):
+            lanes = range(b * threads + w0, b * threads + min(w0 + 32, threads))
+            xs = x[list(lanes)]
+            bal = sum(1 << k for k, v in enumerate(xs) if v > 0)
+            for t in lanes:
+                A[t] = int((xs > 0.9).any()) + 2 * int((xs > -0.95).all())
+                B[t] = bal
+    return {"A": A, "L": L, "B": B}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -509,6 +524,7 @@ CASES = {
     # parameters from a module-level driver loop (its first iteration)
     "module_loop": ("module_loop.py", "cast_scale", [], lambda: {"X": f32((300,), 78).astype(np.float16)},
                     lambda a: {"Y": a["X"].astype(np.float64) * 2.5}),
+    "simt_vote": ("simt_vote.py", "vote", ["N=480"], lambda: {"X": f32((480,), 79)}, ref_simt_vote),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
