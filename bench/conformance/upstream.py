@@ -7,11 +7,14 @@ time (nothing of it is copied into this repository), and for each:
 
   1. `tile check FILE`: accepted or not, with the first diagnostic as the reason;
   2. for every kernel of an accepted file, where its sizes can be bound (symbolic sizes get
-     SIZE, default 128, unless the kernel's own factory call gives them), `tile run FILE -f K
+     SIZE, default 128, unless the kernel's own factory call gives them; scalar parameters
+     SIZE for integers, 0.5 for floats), `tile run FILE -f K
      --target cpu --check`: the cpu target against the interpreter on the same seeded random
      inputs (the interpreter itself is checked against its float64 mode by the cuda and
      opencl suites), the generated C checking every element access (TILE_CPU_CHECKS=1); a
-     kernel that takes longer than --timeout is reported as such.
+     kernel that takes longer than --timeout is reported as such. A run that fails with an
+     out-of-bounds access is run again with every integer input in [0, 2) (`tile run
+     --int-range 0:2`): random integers in [-8, 8) are not valid index tensors.
 
 Prints accepted/total and the reason for each failure, and writes a Markdown results file.
 
@@ -63,13 +66,41 @@ def kernels_of(check_out):
     return m.group(1).split() if m else []
 
 
+def split_params(sig):
+    # the parameters of `func NAME(a: float16[M, N], n: int32)`: top-level commas only
+    out, depth, cur = [], 0, ""
+    for ch in sig:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
 def sizes_of(tile, path, kernel, defines):
+    # the symbolic sizes of the kernel and its scalar parameters (name, dtype): both need a
+    # value for `tile run`
     r = subprocess.run([tile, "ir", path, "-f", kernel] + defines, capture_output=True, text=True, timeout=120)
+    sizes, scalars = [], []
     for line in r.stdout.splitlines():
         line = line.strip()
         if line.startswith("sizes:"):
-            return [s.strip() for s in line[len("sizes:"):].split(",") if s.strip()]
-    return []
+            sizes = [s.strip() for s in line[len("sizes:"):].split(",") if s.strip()]
+        m = re.match(r"^func [A-Za-z_][A-Za-z0-9_]*\((.*?)\)(?: ->|  #|$)", line)
+        if m and not scalars:
+            for p in split_params(m.group(1)):
+                name, _, ty = p.partition(":")
+                ty = ty.strip()
+                if ty and "[" not in ty and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name.strip()):
+                    scalars.append((name.strip(), ty))
+    return sizes, scalars
 
 
 def run_one(tile, path, kernel, extra, timeout, cache):
@@ -77,16 +108,31 @@ def run_one(tile, path, kernel, extra, timeout, cache):
     # element checks in the generated C: a program with an out-of-bounds element access
     # (valid TileLang guards nothing) gets the access named instead of corrupting the heap
     env = dict(os.environ, TILE_CACHE_DIR=cache, TILE_CPU_CHECKS="1")
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return "timeout", "longer than %ds" % timeout
-    out = r.stdout + r.stderr
+    t0 = time.time()
+    note = ""
+    for attempt in range(2):
+        left = timeout - (time.time() - t0)
+        if left <= 0:
+            return "timeout", "longer than %ds" % timeout
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=left, env=env)
+        except subprocess.TimeoutExpired:
+            return "timeout", "longer than %ds" % timeout + note
+        out = r.stdout + r.stderr
+        # random integer inputs in [-8, 8) send index tensors (block indices, offsets,
+        # gathers) out of bounds; the file's own driver builds them in range: run again
+        # with every integer input in [0, 2), the range any index into a dimension of 2
+        # or more is in
+        if attempt == 0 and r.returncode not in (0, 2) and "out-of-bounds" in out:
+            cmd = cmd + ["--int-range", "0:2"]
+            note = ", integer inputs in [0, 2)"
+            continue
+        break
     if r.returncode == 0:
-        return "match", ""
+        return "match", note[2:]
     if r.returncode == 2:
-        return "mismatch", " ".join(l for l in out.splitlines() if l.startswith("check"))[:200]
-    return "error", first_error(out)
+        return "mismatch", (" ".join(l for l in out.splitlines() if l.startswith("check"))[:200]) + note
+    return "error", first_error(out) + note
 
 
 def main():
@@ -130,11 +176,15 @@ def main():
         with cf.ThreadPoolExecutor(max_workers=a.jobs) as ex:
             for x in accepted:
                 for k in x["kernels"]:
-                    sizes = sizes_of(tile, x["path"], k, [])
+                    sizes, scalars = sizes_of(tile, x["path"], k, [])
                     extra = []
                     for s in sizes:
                         if re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", s):
                             extra += ["-D", "%s=%d" % (s, a.size)]
+                    # scalar parameters: integers SIZE (lengths, counts), floats 0.5, bools 1
+                    for name, ty in scalars:
+                        v = "0.5" if ty.startswith(("float", "bfloat")) else "1" if ty == "bool" else str(a.size)
+                        extra += ["-D", "%s=%s" % (name, v)]
                     jobs.append((x, k, ex.submit(run_one, tile, x["path"], k, extra, a.timeout, cache)))
             t0 = time.time()
             for i, (x, k, fut) in enumerate(jobs):
@@ -184,7 +234,7 @@ def main():
     lines.append("| file | check | runs (cpu vs interpreter) |")
     lines.append("|---|---|---|")
     for x in results:
-        runs = ", ".join("%s: %s%s" % (k, v[0], (" (" + v[1] + ")") if v[1] and v[0] != "match" else "") for k, v in x["runs"].items())
+        runs = ", ".join("%s: %s%s" % (k, v[0], (" (" + v[1] + ")") if v[1] else "") for k, v in x["runs"].items())
         lines.append("| %s | %s | %s |" % (x["file"], "ok" if x["ok"] else x["why"].replace("|", "\\|"), runs.replace("|", "\\|")))
     text = "\n".join(lines) + "\n"
     print("accepted %d/%d" % (len(accepted), len(results)))

@@ -193,9 +193,23 @@ static const char *last_component(const char *path) {
 
 typedef enum { DEF_HELPER, DEF_KERNEL_PLAIN, DEF_KERNEL_TILE, DEF_FACTORY, DEF_MACRO, DEF_KERNEL_EAGER } def_class;
 
+/* Is the decorator path one of another framework's (@triton.jit, @numba.jit, @torch.jit.script)?
+ * Files that benchmark TileLang against them define such kernels beside TileLang's; they
+ * are Python helpers to Tile, never kernels. */
+static bool foreign_decorator(const char *path) {
+    static const char *const roots[] = {"triton", "numba", "torch", "jax", "cupy", NULL};
+    for (int i = 0; roots[i]; i++) {
+        size_t n = strlen(roots[i]);
+        if (!strncmp(path, roots[i], n) && (path[n] == '.' || !path[n])) return true;
+    }
+    return false;
+}
+
 static bool has_decorator(sema_ctx *c, sema_env *env, const ast_stmt *d, const char *last) {
-    for (int i = 0; i < d->ndecorators; i++)
-        if (!strcmp(last_component(dotted_path(c, env, d->decorators[i])), last)) return true;
+    for (int i = 0; i < d->ndecorators; i++) {
+        const char *p = dotted_path(c, env, d->decorators[i]);
+        if (!strcmp(last_component(p), last) && !foreign_decorator(p)) return true;
+    }
     return false;
 }
 
@@ -741,9 +755,11 @@ typedef struct callsite {
     const ast_stmt *in_def; /* the def containing the call, NULL at module level */
     const ast_block *in_main; /* at module level: the `if __name__ == "__main__":` block, or NULL */
     const ast_stmt *outer_def; /* in_def is a def nested in this one (a closure), or NULL */
+    const ast_stmt *in_for;    /* at module level: the outermost `for` the call is in, or NULL */
 } callsite;
 
 static const ast_block *cur_main_block; /* set while walking a module-level __main__ block */
+static const ast_stmt *cur_module_for;  /* set while walking a module-level for loop */
 static const ast_stmt *cur_outer_def;   /* set while walking a def nested in another def */
 
 static void calls_in_block(const ast_block *b, const char *name, const ast_stmt *fn, tile_vec *out);
@@ -761,6 +777,7 @@ static void calls_in_expr(const ast_expr *e, const char *name, const ast_stmt *f
             cs->in_def = fn;
             cs->in_main = fn ? NULL : cur_main_block;
             cs->outer_def = fn ? cur_outer_def : NULL;
+            cs->in_for = fn ? NULL : cur_module_for;
             tile_vec_push(out, cs);
         }
     }
@@ -788,11 +805,14 @@ static void calls_in_stmt(const ast_stmt *s, const char *name, const ast_stmt *f
                    !strcmp(s->cond->lhs->name, "__name__");
     const ast_block *saved_main = cur_main_block;
     const ast_stmt *saved_outer = cur_outer_def;
+    const ast_stmt *saved_for = cur_module_for;
     if (is_main) cur_main_block = &s->body;
+    if (!fn && s->kind == AST_S_FOR && !cur_module_for) cur_module_for = s;
     if (s->kind == AST_S_FUNCDEF) cur_outer_def = fn; /* NULL for a module-level def */
     calls_in_block(&s->body, name, inner, out);
     cur_main_block = saved_main;
     cur_outer_def = saved_outer;
+    cur_module_for = saved_for;
     calls_in_block(&s->orelse, name, fn, out);
     calls_in_block(&s->finalbody, name, fn, out);
     for (int i = 0; i < s->nhandlers; i++) calls_in_block(&s->handlers[i].body, name, fn, out);
@@ -969,6 +989,11 @@ static sval *callsite_arg(sema_ctx *c, const ast_stmt *def, int index, int depth
         if (cs->in_main) {
             env = env_new(c, c->module_env, NULL);
             run_driver_block(c, env, cs->in_main);
+        } else if (cs->in_for) {
+            /* a call in a module-level loop (`for dtype in [...]: kernel.compile(...)`): the
+             * loop's first iteration, as in a driver function */
+            env = env_new(c, c->module_env, NULL);
+            run_driver_for(c, env, cs->in_for);
         }
         env_stmt es = {env, (const ast_stmt *)arg};
         c->scratch = NULL;

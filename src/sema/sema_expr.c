@@ -18,21 +18,21 @@
     X(float, S) X(int, S) X(bool, S) X(len, S) X(sum, S) X(ceildiv, S) X(floordiv, S) X(floormod, S)     \
     X(truncdiv, S) X(truncmod, S) X(shift_left, S) X(shift_right, S) X(bitwise_and, S)                   \
     X(bitwise_or, S) X(bitwise_xor, S) X(bitwise_not, S) X(symbolic, S) X(dynamic, S)                    \
-    X(cdiv, S) X(align_up, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
+    X(cdiv, S) X(align_up, S) X(any_of, S) X(all_of, S) X(__ldg, S) X(next_power_of_2, S) X(gcd, S) X(lcm, S) X(clamp, S)                                    \
     X(range, L) X(serial, L) X(Parallel, L) X(parallel, L) X(Pipelined, L) X(unroll, L) X(vectorized, L) X(Kernel, L)   \
-    X(copy, T) X(async_copy, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
+    X(copy, T) X(async_copy, T) X(let, T) X(im2col, T) X(c2d_im2col, T) X(fill, T) X(clear, T) X(gemm, T) X(reduce_max, T) X(reduce_sum, T) X(reduce_min, T)      \
     X(reduce_abssum, T) X(reduce_absmax, T) X(atomic_add, T) X(atomic_max, T) X(atomic_min, T) X(atomic_addx2, T) X(atomic_addx4, T) X(atomic_load, T) X(atomic_store, T) X(atomic_or, T) X(atomic_and, T) X(atomic_xor, T) \
-    X(alloc_shared, A) X(alloc_fragment, A) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
+    X(alloc_shared, A) X(alloc_fragment, A) X(alloc_tmem, A) X(tcgen05_gemm, T) X(tcgen05_mma_arrive, T) X(wgmma_gemm, T) X(wait_wgmma, H) X(alloc_local, A) X(allocate, A) X(alloc_tensor, A)          \
     X(zeros, A) X(empty, A) X(alloc_global, A) X(alloc_var, T) X(alloc_reducer, A) X(reducer_init, T)    \
     X(reducer_update, T) X(finalize_reducer, T) X(cumsum, T) X(cummax, T) X(cummin, T) X(reshape, T) X(view, T)                                  \
     X(use_swizzle, H) X(annotate_layout, H) X(ptx_wait_group, H) X(ptx_commit_group, H) X(no_set_max_nreg, H) X(set_max_nreg, H)                     \
     X(disable_warp_group_reg_alloc, H) X(sync_threads, S) X(annotate_l2_hit_ratio, H)                    \
     X(annotate_padding, H) X(disable_tma_lower, H) X(annotate_safe_value, H) X(annotate_min_blocks_per_sm, H)  \
-    X(assume, H) X(no_set_max_nreg_hint, H)                                                              \
+    X(assume, H) X(no_set_max_nreg_hint, H) X(sblock, L) X(reads, H) X(writes, H)                                                              \
     X(make_swizzled_layout, O) X(make_full_bank_swizzled_layout, O) X(make_half_bank_swizzled_layout, O) \
     X(make_quarter_bank_swizzled_layout, O) X(make_linear_layout, O) X(make_mma_swizzle_layout, O)        \
     X(Layout, O) X(Fragment, O)                                                                          \
-    X(get_thread_binding, S) X(thread_binding, S) X(get_lane_idx, S) X(get_warp_idx, S)                  \
+    X(get_thread_binding, S) X(thread_binding, S) X(shuffle_elect, S) X(any_sync, S) X(all_sync, S) X(ballot_sync, S) X(ballot, S) X(get_lane_idx, S) X(get_warp_idx, S)                  \
     X(get_warp_idx_sync, S) X(shfl_xor, S) X(shfl_down, S) X(shfl_up, S) X(shfl_sync, S)                 \
     X(tvm_warp_shuffle, S) X(warp_reduce_sum, S) X(warp_reduce_max, S) X(warp_reduce_min, S)              \
     X(warp_reduce_bitand, S) X(warp_reduce_bitor, S) X(get_warp_group_idx, S)                           \
@@ -109,7 +109,15 @@ ir_expr *materialize(sema_ctx *c, sval *v) {
             sema_err(c, v->loc, "a slice of '%s' is a region, not a scalar; use T.copy or index every dimension", a->buf->name);
             return NULL;
         }
-        return ir_load(c->mod, a->buf, a->start, v->loc);
+        ir_expr *ld = ir_load(c->mod, a->buf, a->start, v->loc);
+        sema_note_read(c, a->buf);
+        ir_expr *safe = sema_safe_value(c, a->buf, v->loc);
+        if (safe) {
+            /* out of bounds: the annotated value; the select evaluates the load only inside */
+            ir_expr *inb = sema_in_bounds(c, a->buf, a->start, v->loc);
+            if (inb) ld = ir_select(c->mod, inb, ld, safe, v->loc);
+        }
+        return ld;
     }
     case SV_BUFFER:
         sema_err(c, v->loc, "buffer '%s' is used as a scalar; index it, e.g. %s[i%s]", v->buf->name, v->buf->name, v->buf->rank > 1 ? ", j" : "");
@@ -599,9 +607,22 @@ static sval *shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc) {
     return t;
 }
 
-static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
-    sval *base = lower_expr(c, env, e->value);
-    const char *a = e->name;
+static sval *attr_of(sema_ctx *c, sval *base, const char *a, const ast_expr *e);
+static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) { return attr_of(c, lower_expr(c, env, e->value), e->name, e); }
+
+/* getattr(x, "name") of a module (getattr(T, op_name) with op_name known at compile time):
+ * the same as x.name */
+sval *sema_getattr(sema_ctx *c, sval *base, const char *name, tile_loc loc) {
+    if (base->kind != SV_MODULE) return NULL;
+    ast_expr e = {0};
+    e.kind = AST_E_ATTR;
+    e.name = name;
+    e.loc = loc;
+    return attr_of(c, base, name, &e);
+}
+
+/* base.a; e is the attribute expression (its location, and its name for messages) */
+static sval *attr_of(sema_ctx *c, sval *base, const char *a, const ast_expr *e) {
     if (base->kind == SV_DICT && base->str && !strcmp(base->str, "@namespace")) {
         /* args.dim on what parser.parse_args() returned: the argument's default */
         for (int i = 0; i < base->nitems; i++)
@@ -623,6 +644,12 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
             v->dt = dt;
             return v;
         }
+        if (!strcmp(a, "float") && (!strcmp(base->str, "T") || strstr(base->str, "language"))) {
+            /* T.float is TileLang's float32 dtype (the bare builtin float stays Python's) */
+            sval *v = sv_new(c, SV_DTYPE, e->loc);
+            v->dt = TILE_DT_F32;
+            return v;
+        }
         if (!strcmp(a, "tfloat32")) {
             /* tf32 is an f32 with a 10-bit mantissa in tensor-core inputs; Tile computes it as f32 */
             sval *v = sv_new(c, SV_DTYPE, e->loc);
@@ -638,6 +665,9 @@ static sval *lower_attr(sema_ctx *c, sema_env *env, const ast_expr *e) {
         if (!strcmp(a, "pi")) return sv_weak_float(c, 3.14159265358979323846, e->loc);
         if (!strcmp(a, "e")) return sv_weak_float(c, 2.71828182845904523536, e->loc);
         if (!strcmp(a, "inf")) return sv_weak_float(c, INFINITY, e->loc);
+        /* T.Serial, T.Unroll: TileLang's upper-case aliases of T.serial, T.unroll */
+        if (!strcmp(a, "Serial")) a = "serial";
+        else if (!strcmp(a, "Unroll")) a = "unroll";
         if (find_builtin(a)) {
             sval *v = sv_new(c, SV_BUILTIN, e->loc);
             v->str = a;
@@ -891,14 +921,33 @@ static sval *lower_boolop(sema_ctx *c, sema_env *env, const ast_expr *e) {
     return sv_expr(c, acc);
 }
 
+/* Python's comparison of two compile-time tuples (`version < (12, 8)`, `cc == (9, 0)`):
+ * lexicographic; NULL where an element comparison is not known at compile time */
+static sval *tuple_compare(sema_ctx *c, ast_op op, sval *a, sval *b, tile_loc loc) {
+    if (op != AST_OP_EQ && op != AST_OP_NE && op != AST_OP_LT && op != AST_OP_LE && op != AST_OP_GT && op != AST_OP_GE) return NULL;
+    int n = a->nitems < b->nitems ? a->nitems : b->nitems;
+    for (int i = 0; i < n; i++) {
+        sval *eq = binary_op(c, AST_OP_EQ, a->items[i], b->items[i], loc);
+        if (!sv_is_const(eq)) return NULL;
+        if (eq->e->ival) continue;
+        if (op == AST_OP_EQ || op == AST_OP_NE) return sv_weak_bool(c, op == AST_OP_NE, loc);
+        sval *r = binary_op(c, op, a->items[i], b->items[i], loc); /* the first difference decides */
+        return sv_is_const(r) ? r : NULL;
+    }
+    int la = a->nitems, lb = b->nitems;
+    bool r = op == AST_OP_EQ ? la == lb : op == AST_OP_NE ? la != lb : op == AST_OP_LT ? la < lb : op == AST_OP_LE ? la <= lb : op == AST_OP_GT ? la > lb : la >= lb;
+    return sv_weak_bool(c, r, loc);
+}
+
 static sval *lower_compare(sema_ctx *c, sema_env *env, const ast_expr *e) {
     sval *left = lower_expr(c, env, e->lhs);
     sval *result = NULL;
     for (int i = 0; i < e->nitems; i++) {
         sval *right = lower_expr(c, env, e->items[i]);
         ast_op op = e->cmp_ops[i];
-        sval *r = op == AST_OP_IN || op == AST_OP_NOT_IN ? py_contains(c, left, right, op == AST_OP_NOT_IN, e->loc)
-                                                         : binary_op(c, op, left, right, e->loc);
+        sval *r = op == AST_OP_IN || op == AST_OP_NOT_IN ? py_contains(c, left, right, op == AST_OP_NOT_IN, e->loc) : NULL;
+        if (!r && left->kind == SV_TUPLE && right->kind == SV_TUPLE) r = tuple_compare(c, op, left, right, e->loc);
+        if (!r) r = binary_op(c, op, left, right, e->loc);
         if (!result) result = r;
         else {
             /* a < b < c  ==  (a < b) and (b < c) */
@@ -1252,9 +1301,10 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
                 return t;
             }
         }
-        sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : !strcmp(fname, "ws") ? "`with T.ws(...):`" : "the iterable of a for loop");
+        sema_err(c, loc, "%s(...) can only be used as %s", fname, !strcmp(fname, "Kernel") ? "`with T.Kernel(...) as ...:`" : !strcmp(fname, "ws") ? "`with T.ws(...):`" : !strcmp(fname, "sblock") ? "`with T.sblock(...):`" : "the iterable of a for loop");
         return sv_err(c, loc);
     case 'H':
+        if (!strcmp(fname, "annotate_safe_value")) return sema_annotate_safe_value(c, a, loc);
         /* scheduling hints: no semantics; Tile's passes make these decisions themselves */
         if (!strcmp(fname, "annotate_layout"))
             tile_log(TILE_LOG_INFO, "%s:%d: T.annotate_layout is accepted; the layout of each buffer is chosen by Tile's layout inference on every target",
@@ -1430,6 +1480,10 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
             acc = fname[0] == 'g' ? p : (p ? acc / p * x : 0);
         }
         return sv_weak_int(c, acc, loc);
+    }
+    if (!strcmp(fname, "any_of") || !strcmp(fname, "all_of")) {
+        if (!need_args(c, fname, a, 1, 1, loc)) return sv_err(c, loc);
+        return sema_any_all_of(c, fname, a->pos[0], loc);
     }
     if (!strcmp(fname, "clamp")) {
         /* T.clamp(x, min_val, max_val): max(min(x, max_val), min_val); a None bound is absent */
@@ -1718,6 +1772,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         if (!strncmp(fv->str, "math.", 5)) return py_math_round(c, fv->str + 5, &a, loc);
         return call_builtin(c, env, fv->str, call, &a);
     case SV_DTYPE:
+        if (a.npos == 0 && !a.nkw) return sema_fresh_var(c, fv->dt, loc);
         if (a.npos != 1) { sema_err(c, loc, "%s(x) takes one argument", tile_dtype_name(fv->dt)); return sv_err(c, loc); }
         return do_cast(c, a.pos[0], fv->dt, loc);
     case SV_METHOD:
@@ -1799,11 +1854,11 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         /* TileLang language functions Tile does not implement (yet): said so, by name */
         static const char *const later[] = {
             "warp_any", "warp_all",
-            "warp_ballot", "alloc_tmem", "alloc_descriptor", "tcgen05_gemm",
-            "im2col", "c2d_im2col", "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
-            "wait_wgmma", "warpgroup_arrive",
-            "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp", "wgmma_gemm",
-            "copy_async", "ldg", "stg", "rng_init", "rng_rand", "any_of", "all_of", "loop_break", "print",
+            "warp_ballot", "alloc_descriptor",
+            "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
+            "warpgroup_arrive",
+            "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp",
+            "copy_async", "ldg", "stg", "rng_init", "rng_rand", "loop_break", "print",
             "make_tensor", "Tensor_ptr", "ptr", "region", "buffer_load", "buffer_store", "tvm_access_ptr", "tvm_mma_sync",
             "cp_async_barrier_noinc", "annotate_restrict_buffers", "gemm_v1", "gemm_v2", "tileop",
             "dp4a", "popcount", "clz", "extract_lane", "mask", "scan", NULL};
@@ -1812,6 +1867,29 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
                 sema_err(c, loc, "'%s' is not supported yet", fv->display ? fv->display : fv->str);
                 return sv_err(c, loc);
             }
+        if (strstr(last, "IntrinEmitter")) {
+            /* emitters of one GPU's tensor-core instructions, below the tile level Tile
+             * compiles from */
+            sema_err(c, loc, "'%s' (a TileLang intrinsic emitter, which writes one GPU's MMA instructions directly) is not supported; "
+                             "write the product with T.gemm", fv->display ? fv->display : fv->str);
+            return sv_err(c, loc);
+        }
+        if (strstr(fv->str, "intrinsics")) {
+            sema_err(c, loc, "'%s' (from TileLang's intrinsics modules: one GPU's instruction-level helpers) is not supported", last);
+            return sv_err(c, loc);
+        }
+        const char *dot = strchr(fv->str, '.');
+        static const char *const known_roots[] = {"T", "tilelang", "tvm", "tir", "torch", "math", "np", "numpy", "triton", "tl", "itertools",
+                                                  "functools", "os", "sys", "pytest", "argparse", NULL};
+        bool known_root = !dot;
+        for (int i = 0; known_roots[i] && dot; i++)
+            known_root |= strlen(known_roots[i]) == (size_t)(dot - fv->str) && !strncmp(fv->str, known_roots[i], (size_t)(dot - fv->str));
+        if (!known_root) {
+            /* `from quantize import f`: a module beside the file, whose code Tile does not read */
+            sema_err(c, loc, "unknown function '%s': it comes from the module '%.*s', whose code Tile does not read (it compiles this file alone)",
+                     last, (int)(strrchr(fv->str, '.') - fv->str), fv->str);
+            return sv_err(c, loc);
+        }
         sema_err(c, loc, "unknown function '%s'", fv->display ? fv->display : fv->str);
         return sv_err(c, loc);
     }

@@ -172,6 +172,16 @@ typedef struct sema_ctx {
     const ir_var *range_var[256];
     int64_t range_lo[256], range_hi[256];
     int nrange;
+    /* T.annotate_safe_value({A: v}) in the kernel being lowered: element reads of the global
+     * tensor A outside its bounds give v (of A's dtype), and so do the out-of-bounds source
+     * elements of a T.copy from A (TileLang's safe memory legalisation with a chosen value) */
+    ir_buffer *safe_buf[16];
+    ir_expr *safe_val[16];       /* a constant of safe_buf[i]'s dtype (copied at each use) */
+    int nsafe;
+    /* global tensors the kernel has read so far (an annotation after a read is an error) */
+    const ir_buffer *read_bufs[64];
+    int nread_bufs;
+    int read_mark;               /* read_bufs[read_mark..] are the reads of the current T.sblock */
 } sema_ctx;
 
 /* sema.c */
@@ -210,6 +220,15 @@ ir_expr *coerce_store(sema_ctx *c, ir_expr *v, tile_dtype dst, tile_loc loc);
 /* views (T.reshape / T.view, sema_stmt.c): the base buffer of a view (NULL: not a view), and
  * the base indices of one of its elements */
 ir_buffer *sema_view_base(sema_ctx *c, const ir_buffer *b);
+/* T.annotate_safe_value: the safe value of b (a fresh constant of b's dtype), NULL: none */
+ir_expr *sema_safe_value(sema_ctx *c, const ir_buffer *b, tile_loc loc);
+void sema_note_read(sema_ctx *c, const ir_buffer *b);
+sval *sema_annotate_safe_value(sema_ctx *c, call_args *a, tile_loc loc);
+sval *sema_any_all_of(sema_ctx *c, const char *fname, sval *arg, tile_loc loc);
+sval *sema_getattr(sema_ctx *c, sval *base, const char *name, tile_loc loc);
+sval *sema_fresh_var(sema_ctx *c, tile_dtype dt, tile_loc loc);
+/* the condition that every index of ix lies inside b's shape; NULL where provably so */
+ir_expr *sema_in_bounds(sema_ctx *c, const ir_buffer *b, ir_expr **ix, tile_loc loc);
 ir_expr **sema_view_index(sema_ctx *c, const ir_buffer *v, ir_expr *const *idx, tile_loc loc);
 sval *sema_shape_tuple(sema_ctx *c, ir_buffer *b, tile_loc loc);
 sval *sema_make_view(sema_ctx *c, sval *src, sval *shape, sval *dtype, const char *what, tile_loc loc);

@@ -729,6 +729,8 @@ sval *py_builtin(sema_ctx *c, const char *f, call_args *a, tile_loc loc) {
         sval *n = arg_or(a, 1);
         if (!x || !n || n->kind != SV_STRING) { sema_err(c, loc, "%s() takes an object and an attribute name", f); return sv_err(c, loc); }
         if (f[0] == 'h') return sv_weak_bool(c, x->kind == SV_MODULE || x->kind == SV_OPAQUE, loc);
+        sval *r = sema_getattr(c, x, n->str, loc);
+        if (r) return r;
         if (arg_or(a, 2)) return a->pos[2];
         sema_err(c, loc, "getattr() on %s is not supported yet", sv_describe(x));
         return sv_err(c, loc);
@@ -923,6 +925,7 @@ sval *py_product(sema_ctx *c, call_args *a, tile_loc loc) {
 }
 
 /* Device queries in module and driver code (`torch.cuda.get_device_capability()`,
+ * `get_device_name()`,
  * `driver.get_num_sms()`): Tile compiles without asking a device, so they answer for the
  * reference GPU the programs are written for, an sm_90 part with 132 SMs (H100 / H200 SXM),
  * the same on every target. NULL when path is not such a query. */
@@ -938,6 +941,33 @@ sval *py_device_query(sema_ctx *c, const char *path, call_args *a, tile_loc loc)
     if (torch_cuda && !strcmp(last, "is_available")) return sv_weak_bool(c, true, loc);
     if (torch_cuda && !strcmp(last, "device_count")) return sv_weak_int(c, 1, loc);
     if (torch_cuda && !strcmp(last, "current_device")) return sv_weak_int(c, 0, loc);
+    if (torch_cuda && !strcmp(last, "get_device_name")) {
+        sval *n = sv_new(c, SV_STRING, loc);
+        n->str = "NVIDIA H200";
+        return n;
+    }
     if (!strcmp(last, "get_num_sms") && strstr(path, "driver")) return sv_weak_int(c, 132, loc);
+    if (torch_cuda && !strcmp(last, "get_device_properties")) {
+        /* an object with the attributes drivers read: major, minor, multi_processor_count, name */
+        static const char *const keys[] = {"major", "minor", "multi_processor_count", "name", NULL};
+        sval *ns = sv_new(c, SV_DICT, loc);
+        ns->str = "@namespace";
+        ns->nitems = 4;
+        ns->items = TILE_NEW_ARRAY(c->arena, sval *, 4);
+        ns->vals = TILE_NEW_ARRAY(c->arena, sval *, 4);
+        for (int i = 0; keys[i]; i++) ns->items[i] = mk_string(c, keys[i], loc);
+        ns->vals[0] = sv_weak_int(c, 9, loc);
+        ns->vals[1] = sv_weak_int(c, 0, loc);
+        ns->vals[2] = sv_weak_int(c, 132, loc);
+        ns->vals[3] = mk_string(c, "NVIDIA H200", loc);
+        return ns;
+    }
+    /* the CUDA toolkit Tile compiles with (NVRTC 13.0), as tilelang.contrib.nvcc reports it */
+    if (!strcmp(last, "get_cuda_version") && strstr(path, "nvcc")) {
+        sval *v[2] = {sv_weak_int(c, 13, loc), sv_weak_int(c, 0, loc)};
+        return mk_tuple(c, v, 2, loc);
+    }
+    /* TileLang's kernel cache switches: Tile's cache is its own (TILE_CACHE_DIR) */
+    if ((!strcmp(last, "disable_cache") || !strcmp(last, "enable_cache")) && !strncmp(path, "tilelang", 8)) return sv_none(c, loc);
     return NULL;
 }

@@ -281,6 +281,48 @@ sval *simt_builtin(sema_ctx *c, const char *fname, call_args *a, tile_loc loc, b
         if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
         return sv_expr(c, int_binary(c, IR_B_FLOORDIV, tid_expr(c, loc), ci(c, 128, loc), loc));
     }
+    if (!strcmp(fname, "any_sync") || !strcmp(fname, "all_sync") || !strcmp(fname, "ballot_sync") || !strcmp(fname, "ballot")) {
+        /* warp votes over the lanes of the thread's warp: any / all non-zero (int32 0 or 1),
+         * ballot the uint64 mask of lanes whose predicate is non-zero (bit n: lane n); the
+         * mask must name the whole warp */
+        if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
+        bool bal = fname[0] == 'b';
+        sval *pred = a->npos > 0 ? a->pos[0] : kw(a, "predicate");
+        sval *mask = a->npos > 1 ? a->pos[1] : kw(a, "mask");
+        if (!pred || a->npos > (!strcmp(fname, "ballot") ? 1 : 2)) { sema_err(c, loc, "T.%s() takes a predicate%s", fname, strcmp(fname, "ballot") ? " and optionally a lane mask" : ""); return sv_err(c, loc); }
+        if (mask) {
+            int64_t m;
+            if (!as_const_int(c, mask, &m, "the lane mask")) return sv_err(c, loc);
+            if ((uint32_t)m != 0xFFFFFFFFu || (m >> 32 != 0 && m != -1)) {
+                sema_err(c, mask->loc, "T.%s: a lane mask other than the whole warp (0xFFFFFFFF) is not supported yet, got 0x%llx", fname, (unsigned long long)m);
+                return sv_err(c, loc);
+            }
+        }
+        ir_expr *p = to_bool(c, materialize(c, pred));
+        if (!p) return sv_err(c, loc);
+        if (!bal) {
+            sval *r = warp_reduce(c, !strcmp(fname, "any_sync") ? "bitor" : "bitand", sv_expr(c, cast_to(c, p, TILE_DT_I32)), loc);
+            return r;
+        }
+        ir_expr *lane = cast_to(c, int_binary(c, IR_B_FLOORMOD, tid_expr(c, loc), ci(c, 32, loc), loc), TILE_DT_U64);
+        ir_expr *bit = ir_binary(c->mod, IR_B_SHL, cast_to(c, p, TILE_DT_U64), lane, loc);
+        return warp_reduce(c, "bitor", sv_expr(c, bit), loc);
+    }
+    if (!strcmp(fname, "shuffle_elect")) {
+        /* T.shuffle_elect(n): true in one thread of each group of n consecutive threads (the
+         * first, as TileLang's elect_one_sync picks lane 0), in thread 0 alone for n = 0 */
+        if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
+        int64_t n;
+        if (a->npos != 1 || a->nkw) { sema_err(c, loc, "T.shuffle_elect() takes one argument (the group size in threads)"); return sv_err(c, loc); }
+        if (!as_const_int(c, a->pos[0], &n, "the group size of T.shuffle_elect")) return sv_err(c, loc);
+        if (n < 0 || (n > 0 && n % 32)) {
+            sema_err(c, loc, "T.shuffle_elect: the group size must be 0 (the whole block) or a multiple of 32 threads, got %lld", (long long)n);
+            return sv_err(c, loc);
+        }
+        ir_expr *t = tid_expr(c, loc);
+        if (n) t = int_binary(c, IR_B_FLOORMOD, t, ci(c, n, loc), loc);
+        return sv_expr(c, ir_binary(c->mod, IR_B_EQ, t, ci(c, 0, loc), loc));
+    }
     if (!strcmp(fname, "get_lane_idx") || !strcmp(fname, "get_warp_idx") || !strcmp(fname, "get_warp_idx_sync")) {
         if (!simt_where_ok(c, what, loc)) return sv_err(c, loc);
         int64_t ws = 32;

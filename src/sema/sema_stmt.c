@@ -444,12 +444,41 @@ static void lower_for(sema_ctx *c, sema_env *env, const ast_stmt *s) {
 
 /* ---------- kernels ---------- */
 static void lower_ws(sema_ctx *c, sema_env *env, const ast_stmt *s);
+
+/* `with T.sblock(name):` inside a kernel: TIR's block, a scope for its annotations (its
+ * body runs in place, its names stay visible after it, as Python's `with` does).
+ * T.annotate_safe_value inside it holds for the block only; T.reads / T.writes in it
+ * declare regions for TIR's analyses and have no effect. */
+static void lower_sblock(sema_ctx *c, sema_env *env, const ast_stmt *s) {
+    const ast_expr *k = s->with_items[0];
+    if (!c->in_kernel) { sema_err(c, k->loc, "T.sblock is only meaningful inside a T.Kernel"); return; }
+    if (s->with_targets[0]) { sema_err(c, s->with_targets[0]->loc, "`with T.sblock(...) as ...` is not supported; drop the 'as'"); return; }
+    for (int i = 0; i < k->nitems; i++) {
+        sval *n = lower_expr(c, env, k->items[i]);
+        if (i > 0 || n->kind != SV_STRING) { sema_err(c, k->items[i]->loc, "T.sblock takes a block name (a string)"); return; }
+    }
+    int nsafe = c->nsafe, mark = c->read_mark;
+    ir_buffer *sbuf[16];
+    ir_expr *sval_[16];
+    memcpy(sbuf, c->safe_buf, sizeof sbuf);
+    memcpy(sval_, c->safe_val, sizeof sval_);
+    c->read_mark = c->nread_bufs;
+    lower_block(c, env, &s->body);
+    c->nsafe = nsafe;
+    memcpy(c->safe_buf, sbuf, sizeof sbuf);
+    memcpy(c->safe_val, sval_, sizeof sval_);
+    c->read_mark = mark;
+}
 static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     if (s->nwith != 1) { sema_err(c, s->loc, "only `with T.Kernel(...) as ...:` is supported"); return; }
     const ast_expr *k = s->with_items[0];
     sval *f = k->kind == AST_E_CALL ? lower_expr(c, env, k->value) : NULL;
     if (f && f->kind == SV_BUILTIN && !strcmp(f->str, "ws")) { lower_ws(c, env, s); return; }
-    if (!f || f->kind != SV_BUILTIN || strcmp(f->str, "Kernel")) { sema_err(c, k->loc, "only `with T.Kernel(...) as ...:` and `with T.ws(...):` are supported"); return; }
+    if (f && f->kind == SV_BUILTIN && !strcmp(f->str, "sblock")) { lower_sblock(c, env, s); return; }
+    if (!f || f->kind != SV_BUILTIN || strcmp(f->str, "Kernel")) {
+        sema_err(c, k->loc, "only `with T.Kernel(...) as ...:`, `with T.ws(...):` and `with T.sblock(...):` are supported");
+        return;
+    }
     if (c->in_kernel) { sema_err(c, s->loc, "T.Kernel cannot be nested inside another T.Kernel"); return; }
     if (c->par_depth) { sema_err(c, s->loc, "T.Kernel cannot be inside a T.Parallel loop"); return; }
     if (!c->stmts) { sema_err(c, s->loc, "a T.Kernel is run-time code, which is not allowed here"); return; }
@@ -520,6 +549,9 @@ static void lower_with(sema_ctx *c, sema_env *env, const ast_stmt *s) {
     c->kernel = ks;
     c->simt_tid = NULL;
     c->nbarriers = 0;
+    c->nsafe = 0;
+    c->nread_bufs = 0;
+    c->read_mark = 0;
     c->sync_used = false;
     c->ws_threads = 0;
     ir_stmt *body = lower_body(c, env, &s->body, s->loc);
@@ -572,6 +604,86 @@ static bool index_range(sema_ctx *c, const ir_expr *e, int64_t *lo, int64_t *hi)
         return false;
     default: return false;
     }
+}
+
+/* ---------- T.annotate_safe_value ---------- */
+
+ir_expr *sema_safe_value(sema_ctx *c, const ir_buffer *b, tile_loc loc) {
+    for (int i = 0; i < c->nsafe; i++)
+        if (c->safe_buf[i] == b) {
+            const ir_expr *v = c->safe_val[i];
+            return tile_dtype_is_float(v->dtype) ? ir_const_float(c->mod, v->dtype, v->fval, loc) : ir_const_int(c->mod, v->dtype, v->ival, loc);
+        }
+    return NULL;
+}
+
+void sema_note_read(sema_ctx *c, const ir_buffer *b) {
+    if (!c->in_kernel || b->scope != IR_SCOPE_GLOBAL) return;
+    for (int i = c->read_mark; i < c->nread_bufs; i++)
+        if (c->read_bufs[i] == b) return;
+    if (c->nread_bufs < 64) c->read_bufs[c->nread_bufs++] = b;
+}
+
+ir_expr *sema_in_bounds(sema_ctx *c, const ir_buffer *b, ir_expr **ix, tile_loc loc) {
+    ir_expr *inb = NULL;
+    for (int d = 0; d < b->rank; d++) {
+        int64_t lo, hi, n;
+        if (index_range(c, ix[d], &lo, &hi) && ir_const_int_value(b->shape[d], &n) && lo >= 0 && hi < n) continue;
+        ir_expr *in = ir_binary(c->mod, IR_B_AND, ir_binary(c->mod, IR_B_GE, ix[d], ir_const_int(c->mod, ix[d]->dtype, 0, loc), loc),
+                                ir_binary(c->mod, IR_B_LT, ix[d], cast_to(c, b->shape[d], ix[d]->dtype), loc), loc);
+        inb = inb ? ir_binary(c->mod, IR_B_AND, inb, in, loc) : in;
+    }
+    return inb;
+}
+
+/* T.annotate_safe_value({A: v, ...}): from here to the end of the kernel (or of the
+ * enclosing T.sblock), reads of the
+ * global tensor A outside its bounds give v instead of being out-of-bounds accesses (element
+ * reads, and the source elements of T.copy). TileLang attaches the map to the kernel's
+ * block, so it holds for the whole kernel: a read of A before the annotation would see a
+ * different meaning here, and is reported. Buffers that are not global tensors are
+ * accepted and unaffected, as in TileLang (it guards global memory only). */
+sval *sema_annotate_safe_value(sema_ctx *c, call_args *a, tile_loc loc) {
+    if (a->npos != 1 || a->nkw || a->pos[0]->kind != SV_DICT) {
+        sema_err(c, loc, "T.annotate_safe_value takes one dict, {buffer: value, ...}");
+        return sv_err(c, loc);
+    }
+    if (!c->in_kernel) {
+        sema_err(c, loc, "T.annotate_safe_value is only meaningful inside a T.Kernel");
+        return sv_err(c, loc);
+    }
+    sval *d = a->pos[0];
+    for (int i = 0; i < d->nitems; i++) {
+        sval *k = d->items[i], *v = d->vals[i];
+        if (k->kind != SV_BUFFER) {
+            sema_err(c, k->loc, "the keys of T.annotate_safe_value must be buffers, got %s", sv_describe(k));
+            return sv_err(c, loc);
+        }
+        ir_buffer *b = sema_view_base(c, k->buf);
+        if (!b) b = k->buf;
+        if (b->scope != IR_SCOPE_GLOBAL) continue;
+        if (!sv_is_const(v)) {
+            sema_err(c, v->loc, "the safe value of '%s' in T.annotate_safe_value must be a number known at compile time, got %s", k->buf->name,
+                     sv_describe(v));
+            return sv_err(c, loc);
+        }
+        for (int j = c->read_mark; j < c->nread_bufs; j++)
+            if (c->read_bufs[j] == b) {
+                sema_err(c, k->loc, "T.annotate_safe_value for '%s' comes after a read of '%s' in this block; TileLang applies it to the whole block "
+                                    "(the kernel, or the enclosing T.sblock), so put it before the first read", k->buf->name, b->name);
+                return sv_err(c, loc);
+            }
+        ir_expr *x = cast_to(c, v->e, b->dtype);
+        int j = 0;
+        while (j < c->nsafe && c->safe_buf[j] != b) j++;
+        if (j == c->nsafe) {
+            if (c->nsafe == 16) { sema_err(c, loc, "T.annotate_safe_value: at most 16 tensors per kernel"); return sv_err(c, loc); }
+            c->nsafe++;
+        }
+        c->safe_buf[j] = b;
+        c->safe_val[j] = x;
+    }
+    return sv_none(c, loc);
 }
 
 /* An integer expression as c0 + sum k_i * a_i (through +, - and * by a constant). */
@@ -791,7 +903,7 @@ static ir_expr **region_elem(sema_ctx *c, const ir_region *r, ir_var **iv, ir_ex
     ir_expr **ix = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
     *inb = NULL;
     for (int d = 0; d < rank; d++) {
-        ix[d] = int_binary(c, IR_B_ADD, r->start[d], ir_var_ref(c->mod, iv[d], loc), loc);
+        ix[d] = iv[d] ? int_binary(c, IR_B_ADD, r->start[d], ir_var_ref(c->mod, iv[d], loc), loc) : r->start[d];
         int64_t lo, hi, n;
         if (index_range(c, ix[d], &lo, &hi) && ir_const_int_value(r->buf->shape[d], &n) && lo >= 0 && hi < n) continue;
         ir_expr *in = ir_binary(c->mod, IR_B_AND, ir_binary(c->mod, IR_B_GE, ix[d], ir_const_int(c->mod, TILE_DT_I32, 0, loc), loc),
@@ -801,20 +913,35 @@ static ir_expr **region_elem(sema_ctx *c, const ir_region *r, ir_var **iv, ir_ex
     return sema_view_base(c, r->buf) ? sema_view_index(c, r->buf, ix, loc) : ix;
 }
 
-/* dst[...] = src[...] over two regions of the same shape, one of them (at least) of a view,
- * as a T.Parallel nest of element copies (what T.copy means) */
+/* dst[...] = src[...] over two regions of the same shape, as a T.Parallel nest of element
+ * copies (what T.copy means): for a view (at least one side), and for a source with a
+ * non-zero T.annotate_safe_value (its out-of-bounds elements read that value) */
 static bool emit_view_copy(sema_ctx *c, const ir_region *src, const ir_region *dst, tile_loc loc) {
     int rank = dst->buf->rank;
-    bool same = src->buf->rank == rank;
-    for (int d = 0; same && d < rank; d++) {
+    /* the dimensions of extent other than 1 pair up in order, as T.copy pairs them; the
+     * source's unit dimensions stay at their start */
+    int sd[8], dd[8], ns = 0, nd = 0;
+    for (int d = 0; d < src->buf->rank; d++) {
+        int64_t k;
+        if (!(ir_const_int_value(src->extent[d], &k) && k == 1)) sd[ns++] = d;
+    }
+    for (int d = 0; d < rank; d++) {
+        int64_t k;
+        if (!(ir_const_int_value(dst->extent[d], &k) && k == 1)) dd[nd++] = d;
+    }
+    bool same = ns == nd;
+    for (int j = 0; same && j < ns; j++) {
         int64_t a, b;
-        same = (ir_const_int_value(src->extent[d], &a) && ir_const_int_value(dst->extent[d], &b)) ? a == b : ir_expr_equal(src->extent[d], dst->extent[d]);
+        const ir_expr *ea = src->extent[sd[j]], *eb = dst->extent[dd[j]];
+        same = (ir_const_int_value(ea, &a) && ir_const_int_value(eb, &b)) ? a == b : ir_expr_equal(ea, eb);
     }
     if (!same) {
-        sema_err(c, loc, "T.copy between a view (T.reshape / T.view) and a region of another shape or rank is not supported yet; give both sides the same shape");
+        sema_err(c, loc, "T.copy between %s and a region of another shape is not supported yet; give both sides the same shape",
+                 sema_view_base(c, src->buf) || sema_view_base(c, dst->buf) ? "a view (T.reshape / T.view)"
+                                                                            : "a tensor with a non-zero T.annotate_safe_value");
         return false;
     }
-    ir_var *iv[8];
+    ir_var *iv[8], *siv[8];
     for (int d = 0; d < rank; d++) {
         iv[d] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "v%d", d), IR_VAR_LOOP, TILE_DT_I32, loc);
         int64_t e0;
@@ -824,13 +951,18 @@ static bool emit_view_copy(sema_ctx *c, const ir_region *src, const ir_region *d
             c->range_hi[c->nrange++] = e0 - 1;
         }
     }
+    for (int d = 0; d < src->buf->rank; d++) siv[d] = NULL;
+    for (int j = 0; j < ns; j++) siv[sd[j]] = iv[dd[j]];
     ir_buffer *sb = sema_view_base(c, src->buf), *db = sema_view_base(c, dst->buf);
     /* regions clip at the bounds, as for every tile operation: reading outside gives 0,
      * writing outside is dropped */
     ir_expr *sin, *din;
     ir_buffer *sbuf = sb ? sb : src->buf;
-    ir_expr *x = cast_to(c, ir_load(c->mod, sbuf, region_elem(c, src, iv, &sin, loc), loc), promote_arith(sbuf->dtype));
-    if (sin) x = ir_select(c->mod, sin, x, cast_to(c, ir_const_int(c->mod, TILE_DT_I32, 0, loc), x->dtype), loc);
+    ir_expr *x = cast_to(c, ir_load(c->mod, sbuf, region_elem(c, src, siv, &sin, loc), loc), promote_arith(sbuf->dtype));
+    if (sin) {
+        ir_expr *fill = sema_safe_value(c, sbuf, loc);
+        x = ir_select(c->mod, sin, x, cast_to(c, fill ? fill : ir_const_int(c->mod, TILE_DT_I32, 0, loc), x->dtype), loc);
+    }
     ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
     st->buf = db ? db : dst->buf;
     st->idx = region_elem(c, dst, iv, &din, loc);
@@ -1058,8 +1190,7 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos,
     if (is_head_form(pos[0]) && is_head_form(pos[1]) && c->in_kernel) {
         /* T.copy(A[i], B[j]): two single elements, a copy of one element (an element
          * operation, so also inside T.Parallel) */
-        sv_access *a = pos[0]->acc;
-        store_access(c, pos[1]->acc, sv_expr(c, ir_load(c->mod, a->buf, a->start, call->loc)), call->loc);
+        store_access(c, pos[1]->acc, sv_expr(c, materialize(c, pos[0])), call->loc);
         return sv_none(c, call->loc);
     }
     if (!check_tile_scope(c, call->loc, "T.copy")) return sv_err(c, call->loc);
@@ -1081,12 +1212,71 @@ static sval *lower_copy(sema_ctx *c, const ast_expr *call, sval **pos, int npos,
             return sv_err(c, call->loc);
         }
     }
-    if (sema_view_base(c, s->regions[0].buf) || sema_view_base(c, s->regions[1].buf)) {
+    /* a source with a non-zero safe value: out-of-bounds elements read that value, which
+     * the element copy nest gives on every target (IR_S_COPY fills with zero) */
+    ir_buffer *src_base = sema_view_base(c, s->regions[0].buf) ? sema_view_base(c, s->regions[0].buf) : s->regions[0].buf;
+    sema_note_read(c, src_base);
+    ir_expr *safe = sema_safe_value(c, src_base, call->loc);
+    bool safe_nonzero = safe && (tile_dtype_is_float(safe->dtype) ? (safe->fval != 0 || signbit(safe->fval)) : safe->ival != 0);
+    if (safe_nonzero || sema_view_base(c, s->regions[0].buf) || sema_view_base(c, s->regions[1].buf)) {
         if (!emit_view_copy(c, &s->regions[0], &s->regions[1], call->loc)) return sv_err(c, call->loc);
         return sv_none(c, call->loc);
     }
     emit(c, s);
     return sv_none(c, call->loc);
+}
+
+/* T.any_of(region) / T.all_of(region): whether any (every) element of a buffer or region
+ * is non-zero, as a value. Computed by statements before the expression that uses it: a
+ * flag set to false (true) and a serial nest over the region or-ing (and-ing) each element
+ * into it. Elements are read as any element access (an index outside the buffer is an
+ * out-of-bounds access, not a value). */
+sval *sema_any_all_of(sema_ctx *c, const char *fname, sval *arg, tile_loc loc) {
+    if (!c->stmts || !c->in_kernel) { sema_err(c, loc, "T.%s can only be used inside a T.Kernel", fname); return sv_err(c, loc); }
+    ir_region r;
+    if (arg->kind == SV_ACCESS && !arg->acc->any_slice && !arg->acc->view) {
+        /* one element: a region of extent 1 */
+        memset(&r, 0, sizeof r);
+        r.buf = arg->acc->buf;
+        r.start = arg->acc->start;
+        r.extent = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, r.buf->rank ? r.buf->rank : 1);
+        for (int d = 0; d < r.buf->rank; d++) r.extent[d] = ir_const_int(c->mod, TILE_DT_I32, 1, loc);
+    } else if (!to_region(c, arg, &r, NULL, tile_arena_printf(c->arena, "T.%s", fname), "argument"))
+        return sv_err(c, loc);
+    bool any = !strcmp(fname, "any_of");
+    ir_var *flag = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "%s%d", fname, c->tmp_counter++), IR_VAR_LOCAL, TILE_DT_BOOL, loc);
+    emit_assign(c, flag, ir_const_int(c->mod, TILE_DT_BOOL, any ? 0 : 1, loc), loc);
+    int rank = r.buf->rank;
+    ir_var *iv[8];
+    ir_expr **ix = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, rank ? rank : 1);
+    for (int d = 0; d < rank; d++) {
+        iv[d] = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "%s_i%d", fname, d), IR_VAR_LOOP, TILE_DT_I32, loc);
+        ix[d] = int_binary(c, IR_B_ADD, r.start[d], ir_var_ref(c->mod, iv[d], loc), loc);
+    }
+    sema_note_read(c, r.buf);
+    ir_expr *x = ir_load(c->mod, r.buf, ix, loc);
+    ir_expr *safe = sema_safe_value(c, r.buf, loc);
+    if (safe) {
+        ir_expr *inb = sema_in_bounds(c, r.buf, ix, loc);
+        if (inb) x = ir_select(c->mod, inb, x, safe, loc);
+    }
+    ir_stmt *upd = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
+    upd->var = flag;
+    upd->value = ir_binary(c->mod, any ? IR_B_OR : IR_B_AND, ir_var_ref(c->mod, flag, loc), to_bool(c, x), loc);
+    ir_stmt *body = upd;
+    for (int d = rank - 1; d >= 0; d--) {
+        ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
+        f->var = iv[d];
+        f->lo = ir_const_int(c->mod, TILE_DT_I32, 0, loc);
+        f->extent = r.extent[d];
+        f->loop_kind = IR_LOOP_SERIAL;
+        f->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 1);
+        f->nbody = 1;
+        f->body[0] = body;
+        body = f;
+    }
+    emit(c, body);
+    return sv_expr(c, ir_var_ref(c->mod, flag, loc));
 }
 
 static sval *lower_fill(sema_ctx *c, const ast_expr *call, sval **pos, int npos, bool clear) {
@@ -1141,10 +1331,25 @@ static bool gemm_dims(const ir_region *r, int64_t *rows, int64_t *cols, bool *kn
     return true;
 }
 
-static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+static bool sync_scope(sema_ctx *c, const ast_expr *call, const char *op);
+static bool barrier_operand(sema_ctx *c, sval *v, const char *op, int *which, ir_expr **elem);
+
+/* One arrival on barrier element k of barrier `which` (the completion of an asynchronous
+ * MMA: tcgen05.commit arrives once, whatever the number of threads) */
+static void emit_arrive_one(sema_ctx *c, int which, ir_expr *k, tile_loc loc) {
+    ir_expr **idx = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, 1);
+    idx[0] = cast_to(c, k, TILE_DT_I32);
+    ir_stmt *st = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    st->buf = c->barriers[which];
+    st->idx = idx;
+    st->value = int_binary(c, IR_B_ADD, ir_load(c->mod, c->barriers[which], idx, loc), ir_const_int(c->mod, TILE_DT_I32, 1, loc), loc);
+    emit(c, st);
+}
+static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos, bool tc05) {
     static const char *const kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait", "use_wgmma",
-                                      "A", "B", "C", NULL};
-    check_kwargs(c, call, "T.gemm", kws);
+                                      "mbar", "annotations", "A", "B", "C", NULL};
+    static const char *const tc05_kws[] = {"transpose_A", "transpose_B", "policy", "clear_accum", "mbar", "use_2cta", "annotations", "A", "B", "C", NULL};
+    check_kwargs(c, call, tc05 ? "T.tcgen05_gemm" : "T.gemm", tc05 ? tc05_kws : kws);
     /* T.gemm(A, B=..., C=...): the operands by keyword */
     sval *abc[6];
     if (npos < 3) {
@@ -1167,7 +1372,22 @@ static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval *
     }
     s->trans_a = kw_bool(c, env, call, "transpose_A", pos, npos, 3, false);
     s->trans_b = kw_bool(c, env, call, "transpose_B", pos, npos, 4, false);
-    s->clear = kw_bool(c, env, call, "clear_accum", pos, npos, 99, false);
+    /* clear_accum known only at run time (clear_accum=k == 0): the accumulator is cleared
+     * under that condition before a gemm that accumulates */
+    sval *cav = kw_of(call, c, env, "clear_accum");
+    ir_expr *dyn_clear = NULL;
+    if (cav && cav->kind == SV_EXPR && !sv_is_const(cav)) {
+        dyn_clear = to_bool(c, materialize(c, cav));
+        if (!dyn_clear) return sv_err(c, call->loc);
+        s->clear = false;
+    } else s->clear = kw_bool(c, env, call, "clear_accum", pos, npos, 99, false);
+    /* mbar= (Blackwell): the barrier the MMA's completion arrives on, once */
+    sval *bar = kw_of(call, c, env, "mbar");
+    int bar_which = -1;
+    ir_expr *bar_k = NULL;
+    if (bar && bar->kind != SV_NONE &&
+        (!sync_scope(c, call, tc05 ? "T.tcgen05_gemm" : "T.gemm") || !barrier_operand(c, bar, tc05 ? "T.tcgen05_gemm(mbar=...)" : "T.gemm(mbar=...)", &bar_which, &bar_k)))
+        return sv_err(c, call->loc);
     ir_region *A = &s->regions[0], *B = &s->regions[1], *C = &s->regions[2];
     if (!tile_dtype_is_float(C->buf->dtype) && !tile_dtype_is_int(C->buf->dtype)) { sema_err(c, C->loc, "the accumulator of T.gemm must be a numeric buffer"); return sv_err(c, call->loc); }
     if (C->buf->scope == IR_SCOPE_SHARED && c->opt) { /* allowed, but unusual */ }
@@ -1187,13 +1407,33 @@ static sval *lower_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval *
             return sv_err(c, call->loc);
         }
     }
+    if (dyn_clear) {
+        ir_stmt *f = tile_stmt(c, IR_S_FILL, 1, call->loc);
+        f->regions[0] = *C;
+        f->value = tile_dtype_is_float(C->buf->dtype) ? ir_const_float(c->mod, C->buf->dtype, 0, call->loc) : ir_const_int(c->mod, C->buf->dtype, 0, call->loc);
+        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, call->loc);
+        g->cond = dyn_clear;
+        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+        g->nbody = 2;
+        g->body[0] = f;
+        emit(c, g);
+    }
     emit(c, s);
+    if (bar_which >= 0) emit_arrive_one(c, bar_which, bar_k, call->loc);
     return sv_none(c, call->loc);
 }
 
 static sval *lower_reduce(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
-    static const char *const kws[] = {"dim", "clear", NULL};
+    /* batch=: how many outputs share one cross-thread reduction on the GPU (a code
+     * generation choice; Tile's lowering makes its own) */
+    static const char *const kws[] = {"dim", "clear", "batch", "annotations", NULL};
     check_kwargs(c, call, fname, kws);
+    sval *bv = kw_of(call, c, env, "batch");
+    int64_t batch = 1;
+    if (bv && (!as_const_int(c, bv, &batch, "batch") || batch < 1)) {
+        if (batch < 1) sema_err(c, bv->loc, "T.%s: batch must be 1 or more, got %lld", fname, (long long)batch);
+        return sv_err(c, call->loc);
+    }
     if (npos < 2 || npos > 4) { sema_err(c, call->loc, "T.%s takes a source, a destination, dim and clear, got %d arguments", fname, npos); return sv_err(c, call->loc); }
     if (!check_tile_scope(c, call->loc, fname)) return sv_err(c, call->loc);
     ir_stmt *s = tile_stmt(c, IR_S_REDUCE, 2, call->loc);
@@ -1254,6 +1494,12 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     bool ok = scalar || (is_head_form(pos[0]) ? to_region(c, pos[1], &src, NULL, fname, "source") && to_region(c, pos[0], &dst, &src, fname, "destination")
                                               : to_region(c, pos[0], &dst, NULL, fname, "destination") && to_region(c, pos[1], &src, &dst, fname, "source"));
     if (!ok) return sv_err(c, call->loc);
+    if (!scalar && sema_safe_value(c, src.buf, call->loc)) {
+        /* TileLang would add the safe value for out-of-bounds source elements; Tile's region
+         * atomics skip them */
+        sema_err(c, call->loc, "T.%s from '%s', which has a T.annotate_safe_value, is not supported yet", fname, src.buf->name);
+        return sv_err(c, call->loc);
+    }
     int sd[8], dd[8], ns = 0, nd = 0;
     for (int d = 0; d < src.buf->rank; d++) {
         int64_t k;
@@ -1518,6 +1764,30 @@ static sval *lower_alloc_var(sema_ctx *c, sema_env *env, const ast_expr *call, s
     return r;
 }
 
+/* T.int32() (any dtype called without a value) in a kernel: TIR's fresh variable, which
+ * T.let(v, value) then binds; a mutable scalar here, 0 until bound (as T.alloc_var) */
+sval *sema_fresh_var(sema_ctx *c, tile_dtype dt, tile_loc loc) {
+    if (!c->stmts || !c->in_kernel) { sema_err(c, loc, "%s() without a value makes a variable, which only a T.Kernel can hold", tile_dtype_name(dt)); return sv_err(c, loc); }
+    ir_var *v = ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "var%d", c->tmp_counter++), IR_VAR_LOCAL, promote_arith(dt), loc);
+    emit_assign(c, v, tile_dtype_is_float(v->dtype) ? ir_const_float(c->mod, v->dtype, 0.0, loc) : ir_const_int(c->mod, v->dtype, 0, loc), loc);
+    sval *r = sv_expr(c, ir_var_ref(c->mod, v, loc));
+    r->fresh_var = true;
+    return r;
+}
+
+/* T.let(v, value): binds the variable v (made by T.int32() and friends) to value */
+static sval *lower_let(sema_ctx *c, const ast_expr *call, sval **pos, int npos) {
+    if (npos != 2 || pos[0]->kind != SV_EXPR || pos[0]->e->kind != IR_E_VAR || pos[0]->e->var->kind != IR_VAR_LOCAL) {
+        sema_err(c, call->loc, "T.let takes a variable (made by e.g. T.int32()) and its value");
+        return sv_err(c, call->loc);
+    }
+    ir_var *v = pos[0]->e->var;
+    ir_expr *x = pos[1]->kind == SV_EXPR && pos[1]->weak ? cast_to(c, pos[1]->e, v->dtype) : value_for_var(c, pos[1], v->dtype, "the value of T.let", call->loc);
+    if (!x) return sv_err(c, call->loc);
+    emit_assign(c, v, x, call->loc);
+    return sv_none(c, call->loc);
+}
+
 static sval *lower_reducer_op(sema_ctx *c, sema_env *env, const char *fname, const ast_expr *call, sval **pos, int npos) {
     int r = -1;
     ir_buffer *b = npos > 0 ? (pos[0]->kind == SV_BUFFER ? pos[0]->buf : pos[0]->kind == SV_ACCESS ? pos[0]->acc->buf : NULL) : NULL;
@@ -1584,7 +1854,12 @@ static sval *lower_alloc(sema_ctx *c, sema_env *env, const char *fname, const as
     }
     bool global = !strcmp(fname, "allocate") || !strcmp(fname, "alloc_tensor") || !strcmp(fname, "zeros") || !strcmp(fname, "empty") ||
                   !strcmp(fname, "alloc_global");
-    ir_scope scope = global ? IR_SCOPE_GLOBAL : !strcmp(fname, "alloc_shared") ? IR_SCOPE_SHARED : !strcmp(fname, "alloc_fragment") ? IR_SCOPE_FRAGMENT : IR_SCOPE_LOCAL;
+    /* T.alloc_tmem: Blackwell's tensor memory, the accumulator of T.tcgen05_gemm; an on-chip
+     * buffer read and written by tile operations, which a fragment is on every target */
+    bool tmem = !strcmp(fname, "alloc_tmem");
+    ir_scope scope = global ? IR_SCOPE_GLOBAL : !strcmp(fname, "alloc_shared") ? IR_SCOPE_SHARED
+                   : !strcmp(fname, "alloc_fragment") || tmem            ? IR_SCOPE_FRAGMENT
+                                                                         : IR_SCOPE_LOCAL;
     if (npos < 1 || npos > 3) { sema_err(c, call->loc, "%s() takes a shape and a dtype", fname); return sv_err(c, call->loc); }
     if (!c->stmts) { sema_err(c, call->loc, "%s() allocates at run time, which is not allowed here", fname); return sv_err(c, call->loc); }
     if (c->par_depth) { sema_err(c, call->loc, "%s() cannot be used inside a T.Parallel loop", fname); return sv_err(c, call->loc); }
@@ -1885,6 +2160,124 @@ static sval *lower_tma_copy(sema_ctx *c, sema_env *env, const ast_expr *call, sv
     return lower_copy(c, call, pos, npos, true);
 }
 
+/* T.im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad) (also T.c2d_im2col):
+ * the im2col tile of a 2-D convolution over an NHWC image, TileLang's definition: element
+ * (i, j) of the col region's last two dimensions (block_m x block_k) is, with
+ * m = nhw_step * block_m + i, k = c_step * block_k + j and OH, OW the output size,
+ *   img[m // (OH*OW), h, w, k % C], h = (m % (OH*OW)) // OW * stride + k // (kernel*C) * dilation - pad,
+ *                                   w = m % OW * stride + (k // C) % kernel * dilation - pad,
+ * and 0 where h or w is outside the image (the padding) or m is past the last image (TileLang's
+ * guard of global reads). Lowered as a T.Parallel nest of element copies. */
+static sval *lower_im2col(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos) {
+    static const char *const kws[] = {"img", "col", "nhw_step", "c_step", "kernel", "stride", "dilation", "pad", "eviction_policy", "annotations", NULL};
+    char op[32];
+    snprintf(op, sizeof op, "T.%s", name);
+    check_kwargs(c, call, op, kws);
+    sval *arg[8];
+    for (int i = 0; i < 8; i++) {
+        arg[i] = i < npos ? pos[i] : kw_of(call, c, env, kws[i]);
+        if (!arg[i]) { sema_err(c, call->loc, "%s needs the argument '%s'", op, kws[i]); return sv_err(c, call->loc); }
+    }
+    if (!check_tile_scope(c, call->loc, op)) return sv_err(c, call->loc);
+    ir_region src, dst;
+    if (!to_region(c, arg[0], &src, NULL, op, "image") || !to_region(c, arg[1], &dst, NULL, op, "destination")) return sv_err(c, call->loc);
+    ir_buffer *img = src.buf;
+    if (arg[0]->kind != SV_BUFFER || img->rank != 4) {
+        sema_err(c, arg[0]->loc, "the image of %s must be a whole 4-D (N, H, W, C) tensor", op);
+        return sv_err(c, call->loc);
+    }
+    if (dst.buf->rank < 2) { sema_err(c, arg[1]->loc, "the destination of %s must have at least 2 dimensions", op); return sv_err(c, call->loc); }
+    if (img->dtype != dst.buf->dtype) {
+        sema_err(c, call->loc, "%s: the image is %s but the destination is %s; they must have the same dtype", op, tile_dtype_name(img->dtype),
+                 tile_dtype_name(dst.buf->dtype));
+        return sv_err(c, call->loc);
+    }
+    ir_expr *nhw = as_int_expr(c, arg[2], "the nhw_step of T.im2col"), *cst = as_int_expr(c, arg[3], "the c_step of T.im2col");
+    /* kernel, stride, dilation, pad: integers, constants or sizes (T.const("K")) */
+    ir_expr *par[4];
+    static const char *const pn[4] = {"the kernel size of T.im2col", "the stride of T.im2col", "the dilation of T.im2col", "the padding of T.im2col"};
+    for (int q = 0; q < 4; q++) {
+        par[q] = as_int_expr(c, arg[4 + q], pn[q]);
+        if (!par[q]) return sv_err(c, call->loc);
+        par[q] = cast_to(c, par[q], TILE_DT_I32);
+        int64_t v;
+        if (ir_const_int_value(par[q], &v) && (q < 3 ? v < 1 : v < 0)) {
+            sema_err(c, arg[4 + q]->loc, "%s must be %s, got %lld", pn[q], q < 3 ? "positive" : "0 or more", (long long)v);
+            return sv_err(c, call->loc);
+        }
+    }
+    if (!nhw || !cst) return sv_err(c, call->loc);
+    tile_loc loc = call->loc;
+#define K_(v) ir_const_int(c->mod, TILE_DT_I32, (v), loc)
+#define B_(o, a, b) int_binary(c, IR_B_##o, (a), (b), loc)
+    ir_expr *KK = par[0], *ST = par[1], *DL = par[2], *PD = par[3];
+    int nd = dst.buf->rank;
+    ir_expr *bm = dst.extent[nd - 2], *bk = dst.extent[nd - 1];
+    ir_expr *H = cast_to(c, img->shape[1], TILE_DT_I32), *W = cast_to(c, img->shape[2], TILE_DT_I32), *C = cast_to(c, img->shape[3], TILE_DT_I32);
+    ir_expr *span = B_(ADD, B_(MUL, B_(SUB, KK, K_(1)), DL), K_(1)); /* (kernel - 1) * dilation + 1 */
+    ir_expr *oh = B_(ADD, B_(FLOORDIV, B_(SUB, B_(ADD, H, B_(MUL, K_(2), PD)), span), ST), K_(1));
+    ir_expr *ow = B_(ADD, B_(FLOORDIV, B_(SUB, B_(ADD, W, B_(MUL, K_(2), PD)), span), ST), K_(1));
+    ir_var *iv[8];
+    ir_expr *ext[8];
+    for (int d = 0; d < nd; d++) {
+        /* the leading dimensions of the destination stay at their start (NULL: no loop) */
+        iv[d] = d >= nd - 2 ? ir_var_new(c->mod, c->fn, tile_arena_printf(c->arena, "im%d", d), IR_VAR_LOOP, TILE_DT_I32, loc) : NULL;
+        ext[d] = d >= nd - 2 ? cast_to(c, dst.extent[d], TILE_DT_I32) : NULL;
+    }
+    ir_expr *i = ir_var_ref(c->mod, iv[nd - 2], loc), *j = ir_var_ref(c->mod, iv[nd - 1], loc);
+    ir_expr *m = B_(ADD, B_(MUL, cast_to(c, nhw, TILE_DT_I32), cast_to(c, bm, TILE_DT_I32)), i);
+    ir_expr *k = B_(ADD, B_(MUL, cast_to(c, cst, TILE_DT_I32), cast_to(c, bk, TILE_DT_I32)), j);
+    ir_expr *ohw = B_(MUL, oh, ow);
+    ir_expr *h = B_(SUB, B_(ADD, B_(MUL, B_(FLOORDIV, B_(FLOORMOD, m, ohw), ow), ST), B_(MUL, B_(FLOORDIV, k, B_(MUL, KK, C)), DL)), PD);
+    ir_expr *w = B_(SUB, B_(ADD, B_(MUL, B_(FLOORMOD, m, ow), ST), B_(MUL, B_(FLOORMOD, B_(FLOORDIV, k, C), KK), DL)), PD);
+    ir_expr *n = B_(FLOORDIV, m, ohw);
+    ir_expr **si = TILE_NEW_ARRAY(&c->mod->arena, ir_expr *, 4);
+    si[0] = n;
+    si[1] = h;
+    si[2] = w;
+    si[3] = B_(FLOORMOD, k, C);
+    ir_expr *inb = sema_in_bounds(c, img, si, loc);
+    sema_note_read(c, img);
+    ir_expr *x = ir_load(c->mod, img, si, loc);
+    if (inb) {
+        ir_expr *fill = sema_safe_value(c, img, loc);
+        x = ir_select(c->mod, inb, x, fill ? fill : cast_to(c, K_(0), img->dtype), loc);
+    }
+    ir_expr *din;
+    ir_stmt *st_ = ir_stmt_new(c->mod, IR_S_STORE, loc);
+    st_->buf = dst.buf;
+    st_->idx = region_elem(c, &dst, iv, &din, loc);
+    st_->value = x;
+    ir_stmt *body = st_;
+    if (din) {
+        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
+        g->cond = din;
+        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+        g->nbody = 2;
+        g->body[0] = st_;
+        body = g;
+    }
+    emit(c, parallel_nest(c, 2, ext + nd - 2, iv + nd - 2, body, loc));
+#undef K_
+#undef B_
+    return sv_none(c, call->loc);
+}
+
+/* T.tcgen05_gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, mbar=bar): Blackwell's
+ * asynchronous MMA into tensor memory. Tile's gemm completes before the next statement, so it
+ * is a T.gemm followed by the completion arrival on bar (one arrival, as tcgen05.commit makes;
+ * mbar=None or no mbar: none). The accumulator is a T.alloc_tmem buffer, which is an on-chip buffer like
+ * a fragment on every target. */
+static sval *lower_tcgen05_gemm(sema_ctx *c, sema_env *env, const ast_expr *call, sval **pos, int npos) {
+    sval *u2 = kw_of(call, c, env, "use_2cta");
+    bool two = false;
+    if (u2 && py_truth(u2, &two) && two) {
+        sema_err(c, call->loc, "T.tcgen05_gemm(use_2cta=True) (an MMA shared by the two blocks of a cluster) is not supported yet");
+        return sv_err(c, call->loc);
+    }
+    return lower_gemm(c, env, call, pos, npos, true);
+}
+
 sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_expr *call, sval **pos, int npos, bool *handled) {
     *handled = true;
     c->tile_scope = env;
@@ -1897,6 +2290,8 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
         return lower_copy(c, call, pos, npos, false);
     }
     if (!strcmp(name, "tma_copy")) return lower_tma_copy(c, env, call, pos, npos);
+    if (!strcmp(name, "let")) return lower_let(c, call, pos, npos);
+    if (!strcmp(name, "im2col") || !strcmp(name, "c2d_im2col")) return lower_im2col(c, env, name, call, pos, npos);
     if (!strcmp(name, "alloc_barrier")) return lower_alloc_barrier(c, env, call, pos, npos);
     if (strstr(name, "barrier_")) return lower_barrier_op(c, env, name, call, pos, npos);
     if (!strcmp(name, "reshape") || !strcmp(name, "view")) return lower_view(c, env, name, call, pos, npos);
@@ -1936,7 +2331,20 @@ sval *lower_tile_call(sema_ctx *c, sema_env *env, const char *name, const ast_ex
     }
     if (!strcmp(name, "fill")) return lower_fill(c, call, pos, npos, false);
     if (!strcmp(name, "clear")) return lower_fill(c, call, pos, npos, true);
-    if (!strcmp(name, "gemm")) return lower_gemm(c, env, call, pos, npos);
+    /* T.wgmma_gemm: Hopper's asynchronous issue (T.wait_wgmma waits for it); Tile's gemm is
+     * complete when it returns, which is what the wait asks for */
+    if (!strcmp(name, "gemm") || !strcmp(name, "wgmma_gemm")) return lower_gemm(c, env, call, pos, npos, false);
+    if (!strcmp(name, "tcgen05_gemm")) return lower_tcgen05_gemm(c, env, call, pos, npos);
+    if (!strcmp(name, "tcgen05_mma_arrive")) {
+        /* the completion of the MMAs issued before it: one arrival (Tile's are complete) */
+        int which;
+        ir_expr *k;
+        sval *bar = npos > 0 ? pos[0] : kw_of(call, c, env, "mbar");
+        if (npos > 1 || !bar) { sema_err(c, call->loc, "T.tcgen05_mma_arrive takes one barrier"); return sv_err(c, call->loc); }
+        if (!sync_scope(c, call, "T.tcgen05_mma_arrive") || !barrier_operand(c, bar, "T.tcgen05_mma_arrive", &which, &k)) return sv_err(c, call->loc);
+        emit_arrive_one(c, which, k, call->loc);
+        return sv_none(c, call->loc);
+    }
     if (!strncmp(name, "reduce_", 7)) return lower_reduce(c, env, name, call, pos, npos);
     if (!strncmp(name, "atomic_", 7)) return lower_atomic(c, env, name, call, pos, npos);
     if (!strcmp(name, "alloc_var")) return lower_alloc_var(c, env, call, pos, npos);

@@ -333,6 +333,110 @@ def ref_simt_shared_sync(a, rounds=3, threads=64):
     return {"Y": v.reshape(-1)[:n]}
 
 
+def shifted(x, dr, dc, pad):
+    # out[r, c] = x[r + dr, c + dc], or pad where that is outside x
+    m, n = x.shape
+    out = np.full((m, n), pad, np.float64)
+    r0, r1 = max(0, -dr), min(m, m - dr)
+    c0, c1 = max(0, -dc), min(n, n - dc)
+    if r0 < r1 and c0 < c1:
+        out[r0:r1, c0:c1] = x[r0 + dr:r1 + dr, c0 + dc:c1 + dc]
+    return out
+
+
+def ref_safe_value(a, shift=5, pad=7.5):
+    A, I, Z = a["A"].astype(np.float64), a["I"].astype(np.float64), a["Z"].astype(np.float64)
+    return {"B": shifted(A, -shift, shift, pad), "C": shifted(A, shift, -shift, pad), "D": shifted(I, shift, 0, -3) + 1,
+            "E": shifted(Z, -shift, shift, 0) + shifted(Z, shift, -shift, 0), "F": shifted(a["G"][1].astype(np.float64), -shift, shift, -2)}
+
+
+def ref_safe_value_scoped(a, block=64):
+    A = a["A"].astype(np.float64)
+    pad = lambda v: shifted(np.pad(A, ((0, block - A.shape[0]), (0, block - A.shape[1])), constant_values=v), 0, 0, v)
+    return {"Out": pad(-1), "In": pad(-99), "El": shifted(pad(5), 1, 0, 5)}
+
+
+def gen_safe_value(m, n, seed):
+    return {"A": f32((m, n), seed), "I": rng(seed + 1).integers(-100, 100, (m, n)).astype(np.int32), "Z": f32((m, n), seed + 2), "G": f32((2, m, n), seed + 3)}
+
+
+def ref_any_all(a, block_M=16):
+    x, mask = a["X"].astype(np.float64), a["Mask"]
+    m, n = x.shape
+    y = np.zeros((m, n))
+    flags = np.zeros((m // block_M, 4), np.int64)
+    for b in range(m // block_M):
+        xs = x[b * block_M:(b + 1) * block_M]
+        for k in range(n // 16):
+            if mask[b, k, 1:].any():
+                y[b * block_M:(b + 1) * block_M, k * 16:(k + 1) * 16] = xs[:, k * 16:(k + 1) * 16] * 2
+            elif mask[b, k, 0]:
+                y[b * block_M:(b + 1) * block_M, k * 16:(k + 1) * 16] = 1
+            else:
+                y[b * block_M:(b + 1) * block_M, k * 16:(k + 1) * 16] = -1
+        pos = xs > -0.9
+        flags[b] = [(xs > 0.99).any(), pos.all(), pos[1, :n // 2].all(), mask[b].any() + 2 * mask[b, :, 1].all()]
+    return {"Y": y, "Flags": flags}
+
+
+def gen_any_all(m, n, g, seed):
+    x = f32((m, n), seed)
+    mask = rng(seed + 1).uniform(0, 1, (m // 16, n // 16, g)) < 0.3
+    mask[0, :, 1] = True  # one block where every mask of column 1 is set
+    x[16:32, :] = np.abs(x[16:32, :])  # one block with no element <= -0.9
+    return {"X": x, "Mask": mask}
+
+
+def ref_spellings(a, op="max"):
+    x = a["X"].astype(np.float64)
+    y = max(a["Y"][0], x.max()) if op == "max" else a["Y"][0] + x.sum()
+    return {"Y": np.array([y]), "Z": x * sum(k * 2 + u for k in range(1, 4) for u in range(2))}
+
+
+def ref_simt_elect(a, group=64, threads=256):
+    n = a["X"].shape[0]
+    t = np.arange(n)
+    return {"A": (t % group == 0) + 2 * (t % threads == 0), "L": a["X"][::group].astype(np.float64) * 2}
+
+
+def ref_conv2d(a, S=1, D=1, P=1):
+    x, w = a["img"].astype(np.float64), a["filt"].astype(np.float64)
+    n, h, wd, c = x.shape
+    k, f = w.shape[0], w.shape[3]
+    oh, ow = (h + 2 * P - D * (k - 1) - 1) // S + 1, (wd + 2 * P - D * (k - 1) - 1) // S + 1
+    xp = np.pad(x, ((0, 0), (P, P), (P, P), (0, 0)))
+    out = np.zeros((n, oh, ow, f))
+    for kh in range(k):
+        for kw in range(k):
+            patch = xp[:, kh * D:kh * D + (oh - 1) * S + 1:S, kw * D:kw * D + (ow - 1) * S + 1:S, :]
+            out += patch @ w[kh, kw]
+    return {"out": out.reshape(n * oh * ow, f)}
+
+
+def ref_tc_gemm(a, block_K=32):
+    A, B = a["A"].astype(np.float64), a["B"].astype(np.float64)
+    K = A.shape[1]
+    d = np.zeros((A.shape[0], B.shape[0]))
+    for k in range(1, (K + block_K - 1) // block_K, 2):
+        d += A[:, k * block_K:(k + 1) * block_K] @ B[:, k * block_K:(k + 1) * block_K].T
+    return {"C": A @ B.T, "D": d}
+
+
+def ref_simt_vote(a, threads=80):
+    x = a["X"].astype(np.float64)
+    n = x.shape[0]
+    A, L, B = np.zeros(n, np.int64), np.ones(n, np.int64), np.zeros(n, np.int64)
+    for b in range(n // threads):
+        for w0 in range(0, threads, 32):
+            lanes = range(b * threads + w0, b * threads + min(w0 + 32, threads))
+            xs = x[list(lanes)]
+            bal = sum(1 << k for k, v in enumerate(xs) if v > 0)
+            for t in lanes:
+                A[t] = int((xs > 0.9).any()) + 2 * int((xs > -0.95).all())
+                B[t] = bal
+    return {"A": A, "L": L, "B": B}
+
+
 CASES = {
     "eager_gemm": ("eager_gemm.py", "gemm_bias", [], lambda: {"A": f32((70, 40), 1), "B": f32((40, 50), 2), "bias": f32((50,), 3)}, ref_eager_gemm),
     "factory_python": ("factory_python.py", "scaled", [], lambda: {"X": f32((1000,), 4)}, ref_factory_python),
@@ -392,6 +496,35 @@ CASES = {
     "views_h2": ("views.py", "views", ["N=192", "G=5", "H=2"], lambda: {"A": f32((192, 10), 43)}, lambda a: ref_views(a, 2)),
     "simt_shared_sync": ("simt_shared_sync.py", "rotate", ["N=150"], lambda: {"X": f32((150,), 46)}, ref_simt_shared_sync),
     "elements": ("elements.py", "elements", ["N=150"], lambda: gen_elements(150, 45), ref_elements),
+    # T.annotate_safe_value: out-of-bounds reads of the annotated tensors give the value
+    "safe_value": ("safe_value.py", "safe_value", ["M=96", "N=64"], lambda: gen_safe_value(96, 64, 60), ref_safe_value),
+    "safe_value_ragged": ("safe_value.py", "safe_value", ["M=70", "N=45"], lambda: gen_safe_value(70, 45, 63), ref_safe_value),
+    # T.any_of / T.all_of over regions, whole buffers and single elements
+    "any_all": ("any_all.py", "any_all", ["M=64", "N=80", "G=3"], lambda: gen_any_all(64, 80, 3, 64), ref_any_all),
+    # getattr(T, name), T.Serial, T.Unroll
+    "spellings": ("spellings.py", "spellings", ["N=100"], lambda: {"X": f32((100,), 65), "Y": np.array([0.25], np.float32)}, ref_spellings),
+    "spellings_add": ("spellings.py", "spellings", ["N=100", "op_name=atomic_add"], lambda: {"X": f32((100,), 66), "Y": np.array([0.25], np.float32)},
+                      lambda a: ref_spellings(a, "add")),
+    "safe_value_scoped": ("safe_value.py", "safe_value_scoped", ["M=60", "N=61"],
+                          lambda: {"A": rng(67).integers(-1000, 1000, (60, 61)).astype(np.int32)}, ref_safe_value_scoped),
+    "simt_elect": ("simt_elect.py", "elect", ["N=768"], lambda: {"X": f32((768,), 68)}, ref_simt_elect),
+    "simt_elect_96": ("simt_elect.py", "elect", ["N=384", "group=96", "threads=192"], lambda: {"X": f32((384,), 69)},
+                      lambda a: ref_simt_elect(a, 96, 192)),
+    # T.im2col: stride 1 / pad 1, stride 2 / dilation 2 / pad 2 (ragged tiles of pixels and taps)
+    "im2col": ("im2col.py", "conv2d", ["N=2", "H=9", "W=7", "C=5", "F=40", "K=3"],
+               lambda: {"img": f32((2, 9, 7, 5), 70), "filt": f32((3, 3, 5, 40), 71)}, ref_conv2d),
+    "im2col_strided": ("im2col.py", "conv2d", ["N=3", "H=11", "W=10", "C=4", "F=24", "K=3", "S=2", "D=2", "P=2"],
+                       lambda: {"img": f32((3, 11, 10, 4), 72), "filt": f32((3, 3, 4, 24), 73)}, lambda a: ref_conv2d(a, 2, 2, 2)),
+    # T.alloc_tmem, T.tcgen05_gemm(mbar=, clear_accum=<run time>), T.gemm(mbar=), T.tcgen05_mma_arrive
+    "tcgen05": ("tcgen05.py", "tc_gemm", ["M=100", "N=72", "K=150"],
+                lambda: {"A": f32((100, 150), 74).astype(np.float16), "B": f32((72, 150), 75).astype(np.float16)}, ref_tc_gemm),
+    "wgmma_gemm": ("tcgen05.py", "wg_gemm", ["M=100", "N=72", "K=150"],
+                   lambda: {"A": f32((100, 150), 76).astype(np.float16), "B": f32((72, 150), 77).astype(np.float16)},
+                   lambda a: {"C": a["A"].astype(np.float64) @ a["B"].astype(np.float64).T}),
+    # parameters from a module-level driver loop (its first iteration)
+    "module_loop": ("module_loop.py", "cast_scale", [], lambda: {"X": f32((300,), 78).astype(np.float16)},
+                    lambda a: {"Y": a["X"].astype(np.float64) * 2.5}),
+    "simt_vote": ("simt_vote.py", "vote", ["N=480"], lambda: {"X": f32((480,), 79)}, ref_simt_vote),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 

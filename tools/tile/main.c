@@ -46,7 +46,7 @@ static void usage(FILE *out) {
           "                                         ones were declined)\n"
           "  run FILE [-f FUNC] [-D NAME=VALUE ...] [--shape NAME=64x32[:dtype] ...]\n"
           "           [--target interp|cpu|cuda|opencl|auto] [--in NAME=PATH.npy ...]\n"
-          "           [--out NAME=PATH.npy ...] [--seed N] [--check] [--bench] [--iters N]\n"
+          "           [--out NAME=PATH.npy ...] [--seed N] [--int-range LO:HI] [--check] [--bench] [--iters N]\n"
           "           [--no-checks] [--quiet] [--trace FILE.json]\n"
           "                                         run a kernel on random or given inputs\n"
           "  emit FILE --target cpu|cuda|opencl     print the generated source\n"
@@ -79,6 +79,8 @@ typedef struct options {
     kv *shapes, *ins, *outs, *opts;
     int nshapes, nins, nouts, nopts;
     unsigned long long seed;
+    int int_range;              /* --int-range given: integer inputs from [int_lo, int_hi) */
+    long long int_lo, int_hi;
     int check, bench, iters, quiet, no_checks;
     int explain; /* ir --explain */
     int owned_defines; /* the last owned_defines entries of defines were allocated here */
@@ -133,6 +135,15 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd) {
             char *end;
             o->seed = strtoull(v, &end, 0);
             if (*end || !*v) { fprintf(stderr, "tile %s: --seed expects a number, got '%s'\n", cmd, v); return -1; }
+        } else if (!strcmp(a, "--int-range")) {
+            NEED_VALUE();
+            char *end, *end2;
+            o->int_lo = strtoll(v, &end, 0);
+            if (end == v || *end != ':' || (o->int_hi = strtoll(end + 1, &end2, 0), end2 == end + 1 || *end2) || o->int_hi <= o->int_lo) {
+                fprintf(stderr, "tile %s: --int-range expects LO:HI with LO < HI, got '%s'\n", cmd, v);
+                return -1;
+            }
+            o->int_range = 1;
         } else if (!strcmp(a, "--iters")) {
             NEED_VALUE();
             o->iters = atoi(v);
@@ -267,14 +278,16 @@ static size_t count_of(const tile_tensor *t) {
     return n;
 }
 
-/* Random data: floats uniform in [-1, 1), signed ints in [-8, 8), unsigned in [0, 16). */
-static void fill_random(tile_tensor *t, uint64_t seed) {
+/* Random data: floats uniform in [-1, 1), signed ints in [-8, 8), unsigned in [0, 16);
+ * with an integer range (lo < hi, --int-range), every integer in [lo, hi). */
+static void fill_random(tile_tensor *t, uint64_t seed, const long long *range) {
     size_t n = count_of(t);
     uint64_t s = seed;
     for (size_t i = 0; i < n; i++) {
         uint64_t r = splitmix(&s);
         if (tile_dtype_is_float(t->dtype)) tile_store_f(t->dtype, t->data, i, (double)(r >> 11) * 0x1.0p-52 - 1.0);
         else if (t->dtype == TILE_DT_BOOL) tile_store_i(t->dtype, t->data, i, (int64_t)(r & 1));
+        else if (range) tile_store_i(t->dtype, t->data, i, (int64_t)(range[0] + (long long)(r % (uint64_t)(range[1] - range[0]))));
         else if (tile_dtype_is_signed(t->dtype)) tile_store_i(t->dtype, t->data, i, (int64_t)(r % 16) - 8);
         else tile_store_i(t->dtype, t->data, i, (int64_t)(r % 16));
     }
@@ -599,7 +612,14 @@ static int cmd_run(int argc, char **argv) {
         if (!params[i].data) {
             params[i].data = calloc(1, tile_tensor_bytes(&params[i]) + 8);
             if (!params[i].data) { fprintf(stderr, "tile run: out of memory allocating '%s'\n", tile_kernel_param_name(k, i)); rc = EXIT_USER; goto out; }
-            fill_random(&params[i], o.seed * 0x100000001b3ull + (uint64_t)i * 7919 + 1);
+            long long range[2] = {o.int_lo, o.int_hi};
+            if (o.int_range && !tile_dtype_is_float(params[i].dtype) && params[i].dtype != TILE_DT_BOOL && !tile_dtype_is_signed(params[i].dtype) && o.int_lo < 0) {
+                fprintf(stderr, "tile run: --int-range %lld:%lld has negative values, but '%s' is %s\n", o.int_lo, o.int_hi, tile_kernel_param_name(k, i),
+                        tile_dtype_name(params[i].dtype));
+                rc = EXIT_USER;
+                goto out;
+            }
+            fill_random(&params[i], o.seed * 0x100000001b3ull + (uint64_t)i * 7919 + 1, o.int_range ? range : NULL);
         }
         initial[i] = params[i];
         initial[i].data = malloc(tile_tensor_bytes(&params[i]) + 8);

@@ -20,7 +20,7 @@ def views(N, G, H=4, block=64):
             for i, g, h in T.Parallel(block, G, H):
                 s3[i, g, h] = T.max(s3[i, g, h], 0) * (h + 1)
             out = T.alloc_fragment((block, G), "float32")
-            T.reduce_sum(s3, out, dim=-1, clear=True)
+            T.reduce_sum(s3, out, dim=-1, clear=True, batch=2)
             T.copy(out, S[bx * block, 0])
             sh = T.alloc_shared((block * G * H,), "float32")
             sh2 = T.view(sh, (block, G * H))
