@@ -26,6 +26,8 @@ the per-tensor simulation below. Knobs:
                 zeroed (error reset)
   only=B        sign1 in bucket B (1-based) only, int4 in the others (which bucket hurts)
   flush=1       also report the accuracy after the residuals still owed are applied at the end
+  lr=X          another learning rate (the "vs exact" column still compares with lr 0.05;
+                run none/lr=X for the exact figures)
 
 The per-tensor simulation (tensor:CODEC) splits each parameter by rows between the 2 ranks and
 compresses the other rank's half with: sign1 (chunk 1024), row (one scale per row), col (one
@@ -291,7 +293,7 @@ def main():
             kw = {}
             for p in parts[1:]:
                 k, val = p.split("=")
-                kw[k] = val if k == "scale" else int(val)
+                kw[k] = val if k == "scale" else float(val) if k == "lr" else int(val)
             meth = None if parts[0] == "none" else parts[0]
             res = [run(s, meth, steps=a.steps, every=a.every, **kw) for s in seeds]
         accs = [r[0] for r in res]
