@@ -296,10 +296,11 @@ def ddp():
     results = {}
     lr, beta = 0.1, 0.9
     # sign1: the averaged blocks all-gathered in int8, each rank's momentum compressed (the
-    # hook's momentum=, the optimiser's value); int8: the gradient
+    # hook's momentum=, the optimiser's value); int4m: int4 in both phases, momentum
+    # compressed (docs/pytorch.md's choice where accuracy must match); int8: the gradient
     sign1 = dict(gather="int8", momentum=beta)
     runs = (("gloo", gloo, None), ("tile", None, None), ("tile+sign1", None, ("sign1", sign1)),
-            ("tile+int8", None, ("int8", {})))
+            ("tile+int4m", None, ("int4", dict(momentum=beta))), ("tile+int8", None, ("int8", {})))
     for name, group, hook in runs:
         torch.manual_seed(1)
         model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
@@ -322,6 +323,7 @@ def ddp():
     assert abs(results["tile"] - results["gloo"]) <= 0.5, results
     assert abs(results["tile+int8"] - results["tile"]) <= 1.0, results
     assert abs(results["tile+sign1"] - results["tile"]) <= 1.0, results
+    assert abs(results["tile+int4m"] - results["tile"]) <= 1.0, results
     assert results["tile"] > 85, results
 
 
