@@ -27,10 +27,11 @@ cuModuleLoadData share of it and `rt_nvrtc` NVRTC's (the runtime's own trace spa
 that process start-up and the first NVRTC load stay out of every row.
 
     python3 bench/cuda/compile_time.py --src DIR [--only zoo,gemm,mha,gqa,fp8,fp4] [--limit N]
-        [--families silu,gemm,...] [--gpu] [--ptxas] [--out FILE.md]
+        [--families silu,gemm,...] [--gpu] [--ptxas] [--nvrtc-extra OPTS] [--out FILE.md]
 
 --families keeps the rows whose family name contains one of the words (e.g. silu,softmax).
---ptxas also times the standalone ptxas (-O3, the default) on NVRTC's PTX, for comparison.
+--ptxas also times the standalone ptxas (-O3, the default) on NVRTC's PTX, for comparison;
+--nvrtc-extra adds NVRTC options to the table's compiles (to try one: --split-compile=0, ...).
 Figures are CPU-bound and single-threaded: on a shared or slower CPU compare ratios and
 phase shares, not seconds.
 """
@@ -289,6 +290,8 @@ def main():
     ap.add_argument("--ptxas", action="store_true", help="also time standalone ptxas on NVRTC's PTX")
     ap.add_argument("--ptx-size", action="store_true", help="also count the PTX lines")
     ap.add_argument("--gpu", action="store_true", help="also time the cold compile + first run on the GPU")
+    ap.add_argument("--nvrtc-extra", default="", help="more NVRTC options for the table's compiles (space-separated, "
+                    "e.g. '--split-compile=0'; not the runtime's e2e), to try an option")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     nv = Nvrtc()
@@ -296,7 +299,7 @@ def main():
     if opts is None:  # a libtile from before tile_cuda_nvrtc_options: the options it used
         opts = ["-default-device", "--fmad=false", "--std=c++17", "-diag-suppress=177,550"]
         print("compile_time: this libtile has no tile_cuda_nvrtc_options; NVRTC gets %s" % " ".join(opts))
-    opts = [o for o in opts if o and not o.startswith("--gpu-architecture")]
+    opts = [o for o in opts if o and not o.startswith("--gpu-architecture")] + a.nvrtc_extra.split()
     cases = []
     for fam in a.only.split(","):
         cs = FAMILIES[fam]()
