@@ -27,10 +27,11 @@ cuModuleLoadData share of it and `rt_nvrtc` NVRTC's (the runtime's own trace spa
 that process start-up and the first NVRTC load stay out of every row.
 
     python3 bench/cuda/compile_time.py --src DIR [--only zoo,gemm,mha,gqa,fp8,fp4] [--limit N]
-        [--families silu,gemm,...] [--gpu] [--ptxas] [--out FILE.md]
+        [--families silu,gemm,...] [--gpu] [--ptxas] [--nvrtc-extra OPTS] [--out FILE.md]
 
 --families keeps the rows whose family name contains one of the words (e.g. silu,softmax).
---ptxas also times the standalone ptxas (-O3, the default) on NVRTC's PTX, for comparison.
+--ptxas also times the standalone ptxas (-O3, the default) on NVRTC's PTX, for comparison;
+--nvrtc-extra adds NVRTC options to the table's compiles (to try one: --split-compile=0, ...).
 Figures are CPU-bound and single-threaded: on a shared or slower CPU compare ratios and
 phase shares, not seconds.
 """
@@ -248,13 +249,16 @@ def e2e(case, src_dir):
         for fn in _SS.FAMILIES.values():
             for c in fn(src_dir):
                 _SS.cases[(c.family, c.name)] = c
-    c = _SS.cases[(case[0], case[1])]
-    args = [x.clone() for x in c.inputs()]
+    fam, name, rel, factory, kw = case
+    if (fam, name) in _SS.cases:
+        args = [x.clone() for x in _SS.cases[(fam, name)].inputs()]
+    else:  # the warm-up program: a silu_gate of its own size
+        args = [torch.randn(kw["M"], kw["N"], device="cuda", dtype=torch.float16) for _ in range(3)]
     torch.cuda.synchronize()
     tf = os.path.join(WORK, "trace.json")
     with tile.trace(tf):
         t0 = time.perf_counter()
-        k = tile.compile(c.path, func=c.factory, target="cuda", **c.kwargs)
+        k = tile.compile(os.path.join(src_dir, rel), func=factory, target="cuda", **kw)
         k(*args)
         torch.cuda.synchronize()
         t = time.perf_counter() - t0
@@ -286,6 +290,8 @@ def main():
     ap.add_argument("--ptxas", action="store_true", help="also time standalone ptxas on NVRTC's PTX")
     ap.add_argument("--ptx-size", action="store_true", help="also count the PTX lines")
     ap.add_argument("--gpu", action="store_true", help="also time the cold compile + first run on the GPU")
+    ap.add_argument("--nvrtc-extra", default="", help="more NVRTC options for the table's compiles (space-separated, "
+                    "e.g. '--split-compile=0'; not the runtime's e2e), to try an option")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     nv = Nvrtc()
@@ -293,7 +299,7 @@ def main():
     if opts is None:  # a libtile from before tile_cuda_nvrtc_options: the options it used
         opts = ["-default-device", "--fmad=false", "--std=c++17", "-diag-suppress=177,550"]
         print("compile_time: this libtile has no tile_cuda_nvrtc_options; NVRTC gets %s" % " ".join(opts))
-    opts = [o for o in opts if o and not o.startswith("--gpu-architecture")]
+    opts = [o for o in opts if o and not o.startswith("--gpu-architecture")] + a.nvrtc_extra.split()
     cases = []
     for fam in a.only.split(","):
         cs = FAMILIES[fam]()
@@ -304,7 +310,9 @@ def main():
             cs = [c for c in cs if seen.setdefault(c[0], []).append(c) or len(seen[c[0]]) <= a.limit]
         cases += cs
     # warm-up: NVRTC's first load and Tile's start-up stay out of the rows
-    w = measure(zoo_cases()[-1], a.src, nv, opts, argparse.Namespace(ptxas=False, ptx_size=False, gpu=a.gpu))
+    # a program of its own (no row of the table: its cubin is then in the cache)
+    warm = ("warm-up", "warm-up", "benchmark/compile_speed/kernel_zoo.py", "silu_gate", dict(M=96, N=320, block_M=32, block_N=64))
+    w = measure(warm, a.src, nv, opts, argparse.Namespace(ptxas=False, ptx_size=False, gpu=a.gpu))
     if "error" in w:
         sys.exit("compile_time: the warm-up compile failed: %s" % w["error"])
     cols = ["front", "emit", "nv-fe", "nvvm", "ptx2bin", "nvrtc", "nvrtc_cpu", "total"]
