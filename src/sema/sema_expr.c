@@ -38,7 +38,7 @@
     X(warp_reduce_bitand, S) X(warp_reduce_bitor, S) X(get_warp_group_idx, S)                           \
     X(alloc_barrier, T) X(barrier_arrive, T) X(barrier_wait, T) X(mbarrier_arrive, T) X(mbarrier_wait_parity, T) \
     X(mbarrier_expect_tx, T) X(barrier_expect_tx, T) X(tma_copy, T) X(ws, L)                             \
-    X(tma_store_wait, H) X(tma_store_arrive, H) X(fence_proxy_async, H)
+    X(tma_store_wait, H) X(tma_store_arrive, H) X(fence_proxy_async, H) X(pdl_trigger, H) X(pdl_sync, H)
 
 typedef struct builtin_info { const char *name; char kind; } builtin_info;
 static const builtin_info builtins[] = {
@@ -1305,7 +1305,10 @@ static sval *call_builtin(sema_ctx *c, sema_env *env, const char *fname, const a
         return sv_err(c, loc);
     case 'H':
         if (!strcmp(fname, "annotate_safe_value")) return sema_annotate_safe_value(c, a, loc);
-        /* scheduling hints: no semantics; Tile's passes make these decisions themselves */
+        /* scheduling hints: no semantics; Tile's passes make these decisions themselves.
+         * T.pdl_trigger / T.pdl_sync (programmatic dependent launch: let the next kernel start
+         * early / wait for the previous one) are among them: Tile starts a kernel once the
+         * one before it on the stream has finished */
         if (!strcmp(fname, "annotate_layout"))
             tile_log(TILE_LOG_INFO, "%s:%d: T.annotate_layout is accepted; the layout of each buffer is chosen by Tile's layout inference on every target",
                      loc.src ? loc.src->name : "?", loc.line);
@@ -1855,7 +1858,7 @@ sval *call_value(sema_ctx *c, sema_env *env, sval *fv, const ast_expr *call) {
         static const char *const later[] = {
             "warp_any", "warp_all",
             "warp_ballot", "alloc_descriptor",
-            "sync_grid", "pdl_trigger", "pdl_sync", "transpose",
+            "sync_grid", "transpose",
             "warpgroup_arrive",
             "call_extern", "address_of", "access_ptr", "ptx_ldmatrix", "ptx_mma", "gemm_sp",
             "copy_async", "ldg", "stg", "rng_init", "rng_rand", "loop_break", "print",

@@ -525,6 +525,8 @@ CASES = {
     "module_loop": ("module_loop.py", "cast_scale", [], lambda: {"X": f32((300,), 78).astype(np.float16)},
                     lambda a: {"Y": a["X"].astype(np.float64) * 2.5}),
     "simt_vote": ("simt_vote.py", "vote", ["N=480"], lambda: {"X": f32((480,), 79)}, ref_simt_vote),
+    # T.pdl_sync / T.pdl_trigger: no-ops (kernels on a stream run one after the other)
+    "pdl": ("pdl.py", "pdl_scale", ["N=300"], lambda: {"A": f32((300,), 80)}, lambda a: {"B": a["A"].astype(np.float64) * 2.0 + 1.0}),
     "test_row_sums": ("test_style.py", "test_row_sums__row_sums", ["M=40", "N=24"], lambda: {"X": f32((40, 24), 18)}, ref_test_row_sums),
 }
 
