@@ -159,6 +159,16 @@ void emit(sema_ctx *c, ir_stmt *s) {
     tile_vec_push(c->stmts, s);
 }
 
+ir_stmt *guard_stmt(sema_ctx *c, ir_expr *cond, ir_stmt *s, tile_loc loc) {
+    if (!cond) return s;
+    ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
+    g->cond = cond;
+    g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
+    g->nbody = 2;
+    g->body[0] = s;
+    return g;
+}
+
 void push_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh) {
     (void)save;
     memset(fresh, 0, sizeof *fresh);

@@ -1051,15 +1051,7 @@ static sval *lower_generator_reduce(sema_ctx *c, sema_env *env, const char *fnam
     ir_stmt *upd = ir_stmt_new(c->mod, IR_S_ASSIGN, loc);
     upd->var = acc;
     upd->value = ir_binary(c->mod, is_sum ? IR_B_ADD : !strcmp(fname, "max") ? IR_B_MAX : IR_B_MIN, ir_var_ref(c->mod, acc, loc), x, loc);
-    ir_stmt *body_stmt = upd;
-    if (cond) {
-        ir_stmt *ifs = ir_stmt_new(c->mod, IR_S_IF, loc);
-        ifs->cond = cond;
-        ifs->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
-        ifs->nbody = 2;
-        ifs->body[0] = upd;
-        body_stmt = ifs;
-    }
+    ir_stmt *body_stmt = guard_stmt(c, cond, upd, loc);
     tile_vec_push(&inner, body_stmt);
     ir_stmt *loop = ir_stmt_new(c->mod, IR_S_FOR, loc);
     loop->var = lv;

@@ -198,6 +198,8 @@ sema_binding *env_lookup(sema_env *env, const char *name);
 sema_env *env_new(sema_ctx *c, sema_env *parent, const ast_stmt *func);
 int env_assign_count(sema_env *env, const char *name);
 void emit(sema_ctx *c, ir_stmt *s);
+/* s, or `if cond: s` when cond is not NULL (an element statement kept inside a tensor's bounds) */
+ir_stmt *guard_stmt(sema_ctx *c, ir_expr *cond, ir_stmt *s, tile_loc loc);
 void push_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh);
 ir_stmt *pop_stmts(sema_ctx *c, tile_vec *save, tile_vec *fresh, tile_loc loc);
 void sema_err(sema_ctx *c, tile_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -967,15 +967,7 @@ static bool emit_view_copy(sema_ctx *c, const ir_region *src, const ir_region *d
     st->buf = db ? db : dst->buf;
     st->idx = region_elem(c, dst, iv, &din, loc);
     st->value = coerce_store(c, cast_to(c, x, promote_arith(st->buf->dtype)), st->buf->dtype, loc);
-    ir_stmt *body = st;
-    if (din) {
-        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
-        g->cond = din;
-        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
-        g->nbody = 2;
-        g->body[0] = st;
-        body = g;
-    }
+    ir_stmt *body = guard_stmt(c, din, st, loc);
     emit(c, parallel_nest(c, rank, dst->extent, iv, body, loc));
     return true;
 }
@@ -1545,15 +1537,7 @@ static sval *lower_region_atomic(sema_ctx *c, const char *fname, const ast_expr 
     a->value = scalar ? coerce_store(c, cast_to(c, scalar, ct), dst.buf->dtype, loc)
                       : coerce_store(c, cast_to(c, cast_to(c, ir_load(c->mod, src.buf, si, loc), promote_arith(src.buf->dtype)), ct), dst.buf->dtype, loc);
     a->atomic_op = op;
-    ir_stmt *body = a;
-    if (guard) {
-        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
-        g->cond = guard;
-        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
-        g->nbody = 2;
-        g->body[0] = a;
-        body = g;
-    }
+    ir_stmt *body = guard_stmt(c, guard, a, loc);
     for (int j = ns - 1; j >= 0; j--) {
         ir_stmt *f = ir_stmt_new(c->mod, IR_S_FOR, loc);
         f->var = iv[j];
@@ -2248,15 +2232,7 @@ static sval *lower_im2col(sema_ctx *c, sema_env *env, const char *name, const as
     st_->buf = dst.buf;
     st_->idx = region_elem(c, &dst, iv, &din, loc);
     st_->value = x;
-    ir_stmt *body = st_;
-    if (din) {
-        ir_stmt *g = ir_stmt_new(c->mod, IR_S_IF, loc);
-        g->cond = din;
-        g->body = TILE_NEW_ARRAY(&c->mod->arena, ir_stmt *, 2);
-        g->nbody = 2;
-        g->body[0] = st_;
-        body = g;
-    }
+    ir_stmt *body = guard_stmt(c, din, st_, loc);
     emit(c, parallel_nest(c, 2, ext + nd - 2, iv + nd - 2, body, loc));
 #undef K_
 #undef B_
